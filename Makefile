@@ -1,0 +1,34 @@
+# hf-posbias: two commands on a fresh machine.
+#   make demo   - build the position-controlled datasets, train and evaluate on the embedded default
+#   make test   - run the test suite
+# Both create .venv first (torch CPU wheel before everything that depends on torch).
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+DEMO_OUT ?= demo-output
+
+.PHONY: install demo test lint clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --upgrade pip
+	# The CPU wheel first: anything else would pull gigabytes of CUDA.
+	$(BIN)/python -m pip install torch==2.13.0
+	$(BIN)/python -m pip install -e ".[all,test]"
+	touch $@
+
+demo: install
+	$(BIN)/posbias demo --out $(DEMO_OUT)
+
+test: install
+	$(BIN)/python -m pytest -n 2 -q tests
+
+lint: install
+	$(BIN)/ruff check hf_posbias tests scripts benchmarks spaces
+	$(BIN)/ruff format --check hf_posbias tests scripts benchmarks spaces
+
+clean:
+	rm -rf $(VENV) $(DEMO_OUT)

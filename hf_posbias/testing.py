@@ -1,0 +1,275 @@
+"""Tiny random models of every architecture family, built offline from a config.
+
+Tests (and users without Hub access) need checkpoints of each family in the training registry —
+BERT, Longformer, ModernBERT, GPT-2, BLOOM, Llama, Qwen3 — that load through exactly the same
+``from_pretrained`` path as the real ones. These builders create a random model from its
+transformers config (hidden size 64, 2 layers) with a tokenizer trained on the fly by
+``tokenizers`` (WordPiece for encoders, byte-level BPE for decoders) and save both to a folder.
+
+Example:
+    >>> import tempfile
+    >>> from hf_posbias.testing import build_tiny_checkpoint
+    >>> path = build_tiny_checkpoint("bert", tempfile.mkdtemp())
+    >>> from transformers import AutoModel
+    >>> AutoModel.from_pretrained(path).config.hidden_size
+    64
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+ENCODER_FAMILIES = ("bert", "longformer", "modernbert")
+DECODER_FAMILIES = ("gpt2", "bloom", "llama", "qwen3")
+FAMILIES = ENCODER_FAMILIES + DECODER_FAMILIES
+
+# A few hundred words of varied English, enough for a tokenizer that covers test text.
+_TOKENIZER_TEXT = """
+The quick brown fox jumps over the lazy dog. Retrieval models encode a query and a document
+into vectors and compare them with cosine similarity. Position bias means a model prefers
+documents whose relevant evidence appears near the beginning. Wikipedia articles describe
+people, places, science, history, music, sport, politics and technology. A length bin groups
+documents by their number of characters. The middle of a long document is often ignored.
+Queries ask who, what, when, where, why and how. Numbers like 1, 2, 3, 10, 100, 1999 and 2024
+appear in text. Climate change, vaccines, proteins, cells, genes and drugs are studied by
+scientists. The end of the story reveals the answer. Training uses contrastive loss with
+in-batch negatives. Evidence sentences support or refute a claim.
+""".strip()
+
+_SPECIALS_ENCODER = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def _corpus(extra_text: str | None) -> list[str]:
+    lines = [line for line in _TOKENIZER_TEXT.splitlines() if line.strip()]
+    if extra_text:
+        lines.extend(line for line in extra_text.splitlines() if line.strip())
+    return lines * 4
+
+
+def build_wordpiece_tokenizer(vocab_size: int = 512, extra_text: str | None = None) -> Any:
+    """A BERT-style WordPiece tokenizer trained locally (``[CLS] … [SEP]`` post-processing)."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+    from tokenizers.trainers import WordPieceTrainer
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.decoder = decoders.WordPiece()
+    tok.train_from_iterator(
+        _corpus(extra_text),
+        WordPieceTrainer(vocab_size=vocab_size, special_tokens=_SPECIALS_ENCODER),
+    )
+    cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)],
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+    )
+
+
+def build_bpe_tokenizer(vocab_size: int = 512, extra_text: str | None = None) -> Any:
+    """A GPT-2-style byte-level BPE tokenizer trained locally (no pad token, like real decoders)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from tokenizers.trainers import BpeTrainer
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(
+        _corpus(extra_text),
+        BpeTrainer(
+            vocab_size=vocab_size,
+            special_tokens=["<|endoftext|>"],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        ),
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token="<|endoftext|>",
+        eos_token="<|endoftext|>",
+        unk_token="<|endoftext|>",
+    )
+
+
+def tiny_config(family: str, vocab_size: int, max_positions: int = 512, **overrides: Any) -> Any:
+    """The transformers config of a tiny (hidden 64, 2 layers) model of ``family``."""
+    from transformers import (
+        BertConfig,
+        BloomConfig,
+        GPT2Config,
+        LlamaConfig,
+        LongformerConfig,
+        ModernBertConfig,
+        Qwen3Config,
+    )
+
+    common: dict[str, Any] = {"vocab_size": vocab_size}
+    if family == "bert":
+        cfg = BertConfig(
+            hidden_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=128,
+            max_position_embeddings=max_positions,
+            pad_token_id=0,
+            **common,
+        )
+    elif family == "longformer":
+        cfg = LongformerConfig(
+            hidden_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=128,
+            max_position_embeddings=max_positions + 2,
+            attention_window=[32, 32],
+            pad_token_id=0,
+            bos_token_id=2,
+            eos_token_id=3,
+            sep_token_id=3,
+            **common,
+        )
+    elif family == "modernbert":
+        cfg = ModernBertConfig(
+            hidden_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=128,
+            max_position_embeddings=max_positions,
+            pad_token_id=0,
+            cls_token_id=2,
+            sep_token_id=3,
+            bos_token_id=2,
+            eos_token_id=3,
+            global_attn_every_n_layers=2,
+            local_attention=32,
+            **common,
+        )
+    elif family == "gpt2":
+        cfg = GPT2Config(
+            n_embd=64,
+            n_layer=2,
+            n_head=4,
+            n_positions=max_positions,
+            bos_token_id=0,
+            eos_token_id=0,
+            **common,
+        )
+    elif family == "bloom":
+        cfg = BloomConfig(
+            hidden_size=64, n_layer=2, n_head=4, bos_token_id=0, eos_token_id=0, **common
+        )
+    elif family == "llama":
+        cfg = LlamaConfig(
+            hidden_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            intermediate_size=128,
+            max_position_embeddings=max_positions,
+            bos_token_id=0,
+            eos_token_id=0,
+            **common,
+        )
+    elif family == "qwen3":
+        cfg = Qwen3Config(
+            hidden_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=16,
+            intermediate_size=128,
+            max_position_embeddings=max_positions,
+            bos_token_id=0,
+            eos_token_id=0,
+            **common,
+        )
+    else:
+        raise ValueError(f"unknown family {family!r}; choose from {', '.join(FAMILIES)}")
+    for key, value in overrides.items():
+        setattr(cfg, key, value)
+    return cfg
+
+
+def build_tiny_checkpoint(
+    family: str,
+    out_dir: str | Path,
+    seed: int = 0,
+    head: str = "base",
+    max_positions: int = 512,
+    extra_text: str | None = None,
+) -> str:
+    """Save a tiny random ``family`` checkpoint (model + tokenizer) to ``out_dir``.
+
+    Args:
+        family: one of :data:`FAMILIES`.
+        out_dir: target folder (created).
+        seed: torch seed for the random weights.
+        head: ``"base"`` (AutoModel), ``"causal-lm"`` (decoders: the ``*ForCausalLM`` class, as
+            real decoder checkpoints are saved) or ``"sequence-classification"`` (one label: a
+            tiny cross-encoder).
+        max_positions: maximum sequence length of the model.
+        extra_text: more text for the tokenizer's training corpus.
+
+    Returns:
+        The folder path as a string.
+    """
+    import torch
+    from transformers import AutoModel, AutoModelForCausalLM, AutoModelForSequenceClassification
+
+    torch.manual_seed(seed)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    is_encoder = family in ENCODER_FAMILIES
+    tokenizer = (
+        build_wordpiece_tokenizer(extra_text=extra_text)
+        if is_encoder
+        else build_bpe_tokenizer(extra_text=extra_text)
+    )
+    tokenizer.model_max_length = max_positions
+    config = tiny_config(family, vocab_size=len(tokenizer), max_positions=max_positions)
+    if head == "sequence-classification":
+        config.num_labels = 1
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        config.pad_token_id = tokenizer.pad_token_id
+        model = AutoModelForSequenceClassification.from_config(config)
+    elif head == "causal-lm":
+        model = AutoModelForCausalLM.from_config(config)
+    else:
+        model = AutoModel.from_config(config)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return str(out)
+
+
+def build_tiny_sentence_transformer(
+    out_dir: str | Path, family: str = "bert", pooling: str = "mean", seed: int = 0
+) -> str:
+    """Save a tiny random SentenceTransformer (Transformer + Pooling) and return its folder."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+
+    base = build_tiny_checkpoint(family, Path(out_dir) / "_base", seed=seed)
+    transformer = Transformer(base)
+    if transformer.tokenizer.pad_token is None:
+        transformer.tokenizer.pad_token = transformer.tokenizer.eos_token
+    pool = Pooling(transformer.get_embedding_dimension(), pooling_mode=pooling)
+    model = SentenceTransformer(modules=[transformer, pool], device="cpu")
+    model.save(str(out_dir))
+    return str(out_dir)
+
+
+def build_tiny_cross_encoder(out_dir: str | Path, seed: int = 0) -> str:
+    """Save a tiny random BERT cross-encoder (one relevance logit) and return its folder."""
+    return build_tiny_checkpoint("bert", out_dir, seed=seed, head="sequence-classification")

