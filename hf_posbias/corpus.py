@@ -12,7 +12,7 @@ Example:
     '512-1024'
     >>> spans = segment_spans("one two three four five six", 3)
     >>> [s for s in spans]
-    [(0, 8), (8, 19), (19, 27)]
+    [(0, 7), (7, 18), (18, 27)]
     >>> docs, report = prepare_documents([{"id": "a", "text": "word " * 80}])
     >>> docs[0].length_bin, [s.position for s in docs[0].segments]
     ('256-512', ['begin', 'middle', 'end'])
@@ -99,7 +99,7 @@ def segment_spans(text: str, k: int, snap_window: int | None = None) -> list[tup
     """Cut ``text`` into ``k`` contiguous character spans of (nearly) equal length.
 
     Each ideal cut point ``i * len(text) / k`` moves to the nearest whitespace within
-    ``snap_window`` characters (default: an eighth of a segment, at most 50) so that no word is
+    ``snap_window`` characters (default: half a segment, at most 60) so that no word is
     split; where the window holds no whitespace the exact cut is kept. The spans cover the text
     exactly, so offsets map back to the original string.
 
@@ -116,7 +116,7 @@ def segment_spans(text: str, k: int, snap_window: int | None = None) -> list[tup
     n = len(text)
     if n < k:
         raise InputError(f"a text of {n} characters cannot be cut into {k} segments")
-    window = snap_window if snap_window is not None else min(50, max(1, n // (8 * k)))
+    window = snap_window if snap_window is not None else min(60, max(1, n // (2 * k)))
     cuts = [0]
     for i in range(1, k):
         ideal = round(i * n / k)

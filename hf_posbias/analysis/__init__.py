@@ -1,0 +1,1 @@
+"""Representation analyses: evidence moving, segment profiles, pooling ablation."""

@@ -1,0 +1,1 @@
+"""Position-aware evaluation: PSI, position-bucketed retrieval sets, MTEB tasks, reports."""
