@@ -467,12 +467,58 @@ def read_corpus(
         yield record
 
 
+def bin_sort_key(label: str) -> tuple[float, str]:
+    """Sort length-bin labels numerically (``'256-512'`` before ``'1024-2048'``).
+
+    Example:
+        >>> sorted(["1024-2048", "256-512"], key=bin_sort_key)
+        ['256-512', '1024-2048']
+    """
+    head = label.split("-", 1)[0]
+    try:
+        return (float(head), label)
+    except ValueError:
+        return (float("inf"), label)
+
+
+DOCUMENTS_FILE = "documents.parquet"
+
+
+def write_documents(
+    documents: Sequence[Document], report: CorpusReport, out_dir: str | Path
+) -> Path:
+    """Write the corpus stage's output: ``documents.parquet`` + ``report.json`` in ``out_dir``."""
+    from hf_posbias.shards import write_json, write_parquet
+
+    out = Path(out_dir)
+    write_parquet([doc.to_row() for doc in documents], out / DOCUMENTS_FILE)
+    write_json(out / "report.json", report.to_dict())
+    return out
+
+
+def load_documents(path: str | Path) -> list[Document]:
+    """Read documents written by :func:`write_documents` (a folder or the parquet file)."""
+    from hf_posbias.shards import read_parquet_rows
+
+    file = Path(path)
+    if file.is_dir():
+        file = file / DOCUMENTS_FILE
+    if not file.exists():
+        raise InputError(f"{file} not found: run `posbias corpus` first")
+    return [Document.from_row(row) for row in read_parquet_rows(file)]
+
+
 def bin_position_counts(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, int]]:
-    """Count rows per ``length_bin`` × ``target_position`` (for reports and cards)."""
+    """Count rows per ``length_bin`` × ``target_position`` (bins in numeric order).
+
+    Example:
+        >>> bin_position_counts([{"length_bin": "256-512", "target_position": "end"}])
+        {'256-512': {'begin': 0, 'middle': 0, 'end': 1}}
+    """
     counts: Counter[tuple[str, str]] = Counter(
         (row["length_bin"], row["target_position"]) for row in rows
     )
     table: dict[str, dict[str, int]] = {}
-    for (label, position), n in sorted(counts.items()):
+    for (label, position), n in sorted(counts.items(), key=lambda kv: bin_sort_key(kv[0][0])):
         table.setdefault(label, {p: 0 for p in POSITIONS})[position] = n
     return table

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 # Nothing in the tests may reach the Hub; set before any HF library is imported.
@@ -11,6 +12,10 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+# datasets 5.2 caches a local repo folder under its folder name and config only (the data files'
+# mtimes are not part of the key), so two different "train/" folders share one cache entry. An
+# isolated cache per test session keeps a stale user cache from leaking into the tests.
+os.environ.setdefault("HF_DATASETS_CACHE", tempfile.mkdtemp(prefix="posbias-datasets-cache-"))
 
 import pytest  # noqa: E402
 

@@ -27,6 +27,7 @@ from hf_posbias.errors import PosbiasError
 COMMAND_MODULES: tuple[str, ...] = (
     "hf_posbias.cli.data",
     "hf_posbias.cli.train",
+    "hf_posbias.cli.benchmark",
     "hf_posbias.cli.evaluate",
     "hf_posbias.cli.analyze",
     "hf_posbias.cli.demo",

@@ -1,0 +1,273 @@
+"""``posbias corpus|generate|verify|sample|publish|build``: the data pipeline verbs."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from hf_posbias.errors import InputError
+
+
+def _echo(line: str) -> None:
+    print(line, flush=True)
+
+
+def _add_corpus_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--corpus",
+        required=True,
+        help="demo | a .jsonl/.parquet file (id, title, text) | a WikiExtractor folder | "
+        "a datasets folder | hf:<dataset id>[:<config>]",
+    )
+    parser.add_argument("--bins", help="length-bin edges in characters, e.g. 256,512,1024")
+    parser.add_argument("--limit", type=int, help="read at most this many records")
+    parser.add_argument(
+        "--holdout",
+        type=float,
+        default=0.0,
+        help="fraction of documents held out for evaluation (stable hash of the id)",
+    )
+
+
+def _add_generator_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("query generation")
+    group.add_argument(
+        "--generator",
+        default="ict",
+        choices=["ict", "openai", "local-lm"],
+        help="ict = Inverse Cloze Task (offline default); openai = any OpenAI-compatible "
+        "endpoint; local-lm = a local transformers causal LM",
+    )
+    group.add_argument("--llm-model", help="served model name (openai) or model path (local-lm)")
+    group.add_argument(
+        "--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1"
+    )
+    group.add_argument("--api-key-env", default="OPENAI_API_KEY", help="env var holding the key")
+    group.add_argument("--personas", help="persona file (.jsonl/.txt) or Hub id (LLM generators)")
+    group.add_argument("--concurrency", type=int, default=8, help="parallel requests (openai)")
+    group.add_argument("--min-words", type=int, help="ICT: minimum words of a query sentence")
+    group.add_argument(
+        "--keep-probability",
+        type=float,
+        help="ICT: probability of keeping the query sentence in the document (default 0)",
+    )
+
+
+def _generator_options(args: argparse.Namespace) -> dict[str, Any]:
+    options: dict[str, Any] = {"seed": args.seed}
+    if args.generator == "ict":
+        if args.min_words is not None:
+            options["min_words"] = args.min_words
+        if args.keep_probability is not None:
+            options["keep_probability"] = args.keep_probability
+        return options
+    if not args.llm_model:
+        raise InputError(f"--generator {args.generator} needs --llm-model")
+    options.update(model=args.llm_model, personas=args.personas)
+    if args.generator == "openai":
+        options.update(
+            base_url=args.base_url,
+            api_key_env=args.api_key_env,
+            max_concurrency=args.concurrency,
+        )
+    return options
+
+
+def _add_panel_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("verification")
+    group.add_argument(
+        "--panel",
+        default="bm25",
+        help="comma-separated verifiers: bm25 and/or cross-encoder ids/paths; 'paper' = the "
+        "three rerankers of YHP26 (member@normalisation to override one)",
+    )
+    group.add_argument(
+        "--normalization", help="score normalisation for the members (default: per kind)"
+    )
+    group.add_argument("--delta", type=float, default=0.3, help="consensus-margin threshold δ")
+
+
+def _add_sample_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("sampling")
+    group.add_argument(
+        "--config",
+        dest="configs",
+        action="append",
+        help="training configuration: begin | middle | end | uniform | b:m:e "
+        "(repeatable; default: the four of YHP26)",
+    )
+    group.add_argument(
+        "--budget", type=int, help="per (bin, position) budget (default: smallest cell)"
+    )
+    group.add_argument(
+        "--min-cell",
+        type=int,
+        default=1,
+        help="exclude bins whose smallest (bin, position) cell is below this (reported)",
+    )
+
+
+def _add_publish_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("publishing")
+    group.add_argument(
+        "--repo-id", help="<org>/<name>: also upload <name>-pool and <name>-train to the Hub"
+    )
+    group.add_argument("--token", help="Hub token (default: HF_TOKEN or the stored login)")
+    group.add_argument("--corpus-name", help="source description for the dataset cards")
+    group.add_argument(
+        "--corpus-license", help="Hub licence id of the source text, e.g. cc-by-sa-3.0"
+    )
+
+
+def _source(args: argparse.Namespace, corpus: str) -> Any:
+    from hf_posbias.pipeline import CorpusSource, describe_source
+
+    source = describe_source(corpus)
+    if args.corpus_name or args.corpus_license:
+        source = CorpusSource(
+            name=args.corpus_name or source.name,
+            license=args.corpus_license or source.license,
+            license_note=source.license_note if corpus == "demo" else "",
+        )
+    return source
+
+
+def _configs(args: argparse.Namespace) -> tuple[str, ...]:
+    from hf_posbias.pipeline import DEFAULT_CONFIGS
+
+    return tuple(args.configs) if args.configs else DEFAULT_CONFIGS
+
+
+def _cmd_corpus(args: argparse.Namespace) -> int:
+    from hf_posbias.pipeline import run_corpus_stage
+
+    run_corpus_stage(args.corpus, Path(args.work), args.bins, args.limit, args.holdout, _echo)
+    return 0
+
+
+def _cmd_generate(args: argparse.Namespace) -> int:
+    from hf_posbias.pipeline import run_generate_stage
+
+    run_generate_stage(
+        Path(args.work), args.generator, _generator_options(args), not args.no_progress, _echo
+    )
+    return 0
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    from hf_posbias.pipeline import run_verify_stage
+
+    run_verify_stage(
+        Path(args.work), args.panel, args.normalization, args.delta, not args.no_progress, _echo
+    )
+    return 0
+
+
+def _cmd_sample(args: argparse.Namespace) -> int:
+    from hf_posbias.pipeline import run_sample_stage
+
+    run_sample_stage(Path(args.work), _configs(args), args.budget, args.seed, args.min_cell, _echo)
+    return 0
+
+
+def _cmd_publish(args: argparse.Namespace) -> int:
+    import json
+
+    from hf_posbias.pipeline import run_publish_stage
+
+    work = Path(args.work)
+    manifest = work / "corpus" / "report.json"
+    corpus = json.loads(manifest.read_text()).get("source", "") if manifest.exists() else ""
+    run_publish_stage(
+        work,
+        Path(args.out),
+        _source(args, corpus),
+        args.delta,
+        args.seed,
+        args.repo_id,
+        args.token,
+        _echo,
+    )
+    return 0
+
+
+def _cmd_build(args: argparse.Namespace) -> int:
+    from hf_posbias.pipeline import BuildConfig, build
+
+    config = BuildConfig(
+        corpus=args.corpus,
+        out=Path(args.out),
+        generator=args.generator,
+        generator_options=_generator_options(args),
+        panel=args.panel,
+        normalization=args.normalization,
+        delta=args.delta,
+        seed=args.seed,
+        bins=args.bins,
+        configs=_configs(args),
+        budget=args.budget,
+        min_cell=args.min_cell,
+        limit=args.limit,
+        holdout=args.holdout,
+        source=_source(args, args.corpus),
+        repo_prefix=args.repo_id,
+        token=args.token,
+        progress=not args.no_progress,
+    )
+    result = build(config, _echo)
+    _echo(f"done: load_dataset('{result.train_dir}', 'uniform', split='train')")
+    return 0
+
+
+def _common(parser: argparse.ArgumentParser, work: bool = True) -> None:
+    if work:
+        parser.add_argument("--work", required=True, help="the pipeline's work folder")
+    parser.add_argument("--seed", type=int, default=42, help="seed (generation and sampling)")
+    parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the data-pipeline verbs to ``posbias``."""
+    p = subparsers.add_parser(
+        "build",
+        help="run every data stage: corpus → pool + training sets (Hub repo folders)",
+        description="Build the position-controlled training sets and the scored pool from a "
+        "corpus. Leaves OUT/pool and OUT/train as Hub dataset repo folders (load_dataset reads "
+        "them) and OUT/work with every stage's output; rerunning resumes.",
+    )
+    p.add_argument("--out", required=True, help="output folder")
+    _add_corpus_options(p)
+    _add_generator_options(p)
+    _add_panel_options(p)
+    _add_sample_options(p)
+    _add_publish_options(p)
+    _common(p, work=False)
+    p.set_defaults(func=_cmd_build)
+
+    p = subparsers.add_parser("corpus", help="read, bin and segment a corpus into WORK/corpus")
+    _add_corpus_options(p)
+    _common(p)
+    p.set_defaults(func=_cmd_corpus)
+
+    p = subparsers.add_parser("generate", help="position-targeted queries into WORK/candidates")
+    _add_generator_options(p)
+    _common(p)
+    p.set_defaults(func=_cmd_generate)
+
+    p = subparsers.add_parser("verify", help="score candidates with a reranker panel")
+    _add_panel_options(p)
+    _common(p)
+    p.set_defaults(func=_cmd_verify)
+
+    p = subparsers.add_parser("sample", help="controlled sampling of training sets")
+    _add_sample_options(p)
+    _common(p)
+    p.set_defaults(func=_cmd_sample)
+
+    p = subparsers.add_parser("publish", help="write (and upload) the Hub dataset repos")
+    p.add_argument("--out", required=True, help="folder for pool/ and train/")
+    p.add_argument("--delta", type=float, default=0.3, help="δ the pool was filtered at")
+    _add_publish_options(p)
+    _common(p)
+    p.set_defaults(func=_cmd_publish)

@@ -1,0 +1,58 @@
+"""Model resolution: local path → packaged model → Hub id, with one-line load errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hf_posbias.errors import ModelLoadError
+from hf_posbias.modeling import (
+    load_cross_encoder,
+    load_sentence_transformer,
+    model_display_name,
+    resolve_model,
+)
+
+
+def test_local_path_wins(tmp_path: Path) -> None:
+    folder = tmp_path / "all-MiniLM-L6-v2"
+    folder.mkdir()
+    assert resolve_model(str(folder)) == str(folder)
+
+
+def test_packaged_model_resolves_to_its_folder(minilm_path: str) -> None:
+    assert resolve_model("all-MiniLM-L6-v2") == minilm_path
+    assert resolve_model("sentence-transformers/all-MiniLM-L6-v2") == minilm_path
+    assert (Path(minilm_path) / "modules.json").exists()
+
+
+def test_other_names_pass_through_as_hub_ids() -> None:
+    assert resolve_model("BAAI/bge-m3") == "BAAI/bge-m3"
+    with pytest.raises(ModelLoadError, match="empty"):
+        resolve_model(" ")
+
+
+def test_display_names_are_distinct_for_distinct_local_models(tmp_path: Path) -> None:
+    a, b = tmp_path / "runs" / "uniform", tmp_path / "runs" / "begin"
+    a.mkdir(parents=True)
+    b.mkdir()
+    assert model_display_name(a) != model_display_name(b)
+    assert model_display_name("org/model") == "org/model"
+
+
+def test_load_failures_are_one_line(tmp_path: Path) -> None:
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text("{not json")
+    with pytest.raises(ModelLoadError) as err:
+        load_sentence_transformer(broken)
+    assert "\n" not in str(err.value) and "broken" in str(err.value)
+    with pytest.raises(ModelLoadError):
+        load_cross_encoder(tmp_path / "missing-but-not-a-hub-id" / "x")
+
+
+def test_loaded_local_model_gets_unique_name(tiny_sentence_transformer: str) -> None:
+    model = load_sentence_transformer(tiny_sentence_transformer)
+    assert model.model_card_data.model_name == model_display_name(tiny_sentence_transformer)
+    assert model.encode(["a query"]).shape == (1, 64)
