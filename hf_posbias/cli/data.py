@@ -267,7 +267,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = subparsers.add_parser("publish", help="write (and upload) the Hub dataset repos")
     p.add_argument("--out", required=True, help="folder for pool/ and train/")
-    p.add_argument("--delta", type=float, default=0.3, help="δ the pool was filtered at")
     _add_publish_options(p)
     _common(p)
     p.set_defaults(func=_cmd_publish)
