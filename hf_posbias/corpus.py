@@ -474,11 +474,11 @@ def bin_sort_key(label: str) -> tuple[float, str]:
         >>> sorted(["1024-2048", "256-512"], key=bin_sort_key)
         ['256-512', '1024-2048']
     """
-    head = label.split("-", 1)[0]
+    head = str(label).split("-", 1)[0]
     try:
-        return (float(head), label)
+        return (float(head), str(label))
     except ValueError:
-        return (float("inf"), label)
+        return (float("inf"), str(label))
 
 
 DOCUMENTS_FILE = "documents.parquet"

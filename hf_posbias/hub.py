@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias import POSITIONS
+from hf_posbias.corpus import bin_sort_key
 from hf_posbias.errors import BackendError, InputError, PosbiasError
 
 CARD_FILE = "README.md"
@@ -410,13 +411,8 @@ def _stat_rows(
 
 
 def _bin_order(labels: set[str]) -> list[str]:
-    # Bins are labelled "lo-hi" by the corpus stage: sort numerically by the lower edge so the
-    # card lists 256-512 before 1024-2048; unparsable labels go last, alphabetically.
-    def key(label: str) -> tuple[int, float, str]:
-        match = re.match(r"^\s*(\d+)", str(label))
-        return (0, float(match.group(1)), str(label)) if match else (1, 0.0, str(label))
-
-    return sorted(labels, key=key)
+    # Cards list 256-512 before 1024-2048 (numeric lower edge); unparsable labels go last.
+    return sorted(labels, key=bin_sort_key)
 
 
 def bin_position_counts(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -1,0 +1,321 @@
+"""Stage 4 — controlled sampling: training sets with a chosen begin:middle:end distribution.
+
+From the retained pool (verified candidates, ``retained`` true), every configuration takes the
+same number of examples per length bin — the **budget** — split over positions by its ratio:
+``floor(budget × w_pos / Σw)`` per (bin, position) cell. Concentrated configurations (B, M, E)
+take the whole budget from one position; uniform takes ``budget // 3`` per position (YHP26:
+8,189 → 2,729). By default the budget is the smallest (bin, position) cell over the bins used,
+so every configuration is drawn from the same budget and configurations are comparable.
+
+Draws are deterministic: each cell's rows are sorted by ``candidate_id`` and shuffled with a
+generator seeded by ``(seed, bin, position)``; a configuration takes a prefix of that order. So
+cells do not influence each other, and with one seed the uniform set's begin examples are a
+subset of the begin set's.
+
+Example:
+    >>> from hf_posbias.sampling import RatioSpec, sample_training_set
+    >>> pool = [{"candidate_id": f"d{i}::{p}", "doc_id": f"d{i}", "query": "q", "positive": "t",
+    ...          "length_bin": "256-512", "target_position": p, "margin": 0.5, "retained": True}
+    ...         for i in range(6) for p in ("begin", "middle", "end")]
+    >>> rows, report = sample_training_set(pool, RatioSpec.parse("uniform"))
+    >>> report.budget, len(rows), report.counts["256-512"]
+    (6, 6, {'begin': 2, 'middle': 2, 'end': 2})
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from hf_posbias import POSITIONS
+from hf_posbias.corpus import bin_sort_key
+from hf_posbias.errors import BudgetError, InputError
+
+TRAINING_COLUMNS: tuple[str, ...] = (
+    "query",
+    "positive",
+    "doc_id",
+    "length_bin",
+    "target_position",
+    "candidate_id",
+    "margin",
+)
+"""Columns of a training set (CONTRIBUTING "Training sets"), in this order."""
+
+PRESETS: dict[str, tuple[float, float, float]] = {
+    "begin": (100.0, 0.0, 0.0),
+    "middle": (0.0, 100.0, 0.0),
+    "end": (0.0, 0.0, 100.0),
+    "uniform": (1.0, 1.0, 1.0),
+}
+"""YHP26's four configurations B, M, E, U."""
+
+_ALIASES = {"b": "begin", "m": "middle", "e": "end", "u": "uniform"}
+
+
+def _fmt_weight(x: float) -> str:
+    # 50.0 → "50", 0.5 → "0p5": config names must be safe as Hub config and folder names.
+    text = f"{x:g}"
+    return text.replace(".", "p")
+
+
+@dataclass(frozen=True)
+class RatioSpec:
+    """A begin:middle:end distribution and its configuration name.
+
+    Example:
+        >>> RatioSpec.parse("B").name, RatioSpec.parse("U").weights
+        ('begin', (1.0, 1.0, 1.0))
+        >>> RatioSpec.parse("50:25:25").name
+        'r50-25-25'
+        >>> RatioSpec.parse("33:33:33").name  # the paper writes uniform this way
+        'uniform'
+    """
+
+    weights: tuple[float, float, float]
+    name: str
+
+    @classmethod
+    def parse(cls, text: str) -> RatioSpec:
+        """``begin``/``B``, ``middle``/``M``, ``end``/``E``, ``uniform``/``U`` or ``b:m:e``."""
+        if not isinstance(text, str) or not text.strip():
+            raise InputError("ratio spec is empty: give begin, middle, end, uniform or b:m:e")
+        key = text.strip().lower()
+        key = _ALIASES.get(key, key)
+        if key in PRESETS:
+            return cls(PRESETS[key], key)
+        parts = key.split(":")
+        if len(parts) != len(POSITIONS):
+            raise InputError(
+                f"ratio spec {text!r} is not begin, middle, end, uniform (B/M/E/U) "
+                "or three numbers b:m:e such as 50:25:25"
+            )
+        try:
+            weights = tuple(float(p) for p in parts)
+        except ValueError:
+            raise InputError(f"ratio spec {text!r}: b:m:e must be numbers") from None
+        if any(not math.isfinite(w) or w < 0 for w in weights):
+            raise InputError(f"ratio spec {text!r}: weights must be finite and non-negative")
+        if sum(weights) <= 0:
+            raise InputError(f"ratio spec {text!r}: at least one weight must be positive")
+        total = sum(weights)
+        # A custom spec that equals a preset's distribution gets the preset's name, so the same
+        # data never appears under two configuration names.
+        for name, preset in PRESETS.items():
+            if all(math.isclose(w / total, p / sum(preset)) for w, p in zip(weights, preset)):
+                return cls(PRESETS[name], name)
+        name = "r" + "-".join(_fmt_weight(w) for w in weights)
+        if not re.fullmatch(r"[A-Za-z0-9_\-]+", name):
+            raise InputError(f"ratio spec {text!r} gives an unusable config name {name!r}")
+        return cls(weights, name)  # type: ignore[arg-type]
+
+    @property
+    def distribution(self) -> str:
+        """``b:m:e`` as written in the report, e.g. ``'100:0:0'``."""
+        return ":".join(f"{w:g}" for w in self.weights)
+
+    def counts(self, budget: int) -> dict[str, int]:
+        """Examples per position for one bin: ``floor(budget × w / Σw)``.
+
+        Example:
+            >>> RatioSpec.parse("uniform").counts(8189)
+            {'begin': 2729, 'middle': 2729, 'end': 2729}
+        """
+        total = sum(self.weights)
+        # Integer arithmetic where possible so 8189 × 1 / 3 floors exactly (no 2728.9999).
+        out = {}
+        for pos, w in zip(POSITIONS, self.weights):
+            if float(w).is_integer() and float(total).is_integer():
+                out[pos] = (budget * int(w)) // int(total)
+            else:
+                out[pos] = math.floor(budget * w / total + 1e-9)
+        return out
+
+
+@dataclass
+class SampleReport:
+    """What one configuration took, from where, and what was left out and why."""
+
+    config: str
+    distribution: str
+    seed: int
+    budget: int
+    budget_source: str
+    bins_used: list[str]
+    bins_excluded: dict[str, str]
+    available: dict[str, dict[str, int]]
+    counts: dict[str, dict[str, int]]
+    total: int
+    pool_rows: int
+    not_retained_skipped: int
+    min_cell: int
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form."""
+        return asdict(self)
+
+    def summary_lines(self) -> list[str]:
+        """Human-readable lines for the CLI stage report."""
+        lines = [
+            f"sample: config {self.config} (b:m:e = {self.distribution}), seed {self.seed}",
+            f"  budget per bin: {self.budget:,} ({self.budget_source})",
+            f"  pool: {self.pool_rows:,} rows, {self.not_retained_skipped:,} not retained skipped",
+        ]
+        for label in self.bins_used:
+            cell = self.counts[label]
+            avail = self.available[label]
+            lines.append(
+                f"  bin {label}: "
+                + " / ".join(f"{p} {cell[p]:,} of {avail[p]:,}" for p in POSITIONS)
+            )
+        for label, reason in self.bins_excluded.items():
+            lines.append(f"  WARNING bin {label} excluded: {reason}")
+        lines.extend(f"  WARNING {note}" for note in self.notes)
+        lines.append(f"  total: {self.total:,}")
+        return lines
+
+
+def _cell_order(rows: list[dict[str, Any]], seed: int, length_bin: str, position: str) -> list:
+    # Sorted first so the draw never depends on the pool's row order; string seeds are hashed
+    # deterministically by `random` (independent of PYTHONHASHSEED).
+    ordered = sorted(rows, key=lambda r: str(r["candidate_id"]))
+    random.Random(f"{seed}|{length_bin}|{position}").shuffle(ordered)
+    return ordered
+
+
+def sample_training_set(
+    pool_rows: Sequence[dict[str, Any]],
+    spec: RatioSpec | str,
+    *,
+    budget: int | None = None,
+    seed: int = 42,
+    min_cell: int = 1,
+) -> tuple[list[dict[str, Any]], SampleReport]:
+    """Draw one training configuration from the retained pool.
+
+    Args:
+        pool_rows: scored pool rows (rows with ``retained`` false are skipped and counted).
+        spec: a :class:`RatioSpec` or its text (``"uniform"``, ``"50:25:25"`` …).
+        budget: examples per length bin; default = the smallest (bin, position) cell over the
+            bins used (the same for every configuration of one pool).
+        seed: the draw's seed.
+        min_cell: bins whose smallest cell holds fewer retained rows are excluded (reported).
+
+    Returns:
+        Training rows (:data:`TRAINING_COLUMNS`, ordered by bin, position, candidate_id) and the
+        report. Raises :class:`BudgetError` naming the first cell a given budget cannot meet.
+    """
+    if isinstance(spec, str):
+        spec = RatioSpec.parse(spec)
+    if min_cell < 1:
+        raise InputError(f"min_cell must be >= 1, got {min_cell}")
+    if budget is not None and (isinstance(budget, bool) or int(budget) != budget or budget < 1):
+        raise InputError(f"budget must be a positive integer, got {budget!r}")
+    if not pool_rows:
+        raise InputError("the pool is empty: nothing to sample")
+
+    cells: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    skipped = 0
+    for row in pool_rows:
+        missing = [c for c in TRAINING_COLUMNS if c not in row]
+        if missing:
+            raise InputError(
+                f"pool row {row.get('candidate_id', '?')!r} lacks column(s) {', '.join(missing)}: "
+                "sample from a verified pool"
+            )
+        if row["target_position"] not in POSITIONS:
+            raise InputError(
+                f"pool row {row['candidate_id']!r}: unknown target_position "
+                f"{row['target_position']!r}"
+            )
+        if not row.get("retained", True):
+            skipped += 1
+            continue
+        bin_cells = cells.setdefault(str(row["length_bin"]), {p: [] for p in POSITIONS})
+        bin_cells[row["target_position"]].append(row)
+    # Bins present in the pool with no retained row at all still need reporting.
+    for row in pool_rows:
+        cells.setdefault(str(row["length_bin"]), {p: [] for p in POSITIONS})
+
+    labels = sorted(cells, key=bin_sort_key)
+    available = {b: {p: len(cells[b][p]) for p in POSITIONS} for b in labels}
+    bins_used: list[str] = []
+    bins_excluded: dict[str, str] = {}
+    for label in labels:
+        small_pos = min(POSITIONS, key=lambda p: available[label][p])
+        small = available[label][small_pos]
+        if small < min_cell:
+            bins_excluded[label] = (
+                f"cell ({label}, {small_pos}) has {small} retained examples "
+                f"(minimum per cell: {min_cell})"
+            )
+        else:
+            bins_used.append(label)
+    if not bins_used:
+        raise InputError(
+            "no length bin has at least "
+            f"{min_cell} retained example(s) in every position: "
+            + "; ".join(f"{b}: {r}" for b, r in bins_excluded.items())
+        )
+
+    if budget is None:
+        # The paper's rule: the smallest cell over the bins used (over all three positions,
+        # whatever this configuration's ratio) so every configuration gets the same budget.
+        label, pos = min(
+            ((b, p) for b in bins_used for p in POSITIONS),
+            key=lambda bp: (available[bp[0]][bp[1]], bin_sort_key(bp[0]), POSITIONS.index(bp[1])),
+        )
+        budget = available[label][pos]
+        source = f"auto: smallest cell ({label}, {pos})"
+    else:
+        budget = int(budget)
+        source = "given"
+
+    need = spec.counts(budget)
+    for label in bins_used:
+        for pos in POSITIONS:
+            if need[pos] > available[label][pos]:
+                raise BudgetError(
+                    f"cell ({label}, {pos}) has {available[label][pos]} retained examples, "
+                    f"budget needs {need[pos]} (config {spec.name}, budget {budget} per bin)"
+                )
+
+    out: list[dict[str, Any]] = []
+    counts: dict[str, dict[str, int]] = {}
+    for label in bins_used:
+        counts[label] = {}
+        for pos in POSITIONS:
+            chosen = _cell_order(cells[label][pos], seed, label, pos)[: need[pos]]
+            counts[label][pos] = len(chosen)
+            for row in sorted(chosen, key=lambda r: str(r["candidate_id"])):
+                record = {c: row[c] for c in TRAINING_COLUMNS}
+                record["margin"] = float(record["margin"])
+                record["length_bin"] = str(record["length_bin"])
+                out.append(record)
+
+    notes = []
+    zero = [p for p in POSITIONS if need[p] == 0 and spec.weights[POSITIONS.index(p)] > 0]
+    if zero:
+        notes.append(f"budget {budget} gives 0 examples to weighted position(s) {', '.join(zero)}")
+    report = SampleReport(
+        config=spec.name,
+        distribution=spec.distribution,
+        seed=seed,
+        budget=budget,
+        budget_source=source,
+        bins_used=bins_used,
+        bins_excluded=bins_excluded,
+        available=available,
+        counts=counts,
+        total=len(out),
+        pool_rows=len(pool_rows),
+        not_retained_skipped=skipped,
+        min_cell=min_cell,
+        notes=notes,
+    )
+    return out, report

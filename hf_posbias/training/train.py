@@ -1,0 +1,612 @@
+"""Train a position-controlled bi-encoder: `python -m hf_posbias.training.train`, `posbias train`.
+
+One function, :func:`train_model`, does the work for the module entry point (also under
+``accelerate launch -m hf_posbias.training.train …``), the ``posbias train`` verb and the demo.
+The protocol is YHP26's (§4, App. D): SentenceTransformerTrainer, InfoNCE as
+``CachedMultipleNegativesRankingLoss(scale=20)``, AdamW, batch 256, 3 epochs, linear schedule with
+10% warm-up, seed 42, query prefix only, final checkpoint only, every batch from one length bin and
+no positive document twice in a batch (:mod:`hf_posbias.training.batching`).
+
+Under DDP each rank trains on its own batch of ``--batch-size`` rows; all ranks take the same bin at
+each step, and each query's in-batch negatives are the same number as in single-process training.
+
+``--config ips`` (beyond the paper) trains on the whole retained pool (``--data <out>/pool``)
+instead of a controlled sample and corrects its position skew by inverse-propensity weighting:
+every row gets ``w = 1 / share(target_position | length_bin)`` normalised to mean 1 over the
+rows, and the InfoNCE term of each query is multiplied by its weight
+(:class:`WeightedCachedMNRL`). The weighted loss estimates the loss of a pool whose positions are
+uniform within every bin, without throwing rows away.
+
+Example:
+    >>> from hf_posbias.training.train import build_arg_parser
+    >>> args = build_arg_parser().parse_args(
+    ...     ["--model", "bert-base", "--config", "uniform", "--data", "d", "--out", "o"])
+    >>> config_from_args(args).batch_size
+    256
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import re
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hf_posbias import POSITIONS
+from hf_posbias.errors import BackendError, InputError, PosbiasError
+
+if TYPE_CHECKING:
+    import torch
+
+logger = logging.getLogger("hf_posbias.training")
+
+REQUIRED_COLUMNS = ("query", "positive", "doc_id", "length_bin", "target_position")
+NAMED_RATIOS = {"begin": "100:0:0", "middle": "0:100:0", "end": "0:0:100", "uniform": "33:33:33"}
+_RATIO = re.compile(r"^\d+(\.\d+)?:\d+(\.\d+)?:\d+(\.\d+)?$")
+DONE_MARKER = "posbias_training.json"
+"""Written last into the output folder: training info; its presence marks a finished run."""
+
+
+@dataclass
+class TrainConfig:
+    """Everything one training run needs (CLI flags map 1:1).
+
+    ``lr``/``max_length``/``pooling`` default to the model spec; ``max_steps`` (if set) overrides
+    ``epochs``. ``record_batches`` keeps the row indices of every batch (tests, audits).
+    """
+
+    model: str
+    config: str
+    data: str
+    out: str
+    max_steps: int | None = None
+    batch_size: int = 256
+    epochs: float = 3.0
+    lr: float | None = None
+    seed: int = 42
+    mini_batch_size: int = 32
+    pooling: str | None = None
+    max_length: int | None = None
+    warmup_ratio: float = 0.1
+    scale: float = 20.0
+    push_to_hub: str | None = None
+    hub_token: str | None = None
+    card: bool = True
+    logging_steps: int = 10
+    record_batches: bool = False
+
+
+@dataclass
+class TrainingRows:
+    """The rows of one training configuration, as plain lists in the dataset's order."""
+
+    queries: list[str]
+    positives: list[str]
+    doc_ids: list[str]
+    bins: list[str]
+    positions: list[str]
+    weights: list[float] | None = None
+    repo_config: str = ""
+    n_source_rows: int = 0
+
+    def __len__(self) -> int:
+        return len(self.queries)
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        """Rows per length bin × target position (bins in first-seen order)."""
+        table: dict[str, dict[str, int]] = {}
+        for bin_name, pos in zip(self.bins, self.positions, strict=True):
+            table.setdefault(bin_name, {p: 0 for p in POSITIONS})
+            table[bin_name][pos] = table[bin_name].get(pos, 0) + 1
+        return table
+
+
+@dataclass
+class TrainResult:
+    """What a run produced and measured."""
+
+    out_dir: str
+    model: str
+    config: str
+    steps: int
+    train_loss: float
+    train_seconds: float
+    seconds_per_step: float
+    n_rows: int
+    world_size: int
+    counts: dict[str, dict[str, int]]
+    card_path: str | None = None
+    hub_url: str | None = None
+    batches: list[list[int]] = field(default_factory=list)
+    rows: TrainingRows | None = None
+
+
+# --------------------------------------------------------------------------- data
+
+
+def distribution_label(config: str, positions: Sequence[str]) -> str:
+    """``"uniform (33:33:33)"``: the configuration name and the measured begin:middle:end shares.
+
+    Example:
+        >>> distribution_label("begin", ["begin"] * 4)
+        'begin (100:0:0)'
+    """
+    counts = Counter(positions)
+    total = sum(counts.values()) or 1
+    shares = ":".join(str(round(100 * counts.get(p, 0) / total)) for p in POSITIONS)
+    return f"{config} ({shares})"
+
+
+def ips_weights(bins: Sequence[str], positions: Sequence[str]) -> list[float]:
+    """Inverse-propensity weights: ``1 / share(position | bin)``, normalised to mean 1.
+
+    Example:
+        >>> ips_weights(["s", "s", "s", "s"], ["begin", "begin", "begin", "end"])
+        [0.6666666666666666, 0.6666666666666666, 0.6666666666666666, 2.0]
+    """
+    per_bin = Counter(bins)
+    per_cell = Counter(zip(bins, positions, strict=True))
+    raw = [per_bin[b] / per_cell[(b, p)] for b, p in zip(bins, positions, strict=True)]
+    mean = sum(raw) / len(raw) if raw else 1.0
+    return [w / mean for w in raw]
+
+
+def _available_configs(data: str) -> list[str]:
+    from datasets import get_dataset_config_names
+
+    if not Path(data).exists() and os.environ.get("HF_HUB_OFFLINE") == "1":
+        raise InputError(f"training data {data!r} is not a local folder (offline: no Hub access)")
+    try:
+        return list(get_dataset_config_names(data))
+    except Exception as err:  # a missing repo fails in many ways; all mean "cannot read it"
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise InputError(f"cannot read training data {data!r}: {first[:200]}") from None
+
+
+def resolve_repo_config(data: str, config: str) -> str:
+    """The data-repo configuration that holds ``config`` (``ips`` reads the pool's ``default``)."""
+    available = _available_configs(data)
+    wanted = "default" if config == "ips" else config
+    candidates = [wanted]
+    if _RATIO.match(config):
+        candidates += [config.replace(":", "-"), config.replace(":", "_")]
+    for name in candidates:
+        if name in available:
+            return name
+    hint = ""
+    if config == "ips":
+        hint = "; --config ips needs the pool repo (<out>/pool, config default)"
+    elif _RATIO.match(config):
+        hint = f"; create it with `posbias sample --ratio {config}`"
+    raise InputError(
+        f"config {config!r} is not in {data}: available {', '.join(available) or 'none'}{hint}"
+    )
+
+
+def _local_rows(data: str, repo_config: str) -> int | None:
+    """Rows in a local folder's ``data/<config>/`` parquet files (None if not such a folder)."""
+    files = sorted((Path(data) / "data" / repo_config).glob("**/*.parquet"))
+    if not files:
+        return None
+    import pyarrow.parquet as pq
+
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+
+
+def load_training_rows(data: str, config: str) -> TrainingRows:
+    """Read ``config`` of the data repo/folder ``data`` and check the contract columns.
+
+    ``ips`` reads the pool (config ``default``), keeps ``retained`` rows and attaches weights.
+    """
+    from datasets import load_dataset
+
+    repo_config = resolve_repo_config(data, config)
+    if _local_rows(data, repo_config) == 0:
+        # datasets 5 cannot even open a zero-row parquet file; say what is actually wrong.
+        raise InputError(f"{data} config {repo_config!r} has no rows to train on")
+    try:
+        ds = load_dataset(data, repo_config, split="train")
+    except Exception as err:  # see _available_configs
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise InputError(f"cannot load {data!r} config {repo_config!r}: {first[:200]}") from None
+    required = REQUIRED_COLUMNS + (("retained",) if config == "ips" else ())
+    missing = [c for c in required if c not in ds.column_names]
+    if missing:
+        raise InputError(
+            f"{data} config {repo_config!r} lacks column(s) {', '.join(missing)} "
+            f"(has {', '.join(ds.column_names)})"
+        )
+    n_source = len(ds)
+    columns = {c: ds[c] for c in required}
+    keep = range(n_source)
+    if config == "ips":
+        keep = [i for i, r in enumerate(columns["retained"]) if r]
+    rows = TrainingRows(
+        queries=[str(columns["query"][i]) for i in keep],
+        positives=[str(columns["positive"][i]) for i in keep],
+        doc_ids=[str(columns["doc_id"][i]) for i in keep],
+        bins=[str(columns["length_bin"][i]) for i in keep],
+        positions=[str(columns["target_position"][i]) for i in keep],
+        repo_config=repo_config,
+        n_source_rows=n_source,
+    )
+    if not len(rows):
+        what = "retained rows" if config == "ips" else "rows"
+        raise InputError(f"{data} config {repo_config!r} has no {what} to train on")
+    unknown = sorted(set(rows.positions) - set(POSITIONS))
+    if unknown:
+        raise InputError(f"unknown target_position value(s) {unknown} in {data} {repo_config!r}")
+    if config == "ips":
+        rows.weights = ips_weights(rows.bins, rows.positions)
+    return rows
+
+
+# --------------------------------------------------------------------------- loss
+
+
+def weighted_cached_mnrl(model: Any, scale: float, mini_batch_size: int) -> Any:
+    """A :class:`WeightedCachedMNRL` (built lazily: sentence-transformers is a heavy import)."""
+    return _weighted_loss_class()(model, scale=scale, mini_batch_size=mini_batch_size)
+
+
+def _weighted_loss_class() -> type:
+    import torch
+    import torch.nn.functional as F
+    from sentence_transformers.sentence_transformer.losses import (
+        CachedMultipleNegativesRankingLoss,
+    )
+
+    class WeightedCachedMNRL(CachedMultipleNegativesRankingLoss):
+        """InfoNCE with in-batch negatives where query i's term is multiplied by ``labels[i]``.
+
+        loss = Σ_i w_i · CE(scale · cos(q_i, d_·), i) / batch_size — the plain cached MNRL when
+        every w_i is 1 (one direction, query→document, no hardness terms, no cross-device
+        gathering: the configuration of the paper). Gradient caching is unchanged: the loss is
+        computed in mini-batches and back-propagated into the cached embeddings.
+        """
+
+        def calculate_loss(
+            self,
+            reps: list[list[torch.Tensor]],
+            labels: torch.Tensor | None = None,
+            *,
+            with_backward: bool = False,
+        ) -> torch.Tensor:
+            queries = torch.cat(reps[0])
+            docs = torch.cat([torch.cat(r) for r in reps[1:]])
+            n = len(queries)
+            weights = (
+                torch.ones(n, device=queries.device)
+                if labels is None
+                else labels.to(queries.device, dtype=queries.dtype)
+            )
+            losses = []
+            for begin in range(0, n, self.mini_batch_size):
+                end = min(begin + self.mini_batch_size, n)
+                scores = self.similarity_fct(queries[begin:end], docs) * self.scale
+                target = torch.arange(begin, end, device=queries.device)
+                per_query = F.cross_entropy(scores, target, reduction="none")
+                loss = (per_query * weights[begin:end]).sum() / n
+                if with_backward:
+                    loss.backward()
+                    loss = loss.detach()
+                losses.append(loss)
+            return sum(losses)
+
+    return WeightedCachedMNRL
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _has_accelerator() -> bool:
+    # Pinned memory only helps host→GPU copies; on CPU torch warns about it on every run.
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def _check_output_dir(out: str) -> Path:
+    path = Path(out).expanduser()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".write-test-{os.getpid()}"
+        probe.write_text("ok")
+        probe.unlink()
+    except OSError as err:
+        raise InputError(f"output dir {out!r} is not writable: {err.strerror or err}") from None
+    return path
+
+
+def _hub_token(cfg: TrainConfig) -> str:
+    token = cfg.hub_token or os.environ.get("HF_TOKEN")
+    if not token:
+        try:
+            from huggingface_hub import get_token
+
+            token = get_token()
+        except Exception:  # an unreadable token file is the same as no token
+            token = None
+    if not token:
+        raise BackendError(
+            f"--push-to-hub {cfg.push_to_hub}: no Hub token (set HF_TOKEN or run `hf auth login`)"
+        )
+    return token
+
+
+def push_checkpoint(out_dir: str | Path, repo_id: str, token: str) -> str:
+    """Upload the checkpoint folder (model + card) as it is to the model repo ``repo_id``."""
+    from huggingface_hub import HfApi
+
+    api = HfApi(token=token)
+    try:
+        api.create_repo(repo_id, repo_type="model", exist_ok=True)
+        api.upload_folder(
+            folder_path=str(out_dir),
+            repo_id=repo_id,
+            repo_type="model",
+            commit_message="posbias train: checkpoint and model card",
+        )
+    except Exception as err:  # HTTP, auth and network errors alike
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise BackendError(f"push to {repo_id} failed: {first[:200]}") from None
+    return f"https://huggingface.co/{repo_id}"
+
+
+# --------------------------------------------------------------------------- training
+
+
+def train_model(cfg: TrainConfig) -> TrainResult:
+    """Train one model on one position configuration and save the final checkpoint + card.
+
+    Example (tiny model, two steps; see tests/training for the data folder)::
+
+        from hf_posbias.training.train import TrainConfig, train_model
+        result = train_model(TrainConfig(model="bert-base", config="uniform",
+                                         data="out/train", out="ckpt/bert-uniform"))
+        print(result.steps, result.train_loss)
+    """
+    from hf_posbias.training.models import POOLINGS, get_model_spec
+
+    spec = get_model_spec(cfg.model)
+    if cfg.pooling is not None and cfg.pooling not in POOLINGS:
+        raise InputError(f"--pooling must be one of {', '.join(POOLINGS)}, got {cfg.pooling!r}")
+    if cfg.batch_size < 1 or cfg.mini_batch_size < 1:
+        raise InputError("--batch-size and --mini-batch-size must be positive")
+    out = _check_output_dir(cfg.out)
+    token = _hub_token(cfg) if cfg.push_to_hub else None
+    rows = load_training_rows(cfg.data, cfg.config)
+
+    from datasets import Dataset
+    from sentence_transformers import SentenceTransformerTrainer
+    from sentence_transformers.sentence_transformer.losses import (
+        CachedMultipleNegativesRankingLoss,
+    )
+    from sentence_transformers.sentence_transformer.training_args import (
+        SentenceTransformerTrainingArguments,
+    )
+    from transformers import set_seed
+
+    from hf_posbias.training.batching import SingleBinBatchSamplerFactory
+    from hf_posbias.training.builder import build_sentence_transformer, count_truncated
+
+    set_seed(cfg.seed)
+    model = build_sentence_transformer(spec, pooling=cfg.pooling, max_length=cfg.max_length)
+    unique_docs = list(dict(zip(rows.doc_ids, rows.positives, strict=True)).values())
+    truncation = count_truncated(model, unique_docs, prefix=spec.document_prefix)
+    lr = cfg.lr if cfg.lr is not None else spec.lr
+
+    # Only text (+ the numeric IPS weight as "label") reaches the collator: everything else
+    # would be tokenised as a third text column. Bins and doc ids go to the sampler directly.
+    columns: dict[str, list[Any]] = {"query": rows.queries, "positive": rows.positives}
+    if rows.weights is not None:
+        columns["label"] = rows.weights
+    dataset = Dataset.from_dict(columns)
+
+    args = SentenceTransformerTrainingArguments(
+        output_dir=str(out),
+        num_train_epochs=cfg.epochs,
+        max_steps=cfg.max_steps if cfg.max_steps else -1,
+        per_device_train_batch_size=cfg.batch_size,
+        learning_rate=lr,
+        warmup_steps=cfg.warmup_ratio,  # transformers 5: a float < 1 is a ratio
+        lr_scheduler_type="linear",
+        optim="adamw_torch",
+        weight_decay=0.0,
+        seed=cfg.seed,
+        data_seed=cfg.seed,
+        save_strategy="no",
+        eval_strategy="no",
+        logging_steps=cfg.logging_steps,
+        report_to="none",
+        prompts={"query": spec.query_prefix},
+        disable_tqdm=not sys.stderr.isatty(),
+        dataloader_drop_last=False,
+        dataloader_pin_memory=_has_accelerator(),
+    )
+    record: list[list[int]] | None = [] if cfg.record_batches else None
+    args.batch_sampler = SingleBinBatchSamplerFactory(
+        rows.bins, rows.doc_ids, world_size=args.world_size, record=record
+    )
+    rank = args.process_index
+    logger.info("posbias-train rank=%d world_size=%d rows=%d", rank, args.world_size, len(rows))
+    print(f"posbias-train rank={rank} world_size={args.world_size}", file=sys.stderr, flush=True)
+
+    if rows.weights is not None:
+        loss = weighted_cached_mnrl(model, cfg.scale, cfg.mini_batch_size)
+    else:
+        loss = CachedMultipleNegativesRankingLoss(
+            model, scale=cfg.scale, mini_batch_size=cfg.mini_batch_size
+        )
+    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=dataset, loss=loss)
+    started = time.perf_counter()
+    output = trainer.train()
+    seconds = time.perf_counter() - started
+    steps = int(trainer.state.global_step)
+
+    result = TrainResult(
+        out_dir=str(out),
+        model=spec.name,
+        config=cfg.config,
+        steps=steps,
+        train_loss=float(output.training_loss),
+        train_seconds=seconds,
+        seconds_per_step=seconds / steps if steps else 0.0,
+        n_rows=len(rows),
+        world_size=int(args.world_size),
+        counts=rows.counts(),
+        batches=record or [],
+        rows=rows,
+    )
+    if trainer.is_world_process_zero():
+        model.save_pretrained(str(out))
+        info = _card_info(cfg, spec, rows, result, truncation, lr, model)
+        if cfg.card:
+            from hf_posbias.training.card import write_model_card
+
+            result.card_path = str(write_model_card(out, info))
+        else:
+            from hf_posbias.training.card import save_training_info
+
+            save_training_info(out, info)
+        if cfg.push_to_hub and token:
+            result.hub_url = push_checkpoint(out, cfg.push_to_hub, token)
+    trainer.accelerator.wait_for_everyone()
+    return result
+
+
+def _card_info(cfg, spec, rows, result, truncation, lr, model) -> Any:  # noqa: ANN001
+    from hf_posbias.training.card import TrainingCardInfo
+
+    if cfg.config == "ips":
+        description = (
+            f"ips — whole retained pool, {distribution_label('pool', rows.positions)}, "
+            "inverse-propensity weighted to uniform positions within each length bin"
+        )
+    else:
+        description = distribution_label(cfg.config, rows.positions)
+    return TrainingCardInfo(
+        base_model=spec.checkpoint,
+        model_name=spec.name,
+        kind=spec.kind,
+        positional_encoding=spec.positional_encoding,
+        config=cfg.config,
+        distribution=description,
+        nominal_ratio=NAMED_RATIOS.get(cfg.config, cfg.config if _RATIO.match(cfg.config) else ""),
+        dataset=cfg.data,
+        dataset_config=rows.repo_config,
+        n_rows=len(rows),
+        n_source_rows=rows.n_source_rows,
+        counts=rows.counts(),
+        batch_size=cfg.batch_size,
+        lr=lr,
+        epochs=cfg.epochs,
+        max_steps=cfg.max_steps,
+        steps=result.steps,
+        warmup_ratio=cfg.warmup_ratio,
+        seed=cfg.seed,
+        scale=cfg.scale,
+        mini_batch_size=cfg.mini_batch_size,
+        pooling=model[1].pooling_mode if len(model) > 1 else spec.pooling,
+        max_length=int(model.max_seq_length),
+        query_prefix=spec.query_prefix,
+        document_prefix=spec.document_prefix,
+        world_size=result.world_size,
+        train_loss=result.train_loss,
+        train_seconds=result.train_seconds,
+        truncated_documents=truncation.n_truncated,
+        n_documents=truncation.n_documents,
+        weighted=rows.weights is not None,
+    )
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def add_train_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The training flags, shared by ``python -m …train`` and ``posbias train``."""
+    from hf_posbias.training.models import POOLINGS
+
+    parser.add_argument("--model", required=True, help="short name, checkpoint id or local folder")
+    parser.add_argument(
+        "--config", required=True, help="begin | middle | end | uniform | b:m:e | ips"
+    )
+    parser.add_argument("--data", required=True, help="training-set repo/folder (pool for ips)")
+    parser.add_argument("--out", required=True, help="output folder of the final checkpoint")
+    parser.add_argument("--max-steps", type=int, default=None, help="stop after N steps")
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--epochs", type=float, default=3.0)
+    parser.add_argument("--lr", type=float, default=None, help="default: by model size")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--mini-batch-size", type=int, default=32, help="cached-loss chunk")
+    parser.add_argument("--pooling", choices=POOLINGS, default=None)
+    parser.add_argument("--max-length", type=int, default=None)
+    parser.add_argument("--warmup-ratio", type=float, default=0.1)
+    parser.add_argument("--logging-steps", type=int, default=10)
+    parser.add_argument("--push-to-hub", default=None, metavar="REPO_ID")
+    parser.add_argument("--no-card", action="store_true", help="do not write README.md")
+    return parser
+
+
+def build_arg_parser() -> argparse.ArgumentParser:
+    """Parser of ``python -m hf_posbias.training.train``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m hf_posbias.training.train", description=__doc__.split("\n")[0]
+    )
+    return add_train_arguments(parser)
+
+
+def config_from_args(args: argparse.Namespace) -> TrainConfig:
+    """Map parsed flags onto a :class:`TrainConfig`."""
+    return TrainConfig(
+        model=args.model,
+        config=args.config,
+        data=args.data,
+        out=args.out,
+        max_steps=args.max_steps,
+        batch_size=args.batch_size,
+        epochs=args.epochs,
+        lr=args.lr,
+        seed=args.seed,
+        mini_batch_size=args.mini_batch_size,
+        pooling=args.pooling,
+        max_length=args.max_length,
+        warmup_ratio=args.warmup_ratio,
+        logging_steps=args.logging_steps,
+        push_to_hub=args.push_to_hub,
+        card=not args.no_card,
+    )
+
+
+def report(result: TrainResult) -> str:
+    """One line per run for the terminal."""
+    return (
+        f"trained {result.model} on {result.config}: {result.steps} steps, "
+        f"loss {result.train_loss:.4f}, {result.seconds_per_step:.3f} s/step, "
+        f"{result.n_rows} rows, world size {result.world_size} → {result.out_dir}"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Module entry point; user mistakes print one ``error:`` line and return 2."""
+    args = build_arg_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        result = train_model(config_from_args(args))
+    except PosbiasError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if result.world_size == 1 or int(os.environ.get("RANK", "0")) == 0:
+        print(report(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

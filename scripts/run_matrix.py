@@ -1,0 +1,22 @@
+#!/usr/bin/env python
+"""The paper's training matrix: 8 bases × 4 position configurations = 32 runs.
+
+Usage::
+
+    python scripts/run_matrix.py --data out/train --out checkpoints --dry-run   # 32 commands
+    python scripts/run_matrix.py --data out/train --out checkpoints --shard 0/4 --num-processes 8
+
+Finished runs are skipped on rerun (resumable); extra flags go to every run.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from hf_posbias.training.matrix import PAPER_CONFIGS, matrix_main
+from hf_posbias.training.models import PAPER_MODELS
+
+if __name__ == "__main__":
+    sys.exit(
+        matrix_main(None, "run_matrix.py", __doc__.splitlines()[0], PAPER_MODELS, PAPER_CONFIGS)
+    )

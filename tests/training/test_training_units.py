@@ -1,0 +1,194 @@
+"""Registry, batch planning and matrix mechanics (pure Python, no training)."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hf_posbias.errors import ModelLoadError
+from hf_posbias.training.batching import SingleBinBatchSamplerFactory, plan_batches
+from hf_posbias.training.matrix import expand_runs, run_matrix, select_shard
+from hf_posbias.training.models import (
+    PAPER_MODELS,
+    ModelSpec,
+    get_model_spec,
+    register_model,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _synthetic(n_docs: int = 60, seed: int = 0):
+    rng = random.Random(seed)
+    bins, docs = [], []
+    for d in range(n_docs):
+        b = rng.choice(["0-1k", "1k-2k", "2k-4k"])
+        for _ in range(rng.choice([1, 2, 3])):
+            bins.append(b)
+            docs.append(f"doc{d}")
+    order = list(range(len(bins)))
+    rng.shuffle(order)  # rows of a document need not be adjacent
+    return [bins[i] for i in order], [docs[i] for i in order]
+
+
+def test_registry_has_the_eight_paper_bases():
+    assert PAPER_MODELS == (
+        "bert-base",
+        "longformer-base",
+        "modernbert-base",
+        "modernbert-large",
+        "gpt2-medium",
+        "bloom-560m",
+        "tinyllama-nope",
+        "qwen3-0.6b",
+    )
+    pools = {n: get_model_spec(n).pooling for n in PAPER_MODELS}
+    assert pools["bert-base"] == pools["modernbert-base"] == "cls"
+    assert pools["longformer-base"] == "mean"
+    assert {pools[n] for n in PAPER_MODELS[4:]} == {"lasttoken"}
+    assert get_model_spec("bert-base").lr == 4e-5 and get_model_spec("bloom-560m").lr == 2e-5
+    assert get_model_spec("modernbert-large").lr == 2e-5  # the paper's table value
+    assert get_model_spec("qwen3-0.6b").query_prefix == "Retrieve a relevant passage: "
+    assert get_model_spec("longformer-base").query_prefix == "query: "
+    assert get_model_spec("answerdotai/ModernBERT-base").name == "modernbert-base"
+    assert get_model_spec("tinyllama-nope").positional_encoding == "none"
+
+
+def test_unknown_model_lists_names_and_register():
+    with pytest.raises(ModelLoadError) as err:
+        get_model_spec("bert-huge")
+    assert "bert-base" in str(err.value) and "qwen3-0.6b" in str(err.value)
+    assert "\n" not in str(err.value)
+    spec = register_model(
+        ModelSpec("test-e5", "intfloat/e5-small-v2", "encoder", "APE", "mean", 33, 512),
+        overwrite=True,
+    )
+    assert get_model_spec("test-e5") is spec and spec.lr == 4e-5
+    with pytest.raises(ModelLoadError):
+        register_model(spec)
+
+
+def test_inferred_specs_from_tiny_checkpoints(tiny_models, tiny_sentence_transformer):
+    gpt2 = get_model_spec(tiny_models("gpt2", head="causal-lm"))
+    assert (gpt2.kind, gpt2.pooling, gpt2.max_length) == ("decoder", "lasttoken", 512)
+    assert 0 < gpt2.params_m < 1
+    bert = get_model_spec(tiny_models("bert"))
+    assert (bert.kind, bert.pooling, bert.query_prefix) == ("encoder", "cls", "query: ")
+    assert get_model_spec(tiny_models("longformer")).max_length == 512
+    st = get_model_spec(tiny_sentence_transformer)
+    assert st.is_sentence_transformer and st.pooling == "mean"
+
+
+@pytest.mark.parametrize("world_size", [1, 2, 4])
+def test_plan_single_bin_no_duplicates_all_rows_once(world_size):
+    bins, docs = _synthetic()
+    plan = plan_batches(bins, docs, batch_size=8, seed=42, world_size=world_size)
+    for batch in plan.batches:
+        assert len({bins[i] for i in batch}) == 1
+        assert len({docs[i] for i in batch}) == len(batch)
+        assert 1 <= len(batch) <= 8
+    used = sorted(i for b in plan.batches for i in b)
+    assert used == list(range(len(bins))) and plan.dropped_rows == 0
+    # DDP: runs of W same-bin batches, so the batches of one step (W consecutive) share a bin
+    assert len(plan.batches) % world_size == 0
+    for start in range(0, len(plan.batches), world_size):
+        step = plan.batches[start : start + world_size]
+        assert len({bins[b[0]] for b in step}) == 1
+    # rank r takes batches r, r+W, ...: same count on every rank
+    assert len({len(plan.batches[r::world_size]) for r in range(world_size)}) == 1
+
+
+def test_plan_is_deterministic_and_reshuffles_per_epoch():
+    bins, docs = _synthetic()
+    a = plan_batches(bins, docs, 8, seed=42).batches
+    assert a == plan_batches(bins, docs, 8, seed=42).batches
+    assert a != plan_batches(bins, docs, 8, seed=43).batches
+    assert a != plan_batches(bins, docs, 8, seed=42, epoch=1).batches
+    # mostly full batches: duplicates are deferred, not shrinking every batch
+    assert sum(len(b) == 8 for b in a) >= len(a) - 3 * 3
+
+
+def test_plan_drops_only_what_cannot_feed_every_rank():
+    bins = ["a"] * 6 + ["tiny"]
+    docs = [f"d{i}" for i in range(7)]
+    plan = plan_batches(bins, docs, batch_size=4, world_size=2)
+    assert plan.dropped_rows == 1 and plan.bins == {"a": 2, "tiny": 0}
+    dropped = plan_batches(["a"] * 5, [f"d{i}" for i in range(5)], 4, drop_last=True)
+    assert dropped.dropped_rows == 1 and [len(b) for b in dropped.batches] == [4]
+
+
+def test_sampler_factory_as_trainer_calls_it():
+    bins, docs = _synthetic(20)
+    record: list[list[int]] = []
+    factory = SingleBinBatchSamplerFactory(bins, docs, world_size=1, record=record)
+    sampler = factory(list(range(len(bins))), batch_size=4, drop_last=False, seed=42)
+    first = list(sampler)
+    assert len(first) == len(sampler) and record == first
+    assert sampler.batch_size is None  # dynamic batches for Accelerate's shard wrapper
+    sampler.set_epoch(1)
+    assert list(sampler) != first
+    with pytest.raises(ValueError):
+        factory([0, 1], batch_size=4)
+
+
+def test_matrix_dry_run_prints_32_commands():
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "scripts" / "run_matrix.py"),
+            "--data",
+            "d",
+            "--out",
+            "c",
+            "--dry-run",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 32 and len(set(lines)) == 32
+    assert all(line.startswith("accelerate launch -m hf_posbias.training.train ") for line in lines)
+    assert (
+        "--model qwen3-0.6b --config uniform --data d --out c/posbias-qwen3-0.6b-uniform"
+        in proc.stdout
+    )
+
+
+def test_pooling_ablation_and_shards():
+    runs = expand_runs(
+        ["modernbert-base"],
+        ["begin", "middle", "end", "uniform"],
+        "c",
+        ["cls", "mean", "max", "lasttoken"],
+    )
+    assert len(runs) == 16 and len({r.out_dir for r in runs}) == 16
+    assert runs[1].launch_command("d")[-2:] == ["--pooling", "mean"]
+    shards = [select_shard(runs, f"{i}/3") for i in range(3)]
+    assert sorted(r.name for s in shards for r in s) == sorted(r.name for r in runs)
+
+
+def test_matrix_resume_skips_finished_runs(tmp_path, monkeypatch):
+    runs = expand_runs(["bert-base"], ["begin", "end"], tmp_path)
+    done = Path(runs[0].out_dir)
+    done.mkdir(parents=True)
+    for name in ("posbias_training.json", "README.md", "modules.json"):
+        (done / name).write_text("{}")
+    calls = []
+    monkeypatch.setattr(
+        "subprocess.run",
+        lambda cmd, check=False: calls.append(cmd) or subprocess.CompletedProcess(cmd, 0),
+    )
+    report = run_matrix(runs, "data", ["--max-steps", "1"])
+    assert report.skipped == ["posbias-bert-base-begin"] and report.ran == ["posbias-bert-base-end"]
+    assert (
+        len(calls) == 1
+        and "--config" in calls[0]
+        and calls[0][calls[0].index("--config") + 1] == "end"
+    )
+    assert calls[0][-2:] == ["--max-steps", "1"]
