@@ -47,22 +47,37 @@ class ProcessInfo:
         return self.index == 0
 
 
+def _partial_state() -> Any:
+    """Accelerate's process state, honouring ``ACCELERATE_USE_CPU``.
+
+    ``PartialState()`` ignores that variable (only ``AcceleratorState`` reads it), so under
+    ``accelerate launch --multi_gpu`` on a CPU machine every process would believe it is rank 0
+    of 1 and redo all shards; passing ``cpu=`` explicitly sets up the gloo process group.
+    """
+    from accelerate import PartialState
+    from accelerate.utils import parse_flag_from_env
+
+    return PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU"))
+
+
 def process_info() -> ProcessInfo:
     """This process's rank, read through Accelerate when launched with several processes."""
-    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world <= 1:
         return ProcessInfo()
-    from accelerate import PartialState
-
-    state = PartialState()
+    state = _partial_state()
+    if state.num_processes != world:
+        raise InputError(
+            f"launched with WORLD_SIZE={world} but Accelerate sees {state.num_processes} "
+            "process(es): on a machine without GPUs set ACCELERATE_USE_CPU=true"
+        )
     return ProcessInfo(state.process_index, state.num_processes)
 
 
 def wait_for_everyone() -> None:
     """Barrier across ``accelerate launch`` processes (no-op for a single process)."""
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        from accelerate import PartialState
-
-        PartialState().wait_for_everyone()
+        _partial_state().wait_for_everyone()
 
 
 def fingerprint(params: dict[str, Any]) -> str:

@@ -1,0 +1,235 @@
+"""Personas for YHP26's Stage-1 prompt: a pool ranked by embedding similarity to a document.
+
+YHP26 offer the LLM the 20 PersonaHub personas most similar to the document (BGE-M3
+embeddings). :class:`PersonaPool` loads personas from a local file (``.jsonl`` with a
+``persona`` field, or ``.txt`` one per line) or from a Hub dataset (default
+``proj-persona/PersonaHub``, config ``persona``, column ``persona``) and ranks them by cosine
+similarity with a SentenceTransformer (default the packaged ``all-MiniLM-L6-v2``; pass
+``model="BAAI/bge-m3"`` for the paper's choice). Persona embeddings are computed once per pool
+(and cached on disk when ``cache_dir`` is given).
+
+Example:
+    >>> from hf_posbias.generation.personas import PersonaPool
+    >>> pool = PersonaPool(["a chemist", "a poet", "a chemist"])
+    >>> pool.personas  # stripped, de-duplicated, order kept
+    ['a chemist', 'a poet']
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hf_posbias.errors import InputError
+
+DEFAULT_PERSONA_DATASET = "proj-persona/PersonaHub"
+DEFAULT_PERSONA_MODEL = "all-MiniLM-L6-v2"
+
+# Embedding models by name, loaded once per process and shared by every pool.
+_ENCODERS: dict[str, Any] = {}
+
+
+@dataclass
+class PersonaPool:
+    """A list of persona descriptions with similarity search.
+
+    Example:
+        >>> PersonaPool([])
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: persona pool is empty
+    """
+
+    personas: list[str]
+    model: str = DEFAULT_PERSONA_MODEL
+    source: str = ""
+    cache_dir: str | None = None
+    _embeddings: Any = field(default=None, init=False, repr=False, compare=False)
+    _encoder: Any = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        seen: set[str] = set()
+        cleaned = []
+        for persona in self.personas:
+            text = " ".join(str(persona).split())
+            if text and text not in seen:
+                seen.add(text)
+                cleaned.append(text)
+        if not cleaned:
+            raise InputError(f"persona pool is empty{f' ({self.source})' if self.source else ''}")
+        self.personas = cleaned
+
+    # ------------------------------------------------------------------ loading
+
+    @classmethod
+    def from_file(
+        cls,
+        path: str | Path,
+        model: str = DEFAULT_PERSONA_MODEL,
+        limit: int | None = None,
+        field_name: str = "persona",
+        cache_dir: str | None = None,
+    ) -> PersonaPool:
+        """Personas from a ``.jsonl`` (``persona`` field) or ``.txt`` (one per line) file.
+
+        Example:
+            >>> PersonaPool.from_file("/nonexistent.txt")
+            Traceback (most recent call last):
+            ...
+            hf_posbias.errors.InputError: persona file not found: /nonexistent.txt
+        """
+        path = Path(path)
+        if not path.is_file():
+            raise InputError(f"persona file not found: {path}")
+        personas: list[str] = []
+        with path.open(encoding="utf-8") as handle:
+            for lineno, line in enumerate(handle, start=1):
+                if limit is not None and len(personas) >= limit:
+                    break
+                if not line.strip():
+                    continue
+                if path.suffix in (".jsonl", ".json"):
+                    try:
+                        record = json.loads(line)
+                    except json.JSONDecodeError as err:
+                        raise InputError(f"{path}:{lineno}: malformed JSON ({err.msg})") from None
+                    if not isinstance(record, dict) or not isinstance(record.get(field_name), str):
+                        raise InputError(f"{path}:{lineno}: no string field {field_name!r}")
+                    personas.append(record[field_name])
+                else:
+                    personas.append(line)
+        return cls(personas, model=model, source=str(path), cache_dir=cache_dir)
+
+    @classmethod
+    def from_hub(
+        cls,
+        repo_id: str = DEFAULT_PERSONA_DATASET,
+        config: str | None = "persona",
+        split: str = "train",
+        column: str = "persona",
+        model: str = DEFAULT_PERSONA_MODEL,
+        limit: int | None = None,
+        cache_dir: str | None = None,
+    ) -> PersonaPool:
+        """Personas from a Hub dataset (default PersonaHub's ``persona`` config, 200k rows).
+
+        ``limit`` keeps the first ``limit`` rows (a slice, so only what is needed is read).
+        """
+        from datasets import load_dataset
+
+        split_spec = split if limit is None else f"{split}[:{int(limit)}]"
+        try:
+            dataset = load_dataset(repo_id, config, split=split_spec)
+        except Exception as err:  # datasets raises many types; all mean "cannot load this"
+            first = str(err).strip().splitlines()[0][:200] if str(err).strip() else ""
+            raise InputError(
+                f"cannot load personas from {repo_id!r} ({type(err).__name__}: {first})"
+            ) from None
+        if column not in dataset.column_names:
+            raise InputError(
+                f"persona dataset {repo_id!r} has no column {column!r}; has {dataset.column_names}"
+            )
+        return cls(
+            list(dataset[column]),
+            model=model,
+            source=f"{repo_id}:{config or ''}:{split_spec}",
+            cache_dir=cache_dir,
+        )
+
+    @classmethod
+    def load(
+        cls,
+        spec: str | Path,
+        model: str = DEFAULT_PERSONA_MODEL,
+        limit: int | None = None,
+        cache_dir: str | None = None,
+    ) -> PersonaPool:
+        """A local file when ``spec`` is an existing path (or ends in .jsonl/.txt), else a Hub id.
+
+        Example:
+            >>> PersonaPool.load("missing.jsonl")
+            Traceback (most recent call last):
+            ...
+            hf_posbias.errors.InputError: persona file not found: missing.jsonl
+        """
+        text = str(spec)
+        if Path(text).exists() or Path(text).suffix in (".jsonl", ".json", ".txt"):
+            return cls.from_file(text, model=model, limit=limit, cache_dir=cache_dir)
+        return cls.from_hub(text, model=model, limit=limit, cache_dir=cache_dir)
+
+    # ------------------------------------------------------------------ similarity
+
+    @property
+    def fingerprint(self) -> str:
+        """A hash of the persona texts (part of the generator's manifest parameters)."""
+        return hashlib.sha256("\n".join(self.personas).encode("utf-8")).hexdigest()[:16]
+
+    def params(self) -> dict[str, Any]:
+        """What identifies this pool's effect on the output."""
+        return {
+            "source": self.source,
+            "count": len(self.personas),
+            "fingerprint": self.fingerprint,
+            "model": self.model,
+        }
+
+    def _encode(self, texts: Sequence[str]) -> Any:
+        if self._encoder is None:
+            if self.model not in _ENCODERS:
+                from hf_posbias.modeling import load_sentence_transformer
+
+                _ENCODERS[self.model] = load_sentence_transformer(self.model)
+            self._encoder = _ENCODERS[self.model]
+        return self._encoder.encode(
+            list(texts), normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
+
+    def embeddings(self) -> Any:
+        """Unit-normalised persona embeddings, computed once (and cached on disk if asked)."""
+        import numpy as np
+
+        if self._embeddings is not None:
+            return self._embeddings
+        cache = None
+        if self.cache_dir:
+            tag = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.model)[-60:]
+            cache = Path(self.cache_dir) / f"personas-{self.fingerprint}-{tag}.npy"
+            if cache.exists():
+                self._embeddings = np.load(cache)
+                return self._embeddings
+        self._embeddings = self._encode(self.personas)
+        if cache is not None:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            np.save(cache, self._embeddings)
+        return self._embeddings
+
+    def top_k_many(self, texts: Sequence[str], k: int = 20) -> list[list[str]]:
+        """The ``k`` most similar personas for each text (ties broken by pool order)."""
+        import numpy as np
+
+        if not texts:
+            return []
+        scores = self._encode(texts) @ self.embeddings().T
+        k = min(int(k), len(self.personas))
+        index = np.arange(len(self.personas))
+        ranked = []
+        for row in scores:
+            order = np.lexsort((index, -row))[:k]  # last key is primary: score desc, then index
+            ranked.append([self.personas[i] for i in order])
+        return ranked
+
+    def top_k(self, document_text: str, k: int = 20) -> list[str]:
+        """The ``k`` personas most similar to ``document_text`` by cosine similarity.
+
+        Example (needs the packaged all-MiniLM-L6-v2)::
+
+            >>> pool = PersonaPool(["a marine biologist", "a tax lawyer"])
+            >>> pool.top_k("Coral reefs host many fish species.", k=1)  # doctest: +SKIP
+            ['a marine biologist']
+        """
+        return self.top_k_many([document_text], k)[0]

@@ -1,0 +1,268 @@
+"""The generate stage: documents → candidates, resumable and shardable.
+
+:func:`run_generation` maps a :class:`~hf_posbias.generation.base.QueryGenerator` over documents
+with :func:`hf_posbias.shards.run_sharded`. Each shard row records one *document's* outcome —
+its candidates, the positions it skipped and why, or the reason it was excluded — so the report
+is rebuilt from the shards and stays exact after a kill and rerun. Under ``accelerate launch``
+every process generates its own shards and the main process writes ``candidates.parquet`` and
+``report.json``.
+
+Example:
+    >>> import tempfile
+    >>> from hf_posbias.corpus import prepare_documents
+    >>> from hf_posbias.generation import make_generator, run_generation
+    >>> text = " ".join(f"Line {i} says the bridge has {i} arches in total." for i in range(9))
+    >>> docs, _ = prepare_documents([{"id": "a", "text": text}, {"id": "b", "text": "tiny " * 60}])
+    >>> cands, report = run_generation(docs, make_generator("ict"), tempfile.mkdtemp(),
+    ...                                progress=False)
+    >>> len(cands), report.documents_excluded
+    (3, {'no_eligible_sentence': 1})
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hf_posbias import POSITIONS
+from hf_posbias.corpus import Document, bin_position_counts, bin_sort_key
+from hf_posbias.errors import InputError
+from hf_posbias.generation.base import (
+    Candidate,
+    GenerationFailure,
+    QueryGenerator,
+    candidate_schema,
+    generate_batch,
+)
+from hf_posbias.shards import (
+    process_info,
+    read_parquet_rows,
+    run_sharded,
+    write_json,
+    write_parquet,
+)
+
+CANDIDATES_FILE = "candidates.parquet"
+REPORT_FILE = "report.json"
+
+
+@dataclass
+class GenerationReport:
+    """What the generate stage produced and what it could not — every loss is counted.
+
+    Example:
+        >>> r = GenerationReport(generator="ict", documents_in=2, documents_excluded={"x": 1})
+        >>> r.summary_lines()[:3]
+        ['generate: ict', '  documents in: 2', '  documents with candidates: 0']
+    """
+
+    generator: str = ""
+    documents_in: int = 0
+    documents_with_candidates: int = 0
+    documents_excluded: dict[str, int] = field(default_factory=dict)
+    positions_skipped: dict[str, int] = field(default_factory=dict)
+    candidates: int = 0
+    per_bin_position: dict[str, dict[str, int]] = field(default_factory=dict)
+    examples: dict[str, list[str]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form (written to ``report.json``)."""
+        return asdict(self)
+
+    def summary_lines(self) -> list[str]:
+        """Human-readable lines for the CLI stage report."""
+        lines = [
+            f"generate: {self.generator}",
+            f"  documents in: {self.documents_in}",
+            f"  documents with candidates: {self.documents_with_candidates}",
+            f"  candidates: {self.candidates}",
+        ]
+        for reason, count in sorted(self.documents_excluded.items()):
+            shown = ", ".join(self.examples.get(reason, []))
+            lines.append(f"  WARNING documents excluded ({reason}): {count} (e.g. {shown})")
+        for reason, count in sorted(self.positions_skipped.items()):
+            lines.append(f"  WARNING positions skipped ({reason}): {count}")
+        for label, row in self.per_bin_position.items():
+            cells = " / ".join(f"{row.get(p, 0)}" for p in POSITIONS)
+            lines.append(f"  bin {label}: {cells} (begin / middle / end)")
+        return lines
+
+
+def _document_schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("doc_id", pa.string()),
+            ("process_index", pa.int32()),
+            ("excluded", pa.string()),
+            ("excluded_detail", pa.string()),
+            ("skipped", pa.string()),
+            ("candidates", pa.list_(pa.struct(list(candidate_schema())))),
+        ]
+    )
+
+
+def documents_fingerprint(documents: Sequence[Document]) -> str:
+    """A hash of the documents' ids, texts and segment offsets (pins the manifest to the input).
+
+    Example:
+        >>> docs = [Document("a", "some text")]
+        >>> documents_fingerprint(docs) == documents_fingerprint([Document("a", "some text")])
+        True
+    """
+    digest = hashlib.sha256()
+    for doc in documents:
+        offsets = [(s.start, s.end) for s in doc.segments]
+        digest.update(json.dumps([doc.id, doc.text, offsets]).encode("utf-8"))
+    return digest.hexdigest()[:16]
+
+
+def run_generation(
+    documents: Sequence[Document],
+    generator: QueryGenerator,
+    out_dir: str | Path,
+    *,
+    shard_size: int = 32,
+    progress: bool = True,
+) -> tuple[list[Candidate], GenerationReport]:
+    """Generate candidates for ``documents`` into ``out_dir``, resumably.
+
+    Writes ``out_dir/shards/*.parquet`` (one row per document) and ``manifest.json`` as it goes,
+    then — on the main process — ``candidates.parquet`` (the candidate contract, document order,
+    then begin/middle/end) and ``report.json``. A rerun after a kill skips finished shards; a
+    rerun with another generator configuration or other documents is refused
+    (:class:`~hf_posbias.errors.InputError`). Backend errors (an unreachable endpoint) propagate
+    and leave finished shards in place for the rerun.
+
+    Args:
+        documents: segmented documents (``corpus.prepare_documents``); ids must be unique.
+        generator: any :class:`~hf_posbias.generation.base.QueryGenerator`.
+        out_dir: the stage folder.
+        shard_size: documents per shard (unit of resumption and of ``accelerate`` distribution).
+        progress: show progress bars (shards, and documents within a shard).
+
+    Returns:
+        ``(candidates, report)``; every process returns the merged result.
+    """
+    counts = Counter(doc.id for doc in documents)
+    duplicates = sorted(doc_id for doc_id, n in counts.items() if n > 1)
+    if duplicates:
+        raise InputError(
+            f"document ids must be unique; duplicated: {', '.join(duplicates[:5])}"
+            + (" …" if len(duplicates) > 5 else "")
+        )
+    params = {
+        "stage": "generate",
+        "generator": generator.name,
+        "generator_params": generator.params(),
+        "documents": len(documents),
+        "documents_fingerprint": documents_fingerprint(documents),
+    }
+    proc = process_info()
+
+    def work(shard: list[Document]) -> list[dict[str, Any]]:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(
+            total=len(shard),
+            desc="documents",
+            unit="doc",
+            leave=False,
+            disable=not (progress and proc.is_main),
+        )
+        if callable(getattr(generator, "generate_batch", None)):
+            # Batch generators (LLM) overlap requests across the whole shard.
+            outcomes = generate_batch(generator, shard)
+        else:
+            outcomes = []
+            for doc in shard:
+                outcomes.extend(generate_batch(generator, [doc]))
+                bar.update(1)
+        rows = []
+        for doc, outcome in zip(shard, outcomes, strict=True):
+            row: dict[str, Any] = {
+                "doc_id": doc.id,
+                "process_index": proc.index,
+                "excluded": None,
+                "excluded_detail": None,
+                "skipped": "{}",
+                "candidates": [],
+            }
+            if isinstance(outcome, GenerationFailure):
+                row["excluded"] = outcome.reason
+                row["excluded_detail"] = outcome.detail[:500]
+            else:
+                row["skipped"] = json.dumps(outcome.skipped, sort_keys=True)
+                row["candidates"] = [c.to_row() for c in outcome.candidates]
+            rows.append(row)
+        bar.update(len(shard) - bar.n)
+        bar.close()
+        return rows
+
+    rows = run_sharded(
+        list(documents),
+        work,
+        out_dir,
+        shard_size=shard_size,
+        params=params,
+        desc=f"generate ({generator.name})",
+        schema=_document_schema(),
+        progress=progress,
+    )
+    candidates, report = _collect(rows, generator.name)
+    if proc.is_main:
+        out = Path(out_dir)
+        write_parquet(
+            [c.to_row() for c in candidates], out / CANDIDATES_FILE, schema=candidate_schema()
+        )
+        write_json(out / REPORT_FILE, report.to_dict())
+    return candidates, report
+
+
+def _collect(rows: list[dict[str, Any]], name: str) -> tuple[list[Candidate], GenerationReport]:
+    """Flatten per-document shard rows into candidates and rebuild the report from them."""
+    report = GenerationReport(generator=name, documents_in=len(rows))
+    candidates: list[Candidate] = []
+    skipped: Counter[str] = Counter()
+    excluded: Counter[str] = Counter()
+    for row in rows:
+        if row["excluded"] is not None:
+            excluded[row["excluded"]] += 1
+            ids = report.examples.setdefault(row["excluded"], [])
+            if len(ids) < 5:
+                ids.append(row["doc_id"])
+            continue
+        skipped.update(json.loads(row["skipped"]))
+        doc_candidates = [Candidate.from_row(c) for c in row["candidates"]]
+        if doc_candidates:
+            report.documents_with_candidates += 1
+        candidates.extend(doc_candidates)
+    report.documents_excluded = dict(sorted(excluded.items()))
+    report.positions_skipped = dict(sorted(skipped.items()))
+    report.candidates = len(candidates)
+    table = bin_position_counts(c.to_row() for c in candidates)
+    report.per_bin_position = dict(sorted(table.items(), key=lambda kv: bin_sort_key(kv[0])))
+    return candidates, report
+
+
+def load_candidates(path: str | Path) -> list[Candidate]:
+    """Read ``candidates.parquet`` (or a stage folder holding it) back into candidates.
+
+    Example:
+        >>> load_candidates("/nonexistent")
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: candidates not found: /nonexistent/candidates.parquet
+    """
+    path = Path(path)
+    if path.is_dir() or path.suffix != ".parquet":
+        path = path / CANDIDATES_FILE
+    if not path.exists():
+        raise InputError(f"candidates not found: {path}")
+    return [Candidate.from_row(row) for row in read_parquet_rows(path)]

@@ -1,0 +1,111 @@
+"""run_sharded basics and a real two-process ``accelerate launch`` run of the generate stage."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from hf_posbias.errors import InputError
+from hf_posbias.shards import merge_shards, read_parquet_rows, run_sharded
+
+
+def test_rows_come_back_in_item_order_and_finished_shards_are_skipped(tmp_path):
+    calls: list[list[int]] = []
+
+    def square(xs: list[int]) -> list[dict]:
+        calls.append(xs)
+        return [{"x": x, "sq": x * x} for x in xs]
+
+    rows = run_sharded(list(range(10)), square, tmp_path, 3, {"op": "sq"}, progress=False)
+    assert [r["x"] for r in rows] == list(range(10)) and rows[4]["sq"] == 16
+    assert calls == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]]
+    (tmp_path / "shards" / "shard-00002.parquet").unlink()
+    calls.clear()
+    assert run_sharded(list(range(10)), square, tmp_path, 3, {"op": "sq"}, progress=False) == rows
+    assert calls == [[6, 7, 8]]
+    assert merge_shards(tmp_path) == rows
+
+
+def test_other_parameters_or_item_count_are_refused(tmp_path):
+    run_sharded([1, 2], lambda xs: [{"x": x} for x in xs], tmp_path, 1, {"a": 1}, progress=False)
+    with pytest.raises(InputError, match="other parameters"):
+        run_sharded(
+            [1, 2], lambda xs: [{"x": x} for x in xs], tmp_path, 1, {"a": 2}, progress=False
+        )
+    with pytest.raises(InputError, match="other parameters"):
+        run_sharded(
+            [1, 2, 3], lambda xs: [{"x": x} for x in xs], tmp_path, 1, {"a": 1}, progress=False
+        )
+    with pytest.raises(InputError, match="shard size"):
+        run_sharded([1], lambda xs: [], tmp_path / "z", 0, {}, progress=False)
+
+
+def test_missing_shard_on_merge_is_a_user_error(tmp_path):
+    run_sharded([1, 2], lambda xs: [{"x": x} for x in xs], tmp_path, 1, {}, progress=False)
+    (tmp_path / "shards" / "shard-00001.parquet").unlink()
+    with pytest.raises(InputError, match="shard-00001.parquet is missing"):
+        merge_shards(tmp_path, 2)
+
+
+SCRIPT = """
+import json, sys
+from hf_posbias.corpus import prepare_documents, read_wikiextractor
+from hf_posbias.generation import make_generator, run_generation
+from hf_posbias.shards import process_info
+
+docs, _ = prepare_documents(read_wikiextractor(sys.argv[1]))
+cands, report = run_generation(docs[:20], make_generator("ict", seed=3), sys.argv[2],
+                               shard_size=3, progress=False)
+info = process_info()
+with open(f"{sys.argv[2]}/rank{info.index}.json", "w") as f:
+    json.dump({"count": info.count, "candidates": len(cands)}, f)
+"""
+
+
+def test_accelerate_launch_two_processes_share_shards_and_match_one_process(shared_data, tmp_path):
+    from hf_posbias.corpus import prepare_documents, read_wikiextractor
+    from hf_posbias.generation import make_generator, run_generation
+
+    accelerate = Path(sys.executable).with_name("accelerate")
+    if not accelerate.exists():
+        accelerate = Path(shutil.which("accelerate") or "accelerate")
+    wiki = shared_data / "wikipedia_enwiki_wikiextractor"
+    script = tmp_path / "gen.py"
+    script.write_text(textwrap.dedent(SCRIPT))
+    out = tmp_path / "multi"
+    # Without ACCELERATE_USE_CPU, --multi_gpu on a CPU machine starts two rank-0-of-1 processes.
+    env = {**os.environ, "ACCELERATE_USE_CPU": "true", "OMP_NUM_THREADS": "1"}
+    # (accelerate 1.15 refuses --multi_gpu together with --cpu; the environment variable does it.)
+    cmd = [str(accelerate), "launch", "--multi_gpu", "--num_processes", "2",
+           "--main_process_port", "0", str(script), str(wiki), str(out)]  # fmt: skip
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
+    assert [r["count"] for r in ranks] == [2, 2]
+    shards = sorted((out / "shards").glob("shard-*.parquet"))
+    assert len(shards) == 7  # 20 documents / 3 per shard
+    owners = {}
+    for path in shards:
+        index = int(path.stem.split("-")[1])
+        owners[index] = {row["process_index"] for row in read_parquet_rows(path)}
+        assert owners[index] == {index % 2}  # each rank generated exactly its own shards
+    assert set().union(*owners.values()) == {0, 1}
+
+    docs, _ = prepare_documents(read_wikiextractor(wiki))
+    single, _ = run_generation(
+        docs[:20], make_generator("ict", seed=3), tmp_path / "single", shard_size=3, progress=False
+    )
+    assert ranks[0]["candidates"] == ranks[1]["candidates"] == len(single)
+    multi = read_parquet_rows(out / "candidates.parquet")
+    assert multi == [c.to_row() for c in single]
+    assert (out / "candidates.parquet").read_bytes() == (
+        tmp_path / "single" / "candidates.parquet"
+    ).read_bytes()
