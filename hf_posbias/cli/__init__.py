@@ -18,6 +18,7 @@ import importlib
 import logging
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 
 from hf_posbias import __version__
@@ -59,6 +60,9 @@ def _quiet_libraries() -> None:
     # reports. -v restores them.
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
     for name in ("transformers", "sentence_transformers", "datasets", "mteb", "httpx"):
         logging.getLogger(name).setLevel(logging.ERROR)
 

@@ -1,0 +1,778 @@
+"""Evidence moving: relocate a query's evidence through a document and watch the cosine.
+
+YHP26 §6: the query-relevant evidence of a (query, document) pair is moved to ``n`` evenly spaced
+insertion points ``p1…pn`` (default 10) while the rest of the document stays fixed; the cosine
+between the query and each variant traces the model's positional preference. The summary of a
+curve is its peak position, its lowest position and ``Δ = (peak − lowest) × 10³`` (YHP26 Table 13:
+"ModernBERT-base B peaks at p1 (Δ 21.5)").
+
+Insertion points are sentence boundaries of the document-without-evidence (the start, the end and
+every sentence start), chosen as close as possible to ``i · len / (n − 1)``; the evidence is
+therefore never inserted inside a word or a sentence.
+
+Pairs come from a span (:meth:`EvidenceCase.from_span`), from an evidence text found in the
+document (:meth:`EvidenceCase.from_text`), or from a dataset (:func:`load_pairs`: SciFact,
+training sets built by ``posbias data``, user JSONL).
+
+Example:
+    >>> from hf_posbias.analysis.evidence_moving import EvidenceCase
+    >>> doc = "Alpha one. Beta two. Gamma three. Delta four. Epsilon five."
+    >>> case = EvidenceCase.from_text("what is gamma?", doc, "Gamma three.")
+    >>> case.base
+    'Alpha one. Beta two. Delta four. Epsilon five.'
+    >>> [p.text for p in case.placements(3)]  # doctest: +NORMALIZE_WHITESPACE
+    ['Gamma three. Alpha one. Beta two. Delta four. Epsilon five.',
+     'Alpha one. Beta two. Gamma three. Delta four. Epsilon five.',
+     'Alpha one. Beta two. Delta four. Epsilon five. Gamma three.']
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import io
+import json
+import math
+import random
+import re
+import tokenize
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hf_posbias.errors import InputError
+
+if TYPE_CHECKING:
+    import numpy as np
+    from sentence_transformers import SentenceTransformer
+
+DEFAULT_SLOTS = 10
+"""YHP26 moves the evidence to ten insertion points p1…p10."""
+
+# A sentence ends with . ! ? (optionally closed by quotes/brackets) followed by whitespace, or a
+# line ends; the next sentence must not start lower-case ("e.g. the", "vs. a" are not ends).
+_SENTENCE_END = re.compile(r"(?:[.!?][\"'\u201d\u2019)\]]*[ \t]+|\s*\n\s*)(?=\S)")
+
+
+def slot_names(n: int) -> tuple[str, ...]:
+    """``('p1', …, 'pn')``.
+
+    Example:
+        >>> slot_names(3)
+        ('p1', 'p2', 'p3')
+    """
+    return tuple(f"p{i + 1}" for i in range(n))
+
+
+def sentence_boundaries(text: str) -> list[int]:
+    """Offsets where the evidence may be inserted: 0, every sentence start, ``len(text)``.
+
+    Example:
+        >>> sentence_boundaries("One. Two? Three e.g. four.\\nFive")
+        [0, 5, 10, 27, 31]
+    """
+    cuts = {0, len(text)}
+    for match in _SENTENCE_END.finditer(text):
+        end = match.end()
+        if end < len(text) and not text[end].islower():
+            cuts.add(end)
+    return sorted(cuts)
+
+
+def _is_word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def _choose_slots(boundaries: Sequence[int], length: int, n: int) -> list[int]:
+    """Pick ``n`` distinct increasing boundaries closest to the ideal points ``i·length/(n−1)``.
+
+    Dynamic programming over (slot, boundary) minimises the total distance to the ideal points,
+    so a cluster of short sentences cannot push later slots off the end (a greedy pick can).
+    """
+    m = len(boundaries)
+    targets = [i * length / (n - 1) for i in range(n)]
+    inf = float("inf")
+    cost = [[inf] * m for _ in range(n)]
+    back = [[-1] * m for _ in range(n)]
+    for j in range(m):
+        cost[0][j] = abs(boundaries[j] - targets[0])
+    for i in range(1, n):
+        best, best_j = inf, -1
+        for j in range(m):
+            # best over j' < j of cost[i-1][j'], maintained as a running minimum
+            if j > 0 and cost[i - 1][j - 1] < best:
+                best, best_j = cost[i - 1][j - 1], j - 1
+            if best_j >= 0:
+                cost[i][j] = best + abs(boundaries[j] - targets[i])
+                back[i][j] = best_j
+    j = min(range(m), key=lambda k: cost[n - 1][k])
+    chosen = [j]
+    for i in range(n - 1, 0, -1):
+        j = back[i][j]
+        chosen.append(j)
+    return [boundaries[k] for k in reversed(chosen)]
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One document variant: the evidence inserted at ``offset`` of the base document.
+
+    ``text[evidence_start:evidence_end]`` is the evidence; removing it and the single space that
+    separates it from its neighbour gives back the base document exactly.
+    """
+
+    position: str
+    offset: int
+    text: str
+    evidence_start: int
+    evidence_end: int
+
+
+@dataclass(frozen=True)
+class EvidenceCase:
+    """A query, the document without its evidence (``base``) and the evidence text.
+
+    Args:
+        query: the query text.
+        base: the document with the evidence removed.
+        evidence: the evidence passage (moved as one block).
+        boundaries: allowed insertion offsets into ``base``; ``None`` = detected sentence starts
+            (datasets that ship sentence lists, like SciFact, pass exact ones).
+        id: an identifier for reports.
+    """
+
+    query: str
+    base: str
+    evidence: str
+    boundaries: tuple[int, ...] | None = None
+    id: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.query.strip():
+            raise InputError("query is empty")
+        if not self.evidence.strip():
+            raise InputError("evidence is empty")
+        if not self.base.strip():
+            raise InputError("document is empty once the evidence is removed")
+
+    @classmethod
+    def from_span(
+        cls, query: str, document: str, start: int, end: int, id: str = ""
+    ) -> EvidenceCase:
+        """Cut ``document[start:end]`` out as the evidence.
+
+        Surrounding whitespace inside the span is trimmed; a span that splits a word is an error.
+
+        Example:
+            >>> c = EvidenceCase.from_span("q", "First one. Second one. Third one.", 11, 22)
+            >>> c.evidence, c.base
+            ('Second one.', 'First one. Third one.')
+        """
+        if not (0 <= start < end <= len(document)):
+            raise InputError(
+                f"evidence span [{start}, {end}) is outside the document ({len(document)} chars)"
+            )
+        while start < end and document[start].isspace():
+            start += 1
+        while end > start and document[end - 1].isspace():
+            end -= 1
+        if start == end:
+            raise InputError("evidence is empty")
+        if (
+            start > 0 and _is_word_char(document[start - 1]) and _is_word_char(document[start])
+        ) or (
+            end < len(document)
+            and _is_word_char(document[end - 1])
+            and _is_word_char(document[end])
+        ):
+            raise InputError(f"evidence span [{start}, {end}) splits a word")
+        left, right = document[:start], document[end:]
+        if left.strip() and right.strip():
+            # Keep the original separator (a paragraph break stays a paragraph break).
+            gap = left[len(left.rstrip()) :] or right[: len(right) - len(right.lstrip())] or " "
+            base = left.rstrip() + gap + right.lstrip()
+        else:
+            base = (left + right).strip()
+        return cls(query=query, base=base.strip(), evidence=document[start:end], id=id)
+
+    @classmethod
+    def from_text(cls, query: str, document: str, evidence: str, id: str = "") -> EvidenceCase:
+        """Find ``evidence`` in ``document`` (first occurrence) and cut it out.
+
+        The match tolerates differences in whitespace (a pasted sentence may have lost a line
+        break); an evidence text that does not occur raises "evidence not found in the document".
+        """
+        if not query.strip():
+            raise InputError("query is empty")
+        needle = evidence.strip()
+        if not needle:
+            raise InputError("evidence is empty")
+        start = document.find(needle)
+        if start >= 0:
+            return cls.from_span(query, document, start, start + len(needle), id=id)
+        pattern = r"\s+".join(re.escape(word) for word in needle.split())
+        match = re.search(pattern, document)
+        if match is None:
+            raise InputError("evidence not found in the document")
+        return cls.from_span(query, document, match.start(), match.end(), id=id)
+
+    def insertion_points(self) -> list[int]:
+        """All allowed insertion offsets into :attr:`base` (sorted, distinct)."""
+        if self.boundaries is not None:
+            points = sorted({0, len(self.base), *self.boundaries})
+            return [p for p in points if 0 <= p <= len(self.base)]
+        return sentence_boundaries(self.base)
+
+    def slots(self, n: int = DEFAULT_SLOTS) -> list[int]:
+        """The ``n`` insertion offsets used for ``p1…pn`` (p1 = start, pn = end).
+
+        Raises:
+            InputError: "document too short for n slots" when fewer than ``n`` boundaries exist.
+        """
+        if n < 2:
+            raise InputError(f"need at least 2 slots, got {n}")
+        points = self.insertion_points()
+        if len(points) < n:
+            raise InputError(
+                f"document too short for {n} slots "
+                f"({len(points)} sentence boundaries including start and end)"
+            )
+        return _choose_slots(points, len(self.base), n)
+
+    def placements(self, n: int = DEFAULT_SLOTS) -> list[Placement]:
+        """The ``n`` document variants, evidence at ``p1…pn``."""
+        evidence, base = self.evidence.strip(), self.base
+        variants = []
+        for name, offset in zip(slot_names(n), self.slots(n)):
+            if offset >= len(base):
+                text, start = base + " " + evidence, len(base) + 1
+            else:
+                # Boundaries are sentence starts: base[:offset] already ends with whitespace.
+                text, start = base[:offset] + evidence + " " + base[offset:], offset
+            variants.append(Placement(name, offset, text, start, start + len(evidence)))
+        return variants
+
+
+# --------------------------------------------------------------------------- results
+
+
+def delta_e3(values: Sequence[float]) -> float:
+    """``(max − min) × 10³``, the YHP26 Table 13 unit.
+
+    Example:
+        >>> round(delta_e3([0.50, 0.5215, 0.51]), 1)
+        21.5
+    """
+    return (max(values) - min(values)) * 1000.0
+
+
+class PositionCurve:
+    """Peak/lowest/Δ of a curve over ``p1…pn``; subclasses provide :attr:`values`."""
+
+    @property
+    def values(self) -> tuple[float, ...]:
+        raise NotImplementedError
+
+    @property
+    def positions(self) -> tuple[str, ...]:
+        return slot_names(len(self.values))
+
+    @property
+    def peak_position(self) -> str:
+        return self.positions[max(range(len(self.values)), key=self.values.__getitem__)]
+
+    @property
+    def lowest_position(self) -> str:
+        return self.positions[min(range(len(self.values)), key=self.values.__getitem__)]
+
+    @property
+    def delta(self) -> float:
+        """``(peak − lowest) × 10³``."""
+        return delta_e3(self.values)
+
+
+@dataclass(frozen=True)
+class EvidenceCurve(PositionCurve):
+    """Cosine(query, document) with the evidence at each of ``p1…pn`` for one pair.
+
+    Example:
+        >>> c = EvidenceCurve(cosines=(0.52, 0.51, 0.50), offsets=(0, 5, 9))
+        >>> c.peak_position, c.lowest_position, round(c.delta, 1)
+        ('p1', 'p3', 20.0)
+    """
+
+    cosines: tuple[float, ...]
+    offsets: tuple[int, ...] = ()
+    pair_id: str = ""
+    n_truncated: int = 0
+    """How many variants exceed the model's maximum sequence length (their ends are not seen)."""
+
+    @property
+    def values(self) -> tuple[float, ...]:
+        return self.cosines
+
+
+@dataclass
+class EvidenceMovingSummary(PositionCurve):
+    """The mean curve of one model over many pairs, with its standard error.
+
+    Example:
+        >>> s = EvidenceMovingSummary("B", mean=(0.60, 0.58, 0.5785), stderr=(0, 0, 0), n_pairs=3)
+        >>> s.headline()
+        'B peaks at p1 (Δ 21.5)'
+    """
+
+    model: str
+    mean: tuple[float, ...]
+    stderr: tuple[float, ...]
+    n_pairs: int
+    n_input: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    curves: list[EvidenceCurve] = field(default_factory=list, repr=False)
+
+    @property
+    def values(self) -> tuple[float, ...]:
+        return self.mean
+
+    def headline(self) -> str:
+        """YHP26 style: ``"<model> peaks at p1 (Δ 21.5)"``."""
+        return f"{self.model} peaks at {self.peak_position} (Δ {self.delta:.1f})"
+
+    def to_row(self) -> dict[str, Any]:
+        """A flat CSV row: model, pairs, p1…pn, se_p1…, peak, lowest, delta_e3, skipped."""
+        row: dict[str, Any] = {"model": self.model, "pairs": self.n_pairs}
+        row.update({p: round(v, 6) for p, v in zip(self.positions, self.mean)})
+        row.update({f"se_{p}": round(v, 6) for p, v in zip(self.positions, self.stderr)})
+        row.update(
+            peak=self.peak_position,
+            lowest=self.lowest_position,
+            delta_e3=round(self.delta, 2),
+            skipped=";".join(f"{k}={v}" for k, v in sorted(self.skipped.items())),
+        )
+        return row
+
+
+def mean_and_stderr(rows: Sequence[Sequence[float]]) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Column means and standard errors (sample sd / √n; 0 for a single row).
+
+    Example:
+        >>> mean_and_stderr([[1.0, 2.0], [3.0, 2.0]])
+        ((2.0, 2.0), (1.0, 0.0))
+    """
+    if not rows:
+        raise InputError("no rows to average")
+    n = len(rows)
+    means = tuple(sum(col) / n for col in zip(*rows))
+    if n == 1:
+        return means, tuple(0.0 for _ in means)
+    errs = tuple(
+        math.sqrt(sum((x - m) ** 2 for x in col) / (n - 1)) / math.sqrt(n)
+        for col, m in zip(zip(*rows), means)
+    )
+    return means, errs
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+def encode_texts(model: SentenceTransformer, texts: Sequence[str], kind: str) -> np.ndarray:
+    """Unit-normalised embeddings of ``texts`` in ONE ``model.encode`` call.
+
+    ``kind`` is ``"query"`` or ``"document"``: the model's prompt of that name is applied when it
+    is non-empty (our trained models carry ``"query: "``; all-MiniLM-L6-v2 has empty prompts).
+    """
+    prompts = getattr(model, "prompts", None) or {}
+    kwargs: dict[str, Any] = {"prompt_name": kind} if prompts.get(kind) else {}
+    return model.encode(
+        list(texts),
+        batch_size=max(1, len(texts)),
+        convert_to_numpy=True,
+        normalize_embeddings=True,
+        show_progress_bar=False,
+        **kwargs,
+    )
+
+
+def count_truncated(
+    model: SentenceTransformer, texts: Sequence[str], kind: str = "document"
+) -> int:
+    """How many ``texts`` (with the model's prompt) are longer than ``model.max_seq_length``.
+
+    A truncated variant hides the evidence once it moves past the limit, which would show up as
+    a fake "end" penalty; dataset runs skip such pairs unless told otherwise.
+    """
+    tokenizer = getattr(model, "tokenizer", None)
+    limit = getattr(model, "max_seq_length", None)
+    if tokenizer is None or not limit:
+        return 0
+    prompt = (getattr(model, "prompts", None) or {}).get(kind) or ""
+    encoded = tokenizer(
+        [prompt + t for t in texts], add_special_tokens=True, truncation=False, verbose=False
+    )
+    return sum(1 for ids in encoded["input_ids"] if len(ids) > limit)
+
+
+def move_evidence(
+    model: SentenceTransformer, case: EvidenceCase, n: int = DEFAULT_SLOTS
+) -> EvidenceCurve:
+    """Encode the ``n`` variants of ``case`` in one batch and return the cosine curve.
+
+    Example:
+        >>> from hf_posbias.modeling import load_sentence_transformer
+        >>> model = load_sentence_transformer("all-MiniLM-L6-v2", device="cpu")
+        >>> doc = " ".join(f"Sentence number {i} is here." for i in range(12))
+        >>> case = EvidenceCase.from_text("Where is the cat?", doc, "Sentence number 5 is here.")
+        >>> case = EvidenceCase(case.query, case.base, "The cat sleeps on the mat.")
+        >>> len(move_evidence(model, case).cosines)
+        10
+    """
+    import numpy as np
+
+    placements = case.placements(n)
+    texts = [p.text for p in placements]
+    query = encode_texts(model, [case.query], "query")[0]
+    docs = encode_texts(model, texts, "document")
+    cosines = np.asarray(docs, dtype=np.float64) @ np.asarray(query, dtype=np.float64)
+    return EvidenceCurve(
+        cosines=tuple(float(c) for c in cosines),
+        offsets=tuple(p.offset for p in placements),
+        pair_id=case.id,
+        n_truncated=count_truncated(model, texts),
+    )
+
+
+def run_evidence_moving(
+    model: SentenceTransformer,
+    cases: Sequence[EvidenceCase],
+    n: int = DEFAULT_SLOTS,
+    label: str = "model",
+    allow_truncation: bool = False,
+    load_skipped: dict[str, int] | None = None,
+    progress: bool = True,
+) -> EvidenceMovingSummary:
+    """Average the evidence-moving curve of ``model`` over ``cases``.
+
+    Pairs too short for ``n`` slots, and (unless ``allow_truncation``) pairs whose longest variant
+    exceeds the model's maximum sequence length, are skipped and counted in ``skipped``;
+    ``load_skipped`` (from :func:`load_pairs`) is added to the same counts.
+
+    Raises:
+        InputError: when no pair is left to average.
+    """
+    from tqdm.auto import tqdm
+
+    skipped: Counter[str] = Counter(load_skipped or {})
+    curves: list[EvidenceCurve] = []
+    for case in tqdm(cases, desc=f"evidence moving [{label}]", unit="pair", disable=not progress):
+        try:
+            case.slots(n)
+        except InputError:
+            skipped["too_short_for_slots"] += 1
+            continue
+        if not allow_truncation:
+            longest = max((p.text for p in case.placements(n)), key=len)
+            if count_truncated(model, [longest]):
+                skipped["longer_than_model_max_seq_length"] += 1
+                continue
+        curves.append(move_evidence(model, case, n))
+    if not curves:
+        reasons = ", ".join(f"{k}: {v}" for k, v in sorted(skipped.items())) or "no pairs given"
+        raise InputError(f"no usable pairs for {label} ({reasons})")
+    mean, stderr = mean_and_stderr([c.cosines for c in curves])
+    return EvidenceMovingSummary(
+        model=label,
+        mean=mean,
+        stderr=stderr,
+        n_pairs=len(curves),
+        n_input=len(cases) + sum((load_skipped or {}).values()),
+        skipped=dict(skipped),
+        curves=curves,
+    )
+
+
+def summary_table(summaries: Sequence[EvidenceMovingSummary], digits: int = 4) -> str:
+    """A markdown table: model, pairs, p1…pn, peak, lowest, Δ×10³.
+
+    Example:
+        >>> s = EvidenceMovingSummary("B", (0.6, 0.58), (0.0, 0.0), 5)
+        >>> print(summary_table([s], digits=2))
+        | model | pairs | p1 | p2 | peak | lowest | Δ×10³ |
+        |---|---|---|---|---|---|---|
+        | B | 5 | 0.60 | 0.58 | p1 | p2 | 20.0 |
+    """
+    positions = summaries[0].positions
+    head = ["model", "pairs", *positions, "peak", "lowest", "Δ×10³"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for s in summaries:
+        cells = [s.model, str(s.n_pairs), *(f"{v:.{digits}f}" for v in s.mean)]
+        cells += [s.peak_position, s.lowest_position, f"{s.delta:.1f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- pair sources
+
+
+@dataclass
+class PairLoadReport:
+    """What :func:`load_pairs` read, kept and skipped (with reasons)."""
+
+    source: str
+    kind: str
+    read: int = 0
+    kept: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def skip(self, reason: str) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
+    def summary_line(self) -> str:
+        extra = ", ".join(f"{k} {v}" for k, v in sorted(self.skipped.items()))
+        return f"pairs from {self.source} ({self.kind}): read {self.read}, kept {self.kept}" + (
+            f", skipped: {extra}" if extra else ""
+        )
+
+
+def parse_numpy_string_list(text: str) -> list[str]:
+    """Parse a numpy ``repr`` of a string array (``"['a'\\n 'b']"``, no commas) into a list.
+
+    ``ast.literal_eval`` would silently concatenate adjacent literals, so each string token is
+    read on its own.
+
+    Example:
+        >>> parse_numpy_string_list("['First one.'\\n \\"It's second.\\"]")
+        ['First one.', "It's second."]
+    """
+    tokens = tokenize.generate_tokens(io.StringIO(text).readline)
+    try:
+        return [ast.literal_eval(tok.string) for tok in tokens if tok.type == tokenize.STRING]
+    except (tokenize.TokenError, SyntaxError, ValueError) as err:
+        raise InputError(f"cannot parse sentence list {text[:60]!r}…: {err}") from None
+
+
+def _int_list(text: str) -> list[int]:
+    return [int(x) for x in re.findall(r"-?\d+", text or "")]
+
+
+def _case_from_sentences(
+    query: str, sentences: Sequence[str], evidence_idx: Sequence[int], id: str
+) -> EvidenceCase:
+    keep = [s.strip() for i, s in enumerate(sentences) if i not in set(evidence_idx) and s.strip()]
+    evidence = " ".join(sentences[i].strip() for i in sorted(set(evidence_idx)))
+    starts, pos = [], 0
+    for sentence in keep:
+        starts.append(pos)
+        pos += len(sentence) + 1
+    return EvidenceCase(query, " ".join(keep), evidence, boundaries=tuple(starts), id=id)
+
+
+def load_scifact_pairs(
+    folder: str | Path, split: str = "train"
+) -> tuple[list[EvidenceCase], PairLoadReport]:
+    """SciFact claims with rationale sentences: the claim is the query, the rationale the evidence.
+
+    ``folder`` holds ``claims_<split>.csv`` and ``corpus_train.csv`` (HF ``allenai/scifact``
+    exported to CSV). Each (claim, evidence document) is one pair; its rationale sentences move
+    together as one block, the remaining sentences (in order) are the fixed document, and the
+    insertion points are their exact sentence starts. ``split`` may be ``train``,
+    ``validation`` or ``all``.
+    """
+    folder = Path(folder)
+    splits = ["train", "validation"] if split == "all" else [split]
+    corpus_path = folder / "corpus_train.csv"
+    if not corpus_path.exists():
+        raise InputError(f"{folder}: no corpus_train.csv (SciFact corpus)")
+    csv.field_size_limit(1 << 24)
+    with corpus_path.open(encoding="utf-8", newline="") as handle:
+        abstracts = {row["doc_id"]: row["abstract"] for row in csv.DictReader(handle)}
+    report = PairLoadReport(str(folder), f"scifact:{split}")
+    cases: list[EvidenceCase] = []
+    seen: set[tuple[str, str]] = set()
+    for name in splits:
+        path = folder / f"claims_{name}.csv"
+        if not path.exists():
+            raise InputError(f"{folder}: no claims_{name}.csv")
+        with path.open(encoding="utf-8", newline="") as handle:
+            for row in csv.DictReader(handle):
+                report.read += 1
+                indices = _int_list(row.get("evidence_sentences", ""))
+                doc_id = (row.get("evidence_doc_id") or "").strip()
+                if not doc_id or not indices:
+                    report.skip("no_evidence")
+                    continue
+                key = (row["id"], doc_id)
+                if key in seen:
+                    # SciFact lists one row per rationale set; the first set stands for the pair.
+                    report.skip("extra_rationale_set")
+                    continue
+                seen.add(key)
+                if doc_id not in abstracts:
+                    report.skip("document_not_in_corpus")
+                    continue
+                sentences = parse_numpy_string_list(abstracts[doc_id])
+                if max(indices) >= len(sentences) or min(indices) < 0:
+                    report.skip("evidence_index_out_of_range")
+                    continue
+                try:
+                    case = _case_from_sentences(
+                        row["claim"], sentences, indices, f"{name}:{row['id']}:{doc_id}"
+                    )
+                except InputError as err:
+                    report.skip(_reason(err))
+                    continue
+                cases.append(case)
+    report.kept = len(cases)
+    return cases, report
+
+
+def _reason(err: InputError) -> str:
+    message = str(err)
+    for key in ("query is empty", "evidence not found", "evidence is empty", "splits a word"):
+        if key in message:
+            return key.replace(" ", "_")
+    if "outside the document" in message:
+        return "evidence_span_outside_document"
+    if "empty once the evidence" in message:
+        return "document_empty_without_evidence"
+    return "invalid_pair"
+
+
+def load_jsonl_pairs(path: str | Path) -> tuple[list[EvidenceCase], PairLoadReport]:
+    """User pairs, one JSON object a line: ``query``, ``document`` and either ``evidence`` (a text
+    found in the document) or ``evidence_start``/``evidence_end`` (character offsets); ``id``
+    optional. Bad lines are skipped and counted, not fatal.
+    """
+    path = Path(path)
+    report = PairLoadReport(str(path), "jsonl")
+    cases: list[EvidenceCase] = []
+    with path.open(encoding="utf-8") as handle:
+        for lineno, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            report.read += 1
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                report.skip("malformed_json")
+                continue
+            if not isinstance(record, dict) or not isinstance(record.get("document"), str):
+                report.skip("missing_document")
+                continue
+            query = record.get("query")
+            if not isinstance(query, str):
+                report.skip("missing_query")
+                continue
+            pair_id = str(record.get("id", f"line{lineno}"))
+            try:
+                if isinstance(record.get("evidence"), str):
+                    case = EvidenceCase.from_text(
+                        query, record["document"], record["evidence"], id=pair_id
+                    )
+                elif "evidence_start" in record and "evidence_end" in record:
+                    case = EvidenceCase.from_span(
+                        query,
+                        record["document"],
+                        int(record["evidence_start"]),
+                        int(record["evidence_end"]),
+                        id=pair_id,
+                    )
+                else:
+                    report.skip("missing_evidence")
+                    continue
+            except (InputError, TypeError, ValueError) as err:
+                report.skip(_reason(err) if isinstance(err, InputError) else "invalid_pair")
+                continue
+            cases.append(case)
+    report.kept = len(cases)
+    return cases, report
+
+
+def training_rows_to_pairs(
+    rows: Iterable[dict[str, Any]], source: str = "rows"
+) -> tuple[list[EvidenceCase], PairLoadReport]:
+    """Training-set rows (``query``, ``positive``, ``target_position``): the target third of the
+    positive (``corpus.segment_spans(positive, 3)``) is the evidence.
+    """
+    from hf_posbias import POSITIONS
+    from hf_posbias.corpus import segment_spans
+
+    report = PairLoadReport(source, "training-set")
+    cases: list[EvidenceCase] = []
+    for i, row in enumerate(rows):
+        report.read += 1
+        position = row.get("target_position")
+        positive = row.get("positive")
+        if position not in POSITIONS or not isinstance(positive, str):
+            report.skip("missing_positive_or_target_position")
+            continue
+        try:
+            start, end = segment_spans(positive, 3)[POSITIONS.index(position)]
+            pair_id = str(row.get("candidate_id") or f"row{i}")
+            cases.append(
+                EvidenceCase.from_span(row.get("query") or "", positive, start, end, pair_id)
+            )
+        except InputError as err:
+            report.skip(_reason(err))
+    report.kept = len(cases)
+    return cases, report
+
+
+def load_pairs(
+    source: str | Path, split: str = "train", config: str = "uniform"
+) -> tuple[list[EvidenceCase], PairLoadReport]:
+    """Load evidence pairs from any supported source, detected from its shape.
+
+    - a folder with ``claims_*.csv`` → SciFact (``split``: train | validation | all);
+    - a ``.jsonl`` file → user pairs (:func:`load_jsonl_pairs`);
+    - a ``.parquet`` file, or a training-set repo folder (``data/<config>/*.parquet``, written by
+      ``posbias data sample``) → training rows (:func:`training_rows_to_pairs`).
+    """
+    path = Path(source)
+    if not path.exists():
+        raise InputError(f"pair source not found: {path}")
+    if path.is_dir() and any(path.glob("claims_*.csv")):
+        return load_scifact_pairs(path, split)
+    if path.is_file() and path.suffix in {".jsonl", ".json"}:
+        return load_jsonl_pairs(path)
+    files: list[Path] = []
+    if path.is_file() and path.suffix == ".parquet":
+        files = [path]
+    elif path.is_dir() and (path / "data").is_dir():
+        files = sorted((path / "data" / config).glob("*.parquet"))
+        if not files:
+            configs = sorted(p.name for p in (path / "data").iterdir() if p.is_dir())
+            raise InputError(f"{path}: no parquet files for config {config!r}; has {configs}")
+    if not files:
+        raise InputError(
+            f"unsupported pair source {path}: use a SciFact folder (claims_*.csv), a .jsonl file, "
+            "a training-set .parquet or a training-set folder (data/<config>/)"
+        )
+    import pyarrow.parquet as pq
+
+    rows: list[dict[str, Any]] = []
+    for file in files:
+        table = pq.read_table(file)
+        missing = {"query", "positive", "target_position"} - set(table.column_names)
+        if missing:
+            raise InputError(f"{file}: missing column(s) {sorted(missing)}")
+        rows.extend(table.to_pylist())
+    return training_rows_to_pairs(rows, source=str(path))
+
+
+def sample_pairs(
+    cases: Sequence[EvidenceCase], limit: int | None, seed: int = 42
+) -> list[EvidenceCase]:
+    """A deterministic random subset of ``limit`` pairs (all when ``limit`` is None or larger),
+    kept in source order.
+
+    Example:
+        >>> cs = [EvidenceCase("q", f"Doc {i}.", "Ev.", id=str(i)) for i in range(10)]
+        >>> [c.id for c in sample_pairs(cs, 3, seed=0)] == [c.id for c in sample_pairs(cs, 3, 0)]
+        True
+    """
+    if limit is None or limit >= len(cases):
+        return list(cases)
+    chosen = sorted(random.Random(seed).sample(range(len(cases)), limit))
+    return [cases[i] for i in chosen]

@@ -1,0 +1,161 @@
+"""Segment profile: how much of each part of a document survives in its embedding (query-free).
+
+YHP26 §6 / App. F: cut a document into ``n`` equal-length segments (``corpus.segment_spans``,
+cut points snapped to whitespace), embed the full document and every segment, and take
+cosine(document, segment i). Averaged over a corpus, the curve shows which part of the text the
+pooled embedding is dominated by; its range (max − min) summarises the bias and compares base
+against fine-tuned models without any query.
+
+Example:
+    >>> from hf_posbias.analysis.segment_profile import SegmentProfile
+    >>> p = SegmentProfile("m", mean=(0.71, 0.65, 0.60), stderr=(0.0, 0.0, 0.0), n_docs=4)
+    >>> p.peak_position, p.lowest_position, round(p.range, 2)
+    ('p1', 'p3', 0.11)
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from hf_posbias.analysis.evidence_moving import (
+    PositionCurve,
+    count_truncated,
+    encode_texts,
+    mean_and_stderr,
+)
+from hf_posbias.errors import InputError
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+DEFAULT_SEGMENTS = 10
+
+
+@dataclass
+class SegmentProfile(PositionCurve):
+    """Mean cosine(document, segment i) over a corpus for one model."""
+
+    model: str
+    mean: tuple[float, ...]
+    stderr: tuple[float, ...]
+    n_docs: int
+    n_input: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    per_document: list[tuple[str, tuple[float, ...]]] = field(default_factory=list, repr=False)
+
+    @property
+    def values(self) -> tuple[float, ...]:
+        return self.mean
+
+    @property
+    def range(self) -> float:
+        """max − min of the mean curve (cosine units)."""
+        return max(self.mean) - min(self.mean)
+
+    def to_row(self) -> dict[str, Any]:
+        """A flat CSV row: model, documents, p1…pn, se_p1…, peak, lowest, range, skipped."""
+        row: dict[str, Any] = {"model": self.model, "documents": self.n_docs}
+        row.update({p: round(v, 6) for p, v in zip(self.positions, self.mean)})
+        row.update({f"se_{p}": round(v, 6) for p, v in zip(self.positions, self.stderr)})
+        row.update(
+            peak=self.peak_position,
+            lowest=self.lowest_position,
+            range=round(self.range, 6),
+            skipped=";".join(f"{k}={v}" for k, v in sorted(self.skipped.items())),
+        )
+        return row
+
+
+def document_profile(
+    model: SentenceTransformer, text: str, n: int = DEFAULT_SEGMENTS
+) -> tuple[float, ...]:
+    """cosine(document, segment i) for ``i = 1…n``: the document and its segments in one batch.
+
+    Example:
+        >>> from hf_posbias.modeling import load_sentence_transformer
+        >>> m = load_sentence_transformer("all-MiniLM-L6-v2", device="cpu")
+        >>> len(document_profile(m, "Cats purr. Dogs bark. Birds sing. Fish swim.", n=4))
+        4
+    """
+    import numpy as np
+
+    from hf_posbias.corpus import segment_spans
+
+    segments = [text[s:e].strip() for s, e in segment_spans(text, n)]
+    if any(not s for s in segments):
+        raise InputError(f"a document of {len(text)} characters has an empty segment for n={n}")
+    vectors = np.asarray(encode_texts(model, [text, *segments], "document"), dtype=np.float64)
+    return tuple(float(c) for c in vectors[1:] @ vectors[0])
+
+
+def segment_profile(
+    model: SentenceTransformer,
+    documents: Iterable[tuple[str, str]],
+    n: int = DEFAULT_SEGMENTS,
+    label: str = "model",
+    allow_truncation: bool = False,
+    progress: bool = True,
+) -> SegmentProfile:
+    """Average :func:`document_profile` over ``(id, text)`` documents.
+
+    Documents too short for ``n`` segments, and (unless ``allow_truncation``) documents longer
+    than the model's maximum sequence length — whose embedding never saw their end, which would
+    fake an "end is ignored" profile — are skipped and counted.
+
+    Raises:
+        InputError: when no document is left.
+    """
+    from tqdm.auto import tqdm
+
+    docs = list(documents)
+    skipped: Counter[str] = Counter()
+    rows: list[tuple[str, tuple[float, ...]]] = []
+    for doc_id, text in tqdm(
+        docs, desc=f"segment profile [{label}]", unit="doc", disable=not progress
+    ):
+        text = text.strip()
+        if len(text) < 2 * n:
+            skipped["too_short_for_segments"] += 1
+            continue
+        if not allow_truncation and count_truncated(model, [text]):
+            skipped["longer_than_model_max_seq_length"] += 1
+            continue
+        try:
+            rows.append((doc_id, document_profile(model, text, n)))
+        except InputError:
+            skipped["too_short_for_segments"] += 1
+    if not rows:
+        reasons = ", ".join(f"{k}: {v}" for k, v in sorted(skipped.items())) or "no documents"
+        raise InputError(f"no usable documents for {label} ({reasons})")
+    mean, stderr = mean_and_stderr([r for _, r in rows])
+    return SegmentProfile(
+        model=label,
+        mean=mean,
+        stderr=stderr,
+        n_docs=len(rows),
+        n_input=len(docs),
+        skipped=dict(skipped),
+        per_document=rows,
+    )
+
+
+def profile_table(profiles: Sequence[SegmentProfile], digits: int = 4) -> str:
+    """A markdown table: model, documents, p1…pn, peak, lowest, range.
+
+    Example:
+        >>> p = SegmentProfile("m", (0.7, 0.6), (0.0, 0.0), 3)
+        >>> print(profile_table([p], digits=1))
+        | model | documents | p1 | p2 | peak | lowest | range |
+        |---|---|---|---|---|---|---|
+        | m | 3 | 0.7 | 0.6 | p1 | p2 | 0.1000 |
+    """
+    head = ["model", "documents", *profiles[0].positions, "peak", "lowest", "range"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for p in profiles:
+        cells = [p.model, str(p.n_docs), *(f"{v:.{digits}f}" for v in p.mean)]
+        cells += [p.peak_position, p.lowest_position, f"{p.range:.4f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)

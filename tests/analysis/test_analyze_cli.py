@@ -1,0 +1,148 @@
+"""``posbias analyze …`` verbs, in-process: CSV + markdown + PNG written, errors as exit 2."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+from hf_posbias.cli import main
+
+SENTENCES = [f"Line {i} of the report mentions harbour {i} and its cranes." for i in range(14)]
+EVIDENCE = "The lighthouse was painted red in 1902."
+
+
+def write_pairs(path, count: int = 3) -> None:
+    rows = []
+    for i in range(count):
+        doc = " ".join(SENTENCES[: 6 + i] + [EVIDENCE] + SENTENCES[6 + i :])
+        rows.append(
+            {
+                "id": f"p{i}",
+                "query": "When was the lighthouse painted?",
+                "document": doc,
+                "evidence": EVIDENCE,
+            }
+        )
+    rows.append({"id": "bad", "query": "x", "document": "No match here. None.", "evidence": "Q."})
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+
+
+def read_csv(path):
+    with path.open(encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_evidence_moving_verb_compares_models(tmp_path, tiny_sentence_transformer, capsys) -> None:
+    pairs = tmp_path / "pairs.jsonl"
+    write_pairs(pairs)
+    out = tmp_path / "em"
+    code = main(
+        [
+            "analyze",
+            "evidence-moving",
+            "--pairs",
+            str(pairs),
+            "--model",
+            f"A={tiny_sentence_transformer}",
+            "--model",
+            f"B={tiny_sentence_transformer}",
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0
+    rows = read_csv(out / "evidence_moving.csv")
+    assert [r["model"] for r in rows] == ["A", "B"]
+    assert rows[0]["pairs"] == "3"
+    assert [k for k in rows[0] if k.startswith("p") and k[1:].isdigit()] == [
+        f"p{i}" for i in range(1, 11)
+    ]
+    assert rows[0]["p1"] == rows[1]["p1"]  # same weights → same curve
+    assert len(read_csv(out / "evidence_moving_pairs.csv")) == 6
+    assert (out / "evidence_moving.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    printed = capsys.readouterr().out
+    assert "| A | 3 |" in printed and "A peaks at p" in printed
+    assert "evidence_not_found 1" in printed  # the bad line is counted, not silently dropped
+    assert "skipped: evidence_not_found 1" in (out / "evidence_moving.md").read_text()
+
+
+def test_segment_profile_verb(tmp_path, tiny_sentence_transformer) -> None:
+    corpus = tmp_path / "docs.jsonl"
+    docs = [{"id": str(i), "text": " ".join(SENTENCES[i:] + SENTENCES[:i])} for i in range(4)]
+    corpus.write_text("\n".join(json.dumps(d) for d in docs) + "\n", encoding="utf-8")
+    out = tmp_path / "sp"
+    code = main(
+        [
+            "analyze",
+            "segment-profile",
+            "--corpus",
+            str(corpus),
+            "--model",
+            tiny_sentence_transformer,
+            "--n",
+            "5",
+            "--clip-chars",
+            "400",
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0
+    (row,) = read_csv(out / "segment_profile.csv")
+    assert row["documents"] == "4" and {"p1", "p5", "range"} <= set(row)
+    assert (out / "segment_profile.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_pooling_verb(tmp_path, tiny_models) -> None:
+    pairs = tmp_path / "pairs.jsonl"
+    write_pairs(pairs, count=2)
+    out = tmp_path / "pool"
+    code = main(
+        [
+            "analyze",
+            "pooling",
+            "--model",
+            tiny_models("bert"),
+            "--pairs",
+            str(pairs),
+            "--modes",
+            "cls,mean",
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0
+    assert [r["pooling"] for r in read_csv(out / "pooling.csv")] == ["cls", "mean"]
+    assert (out / "pooling_evidence_moving.png").exists()
+
+
+def test_user_mistakes_exit_2_with_one_line(tmp_path, capsys) -> None:
+    code = main(
+        [
+            "analyze",
+            "evidence-moving",
+            "--pairs",
+            str(tmp_path / "missing.jsonl"),
+            "--out",
+            str(tmp_path / "o"),
+        ]
+    )
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: pair source not found") and err.count("\n") == 1
+    assert (
+        main(
+            [
+                "analyze",
+                "segment-profile",
+                "--corpus",
+                "demo",
+                "--n",
+                "1",
+                "--out",
+                str(tmp_path / "o"),
+            ]
+        )
+        == 2
+    )
+    assert "--n must be at least 2" in capsys.readouterr().err

