@@ -311,15 +311,15 @@ def _require_fields(record: Any, where: str, id_field: str, text_field: str) -> 
     }
 
 
-def read_jsonl(
-    path: str | Path, id_field: str = "id", text_field: str = "text"
-) -> Iterator[dict[str, Any]]:
-    """Yield ``{id, title, text}`` records from a JSONL file.
+def iter_jsonl_objects(path: str | Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Yield ``(where, object)`` for each non-blank line of a JSONL file.
 
-    A malformed line or a line missing ``id``/``text`` raises :class:`InputError` naming the
-    file and line number. Blank lines are skipped.
+    ``where`` is ``"<path>:<line>"``. A missing file, malformed JSON or a line that is not a JSON
+    object raises :class:`InputError` naming the file and line.
     """
     path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
     with path.open(encoding="utf-8") as handle:
         for lineno, line in enumerate(handle, start=1):
             if not line.strip():
@@ -329,7 +329,21 @@ def read_jsonl(
                 record = json.loads(line)
             except json.JSONDecodeError as err:
                 raise InputError(f"{where}: malformed JSON ({err.msg})") from None
-            yield _require_fields(record, where, id_field, text_field)
+            if not isinstance(record, dict):
+                raise InputError(f"{where}: expected a JSON object, got {type(record).__name__}")
+            yield where, record
+
+
+def read_jsonl(
+    path: str | Path, id_field: str = "id", text_field: str = "text"
+) -> Iterator[dict[str, Any]]:
+    """Yield ``{id, title, text}`` records from a JSONL file.
+
+    A malformed line or a line missing ``id``/``text`` raises :class:`InputError` naming the
+    file and line number. Blank lines are skipped.
+    """
+    for where, record in iter_jsonl_objects(path):
+        yield _require_fields(record, where, id_field, text_field)
 
 
 def read_table(
@@ -411,10 +425,10 @@ def read_hf_dataset(
     text_field: str = "text",
 ) -> Iterator[dict[str, Any]]:
     """Yield records from a ``datasets`` dataset (Hub id or folder), e.g. wikimedia/wikipedia."""
-    from datasets import load_dataset
+    from hf_posbias.hub import load_dataset_fresh
 
     try:
-        dataset = load_dataset(name, config, split=split)
+        dataset = load_dataset_fresh(name, config, split=split)
     except Exception as err:  # datasets raises many types; all mean "cannot load this"
         raise InputError(f"cannot load dataset {name!r} ({type(err).__name__}: {err})") from None
     missing = [c for c in (id_field, text_field) if c not in dataset.column_names]

@@ -106,12 +106,15 @@ def build_heldout_task(work: Path, out: Path, seed: int = 42) -> Path:
         # still contains the query sentence; positions rotate by a stable hash of the id.
         candidate = candidates[stable_seed("heldout", seed, document.id) % len(candidates)]
         meta = json.loads(candidate.meta)
+        # A sentence removed from the very end leaves its position at len(positive): the
+        # evidence sat at the last character.
+        evidence_start = min(int(meta["removed_start"]), len(candidate.positive) - 1)
         records.append(
             {
                 "query": candidate.query,
                 "document": candidate.positive,
                 "doc_id": document.id,
-                "evidence_start": int(meta["removed_start"]),
+                "evidence_start": evidence_start,
                 "title": document.title,
             }
         )

@@ -907,11 +907,13 @@ def local_cache_dir(folder: str | Path, root: str | Path | None = None) -> Path:
 
     folder = Path(folder)
     digest = hashlib.sha256()
-    data = folder / DATA_DIR
-    files = [folder / CARD_FILE, *(sorted(data.rglob("*")) if data.is_dir() else [])]
+    # Every file but hidden ones (.git, .cache): also covers folders not laid out as data/<config>.
+    files = sorted(
+        p
+        for p in folder.rglob("*")
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts)
+    )
     for path in files:
-        if not path.is_file():
-            continue
         digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
         with open(path, "rb") as handle:
             for chunk in iter(lambda: handle.read(1 << 20), b""):
@@ -921,6 +923,24 @@ def local_cache_dir(folder: str | Path, root: str | Path | None = None) -> Path:
 
         root = datasets.config.HF_DATASETS_CACHE
     return Path(root) / "posbias-local" / digest.hexdigest()[:20]
+
+
+def load_dataset_fresh(
+    source: str | Path, config: str | None = None, split: str = "train", **kwargs: Any
+) -> Any:
+    """``datasets.load_dataset``, with local folders read through :func:`local_cache_dir`.
+
+    Use it wherever a local folder may have been rewritten since it was last read (the
+    pipeline's own outputs, user folders); Hub ids and files go to ``load_dataset`` unchanged.
+    """
+    import datasets
+
+    cache_dir = kwargs.pop("cache_dir", None)
+    if Path(source).is_dir():
+        cache_dir = str(local_cache_dir(source, cache_dir))
+    elif cache_dir is not None:
+        cache_dir = str(cache_dir)
+    return datasets.load_dataset(str(source), config, split=split, cache_dir=cache_dir, **kwargs)
 
 
 def read_dataset(
@@ -953,9 +973,7 @@ def read_dataset(
             raise InputError(
                 f"{local} has no config {config!r}; available configs: {', '.join(names) or 'none'}"
             )
-        return datasets.load_dataset(
-            str(local), config, split=split, cache_dir=str(local_cache_dir(local, cache_dir))
-        )
+        return load_dataset_fresh(local, config, split=split, cache_dir=cache_dir)
     if str(repo_or_folder).startswith(("/", ".", "~")) or str(repo_or_folder).count("/") > 1:
         raise InputError(f"no dataset repo folder or Hub dataset {str(repo_or_folder)!r}")
     try:

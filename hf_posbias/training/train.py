@@ -205,14 +205,18 @@ def load_training_rows(data: str, config: str) -> TrainingRows:
 
     ``ips`` reads the pool (config ``default``), keeps ``retained`` rows and attaches weights.
     """
-    from datasets import load_dataset
+    from hf_posbias.hub import read_dataset
 
     repo_config = resolve_repo_config(data, config)
     if _local_rows(data, repo_config) == 0:
         # datasets 5 cannot even open a zero-row parquet file; say what is actually wrong.
         raise InputError(f"{data} config {repo_config!r} has no rows to train on")
     try:
-        ds = load_dataset(data, repo_config, split="train")
+        # read_dataset, not a bare load_dataset: datasets caches local folders by name only and
+        # would hand a rebuilt train/ folder's old rows to the trainer.
+        ds = read_dataset(data, repo_config, split="train")
+    except PosbiasError:
+        raise
     except Exception as err:  # see _available_configs
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise InputError(f"cannot load {data!r} config {repo_config!r}: {first[:200]}") from None

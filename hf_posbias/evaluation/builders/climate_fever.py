@@ -33,8 +33,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from hf_posbias.corpus import iter_jsonl_objects
 from hf_posbias.errors import InputError
-from hf_posbias.evaluation.builders.common import TaskAssembler, locate, read_jsonl_objects
+from hf_posbias.evaluation.builders.common import TaskAssembler, locate
 from hf_posbias.evaluation.positions import Anchor, IntervalBuckets, parse_buckets
 from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
 
@@ -89,7 +90,7 @@ def build_climate_fever(
     if not wanted:
         raise InputError("at least one evidence label is needed")
     claims: list[tuple[str, dict[str, Any]]] = []
-    for where, obj in read_jsonl_objects(path):
+    for where, obj in iter_jsonl_objects(path):
         missing = [k for k in ("claim_id", "claim", "evidences") if k not in obj]
         if missing:
             raise InputError(f"{where}: missing field(s) {missing}")

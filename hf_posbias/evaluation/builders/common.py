@@ -28,10 +28,11 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hf_posbias.corpus import iter_jsonl_objects
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.positions import Anchor, IntervalBuckets, relative_position
 from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
@@ -306,28 +307,6 @@ class TaskAssembler:
         return data
 
 
-def read_jsonl_objects(path: Any, what: str = "line") -> Iterable[tuple[str, dict[str, Any]]]:
-    """Yield ``(where, object)`` for each non-blank line of a JSONL file; bad JSON is an error."""
-    import json
-    from pathlib import Path
-
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: no such file")
-    with path.open(encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise InputError(f"{where}: malformed JSON ({err.msg})") from None
-            if not isinstance(obj, dict):
-                raise InputError(f"{where}: expected a JSON object, got {type(obj).__name__}")
-            yield where, obj
-
-
 def load_rows(source: Any, split: str = "train", config: str | None = None) -> list[dict[str, Any]]:
     """Rows of a table from a local file (``.jsonl``/``.json``/``.parquet``), a local folder laid
     out like a Hub dataset repo, or a Hub dataset id (through ``datasets.load_dataset``).
@@ -347,7 +326,7 @@ def load_rows(source: Any, split: str = "train", config: str | None = None) -> l
             except Exception as err:  # pyarrow raises several types for unreadable files
                 raise InputError(f"{path}: not a readable parquet file ({err})") from None
         if path.suffix == ".jsonl":
-            return [obj for _, obj in read_jsonl_objects(path)]
+            return [obj for _, obj in iter_jsonl_objects(path)]
         if path.suffix == ".json":
             try:
                 payload = json.loads(path.read_text(encoding="utf-8"))
@@ -359,10 +338,10 @@ def load_rows(source: Any, split: str = "train", config: str | None = None) -> l
         raise InputError(f"{path}: unsupported file type (use .jsonl, .json or .parquet)")
     if not path.exists() and str(source).startswith((".", "/", "~")):
         raise InputError(f"{path}: no such file or folder")
-    from datasets import load_dataset
+    from hf_posbias.hub import load_dataset_fresh
 
     try:
-        dataset = load_dataset(str(source), config, split=split)
+        dataset = load_dataset_fresh(source, config, split=split)
     except Exception as err:  # datasets raises many types; all mean "cannot load this"
         raise InputError(
             f"cannot load {source!r} split {split!r} ({type(err).__name__}: {err})"

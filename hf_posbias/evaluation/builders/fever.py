@@ -19,8 +19,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from hf_posbias.corpus import iter_jsonl_objects
 from hf_posbias.errors import InputError
-from hf_posbias.evaluation.builders.common import TaskAssembler, read_jsonl_objects
+from hf_posbias.evaluation.builders.common import TaskAssembler
 from hf_posbias.evaluation.positions import Anchor, IntervalBuckets, parse_buckets
 from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
 
@@ -84,7 +85,7 @@ def build_fever(
     wanted = {str(label).upper() for label in labels}
     claim_rows = []
     needed: set[str] = set()
-    for where, obj in read_jsonl_objects(claims):
+    for where, obj in iter_jsonl_objects(claims):
         missing = [k for k in ("id", "claim", "label", "evidence") if k not in obj]
         if missing:
             raise InputError(f"{where}: missing field(s) {missing}")
@@ -103,7 +104,7 @@ def build_fever(
     # page -> {sentence_id: (start, end)}
     offsets: dict[str, dict[int, tuple[int, int]]] = {}
     for file in _page_files(wiki_pages):
-        for where, page in read_jsonl_objects(file):
+        for where, page in iter_jsonl_objects(file):
             page_id = str(page.get("id", ""))
             if not page_id or (not all_pages and page_id not in needed):
                 continue

@@ -36,8 +36,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from hf_posbias.corpus import iter_jsonl_objects
 from hf_posbias.errors import InputError
-from hf_posbias.evaluation.builders.common import TaskAssembler, read_jsonl_objects, stable_id
+from hf_posbias.evaluation.builders.common import TaskAssembler, stable_id
 from hf_posbias.evaluation.positions import Anchor, IntervalBuckets, parse_buckets
 from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
 
@@ -207,11 +208,11 @@ def build_from_jsonl(
     """
     path = Path(path)
     return _build(
-        read_jsonl_objects(path),
+        iter_jsonl_objects(path),
         buckets,
         name or path.stem,
         description,
-        read_jsonl_objects(distractors) if distractors is not None else None,
+        iter_jsonl_objects(distractors) if distractors is not None else None,
         str(path),
         license,
         reference,
