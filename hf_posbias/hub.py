@@ -678,13 +678,42 @@ def write_dataset_repo(
 
     _prepare_folder(folder, overwrite)
     (folder / ".gitattributes").write_text(GITATTRIBUTES, encoding="utf-8")
+    infos: list[dict[str, Any]] = []
     for name, rows in tables.items():
+        n_rows = n_bytes = download_size = 0
         for index, count, part in _shards(rows, max_rows_per_shard):
             path = folder / DATA_DIR / name / f"{split}-{index:05d}-of-{count:05d}.parquet"
             write_parquet(part, path)
+            n_rows, n_bytes = n_rows + part.num_rows, n_bytes + part.nbytes
+            download_size += path.stat().st_size
+        infos.append(
+            {
+                "config_name": name,
+                "splits": [{"name": split, "num_bytes": n_bytes, "num_examples": n_rows}],
+                "download_size": download_size,
+                "dataset_size": n_bytes,
+            }
+        )
     # Written last: a folder with a README is a complete one.
-    (folder / CARD_FILE).write_text(card, encoding="utf-8")
+    (folder / CARD_FILE).write_text(_with_dataset_info(card, infos), encoding="utf-8")
     return folder
+
+
+def _with_dataset_info(card: str, infos: list[dict[str, Any]]) -> str:
+    """Add the Hub's ``dataset_info`` block (split sizes, as ``push_to_hub`` writes it).
+
+    Besides documenting sizes, it fixes a silent failure: ``datasets`` keys its cache for a
+    local folder by the folder name, the YAML configs and ``dataset_info`` only, so without it a
+    rebuilt ``train/`` folder would load the rows of an older one.
+    """
+    import yaml
+
+    header, body = _split_front_matter(card)
+    if not header:
+        return card
+    header["dataset_info"] = infos
+    text = yaml.safe_dump(header, sort_keys=False, allow_unicode=True, width=1000)
+    return f"---\n{text}---\n{body}"
 
 
 def _shards(rows: Any, max_rows: int | None) -> list[tuple[int, int, Any]]:

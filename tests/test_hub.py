@@ -175,7 +175,9 @@ def test_train_repo_round_trips_every_config(tmp_path: Path) -> None:
     assert header["task_categories"] == ["text-retrieval"]
     assert "position-bias" in header["tags"]
     assert header["size_categories"] == ["n<1K"]
-    assert "dataset_info" not in header
+    # The Hub's dataset_info block states each config's measured size.
+    sizes = {i["config_name"]: i["splits"][0]["num_examples"] for i in header["dataset_info"]}
+    assert sizes == {config: len(rows) for config, rows in sets.items()}
     for config in sets:
         assert load(folder, config, tmp_path / "cache") == sets[config]
         assert (folder / "data" / config / "train-00000-of-00001.parquet").is_file()
@@ -527,3 +529,19 @@ def test_card_info_round_trips_through_json() -> None:
     assert [m.normalisation for m in again.panel.members] == ["sigmoid", "minmax"]
     with pytest.raises(InputError, match="no members"):
         make_info(panel={"members": []})
+
+
+def test_bare_load_dataset_does_not_serve_another_folders_rows(tmp_path: Path) -> None:
+    """datasets keys a local folder's cache by name + YAML only; dataset_info makes it differ."""
+    import datasets
+
+    pool = make_pool()
+    sets = make_train_sets(pool)
+    first = write_train_repo(sets, tmp_path / "a" / "train", make_info())
+    fewer = {name: rows[: len(rows) // 2] for name, rows in sets.items()}
+    second = write_train_repo(fewer, tmp_path / "b" / "train", make_info())
+    cache = str(tmp_path / "shared-cache")
+    got_a = datasets.load_dataset(str(first), "uniform", split="train", cache_dir=cache)
+    got_b = datasets.load_dataset(str(second), "uniform", split="train", cache_dir=cache)
+    assert len(got_a) == len(sets["uniform"])
+    assert got_b.to_list() == fewer["uniform"]

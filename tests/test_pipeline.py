@@ -45,7 +45,7 @@ def built(wiki_jsonl: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.shared_data
 def test_build_leaves_loadable_hub_repos_with_balanced_uniform_cells(built: Path) -> None:
-    from datasets import load_dataset
+    from hf_posbias.hub import read_dataset as load_dataset  # content-addressed datasets cache
 
     uniform = load_dataset(str(built / "train"), "uniform", split="train")
     for column in ("query", "positive", "doc_id", "length_bin", "target_position"):
@@ -57,7 +57,7 @@ def test_build_leaves_loadable_hub_repos_with_balanced_uniform_cells(built: Path
         rows = load_dataset(str(built / "train"), config, split="train")
         assert set(rows["target_position"]) == {position}
         assert len(rows) > 0
-    pool = load_dataset(str(built / "pool"), split="train")
+    pool = load_dataset(str(built / "pool"), "default", split="train")
     margins = pool["margin"]
     assert any(m < 0.3 for m in margins) and any(m >= 0.3 for m in margins)
     assert all(r == (m >= 0.3) for r, m in zip(pool["retained"], margins))
