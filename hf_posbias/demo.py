@@ -58,8 +58,8 @@ class DemoSettings:
     limit: int | None = None
     holdout: float = 0.1
     min_cell: int = 30
-    max_steps: int = 20
-    batch_size: int = 32
+    max_steps: int = 10
+    batch_size: int = 16
     seed: int = 42
     configs: Sequence[str] = DEMO_CONFIGS
     progress: bool = True

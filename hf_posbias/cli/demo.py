@@ -27,6 +27,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``posbias demo``."""
+    from hf_posbias.demo import DemoSettings  # light module: defaults live in one place
+
+    defaults = DemoSettings(out=Path("demo-output"))
     p = subparsers.add_parser(
         "demo",
         help="the whole job on the embedded default: data, 4 checkpoints, position table",
@@ -36,10 +39,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--out", default="demo-output", help="output folder (rerun resumes)")
     p.add_argument("--corpus", default="demo", help="corpus source (default: packaged Wikipedia)")
-    p.add_argument("--model", default="all-MiniLM-L6-v2", help="model to fine-tune")
+    p.add_argument("--model", default=defaults.base_model, help="model to fine-tune")
     p.add_argument("--limit", type=int, help="read at most this many corpus records")
-    p.add_argument("--max-steps", type=int, default=20, help="training steps per checkpoint")
-    p.add_argument("--batch-size", type=int, default=32, help="training batch size")
-    p.add_argument("--seed", type=int, default=42)
+    p.add_argument(
+        "--max-steps", type=int, default=defaults.max_steps, help="training steps per checkpoint"
+    )
+    p.add_argument(
+        "--batch-size", type=int, default=defaults.batch_size, help="training batch size"
+    )
+    p.add_argument("--seed", type=int, default=defaults.seed)
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     p.set_defaults(func=_cmd_demo)

@@ -1,0 +1,389 @@
+"""Tables (markdown/CSV), per-position plots (PNG) and the ``posbias audit`` report.
+
+- :func:`write_summary_tables` — ``summary.md`` (overview + one per-bucket table per task) and
+  ``summary.csv`` (long format: one row per model × task × bucket, easy to pivot);
+- :func:`plot_position_curves` — nDCG@10 per position bucket, one line per model/config, PSI and
+  mean in the legend;
+- :func:`write_audit_report` — ``audit.md`` and a self-contained ``audit.html`` (PNG plots
+  embedded as base64) built from a list of :class:`ReportSection`. The sections come from the
+  builders in :data:`AUDIT_SECTIONS`; other analyses (e.g. ``hf_posbias.analysis``'s evidence
+  moving) plug in with :func:`register_audit_section`.
+
+Example:
+    >>> from hf_posbias.evaluation.report import ReportSection
+    >>> print(ReportSection("PSI", paragraphs=["Lower is better."]).to_markdown())
+    ## PSI
+    <BLANKLINE>
+    Lower is better.
+    <BLANKLINE>
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hf_posbias.hub import MarkdownTable, as_table, format_cell
+
+if TYPE_CHECKING:
+    from hf_posbias.evaluation.reversal import ReversalResult
+    from hf_posbias.evaluation.runner import EvaluationSummary
+
+
+# -- tables ---------------------------------------------------------------------------------
+def overview_rows(summaries: Sequence[EvaluationSummary]) -> list[dict[str, Any]]:
+    """One row per (model, task): mean, PSI, worst drop, best/worst bucket, empty buckets."""
+    return [
+        {
+            "model": s.label,
+            "task": s.task,
+            "mean nDCG@10": s.mean,
+            "PSI": s.psi,
+            "worst drop": s.worst_drop,
+            "best": s.best_bucket,
+            "worst": s.worst_bucket,
+            "queries": sum(s.n_queries.values()),
+            "empty buckets": ", ".join(s.empty_buckets) or "-",
+        }
+        for s in summaries
+    ]
+
+
+def bucket_table(summaries: Sequence[EvaluationSummary]) -> MarkdownTable:
+    """Per-bucket nDCG@10 of summaries that share a task (rows = models, columns = buckets)."""
+    rows = []
+    for s in summaries:
+        row: dict[str, Any] = {"model": s.label}
+        for bucket in s.buckets:
+            value = s.ndcg_at_10.get(bucket)
+            row[f"{bucket} (n={s.n_queries.get(bucket, 0)})"] = "empty" if value is None else value
+        row["mean"] = s.mean
+        row["PSI"] = s.psi
+        rows.append(row)
+    return as_table(rows)
+
+
+def long_rows(summaries: Sequence[EvaluationSummary]) -> list[dict[str, Any]]:
+    """CSV rows: model × task × bucket with nDCG@10, counts and the task-level mean/PSI."""
+    rows = []
+    for s in summaries:
+        for index, bucket in enumerate(s.buckets):
+            rows.append(
+                {
+                    "model": s.model,
+                    "model_name": s.model_name,
+                    "reranker": s.reranker or "",
+                    "task": s.task,
+                    "bucket": bucket,
+                    "position_index": index,
+                    "n_queries": s.n_queries.get(bucket, 0),
+                    "ndcg_at_10": "" if s.ndcg_at_10.get(bucket) is None else s.ndcg_at_10[bucket],
+                    "recall_at_100": _or_blank(s.metrics.get("recall_at_100", {}).get(bucket)),
+                    "mean": s.mean,
+                    "psi": "" if s.psi is None else s.psi,
+                    "worst_drop": s.worst_drop,
+                }
+            )
+    return rows
+
+
+def _or_blank(value: Any) -> Any:
+    return "" if value is None else value
+
+
+def _by_task(summaries: Sequence[EvaluationSummary]) -> dict[str, list[EvaluationSummary]]:
+    grouped: dict[str, list[EvaluationSummary]] = {}
+    for s in summaries:
+        grouped.setdefault(s.task, []).append(s)
+    return grouped
+
+
+def summary_markdown(summaries: Sequence[EvaluationSummary]) -> str:
+    """Markdown: the overview table, then one per-bucket table per task."""
+    parts = [
+        "# Position-wise retrieval results",
+        "",
+        as_table(overview_rows(summaries)).to_markdown(),
+    ]
+    for task, group in _by_task(summaries).items():
+        parts += ["", f"## {task}", "", bucket_table(group).to_markdown()]
+    notes = [w for s in summaries for w in s.warnings]
+    if notes:
+        parts += ["", "## Warnings", ""] + [f"- {format_cell(n)}" for n in notes]
+    return "\n".join(parts) + "\n"
+
+
+def write_summary_tables(
+    summaries: Sequence[EvaluationSummary], out_dir: str | Path, stem: str = "summary"
+) -> tuple[Path, Path]:
+    """Write ``<stem>.md`` and ``<stem>.csv``; returns both paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    md_path, csv_path = out / f"{stem}.md", out / f"{stem}.csv"
+    md_path.write_text(summary_markdown(summaries))
+    rows = long_rows(summaries)
+    with csv_path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else ["model"])
+        writer.writeheader()
+        writer.writerows(rows)
+    return md_path, csv_path
+
+
+# -- plots ----------------------------------------------------------------------------------
+def plot_position_curves(
+    summaries: Sequence[EvaluationSummary],
+    path: str | Path,
+    *,
+    title: str | None = None,
+) -> Path:
+    """nDCG@10 per position bucket, one line per model/config; PSI and mean in the legend.
+
+    Summaries should share a task (same buckets); empty buckets are gaps in the line.
+
+    Example:
+        >>> # plot_position_curves(read_summaries("runs/a/summary.json"), "squad.png")
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display on servers; must precede pyplot
+    import matplotlib.pyplot as plt
+
+    if not summaries:
+        raise ValueError("nothing to plot")
+    buckets = list(summaries[0].buckets)
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(buckets) + 2), 3.6), dpi=110)
+    for s in summaries:
+        ys = [s.ndcg_at_10.get(b) for b in buckets]
+        values = [float("nan") if y is None else y for y in ys]
+        psi_text = "n/a" if s.psi is None else f"{s.psi:.3f}"
+        ax.plot(
+            range(len(buckets)),
+            values,
+            marker="o",
+            label=f"{s.label} (PSI {psi_text}, mean {s.mean:.3f})",
+        )
+    ax.set_xticks(range(len(buckets)))
+    ax.set_xticklabels(buckets, rotation=30 if len(buckets) > 4 else 0, ha="right")
+    ax.set_xlabel("evidence position bucket")
+    ax.set_ylabel("nDCG@10")
+    ax.set_ylim(bottom=0)
+    ax.set_title(title or summaries[0].task)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    return _save_png(fig, path)
+
+
+def plot_reversal(results: Sequence[ReversalResult], path: str | Path) -> Path:
+    """Grouped bars: each origin group before and after mirror reversal, per task."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(max(5.0, 2.2 * len(results) + 2), 3.6), dpi=110)
+    width = 0.2
+    for i, r in enumerate(results):
+        bars = [
+            ("front, original", r.front_before),
+            ("front→back (F→B)", r.front_after),
+            ("back, original", r.back_before),
+            ("back→front (B→F)", r.back_after),
+        ]
+        for j, (label, value) in enumerate(bars):
+            ax.bar(
+                i + (j - 1.5) * width,
+                0.0 if value is None else value,
+                width,
+                label=label if i == 0 else None,
+                color=f"C{j}",
+            )
+    ax.set_xticks(range(len(results)))
+    ax.set_xticklabels([f"{r.task}\nΔrev={_fmt(r.delta_rev)}" for r in results], fontsize=8)
+    ax.set_ylabel("nDCG@10")
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    return _save_png(fig, path)
+
+
+def _save_png(fig: Any, path: str | Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, format="png")
+    plt.close(fig)  # figures stay alive in pyplot's registry until closed
+    return out
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:+.3f}"
+
+
+# -- report sections ------------------------------------------------------------------------
+@dataclass
+class ReportSection:
+    """One section of a report: paragraphs, tables and images, rendered to markdown and HTML."""
+
+    title: str
+    paragraphs: list[str] = field(default_factory=list)
+    tables: list[MarkdownTable] = field(default_factory=list)
+    images: list[Path] = field(default_factory=list)
+
+    def to_markdown(self, base: Path | None = None) -> str:
+        """Markdown; image links relative to ``base`` (the report's folder)."""
+        parts = [f"## {self.title}", ""]
+        for text in self.paragraphs:
+            parts += [text, ""]
+        for table in self.tables:
+            parts += [table.to_markdown(), ""]
+        for image in self.images:
+            link = image.relative_to(base) if base and image.is_relative_to(base) else image
+            parts += [f"![{image.stem}]({link})", ""]
+        return "\n".join(parts)
+
+    def to_html(self) -> str:
+        """HTML fragment with the images inlined as base64 PNG (self-contained)."""
+        parts = [f"<h2>{html.escape(self.title)}</h2>"]
+        parts += [f"<p>{html.escape(t)}</p>" for t in self.paragraphs]
+        for table in self.tables:
+            head = "".join(f"<th>{html.escape(c)}</th>" for c in table.columns)
+            body = "".join(
+                "<tr>"
+                + "".join(f"<td>{html.escape(c.replace(chr(92) + '|', '|'))}</td>" for c in row)
+                + "</tr>"
+                for row in table.rows
+            )
+            parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+        for image in self.images:
+            data = base64.b64encode(Path(image).read_bytes()).decode()
+            parts.append(
+                f'<figure><img alt="{html.escape(image.stem)}" '
+                f'src="data:image/png;base64,{data}"/></figure>'
+            )
+        return "\n".join(parts)
+
+
+_CSS = (
+    "body{font-family:system-ui,sans-serif;max-width:70em;margin:2em auto;padding:0 1em}"
+    "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .6em;"
+    "text-align:right}th{background:#f4f4f4}img{max-width:100%}"
+)
+
+
+def render_markdown(title: str, sections: Sequence[ReportSection], base: Path) -> str:
+    """A whole markdown report."""
+    return "\n".join([f"# {title}", ""] + [s.to_markdown(base) for s in sections])
+
+
+def render_html(title: str, sections: Sequence[ReportSection]) -> str:
+    """A whole self-contained HTML report."""
+    body = "\n".join(s.to_html() for s in sections)
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>\n{body}\n</body></html>\n"
+    )
+
+
+@dataclass
+class AuditContext:
+    """Everything the section builders may use."""
+
+    model: str
+    out_dir: Path
+    summaries: list[EvaluationSummary]
+    reversals: list[ReversalResult] = field(default_factory=list)
+    reversal_skipped: dict[str, str] = field(default_factory=dict)
+    loaded: Any = None
+    tasks: list[Any] = field(default_factory=list)
+
+
+SectionBuilder = Callable[[AuditContext], list[ReportSection]]
+
+
+def _positions_section(ctx: AuditContext) -> list[ReportSection]:
+    sections = []
+    for task, group in _by_task(ctx.summaries).items():
+        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in task)
+        png = plot_position_curves(group, ctx.out_dir / "plots" / f"{safe}.png", title=task)
+        sections.append(
+            ReportSection(
+                f"Per-position nDCG@10 — {task}",
+                paragraphs=[
+                    f"{sum(group[0].n_queries.values()):,} queries over "
+                    f"{group[0].n_documents:,} documents, top-{group[0].top_k} retrieval."
+                ],
+                tables=[bucket_table(group)],
+                images=[png],
+            )
+        )
+    return sections
+
+
+def _psi_section(ctx: AuditContext) -> list[ReportSection]:
+    notes = [w for s in ctx.summaries for w in s.warnings]
+    return [
+        ReportSection(
+            "Position Sensitivity Index",
+            paragraphs=[
+                "PSI = 1 − min/max of the per-position nDCG@10 (0 = position-robust); read it "
+                "with the mean: a uniformly weak model also has a low PSI.",
+                *notes,
+            ],
+            tables=[as_table(overview_rows(ctx.summaries))],
+        )
+    ]
+
+
+def _reversal_section(ctx: AuditContext) -> list[ReportSection]:
+    if not ctx.reversals and not ctx.reversal_skipped:
+        return []
+    paragraphs = [
+        "Mirror reversal: every document is cut into 5 equal segments and reassembled as "
+        "5,4,3,2,1. Front-origin queries (evidence in segments 1–2) move to the back (F→B), "
+        "back-origin queries (4–5) to the front (B→F). Δrev = nDCG@10(B→F) − nDCG@10(F→B); "
+        "a front-biased model has Δrev > 0."
+    ]
+    paragraphs += [f"{task}: not run — {why}" for task, why in ctx.reversal_skipped.items()]
+    section = ReportSection("Mirror reversal", paragraphs=paragraphs)
+    if ctx.reversals:
+        section.tables.append(as_table([r.table_row() for r in ctx.reversals]))
+        section.images.append(plot_reversal(ctx.reversals, ctx.out_dir / "plots" / "reversal.png"))
+    return [section]
+
+
+AUDIT_SECTIONS: list[SectionBuilder] = [_positions_section, _psi_section, _reversal_section]
+"""Section builders of the audit report, in order. Extend with :func:`register_audit_section`."""
+
+
+def register_audit_section(builder: SectionBuilder) -> SectionBuilder:
+    """Add a section builder to every later audit (usable as a decorator)."""
+    if builder not in AUDIT_SECTIONS:
+        AUDIT_SECTIONS.append(builder)
+    return builder
+
+
+def write_audit_report(
+    ctx: AuditContext, builders: Sequence[SectionBuilder] | None = None
+) -> tuple[Path, Path]:
+    """Write ``audit.md`` and a self-contained ``audit.html`` into ``ctx.out_dir``."""
+    sections: list[ReportSection] = []
+    for builder in builders if builders is not None else AUDIT_SECTIONS:
+        sections.extend(builder(ctx))
+    title = f"Position-bias audit: {ctx.model}"
+    md_path, html_path = ctx.out_dir / "audit.md", ctx.out_dir / "audit.html"
+    ctx.out_dir.mkdir(parents=True, exist_ok=True)
+    md_path.write_text(render_markdown(title, sections, ctx.out_dir))
+    html_path.write_text(render_html(title, sections))
+    return md_path, html_path
+
+
+def png_bytes_ok(path: str | Path) -> bool:
+    """Whether a file starts with the PNG signature (used by tests and the CLI summary)."""
+    with open(path, "rb") as handle:
+        return handle.read(8) == b"\x89PNG\r\n\x1a\n"

@@ -1,0 +1,89 @@
+"""Tables, plots and the audit report from constructed summaries (no model needed)."""
+
+from __future__ import annotations
+
+import csv
+import warnings
+
+from hf_posbias.evaluation.report import (
+    AUDIT_SECTIONS,
+    AuditContext,
+    ReportSection,
+    plot_position_curves,
+    png_bytes_ok,
+    register_audit_section,
+    write_audit_report,
+    write_summary_tables,
+)
+from hf_posbias.evaluation.reversal import ReversalResult
+from hf_posbias.evaluation.runner import EvaluationSummary
+
+BUCKETS = ["begin", "middle", "end"]
+
+
+def _summary(model: str, scores: dict, task: str = "T") -> EvaluationSummary:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return EvaluationSummary.from_scores(
+            model,
+            task,
+            BUCKETS,
+            scores,
+            n_queries={b: 0 if scores[b] is None else 10 for b in BUCKETS},
+        )
+
+
+def test_tables(tmp_path):
+    a = _summary("model-a", {"begin": 0.8, "middle": 0.6, "end": 0.4})
+    b = _summary("model-b", {"begin": 0.5, "middle": None, "end": 0.5})
+    md_path, csv_path = write_summary_tables([a, b], tmp_path)
+    md = md_path.read_text()
+    assert "| model-a | T | 0.6 | 0.5 |" in md  # mean 0.6, PSI 1 - 0.4/0.8
+    assert "empty" in md and "middle (n=0)" in md
+    rows = list(csv.DictReader(csv_path.open()))
+    assert len(rows) == 6
+    assert [r["bucket"] for r in rows[:3]] == BUCKETS
+    assert rows[4]["ndcg_at_10"] == "" and rows[4]["n_queries"] == "0"
+
+
+def test_plot_is_a_png(tmp_path):
+    a = _summary("model-a", {"begin": 0.8, "middle": 0.6, "end": 0.4})
+    b = _summary("model-b", {"begin": 0.5, "middle": None, "end": 0.5})
+    path = plot_position_curves([a, b], tmp_path / "plots" / "t.png")
+    assert png_bytes_ok(path) and path.stat().st_size > 2000
+
+
+def test_audit_report_embeds_plots_and_takes_extra_sections(tmp_path):
+    summaries = [_summary("m", {"begin": 0.8, "middle": 0.6, "end": 0.4})]
+    reversal = ReversalResult.from_scores(
+        "T", "m", {"front": 0.9, "back": 0.6}, {"front": 0.5, "back": 0.8}, n_front=4, n_back=3
+    )
+    ctx = AuditContext(
+        model="m",
+        out_dir=tmp_path,
+        summaries=summaries,
+        reversals=[reversal],
+        reversal_skipped={"FineWeb-PosQ": "no spans"},
+    )
+
+    def extra(context: AuditContext) -> list[ReportSection]:
+        return [ReportSection("Evidence moving", paragraphs=[f"model {context.model}"])]
+
+    register_audit_section(extra)
+    try:
+        md_path, html_path = write_audit_report(ctx)
+    finally:
+        AUDIT_SECTIONS.remove(extra)
+    md, page = md_path.read_text(), html_path.read_text()
+    for text in (
+        "Per-position nDCG@10 — T",
+        "Position Sensitivity Index",
+        "Mirror reversal",
+        "Evidence moving",
+        "FineWeb-PosQ: not run — no spans",
+    ):
+        assert text in md and text in page
+    assert "![T](plots/T.png)" in md
+    assert page.count("data:image/png;base64,") == 2  # the curve and the reversal bars
+    assert 'src="plots/' not in page  # self-contained
+    assert png_bytes_ok(tmp_path / "plots" / "reversal.png")

@@ -1,0 +1,163 @@
+"""evaluate_model end to end on a real-text task: scores per bucket, PSI, encode-once, pitfalls."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from test_tasks_fixtures import wiki_task
+
+from hf_posbias.errors import InputError, ModelLoadError
+from hf_posbias.evaluation.psi import summarize_positions
+from hf_posbias.evaluation.runner import EvaluationSummary, evaluate_model, read_summaries
+
+N_DOCS = 15
+
+
+@pytest.fixture(scope="module")
+def task_folder(shared_data, tmp_path_factory) -> Path:
+    return wiki_task(shared_data, tmp_path_factory.mktemp("wiki") / "task", n_docs=N_DOCS)
+
+
+def _check_summary_shape(path: Path, buckets: list[str]) -> dict:
+    data = json.loads(path.read_text())
+    assert isinstance(data, dict)
+    assert data["buckets"] == buckets
+    assert list(data["ndcg_at_10"]) == buckets
+    assert all(0.0 <= data["ndcg_at_10"][b] <= 1.0 for b in buckets)
+    assert data["n_queries"] == {b: N_DOCS // 3 for b in buckets}
+    assert data["empty_buckets"] == []
+    expected = summarize_positions(data["ndcg_at_10"])
+    assert data["mean"] == pytest.approx(expected.mean)
+    assert data["psi"] == pytest.approx(expected.psi)
+    assert data["worst_drop"] == pytest.approx(expected.worst_drop)
+    assert data["n_documents"] == N_DOCS
+    return data
+
+
+def test_tiny_and_minilm_scores_encode_once_and_never_mix(
+    task_folder, tiny_sentence_transformer, minilm_path, tmp_path
+):
+    out = tmp_path / "run"  # both models write into the SAME folder (the mteb cache pitfall)
+    [tiny] = evaluate_model(tiny_sentence_transformer, [task_folder], out, batch_size=16)
+    tiny_json = _check_summary_shape(out / "summary.json", ["begin", "middle", "end"])
+    # Encode-once: the shared corpus went through the model once for three buckets.
+    assert tiny.encode_stats["encoded_by_type"] == {"document": N_DOCS, "query": N_DOCS}
+    assert tiny.encode_stats["texts_requested"] == 3 * N_DOCS + N_DOCS
+
+    [mini] = evaluate_model(minilm_path, [task_folder], out, batch_size=16)
+    mini_json = _check_summary_shape(out / "summary.json", ["begin", "middle", "end"])
+    assert mini.model_name != tiny.model_name or mini.model_revision != tiny.model_revision
+    assert mini_json["ndcg_at_10"] != tiny_json["ndcg_at_10"]
+    # A real encoder finds verbatim sentences better than a random tiny one.
+    assert mini.mean > max(0.85, tiny.mean)
+    # mteb's own result files live side by side, one folder per model.
+    assert Path(mini.mteb_result_path).exists() and Path(tiny.mteb_result_path).exists()
+    assert Path(mini.mteb_result_path) != Path(tiny.mteb_result_path)
+
+
+def test_two_local_checkpoints_with_the_same_folder_name_get_their_own_scores(
+    task_folder, tmp_path
+):
+    from hf_posbias.testing import build_tiny_sentence_transformer
+
+    # Same display name ("x/model"), same config, different weights: only a content-derived
+    # revision keeps mteb from handing the second model the first one's scores.
+    a = build_tiny_sentence_transformer(tmp_path / "a" / "x" / "model", seed=0)
+    b = build_tiny_sentence_transformer(tmp_path / "b" / "x" / "model", seed=1)
+    out = tmp_path / "run"
+    [sa] = evaluate_model(a, [task_folder], out)
+    [sb] = evaluate_model(b, [task_folder], out)
+    assert sa.model_name == sb.model_name == "x/model"
+    assert sa.model_revision != sb.model_revision
+    assert sa.metrics["recall_at_100"] == {b: 1.0 for b in sa.buckets}  # 15 docs < top-100
+    assert (sa.ndcg_at_10, sa.metrics["mrr_at_10"]) != (sb.ndcg_at_10, sb.metrics["mrr_at_10"])
+
+
+def test_bm25_finds_verbatim_sentences_in_every_bucket(task_folder, tmp_path):
+    [summary] = evaluate_model("bm25", [task_folder], tmp_path / "bm25")
+    assert summary.model_name == "mteb/baseline-bm25s"
+    for bucket, score in summary.ndcg_at_10.items():
+        assert score == pytest.approx(1.0, abs=0.05), bucket
+    assert summary.psi < 0.05
+    # One index for the shared corpus, reused by the other two buckets.
+    assert summary.search_stats["index_builds"] == 1
+    assert summary.search_stats["index_reuses"] == 2
+
+
+def test_cross_encoder_reranks_bm25_top_k(task_folder, tiny_cross_encoder, tmp_path):
+    [summary] = evaluate_model(
+        "bm25", [task_folder], tmp_path / "rr", reranker=tiny_cross_encoder, rerank_k=5
+    )
+    assert summary.reranker == tiny_cross_encoder and summary.first_stage == "bm25"
+    assert summary.search_stats["pairs_scored"] == N_DOCS * 5
+    assert set(summary.ndcg_at_10) == {"begin", "middle", "end"}
+    # Reranking only reorders the top 5: recall@10 is capped by BM25's top-5 (all hits here).
+    assert all(v == pytest.approx(1.0) for v in summary.metrics["recall_at_10"].values())
+    assert "experiments" in summary.mteb_result_path  # filed apart from the plain reranker
+    # The same pipeline spelled the other way round: the cross-encoder is the model.
+    from hf_posbias.evaluation.runner import load_model
+
+    same = load_model(tiny_cross_encoder, first_stage="bm25", rerank_k=5)
+    assert (same.kind, same.reranker, same.first_stage) == ("rerank", tiny_cross_encoder, "bm25")
+    assert same.model.mteb_model_meta.experiment_kwargs["rerank_k"] == 5
+
+
+def test_empty_bucket_is_reported_and_psi_uses_the_rest(shared_data, tmp_path):
+    folder = wiki_task(
+        shared_data,
+        tmp_path / "task",
+        n_docs=8,
+        buckets=["begin", "middle", "end"],
+        query_buckets=["begin", "end"],
+    )
+    with pytest.warns(UserWarning, match="middle"):
+        [summary] = evaluate_model("bm25", [folder], tmp_path / "out")
+    assert summary.empty_buckets == ["middle"]
+    assert summary.ndcg_at_10["middle"] is None
+    assert summary.n_queries == {"begin": 4, "middle": 0, "end": 4}
+    present = {b: v for b, v in summary.ndcg_at_10.items() if v is not None}
+    assert summary.psi == pytest.approx(summarize_positions(present).psi)
+    saved = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert saved["ndcg_at_10"]["middle"] is None and saved["empty_buckets"] == ["middle"]
+    assert any("middle" in w for w in saved["warnings"])
+
+
+def test_several_tasks_write_a_list_and_tables(task_folder, tmp_path):
+    second = tmp_path / "second"
+    shutil.copytree(task_folder, second)
+    meta = json.loads((second / "task.json").read_text())
+    meta["name"] = "WikiSentences2"
+    (second / "task.json").write_text(json.dumps(meta))
+    summaries = evaluate_model("bm25", [task_folder, second], tmp_path / "out")
+    data = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert isinstance(data, list) and [d["task"] for d in data] == [
+        "WikiSentences",
+        "WikiSentences2",
+    ]
+    assert read_summaries(tmp_path / "out" / "summary.json") == summaries
+    csv_lines = (tmp_path / "out" / "summary.csv").read_text().strip().splitlines()
+    assert len(csv_lines) == 1 + 2 * 3  # header + task × bucket
+    assert "WikiSentences2" in (tmp_path / "out" / "summary.md").read_text()
+
+
+def test_bad_inputs_fail_before_loading_a_model(tmp_path, task_folder):
+    with pytest.raises(InputError, match="unknown task 'NoSuchTask'; known tasks: SQuAD-PosQ"):
+        evaluate_model("bm25", ["NoSuchTask"], tmp_path)
+    with pytest.raises(ModelLoadError, match="does not exist"):
+        evaluate_model("/no/such/model", [task_folder], tmp_path)
+    broken = tmp_path / "broken"
+    shutil.copytree(task_folder, broken)
+    (broken / "qrels.parquet").unlink()
+    with pytest.raises(InputError, match="missing qrels.parquet"):
+        evaluate_model("bm25", [broken], tmp_path)
+
+
+def test_summary_when_every_bucket_scores_zero():
+    with pytest.warns(UserWarning, match="undefined"):
+        s = EvaluationSummary.from_scores(
+            "m", "T", ["a", "b"], {"a": 0.0, "b": 0.0}, n_queries={"a": 1, "b": 1}
+        )
+    assert s.psi is None and s.mean == 0.0
