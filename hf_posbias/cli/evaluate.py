@@ -164,8 +164,13 @@ def run_audit(args: argparse.Namespace) -> int:
     """Handler of ``posbias audit``."""
     import warnings
 
+    from hf_posbias.analysis.audit import evidence_moving_section
     from hf_posbias.errors import InputError
-    from hf_posbias.evaluation.report import AuditContext, write_audit_report
+    from hf_posbias.evaluation.report import (
+        AuditContext,
+        register_audit_section,
+        write_audit_report,
+    )
     from hf_posbias.evaluation.reversal import mirror_reversal
     from hf_posbias.evaluation.runner import evaluate_model, load_model, load_tasks
     from hf_posbias.shards import write_json
@@ -207,6 +212,7 @@ def run_audit(args: argparse.Namespace) -> int:
                 # A task without spans is a limitation of that task, not a failed audit.
                 ctx.reversal_skipped[name] = str(err)
     write_json(out / "reversal.json", [r.to_dict() for r in ctx.reversals])
+    register_audit_section(evidence_moving_section)
     md_path, html_path = write_audit_report(ctx)
     _print_summaries(summaries)
     for r in ctx.reversals:

@@ -184,6 +184,18 @@ class LoadedModel:
     first_stage: str | None = None
     rerank_k: int | None = None
 
+    @property
+    def sentence_transformer(self) -> Any:
+        """The SentenceTransformer behind a bi-encoder (``None`` for BM25 and rerankers).
+
+        The analyses (evidence moving, segment profile) need the raw model, not the cached
+        mteb encoder wrapped around it.
+        """
+        if self.kind != "bi-encoder" or self.encoder is None:
+            return None
+        # CachedEncoder → mteb SentenceTransformerEncoderWrapper → SentenceTransformer
+        return self.encoder.model.model
+
     def encode_stats(self) -> dict[str, Any] | None:
         """Counters of the embedding cache (``None`` for BM25)."""
         return self.encoder.stats.to_dict() if self.encoder is not None else None

@@ -1,0 +1,87 @@
+"""The evidence-moving section of `posbias audit`, on a task with real evidence spans."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hf_posbias.analysis.audit import task_cases
+from hf_posbias.cli import main
+from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
+
+TOPICS = ["river", "mountain", "castle", "harbour", "forest", "desert"]
+
+
+def _task(folder: Path) -> Path:
+    corpus, queries, qrels = [], [], []
+    for i, topic in enumerate(TOPICS):
+        sentences = [
+            f"The {topic} region has a long and varied history.",
+            f"Travellers often describe the {topic} as quiet in winter.",
+            f"Local records mention the {topic} in several old maps.",
+            "Its population grew slowly during the last century.",
+            f"Schools near the {topic} teach the regional dialect.",
+            f"The {topic} festival is held every spring since {1900 + i}.",
+            "Visitors arrive mostly by train or by bus.",
+            f"Scientists study the climate around the {topic} each year.",
+            "Several museums display objects found in the area.",
+            f"Most maps show the {topic} with a small blue symbol.",
+        ]
+        text = " ".join(sentences)
+        evidence = sentences[5]
+        start = text.index(evidence)
+        bucket = ["begin", "middle", "end"][i % 3]
+        corpus.append({"id": f"d{i}", "title": topic, "text": text})
+        queries.append(
+            {
+                "id": f"q{i}",
+                "text": f"When did the {topic} festival start?",
+                "bucket": bucket,
+                "evidence_start": start,
+                "evidence_end": start + len(evidence),
+                "doc_length": len(text),
+            }
+        )
+        qrels.append({"query_id": f"q{i}", "doc_id": f"d{i}", "score": 1})
+    info = TaskInfo(name="FestivalFacts", description="toy", buckets=["begin", "middle", "end"])
+    return PositionTaskData(info, corpus, queries, qrels).save(folder)
+
+
+def test_task_cases_cut_the_span_out(tmp_path: Path) -> None:
+    data = PositionTaskData.load(_task(tmp_path / "task"))
+    cases, skipped = task_cases(data)
+    assert len(cases) == len(TOPICS) and skipped == {}
+    assert cases[0].evidence == "The river festival is held every spring since 1900."
+    assert "festival" not in cases[0].base
+
+
+def test_audit_of_an_embedding_model_has_the_evidence_curve(
+    minilm_path: str, tmp_path: Path
+) -> None:
+    task = _task(tmp_path / "task")
+    out = tmp_path / "audit"
+    assert (
+        main(["audit", minilm_path, "--task", str(task), "--out", str(out), "--no-reversal"]) == 0
+    )
+    md = (out / "audit.md").read_text()
+    assert "## Evidence moving" in md
+    assert f"over {len(TOPICS)} pairs" in md
+    assert "| FestivalFacts |" in md  # the p1…p10 table row
+    png = out / "plots" / "evidence-moving-FestivalFacts.png"
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_audit_of_bm25_says_why_there_is_no_curve(tmp_path: Path) -> None:
+    task = _task(tmp_path / "task")
+    out = tmp_path / "audit"
+    assert main(["audit", "bm25", "--task", str(task), "--out", str(out), "--no-reversal"]) == 0
+    assert "no embedding to probe" in (out / "audit.md").read_text()
+
+
+@pytest.mark.parametrize("start,end", [(-1, -1), (5, 5)])
+def test_queries_without_spans_are_counted(tmp_path: Path, start: int, end: int) -> None:
+    data = PositionTaskData.load(_task(tmp_path / "task"))
+    data.queries[0]["evidence_start"], data.queries[0]["evidence_end"] = start, end
+    cases, skipped = task_cases(data)
+    assert len(cases) == len(TOPICS) - 1 and skipped == {"no_evidence_span": 1}
