@@ -205,7 +205,7 @@ def run_demo(settings: DemoSettings, echo: Echo = print) -> DemoResult:
         )
 
     echo("== 4/4 evaluation: nDCG@10 per evidence position, mean, PSI")
-    models = {"base": base_path, **{c: str(p) for c, p in checkpoints.items()}}
+    models = {"base": settings.base_model, **{c: str(p) for c, p in checkpoints.items()}}
     summaries: dict[str, Any] = {}
     for name, path in models.items():
         summary = evaluate_model(path, [task_dir], out / "eval" / name)[0]

@@ -166,7 +166,8 @@ class EvaluationSummary:
         """Short label for plots and tables (model, plus the reranking pipeline if any)."""
         if self.reranker:
             return f"{self.first_stage} → {self.reranker}@{self.rerank_k}"
-        return self.model
+        # The display name (e.g. "models/posbias-minilm-begin"), not a long absolute path.
+        return self.model_name or self.model
 
 
 @dataclass
