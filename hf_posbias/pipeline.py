@@ -232,6 +232,34 @@ def run_verify_stage(
     return rows, report
 
 
+def run_audit_stage(
+    work: Path,
+    model: str,
+    base_url: str | None = None,
+    api_key_env: str = "OPENAI_API_KEY",
+    per_stratum: int = 100,
+    seed: int = 42,
+    echo: Echo = _silent,
+) -> Any:
+    """YHP26's LLM segment audit of the scored pool (TargetYes / DistractorNo / Exclusive per
+    margin stratum) through an OpenAI-compatible endpoint; written to ``work/scored/audit.json``.
+    """
+    import json
+
+    from hf_posbias.generation.backends import OpenAIChatBackend
+    from hf_posbias.verification import audit_segments
+
+    delta = float(json.loads((work / "scored" / "report.json").read_text())["delta"])
+    backend = OpenAIChatBackend(model, base_url=base_url, api_key_env=api_key_env)
+    report = audit_segments(
+        load_scored_pool(work), backend, per_stratum=per_stratum, seed=seed, delta=delta
+    )
+    write_json(work / "scored" / "audit.json", report.to_dict())
+    for line in report.summary_lines():
+        echo(line)
+    return report
+
+
 def load_scored_pool(work: Path) -> list[dict[str, Any]]:
     """The scored pool of a work folder (every candidate with scores, margin, retained)."""
     from hf_posbias.shards import merge_shards

@@ -45,9 +45,12 @@ import numpy as np
 from hf_posbias import POSITIONS
 from hf_posbias.corpus import bin_sort_key
 from hf_posbias.errors import InputError, ModelLoadError, PosbiasError
+from hf_posbias.generation.base import stable_seed
 
 if TYPE_CHECKING:
     from sentence_transformers import CrossEncoder
+
+    from hf_posbias.generation.backends import ChatBackend
 
 DEFAULT_DELTA = 0.3
 """YHP26's consensus-margin threshold δ."""
@@ -872,19 +875,6 @@ def parse_yes_no(text: str) -> bool | None:
     return None if match is None else match.group(1).lower() == "yes"
 
 
-class ChatBackendLike(Protocol):
-    """The slice of ``hf_posbias.generation.backends.ChatBackend`` the audit needs."""
-
-    def complete_many(
-        self,
-        batch: list[list[dict[str, str]]],
-        *,
-        temperature: float = ...,
-        max_tokens: int = ...,
-        seed: int | None = None,
-    ) -> list[str | Exception]: ...
-
-
 @dataclass
 class AuditStratum:
     """Judge agreement in one margin stratum (percentages over parsed answers)."""
@@ -946,7 +936,7 @@ class AuditReport:
 
 def audit_segments(
     rows: Sequence[dict[str, Any]],
-    backend: ChatBackendLike,
+    backend: ChatBackend,
     *,
     per_stratum: int = 100,
     seed: int = 42,
@@ -990,8 +980,10 @@ def audit_segments(
     bar = tqdm(total=len(requests), desc="audit", unit="call", disable=not progress)
     for start in range(0, len(requests), batch_size):
         batch = requests[start : start + batch_size]
+        # One seed per request, stable across reruns and batch sizes.
+        seeds = [stable_seed("audit", seed, start + i) for i in range(len(batch))]
         out = backend.complete_many(
-            batch, temperature=temperature, max_tokens=max_tokens, seed=seed
+            batch, temperature=temperature, max_tokens=max_tokens, seeds=seeds
         )
         if len(out) != len(batch):
             raise RuntimeError(f"backend returned {len(out)} replies for {len(batch)} requests")

@@ -193,3 +193,52 @@ def test_corpus_outside_every_bin_is_reported(
     assert main(["build", "--corpus", str(corpus), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert "no usable document" in err and "3 read" in err
+
+
+@pytest.mark.shared_data
+def test_llm_segment_audit_through_a_local_endpoint(
+    built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """`posbias verify --audit-model` asks a judge per segment over a real HTTP endpoint."""
+    import re
+    import shutil
+
+    from openai_server import LocalChatServer
+
+    def judge(path: str, body: dict) -> tuple[int, str]:
+        # Answerable iff most query words occur in the passage: a crude but real judge.
+        prompt = body["messages"][-1]["content"]
+        passage = re.search(r"Passage:\n(.*)\n\nQuestion:", prompt, re.S).group(1).lower()
+        question = re.search(r"Question: (.*)\n", prompt).group(1).lower()
+        words = [w for w in re.findall(r"[a-z]{4,}", question)]
+        hits = sum(w in passage for w in words)
+        return 200, "yes" if words and hits / len(words) > 0.6 else "no"
+
+    work = tmp_path / "work"
+    shutil.copytree(built / "work", work)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local-test")
+    with LocalChatServer(judge) as server:
+        code = main(
+            [
+                "verify",
+                "--work",
+                str(work),
+                "--no-progress",
+                "--audit-model",
+                "judge",
+                "--base-url",
+                server.url,
+                "--audit-per-stratum",
+                "5",
+            ]
+        )
+    assert code == 0
+    audit = json.loads((work / "scored" / "audit.json").read_text())
+    strata = {s["stratum"]: s for s in audit["strata"]}
+    assert len(strata) == 5  # failed, [0,0.1), [0.1,0.2), [0.2,0.3), >=0.3
+    for stratum in strata.values():
+        assert stratum["audited"] == min(5, stratum["candidates"])
+        assert stratum["failed_calls"] == 0 and stratum["unparsed_answers"] == 0
+    retained = next(s for label, s in strata.items() if label.startswith(">="))
+    assert retained["audited"] > 0 and 0 <= retained["target_yes"] <= 100
+    assert "TargetYes" in capsys.readouterr().out

@@ -358,7 +358,8 @@ class SubstringJudge:
     def __init__(self) -> None:
         self.requests: list[list[dict[str, str]]] = []
 
-    def complete_many(self, batch, *, temperature=1.0, max_tokens=256, seed=None):
+    def complete_many(self, batch, *, temperature=1.0, top_p=1.0, max_tokens=256, seeds=None):
+        assert seeds is not None and len(seeds) == len(batch)
         out: list[str | Exception] = []
         for messages in batch:
             self.requests.append(messages)

@@ -158,9 +158,20 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 def _cmd_verify(args: argparse.Namespace) -> int:
     from hf_posbias.pipeline import run_verify_stage
 
-    run_verify_stage(
-        Path(args.work), args.panel, args.normalization, args.delta, not args.no_progress, _echo
-    )
+    work = Path(args.work)
+    run_verify_stage(work, args.panel, args.normalization, args.delta, not args.no_progress, _echo)
+    if args.audit_model:
+        from hf_posbias.pipeline import run_audit_stage
+
+        run_audit_stage(
+            work,
+            args.audit_model,
+            args.base_url,
+            args.api_key_env,
+            args.audit_per_stratum,
+            args.seed,
+            _echo,
+        )
     return 0
 
 
@@ -179,11 +190,15 @@ def _cmd_publish(args: argparse.Namespace) -> int:
     work = Path(args.work)
     manifest = work / "corpus" / "report.json"
     corpus = json.loads(manifest.read_text()).get("source", "") if manifest.exists() else ""
+    # δ is the one the pool was verified at (the pool's `retained` column must agree with it).
+    verify_report = work / "scored" / "report.json"
+    if not verify_report.exists():
+        raise InputError(f"{verify_report} not found: run `posbias verify` first")
     run_publish_stage(
         work,
         Path(args.out),
         _source(args, corpus),
-        args.delta,
+        float(json.loads(verify_report.read_text())["delta"]),
         args.seed,
         args.repo_id,
         args.token,
@@ -257,6 +272,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = subparsers.add_parser("verify", help="score candidates with a reranker panel")
     _add_panel_options(p)
+    audit = p.add_argument_group("LLM segment audit (optional)")
+    audit.add_argument(
+        "--audit-model",
+        help="run YHP26's segment audit (TargetYes / DistractorNo / Exclusive per margin "
+        "stratum) with this model on an OpenAI-compatible endpoint",
+    )
+    audit.add_argument("--base-url", help="the audit model's endpoint (default: OpenAI)")
+    audit.add_argument("--api-key-env", default="OPENAI_API_KEY", help="env var with the key")
+    audit.add_argument("--audit-per-stratum", type=int, default=100, help="candidates per stratum")
     _common(p)
     p.set_defaults(func=_cmd_verify)
 

@@ -7,9 +7,9 @@ import re
 import socket
 import threading
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from openai_server import LocalChatServer
 
 from hf_posbias.corpus import prepare_documents
 from hf_posbias.errors import BackendError, InputError
@@ -25,7 +25,7 @@ PERSONAS = [
 ]
 
 
-class FakeOpenAI:
+class FakeOpenAI(LocalChatServer):
     """A threaded HTTP server speaking POST /v1/chat/completions with deterministic replies.
 
     Documents steer it through markers in their text: ``BADCONFIG`` → Stage 1 answers prose
@@ -38,43 +38,7 @@ class FakeOpenAI:
         self.requests: list[dict] = []
         self.hits: Counter[str] = Counter()
         self.lock = threading.Lock()
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):  # keep pytest output clean
-                pass
-
-            def do_POST(self):  # noqa: N802 (http.server API)
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                status, content = owner.answer(self.path, body)
-                payload = (
-                    {
-                        "id": "cmpl-1",
-                        "object": "chat.completion",
-                        "created": 0,
-                        "model": body.get("model", ""),
-                        "choices": [
-                            {
-                                "index": 0,
-                                "message": {"role": "assistant", "content": content},
-                                "finish_reason": "stop",
-                            }
-                        ],
-                        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-                    }
-                    if status == 200
-                    else {"error": {"message": content, "type": "server_error"}}
-                )
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        super().__init__(self.answer)
 
     def answer(self, path: str, body: dict) -> tuple[int, str]:
         if path != "/v1/chat/completions":
@@ -110,14 +74,6 @@ class FakeOpenAI:
                 "reasoning": f"{persona} | only the {position} segment says it",
             }
         )
-
-    def __enter__(self) -> FakeOpenAI:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def _doc(doc_id: str, marker: str) -> dict:
