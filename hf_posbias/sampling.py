@@ -119,11 +119,17 @@ class RatioSpec:
         return ":".join(f"{w:g}" for w in self.weights)
 
     def counts(self, budget: int) -> dict[str, int]:
-        """Examples per position for one bin: ``floor(budget × w / Σw)``.
+        """Examples per position for one bin: ``floor(budget × w / Σw)``, at least 1 where w > 0.
+
+        The floor is the paper's rule (8,189 → 2,729 per position for uniform). A weighted
+        position is never rounded down to nothing: on a small pool (budget 2, say) a uniform set
+        still gets one example per position instead of none.
 
         Example:
             >>> RatioSpec.parse("uniform").counts(8189)
             {'begin': 2729, 'middle': 2729, 'end': 2729}
+            >>> RatioSpec.parse("uniform").counts(2)
+            {'begin': 1, 'middle': 1, 'end': 1}
         """
         total = sum(self.weights)
         # Integer arithmetic where possible so 8189 × 1 / 3 floors exactly (no 2728.9999).
@@ -133,6 +139,8 @@ class RatioSpec:
                 out[pos] = (budget * int(w)) // int(total)
             else:
                 out[pos] = math.floor(budget * w / total + 1e-9)
+            if w > 0 and budget > 0:
+                out[pos] = max(1, out[pos])
         return out
 
 

@@ -168,3 +168,18 @@ def test_bad_inputs() -> None:
     nothing = [dict(r, retained=False) for r in make_pool()]
     with pytest.raises(InputError, match="no length bin"):
         sample_training_set(nothing, "uniform")
+
+
+def test_tiny_pool_still_gives_every_weighted_position_an_example() -> None:
+    # Only two retained rows in the scarcest cell: floor(2 / 3) would leave uniform empty.
+    pool = [
+        r
+        for r in make_pool()
+        if r["length_bin"] == "256-512"
+        and (r["target_position"] != "middle" or r["candidate_id"] < "256-512-middle-002")
+    ]
+    rows, report = sample_training_set(pool, RatioSpec.parse("uniform"), seed=1)
+    assert report.budget == 2
+    assert by_cell(rows) == {("256-512", p): 1 for p in POSITIONS}
+    begin, _ = sample_training_set(pool, RatioSpec.parse("begin"), seed=1)
+    assert by_cell(begin) == {("256-512", "begin"): 2}
