@@ -152,7 +152,6 @@ def run_demo(settings: DemoSettings, echo: Echo = print) -> DemoResult:
     """Run the main job end to end (see the module docstring)."""
     from hf_posbias.evaluation.report import plot_position_curves
     from hf_posbias.evaluation.runner import evaluate_model
-    from hf_posbias.modeling import resolve_model
     from hf_posbias.pipeline import BuildConfig, build
     from hf_posbias.training.card import write_model_card
     from hf_posbias.training.train import TrainConfig, train_model
@@ -179,7 +178,6 @@ def run_demo(settings: DemoSettings, echo: Echo = print) -> DemoResult:
     echo(f"  queries per evidence position: {counts}")
 
     echo(f"== 3/4 training {settings.base_model} × {', '.join(settings.configs)}")
-    base_path = resolve_model(settings.base_model)
     checkpoints: dict[str, Path] = {}
     for config in settings.configs:
         ckpt = out / "models" / f"posbias-minilm-{config}"
@@ -189,7 +187,7 @@ def run_demo(settings: DemoSettings, echo: Echo = print) -> DemoResult:
             continue
         result = train_model(
             TrainConfig(
-                model=base_path,
+                model=settings.base_model,
                 config=config,
                 data=str(built.train_dir),
                 out=str(ckpt),

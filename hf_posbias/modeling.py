@@ -47,6 +47,28 @@ def packaged_model_path(name: str) -> str | None:
     return entry[1]() if entry else None
 
 
+def hub_model_id(name: str | os.PathLike[str]) -> str | None:
+    """The Hub id a model argument stands for, or ``None`` for a purely local folder.
+
+    A packaged name maps to its canonical id (``all-MiniLM-L6-v2`` →
+    ``sentence-transformers/all-MiniLM-L6-v2``); so does the packaged folder itself.
+
+    Example:
+        >>> hub_model_id("all-MiniLM-L6-v2"), hub_model_id("BAAI/bge-m3"), hub_model_id("/tmp")
+        ('sentence-transformers/all-MiniLM-L6-v2', 'BAAI/bge-m3', None)
+    """
+    text = str(name)
+    for alias, (package, locator) in PACKAGED_MODELS.items():
+        if "/" not in alias:
+            continue
+        same_package = [n for n, (p, _) in PACKAGED_MODELS.items() if p == package]
+        if text in same_package or (Path(text).exists() and str(Path(text)) == locator()):
+            return alias
+    if Path(text).expanduser().exists():
+        return None
+    return text
+
+
 def resolve_model(name: str | os.PathLike[str]) -> str:
     """Turn a model argument into something ``from_pretrained`` can load.
 

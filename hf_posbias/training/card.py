@@ -66,6 +66,8 @@ class TrainingCardInfo:
     n_documents: int
     weighted: bool = False
     license: str = "apache-2.0"
+    base_model_on_hub: bool = True
+    dataset_on_hub: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod

@@ -487,6 +487,7 @@ def train_model(cfg: TrainConfig) -> TrainResult:
 
 
 def _card_info(cfg, spec, rows, result, truncation, lr, model) -> Any:  # noqa: ANN001
+    from hf_posbias.modeling import hub_model_id
     from hf_posbias.training.card import TrainingCardInfo
 
     if cfg.config == "ips":
@@ -497,7 +498,8 @@ def _card_info(cfg, spec, rows, result, truncation, lr, model) -> Any:  # noqa: 
     else:
         description = distribution_label(cfg.config, rows.positions)
     return TrainingCardInfo(
-        base_model=spec.checkpoint,
+        base_model=hub_model_id(cfg.model) or hub_model_id(spec.checkpoint) or spec.checkpoint,
+        base_model_on_hub=bool(hub_model_id(cfg.model) or hub_model_id(spec.checkpoint)),
         model_name=spec.name,
         kind=spec.kind,
         positional_encoding=spec.positional_encoding,
@@ -505,6 +507,7 @@ def _card_info(cfg, spec, rows, result, truncation, lr, model) -> Any:  # noqa: 
         distribution=description,
         nominal_ratio=NAMED_RATIOS.get(cfg.config, cfg.config if _RATIO.match(cfg.config) else ""),
         dataset=cfg.data,
+        dataset_on_hub=not Path(cfg.data).expanduser().exists(),
         dataset_config=rows.repo_config,
         n_rows=len(rows),
         n_source_rows=rows.n_source_rows,

@@ -227,7 +227,10 @@ def test_card_content_and_push(tiny_models, train_repo, tmp_path, monkeypatch):
     assert sent["readme"] == (out / "README.md").read_text()
     card = (out / "README.md").read_text()
     assert card.startswith("---\nlibrary_name: sentence-transformers\n")
-    assert "- position-bias" in card and f"- {train_repo}" in card
+    assert "- position-bias" in card
+    # A local training folder is named in the text, not as Hub `datasets:` metadata.
+    assert f"- {train_repo}" not in card and f"`{train_repo}`" in card
+    assert "base_model:" not in card  # the tiny base is a local folder, not a Hub id
     assert "Measured distribution of the rows used: **begin (100:0:0)**" in card
     assert "nominal begin:middle:end = 100:0:0" in card
     assert "config `begin` — 8 rows used" in card
