@@ -63,9 +63,13 @@ from hf_posbias.shards import process_info
 docs, _ = prepare_documents(read_wikiextractor(sys.argv[1]))
 cands, report = run_generation(docs[:20], make_generator("ict", seed=3), sys.argv[2],
                                shard_size=3, progress=False)
+# The verification stage shards the same way (BM25 statistics are fitted on every process).
+from hf_posbias.verification import parse_panel, run_verification
+scored, _ = run_verification([c.to_row() for c in cands], parse_panel("bm25"),
+                             f"{sys.argv[2]}/scored", shard_size=8, progress=False)
 info = process_info()
 with open(f"{sys.argv[2]}/rank{info.index}.json", "w") as f:
-    json.dump({"count": info.count, "candidates": len(cands)}, f)
+    json.dump({"count": info.count, "candidates": len(cands), "scored": len(scored)}, f)
 """
 
 
@@ -109,3 +113,18 @@ def test_accelerate_launch_two_processes_share_shards_and_match_one_process(shar
     assert (out / "candidates.parquet").read_bytes() == (
         tmp_path / "single" / "candidates.parquet"
     ).read_bytes()
+
+    # Verification: both ranks return the whole merged pool, equal to a single-process run.
+    from hf_posbias.shards import merge_shards
+    from hf_posbias.verification import parse_panel, run_verification
+
+    single_scored, _ = run_verification(
+        [c.to_row() for c in single],
+        parse_panel("bm25"),
+        tmp_path / "single-scored",
+        shard_size=8,
+        progress=False,
+    )
+    assert ranks[0]["scored"] == ranks[1]["scored"] == len(single_scored)
+    assert len(list((out / "scored" / "shards").glob("shard-*.parquet"))) > 1
+    assert merge_shards(out / "scored") == single_scored
