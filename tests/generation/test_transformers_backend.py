@@ -12,11 +12,11 @@ from hf_posbias.generation.backends import (
     FALLBACK_CHAT_TEMPLATE,
     RequestRejected,
     TransformersChatBackend,
-    resolve_chat_model,
 )
 from hf_posbias.generation.llm import PersonaQueryGenerator
 from hf_posbias.generation.personas import PersonaPool
 from hf_posbias.generation.stage import run_generation
+from hf_posbias.modeling import resolve_chat_model
 
 
 @pytest.fixture(scope="module")
