@@ -133,24 +133,9 @@ def build_heldout_task(work: Path, out: Path, seed: int = 42) -> Path:
     return data.save(out)
 
 
-def _markdown_table(summaries: dict[str, Any]) -> str:
-    first = next(iter(summaries.values()))
-    buckets = list(first.buckets)
-    header = ["model", *buckets, "mean", "PSI"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for name, summary in summaries.items():
-        cells = [
-            f"{summary.ndcg_at_10[b]:.3f}" if summary.ndcg_at_10[b] is not None else "—"
-            for b in buckets
-        ]
-        psi = f"{summary.psi:.3f}" if summary.psi is not None else "—"
-        lines.append("| " + " | ".join([name, *cells, f"{summary.mean:.3f}", psi]) + " |")
-    return "\n".join(lines)
-
-
 def run_demo(settings: DemoSettings, echo: Echo = print) -> DemoResult:
     """Run the main job end to end (see the module docstring)."""
-    from hf_posbias.evaluation.report import plot_position_curves
+    from hf_posbias.evaluation.report import bucket_table, plot_position_curves
     from hf_posbias.evaluation.runner import evaluate_model
     from hf_posbias.pipeline import BuildConfig, build
     from hf_posbias.training.card import write_model_card
@@ -217,7 +202,7 @@ def run_demo(settings: DemoSettings, echo: Echo = print) -> DemoResult:
                     "psi": summary.psi,
                 },
             )
-    table = _markdown_table(summaries)
+    table = bucket_table(list(summaries.values()), labels=list(summaries)).to_markdown()
     files = [out / "results.md", out / "results.json", out / "results.png"]
     files[0].write_text(
         "# hf-posbias demo: nDCG@10 by evidence position (held-out Wikipedia)\n\n" + table + "\n"

@@ -59,8 +59,11 @@ def task_cases(data: Any) -> tuple[list[Any], dict[str, int]]:
 
 def evidence_moving_section(ctx: Any, max_pairs: int = MAX_PAIRS) -> list[Any]:
     """Audit section builder (see :func:`hf_posbias.evaluation.report.register_audit_section`)."""
-    from hf_posbias.analysis.evidence_moving import run_evidence_moving, sample_pairs
-    from hf_posbias.analysis.plots import CurveSeries, curve_figure, save_figure
+    from hf_posbias.analysis.evidence_moving import (
+        run_evidence_moving,
+        sample_pairs,
+        save_evidence_moving_plot,
+    )
     from hf_posbias.evaluation.report import ReportSection
     from hf_posbias.hub import MarkdownTable
 
@@ -89,13 +92,11 @@ def evidence_moving_section(ctx: Any, max_pairs: int = MAX_PAIRS) -> list[Any]:
             section.paragraphs.append(f"{name}: not run — {err}")
             continue
         safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
-        fig = curve_figure(
-            [CurveSeries(summary.model, summary.mean, summary.stderr)],
-            f"Evidence moving — {name} ({summary.n_pairs} pairs; mean ± s.e.)",
-            ylabel="cosine(query, document)",
-            xlabel="evidence position",
+        png = save_evidence_moving_plot(
+            [summary],
+            ctx.out_dir / "plots" / f"evidence-moving-{safe}.png",
+            title=f"Evidence moving — {name}",
         )
-        png = save_figure(fig, ctx.out_dir / "plots" / f"evidence-moving-{safe}.png")
         section.paragraphs.append(f"{name}: {summary.headline()} over {summary.n_pairs} pairs.")
         section.tables.append(
             MarkdownTable(

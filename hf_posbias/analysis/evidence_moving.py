@@ -492,6 +492,21 @@ def run_evidence_moving(
     )
 
 
+def save_evidence_moving_plot(
+    summaries: Sequence[EvidenceMovingSummary], path: str | Path, title: str = "Evidence moving"
+) -> Path:
+    """Mean cosine per slot (± standard error), one line per model, written as PNG."""
+    from hf_posbias.analysis.plots import CurveSeries, curve_figure, save_figure
+
+    fig = curve_figure(
+        [CurveSeries(s.model, s.mean, s.stderr) for s in summaries],
+        f"{title} ({summaries[0].n_pairs} pairs; mean ± s.e.)",
+        ylabel="cosine(query, document)",
+        xlabel="evidence position",
+    )
+    return save_figure(fig, path)
+
+
 def summary_table(summaries: Sequence[EvidenceMovingSummary], digits: int = 4) -> str:
     """A markdown table: model, pairs, p1…pn, peak, lowest, Δ×10³.
 

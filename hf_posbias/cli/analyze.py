@@ -177,8 +177,11 @@ def _skipped_lines(label: str, skipped: dict[str, int], total: int) -> list[str]
 
 def run_evidence_moving_cmd(args: argparse.Namespace) -> int:
     """Handler of ``posbias analyze evidence-moving``."""
-    from hf_posbias.analysis.evidence_moving import run_evidence_moving, summary_table
-    from hf_posbias.analysis.plots import CurveSeries, curve_figure, save_figure
+    from hf_posbias.analysis.evidence_moving import (
+        run_evidence_moving,
+        save_evidence_moving_plot,
+        summary_table,
+    )
 
     _check_common(args)
     cases, source_line = _pairs(args)
@@ -199,13 +202,7 @@ def run_evidence_moving_cmd(args: argparse.Namespace) -> int:
         f"{source_line}\n\n{table}\n\n" + "\n".join(s.headline() for s in summaries) + "\n",
         encoding="utf-8",
     )
-    fig = curve_figure(
-        [CurveSeries(s.model, s.mean, s.stderr) for s in summaries],
-        f"Evidence moving ({summaries[0].n_pairs} pairs; mean ± s.e.)",
-        ylabel="cosine(query, document)",
-        xlabel="evidence position",
-    )
-    save_figure(fig, args.out / "evidence_moving.png")
+    save_evidence_moving_plot(summaries, args.out / "evidence_moving.png")
     print(table)
     for s in summaries:
         print(s.headline())

@@ -54,11 +54,16 @@ def overview_rows(summaries: Sequence[EvaluationSummary]) -> list[dict[str, Any]
     ]
 
 
-def bucket_table(summaries: Sequence[EvaluationSummary]) -> MarkdownTable:
-    """Per-bucket nDCG@10 of summaries that share a task (rows = models, columns = buckets)."""
+def bucket_table(
+    summaries: Sequence[EvaluationSummary], labels: Sequence[str] | None = None
+) -> MarkdownTable:
+    """Per-bucket nDCG@10 of summaries that share a task (rows = models, columns = buckets).
+
+    ``labels`` names the rows (default: each summary's model label), e.g. training configs.
+    """
     rows = []
-    for s in summaries:
-        row: dict[str, Any] = {"model": s.label}
+    for index, s in enumerate(summaries):
+        row: dict[str, Any] = {"model": labels[index] if labels is not None else s.label}
         for bucket in s.buckets:
             value = s.ndcg_at_10.get(bucket)
             row[f"{bucket} (n={s.n_queries.get(bucket, 0)})"] = "empty" if value is None else value
