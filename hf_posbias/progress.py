@@ -1,0 +1,154 @@
+"""Progress reporting for long loops: a bar on a terminal, plain lines in a log.
+
+Every long loop in hf-posbias goes through :func:`progress`. On an interactive terminal it is a
+``tqdm`` bar; when stderr is not a terminal (a CI log, ``nohup``, a SLURM job) it prints one plain
+line at most every ``interval`` seconds (and at the end) instead of the cursor-control sequences
+a bar would fill the log file with. ``disable=True`` (the CLI's ``--no-progress``) silences both.
+
+Example:
+    >>> import io
+    >>> out = io.StringIO()
+    >>> total = 0
+    >>> for x in progress(range(3), desc="demo", file=out, interval=0):
+    ...     total += x
+    >>> print(out.getvalue().splitlines()[-1].split(" [")[0])
+    demo: 3/3 (100%)
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from typing import IO, Any, TypeVar
+
+T = TypeVar("T")
+
+LOG_INTERVAL_S = 30.0
+"""Seconds between two progress lines when stderr is not a terminal."""
+
+
+class LineProgress:
+    """A tqdm-compatible counter that prints plain ``desc: n/total (p%) [rate, eta]`` lines."""
+
+    def __init__(
+        self,
+        iterable: Iterable[Any] | None = None,
+        *,
+        total: int | None = None,
+        desc: str = "",
+        unit: str = "it",
+        file: IO[str] | None = None,
+        interval: float = LOG_INTERVAL_S,
+        disable: bool = False,
+    ) -> None:
+        self.iterable = iterable
+        if total is None and iterable is not None and hasattr(iterable, "__len__"):
+            total = len(iterable)  # type: ignore[arg-type]
+        self.total = total
+        self.desc = desc
+        self.unit = unit
+        self.file = file
+        self.interval = interval
+        self.disable = disable
+        self.n = 0
+        self._start = time.monotonic()
+        self._last = self._start
+        self._closed = False
+        self._postfix = ""
+
+    def __iter__(self) -> Iterator[Any]:
+        if self.iterable is None:
+            raise TypeError("LineProgress was created without an iterable")
+        try:
+            for item in self.iterable:
+                yield item
+                self.update(1)
+        finally:
+            self.close()
+
+    def __enter__(self) -> LineProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def set_postfix_str(self, text: str, refresh: bool = True) -> None:
+        """Text appended to each line (tqdm's API)."""
+        self._postfix = text
+
+    def set_postfix(self, ordered_dict: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        """``key=value`` pairs appended to each line (tqdm's API)."""
+        items = {**(ordered_dict or {}), **kwargs}
+        self._postfix = ", ".join(f"{k}={v}" for k, v in items.items())
+
+    def update(self, n: int = 1) -> None:
+        """Count ``n`` more items; print a line if ``interval`` seconds have passed."""
+        self.n += n
+        now = time.monotonic()
+        if not self.disable and now - self._last >= self.interval:
+            self._last = now
+            self._emit(now)
+
+    def close(self) -> None:
+        """Print the final line once."""
+        if self._closed:
+            return
+        self._closed = True
+        if not self.disable:
+            self._emit(time.monotonic())
+
+    def _emit(self, now: float) -> None:
+        elapsed = max(now - self._start, 1e-9)
+        rate = self.n / elapsed
+        done = f"{self.n}"
+        if self.total:
+            done += f"/{self.total} ({100 * self.n / self.total:.0f}%)"
+            if rate > 0 and self.n < self.total:
+                eta = _duration((self.total - self.n) / rate)
+                done += f" [{rate:.3g} {self.unit}/s, eta {eta}]"
+            else:
+                done += f" [{rate:.3g} {self.unit}/s, {_duration(elapsed)}]"
+        else:
+            done += f" {self.unit} [{rate:.3g} {self.unit}/s, {_duration(elapsed)}]"
+        tail = f" {self._postfix}" if self._postfix else ""
+        print(f"{self.desc}: {done}{tail}", file=self.file or sys.stderr, flush=True)
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def is_interactive(stream: IO[str] | None = None) -> bool:
+    """Whether ``stream`` (default stderr) is a terminal."""
+    stream = stream or sys.stderr
+    return bool(getattr(stream, "isatty", lambda: False)())
+
+
+def progress(
+    iterable: Iterable[T] | None = None,
+    *,
+    total: int | None = None,
+    desc: str = "",
+    unit: str = "it",
+    disable: bool = False,
+    file: IO[str] | None = None,
+    interval: float = LOG_INTERVAL_S,
+) -> Any:
+    """A progress reporter over ``iterable`` (or a manual one with ``update``/``close``).
+
+    A ``tqdm`` bar when ``file`` (default stderr) is a terminal, otherwise a :class:`LineProgress`
+    printing plain lines every ``interval`` seconds.
+    """
+    if is_interactive(file):
+        from tqdm.auto import tqdm
+
+        return tqdm(iterable, total=total, desc=desc, unit=unit, disable=disable, file=file)
+    return LineProgress(
+        iterable, total=total, desc=desc, unit=unit, disable=disable, file=file, interval=interval
+    )
