@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -537,15 +538,7 @@ def test_ips_loss_packs_mini_batches_by_tokens(tiny_models, pool_repo, tmp_path)
     longest = prepare_run(settings).longest_tokens
     probe = LayerProbe()
     result = train_model(
-        TrainConfig(
-            model=tiny_models("bert"),
-            config="ips",
-            data=pool_repo,
-            out=str(tmp_path / "b"),
-            max_steps=2,
-            global_batch=4,
-            mini_batch_tokens=longest + 1,
-        ),
+        dataclasses.replace(settings, out=str(tmp_path / "b"), mini_batch_tokens=longest + 1),
         callbacks=[probe.callback()],
     )
     assert result.rows.weights is not None and result.train_loss > 0
