@@ -54,7 +54,10 @@ from hf_posbias.training.settings import TrainConfig, TrainingSettings
 if TYPE_CHECKING:
     import torch
 
+    from hf_posbias.training.builder import TruncationReport
     from hf_posbias.training.memory import MemoryPlan
+    from hf_posbias.training.models import ModelSpec
+    from hf_posbias.training.settings import ResolvedCompute
 
 logger = logging.getLogger("hf_posbias.training")
 
@@ -387,13 +390,13 @@ def push_checkpoint(out_dir: str | Path, repo_id: str, token: str) -> str:
 class RunInputs:
     """What a run checked and computed before any model is loaded."""
 
-    spec: Any
-    compute: Any
+    spec: ModelSpec
+    compute: ResolvedCompute
     out: Path
     token: str | None
     rows: TrainingRows
     max_seq_length: int
-    truncation: Any
+    truncation: TruncationReport
     row_lengths: list[int]
     longest_tokens: int
     attn_implementation: str | None
@@ -406,7 +409,11 @@ def prepare_run(cfg: TrainingSettings) -> RunInputs:
     processes, output folder, Hub token, training data, and — with the tokenizer only — the
     token lengths (truncation report, ``--mini-batch-tokens`` against the longest sequence).
     """
-    from hf_posbias.training.builder import count_truncated, load_text_setup
+    from hf_posbias.training.builder import (
+        count_truncated,
+        load_text_setup,
+        model_attn_implementation,
+    )
     from hf_posbias.training.models import get_model_spec
 
     spec = get_model_spec(cfg.model)
@@ -430,8 +437,6 @@ def prepare_run(cfg: TrainingSettings) -> RunInputs:
             f"--mini-batch-tokens {cfg.mini_batch_tokens} is smaller than the longest training "
             f"sequence ({longest} tokens): use at least {longest}"
         )
-    from hf_posbias.training.builder import model_attn_implementation
-
     attn = model_attn_implementation(
         config, compute.attn_implementation, requested=compute.attn_requested
     )
@@ -585,7 +590,7 @@ def apply_memory_plan(plan: MemoryPlan, model: Any, loss: Any) -> None:
     loss.mini_batch_num_tokens = plan.mini_batching.tokens
 
 
-def _memory_preflight(cfg: TrainingSettings, run: RunInputs, trainer: Any, loss: Any) -> Any:
+def _memory_preflight(cfg: TrainingSettings, run: RunInputs, trainer: Any, loss: Any) -> MemoryPlan:
     """The memory plan: trial steps on the GPU (every rank takes rank 0's decision), or CPU's."""
     from hf_posbias.training.memory import (
         choose_memory_plan,
