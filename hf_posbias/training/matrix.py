@@ -294,11 +294,14 @@ def matrix_main(
         for command, plan in zip(report.commands, report.plans):
             print(command)
             print(f"  # {plan}")
+        what = f"# {len(runs)} run{'s' if len(runs) != 1 else ''}"
         if report.projected_seconds is not None:
-            print(f"# {len(runs)} runs: projected {report.projected_seconds / 3600:.1f} h in all")
+            print(f"{what}: projected {report.projected_seconds / 3600:.1f} h in all")
+        elif args.throughput:
+            print(f"{what}: no projected total (runs without figures are marked above)")
         else:
             print(
-                f"# {len(runs)} runs: pass --throughput FILE (benchmarks/train_throughput.py "
+                f"{what}: pass --throughput FILE (benchmarks/train_throughput.py "
                 "--json FILE) for a projected time"
             )
     else:
