@@ -377,6 +377,34 @@ def estimate_trial_peak(
 # --------------------------------------------------------------------------- CUDA trial
 
 
+def is_out_of_memory(err: BaseException) -> bool:
+    """Whether ``err`` is the device running out of memory (allocator or cuBLAS workspace).
+
+    Example:
+        >>> is_out_of_memory(RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"))
+        True
+        >>> is_out_of_memory(ValueError("shape mismatch"))
+        False
+    """
+    text = str(err)
+    return isinstance(err, RuntimeError) and (
+        "out of memory" in text.lower() or "CUBLAS_STATUS_ALLOC_FAILED" in text
+    )
+
+
+def out_of_memory_error(plan: MemoryPlan, device: str) -> BudgetError:
+    """The one-line error for an out-of-memory during training (after the preflight passed):
+    a batch needed more than the longest bin's trial, or another process took memory."""
+    fixes = "set --device-memory-gib below the GPU's size to leave more headroom"
+    if plan.mini_batching.tokens is not None:
+        fixes += f", or --mini-batch-tokens below {plan.mini_batching.tokens}"
+    else:
+        fixes += f", or --mini-batch-size below {plan.mini_batching.rows}"
+    if not plan.checkpointing:
+        fixes += ", or --gradient-checkpointing on"
+    return BudgetError(f"out of memory during training on {device} ({plan.summary()}): {fixes}")
+
+
 def cuda_trial(trainer: Any, loss: Any, rows: Sequence[int]) -> Measure:
     """A ``measure`` function: one real forward + backward of ``loss`` on dataset ``rows``.
 
@@ -414,8 +442,10 @@ def cuda_trial(trainer: Any, loss: Any, rows: Sequence[int]) -> Measure:
                 value.backward()
             torch.cuda.synchronize()
             return int(torch.cuda.max_memory_allocated())
-        except torch.OutOfMemoryError:
-            return None
+        except RuntimeError as err:  # torch.cuda.OutOfMemoryError is a RuntimeError
+            if is_out_of_memory(err):
+                return None
+            raise
         finally:
             if gather:
                 loss.gather_across_devices = True

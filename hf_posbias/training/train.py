@@ -541,7 +541,14 @@ def train_model(cfg: TrainingSettings, callbacks: Sequence[Any] = ()) -> TrainRe
     apply_memory_plan(memory, model, loss)
     logger.info("memory: %s", memory.summary())
     started = time.perf_counter()
-    output = trainer.train()
+    try:
+        output = trainer.train()
+    except RuntimeError as err:
+        from hf_posbias.training.memory import is_out_of_memory, out_of_memory_error
+
+        if compute.device.kind == "cuda" and is_out_of_memory(err):
+            raise out_of_memory_error(memory, compute.device.describe()) from None
+        raise
     seconds = time.perf_counter() - started
     steps = int(trainer.state.global_step)
 

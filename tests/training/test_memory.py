@@ -157,3 +157,19 @@ def test_estimate_behaves_like_memory():
     # the qwen3-0.6b bf16 run of GPU_NOTES.md (32 rows + checkpointing) peaked at 19.7 GiB
     measured = peak(checkpointing=True) + optimizer_state_bytes(shape.n_params)
     assert 0.8 < measured / (19.7 * GIB) < 1.25
+
+
+def test_out_of_memory_during_training_is_one_line():
+    from hf_posbias.training.memory import MemoryPlan, is_out_of_memory, out_of_memory_error
+
+    assert is_out_of_memory(RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling"))
+    assert not is_out_of_memory(RuntimeError("expected scalar type Float"))
+    plan = MemoryPlan(False, MiniBatching(tokens=65536), 256, "measured", 60 * GIB, 71 * GIB)
+    message = str(out_of_memory_error(plan, "a test GPU"))
+    assert "\n" not in message and message.startswith("out of memory during training on a test")
+    for option in (
+        "--device-memory-gib",
+        "--mini-batch-tokens below 65536",
+        "--gradient-checkpointing on",
+    ):
+        assert option in message
