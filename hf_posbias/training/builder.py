@@ -218,7 +218,7 @@ def set_activation_checkpointing(model: SentenceTransformer, enabled: bool) -> N
             )
         else:  # transformers before activation_checkpointing_* (the name changed in 5.x)
             hf.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    elif getattr(hf, "is_gradient_checkpointing", False):
+    elif any(getattr(m, "gradient_checkpointing", False) is True for m in hf.modules()):
         if hasattr(hf, "activation_checkpointing_disable"):
             hf.activation_checkpointing_disable()
         else:
