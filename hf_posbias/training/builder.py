@@ -193,24 +193,39 @@ def model_attn_implementation(config: Any, wanted: str, requested: bool) -> str 
     return None
 
 
-def attn_implementation_of(model: SentenceTransformer) -> str:
-    """The attention implementation the loaded model actually runs."""
-    config = model[0].auto_model.config
+def transformer_of(model: Any) -> Any:
+    """The transformers model inside a SentenceTransformer (or ``model`` itself).
+
+    Example:
+        >>> from transformers import BertConfig, BertModel
+        >>> bert = BertModel(BertConfig(hidden_size=32, num_hidden_layers=1,
+        ...                             num_attention_heads=2, intermediate_size=64))
+        >>> transformer_of(bert) is bert
+        True
+    """
+    first = model[0] if hasattr(model, "encode") and hasattr(model, "__getitem__") else None
+    return first.auto_model if first is not None and hasattr(first, "auto_model") else model
+
+
+def attn_implementation_of(model: Any) -> str:
+    """The attention implementation the loaded model (ST or transformers) actually runs."""
+    config = transformer_of(model).config
     return str(getattr(config, "_attn_implementation", None) or "eager")
 
 
-def supports_activation_checkpointing(model: SentenceTransformer) -> bool:
+def supports_activation_checkpointing(model: Any) -> bool:
     """Whether the model's transformer supports activation (gradient) checkpointing."""
-    return bool(getattr(model[0].auto_model, "supports_gradient_checkpointing", False))
+    return bool(getattr(transformer_of(model), "supports_gradient_checkpointing", False))
 
 
-def set_activation_checkpointing(model: SentenceTransformer, enabled: bool) -> None:
-    """Switch activation checkpointing of the model's transformer on or off.
+def set_activation_checkpointing(model: Any, enabled: bool) -> None:
+    """Switch activation checkpointing of a SentenceTransformer's (or a transformers model's)
+    layers on or off.
 
     Non-reentrant checkpointing: it works with inputs that do not require gradients (the
     gradient cache re-embeds token ids) and with DDP's unused-parameter detection.
     """
-    hf = model[0].auto_model
+    hf = transformer_of(model)
     if enabled:
         if hasattr(hf, "activation_checkpointing_enable"):
             hf.activation_checkpointing_enable(

@@ -167,11 +167,9 @@ class ModelShape:
         """The shape of a transformers model (or of a SentenceTransformer's first module)."""
         import torch
 
-        hf = (
-            model[0].auto_model
-            if hasattr(model, "__getitem__") and hasattr(model, "encode")
-            else model
-        )
+        from hf_posbias.training.builder import transformer_of
+
+        hf = transformer_of(model)
         n_params = sum(p.numel() for p in hf.parameters())
         n_embed = sum(
             p.numel()
