@@ -177,7 +177,7 @@ def run_demo(settings: DemoSettings, echo: Echo = print) -> DemoResult:
                 data=str(built.train_dir),
                 out=str(ckpt),
                 max_steps=settings.max_steps,
-                batch_size=settings.batch_size,
+                global_batch=settings.batch_size,
                 epochs=1.0,
                 seed=settings.seed,
             )
