@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hf_posbias.errors import InputError, ModelLoadError
+from hf_posbias.errors import InputError, ModelLoadError, first_line
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -48,8 +48,7 @@ def _transformer_module(name: str, device: str | None) -> tuple[Any, dict[str, s
     try:
         return Transformer(resolved), {}
     except Exception as err:  # any load failure means "this checkpoint cannot be used"
-        line = (str(err).strip().splitlines() or [type(err).__name__])[0]
-        raise ModelLoadError(f"cannot load transformer {name!r}: {line[:300]}") from None
+        raise ModelLoadError(f"cannot load transformer {name!r}: {first_line(err)}") from None
 
 
 def build_pooled_models(
