@@ -152,11 +152,10 @@ def pooling_table(rows: Sequence[PoolingRow]) -> str:
         |---|
         | cls |
     """
+    from hf_posbias.tables import MarkdownTable
+
     keys: list[str] = []
     for row in rows:
         keys += [k for k in row.to_row() if k not in keys]
-    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
-    for row in rows:
-        flat = row.to_row()
-        lines.append("| " + " | ".join(str(flat.get(k, "")) for k in keys) + " |")
-    return "\n".join(lines)
+    cells = [[str(row.to_row().get(k, "")) for k in keys] for row in rows]
+    return MarkdownTable(keys, cells).to_markdown()

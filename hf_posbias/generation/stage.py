@@ -39,7 +39,6 @@ from hf_posbias.generation.base import (
     candidate_schema,
     generate_batch,
 )
-from hf_posbias.progress import progress as progress_bar
 from hf_posbias.shards import (
     process_info,
     read_parquet_rows,
@@ -147,7 +146,7 @@ def run_generation(
         generator: any :class:`~hf_posbias.generation.base.QueryGenerator`.
         out_dir: the stage folder.
         shard_size: documents per shard (unit of resumption and of ``accelerate`` distribution).
-        progress: report progress (shards, and documents within a shard).
+        progress: report progress (in shards of ``shard_size`` documents).
         overwrite: replace a stage folder pinned to other settings instead of refusing.
 
     Returns:
@@ -170,17 +169,9 @@ def run_generation(
     proc = process_info()
 
     def work(shard: list[Document]) -> list[dict[str, Any]]:
-        bar = progress_bar(
-            total=len(shard), desc="documents", unit="doc", disable=not (progress and proc.is_main)
-        )
-        if callable(getattr(generator, "generate_batch", None)):
-            # Batch generators (LLM) overlap requests across the whole shard.
-            outcomes = generate_batch(generator, shard)
-        else:
-            outcomes = []
-            for doc in shard:
-                outcomes.extend(generate_batch(generator, [doc]))
-                bar.update(1)
+        # Batch generators (LLM) overlap requests across the whole shard. Progress is counted
+        # in shards by run_sharded: a bar per shard would print a line per shard in a log.
+        outcomes = generate_batch(generator, shard)
         rows = []
         for doc, outcome in zip(shard, outcomes, strict=True):
             row: dict[str, Any] = {
@@ -198,8 +189,6 @@ def run_generation(
                 row["skipped"] = json.dumps(outcome.skipped, sort_keys=True)
                 row["candidates"] = [c.to_row() for c in outcome.candidates]
             rows.append(row)
-        bar.update(len(shard) - bar.n)
-        bar.close()
         return rows
 
     rows = run_sharded(
