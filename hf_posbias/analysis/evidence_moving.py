@@ -517,14 +517,15 @@ def summary_table(summaries: Sequence[EvidenceMovingSummary], digits: int = 4) -
         |---|---|---|---|---|---|---|
         | B | 5 | 0.60 | 0.58 | p1 | p2 | 20.0 |
     """
-    positions = summaries[0].positions
-    head = ["model", "pairs", *positions, "peak", "lowest", "Δ×10³"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for s in summaries:
-        cells = [s.model, str(s.n_pairs), *(f"{v:.{digits}f}" for v in s.mean)]
-        cells += [s.peak_position, s.lowest_position, f"{s.delta:.1f}"]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    from hf_posbias.tables import MarkdownTable
+
+    head = ["model", "pairs", *summaries[0].positions, "peak", "lowest", "Δ×10³"]
+    rows = [
+        [s.model, str(s.n_pairs), *(f"{v:.{digits}f}" for v in s.mean)]
+        + [s.peak_position, s.lowest_position, f"{s.delta:.1f}"]
+        for s in summaries
+    ]
+    return MarkdownTable(head, rows).to_markdown()
 
 
 # --------------------------------------------------------------------------- pair sources

@@ -152,10 +152,12 @@ def profile_table(profiles: Sequence[SegmentProfile], digits: int = 4) -> str:
         |---|---|---|---|---|---|---|
         | m | 3 | 0.7 | 0.6 | p1 | p2 | 0.1000 |
     """
+    from hf_posbias.tables import MarkdownTable
+
     head = ["model", "documents", *profiles[0].positions, "peak", "lowest", "range"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for p in profiles:
-        cells = [p.model, str(p.n_docs), *(f"{v:.{digits}f}" for v in p.mean)]
-        cells += [p.peak_position, p.lowest_position, f"{p.range:.4f}"]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    rows = [
+        [p.model, str(p.n_docs), *(f"{v:.{digits}f}" for v in p.mean)]
+        + [p.peak_position, p.lowest_position, f"{p.range:.4f}"]
+        for p in profiles
+    ]
+    return MarkdownTable(head, rows).to_markdown()

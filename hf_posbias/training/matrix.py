@@ -37,8 +37,9 @@ from pathlib import Path
 
 from hf_posbias.errors import InputError, PosbiasError
 from hf_posbias.progress import progress
+from hf_posbias.sampling import PAPER_CONFIG_NAMES
 
-PAPER_CONFIGS: tuple[str, ...] = ("begin", "middle", "end", "uniform")
+PAPER_CONFIGS: tuple[str, ...] = PAPER_CONFIG_NAMES  # hf_posbias.sampling.PAPER_CONFIGS
 ABLATION_POOLINGS: tuple[str, ...] = ("cls", "mean", "max", "lasttoken")
 FINISHED_FILES: tuple[str, ...] = ("posbias_training.json", "README.md", "modules.json")
 

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import sys
 import time
 from collections import Counter
@@ -49,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from hf_posbias import POSITIONS
 from hf_posbias.errors import BackendError, InputError, PosbiasError
+from hf_posbias.sampling import config_label
 from hf_posbias.training.settings import TrainConfig, TrainingSettings
 
 if TYPE_CHECKING:
@@ -62,8 +62,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger("hf_posbias.training")
 
 REQUIRED_COLUMNS = ("query", "positive", "doc_id", "length_bin", "target_position")
-NAMED_RATIOS = {"begin": "100:0:0", "middle": "0:100:0", "end": "0:0:100", "uniform": "33:33:33"}
-_RATIO = re.compile(r"^\d+(\.\d+)?:\d+(\.\d+)?:\d+(\.\d+)?$")
 DONE_MARKER = "posbias_training.json"
 """Written last into the output folder: training info; its presence marks a finished run."""
 
@@ -151,30 +149,41 @@ def ips_weights(bins: Sequence[str], positions: Sequence[str]) -> list[float]:
 def _available_configs(data: str) -> list[str]:
     from datasets import get_dataset_config_names
 
+    from hf_posbias.errors import first_line
+
     if not Path(data).exists() and os.environ.get("HF_HUB_OFFLINE") == "1":
         raise InputError(f"training data {data!r} is not a local folder (offline: no Hub access)")
     try:
         return list(get_dataset_config_names(data))
     except Exception as err:  # a missing repo fails in many ways; all mean "cannot read it"
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise InputError(f"cannot read training data {data!r}: {first[:200]}") from None
+        raise InputError(f"cannot read training data {data!r}: {first_line(err, 200)}") from None
 
 
 def resolve_repo_config(data: str, config: str) -> str:
-    """The data-repo configuration that holds ``config`` (``ips`` reads the pool's ``default``)."""
+    """The data-repo configuration that holds ``config`` (``ips`` reads the pool's ``default``).
+
+    A position configuration in any spelling (``uniform``, ``U``, ``50:25:25``, ``r50-25-25``)
+    is looked up by its canonical name (:class:`hf_posbias.sampling.PositionConfig`), the name
+    ``posbias sample``/``build`` gave it; any other name must be a config of ``data`` as is.
+    """
+    from hf_posbias.sampling import PositionConfig
+
     available = _available_configs(data)
-    wanted = "default" if config == "ips" else config
-    candidates = [wanted]
-    if _RATIO.match(config):
-        candidates += [config.replace(":", "-"), config.replace(":", "_")]
-    for name in candidates:
-        if name in available:
-            return name
-    hint = ""
     if config == "ips":
+        if "default" in available:
+            return "default"
         hint = "; --config ips needs the pool repo (<out>/pool, config default)"
-    elif _RATIO.match(config):
-        hint = f"; create it with `posbias sample --ratio {config}`"
+    elif config in available:
+        return config
+    else:
+        try:
+            canonical = PositionConfig.parse(config).name
+        except InputError:
+            canonical, hint = None, ""
+        else:
+            hint = f"; create it with `posbias sample --config {config}` (or build --config)"
+        if canonical in available:
+            return str(canonical)
     raise InputError(
         f"config {config!r} is not in {data}: available {', '.join(available) or 'none'}{hint}"
     )
@@ -195,7 +204,7 @@ def load_training_rows(data: str, config: str) -> TrainingRows:
 
     ``ips`` reads the pool (config ``default``), keeps ``retained`` rows and attaches weights.
     """
-    from hf_posbias.hub import read_dataset
+    from hf_posbias.rows import read_dataset
 
     repo_config = resolve_repo_config(data, config)
     if _local_rows(data, repo_config) == 0:
@@ -349,38 +358,22 @@ def _check_output_dir(out: str) -> Path:
 
 
 def _hub_token(cfg: TrainConfig) -> str:
-    token = cfg.hub_token or os.environ.get("HF_TOKEN")
-    if not token:
-        try:
-            from huggingface_hub import get_token
+    from hf_posbias.hub import resolve_token
 
-            token = get_token()
-        except Exception:  # an unreadable token file is the same as no token
-            token = None
-    if not token:
-        raise BackendError(
-            f"--push-to-hub {cfg.push_to_hub}: no Hub token (set HF_TOKEN or run `hf auth login`)"
-        )
-    return token
+    return resolve_token(cfg.hub_token, purpose=f"--push-to-hub {cfg.push_to_hub}", flag=None)
 
 
 def push_checkpoint(out_dir: str | Path, repo_id: str, token: str) -> str:
     """Upload the checkpoint folder (model + card) as it is to the model repo ``repo_id``."""
-    from huggingface_hub import HfApi
+    from hf_posbias.hub import upload_folder
 
-    api = HfApi(token=token)
-    try:
-        api.create_repo(repo_id, repo_type="model", exist_ok=True)
-        api.upload_folder(
-            folder_path=str(out_dir),
-            repo_id=repo_id,
-            repo_type="model",
-            commit_message="posbias train: checkpoint and model card",
-        )
-    except Exception as err:  # HTTP, auth and network errors alike
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise BackendError(f"push to {repo_id} failed: {first[:200]}") from None
-    return f"https://huggingface.co/{repo_id}"
+    return upload_folder(
+        out_dir,
+        repo_id,
+        repo_type="model",
+        token=token,
+        commit_message="posbias train: checkpoint and model card",
+    )
 
 
 # --------------------------------------------------------------------------- training
@@ -669,7 +662,7 @@ def _card_info(cfg, spec, rows, result, truncation, lr, model) -> Any:  # noqa: 
         positional_encoding=spec.positional_encoding,
         config=cfg.config,
         distribution=description,
-        nominal_ratio=NAMED_RATIOS.get(cfg.config, cfg.config if _RATIO.match(cfg.config) else ""),
+        nominal_ratio=config_label(cfg.config),
         dataset=cfg.data,
         dataset_on_hub=not Path(cfg.data).expanduser().exists(),
         dataset_config=rows.repo_config,

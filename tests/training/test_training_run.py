@@ -112,7 +112,7 @@ def train_repo(tmp_path_factory) -> str:
         {
             "uniform": rows,
             "begin": [r for r in rows if r["target_position"] == "begin"],
-            "50-25-25": rows,
+            "r50-25-25": rows,
             "empty": [],
             "nobin": [{k: v for k, v in r.items() if k != "length_bin"} for r in rows],
         },
@@ -371,7 +371,7 @@ def test_bad_inputs_one_line_exit_2(
 def test_ratio_config_maps_to_repo_config(train_repo):
     from hf_posbias.training.train import resolve_repo_config
 
-    assert resolve_repo_config(train_repo, "50:25:25") == "50-25-25"
+    assert resolve_repo_config(train_repo, "50:25:25") == "r50-25-25"
     assert resolve_repo_config(train_repo, "uniform") == "uniform"
 
 
