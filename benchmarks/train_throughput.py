@@ -138,13 +138,13 @@ def build_rows(rows_per_bin: int, seed: int) -> tuple[list[dict[str, Any]], str]
 
 def write_data(rows: list[dict[str, Any]], folder: Path) -> str:
     """The rows as a Hub-identical training-set folder (config ``uniform``)."""
-    from hf_posbias.hub import DatasetCardInfo, write_train_repo
+    from hf_posbias.publish import DatasetCardInfo, write_train_repo
 
     info = DatasetCardInfo.from_dict(
         {
             "pretty_name": "throughput benchmark",
             "delta": 0.0,
-            "seed": 0,
+            "sampling_seed": 0,
             "budget": len(rows),
             "corpus": {"name": "benchmark windows", "license": "cc-by-sa-3.0"},
             "generator": {"name": "ict"},

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import InputError
+from hf_posbias.progress import progress as progress_bar
 
 if TYPE_CHECKING:
     import numpy as np
@@ -461,11 +462,11 @@ def run_evidence_moving(
     Raises:
         InputError: when no pair is left to average.
     """
-    from tqdm.auto import tqdm
-
     skipped: Counter[str] = Counter(load_skipped or {})
     curves: list[EvidenceCurve] = []
-    for case in tqdm(cases, desc=f"evidence moving [{label}]", unit="pair", disable=not progress):
+    for case in progress_bar(
+        cases, desc=f"evidence moving [{label}]", unit="pair", disable=not progress
+    ):
         try:
             case.slots(n)
         except InputError:

@@ -27,6 +27,7 @@ from hf_posbias.analysis.evidence_moving import (
     mean_and_stderr,
 )
 from hf_posbias.errors import InputError
+from hf_posbias.progress import progress as progress_bar
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -108,12 +109,10 @@ def segment_profile(
     Raises:
         InputError: when no document is left.
     """
-    from tqdm.auto import tqdm
-
     docs = list(documents)
     skipped: Counter[str] = Counter()
     rows: list[tuple[str, tuple[float, ...]]] = []
-    for doc_id, text in tqdm(
+    for doc_id, text in progress_bar(
         docs, desc=f"segment profile [{label}]", unit="doc", disable=not progress
     ):
         text = text.strip()

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias import POSITIONS
-from hf_posbias.errors import BackendError, InputError, PosbiasError
+from hf_posbias.errors import BackendError, InputError, PosbiasError, first_line
 from hf_posbias.sampling import config_label
 from hf_posbias.training.settings import TrainConfig, TrainingSettings
 
@@ -83,12 +83,13 @@ class TrainingRows:
         return len(self.queries)
 
     def counts(self) -> dict[str, dict[str, int]]:
-        """Rows per length bin × target position (bins in first-seen order)."""
-        table: dict[str, dict[str, int]] = {}
-        for bin_name, pos in zip(self.bins, self.positions, strict=True):
-            table.setdefault(bin_name, {p: 0 for p in POSITIONS})
-            table[bin_name][pos] = table[bin_name].get(pos, 0) + 1
-        return table
+        """Rows per length bin × target position (bins in numeric order)."""
+        from hf_posbias.corpus import bin_position_counts
+
+        return bin_position_counts(
+            {"length_bin": b, "target_position": p}
+            for b, p in zip(self.bins, self.positions, strict=True)
+        )
 
 
 @dataclass
@@ -217,8 +218,9 @@ def load_training_rows(data: str, config: str) -> TrainingRows:
     except PosbiasError:
         raise
     except Exception as err:  # see _available_configs
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise InputError(f"cannot load {data!r} config {repo_config!r}: {first[:200]}") from None
+        raise InputError(
+            f"cannot load {data!r} config {repo_config!r}: {first_line(err, 200)}"
+        ) from None
     required = REQUIRED_COLUMNS + (("retained",) if config == "ips" else ())
     missing = [c for c in required if c not in ds.column_names]
     if missing:
