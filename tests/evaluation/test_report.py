@@ -16,7 +16,7 @@ from hf_posbias.evaluation.report import (
     write_summary_tables,
 )
 from hf_posbias.evaluation.reversal import ReversalResult
-from hf_posbias.evaluation.runner import EvaluationSummary
+from hf_posbias.evaluation.summary import EvaluationSummary
 
 BUCKETS = ["begin", "middle", "end"]
 
