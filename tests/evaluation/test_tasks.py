@@ -254,3 +254,12 @@ def test_span_outside_the_document_is_a_counted_warning(folder, tmp_path):
         "WikiSentences: 1 queries: evidence span outside the document "
         "(kept; relative positions clipped)"
     ]
+
+
+def test_every_task_class_computes_descriptive_statistics(folder):
+    from hf_posbias.tasks import NAMED_TASKS, PositionRetrievalTask
+
+    for cls in [PositionRetrievalTask, *NAMED_TASKS.values()]:
+        stats = cls(folder).calculate_descriptive_statistics()
+        assert stats["test"]["num_queries"] == 9, cls.__name__
+        assert stats["test"]["relevant_docs_statistics"]["num_relevant_docs"] == 9
