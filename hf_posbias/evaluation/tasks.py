@@ -73,6 +73,7 @@ from hf_posbias.evaluation.registry import (
     card_names,
     cards,
     find_card,
+    mteb_license,
     require_card,
     task_metadata,
 )
@@ -163,7 +164,11 @@ def build_metadata(
     """
     if not info.buckets and not (card and card.buckets):
         raise InputError(f"task {info.name!r}: task.json lists no buckets")
-    license_ = info.license if info.license != "not specified" or not card else card.license
+    # A folder built before the cards spelled licences for mteb ("CC BY-NC 2.0") falls back to
+    # its card's spelling instead of becoming "not specified".
+    license_ = mteb_license(info.license)
+    if license_ == "not specified" and card is not None:
+        license_ = card.license
     return task_metadata(
         name=info.name or (card.name if card else "PositionTask"),
         description=info.description or (card.description if card else "position task"),
