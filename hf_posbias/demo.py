@@ -62,7 +62,7 @@ class DemoSettings:
     limit: int | None = None
     holdout: float = 0.1
     min_cell: int = 30
-    max_steps: int = 30
+    max_steps: int = 20
     batch_size: int = 16
     bootstrap: int = 1000
     seed: int = 42
