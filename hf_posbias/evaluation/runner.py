@@ -1,44 +1,40 @@
-"""Evaluate one model on position tasks with ``mteb.evaluate`` → per-bucket nDCG@10, mean, PSI.
+"""``posbias evaluate`` as a thin layer over ``mteb.evaluate``: summaries, intervals, exports.
 
 The flow for ``evaluate_model(model, tasks, out_dir)``:
 
-1. every task is resolved (:func:`hf_posbias.evaluation.tasks.get_task`) and its data loaded and
-   validated *before* the model is loaded, so a broken folder fails in a second, in one line;
-2. the model is loaded once (:func:`load_model`): ``bm25`` → :class:`~.search.BM25Model`;
-   anything else through :mod:`hf_posbias.modeling` (local path → packaged model → Hub id),
-   wrapped in :class:`~.cache.CachedEncoder` (corpus embedded once per model across buckets and
-   tasks) with a unique mteb name/revision; with a reranker, :class:`~.search.RerankSearch`;
+1. every task is resolved (:func:`hf_posbias.evaluation.tasks.get_task`, with the chosen
+   ``scoring``) and its data loaded and validated *before* the model is loaded, so a broken
+   folder fails in a second, in one line;
+2. the model is loaded once (:func:`hf_posbias.evaluation.models.load_model`);
 3. each task runs through ``mteb.evaluate`` with an explicit result folder
    (``<out>/mteb-results``, mteb's ``ResultCache`` layout, ``overwrite_strategy="always"``: a
-   rerun never silently reuses old scores);
-4. per-subset scores are read from the ``TaskResult`` itself (``TaskResult.task`` raises for
-   non-registry tasks) and summarised with :func:`hf_posbias.evaluation.psi.summarize_positions`.
+   rerun never silently reuses old scores). The task's ``task_specific_scores`` hook puts the
+   per-position scores, mean, PSI and worst drop into mteb's own result;
+4. the summary is read from that ``TaskResult``; the per-query rows the hook kept give the
+   bootstrap intervals (:func:`~hf_posbias.evaluation.uncertainty.bootstrap_positions`), the
+   per-query table and the TREC run file (:mod:`~hf_posbias.evaluation.exports`).
 
 Outputs in ``out_dir``:
 
-- ``summary.json`` — ONE task: the task's summary dict (schema below). SEVERAL tasks: a JSON
-  list of those dicts, in the order given;
-- ``summary.md`` / ``summary.csv`` — tables for any number of tasks (CSV in long format: one
-  row per task × bucket);
-- ``mteb-results/results/<model>/<revision>/<Task>.json`` — mteb's own result files, ready for
-  ``ResultCache.submit_results`` (see ``docs/submitting_results.md``).
+- ``summary.json`` — ONE task: the task's summary dict; SEVERAL: a JSON list of them;
+- ``summary.md`` / ``summary.csv`` — tables (intervals included; CSV in long format);
+- ``per_query/<Task>.parquet`` and ``runs/<Task>.trec`` — per-query results and the top-100;
+- ``mteb-results/results/<model>/<revision>/<Task>.json`` — mteb's own result files (with PSI),
+  ready for ``ResultCache.submit_results`` (see ``docs/submitting_results.md``).
 
-Summary dict keys: ``model`` (the argument), ``model_name``/``model_revision`` (what mteb
-recorded), ``task``, ``task_path``, ``buckets`` (ordered, empty ones included), ``ndcg_at_10``
-({bucket: score or null for empty buckets}), ``n_queries`` ({bucket: count}), ``empty_buckets``,
-``mean``, ``psi`` (null only if every bucket scored 0), ``worst_drop``, ``best_bucket``,
-``worst_bucket``, ``metrics`` ({metric: {bucket: score}} for recall@100, mrr@10, ndcg@100 …),
-``n_documents``, ``top_k``, ``reranker``, ``first_stage``, ``rerank_k``, ``encode_stats``,
-``search_stats``, ``evaluation_time_s``, ``mteb_version``, ``mteb_result_path``, ``warnings``.
-``encode_stats`` (texts encoded per prompt type, cache hits) and ``search_stats`` (BM25 index
-builds, reranked pairs) are cumulative for the loaded model up to the end of that task.
+Summary dict keys: those of :class:`~hf_posbias.evaluation.summary.EvaluationSummary`:
+``model``, ``model_name``/``model_revision``, ``task``, ``task_path``, ``task_revision``,
+``hf_subset``, ``scoring``, ``buckets``, ``ndcg_at_10``, ``n_queries``, ``empty_buckets``,
+``mean``, ``psi``, ``worst_drop``, ``best_bucket``, ``worst_bucket``, ``metrics``
+(``ndcg_at_100``, ``recall_at_10``, ``recall_at_100``, ``mrr_at_10`` per bucket), ``intervals``,
+``per_query_path``, ``run_path``, ``n_documents``, ``top_k``, ``reranker``, ``first_stage``,
+``rerank_k``, ``encode_stats``, ``search_stats``, ``evaluation_time_s``, ``mteb_version``,
+``mteb_result_path``, ``strata`` (posir), ``warnings``.
 
 Example:
-    >>> from hf_posbias.evaluation.runner import EvaluationSummary
-    >>> s = EvaluationSummary.from_scores("m", "T", ["begin", "end"], {"begin": 0.8, "end": 0.4},
-    ...                                   n_queries={"begin": 5, "end": 5})
-    >>> (s.mean, s.psi)
-    (0.6000000000000001, 0.5)
+    >>> from hf_posbias.evaluation.runner import bootstrap_setting
+    >>> bootstrap_setting(1000)
+    1000
 """
 
 from __future__ import annotations
@@ -46,281 +42,44 @@ from __future__ import annotations
 import logging
 import time
 import warnings
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hf_posbias.errors import InputError, ModelLoadError, PosbiasError
-from hf_posbias.evaluation.psi import summarize_positions
+from hf_posbias.errors import BackendError, InputError, PosbiasError, first_line
+from hf_posbias.evaluation.exports import (
+    PER_QUERY_DIRNAME,
+    RUNS_DIRNAME,
+    per_bucket_from_table,
+    safe_name,
+    write_per_query,
+    write_trec_run,
+)
+from hf_posbias.evaluation.models import LoadedModel, load_model
+from hf_posbias.evaluation.registry import DEFAULT_TOP_K, SPLIT
+from hf_posbias.evaluation.summary import EvaluationSummary, write_summary_json
 
 logger = logging.getLogger(__name__)
 
-EXTRA_METRICS: tuple[str, ...] = ("ndcg_at_100", "recall_at_10", "recall_at_100", "mrr_at_10")
-"""Per-bucket metrics kept besides ``ndcg_at_10``."""
 RESULTS_DIRNAME = "mteb-results"
-SPLIT = "test"
+DEFAULT_BOOTSTRAP = 1000
+BOOTSTRAP_SEED = 0
 
 
-@dataclass
-class EvaluationSummary:
-    """Position-wise results of one model on one task (``summary.json``)."""
+def bootstrap_setting(n_resamples: int | None) -> int | None:
+    """Validate ``--bootstrap``: ``None`` (off) or at least 1 resample.
 
-    model: str
-    task: str
-    buckets: list[str]
-    ndcg_at_10: dict[str, float | None]
-    n_queries: dict[str, int]
-    empty_buckets: list[str]
-    mean: float
-    psi: float | None
-    worst_drop: float
-    best_bucket: str
-    worst_bucket: str
-    metrics: dict[str, dict[str, float | None]] = field(default_factory=dict)
-    model_name: str = ""
-    model_revision: str = ""
-    task_path: str | None = None
-    n_documents: int = 0
-    top_k: int = 100
-    reranker: str | None = None
-    first_stage: str | None = None
-    rerank_k: int | None = None
-    encode_stats: dict[str, Any] | None = None
-    search_stats: dict[str, Any] | None = None
-    evaluation_time_s: float = 0.0
-    mteb_version: str = ""
-    mteb_result_path: str | None = None
-    warnings: list[str] = field(default_factory=list)
-
-    @classmethod
-    def from_scores(
-        cls,
-        model: str,
-        task: str,
-        buckets: Sequence[str],
-        scores: Mapping[str, float | None],
-        *,
-        n_queries: Mapping[str, int],
-        **extra: Any,
-    ) -> EvaluationSummary:
-        """Summarise per-bucket nDCG@10 (``None`` = empty bucket) with mean, PSI, worst drop.
-
-        Empty buckets and an undefined PSI are recorded in ``warnings`` and re-emitted as
-        :class:`UserWarning` — never dropped silently.
-        """
-        ordered = {b: scores.get(b) for b in buckets}
-        notes: list[str] = list(extra.pop("warnings", []))
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                summary = summarize_positions(ordered)
-                psi_value: float | None = summary.psi
-                mean, worst_drop = summary.mean, summary.worst_drop
-                best, worst = summary.best_bucket, summary.worst_bucket
-                empty = summary.empty_buckets
-            except InputError as err:
-                present = {b: v for b, v in ordered.items() if v is not None}
-                if not present:
-                    raise InputError(f"{task}: no bucket has queries, nothing to score") from None
-                # Every bucket scored 0: PSI is undefined (max = 0); say so instead of failing.
-                notes.append(f"{task}: {err}")
-                psi_value, worst_drop = None, 0.0
-                mean = sum(present.values()) / len(present)
-                best = worst = next(iter(present))
-                empty = [b for b, v in ordered.items() if v is None]
-        notes.extend(f"{task}: {w.message}" for w in caught)
-        present_count = sum(v is not None for v in ordered.values())
-        if present_count == 1 and len(ordered) > 1:
-            notes.append(f"{task}: only one bucket has queries, PSI is trivially 0")
-        for note in notes:
-            warnings.warn(note, UserWarning, stacklevel=2)
-        return cls(
-            model=model,
-            task=task,
-            buckets=list(buckets),
-            ndcg_at_10=ordered,
-            n_queries={b: int(n_queries.get(b, 0)) for b in buckets},
-            empty_buckets=empty,
-            mean=mean,
-            psi=psi_value,
-            worst_drop=worst_drop,
-            best_bucket=best,
-            worst_bucket=worst,
-            warnings=notes,
-            **extra,
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable form (the ``summary.json`` schema)."""
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> EvaluationSummary:
-        """Read a dict written by :meth:`to_dict` (unknown keys are ignored)."""
-        known = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in data.items() if k in known})
-
-    @property
-    def label(self) -> str:
-        """Short label for plots and tables (model, plus the reranking pipeline if any)."""
-        if self.reranker:
-            return f"{self.first_stage} → {self.reranker}@{self.rerank_k}"
-        # The display name (e.g. "models/posbias-minilm-begin"), not a long absolute path.
-        return self.model_name or self.model
-
-
-@dataclass
-class LoadedModel:
-    """A model ready for ``mteb.evaluate`` plus what the summaries report about it."""
-
-    spec: str
-    model: Any
-    kind: str
-    name: str
-    revision: str
-    encoder: Any = None
-    search: Any = None
-    reranker: str | None = None
-    first_stage: str | None = None
-    rerank_k: int | None = None
-
-    @property
-    def sentence_transformer(self) -> Any:
-        """The SentenceTransformer behind a bi-encoder (``None`` for BM25 and rerankers).
-
-        The analyses (evidence moving, segment profile) need the raw model, not the cached
-        mteb encoder wrapped around it.
-        """
-        if self.kind != "bi-encoder" or self.encoder is None:
-            return None
-        # CachedEncoder → mteb SentenceTransformerEncoderWrapper → SentenceTransformer
-        return self.encoder.model.model
-
-    def encode_stats(self) -> dict[str, Any] | None:
-        """Counters of the embedding cache (``None`` for BM25)."""
-        return self.encoder.stats.to_dict() if self.encoder is not None else None
-
-    def search_stats(self) -> dict[str, Any] | None:
-        """Counters of the search model (index builds, pairs reranked …)."""
-        return self.search.stats.to_dict() if self.search is not None else None
-
-
-def _check_model_path(spec: str) -> None:
-    text = str(spec)
-    if text.startswith(("/", "./", "../", "~")) and not Path(text).expanduser().exists():
-        raise ModelLoadError(f"model path {text} does not exist")
-
-
-def _model_identity(spec: str, loaded: Any) -> tuple[str, str]:
-    """Unique mteb (name, revision) for a model argument (see OFFLINE_NOTES, mteb pitfalls)."""
-    from hf_posbias.evaluation.cache import folder_fingerprint
-    from hf_posbias.modeling import PACKAGED_MODELS, model_display_name, resolve_model
-
-    resolved = resolve_model(spec)
-    if spec in PACKAGED_MODELS:
-        name = spec if "/" in spec else f"sentence-transformers/{spec}"
-    else:
-        name = model_display_name(spec)
-    if Path(resolved).exists():
-        return name, f"local-{folder_fingerprint(resolved)}"
-    revision = None
-    try:  # transformers records the Hub commit it loaded
-        revision = loaded[0].auto_model.config._commit_hash
-    except (AttributeError, IndexError, KeyError, TypeError):
-        revision = getattr(getattr(loaded, "config", None), "_commit_hash", None)
-    return name, revision or "no_revision_available"
-
-
-def _load_retriever(
-    spec: str, *, device: str | None, embedding_cache_dir: str | Path | None
-) -> tuple[Any, str, str, Any, Any]:
-    """(mteb model, name, revision, encoder-or-None, search-or-None) for a first-stage spec."""
-    from hf_posbias.evaluation.search import BM25Model, is_bm25
-
-    if is_bm25(spec):
-        bm25 = BM25Model()
-        meta = bm25.mteb_model_meta
-        return bm25, str(meta.name), str(meta.revision), None, bm25
-    _check_model_path(spec)
-    from mteb.models import SentenceTransformerEncoderWrapper
-
-    from hf_posbias.evaluation.cache import CachedEncoder, unique_model_meta
-    from hf_posbias.modeling import load_sentence_transformer
-
-    st_model = load_sentence_transformer(spec, device=device)
-    name, revision = _model_identity(spec, st_model)
-    wrapper = SentenceTransformerEncoderWrapper(st_model)
-    meta = unique_model_meta(wrapper.mteb_model_meta, name, revision)
-    wrapper.mteb_model_meta = meta
-    encoder = CachedEncoder(wrapper, cache_dir=embedding_cache_dir, meta=meta)
-    return encoder, name, revision, encoder, None
-
-
-def load_model(
-    model: str,
-    *,
-    reranker: str | None = None,
-    first_stage: str | None = None,
-    rerank_k: int = 100,
-    device: str | None = None,
-    embedding_cache_dir: str | Path | None = None,
-) -> LoadedModel:
-    """Load a retriever (``bm25`` or a bi-encoder) or a two-stage reranking pipeline.
-
-    Two spellings of the same pipeline: ``load_model("bm25", reranker=CE)`` and
-    ``load_model(CE, first_stage="bm25")`` — the cross-encoder reranks the first stage's top
-    ``rerank_k``.
-
-    Raises:
-        ModelLoadError: a model path that does not exist or a model that cannot load.
+    Example:
+        >>> bootstrap_setting(0)
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: --bootstrap must be at least 1 resample, got 0
     """
-    if reranker and first_stage:
-        raise InputError("give either a reranker (model = first stage) or a first stage, not both")
-    if first_stage:
-        retriever_spec, reranker_spec = first_stage, model
-    else:
-        retriever_spec, reranker_spec = model, reranker
-    retriever, name, revision, encoder, search = _load_retriever(
-        retriever_spec, device=device, embedding_cache_dir=embedding_cache_dir
-    )
-    if not reranker_spec:
-        kind = "bm25" if search is not None else "bi-encoder"
-        return LoadedModel(
-            spec=model,
-            model=retriever,
-            kind=kind,
-            name=name,
-            revision=revision,
-            encoder=encoder,
-            search=search,
-        )
-    _check_model_path(reranker_spec)
-    from mteb.models import CrossEncoderWrapper
-
-    from hf_posbias.evaluation.cache import unique_model_meta
-    from hf_posbias.evaluation.search import RerankSearch
-    from hf_posbias.modeling import load_cross_encoder
-
-    ce = load_cross_encoder(reranker_spec, device=device)
-    ce_name, ce_revision = _model_identity(reranker_spec, ce)
-    ce_wrapper = CrossEncoderWrapper(ce)
-    ce_wrapper.mteb_model_meta = unique_model_meta(ce_wrapper.mteb_model_meta, ce_name, ce_revision)
-    pipeline = RerankSearch(
-        retriever, ce_wrapper, rerank_k=rerank_k, first_stage_name=f"{name}@{revision}"
-    )
-    return LoadedModel(
-        spec=model,
-        model=pipeline,
-        kind="rerank",
-        name=ce_name,
-        revision=ce_revision,
-        encoder=encoder,
-        search=pipeline,
-        reranker=reranker_spec,
-        first_stage=retriever_spec,
-        rerank_k=rerank_k,
-    )
+    if n_resamples is None:
+        return None
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 1:
+        raise InputError(f"--bootstrap must be at least 1 resample, got {n_resamples}")
+    return n_resamples
 
 
 def scores_by_subset(task_result: Any, split: str = SPLIT) -> dict[str, dict[str, Any]]:
@@ -336,35 +95,44 @@ def run_task(
     task: Any,
     *,
     batch_size: int = 32,
-    top_k: int = 100,
     results_dir: str | Path | None = None,
     show_progress: bool = False,
 ) -> Any:
-    """Run ``mteb.evaluate`` on one loaded task and return its ``TaskResult``.
+    """Run ``mteb.evaluate`` on one task and return its ``TaskResult``.
 
     ``results_dir`` is an explicit mteb ``ResultCache`` folder (or ``None``: no cache at all);
     either way the evaluation always runs — cached scores are never reused.
     """
     import mteb
 
-    if top_k < 10:
-        raise InputError(f"top_k must be >= 10 to compute nDCG@10, got {top_k}")
     task.load_data()
-    task._top_k = top_k  # mteb retrieves max(k_values)=1000 by default; Z25 uses 100
     cache = mteb.ResultCache(cache_path=results_dir) if results_dir is not None else None
-    result = mteb.evaluate(
-        loaded.model,
-        task,
-        cache=cache,
-        overwrite_strategy="always",
-        encode_kwargs={"batch_size": batch_size, "show_progress_bar": show_progress},
-        show_progress_bar=show_progress,
-        co2_tracker=False,
-        raise_error=True,
-    )
+    try:
+        result = mteb.evaluate(
+            loaded.model,
+            task,
+            cache=cache,
+            overwrite_strategy="always",
+            encode_kwargs={"batch_size": batch_size, "show_progress_bar": show_progress},
+            show_progress_bar=show_progress,
+            co2_tracker=False,
+            raise_error=True,
+        )
+    except PosbiasError as err:
+        # A problem found while scoring (e.g. NaN scores) names the task and the model.
+        raise type(err)(f"{task.metadata.name} with {loaded.name}: {err}") from None
     if result.exceptions:
-        raise PosbiasError(f"{task.metadata.name}: {result.exceptions[0].exception}")
+        raise BackendError(f"{task.metadata.name}: {first_line(result.exceptions[0].exception)}")
     return result.task_results[0]
+
+
+def _intervals(rows: Sequence[Any], n_resamples: int | None, seed: int) -> dict[str, Any] | None:
+    if n_resamples is None or not rows:
+        return None
+    from hf_posbias.evaluation.uncertainty import bootstrap_positions
+
+    per_bucket = per_bucket_from_table([r.to_row() for r in rows])
+    return bootstrap_positions(per_bucket, n_resamples=n_resamples, seed=seed).to_dict()
 
 
 def summarize_task(
@@ -372,26 +140,21 @@ def summarize_task(
     task: Any,
     task_result: Any,
     *,
-    top_k: int,
+    out_dir: Path | None = None,
+    bootstrap: int | None = DEFAULT_BOOTSTRAP,
+    seed: int = BOOTSTRAP_SEED,
     evaluation_time_s: float = 0.0,
     results_dir: str | Path | None = None,
-) -> EvaluationSummary:
-    """Turn a ``TaskResult`` into an :class:`EvaluationSummary` (PSI over non-empty buckets)."""
+) -> list[EvaluationSummary]:
+    """One :class:`EvaluationSummary` per subset of a ``TaskResult`` (one unless multilingual).
+
+    The numbers come from the ``position`` scores mteb recorded; the per-query rows kept by the
+    task give the intervals and (with ``out_dir``) the per-query table and the TREC run.
+    """
     import mteb
 
     subsets = scores_by_subset(task_result)
-    counts = task.bucket_counts
-    buckets = task.buckets
-    missing = [b for b in buckets if counts.get(b, 0) > 0 and b not in subsets]
-    if missing:
-        raise PosbiasError(f"{task.metadata.name}: mteb returned no scores for bucket(s) {missing}")
-    ndcg = {b: (float(subsets[b]["ndcg_at_10"]) if b in subsets else None) for b in buckets}
-    metrics = {
-        m: {
-            b: (float(subsets[b][m]) if b in subsets and m in subsets[b] else None) for b in buckets
-        }
-        for m in EXTRA_METRICS
-    }
+    name = task.metadata.name
     result_path = None
     if results_dir is not None:
         result_path = str(
@@ -399,30 +162,73 @@ def summarize_task(
                 task_result.task_name, loaded.model.mteb_model_meta
             )
         )
-    return EvaluationSummary.from_scores(
-        loaded.spec,
-        task.metadata.name,
-        buckets,
-        ndcg,
-        n_queries=counts,
-        metrics=metrics,
-        model_name=loaded.name,
-        model_revision=loaded.revision,
-        task_path=str(task.folder),
-        n_documents=len(task.task_data.corpus),
-        top_k=top_k,
-        reranker=loaded.reranker,
-        first_stage=loaded.first_stage,
-        rerank_k=loaded.rerank_k,
-        encode_stats=loaded.encode_stats(),
-        search_stats=loaded.search_stats(),
-        evaluation_time_s=round(evaluation_time_s, 3),
-        mteb_version=str(task_result.mteb_version or ""),
-        mteb_result_path=result_path,
-    )
+    summaries = []
+    for subset, scores in subsets.items():
+        position = scores.get("position")
+        kept = task.last_evaluation.get(subset)
+        if position is None or kept is None:
+            raise PosbiasError(f"{name}: mteb returned no position scores for subset {subset!r}")
+        label = name if len(subsets) == 1 else f"{name} ({subset})"
+        per_query_path = run_path = None
+        if out_dir is not None:
+            stem = safe_name(label)
+            per_query_path = str(
+                write_per_query(kept.rows, out_dir / PER_QUERY_DIRNAME / f"{stem}.parquet")
+            )
+            run_path = str(
+                write_trec_run(
+                    kept.run, out_dir / RUNS_DIRNAME / f"{stem}.trec", loaded.name, task._top_k
+                )
+            )
+        notes = list(position.get("notes") or [])
+        present = {b: v for b, v in position["ndcg_at_10"].items() if v is not None}
+        if not present:
+            raise InputError(f"{label}: no bucket has queries, nothing to score")
+        summaries.append(
+            EvaluationSummary(
+                model=loaded.spec,
+                task=label,
+                buckets=list(position["buckets"]),
+                ndcg_at_10=dict(position["ndcg_at_10"]),
+                n_queries=dict(position["n_queries"]),
+                empty_buckets=list(position["empty_buckets"]),
+                mean=float(position["mean"]),
+                psi=position["psi"],
+                worst_drop=float(position["worst_drop"] or 0.0),
+                best_bucket=str(position["best_bucket"]),
+                worst_bucket=str(position["worst_bucket"]),
+                metrics=dict(position["metrics"]),
+                model_name=loaded.name,
+                model_revision=loaded.revision,
+                task_path=str(task.folder),
+                task_revision=str(task.metadata.revision),
+                hf_subset=subset,
+                scoring=str(position["scoring"]),
+                n_documents=len(task.task_data.corpus),
+                top_k=int(task._top_k),
+                reranker=loaded.reranker,
+                first_stage=loaded.first_stage,
+                rerank_k=loaded.rerank_k,
+                encode_stats=loaded.encode_stats(),
+                search_stats=loaded.search_stats(),
+                evaluation_time_s=round(evaluation_time_s, 3),
+                mteb_version=str(task_result.mteb_version or ""),
+                mteb_result_path=result_path,
+                intervals=_intervals(kept.rows, bootstrap, seed),
+                per_query_path=per_query_path,
+                run_path=run_path,
+                strata=dict(position.get("strata") or {}),
+                warnings=[f"{label}: {n}" for n in notes],
+            )
+        )
+        for note in summaries[-1].warnings:
+            warnings.warn(note, UserWarning, stacklevel=2)
+    return summaries
 
 
-def load_tasks(tasks: Sequence[str | Path | Any]) -> list[Any]:
+def load_tasks(
+    tasks: Sequence[str | Path | Any], *, scoring: str = "default", top_k: int = DEFAULT_TOP_K
+) -> list[Any]:
     """Resolve and load every task (fails fast, one line, before any model is loaded)."""
     from hf_posbias.evaluation.tasks import get_task
 
@@ -430,7 +236,7 @@ def load_tasks(tasks: Sequence[str | Path | Any]) -> list[Any]:
         raise InputError("no task given")
     loaded = []
     for spec in tasks:
-        task = spec if hasattr(spec, "load_data") else get_task(spec)
+        task = spec if hasattr(spec, "load_data") else get_task(spec, scoring=scoring, top_k=top_k)
         task.load_data()
         loaded.append(task)
     names = [t.metadata.name for t in loaded]
@@ -442,31 +248,11 @@ def load_tasks(tasks: Sequence[str | Path | Any]) -> list[Any]:
 
 def write_summaries(summaries: Sequence[EvaluationSummary], out_dir: str | Path) -> Path:
     """Write ``summary.json`` (dict for one task, list for several) + markdown/CSV tables."""
-    import json
-    import os
-
     from hf_posbias.evaluation.report import write_summary_tables
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    dicts = [s.to_dict() for s in summaries]
-    payload = dicts[0] if len(dicts) == 1 else dicts
-    # Not shards.write_json: it sorts keys, and bucket dicts must keep the position order.
-    target = out / "summary.json"
-    tmp = target.with_name(f".summary.json.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
-    os.replace(tmp, target)
-    write_summary_tables(summaries, out)
+    target = write_summary_json(summaries, out_dir)
+    write_summary_tables(summaries, out_dir)
     return target
-
-
-def read_summaries(path: str | Path) -> list[EvaluationSummary]:
-    """Read a ``summary.json`` (either layout) back into summaries."""
-    import json
-
-    data = json.loads(Path(path).read_text())
-    rows = data if isinstance(data, list) else [data]
-    return [EvaluationSummary.from_dict(row) for row in rows]
 
 
 def evaluate_model(
@@ -475,16 +261,18 @@ def evaluate_model(
     out_dir: str | Path,
     *,
     batch_size: int = 32,
-    top_k: int = 100,
+    top_k: int = DEFAULT_TOP_K,
     reranker: str | None = None,
     first_stage: str | None = None,
     rerank_k: int = 100,
     device: str | None = None,
-    embedding_cache_dir: str | Path | None = None,
+    scoring: str = "default",
+    bootstrap: int | None = DEFAULT_BOOTSTRAP,
+    seed: int = BOOTSTRAP_SEED,
     show_progress: bool = False,
     loaded: LoadedModel | None = None,
 ) -> list[EvaluationSummary]:
-    """Evaluate ``model`` on position tasks; write ``summary.json`` and tables in ``out_dir``.
+    """Evaluate ``model`` on position tasks; write summaries, tables and exports in ``out_dir``.
 
     Args:
         model: ``bm25``, a local folder, a packaged name (``all-MiniLM-L6-v2``) or a Hub id;
@@ -497,29 +285,29 @@ def evaluate_model(
         first_stage: the retriever whose top ``rerank_k`` the cross-encoder ``model`` reranks.
         rerank_k: candidates handed to the reranker.
         device: torch device for the models.
-        embedding_cache_dir: persist embeddings there (in-memory cache is always on).
+        scoring: ``default``, ``zeng2025`` or ``posir``.
+        bootstrap: resamples of the percentile intervals (``None``: no intervals).
+        seed: seed of the bootstrap.
         show_progress: progress bars from mteb/sentence-transformers.
-        loaded: an already loaded model (skips loading; used by the audit and reversal).
+        loaded: an already loaded model (skips loading; used by the audit).
 
     Returns:
-        One :class:`EvaluationSummary` per task, in order.
+        One :class:`EvaluationSummary` per task (per subset of a multilingual task), in order.
 
     Example:
-        >>> # evaluate_model("bm25", ["tasks/squad-posq-tiny"], "runs/bm25")
+        >>> # evaluate_model("bm25", ["tasks/squad-posq-tiny"], "runs/bm25", bootstrap=1000)
     """
-    task_objects = load_tasks(tasks)
+    bootstrap = bootstrap_setting(bootstrap)
+    if top_k < 10:
+        raise InputError(f"top_k must be >= 10 to compute nDCG@10, got {top_k}")
+    task_objects = load_tasks(tasks, scoring=scoring, top_k=top_k)
     if loaded is None:
         loaded = load_model(
-            model,
-            reranker=reranker,
-            first_stage=first_stage,
-            rerank_k=rerank_k,
-            device=device,
-            embedding_cache_dir=embedding_cache_dir,
+            model, reranker=reranker, first_stage=first_stage, rerank_k=rerank_k, device=device
         )
     out = Path(out_dir)
     results_dir = out / RESULTS_DIRNAME
-    summaries = []
+    summaries: list[EvaluationSummary] = []
     for task in task_objects:
         logger.info("evaluating %s on %s", loaded.name, task.metadata.name)
         start = time.perf_counter()
@@ -527,16 +315,17 @@ def evaluate_model(
             loaded,
             task,
             batch_size=batch_size,
-            top_k=top_k,
             results_dir=results_dir,
             show_progress=show_progress,
         )
-        summaries.append(
+        summaries.extend(
             summarize_task(
                 loaded,
                 task,
                 task_result,
-                top_k=top_k,
+                out_dir=out,
+                bootstrap=bootstrap,
+                seed=seed,
                 evaluation_time_s=time.perf_counter() - start,
                 results_dir=results_dir,
             )

@@ -1,11 +1,12 @@
 """Search models for position tasks: BM25 and cross-encoder reranking, usable in ``mteb.evaluate``.
 
 - :class:`BM25Model` wraps mteb's own ``BM25Search`` (``mteb/baseline-bm25s``, bm25s with the
-  language's stop words and Snowball stemmer taken from the task's ``eval_langs``). mteb calls
-  ``index`` once per ``hf_subset``; a position task's subsets share one corpus, so the index is
-  kept while the corpus fingerprint is unchanged — built once per task, not once per bucket.
-- :class:`RerankSearch` is a two-stage pipeline: a first stage (BM25, or any mteb encoder
-  such as :class:`~hf_posbias.evaluation.cache.CachedEncoder`) retrieves the top ``rerank_k``
+  language's stop words and Snowball stemmer taken from the task's ``eval_langs``), quiets its
+  progress bars, counts index builds and turns a missing ``PyStemmer`` into a one-line error.
+  mteb calls ``index`` once per ``hf_subset``; a position task evaluates all its queries in one
+  subset, so the corpus is indexed once per task.
+- :class:`RerankSearch` is a two-stage pipeline: a first stage (BM25, or any mteb encoder)
+  retrieves the top ``rerank_k``
   documents, mteb's ``SearchCrossEncoderWrapper`` rescores them with a cross-encoder — the setting
   of Zeng et al. (2025) Table 1 (rerankers over a top-100). Its ``mteb_model_meta`` is the
   reranker's with ``experiment_kwargs`` naming the first stage and ``k``, so mteb's result cache
@@ -20,7 +21,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
 import logging
 from dataclasses import asdict, dataclass
@@ -53,7 +53,6 @@ class SearchStats:
     """How often the search model did its expensive work."""
 
     index_builds: int = 0
-    index_reuses: int = 0
     searches: int = 0
     queries: int = 0
     pairs_scored: int = 0
@@ -70,18 +69,8 @@ def _quiet(encode_kwargs: dict[str, Any]) -> contextlib.AbstractContextManager[A
     return contextlib.redirect_stderr(io.StringIO())
 
 
-def _corpus_fingerprint(corpus: Any) -> str:
-    digest = hashlib.sha256()
-    for column in ("id", "title", "text"):
-        if column in corpus.column_names:
-            for value in corpus[column]:
-                digest.update(str(value).encode())
-                digest.update(b"\x00")
-    return digest.hexdigest()
-
-
 class BM25Model:
-    """mteb's ``BM25Search`` that indexes a shared corpus once (``mteb.evaluate``-ready).
+    """mteb's ``BM25Search`` with quiet progress and counters (``mteb.evaluate``-ready).
 
     Args:
         **bm25_kwargs: passed to ``mteb.models.model_implementations.bm25.BM25Search``
@@ -93,8 +82,6 @@ class BM25Model:
         from mteb.models.model_implementations.bm25 import BM25Search
 
         self._search = BM25Search(**bm25_kwargs)
-        self._fingerprint: str | None = None
-        self._language_key: str | None = None
         self.stats = SearchStats()
         meta = mteb.get_model_meta("mteb/baseline-bm25s")
         # Non-default BM25 parameters are an experiment of their own in mteb's result cache.
@@ -118,12 +105,7 @@ class BM25Model:
         num_proc: int | None = None,
         **kwargs: Any,
     ) -> None:
-        """Index the corpus unless the same corpus (and language) is already indexed."""
-        fingerprint = _corpus_fingerprint(corpus)
-        language = str(task_metadata.eval_langs.get(hf_subset, []))
-        if fingerprint == self._fingerprint and language == self._language_key:
-            self.stats.index_reuses += 1
-            return
+        """Index the corpus (mteb calls this once per subset)."""
         try:
             with _quiet(encode_kwargs):
                 self._search.index(
@@ -139,8 +121,6 @@ class BM25Model:
             raise ModelLoadError(
                 f"BM25 needs the package {package!r}: pip install {package}"
             ) from None
-        self._fingerprint = fingerprint
-        self._language_key = language
         self.stats.index_builds += 1
 
     def search(

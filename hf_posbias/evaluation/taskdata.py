@@ -5,13 +5,18 @@ relevance judgements and a ``task.json`` of metadata::
 
     corpus.parquet   id, title, text
     queries.parquet  id, text, bucket, evidence_start, evidence_end, doc_length
+                     (optional) extra_buckets, doc_tokens
     qrels.parquet    query_id, doc_id, score
     task.json        name, description, buckets (ordered), bucket_scheme, source, license,
                      reference, citation, main_score, (optional) extra
 
 ``evidence_start``/``evidence_end`` are character offsets of the evidence in the relevant
 document (``-1`` when the source gives only a bucket label, as FineWeb-PosQ does); ``doc_length``
-is that document's length in characters. Builders write it with :meth:`PositionTaskData.save`;
+is that document's length in characters. Two optional query columns exist for the published
+scoring protocols: ``extra_buckets`` (other buckets the evidence also lies in: a FineWeb-PosQ
+question labelled with several thirds) and ``doc_tokens`` (the document's token length as the
+source gives it, PosIR's ``pos_token_length``); folders without them stay valid. Builders
+write it with :meth:`PositionTaskData.save`;
 the MTEB tasks, the mirror-reversal diagnostic and ``posbias evaluate`` read it with
 :meth:`PositionTaskData.load`, which validates it and names any problem in one line.
 
@@ -44,6 +49,8 @@ from hf_posbias.shards import read_parquet_rows, write_json, write_parquet
 CORPUS_COLUMNS = ("id", "title", "text")
 QUERY_COLUMNS = ("id", "text", "bucket", "evidence_start", "evidence_end", "doc_length")
 QREL_COLUMNS = ("query_id", "doc_id", "score")
+OPTIONAL_QUERY_COLUMNS: dict[str, Any] = {"extra_buckets": [], "doc_tokens": -1}
+"""Optional query columns and the value a query without them has."""
 
 
 @dataclass
@@ -90,6 +97,34 @@ class PositionTaskData:
         counts = Counter(q["bucket"] for q in self.queries)
         return {b: counts.get(b, 0) for b in self.info.buckets}
 
+    def span_problems(self) -> dict[str, int]:
+        """Queries whose evidence span does not fit their document, counted by reason.
+
+        ``evidence_start = -1`` (label-only sources) is not a problem. The folder stays
+        loadable: evaluation reports these counts as warnings and clips relative positions.
+
+        Example:
+            >>> d = PositionTaskData(TaskInfo("T", "t", ["a"]), [], [
+            ...     {"id": "q", "bucket": "a", "evidence_start": 5, "evidence_end": 12,
+            ...      "doc_length": 10}], [])
+            >>> d.span_problems()
+            {'evidence span outside the document': 1}
+        """
+        problems: dict[str, int] = {}
+        for query in self.queries:
+            start, end = int(query["evidence_start"]), int(query["evidence_end"])
+            length = int(query["doc_length"])
+            if start < 0:
+                continue
+            if end < start:
+                reason = "evidence end before its start"
+            elif length <= 0 or start >= length or end > length:
+                reason = "evidence span outside the document"
+            else:
+                continue
+            problems[reason] = problems.get(reason, 0) + 1
+        return problems
+
     def validate(self, where: str = "task") -> None:
         """Check the contract; raise :class:`InputError` naming the first problem."""
         for rows, columns, label in (
@@ -122,6 +157,11 @@ class PositionTaskData:
                 )
             if str(query["id"]) not in judged:
                 raise InputError(f"{where}: query {query['id']!r} has no qrels")
+            extra = [b for b in query.get("extra_buckets") or [] if b not in known_buckets]
+            if extra:
+                raise InputError(
+                    f"{where}: query {query['id']!r} lists unknown extra bucket {extra[0]!r}"
+                )
         for qid, docs in judged.items():
             unknown = [d for d in docs if d not in doc_set]
             if unknown:
@@ -135,8 +175,22 @@ class PositionTaskData:
         write_parquet(
             [{c: d.get(c, "") for c in CORPUS_COLUMNS} for d in self.corpus], out / "corpus.parquet"
         )
+        # Optional columns are written only when some query uses them: older readers and
+        # folders without them stay byte-identical.
+        optional = [
+            c
+            for c, default in OPTIONAL_QUERY_COLUMNS.items()
+            if any(q.get(c, default) not in (default, None) for q in self.queries)
+        ]
         write_parquet(
-            [{c: q[c] for c in QUERY_COLUMNS} for q in self.queries], out / "queries.parquet"
+            [
+                {
+                    **{c: q[c] for c in QUERY_COLUMNS},
+                    **{c: q.get(c, OPTIONAL_QUERY_COLUMNS[c]) for c in optional},
+                }
+                for q in self.queries
+            ],
+            out / "queries.parquet",
         )
         write_parquet([{c: r[c] for c in QREL_COLUMNS} for r in self.qrels], out / "qrels.parquet")
         write_json(out / "task.json", {**asdict(self.info), "bucket_counts": self.bucket_counts()})

@@ -161,12 +161,14 @@ def test_fineweb_labels_multilabel_and_distractors(tmp_path):
     out = tmp_path / "task"
     assert main(["benchmark", "fineweb-posq", "--input", str(path), "--out", str(out)]) == 0
     data = PositionTaskData.load(out)
-    # expected counts recomputed from the label pattern; a multi-label question counts twice
+    # expected counts recomputed from the label pattern: one query per question, in its first
+    # label's bucket; the other labels are extra_buckets (what the zeng2025 scoring counts)
     expected = {"begin": 0, "middle": 0, "end": 0}
     for i in range(30):
-        for lab in [["begin"], ["middle"], ["end"], ["begin", "middle"]][i % 4]:
-            expected[lab] += 1
+        expected[["begin", "middle", "end", "begin"][i % 4]] += 1
     assert data.bucket_counts() == expected
+    extra = [q["extra_buckets"] for q in data.queries if q["extra_buckets"]]
+    assert extra == [["middle"]] * sum(1 for i in range(30) if i % 4 == 3)
     assert len(data.corpus) == 30 + 3  # + 2 distractors + the passage of the odd question
     assert all(q["evidence_start"] == -1 for q in data.queries)
     report = data.info.extra["build_report"]

@@ -95,7 +95,9 @@ def test_audit_writes_markdown_html_and_pngs(task_folder, tmp_path, capsys):
     page = (out / "audit.html").read_text()
     assert "Mirror reversal" in md and "Δrev" in md
     assert "Position Sensitivity Index" in md
-    assert page.count("data:image/png;base64,") == 2
+    assert "Relative-position curve — WikiSentences" in md  # PosIR's 20-bin view
+    assert page.count("data:image/png;base64,") == 3  # curves, relative curve, reversal bars
+    assert (out / "plots" / "relative-WikiSentences.png").read_bytes()[:4] == b"\x89PNG"
     assert (out / "plots" / "WikiSentences.png").read_bytes()[:4] == b"\x89PNG"
     assert json.loads((out / "reversal.json").read_text())[0]["task"] == "WikiSentences"
     assert "mirror reversal" in capsys.readouterr().out

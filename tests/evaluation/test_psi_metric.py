@@ -74,3 +74,10 @@ def test_metric_card_has_the_evaluate_header():
     for section in ("## Metric Description", "### Inputs", "### Output Values", "## Citation"):
         assert section in card
     assert "2505.13950" in card
+
+
+def test_metric_cites_the_one_z25_entry():
+    from hf_posbias.citations import Z25
+
+    assert Z25 in (psi_metric_path() / "README.md").read_text()  # the Hub card: verbatim copy
+    assert "_CITATION = citations.Z25" in (psi_metric_path() / "psi.py").read_text()

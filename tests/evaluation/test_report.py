@@ -16,7 +16,7 @@ from hf_posbias.evaluation.report import (
     write_summary_tables,
 )
 from hf_posbias.evaluation.reversal import ReversalResult
-from hf_posbias.evaluation.runner import EvaluationSummary
+from hf_posbias.evaluation.summary import EvaluationSummary
 
 BUCKETS = ["begin", "middle", "end"]
 
@@ -87,3 +87,29 @@ def test_audit_report_embeds_plots_and_takes_extra_sections(tmp_path):
     assert page.count("data:image/png;base64,") == 2  # the curve and the reversal bars
     assert 'src="plots/' not in page  # self-contained
     assert png_bytes_ok(tmp_path / "plots" / "reversal.png")
+
+
+def test_tables_and_plots_carry_the_intervals(tmp_path):
+    intervals = {
+        "buckets": {
+            b: {"estimate": v, "low": v - 0.05, "high": v + 0.05}
+            for b, v in {"begin": 0.8, "middle": 0.6, "end": 0.4}.items()
+        },
+        "mean": {"estimate": 0.6, "low": 0.55, "high": 0.65},
+        "psi": {"estimate": 0.5, "low": 0.4, "high": 0.6},
+        "confidence": 0.95,
+        "n_resamples": 100,
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s = EvaluationSummary.from_scores(
+            "m", "T", BUCKETS, {"begin": 0.8, "middle": 0.6, "end": 0.4},
+            n_queries={b: 10 for b in BUCKETS}, intervals=intervals,
+        )  # fmt: skip
+    md_path, csv_path = write_summary_tables([s], tmp_path)
+    md = md_path.read_text()
+    assert "0.8 [0.750, 0.850]" in md and "0.5 [0.400, 0.600]" in md  # bucket and PSI
+    rows = list(csv.DictReader(csv_path.open()))
+    assert float(rows[0]["ci_low"]) == 0.75 and float(rows[0]["psi_ci_high"]) == 0.6
+    png = plot_position_curves([s], tmp_path / "ci.png")
+    assert png_bytes_ok(png)

@@ -1,4 +1,4 @@
-"""evaluate_model end to end on a real-text task: scores per bucket, PSI, encode-once, pitfalls."""
+"""evaluate_model end to end on a real-text task: scores, PSI, intervals, exports, pitfalls."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ import pytest
 from test_tasks_fixtures import wiki_task
 
 from hf_posbias.errors import InputError, ModelLoadError
+from hf_posbias.evaluation.exports import read_per_query, read_trec_run
 from hf_posbias.evaluation.psi import summarize_positions
-from hf_posbias.evaluation.runner import EvaluationSummary, evaluate_model, read_summaries
+from hf_posbias.evaluation.runner import evaluate_model
+from hf_posbias.evaluation.summary import EvaluationSummary, read_summaries
 
 N_DOCS = 15
 
@@ -43,9 +45,8 @@ def test_tiny_and_minilm_scores_encode_once_and_never_mix(
     out = tmp_path / "run"  # both models write into the SAME folder (the mteb cache pitfall)
     [tiny] = evaluate_model(tiny_sentence_transformer, [task_folder], out, batch_size=16)
     tiny_json = _check_summary_shape(out / "summary.json", ["begin", "middle", "end"])
-    # Encode-once: the shared corpus went through the model once for three buckets.
+    # One subset: mteb itself encoded every corpus text and every query exactly once.
     assert tiny.encode_stats["encoded_by_type"] == {"document": N_DOCS, "query": N_DOCS}
-    assert tiny.encode_stats["texts_requested"] == 3 * N_DOCS + N_DOCS
 
     [mini] = evaluate_model(minilm_path, [task_folder], out, batch_size=16)
     mini_json = _check_summary_shape(out / "summary.json", ["begin", "middle", "end"])
@@ -73,6 +74,7 @@ def test_two_local_checkpoints_with_the_same_folder_name_get_their_own_scores(
     assert sa.model_name == sb.model_name == "x/model"
     assert sa.model_revision != sb.model_revision
     assert sa.metrics["recall_at_100"] == {b: 1.0 for b in sa.buckets}  # 15 docs < top-100
+    assert set(sa.metrics) == {"ndcg_at_100", "recall_at_10", "recall_at_100", "mrr_at_10"}
     assert (sa.ndcg_at_10, sa.metrics["mrr_at_10"]) != (sb.ndcg_at_10, sb.metrics["mrr_at_10"])
 
 
@@ -82,9 +84,62 @@ def test_bm25_finds_verbatim_sentences_in_every_bucket(task_folder, tmp_path):
     for bucket, score in summary.ndcg_at_10.items():
         assert score == pytest.approx(1.0, abs=0.05), bucket
     assert summary.psi < 0.05
-    # One index for the shared corpus, reused by the other two buckets.
+    # One subset: mteb indexed the corpus once.
     assert summary.search_stats["index_builds"] == 1
-    assert summary.search_stats["index_reuses"] == 2
+
+
+def test_per_query_table_and_trec_run_average_back_exactly(task_folder, tmp_path):
+    from hf_posbias.evaluation.position_scoring import mean_exact
+
+    [summary] = evaluate_model("bm25", [task_folder], tmp_path / "bm25", bootstrap=200)
+    rows = read_per_query(summary.per_query_path)
+    assert len(rows) == N_DOCS
+    assert set(rows[0]) >= {
+        "query_id",
+        "bucket",
+        "evidence_start",
+        "evidence_end",
+        "relative_position",
+        "doc_length",
+        "ndcg_at_10",
+        "first_relevant_rank",
+    }
+    for bucket in summary.buckets:
+        mine = [r["ndcg_at_10"] for r in rows if r["bucket"] == bucket]
+        assert mean_exact(mine) == summary.ndcg_at_10[bucket]  # exactly, not approximately
+        assert sum(mine) / len(mine) == pytest.approx(summary.ndcg_at_10[bucket], abs=1e-12)
+        for metric, values in summary.metrics.items():
+            assert mean_exact([r[metric] for r in rows if r["bucket"] == bucket]) == values[bucket]
+    for r in rows:
+        assert 0.0 <= r["relative_position"] <= 1.0
+        assert r["relative_position"] == pytest.approx(r["evidence_start"] / r["doc_length"])
+    # The TREC run holds the top-100 (here the whole corpus) and ranks the first relevant
+    # document where the table says.
+    run = read_trec_run(summary.run_path)
+    assert set(run) == {r["query_id"] for r in rows}
+    assert all(len(docs) == N_DOCS for docs in run.values())
+    lines = Path(summary.run_path).read_text().splitlines()
+    qrels = {f"q{i}": f"d{i}" for i in range(N_DOCS)}
+    for r in rows:
+        ranks = [ln.split() for ln in lines if ln.split()[0] == r["query_id"]]
+        hit = next(int(p[3]) for p in ranks if p[2] == qrels[r["query_id"]])
+        assert hit == r["first_relevant_rank"]
+    # Intervals: every bucket, the mean and PSI, each around its estimate.
+    ci = summary.intervals
+    assert ci["n_resamples"] == 200 and set(ci["buckets"]) == set(summary.buckets)
+    for bucket in summary.buckets:
+        entry = ci["buckets"][bucket]
+        assert entry["estimate"] == pytest.approx(summary.ndcg_at_10[bucket])
+        assert entry["low"] <= entry["estimate"] <= entry["high"]
+    assert ci["psi"]["estimate"] == pytest.approx(summary.psi)
+
+
+def test_bootstrap_is_seeded_and_zero_is_refused(task_folder, tmp_path):
+    [a] = evaluate_model("bm25", [task_folder], tmp_path / "a", bootstrap=100, seed=3)
+    [b] = evaluate_model("bm25", [task_folder], tmp_path / "b", bootstrap=100, seed=3)
+    assert a.intervals == b.intervals
+    with pytest.raises(InputError, match="--bootstrap must be at least 1"):
+        evaluate_model("bm25", [task_folder], tmp_path / "c", bootstrap=0)
 
 
 def test_cross_encoder_reranks_bm25_top_k(task_folder, tiny_cross_encoder, tmp_path):
@@ -114,7 +169,7 @@ def test_empty_bucket_is_reported_and_psi_uses_the_rest(shared_data, tmp_path):
         query_buckets=["begin", "end"],
     )
     with pytest.warns(UserWarning, match="middle"):
-        [summary] = evaluate_model("bm25", [folder], tmp_path / "out")
+        [summary] = evaluate_model("bm25", [folder], tmp_path / "out", bootstrap=50)
     assert summary.empty_buckets == ["middle"]
     assert summary.ndcg_at_10["middle"] is None
     assert summary.n_queries == {"begin": 4, "middle": 0, "end": 4}

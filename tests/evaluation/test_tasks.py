@@ -1,4 +1,4 @@
-"""Position tasks as mteb AbsTaskRetrieval: metadata, one subset per bucket, registry, Hub path."""
+"""Position tasks as mteb AbsTaskRetrieval: metadata, one subset, PSI from mteb, registry, Hub."""
 
 from __future__ import annotations
 
@@ -25,27 +25,53 @@ def test_metadata_from_task_json_is_complete(folder):
     assert isinstance(task, AbsTaskRetrieval)
     md = task.metadata
     assert md.name == "WikiSentences"
-    assert md.eval_langs == {b: ["eng-Latn"] for b in ("begin", "middle", "end")}
-    assert md.hf_subsets == ["begin", "middle", "end"]
+    assert md.eval_langs == ["eng-Latn"]
+    assert md.hf_subsets == ["default"]  # every query in one subset: the corpus is encoded once
     assert (md.type, md.main_score, md.eval_splits) == ("Retrieval", "ndcg_at_10", ["test"])
     assert md.license == "cc-by-sa-3.0"
     assert md.dataset["path"] == str(folder) and len(md.dataset["revision"]) == 16
     assert md.is_filled()
-    assert type(task).metadata == md  # class-level metadata matches the folder too
+    assert task.buckets == ["begin", "middle", "end"]
 
 
-def test_each_bucket_is_a_subset_over_the_same_corpus(folder):
+def test_all_queries_are_one_subset(folder):
     task = get_task(folder)
     task.load_data()
-    subsets = [task.dataset[b]["test"] for b in ("begin", "middle", "end")]
-    assert subsets[0]["corpus"] is subsets[1]["corpus"] is subsets[2]["corpus"]
-    assert len(subsets[0]["corpus"]) == 9
-    for bucket, split in zip(("begin", "middle", "end"), subsets):
-        qids = list(split["queries"]["id"])
-        assert len(qids) == 3
-        assert set(split["relevant_docs"]) == set(qids)
-        expected = {q["id"] for q in task.task_data.queries if q["bucket"] == bucket}
-        assert set(qids) == expected
+    split = task.dataset["default"]["test"]
+    assert len(split["corpus"]) == 9
+    assert sorted(split["queries"]["id"]) == sorted(q["id"] for q in task.task_data.queries)
+    assert set(split["relevant_docs"]) == set(split["queries"]["id"])
+    assert task.bucket_counts == {"begin": 3, "middle": 3, "end": 3}
+
+
+def test_mteb_evaluate_alone_returns_psi_and_the_position_scores(folder, tmp_path):
+    import mteb
+
+    from hf_posbias.evaluation.psi import psi
+    from hf_posbias.evaluation.search import BM25Model
+
+    task = get_task(folder)
+    cache = mteb.ResultCache(cache_path=tmp_path)
+    result = mteb.evaluate(BM25Model(), task, cache=cache, co2_tracker=False)
+    [entry] = result.task_results[0].scores["test"]
+    position = entry["position"]
+    assert position["buckets"] == ["begin", "middle", "end"]
+    assert position["n_queries"] == {"begin": 3, "middle": 3, "end": 3}
+    assert entry["psi"] == pytest.approx(psi(list(position["ndcg_at_10"].values())))
+    assert entry["position_mean"] == pytest.approx(sum(position["ndcg_at_10"].values()) / 3)
+    # The macro mean of the buckets equals mteb's own nDCG@10 here (equal bucket sizes).
+    assert entry["position_mean"] == pytest.approx(entry["ndcg_at_10"], abs=1e-5)
+    assert result.task_results[0].get_score(getter=lambda s: s["psi"]) == entry["psi"]
+    # mteb's own result file carries PSI too.
+    path = cache.get_task_result_path(task.metadata.name, BM25Model().mteb_model_meta)
+    saved = json.loads(path.read_text())
+    assert saved["scores"]["test"][0]["psi"] == entry["psi"]
+
+
+def test_descriptive_statistics_work(folder):
+    stats = get_task(folder).calculate_descriptive_statistics()
+    assert stats["test"]["num_queries"] == 9
+    assert stats["test"]["num_documents"] == 9
 
 
 def test_changed_data_changes_the_dataset_revision(folder, tmp_path):
@@ -131,10 +157,13 @@ def test_named_tasks_registry_and_local_folder(folder, tmp_path, monkeypatch):
         "PosIR",
         "SciFact-Evidence",
         "ClimateFEVER-Evidence",
+        "FEVER-Evidence",
+        "HotpotQA-Evidence",
     ]
     squad = named_task_class("SQuAD-PosQ")
-    assert squad.metadata.hf_subsets[0] == "0-100" and "Zeng" in squad.metadata.bibtex_citation
+    assert squad.card.buckets[0] == "0-100" and "Zeng" in squad.metadata.bibtex_citation
     assert squad.metadata.reference.startswith("https://arxiv.org/")
+    assert len(named_task_class("PosIR").card.buckets) == 20  # what its builder makes
     for name in task_names():
         assert named_task_class(name).metadata.is_filled()
 
@@ -150,7 +179,7 @@ def test_named_tasks_registry_and_local_folder(folder, tmp_path, monkeypatch):
     assert task.metadata.name == "SciFact-Evidence"
     assert "Wadden" in task.metadata.bibtex_citation  # the card fills the citation
     task.load_data()
-    assert task.hf_subsets == ["begin", "middle", "end"]
+    assert task.buckets == ["begin", "middle", "end"]
 
 
 def test_named_task_downloads_from_the_hub(folder, monkeypatch):
@@ -181,9 +210,56 @@ def test_named_task_downloads_from_the_hub(folder, monkeypatch):
         get_task("PosIR").load_data()
 
 
-def test_public_reexport():
+def test_public_classes_are_ordinary_classes_one_per_card():
+    import inspect
+
     import hf_posbias.tasks as public
+    from hf_posbias.evaluation.registry import benchmarks, cards, mteb_license
+    from hf_posbias.tasks import ClimateFEVEREvidence, SciFactEvidence
 
     assert public.get_task is get_task
-    assert public.SQuADPosQ is named_task_class("SQuAD-PosQ")
-    assert public.PositionRetrievalTask.__name__ == "PositionRetrievalTask"
+    assert SciFactEvidence is named_task_class("SciFact-Evidence")
+    assert SciFactEvidence.__module__ == "hf_posbias.evaluation.tasks"
+    assert "class SciFactEvidence(PositionRetrievalTask)" in inspect.getsource(SciFactEvidence)
+    assert issubclass(ClimateFEVEREvidence, public.PositionRetrievalTask)
+    # One registry: every card has a class (and vice versa) and a builder verb.
+    assert set(public.NAMED_TASKS) == set(cards())
+    for name, card in cards().items():
+        cls = public.NAMED_TASKS[name]
+        assert cls.__name__ == card.class_name and getattr(public, card.class_name) is cls
+        assert mteb_license(card.license) == card.license  # spelled once, as mteb wants
+    built = {c.name for b in benchmarks().values() for c in b.cards}
+    assert built == set(cards())
+
+
+def test_builders_write_the_cards_licence_and_citation(shared_data, tmp_path):
+    from hf_posbias.evaluation.builders.scifact import CARD, build_scifact
+
+    data = build_scifact(shared_data / "scifact_allenai")
+    assert (data.info.license, data.info.citation) == (CARD.license, CARD.citation)
+    task = get_task(data.save(tmp_path / "scifact"))
+    assert type(task).__name__ == "SciFactEvidence"
+    assert task.metadata.license == CARD.license
+
+
+def test_span_outside_the_document_is_a_counted_warning(folder, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(folder, copy)
+    data = PositionTaskData.load(copy)
+    data.queries[0]["evidence_end"] = data.queries[0]["doc_length"] + 50
+    data.save(copy)
+    task = get_task(copy)
+    task.load_data()
+    assert task.load_warnings == [
+        "WikiSentences: 1 queries: evidence span outside the document "
+        "(kept; relative positions clipped)"
+    ]
+
+
+def test_every_task_class_computes_descriptive_statistics(folder):
+    from hf_posbias.tasks import NAMED_TASKS, PositionRetrievalTask
+
+    for cls in [PositionRetrievalTask, *NAMED_TASKS.values()]:
+        stats = cls(folder).calculate_descriptive_statistics()
+        assert stats["test"]["num_queries"] == 9, cls.__name__
+        assert stats["test"]["relevant_docs_statistics"]["num_relevant_docs"] == 9

@@ -29,25 +29,43 @@ Example:
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from hf_posbias import citations
 from hf_posbias.errors import InputError
-from hf_posbias.evaluation.builders.common import TaskAssembler, locate
-from hf_posbias.evaluation.positions import Anchor, IntervalBuckets, parse_buckets
+from hf_posbias.evaluation.builders.common import (
+    TaskAssembler,
+    add_input_output,
+    add_relative_buckets,
+    locate,
+    split_labels,
+)
+from hf_posbias.evaluation.positions import THIRDS, Anchor, IntervalBuckets, parse_buckets
+from hf_posbias.evaluation.registry import Benchmark, TaskCard
 from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
 from hf_posbias.rows import iter_jsonl_objects
 
-CLIMATE_FEVER_CITATION = """@misc{diggelmann2020climatefever,
-  title = {CLIMATE-FEVER: A Dataset for Verification of Real-World Climate Claims},
-  author = {Diggelmann, Thomas and Boyd-Graber, Jordan and Bulian, Jannis and
-            Ciaramita, Massimiliano and Leippold, Markus},
-  year = {2020},
-  eprint = {2012.00614},
-  archivePrefix = {arXiv},
-  primaryClass = {cs.CL}
-}"""
+CARD = TaskCard(
+    name="ClimateFEVER-Evidence",
+    class_name="ClimateFEVEREvidence",
+    description=(
+        "Climate-FEVER claims retrieved from the Wikipedia articles of their evidence "
+        "sentences; queries are bucketed by the relative position of the evidence sentence."
+    ),
+    reference="https://github.com/tdiggelm/climate-fever-dataset",
+    citation=citations.CLIMATE_FEVER,
+    # The authors state no licence; the evidence sentences are Wikipedia (CC BY-SA).
+    license="not specified",
+    buckets=THIRDS.labels,
+    domains=("Encyclopaedic", "Written"),
+    date=("2020-01-01", "2020-12-01"),
+    annotations_creators="human-annotated",
+    task_subtypes=("Claim verification",),
+    adapted_from=("ClimateFEVER",),
+)
 
 RECONSTRUCTION_NOTE = (
     "approximation: the release does not ship article texts; each article is rebuilt from the "
@@ -70,7 +88,7 @@ def build_climate_fever(
     labels: Sequence[str] = ("SUPPORTS", "REFUTES"),
     buckets: str | IntervalBuckets = "thirds",
     anchor: Anchor = "start",
-    name: str = "ClimateFEVER-Evidence",
+    name: str = CARD.name,
 ) -> PositionTaskData:
     """Build the Climate-FEVER evidence-position task.
 
@@ -174,9 +192,9 @@ def build_climate_fever(
         buckets=[],
         source="Climate-FEVER release climate-fever.jsonl"
         + (f" + corpus {Path(corpus).name}" if corpus is not None else ""),
-        license="not specified by the authors; evidence sentences are Wikipedia (CC BY-SA)",
-        reference="https://github.com/tdiggelm/climate-fever-dataset",
-        citation=CLIMATE_FEVER_CITATION,
+        license=CARD.license,
+        reference=CARD.reference,
+        citation=CARD.citation,
     )
     return asm.finish(
         info,
@@ -189,3 +207,35 @@ def build_climate_fever(
             "position": "first evidence with a selected label, in the listed order",
         },
     )
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_input_output(parser, "climate-fever.jsonl of the official release")
+    parser.add_argument(
+        "--corpus",
+        default=None,
+        help="BEIR corpus.jsonl with full article texts (exact positions); without it articles "
+        "are reconstructed from the release's sentences (approximation)",
+    )
+    parser.add_argument("--labels", default="SUPPORTS,REFUTES", help="evidence labels to use")
+    add_relative_buckets(parser)
+
+
+def _build_from_args(args: argparse.Namespace) -> PositionTaskData:
+    return build_climate_fever(
+        args.input,
+        corpus=args.corpus,
+        labels=split_labels(args.labels),
+        buckets=args.buckets,
+        anchor=args.anchor,
+    )
+
+
+BENCHMARK = Benchmark(
+    cli="climate-fever",
+    help="Climate-FEVER release → evidence-position task",
+    cards=(CARD,),
+    add_arguments=_add_arguments,
+    build=_build_from_args,
+    order=50,
+)

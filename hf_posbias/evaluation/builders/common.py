@@ -25,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import logging
 import re
@@ -304,6 +305,39 @@ class TaskAssembler:
         for bucket, n in data.bucket_counts().items():
             logger.debug("%s %s: %d queries", info.name, bucket, n)
         return data
+
+
+BUCKETS_HELP = "bucket rule: thirds (default), posir20, or relative edges such as 0,0.2,0.5,1"
+
+
+def add_input_output(
+    parser: argparse.ArgumentParser, input_help: str, default: str | None = None
+) -> None:
+    """The ``--input``/``--out`` options every ``posbias benchmark`` verb has."""
+    parser.add_argument("--input", required=default is None, default=default, help=input_help)
+    parser.add_argument("--out", required=True, help="task folder to write")
+
+
+def add_relative_buckets(parser: argparse.ArgumentParser, buckets: bool = True) -> None:
+    """``--buckets`` (a relative rule) and ``--anchor`` (which point of the span is bucketed)."""
+    if buckets:
+        parser.add_argument("--buckets", default="thirds", help=BUCKETS_HELP)
+    parser.add_argument(
+        "--anchor",
+        choices=("start", "center"),
+        default="start",
+        help="which point of the evidence span is bucketed (default: its start)",
+    )
+
+
+def split_labels(value: str) -> list[str]:
+    """``"SUPPORTS,REFUTES"`` → ``["SUPPORTS", "REFUTES"]`` (empty items dropped).
+
+    Example:
+        >>> split_labels("A, B,,")
+        ['A', 'B']
+    """
+    return [x.strip() for x in value.split(",") if x.strip()]
 
 
 def load_rows(source: Any, split: str = "train", config: str | None = None) -> list[dict[str, Any]]:

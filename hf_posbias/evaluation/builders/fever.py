@@ -16,25 +16,40 @@ Example:
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
+from hf_posbias import citations
 from hf_posbias.errors import InputError
-from hf_posbias.evaluation.builders.common import TaskAssembler
-from hf_posbias.evaluation.positions import Anchor, IntervalBuckets, parse_buckets
+from hf_posbias.evaluation.builders.common import (
+    TaskAssembler,
+    add_input_output,
+    add_relative_buckets,
+    split_labels,
+)
+from hf_posbias.evaluation.positions import THIRDS, Anchor, IntervalBuckets, parse_buckets
+from hf_posbias.evaluation.registry import Benchmark, TaskCard
 from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
 from hf_posbias.rows import iter_jsonl_objects
 
-FEVER_CITATION = """@inproceedings{thorne-etal-2018-fever,
-  title = {{FEVER}: a Large-scale Dataset for Fact Extraction and {VER}ification},
-  author = {Thorne, James and Vlachos, Andreas and Christodoulopoulos, Christos and
-            Mittal, Arpit},
-  booktitle = {Proceedings of the 2018 Conference of the North American Chapter of the
-               Association for Computational Linguistics (NAACL-HLT)},
-  year = {2018},
-  pages = {809--819},
-  url = {https://aclanthology.org/N18-1074}
-}"""
+CARD = TaskCard(
+    name="FEVER-Evidence",
+    class_name="FEVEREvidence",
+    description=(
+        "FEVER claims retrieved from Wikipedia pages; queries are bucketed by the relative "
+        "character position of the first evidence sentence in its page."
+    ),
+    reference="https://fever.ai/dataset/fever.html",
+    citation=citations.FEVER,
+    license="cc-by-sa-3.0",
+    buckets=THIRDS.labels,
+    domains=("Encyclopaedic", "Written"),
+    date=("2017-01-01", "2018-06-01"),
+    annotations_creators="human-annotated",
+    task_subtypes=("Claim verification",),
+    adapted_from=("FEVER",),
+)
 
 
 def parse_wiki_lines(lines: str) -> dict[int, str]:
@@ -65,7 +80,7 @@ def build_fever(
     buckets: str | IntervalBuckets = "thirds",
     anchor: Anchor = "start",
     all_pages: bool = True,
-    name: str = "FEVER-Evidence",
+    name: str = CARD.name,
 ) -> PositionTaskData:
     """Build the FEVER evidence-position task.
 
@@ -152,9 +167,9 @@ def build_fever(
         ),
         buckets=[],
         source=f"FEVER {Path(claims).name} + wiki-pages",
-        license="CC BY-SA 3.0 (Wikipedia-derived); see fever.ai",
-        reference="https://fever.ai/dataset/fever.html",
-        citation=FEVER_CITATION,
+        license=CARD.license,
+        reference=CARD.reference,
+        citation=CARD.citation,
     )
     return asm.finish(
         info,
@@ -165,3 +180,34 @@ def build_fever(
             "corpus": "all pages of the dump" if all_pages else "evidence pages only",
         },
     )
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_input_output(parser, "FEVER claims JSONL (e.g. shared_task_dev.jsonl)")
+    parser.add_argument("--wiki-pages", required=True, help="wiki-pages folder or one of its files")
+    parser.add_argument("--labels", default="SUPPORTS,REFUTES", help="claim labels to keep")
+    parser.add_argument(
+        "--evidence-pages-only", action="store_true", help="corpus = evidence pages only"
+    )
+    add_relative_buckets(parser)
+
+
+def _build_from_args(args: argparse.Namespace) -> PositionTaskData:
+    return build_fever(
+        args.input,
+        args.wiki_pages,
+        labels=split_labels(args.labels),
+        buckets=args.buckets,
+        anchor=args.anchor,
+        all_pages=not args.evidence_pages_only,
+    )
+
+
+BENCHMARK = Benchmark(
+    cli="fever",
+    help="FEVER claims + wiki-pages → evidence-position task",
+    cards=(CARD,),
+    add_arguments=_add_arguments,
+    build=_build_from_args,
+    order=60,
+)

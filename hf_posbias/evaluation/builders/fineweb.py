@@ -9,37 +9,64 @@ without a question are distractor passages. The column names and label spellings
 configurable because only the card's feature list could be checked offline; the default label
 map also accepts ``begin``/``beginning``/``end``.
 
-As in Z25's script, a question whose evidence spans several thirds (``span_class`` with several
-labels) is evaluated in each of those buckets: it becomes one query per label (id suffixed with
-the bucket). Identical (question, passage) rows are kept once. The source gives labels, not
-offsets, so ``evidence_start``/``evidence_end`` are ``-1`` (the task-folder contract's value for
-label-only sources). Tiny variant: the (question, label) pairs are shuffled with
-``random.Random(42)`` and the first 1,000 of each label are kept (Z25's script keeps 3,300 per
-label with the same seed; pass ``tiny_per_position=3300`` to follow it).
+A question whose evidence spans several thirds (``span_class`` with several labels) is ONE
+query: its bucket is its first usable label (source order) and the other labels go to the
+optional ``extra_buckets`` column. The default scoring counts it once, in its bucket; the
+``zeng2025`` scoring (Z25's script) counts it in every bucket it carries. Identical (question,
+passage) rows are kept once. The source gives labels, not offsets, so
+``evidence_start``/``evidence_end`` are ``-1`` (the task-folder contract's value for label-only
+sources). Tiny variant: the questions are shuffled with ``random.Random(42)`` and the first 1,000
+of each (first) label are kept (Z25's script keeps 3,300 per label with the same seed; pass
+``tiny_per_position=3300`` to follow it).
 
 Example:
     >>> from hf_posbias.evaluation.builders.fineweb import build_fineweb_posq
     >>> rows = [{"question": "q1?", "content": "p " * 50, "span_class": ["before", "middle"]},
     ...         {"question": None, "content": "distractor"}]
-    >>> build_fineweb_posq(rows=rows).bucket_counts()
-    {'begin': 1, 'middle': 1, 'end': 0}
+    >>> data = build_fineweb_posq(rows=rows)
+    >>> data.bucket_counts(), data.queries[0]["extra_buckets"]
+    ({'begin': 1, 'middle': 0, 'end': 0}, ['middle'])
 """
 
 from __future__ import annotations
 
+import argparse
 import random
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hf_posbias import POSITIONS
+from hf_posbias import POSITIONS, citations
 from hf_posbias.errors import InputError
-from hf_posbias.evaluation.builders.common import TaskAssembler, load_rows, stable_id
-from hf_posbias.evaluation.builders.squad import Z25_CITATION
+from hf_posbias.evaluation.builders.common import (
+    TaskAssembler,
+    add_input_output,
+    load_rows,
+    stable_id,
+)
 from hf_posbias.evaluation.positions import THIRDS
+from hf_posbias.evaluation.registry import Benchmark, TaskCard
 from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
 
 HUB_ID = "NovaSearch/FineWeb-PosQ"
+
+CARD = TaskCard(
+    name="FineWeb-PosQ",
+    class_name="FineWebPosQ",
+    description=(
+        "Questions over long FineWeb-edu passages (500-1,024 words) labelled by where their "
+        "evidence sits in the passage: begin, middle or end."
+    ),
+    reference="https://arxiv.org/abs/2505.13950",
+    citation=citations.Z25,
+    license="odc-by",
+    buckets=THIRDS.labels,
+    domains=("Web", "Written"),
+    date=("2024-01-01", "2025-05-01"),
+    sample_creation="LM-generated and verified",
+    adapted_from=("FineWeb-edu",),
+)
+TINY_CARD = CARD.variant("-tiny", "Tiny", "Tiny variant: 1,000 queries per position.")
 
 DEFAULT_LABEL_MAP: dict[str, str] = {
     "before": "begin",
@@ -93,7 +120,7 @@ def build_fineweb_posq(
             )
     asm = TaskAssembler(THIRDS, source=str(source))
     asm.report.read = len(data_rows)
-    pairs: list[tuple[str, str, str]] = []  # (question, doc_id, bucket)
+    items: list[tuple[str, str, list[str]]] = []  # (question, doc_id, buckets: first = bucket)
     seen: set[tuple[str, str]] = set()
     multi = distractors = 0
     for row in data_rows:
@@ -123,26 +150,27 @@ def build_fineweb_posq(
             asm.report.drop("question without a usable position label")
             continue
         multi += len(buckets) > 1
-        pairs.extend((question, doc_id, b) for b in buckets)
+        items.append((question, doc_id, buckets))
     if tiny:
         rng = random.Random(seed)
-        rng.shuffle(pairs)
+        rng.shuffle(items)
         taken = {b: 0 for b in POSITIONS}
         sample = []
-        for pair in pairs:
-            if taken[pair[2]] < tiny_per_position:
-                taken[pair[2]] += 1
-                sample.append(pair)
-        asm.report.drop("not in the tiny sample", len(pairs) - len(sample))
-        pairs = sample
-    for question, doc_id, bucket in pairs:
-        qid = f"{stable_id('fwq', question, doc_id)}-{bucket}"
+        for item in items:
+            if taken[item[2][0]] < tiny_per_position:
+                taken[item[2][0]] += 1
+                sample.append(item)
+        asm.report.drop("not in the tiny sample", len(items) - len(sample))
+        items = sample
+    for question, doc_id, buckets in items:
+        qid = stable_id("fwq", question, doc_id)
         length = len(asm.document(doc_id)["text"])
-        asm.add_query(qid, question, [doc_id], -1, -1, doc_length=length, bucket=bucket)
+        if asm.add_query(qid, question, [doc_id], -1, -1, doc_length=length, bucket=buckets[0]):
+            asm.queries[-1]["extra_buckets"] = buckets[1:]
     asm.report.note("distractor_passages", distractors)
     asm.report.note("questions_with_several_position_labels", multi)
     info = TaskInfo(
-        name="FineWeb-PosQ-tiny" if tiny else "FineWeb-PosQ",
+        name=(TINY_CARD if tiny else CARD).name,
         description=(
             "Synthetic position-targeted questions over FineWeb-edu passages of 500-1,024 words, "
             "bucketed by the third of the passage that holds the answer (Zeng et al. 2025)"
@@ -150,9 +178,9 @@ def build_fineweb_posq(
         ),
         buckets=[],
         source=f"{HUB_ID} via {source}",
-        license="ODC-By 1.0 (FineWeb-edu); see the dataset card",
-        reference="https://huggingface.co/datasets/NovaSearch/FineWeb-PosQ",
-        citation=Z25_CITATION,
+        license=CARD.license,
+        reference=CARD.reference,
+        citation=CARD.citation,
     )
     return asm.finish(
         info,
@@ -163,9 +191,46 @@ def build_fineweb_posq(
                 "labels": label_column,
             },
             "label_map": mapping,
-            "multi_label_rule": "one query per label (as Z25's script evaluates it)",
+            "multi_label_rule": (
+                "one query per question: bucket = first label, other labels in extra_buckets "
+                "(the zeng2025 scoring counts the question in each, as Z25's script does)"
+            ),
             "evidence_offsets": "-1: the source gives position labels only",
             "tiny": tiny,
             "seed": seed if tiny else None,
         },
     )
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_input_output(parser, "Hub id, Hub-layout folder or parquet/JSONL/JSON rows", HUB_ID)
+    parser.add_argument("--tiny", action="store_true", help="--per-position queries per position")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--per-position", type=int, default=1000)
+    parser.add_argument("--question-column", default="question")
+    parser.add_argument("--passage-column", default="content")
+    parser.add_argument("--label-column", default="span_class")
+    parser.add_argument("--split", default="train")
+
+
+def _build_from_args(args: argparse.Namespace) -> PositionTaskData:
+    return build_fineweb_posq(
+        args.input,
+        tiny=args.tiny,
+        seed=args.seed,
+        tiny_per_position=args.per_position,
+        question_column=args.question_column,
+        passage_column=args.passage_column,
+        label_column=args.label_column,
+        split=args.split,
+    )
+
+
+BENCHMARK = Benchmark(
+    cli="fineweb-posq",
+    help="NovaSearch/FineWeb-PosQ rows → FineWeb-PosQ",
+    cards=(CARD, TINY_CARD),
+    add_arguments=_add_arguments,
+    build=_build_from_args,
+    order=20,
+)

@@ -22,24 +22,39 @@ Example:
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import Any
 
+from hf_posbias import citations
 from hf_posbias.errors import InputError
-from hf_posbias.evaluation.builders.common import TaskAssembler, load_rows
-from hf_posbias.evaluation.positions import Anchor, IntervalBuckets, parse_buckets
+from hf_posbias.evaluation.builders.common import (
+    TaskAssembler,
+    add_input_output,
+    add_relative_buckets,
+    load_rows,
+)
+from hf_posbias.evaluation.positions import THIRDS, Anchor, IntervalBuckets, parse_buckets
+from hf_posbias.evaluation.registry import Benchmark, TaskCard
 from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
 
-HOTPOTQA_CITATION = """@inproceedings{yang-etal-2018-hotpotqa,
-  title = {{H}otpot{QA}: A Dataset for Diverse, Explainable Multi-hop Question Answering},
-  author = {Yang, Zhilin and Qi, Peng and Zhang, Saizheng and Bengio, Yoshua and
-            Cohen, William and Salakhutdinov, Ruslan and Manning, Christopher D.},
-  booktitle = {Proceedings of the 2018 Conference on Empirical Methods in Natural Language
-               Processing},
-  year = {2018},
-  pages = {2369--2380},
-  url = {https://aclanthology.org/D18-1259}
-}"""
+CARD = TaskCard(
+    name="HotpotQA-Evidence",
+    class_name="HotpotQAEvidence",
+    description=(
+        "HotpotQA (distractor) questions retrieving their supporting Wikipedia paragraphs; "
+        "queries are bucketed by the relative position of the first supporting sentence."
+    ),
+    reference="https://hotpotqa.github.io/",
+    citation=citations.HOTPOTQA,
+    license="cc-by-sa-4.0",
+    buckets=THIRDS.labels,
+    domains=("Encyclopaedic", "Written"),
+    date=("2018-01-01", "2018-09-01"),
+    annotations_creators="human-annotated",
+    task_subtypes=("Question answering",),
+    adapted_from=("HotpotQA",),
+)
 
 
 def _pairs(value: Any, keys: tuple[str, str], where: str) -> list[tuple[Any, Any]]:
@@ -60,7 +75,7 @@ def build_hotpotqa(
     buckets: str | IntervalBuckets = "thirds",
     anchor: Anchor = "start",
     split: str = "validation",
-    name: str = "HotpotQA-Evidence",
+    name: str = CARD.name,
 ) -> PositionTaskData:
     """Build the HotpotQA evidence-position task from the distractor format.
 
@@ -131,9 +146,9 @@ def build_hotpotqa(
         ),
         buckets=[],
         source=f"HotpotQA distractor via {source}",
-        license="CC BY-SA 4.0",
-        reference="https://hotpotqa.github.io/",
-        citation=HOTPOTQA_CITATION,
+        license=CARD.license,
+        reference=CARD.reference,
+        citation=CARD.citation,
     )
     return asm.finish(
         info,
@@ -143,3 +158,23 @@ def build_hotpotqa(
             "corpus": "every context paragraph of every question, one per title",
         },
     )
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_input_output(parser, "hotpot_*_distractor JSON, JSONL/parquet rows, or a Hub-layout folder")
+    parser.add_argument("--split", default="validation", help="split of a folder/Hub source")
+    add_relative_buckets(parser)
+
+
+def _build_from_args(args: argparse.Namespace) -> PositionTaskData:
+    return build_hotpotqa(args.input, buckets=args.buckets, anchor=args.anchor, split=args.split)
+
+
+BENCHMARK = Benchmark(
+    cli="hotpotqa",
+    help="HotpotQA distractor file → evidence-position task",
+    cards=(CARD,),
+    add_arguments=_add_arguments,
+    build=_build_from_args,
+    order=70,
+)

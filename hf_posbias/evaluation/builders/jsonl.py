@@ -32,13 +32,20 @@ Example:
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
-from hf_posbias.evaluation.builders.common import TaskAssembler, stable_id
+from hf_posbias.evaluation.builders.common import (
+    TaskAssembler,
+    add_input_output,
+    add_relative_buckets,
+    stable_id,
+)
 from hf_posbias.evaluation.positions import Anchor, IntervalBuckets, parse_buckets
+from hf_posbias.evaluation.registry import Benchmark
 from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
 from hf_posbias.rows import iter_jsonl_objects
 
@@ -219,3 +226,33 @@ def build_from_jsonl(
         citation,
         anchor,
     )
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_input_output(
+        parser,
+        "JSONL with query, document, evidence_start (+ evidence_end, doc_id, query_id, title)",
+    )
+    parser.add_argument("--distractors", default=None, help="JSONL of extra documents (id, text)")
+    parser.add_argument("--name", default=None, help="task name (default: the file name)")
+    add_relative_buckets(parser)
+
+
+def _build_from_args(args: argparse.Namespace) -> PositionTaskData:
+    return build_from_jsonl(
+        args.input,
+        buckets=args.buckets,
+        name=args.name,
+        distractors=args.distractors,
+        anchor=args.anchor,
+    )
+
+
+BENCHMARK = Benchmark(
+    cli="from-jsonl",
+    help="your own JSONL (query, document, evidence_start[, evidence_end, doc_id]) → task",
+    cards=(),
+    add_arguments=_add_arguments,
+    build=_build_from_args,
+    order=90,
+)

@@ -30,33 +30,45 @@ Example:
 
 from __future__ import annotations
 
+import argparse
 import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from hf_posbias import citations
 from hf_posbias.errors import InputError
-from hf_posbias.evaluation.builders.common import TaskAssembler
+from hf_posbias.evaluation.builders.common import TaskAssembler, add_input_output
 from hf_posbias.evaluation.positions import (
+    POSIR_RELATIVE_20,
     POSIR_TOKEN_LENGTH,
     Anchor,
     IntervalBuckets,
     parse_buckets,
     relative_position,
 )
+from hf_posbias.evaluation.registry import Benchmark, TaskCard
 from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
 
 HUB_ID = "infgrad/PosIR-Benchmark-v1"
 YHP26_DOMAINS = ("Subject Education", "News Media", "Law Judiciary", "Finance Economics")
 SCHEMES = ("posir20", "token-length", "thirds")
 
-POSIR_CITATION = """@article{zeng2026posir,
-  title = {PosIR: Position-Aware Heterogeneous Information Retrieval Benchmark},
-  author = {Zeng, Ziyang and others},
-  journal = {arXiv preprint arXiv:2601.08363},
-  year = {2026},
-  url = {https://arxiv.org/abs/2601.08363}
-}"""
+CARD = TaskCard(
+    name="PosIR",
+    class_name="PosIR",
+    description=(
+        "PosIR position-aware retrieval benchmark: queries carry the character span of their "
+        "evidence; buckets are PosIR's 20 relative positions of the evidence-span centre."
+    ),
+    reference="https://arxiv.org/abs/2601.08363",
+    citation=citations.Z26,
+    license="not specified",
+    buckets=POSIR_RELATIVE_20.labels,
+    domains=("Non-fiction", "News", "Legal", "Financial", "Written"),
+    date=("2020-01-01", "2026-01-01"),
+    sample_creation="LM-generated and verified",
+)
 
 
 def normalise_domain(name: str) -> str:
@@ -149,12 +161,16 @@ def build_posir(
                 value = float(q["pos_token_length"])
             else:
                 value = relative_position(start, end, length, anchor)
-            asm.add_query(
+            kept = asm.add_query(
                 prefix + str(q["_id"]), q["text"], docs, start, end, length, bucket_value=value
             )
+            if kept and q.get("pos_token_length") is not None:
+                # PosIR's own token length: the posir scoring's length strata use it.
+                asm.queries[-1]["doc_tokens"] = int(q["pos_token_length"])
     asm.report.note("pos_char_length_differs_from_document_text_length", length_mismatch)
     info = TaskInfo(
-        name=name or ("PosIR" if rule.scheme == "posir-relative-20" else f"PosIR-{rule.scheme}"),
+        name=name
+        or (CARD.name if rule.scheme == POSIR_RELATIVE_20.scheme else f"PosIR-{rule.scheme}"),
         description=(
             f"PosIR ({language or 'local'}; domains: {', '.join(p.name for p in chosen)}) "
             "queries bucketed by "
@@ -166,9 +182,9 @@ def build_posir(
         ),
         buckets=[],
         source=f"{HUB_ID} via {root}",
-        license="see the dataset card of infgrad/PosIR-Benchmark-v1",
-        reference="https://github.com/Ziyang1060/PosIR",
-        citation=POSIR_CITATION,
+        license=CARD.license,
+        reference=CARD.reference,
+        citation=CARD.citation,
     )
     return asm.finish(
         info,
@@ -178,3 +194,48 @@ def build_posir(
             "position": "centre of pos_char_span / pos_char_length, clipped to [0, 1] (PosIR)",
         },
     )
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_input_output(parser, "local snapshot folder holding <language>/<domain>/…")
+    parser.add_argument("--language", default="eng-Latn", help="language folder ('' = flat layout)")
+    parser.add_argument(
+        "--domains",
+        default="yhp26",
+        help="yhp26 (Subject Education, News Media, Law Judiciary, Finance Economics), all, "
+        "or a comma-separated list",
+    )
+    parser.add_argument(
+        "--scheme", default="posir20", help="posir20 (default), token-length, thirds or edges"
+    )
+    parser.add_argument("--anchor", choices=("start", "center"), default="center")
+    parser.add_argument("--name", default=None)
+
+
+def _build_from_args(args: argparse.Namespace) -> PositionTaskData:
+    spec = args.domains.strip()
+    domains: Sequence[str] | None
+    if spec.lower() == "yhp26":
+        domains = YHP26_DOMAINS
+    elif spec.lower() == "all":
+        domains = None
+    else:
+        domains = [d for d in spec.split(",") if d.strip()]
+    return build_posir(
+        args.input,
+        language=args.language or None,
+        domains=domains,
+        scheme=args.scheme,
+        anchor=args.anchor,
+        name=args.name,
+    )
+
+
+BENCHMARK = Benchmark(
+    cli="posir",
+    help="infgrad/PosIR-Benchmark-v1 snapshot → PosIR task",
+    cards=(CARD,),
+    add_arguments=_add_arguments,
+    build=_build_from_args,
+    order=30,
+)

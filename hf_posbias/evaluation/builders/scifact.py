@@ -27,27 +27,42 @@ Example:
 
 from __future__ import annotations
 
+import argparse
 import ast
 import io
 import tokenize
 from collections import OrderedDict
 from pathlib import Path
 
+from hf_posbias import citations
 from hf_posbias.errors import InputError
-from hf_posbias.evaluation.builders.common import TaskAssembler, parse_int_list
-from hf_posbias.evaluation.positions import Anchor, IntervalBuckets, parse_buckets
+from hf_posbias.evaluation.builders.common import (
+    TaskAssembler,
+    add_input_output,
+    add_relative_buckets,
+    parse_int_list,
+)
+from hf_posbias.evaluation.positions import THIRDS, Anchor, IntervalBuckets, parse_buckets
+from hf_posbias.evaluation.registry import Benchmark, TaskCard
 from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
 
-SCIFACT_CITATION = """@inproceedings{wadden-etal-2020-fact,
-  title = {Fact or Fiction: Verifying Scientific Claims},
-  author = {Wadden, David and Lin, Shanchuan and Lo, Kyle and Wang, Lucy Lu and
-            van Zuylen, Madeleine and Cohan, Arman and Hajishirzi, Hannaneh},
-  booktitle = {Proceedings of the 2020 Conference on Empirical Methods in Natural Language
-               Processing (EMNLP)},
-  year = {2020},
-  pages = {7534--7550},
-  url = {https://aclanthology.org/2020.emnlp-main.609}
-}"""
+CARD = TaskCard(
+    name="SciFact-Evidence",
+    class_name="SciFactEvidence",
+    description=(
+        "SciFact claims retrieved from the abstract corpus; queries are bucketed by the "
+        "relative position of their first rationale sentence in the cited abstract."
+    ),
+    reference="https://github.com/allenai/scifact",
+    citation=citations.SCIFACT,
+    license="https://creativecommons.org/licenses/by-nc/2.0/",
+    buckets=THIRDS.labels,
+    domains=("Academic", "Medical", "Written"),
+    date=("2020-01-01", "2020-05-01"),
+    annotations_creators="expert-annotated",
+    task_subtypes=("Claim verification",),
+    adapted_from=("SciFact",),
+)
 
 SPLITS = ("train", "validation", "test")
 
@@ -157,16 +172,16 @@ def build_scifact(
     asm.report.note("claims_with_several_evidence_documents", multi)
     suffix = "" if split == "validation" else f"-{split}"
     info = TaskInfo(
-        name=name or f"SciFact-Evidence{suffix}",
+        name=name or f"{CARD.name}{suffix}",
         description=(
             f"SciFact ({split} split) claims with rationale annotations, bucketed by the relative "
             "character position of the first evidence sentence in its abstract."
         ),
         buckets=[],
         source=f"allenai/scifact (CSV export: {claims_path.name}, {corpus_path.name})",
-        license="CC BY-NC 2.0",
-        reference="https://github.com/allenai/scifact",
-        citation=SCIFACT_CITATION,
+        license=CARD.license,
+        reference=CARD.reference,
+        citation=CARD.citation,
     )
     return asm.finish(
         info,
@@ -176,3 +191,28 @@ def build_scifact(
             "position": "first evidence sentence (lowest index) in the first evidence document",
         },
     )
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_input_output(parser, "folder with claims_<split>.csv and corpus_train.csv")
+    parser.add_argument(
+        "--split",
+        default="validation",
+        choices=("train", "validation"),
+        help="validation = BEIR test (default)",
+    )
+    add_relative_buckets(parser)
+
+
+def _build_from_args(args: argparse.Namespace) -> PositionTaskData:
+    return build_scifact(args.input, split=args.split, buckets=args.buckets, anchor=args.anchor)
+
+
+BENCHMARK = Benchmark(
+    cli="scifact",
+    help="SciFact CSV export → evidence-position task",
+    cards=(CARD,),
+    add_arguments=_add_arguments,
+    build=_build_from_args,
+    order=40,
+)

@@ -28,36 +28,43 @@ Example:
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from hf_posbias import citations
 from hf_posbias.errors import InputError
-from hf_posbias.evaluation.builders.common import TaskAssembler, load_rows, stable_id
+from hf_posbias.evaluation.builders.common import (
+    TaskAssembler,
+    add_input_output,
+    load_rows,
+    stable_id,
+)
 from hf_posbias.evaluation.positions import SQUAD_POSQ, SQUAD_POSQ_NOTE, IntervalBuckets
+from hf_posbias.evaluation.registry import Benchmark, TaskCard
 from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
 
 HUB_ID = "rajpurkar/squad_v2"
 
-Z25_CITATION = """@article{zeng2025myopic,
-  title = {An Empirical Study of Position Bias in Modern Information Retrieval},
-  author = {Zeng, Ziyang and Zhang, Dun and Li, Jiacheng and Zou, Panxiang and Yang, Yuqing},
-  journal = {arXiv preprint arXiv:2505.13950},
-  note = {Earlier title: Benchmarking the Myopic Trap: Positional Bias in Information Retrieval},
-  year = {2025}
-}"""
-
-SQUAD2_CITATION = """@inproceedings{rajpurkar-etal-2018-know,
-  title = {Know What You Don't Know: Unanswerable Questions for {SQuAD}},
-  author = {Rajpurkar, Pranav and Jia, Robin and Liang, Percy},
-  booktitle = {Proceedings of the 56th Annual Meeting of the Association for Computational
-               Linguistics (Volume 2: Short Papers)},
-  year = {2018},
-  pages = {784--789},
-  url = {https://aclanthology.org/P18-2124}
-}"""
+CARD = TaskCard(
+    name="SQuAD-PosQ",
+    class_name="SQuADPosQ",
+    description=(
+        "SQuAD v2 answerable questions retrieved from all unique SQuAD contexts; queries are "
+        "bucketed by the character offset of the first answer (position-sensitivity benchmark)."
+    ),
+    reference="https://arxiv.org/abs/2505.13950",
+    citation=citations.bibtex(citations.Z25, citations.SQUAD2),
+    license="cc-by-sa-4.0",
+    buckets=SQUAD_POSQ.labels,
+    adapted_from=("SQuAD v2",),
+)
+TINY_CARD = CARD.variant(
+    "-tiny", "Tiny", "Tiny variant: 10,000 queries sampled with seed 42, corpus unchanged."
+)
 
 JSON_SPLIT_FILES = {"train": "train-v2.0.json", "validation": "dev-v2.0.json"}
 
@@ -167,7 +174,7 @@ def build_squad_posq(
             bucket_value=start,
         )
     info = TaskInfo(
-        name="SQuAD-PosQ-tiny" if tiny else "SQuAD-PosQ",
+        name=(TINY_CARD if tiny else CARD).name,
         description=(
             "SQuAD v2 answerable questions (train + validation) retrieving their passage among "
             "all distinct SQuAD v2 contexts, bucketed by the first answer's character start "
@@ -176,9 +183,9 @@ def build_squad_posq(
         ),
         buckets=[],
         source=f"{HUB_ID} ({'+'.join(splits)}) via {source}",
-        license="CC BY-SA 4.0",
-        reference="https://arxiv.org/abs/2505.13950",
-        citation=Z25_CITATION + "\n\n" + SQUAD2_CITATION,
+        license=CARD.license,
+        reference=CARD.reference,
+        citation=CARD.citation,
     )
     return asm.finish(
         info,
@@ -191,3 +198,31 @@ def build_squad_posq(
             "document_titles": "empty (Z25 retrieves contexts only)",
         },
     )
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_input_output(parser, "Hub id, Hub-layout folder, parquet/JSONL rows or SQuAD JSON", HUB_ID)
+    parser.add_argument(
+        "--tiny", action="store_true", help="10,000 sampled queries, corpus unchanged"
+    )
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--tiny-size", type=int, default=10_000)
+    parser.add_argument(
+        "--splits", nargs="+", default=["train", "validation"], help="splits to merge, in order"
+    )
+
+
+def _build_from_args(args: argparse.Namespace) -> PositionTaskData:
+    return build_squad_posq(
+        args.input, tiny=args.tiny, seed=args.seed, tiny_size=args.tiny_size, splits=args.splits
+    )
+
+
+BENCHMARK = Benchmark(
+    cli="squad-posq",
+    help="SQuAD v2 → SQuAD-PosQ (Zeng et al. 2025)",
+    cards=(CARD, TINY_CARD),
+    add_arguments=_add_arguments,
+    build=_build_from_args,
+    order=10,
+)

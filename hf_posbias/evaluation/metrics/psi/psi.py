@@ -16,6 +16,7 @@ from __future__ import annotations
 import datasets
 import evaluate
 
+from hf_posbias import citations
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.psi import summarize_positions
 
@@ -49,14 +50,7 @@ Examples:
     (0.5, 0.3833, 'end')
 """
 
-_CITATION = """\
-@article{zeng2025myopic,
-  title = {An Empirical Study of Position Bias in Modern Information Retrieval},
-  author = {Zeng, Ziyang and Zhang, Dun and Li, Jiacheng and Zou, Panxiang and Yang, Yuqing},
-  journal = {arXiv preprint arXiv:2505.13950},
-  year = {2025}
-}
-"""
+_CITATION = citations.Z25
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)

@@ -1,0 +1,265 @@
+"""Models for ``mteb.evaluate`` on position tasks: BM25, bi-encoders, reranking pipelines.
+
+:func:`load_model` resolves a model argument once (``bm25`` → :class:`~.search.BM25Model`;
+anything else through :mod:`hf_posbias.modeling`: local path → packaged model → Hub id) and gives
+each model a unique mteb name and revision: OFFLINE_NOTES' pitfall — every local model is
+``no_model_name/available`` unless named, and mteb's result cache would hand a second checkpoint
+the first one's scores. A local folder's revision is a hash of its files (weights included).
+
+Bi-encoders are wrapped in :class:`CountingEncoder`, which forwards every call to mteb's
+``SentenceTransformerEncoderWrapper`` unchanged and counts the texts encoded per prompt type:
+the summaries report them (each corpus text is encoded once, by mteb itself, since a position
+task is one subset).
+
+Example:
+    >>> from hf_posbias.evaluation.models import unique_model_meta
+    >>> unique_model_meta(None, "my-model", "local-abc").name
+    'local/my-model'
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hf_posbias.errors import InputError, ModelLoadError
+
+if TYPE_CHECKING:
+    from mteb.models.model_meta import ModelMeta
+
+
+@dataclass
+class EncodeStats:
+    """Texts the model encoded, by prompt type (``query``/``document``)."""
+
+    calls: int = 0
+    texts_encoded: int = 0
+    encoded_by_type: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form."""
+        return asdict(self)
+
+
+class CountingEncoder:
+    """An mteb encoder that forwards to another and counts what it encodes (no caching).
+
+    Example:
+        >>> import numpy as np
+        >>> class Toy:
+        ...     mteb_model_meta = None
+        ...     def encode(self, inputs, **kwargs): return np.ones((len(inputs.dataset), 2))
+        ...     def similarity(self, a, b): return a @ b.T
+        ...     def similarity_pairwise(self, a, b): return (a * b).sum(-1)
+        >>> class Loader:  # what mteb passes: a DataLoader over a dataset
+        ...     dataset = ["a", "b"]
+        >>> enc = CountingEncoder(Toy())
+        >>> enc.encode(Loader(), prompt_type="document").shape, enc.stats.encoded_by_type
+        ((2, 2), {'document': 2})
+    """
+
+    def __init__(self, model: Any, meta: ModelMeta | None = None) -> None:
+        self.model = model
+        self._meta = meta if meta is not None else getattr(model, "mteb_model_meta", None)
+        self.stats = EncodeStats()
+
+    @property
+    def mteb_model_meta(self) -> ModelMeta | None:
+        """The metadata mteb files results under (unique name + revision)."""
+        return self._meta
+
+    def encode(self, inputs: Any, *, prompt_type: Any = None, **kwargs: Any) -> Any:
+        """Forward to the wrapped encoder; count the texts by prompt type."""
+        n = len(inputs.dataset)
+        kind = "none" if prompt_type is None else str(getattr(prompt_type, "value", prompt_type))
+        self.stats.calls += 1
+        self.stats.texts_encoded += n
+        self.stats.encoded_by_type[kind] = self.stats.encoded_by_type.get(kind, 0) + n
+        return self.model.encode(inputs, prompt_type=prompt_type, **kwargs)
+
+    def similarity(self, embeddings1: Any, embeddings2: Any) -> Any:
+        """Delegates to the wrapped model."""
+        return self.model.similarity(embeddings1, embeddings2)
+
+    def similarity_pairwise(self, embeddings1: Any, embeddings2: Any) -> Any:
+        """Delegates to the wrapped model."""
+        return self.model.similarity_pairwise(embeddings1, embeddings2)
+
+
+def folder_fingerprint(folder: str | Path, sample_bytes: int = 4 << 20) -> str:
+    """A content hash of a model folder: file names, sizes and bytes (head+tail of big files).
+
+    Two checkpoints trained from the same base have the same config and the same
+    ``model_card_data``; only their weights differ, so the weights must be in the hash.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "w.bin").write_bytes(b"abc")
+        >>> folder_fingerprint(d) == folder_fingerprint(d)
+        True
+    """
+    from hf_posbias.hashing import folder_digest
+
+    return folder_digest(folder, sample_bytes=sample_bytes)[:12]
+
+
+def unique_model_meta(
+    meta: ModelMeta | None, name: str, revision: str, **overrides: Any
+) -> ModelMeta:
+    """A copy of ``meta`` (or an empty one) with the given unique ``name``/``revision``.
+
+    mteb requires a ``/`` in model names; a bare name gets a ``local/`` prefix.
+    """
+    from mteb.models.model_meta import ModelMeta
+
+    if "/" not in name:
+        name = f"local/{name}"
+    update = {"name": name, "revision": revision, **overrides}
+    if meta is None:
+        return ModelMeta.create_empty(overwrites=update)
+    return meta.model_copy(update=update)
+
+
+@dataclass
+class LoadedModel:
+    """A model ready for ``mteb.evaluate`` plus what the summaries report about it."""
+
+    spec: str
+    model: Any
+    kind: str
+    name: str
+    revision: str
+    encoder: Any = None
+    search: Any = None
+    reranker: str | None = None
+    first_stage: str | None = None
+    rerank_k: int | None = None
+
+    @property
+    def sentence_transformer(self) -> Any:
+        """The SentenceTransformer behind a bi-encoder (``None`` for BM25 and rerankers).
+
+        The analyses (evidence moving, segment profile) need the raw model.
+        """
+        if self.kind != "bi-encoder" or self.encoder is None:
+            return None
+        # CountingEncoder → mteb SentenceTransformerEncoderWrapper → SentenceTransformer
+        return self.encoder.model.model
+
+    def encode_stats(self) -> dict[str, Any] | None:
+        """Texts encoded so far by prompt type (``None`` for BM25)."""
+        return self.encoder.stats.to_dict() if self.encoder is not None else None
+
+    def search_stats(self) -> dict[str, Any] | None:
+        """Counters of the search model (index builds, pairs reranked …)."""
+        return self.search.stats.to_dict() if self.search is not None else None
+
+
+def _check_model_path(spec: str) -> None:
+    text = str(spec)
+    if text.startswith(("/", "./", "../", "~")) and not Path(text).expanduser().exists():
+        raise ModelLoadError(f"model path {text} does not exist")
+
+
+def _model_identity(spec: str, loaded: Any) -> tuple[str, str]:
+    """Unique mteb (name, revision) for a model argument (see OFFLINE_NOTES, mteb pitfalls)."""
+    from hf_posbias.modeling import PACKAGED_MODELS, model_display_name, resolve_model
+
+    resolved = resolve_model(spec)
+    if spec in PACKAGED_MODELS:
+        name = spec if "/" in spec else f"sentence-transformers/{spec}"
+    else:
+        name = model_display_name(spec)
+    if Path(resolved).exists():
+        return name, f"local-{folder_fingerprint(resolved)}"
+    revision = None
+    try:  # transformers records the Hub commit it loaded
+        revision = loaded[0].auto_model.config._commit_hash
+    except (AttributeError, IndexError, KeyError, TypeError):
+        revision = getattr(getattr(loaded, "config", None), "_commit_hash", None)
+    return name, revision or "no_revision_available"
+
+
+def _load_retriever(spec: str, *, device: str | None) -> tuple[Any, str, str, Any, Any]:
+    """(mteb model, name, revision, encoder-or-None, search-or-None) for a first-stage spec."""
+    from hf_posbias.evaluation.search import BM25Model, is_bm25
+
+    if is_bm25(spec):
+        bm25 = BM25Model()
+        meta = bm25.mteb_model_meta
+        return bm25, str(meta.name), str(meta.revision), None, bm25
+    _check_model_path(spec)
+    from mteb.models import SentenceTransformerEncoderWrapper
+
+    from hf_posbias.modeling import load_sentence_transformer
+
+    st_model = load_sentence_transformer(spec, device=device)
+    name, revision = _model_identity(spec, st_model)
+    wrapper = SentenceTransformerEncoderWrapper(st_model)
+    meta = unique_model_meta(wrapper.mteb_model_meta, name, revision)
+    wrapper.mteb_model_meta = meta
+    encoder = CountingEncoder(wrapper, meta=meta)
+    return encoder, name, revision, encoder, None
+
+
+def load_model(
+    model: str,
+    *,
+    reranker: str | None = None,
+    first_stage: str | None = None,
+    rerank_k: int = 100,
+    device: str | None = None,
+) -> LoadedModel:
+    """Load a retriever (``bm25`` or a bi-encoder) or a two-stage reranking pipeline.
+
+    Two spellings of the same pipeline: ``load_model("bm25", reranker=CE)`` and
+    ``load_model(CE, first_stage="bm25")`` — the cross-encoder reranks the first stage's top
+    ``rerank_k``.
+
+    Raises:
+        ModelLoadError: a model path that does not exist or a model that cannot load.
+    """
+    if reranker and first_stage:
+        raise InputError("give either a reranker (model = first stage) or a first stage, not both")
+    if first_stage:
+        retriever_spec, reranker_spec = first_stage, model
+    else:
+        retriever_spec, reranker_spec = model, reranker
+    retriever, name, revision, encoder, search = _load_retriever(retriever_spec, device=device)
+    if not reranker_spec:
+        kind = "bm25" if search is not None else "bi-encoder"
+        return LoadedModel(
+            spec=model,
+            model=retriever,
+            kind=kind,
+            name=name,
+            revision=revision,
+            encoder=encoder,
+            search=search,
+        )
+    _check_model_path(reranker_spec)
+    from mteb.models import CrossEncoderWrapper
+
+    from hf_posbias.evaluation.search import RerankSearch
+    from hf_posbias.modeling import load_cross_encoder
+
+    ce = load_cross_encoder(reranker_spec, device=device)
+    ce_name, ce_revision = _model_identity(reranker_spec, ce)
+    ce_wrapper = CrossEncoderWrapper(ce)
+    ce_wrapper.mteb_model_meta = unique_model_meta(ce_wrapper.mteb_model_meta, ce_name, ce_revision)
+    pipeline = RerankSearch(
+        retriever, ce_wrapper, rerank_k=rerank_k, first_stage_name=f"{name}@{revision}"
+    )
+    return LoadedModel(
+        spec=model,
+        model=pipeline,
+        kind="rerank",
+        name=ce_name,
+        revision=ce_revision,
+        encoder=encoder,
+        search=pipeline,
+        reranker=reranker_spec,
+        first_stage=retriever_spec,
+        rerank_k=rerank_k,
+    )
