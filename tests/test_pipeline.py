@@ -306,7 +306,7 @@ def test_a_custom_ratio_goes_from_build_to_train_to_the_cards(
     assert "| `r50-25-25` | 50:25:25 |" in (out / "train" / "README.md").read_text()
 
     ckpt = tmp_path / "ckpt"
-    args = ["--data", train, "--out", str(ckpt), "--max-steps", "1", "--batch-size", "4"]
+    args = ["--data", train, "--out", str(ckpt), "--max-steps", "1", "--global-batch", "4"]
     assert main(["train", "--model", tiny_models("bert"), "--config", "50:25:25", *args]) == 0
     card = (ckpt / "README.md").read_text()
     assert "nominal begin:middle:end = 50:25:25" in card and "config `r50-25-25`" in card
