@@ -32,22 +32,22 @@ from typing import Any
 from hf_posbias.errors import InputError
 from hf_posbias.listwise.base import ListwiseReranker
 from hf_posbias.listwise.lists import QueryList, controlled_list, describe_lists
-from hf_posbias.listwise.runs import fallback_stats, ndcg_at_10, run_experiment, write_jsonl
+from hf_posbias.listwise.runs import (
+    ListSettings,
+    fallback_stats,
+    ndcg_at_10,
+    run_experiment,
+    write_jsonl,
+)
 from hf_posbias.listwise.taskio import RerankTask
 from hf_posbias.shards import write_json
 
 
 @dataclass
-class ControlledTestConfig:
+class ControlledTestConfig(ListSettings):
     """Settings of one controlled test (the CLI flags of ``posbias listwise test``)."""
 
-    k: int = 20
     positions: list[int] | None = None
-    max_queries: int | None = None
-    seed: int = 0
-    first_stage: str = "bm25"
-    window: int | None = None
-    step: int | None = None
     n_resamples: int = 1000
     confidence: float = 0.95
 
@@ -160,14 +160,9 @@ def run_controlled_test(
         task,
         out,
         inputs,
+        config,
         experiment="controlled-test",
-        settings={"positions": positions, "max_queries": config.max_queries},
-        k=config.k,
-        first_stage=config.first_stage,
-        max_queries=config.max_queries,
-        seed=config.seed,
-        window=config.window,
-        step=config.step,
+        settings={"positions": positions},
         show_progress=show_progress,
     )
     for row, score in zip(rows, ndcg_at_10(rows, task.qrels)):

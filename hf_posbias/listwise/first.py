@@ -43,6 +43,8 @@ class ScoringStats:
     padded_tokens: int = 0
     batches: int = 0
     seconds: float = 0.0
+    float32_head: int = 0
+    """Batches whose identifier logits were recomputed in float32 (bf16/fp16 models)."""
 
 
 def left_pad(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[Any, Any, Any]:
@@ -178,16 +180,46 @@ class FirstReranker(LocalListwiseLM):
             if self._keeps_logits:
                 kwargs["logits_to_keep"] = 1
             with torch.inference_mode():
-                logits = self.model(**kwargs).logits[:, -1, :]
+                scores = self._identifier_scores(kwargs)
             for row, i in enumerate(chunk):
                 k = len(windows[i][1])
-                out[i] = logits[row, self.identifier_ids[:k]].float().tolist()
+                out[i] = scores[row, :k].tolist()
             self.stats.batches += 1
             self.stats.padded_tokens += int(ids.numel())
         self.stats.seconds += time.perf_counter() - start
         self.stats.windows += len(rows)
         self.stats.tokens += sum(len(r) for r in rows)
         return out
+
+    def _identifier_scores(self, kwargs: dict[str, Any]) -> Any:
+        """``[B, k]`` identifier logits of the last position, in float32.
+
+        In bf16 a logit near 30 is rounded to steps of 0.25, which makes ties between
+        identifiers common. The output layer's input (captured by a hook) is projected onto the
+        k identifier rows again in float32; if that does not reproduce the model's own logits
+        (a model that post-processes them, e.g. soft-capping), the model's logits are used.
+        """
+        import torch
+
+        head = self.model.get_output_embeddings()
+        captured: list[Any] = []
+        hook = head.register_forward_hook(lambda _m, args, _o: captured.append(args[0]))
+        try:
+            logits = self.model(**kwargs).logits[:, -1, :]
+        finally:
+            hook.remove()
+        ids = torch.tensor(self.identifier_ids, device=logits.device)
+        theirs = logits[:, ids].float()
+        if logits.dtype == torch.float32 or not captured:
+            return theirs
+        weight = head.weight[ids].float()
+        bias = head.bias[ids].float() if getattr(head, "bias", None) is not None else None
+        ours = torch.nn.functional.linear(captured[0][:, -1, :].float(), weight, bias)
+        # bf16 keeps 8 significant bits: agreeing within 2⁻⁶ relative means the same logits.
+        if torch.allclose(ours, theirs, rtol=2**-6, atol=2**-6):
+            self.stats.float32_head += 1
+            return ours
+        return theirs
 
     def rank_windows(self, windows: Sequence[Window]) -> list[WindowRanking]:
         """Rank each window by its identifier logits (ties by document id)."""

@@ -37,23 +37,17 @@ from hf_posbias.errors import InputError
 from hf_posbias.listwise.base import ListwiseReranker
 from hf_posbias.listwise.lists import QueryList, describe_lists
 from hf_posbias.listwise.lists import shuffled as shuffle_list
-from hf_posbias.listwise.runs import fallback_stats, run_experiment, write_jsonl
+from hf_posbias.listwise.runs import ListSettings, fallback_stats, run_experiment, write_jsonl
 from hf_posbias.listwise.taskio import RerankTask
 from hf_posbias.shards import write_json
 
 
 @dataclass
-class PropensityConfig:
+class PropensityConfig(ListSettings):
     """Settings of a propensity estimate (the CLI flags of ``posbias listwise propensity``)."""
 
-    k: int = 20
     shuffles: int = 10
-    max_queries: int | None = None
-    seed: int = 0
-    first_stage: str = "bm25"
     smoothing: float = 0.0
-    window: int | None = None
-    step: int | None = None
 
 
 def transition_counts(rows: Sequence[dict[str, Any]], k: int) -> np.ndarray:
@@ -118,14 +112,9 @@ def run_propensity(
         task,
         out,
         inputs,
+        config,
         experiment="propensity",
-        settings={"shuffles": config.shuffles, "max_queries": config.max_queries},
-        k=config.k,
-        first_stage=config.first_stage,
-        max_queries=config.max_queries,
-        seed=config.seed,
-        window=config.window,
-        step=config.step,
+        settings={"shuffles": config.shuffles},
         show_progress=show_progress,
     )
     counts = transition_counts(rows, config.k)

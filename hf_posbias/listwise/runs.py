@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,19 @@ from hf_posbias.listwise.records import FallbackStats, RerankedList
 from hf_posbias.listwise.taskio import RerankTask
 from hf_posbias.listwise.window import rerank_lists
 from hf_posbias.progress import progress
+
+
+@dataclass
+class ListSettings:
+    """How an experiment's candidate lists are made and reranked (shared CLI flags)."""
+
+    k: int = 20
+    max_queries: int | None = None
+    seed: int = 0
+    first_stage: str = "bm25"
+    window: int | None = None
+    step: int | None = None
+
 
 InputsFn = Callable[[QueryList], list[tuple[dict[str, Any], list[str]]]]
 """One query's list → ``[(tags, input doc ids), …]`` (tags become row columns)."""
@@ -77,36 +91,30 @@ def run_experiment(
     task: RerankTask,
     out_dir: str | Path,
     inputs: InputsFn,
+    lists_from: ListSettings,
     *,
     experiment: str,
     settings: dict[str, Any],
-    k: int,
-    first_stage: str,
-    max_queries: int | None,
-    seed: int,
-    window: int | None = None,
-    step: int | None = None,
     show_progress: bool = True,
 ) -> tuple[list[QueryList], list[dict[str, Any]]]:
     """Select queries, list their first-stage top-k, rerank their inputs (resumably).
 
-    ``settings`` (with the reranker, task, query ids, k, seed …) is pinned in the manifest: a
+    The reranker, task, list settings, ``settings`` and query ids are pinned in the manifest: a
     rerun with other settings is refused instead of mixing outputs.
     """
     from hf_posbias.listwise.lists import first_stage_lists, select_queries
 
-    query_ids = select_queries(task, max_queries, seed)
-    lists = first_stage_lists(task, query_ids, first_stage, k, out_dir, show_progress=show_progress)
+    s = lists_from
+    query_ids = select_queries(task, s.max_queries, s.seed)
+    lists = first_stage_lists(
+        task, query_ids, s.first_stage, s.k, out_dir, show_progress=show_progress
+    )
     params = {
         "experiment": experiment,
         "reranker": reranker.describe(),
         "task": task.source,
         "split": task.split,
-        "k": k,
-        "first_stage": first_stage,
-        "seed": seed,
-        "window": window,
-        "step": step,
+        **{name: getattr(s, name) for name in ListSettings.__dataclass_fields__},
         **settings,
         "queries": query_ids,
     }
@@ -117,8 +125,8 @@ def run_experiment(
         inputs,
         out_dir,
         params,
-        window=window,
-        step=step,
+        window=s.window,
+        step=s.step,
         desc=experiment,
         show_progress=show_progress,
     )

@@ -30,23 +30,23 @@ from hf_posbias.listwise.aggregate import borda, kemeny_local_search
 from hf_posbias.listwise.base import ListwiseReranker
 from hf_posbias.listwise.lists import QueryList, describe_lists
 from hf_posbias.listwise.lists import shuffled as shuffle_list
-from hf_posbias.listwise.runs import fallback_stats, ndcg_at_10, run_experiment, write_jsonl
+from hf_posbias.listwise.runs import (
+    ListSettings,
+    fallback_stats,
+    ndcg_at_10,
+    run_experiment,
+    write_jsonl,
+)
 from hf_posbias.listwise.taskio import RerankTask
 from hf_posbias.shards import write_json
 
 
 @dataclass
-class ShuffleEvalConfig:
+class ShuffleEvalConfig(ListSettings):
     """Settings of ``posbias listwise shuffle-eval``."""
 
-    k: int = 20
     shuffles: int = 5
     aggregate: int = 0
-    max_queries: int | None = None
-    seed: int = 0
-    first_stage: str = "bm25"
-    window: int | None = None
-    step: int | None = None
     method: str = "randomization"
     n_resamples: int = 1000
     confidence: float = 0.95
@@ -92,14 +92,9 @@ def run_shuffle_eval(
         task,
         out,
         inputs,
+        config,
         experiment="shuffle-eval",
-        settings={"variants": n_variants, "max_queries": config.max_queries},
-        k=config.k,
-        first_stage=config.first_stage,
-        max_queries=config.max_queries,
-        seed=config.seed,
-        window=config.window,
-        step=config.step,
+        settings={"variants": n_variants},
         show_progress=show_progress,
     )
     query_ids = [x.query_id for x in lists]

@@ -89,3 +89,7 @@ def test_bf16_scores_follow_fp32(tiny_llm):
     ws = windows(2, 5)
     for a, b in zip(fp32.window_logits(ws), bf16.window_logits(ws)):
         assert torch.corrcoef(torch.tensor([a, b]))[0, 1] > 0.9
+        # The identifier logits are recomputed in float32, not rounded to bf16 steps.
+        assert any(torch.tensor(x).bfloat16().float().item() != x for x in b)
+    assert bf16.stats.float32_head == bf16.stats.batches > 0
+    assert fp32.stats.float32_head == 0
