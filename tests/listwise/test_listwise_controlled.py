@@ -230,3 +230,36 @@ def test_position_task_folder_and_its_split(tmp_path, capsys):
         ]
     )
     assert code == 0
+
+
+def test_cross_encoder_control_is_flat_too(beir_task, tmp_path, tiny_cross_encoder):
+    out = tmp_path / "ce"
+    # A cross-encoder folder is recognised by its config; the prefix form works too.
+    for name in (tiny_cross_encoder, f"cross-encoder:{tiny_cross_encoder}"):
+        code = main(
+            [
+                "listwise",
+                "test",
+                "--reranker",
+                name,
+                "--task",
+                str(beir_task),
+                "--k",
+                "5",
+                "--out",
+                str(out),
+                "--no-progress",
+                "--n-resamples",
+                "50",
+                "--overwrite",
+            ]
+        )
+        assert code == 0
+        summary = json.loads((out / "positions.json").read_text())
+        assert summary["reranker_details"]["kind"] == "pointwise"
+        assert len({r["ndcg_at_10"] for r in summary["positions"]}) == 1
+        rows = read_rows(out / "per_query.jsonl")
+        by_query: dict[str, set] = {}
+        for row in rows:
+            by_query.setdefault(row["query_id"], set()).add(tuple(row["ranking"]))
+        assert all(len(rankings) == 1 for rankings in by_query.values())  # same output always
