@@ -203,7 +203,7 @@ def _plot(summary: dict[str, Any], path: Path) -> None:
         [r["ndcg_at_10"] for r in table],
         [r["ci_low"] for r in table],
         [r["ci_high"] for r in table],
-        f"{summary['reranker']} on {summary.get('task', '')}: k={summary['k']}, "
-        f"{table[0]['n_queries']} queries, {psi_text}",
+        f"{summary['reranker']} on {summary.get('task', '')}\n"
+        f"k={summary['k']}, {table[0]['n_queries']} queries, {psi_text}",
     )
     save_png(fig, path)

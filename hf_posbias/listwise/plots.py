@@ -44,7 +44,7 @@ def positions_figure(
     ax.set_xlabel("input position of the relevant passage")
     ax.set_ylabel("nDCG@10")
     ax.set_ylim(0.0, 1.02)
-    ax.set_title(title)
+    ax.set_title(title, fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small")
     fig.tight_layout()
@@ -64,7 +64,7 @@ def heatmap_figure(omega: Sequence[Sequence[float]], title: str) -> Figure:
     ax.set_yticks(ticks, [str(t + 1) for t in ticks])
     ax.set_xlabel("output position")
     ax.set_ylabel("input position")
-    ax.set_title(title)
+    ax.set_title(title, fontsize=10)
     fig.colorbar(image, ax=ax, label="ω")
     fig.tight_layout()
     return fig

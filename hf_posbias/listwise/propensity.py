@@ -150,8 +150,8 @@ def _plot(payload: dict[str, Any], path: Path) -> None:
 
     fig = heatmap_figure(
         payload["omega"],
-        f"{payload['reranker']}: ω over {payload['queries']} queries × {payload['n']} shuffles "
-        f"(diagonal {payload['diagonal_mass']:.3f})",
+        f"{payload['reranker']}: ω over {payload['queries']} queries × {payload['n']} shuffles\n"
+        f"diagonal mass {payload['diagonal_mass']:.3f}, smoothing {payload['smoothing']}",
     )
     save_png(fig, path)
 
