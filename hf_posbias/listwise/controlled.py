@@ -205,5 +205,6 @@ def _plot(summary: dict[str, Any], path: Path) -> None:
         [r["ci_high"] for r in table],
         f"{summary['reranker']} on {summary.get('task', '')}\n"
         f"k={summary['k']}, {table[0]['n_queries']} queries, {psi_text}",
+        band_label=f"{summary['bootstrap']['confidence']:.0%} CI (paired bootstrap)",
     )
     save_png(fig, path)

@@ -25,6 +25,7 @@ def positions_figure(
     low: Sequence[float],
     high: Sequence[float],
     title: str,
+    band_label: str = "95% CI",
 ) -> Figure:
     """nDCG@10 against the relevant passage's input position, with the CI as a band."""
     from matplotlib.figure import Figure
@@ -38,7 +39,7 @@ def positions_figure(
         list(high),
         alpha=0.2,
         color=line.get_color(),
-        label="95% CI" if positions else None,
+        label=band_label if positions else None,
     )
     ax.set_xticks(list(positions))
     ax.set_xlabel("input position of the relevant passage")
