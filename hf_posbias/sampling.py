@@ -13,11 +13,11 @@ cells do not influence each other, and with one seed the uniform set's begin exa
 subset of the begin set's.
 
 Example:
-    >>> from hf_posbias.sampling import RatioSpec, sample_training_set
+    >>> from hf_posbias.sampling import UNIFORM, sample_training_set
     >>> pool = [{"candidate_id": f"d{i}::{p}", "doc_id": f"d{i}", "query": "q", "positive": "t",
     ...          "length_bin": "256-512", "target_position": p, "margin": 0.5, "retained": True}
     ...         for i in range(6) for p in ("begin", "middle", "end")]
-    >>> rows, report = sample_training_set(pool, RatioSpec.parse("uniform"))
+    >>> rows, report = sample_training_set(pool, UNIFORM)
     >>> report.budget, len(rows), report.counts["256-512"]
     (6, 6, {'begin': 2, 'middle': 2, 'end': 2})
 """
@@ -46,77 +46,94 @@ TRAINING_COLUMNS: tuple[str, ...] = (
 )
 """Columns of a training set (CONTRIBUTING "Training sets"), in this order."""
 
-PRESETS: dict[str, tuple[float, float, float]] = {
-    "begin": (100.0, 0.0, 0.0),
-    "middle": (0.0, 100.0, 0.0),
-    "end": (0.0, 0.0, 100.0),
-    "uniform": (1.0, 1.0, 1.0),
-}
-"""YHP26's four configurations B, M, E, U."""
-
 _ALIASES = {"b": "begin", "m": "middle", "e": "end", "u": "uniform"}
+# The canonical name of a custom ratio: "r" + weights joined by "-", "." written "p"
+# (50:25:25 → r50-25-25, 0.5:0.25:0.25 → r0p5-0p25-0p25): safe as a Hub config and folder name.
+_CUSTOM_NAME = re.compile(r"^r([0-9p]+)-([0-9p]+)-([0-9p]+)$")
 
 
 def _fmt_weight(x: float) -> str:
-    # 50.0 → "50", 0.5 → "0p5": config names must be safe as Hub config and folder names.
-    text = f"{x:g}"
-    return text.replace(".", "p")
+    return f"{x:g}".replace(".", "p")
 
 
 @dataclass(frozen=True)
-class RatioSpec:
-    """A begin:middle:end distribution and its configuration name.
+class PositionConfig:
+    """A position configuration: its name, begin:middle:end weights and canonical label.
+
+    The one home of "which configuration": sampling draws with it, the pipeline names its
+    training sets by :attr:`name` (the Hub config name), training looks the same name up
+    (``posbias train --config 50:25:25`` finds what ``posbias build --config 50:25:25`` wrote),
+    and cards and the training matrix state :attr:`label`. :meth:`parse` accepts every
+    spelling: ``begin``/``B``, ``middle``/``M``, ``end``/``E``, ``uniform``/``U``, ``b:m:e`` and
+    a canonical name such as ``r50-25-25``.
+
+    Attributes:
+        name: the configuration (and Hub config) name: ``begin``, ``uniform``, ``r50-25-25`` …
+        weights: begin, middle, end weights (any non-negative scale).
+        label: the canonical ``b:m:e`` label, as YHP26 writes it (``uniform`` is ``33:33:33``).
 
     Example:
-        >>> RatioSpec.parse("B").name, RatioSpec.parse("U").weights
-        ('begin', (1.0, 1.0, 1.0))
-        >>> RatioSpec.parse("50:25:25").name
+        >>> PositionConfig.parse("B").name, PositionConfig.parse("U").label
+        ('begin', '33:33:33')
+        >>> PositionConfig.parse("50:25:25").name
         'r50-25-25'
-        >>> RatioSpec.parse("33:33:33").name  # the paper writes uniform this way
-        'uniform'
+        >>> PositionConfig.parse("r50-25-25") == PositionConfig.parse("50:25:25")
+        True
+        >>> PositionConfig.parse("33:33:33") is UNIFORM  # the paper writes uniform this way
+        True
     """
 
-    weights: tuple[float, float, float]
     name: str
+    weights: tuple[float, float, float]
+    label: str
 
     @classmethod
-    def parse(cls, text: str) -> RatioSpec:
-        """``begin``/``B``, ``middle``/``M``, ``end``/``E``, ``uniform``/``U`` or ``b:m:e``."""
+    def parse(cls, text: str | PositionConfig) -> PositionConfig:
+        """The configuration a user wrote (see the class docstring); one-line error otherwise."""
+        if isinstance(text, PositionConfig):
+            return text
         if not isinstance(text, str) or not text.strip():
-            raise InputError("ratio spec is empty: give begin, middle, end, uniform or b:m:e")
+            raise InputError(
+                "position configuration is empty: give begin, middle, end, uniform or b:m:e"
+            )
         key = text.strip().lower()
         key = _ALIASES.get(key, key)
-        if key in PRESETS:
-            return cls(PRESETS[key], key)
-        parts = key.split(":")
+        if key in _BY_NAME:
+            return _BY_NAME[key]
+        custom = _CUSTOM_NAME.match(key)
+        parts = [p.replace("p", ".") for p in custom.groups()] if custom else key.split(":")
         if len(parts) != len(POSITIONS):
             raise InputError(
-                f"ratio spec {text!r} is not begin, middle, end, uniform (B/M/E/U) "
+                f"position configuration {text!r} is not begin, middle, end, uniform (B/M/E/U) "
                 "or three numbers b:m:e such as 50:25:25"
             )
         try:
             weights = tuple(float(p) for p in parts)
         except ValueError:
-            raise InputError(f"ratio spec {text!r}: b:m:e must be numbers") from None
+            raise InputError(f"position configuration {text!r}: b:m:e must be numbers") from None
         if any(not math.isfinite(w) or w < 0 for w in weights):
-            raise InputError(f"ratio spec {text!r}: weights must be finite and non-negative")
-        if sum(weights) <= 0:
-            raise InputError(f"ratio spec {text!r}: at least one weight must be positive")
+            raise InputError(
+                f"position configuration {text!r}: weights must be finite and non-negative"
+            )
         total = sum(weights)
-        # A custom spec that equals a preset's distribution gets the preset's name, so the same
-        # data never appears under two configuration names.
-        for name, preset in PRESETS.items():
-            if all(math.isclose(w / total, p / sum(preset)) for w, p in zip(weights, preset)):
-                return cls(PRESETS[name], name)
+        if total <= 0:
+            raise InputError(
+                f"position configuration {text!r}: at least one weight must be positive"
+            )
+        # A custom ratio that equals a preset's distribution is the preset, so the same data
+        # never appears under two configuration names.
+        for preset in PAPER_CONFIGS:
+            ref = sum(preset.weights)
+            if all(math.isclose(w / total, p / ref) for w, p in zip(weights, preset.weights)):
+                return preset
         name = "r" + "-".join(_fmt_weight(w) for w in weights)
-        if not re.fullmatch(r"[A-Za-z0-9_\-]+", name):
-            raise InputError(f"ratio spec {text!r} gives an unusable config name {name!r}")
-        return cls(weights, name)  # type: ignore[arg-type]
+        label = ":".join(f"{w:g}" for w in weights)
+        return cls(name, weights, label)  # type: ignore[arg-type]
 
     @property
     def distribution(self) -> str:
-        """``b:m:e`` as written in the report, e.g. ``'100:0:0'``."""
-        return ":".join(f"{w:g}" for w in self.weights)
+        """The canonical ``b:m:e`` label (alias of :attr:`label`)."""
+        return self.label
 
     def counts(self, budget: int) -> dict[str, int]:
         """Examples per position for one bin: ``floor(budget × w / Σw)``, at least 1 where w > 0.
@@ -126,9 +143,9 @@ class RatioSpec:
         still gets one example per position instead of none.
 
         Example:
-            >>> RatioSpec.parse("uniform").counts(8189)
+            >>> UNIFORM.counts(8189)
             {'begin': 2729, 'middle': 2729, 'end': 2729}
-            >>> RatioSpec.parse("uniform").counts(2)
+            >>> UNIFORM.counts(2)
             {'begin': 1, 'middle': 1, 'end': 1}
         """
         total = sum(self.weights)
@@ -142,6 +159,34 @@ class RatioSpec:
             if w > 0 and budget > 0:
                 out[pos] = max(1, out[pos])
         return out
+
+
+BEGIN = PositionConfig("begin", (100.0, 0.0, 0.0), "100:0:0")
+"""YHP26's B: every example targets the beginning."""
+MIDDLE = PositionConfig("middle", (0.0, 100.0, 0.0), "0:100:0")
+"""YHP26's M: every example targets the middle."""
+END = PositionConfig("end", (0.0, 0.0, 100.0), "0:0:100")
+"""YHP26's E: every example targets the end."""
+UNIFORM = PositionConfig("uniform", (1.0, 1.0, 1.0), "33:33:33")
+"""YHP26's U: a third of each bin's budget per position."""
+PAPER_CONFIGS: tuple[PositionConfig, ...] = (BEGIN, MIDDLE, END, UNIFORM)
+"""YHP26's four configurations B, M, E, U, in the paper's order."""
+PAPER_CONFIG_NAMES: tuple[str, ...] = tuple(c.name for c in PAPER_CONFIGS)
+"""Their names: ``("begin", "middle", "end", "uniform")`` (CLI defaults, the training matrix)."""
+_BY_NAME = {c.name: c for c in PAPER_CONFIGS}
+
+
+def config_label(text: str) -> str:
+    """The canonical ``b:m:e`` label of a configuration, ``""`` for any other name (``ips``).
+
+    Example:
+        >>> config_label("uniform"), config_label("50:25:25"), config_label("ips")
+        ('33:33:33', '50:25:25', '')
+    """
+    try:
+        return PositionConfig.parse(text).label
+    except InputError:
+        return ""
 
 
 @dataclass
@@ -188,6 +233,28 @@ class SampleReport:
         return lines
 
 
+def check_sampling_options(budget: Any = None, min_cell: Any = 1) -> None:
+    """Refuse a budget or minimum cell size that is not a positive integer (one line).
+
+    Example:
+        >>> check_sampling_options(budget=0)
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: budget must be a positive integer, got 0
+    """
+    for name, value in (("budget", budget), ("min_cell", min_cell)):
+        if value is None and name == "budget":
+            continue
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+            or value != int(value)
+            or value < 1
+        ):
+            raise InputError(f"{name} must be a positive integer, got {value!r}")
+
+
 def _cell_order(rows: list[dict[str, Any]], seed: int, length_bin: str, position: str) -> list:
     # Sorted first so the draw never depends on the pool's row order; string seeds are hashed
     # deterministically by `random` (independent of PYTHONHASHSEED).
@@ -198,7 +265,7 @@ def _cell_order(rows: list[dict[str, Any]], seed: int, length_bin: str, position
 
 def sample_training_set(
     pool_rows: Sequence[dict[str, Any]],
-    spec: RatioSpec | str,
+    config: PositionConfig | str,
     *,
     budget: int | None = None,
     seed: int = 42,
@@ -208,7 +275,7 @@ def sample_training_set(
 
     Args:
         pool_rows: scored pool rows (rows with ``retained`` false are skipped and counted).
-        spec: a :class:`RatioSpec` or its text (``"uniform"``, ``"50:25:25"`` …).
+        config: a :class:`PositionConfig` or its spelling (``"uniform"``, ``"50:25:25"`` …).
         budget: examples per length bin; default = the smallest (bin, position) cell over the
             bins used (the same for every configuration of one pool).
         seed: the draw's seed.
@@ -218,12 +285,8 @@ def sample_training_set(
         Training rows (:data:`TRAINING_COLUMNS`, ordered by bin, position, candidate_id) and the
         report. Raises :class:`BudgetError` naming the first cell a given budget cannot meet.
     """
-    if isinstance(spec, str):
-        spec = RatioSpec.parse(spec)
-    if min_cell < 1:
-        raise InputError(f"min_cell must be >= 1, got {min_cell}")
-    if budget is not None and (isinstance(budget, bool) or int(budget) != budget or budget < 1):
-        raise InputError(f"budget must be a positive integer, got {budget!r}")
+    spec = PositionConfig.parse(config)
+    check_sampling_options(budget, min_cell)
     if not pool_rows:
         raise InputError("the pool is empty: nothing to sample")
 

@@ -5,7 +5,9 @@ work items. :func:`run_sharded` cuts the list into fixed-size shards, gives each
 ``accelerate launch`` run its own shards (``shard_index % num_processes == process_index``), writes
 each finished shard atomically as parquet, and lets the main process merge them. A rerun after a
 kill skips every finished shard, so nothing is redone or duplicated. A manifest pins the stage's
-parameters: resuming with different parameters is refused instead of silently mixing outputs.
+parameters (:func:`pin_parameters`, also used by the stages that do not shard): resuming with
+different parameters is refused instead of silently mixing outputs, and later stages read the
+parameters back from it (:func:`stage_parameters`).
 
 Example:
     >>> import tempfile
@@ -22,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,23 +124,112 @@ def read_parquet_rows(path: str | Path) -> list[dict[str, Any]]:
     return pq.read_table(path).to_pylist()
 
 
-def _check_manifest(out_dir: Path, params: dict[str, Any], total: int, shard_size: int) -> None:
-    manifest_path = out_dir / MANIFEST
-    expected = {
-        "fingerprint": fingerprint(params),
-        "params": params,
-        "items": total,
-        "shard_size": shard_size,
-    }
-    if manifest_path.exists():
-        found = json.loads(manifest_path.read_text())
-        if found.get("fingerprint") != expected["fingerprint"] or found.get("items") != total:
-            raise InputError(
-                f"{out_dir} holds a run with other parameters "
-                f"({found.get('params')}); use a new output folder or --overwrite"
-            )
-        return
-    write_json(manifest_path, expected)
+def read_manifest(stage_dir: str | Path) -> dict[str, Any] | None:
+    """A stage folder's manifest (``None`` when the stage has not run there).
+
+    Example:
+        >>> read_manifest("/nonexistent") is None
+        True
+    """
+    path = Path(stage_dir) / MANIFEST
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
+    if isinstance(old, dict) and isinstance(new, dict):
+        out: list[str] = []
+        for key in sorted(set(old) | set(new), key=str):
+            out += _differences(old.get(key), new.get(key), f"{prefix}{key}.")
+        return out
+    if json.dumps(old, sort_keys=True, default=str) == json.dumps(new, sort_keys=True, default=str):
+        return []
+    before, after = json.dumps(old, default=str), json.dumps(new, default=str)
+    return [f"{prefix.rstrip('.')}: {before} → {after}"]
+
+
+def check_parameters(
+    stage_dir: str | Path, params: dict[str, Any], *, overwrite: bool = False
+) -> bool:
+    """Whether ``stage_dir`` may hold a run with ``params``; writes nothing.
+
+    Returns ``True`` when the folder is pinned to the same parameters (a resume), ``False``
+    when it is new or will be replaced (``overwrite``). A folder pinned to other parameters
+    without ``overwrite`` raises a one-line :class:`InputError` naming what differs.
+
+    Example:
+        >>> check_parameters("/nonexistent/stage", {"seed": 1})
+        False
+    """
+    out = Path(stage_dir)
+    found = read_manifest(out)
+    if found is None:
+        return False
+    if found.get("fingerprint") == fingerprint(params):
+        return True
+    if overwrite:
+        return False
+    changes = _differences(found.get("params"), params) or ["fingerprint"]
+    raise InputError(
+        f"{out} holds a run with other parameters ({'; '.join(changes)}); "
+        "rerun with --overwrite to replace it, or use a new output folder"
+    )
+
+
+def pin_parameters(
+    stage_dir: str | Path, params: dict[str, Any], *, overwrite: bool = False
+) -> dict[str, Any]:
+    """Record a stage's parameters in ``stage_dir/manifest.json``; refuse a rerun with others.
+
+    ``params`` holds everything the stage's output depends on (its settings and a fingerprint
+    of its input). A folder pinned to the same parameters is resumed; one pinned to other
+    parameters is refused with a one-line :class:`InputError` naming what differs — unless
+    ``overwrite``, which empties the stage folder first. Later stages and ``publish`` read the
+    parameters back from here (:func:`stage_parameters`), never from command-line defaults.
+
+    Returns:
+        The manifest (``fingerprint`` of the parameters and ``params``).
+
+    Example:
+        >>> import tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> pin_parameters(folder, {"seed": 42})["params"]
+        {'seed': 42}
+        >>> pin_parameters(folder, {"seed": 7})  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: ... holds a run with other parameters (seed: 42 → 7); ...
+    """
+    out = Path(stage_dir)
+    if check_parameters(out, params, overwrite=overwrite):
+        return read_manifest(out)  # type: ignore[return-value]
+    if read_manifest(out) is not None:
+        # Pinned to other parameters and overwrite was asked: the folder is a stage folder
+        # (it has our manifest), so its outputs go with it.
+        shutil.rmtree(out)
+    manifest = {"fingerprint": fingerprint(params), "params": params}
+    write_json(out / MANIFEST, manifest)
+    return manifest
+
+
+def stage_parameters(stage_dir: str | Path, command: str) -> dict[str, Any]:
+    """The parameters a finished stage recorded (``command`` names the verb that makes it).
+
+    Example:
+        >>> stage_parameters("/nonexistent/scored", "posbias verify")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: /nonexistent/scored has no manifest: run `posbias verify` ...
+    """
+    found = read_manifest(stage_dir)
+    if found is None:
+        raise InputError(f"{stage_dir} has no manifest: run `{command}` first")
+    return dict(found["params"])
+
+
+def stage_fingerprint(stage_dir: str | Path, command: str) -> str:
+    """The fingerprint of a stage's parameters: what a later stage pins as its input."""
+    stage_parameters(stage_dir, command)
+    return str(read_manifest(stage_dir)["fingerprint"])  # type: ignore[index]
 
 
 def run_sharded(
@@ -149,6 +241,7 @@ def run_sharded(
     desc: str = "shards",
     schema: Any = None,
     progress: bool = True,
+    overwrite: bool = False,
 ) -> list[dict[str, Any]]:
     """Map ``fn`` over ``items`` shard by shard, resumably, and return all rows in item order.
 
@@ -158,33 +251,36 @@ def run_sharded(
         out_dir: stage folder; shards go to ``out_dir/shards/``, the manifest beside them.
         shard_size: items per shard (the unit of resumption and of distribution).
         params: everything that changes the output (model, seed, prompts …): pinned in the
-            manifest so a rerun with other parameters is refused.
-        desc: progress-bar label.
+            manifest (with the item count and shard size) so a rerun with other parameters is
+            refused (:func:`pin_parameters`).
+        desc: progress label.
         schema: optional pyarrow schema (keeps empty shards mergeable).
-        progress: show a tqdm bar on the main process.
+        progress: report progress on the main process (:func:`hf_posbias.progress.progress`).
+        overwrite: replace a folder pinned to other parameters instead of refusing.
 
     Returns:
         The merged rows (every process returns them after a barrier).
     """
-    from tqdm.auto import tqdm
+    from hf_posbias.progress import progress as progress_bar
 
     if shard_size < 1:
         raise InputError(f"shard size must be >= 1, got {shard_size}")
     out = Path(out_dir)
     shard_dir = out / "shards"
-    shard_dir.mkdir(parents=True, exist_ok=True)
     proc = process_info()
     if proc.is_main:
-        _check_manifest(out, params, len(items), shard_size)
+        pinned = {**params, "items": len(items), "shard_size": shard_size}
+        pin_parameters(out, pinned, overwrite=overwrite)
+        shard_dir.mkdir(parents=True, exist_ok=True)
     wait_for_everyone()
 
     n_shards = (len(items) + shard_size - 1) // shard_size
     mine = [i for i in range(n_shards) if i % proc.count == proc.index]
     todo = [i for i in mine if not (shard_dir / f"shard-{i:05d}.parquet").exists()]
-    bar = tqdm(
-        total=len(mine),
-        initial=len(mine) - len(todo),
-        desc=desc,
+    done = len(mine) - len(todo)
+    bar = progress_bar(
+        total=len(todo),
+        desc=f"{desc} ({done} shard(s) already done)" if done else desc,
         unit="shard",
         disable=not (progress and proc.is_main),
     )

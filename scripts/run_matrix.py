@@ -4,9 +4,14 @@
 Usage::
 
     python scripts/run_matrix.py --data out/train --out checkpoints --dry-run   # 32 commands
+    python scripts/run_matrix.py --data out/train --out checkpoints --dry-run --plan-for h100 \
+        --throughput throughput.json   # settings after the preflight + projected hours
     python scripts/run_matrix.py --data out/train --out checkpoints --shard 0/4 --num-processes 8
 
-Finished runs are skipped on rerun (resumable); extra flags go to every run.
+Finished runs are skipped on rerun (resumable); extra flags (``--precision bf16``,
+``--global-batch 256`` …) go to every run and are checked before anything is launched.
+``throughput.json`` comes from ``benchmarks/train_throughput.py --json throughput.json`` run on
+the training GPU.
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ def built(wiki_jsonl: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.shared_data
 def test_build_leaves_loadable_hub_repos_with_balanced_uniform_cells(built: Path) -> None:
-    from hf_posbias.hub import read_dataset as load_dataset  # content-addressed datasets cache
+    from hf_posbias.rows import read_dataset as load_dataset  # content-addressed datasets cache
 
     uniform = load_dataset(str(built / "train"), "uniform", split="train")
     for column in ("query", "positive", "doc_id", "length_bin", "target_position"):
@@ -242,3 +242,204 @@ def test_llm_segment_audit_through_a_local_endpoint(
     retained = next(s for label, s in strata.items() if label.startswith(">="))
     assert retained["audited"] > 0 and 0 <= retained["target_yes"] <= 100
     assert "TargetYes" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- a synthetic corpus
+
+
+def topic_corpus(path: Path, n_docs: int = 30, seed: int = 0) -> Path:
+    """Documents whose thirds each draw from their own small vocabulary, so that an ICT query
+    (a sentence of one third) shares its words with the rest of that third: BM25 verification
+    keeps most candidates, in seconds and without real data."""
+    import random
+
+    rng = random.Random(seed)
+    vocab = [
+        f"{a}{b}{c}"
+        for a in "bcdfghklmnprstvz"
+        for b in "aeiou"
+        for c in ("lan", "mor", "tis", "vek", "dun")
+    ]
+    with path.open("w") as handle:
+        for d in range(n_docs):
+            thirds = []
+            for _ in range(3):
+                words = rng.sample(vocab, 14)
+                sentences = [
+                    " ".join(rng.choice(words) for _ in range(9)).capitalize() + "."
+                    for _ in range(4)
+                ]
+                thirds.append(" ".join(sentences))
+            doc = {"id": f"doc{d:03d}", "title": f"Doc {d}", "text": " ".join(thirds)}
+            handle.write(json.dumps(doc) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def topic_jsonl(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return str(topic_corpus(tmp_path_factory.mktemp("topics") / "topics.jsonl"))
+
+
+def _one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def test_a_custom_ratio_goes_from_build_to_train_to_the_cards(
+    topic_jsonl: str, tiny_models, tmp_path: Path
+) -> None:
+    """Regression: `build --config 50:25:25` published `r50-25-25`, and `train --config
+    50:25:25` could not find it (and hinted at a `posbias sample --ratio` that does not exist)."""
+    from hf_posbias.errors import InputError
+    from hf_posbias.rows import available_configs
+    from hf_posbias.training.matrix import expand_runs
+    from hf_posbias.training.train import resolve_repo_config
+
+    out = tmp_path / "out"
+    build = ["build", "--corpus", topic_jsonl, "--out", str(out), "--no-progress"]
+    assert main([*build, "--config", "50:25:25", "--config", "uniform"]) == 0
+    train = str(out / "train")
+    assert available_configs(train) == ["r50-25-25", "uniform"]
+    assert "| `r50-25-25` | 50:25:25 |" in (out / "train" / "README.md").read_text()
+
+    ckpt = tmp_path / "ckpt"
+    args = ["--data", train, "--out", str(ckpt), "--max-steps", "1", "--batch-size", "4"]
+    assert main(["train", "--model", tiny_models("bert"), "--config", "50:25:25", *args]) == 0
+    card = (ckpt / "README.md").read_text()
+    assert "nominal begin:middle:end = 50:25:25" in card and "config `r50-25-25`" in card
+    # Every spelling finds the same config; one that was never sampled names the real verb.
+    assert resolve_repo_config(train, "r50-25-25") == resolve_repo_config(train, "50:25:25")
+    assert resolve_repo_config(train, "U") == "uniform"
+    with pytest.raises(InputError, match=r"posbias sample --config 70:20:10"):
+        resolve_repo_config(train, "70:20:10")
+    # The training matrix passes the ratio through to `train --config`.
+    (run,) = expand_runs(["bert-base"], ["50:25:25"], tmp_path / "runs")
+    assert run.train_args(train)[2:4] == ["--config", "50:25:25"]
+
+
+def test_publish_states_the_seeds_the_stages_recorded(
+    topic_jsonl: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Regression: `generate --seed 7`, `sample --seed 7`, then `publish` without `--seed`
+    wrote cards saying "Seed: 42" (the CLI default) while the generator row said seed=7."""
+    import re
+
+    work, out = tmp_path / "work", tmp_path / "out"
+    common = ["--work", str(work), "--no-progress"]
+    assert main(["corpus", "--corpus", topic_jsonl, *common]) == 0
+    assert main(["generate", "--seed", "7", *common]) == 0
+    assert main(["verify", *common]) == 0
+    assert main(["sample", "--seed", "7", *common]) == 0
+    assert main(["publish", "--out", str(out), *common]) == 0
+    train_card = (out / "train" / "README.md").read_text()
+    pool_card = (out / "pool" / "README.md").read_text()
+    assert "Sampling seed: 7." in train_card and "Generation seed: 7." in train_card
+    assert "| generation seed | 7 |" in pool_card and "| seed | 7 |" in pool_card
+    for card in (train_card, pool_card):
+        assert not re.search(r"[Ss]eed\W+42\b", card)
+    capsys.readouterr()
+
+    # A rerun with other parameters says so instead of mixing outputs …
+    assert main(["generate", "--seed", "8", *common]) == 2
+    assert "generator_params.seed: 7 → 8" in _one_error_line(capsys)
+    assert main(["sample", "--seed", "9", *common]) == 2
+    assert "seed: 7 → 9" in _one_error_line(capsys)
+    # … more configurations with the same parameters add to the training sets …
+    assert main(["sample", "--seed", "7", "--config", "50:25:25", *common]) == 0
+    manifest = json.loads((work / "train" / "manifest.json").read_text())
+    assert manifest["configs"] == ["begin", "middle", "end", "uniform", "r50-25-25"]
+    # … and --overwrite replaces the stage's output, which publish then describes.
+    assert main(["sample", "--seed", "9", "--config", "U", "--overwrite", *common]) == 0
+    assert sorted(p.name for p in (work / "train").iterdir()) == [
+        "manifest.json",
+        "uniform.json",
+        "uniform.parquet",
+    ]
+    assert main(["publish", "--out", str(out), *common]) == 0
+    train_card = (out / "train" / "README.md").read_text()
+    assert "Sampling seed: 9." in train_card and "Generation seed: 7." in train_card
+    assert sorted(p.name for p in (out / "train" / "data").iterdir()) == ["uniform"]
+    capsys.readouterr()
+    # An upstream stage replaced under a finished one: publish names the stage to rerun.
+    assert main(["verify", "--delta", "0.2", "--overwrite", *common]) == 0
+    capsys.readouterr()
+    assert main(["publish", "--out", str(out), *common]) == 2
+    assert "rerun `posbias sample --overwrite`" in _one_error_line(capsys)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--delta", "5"], "delta 5 is above the largest margin panel bm25 (share) can give"),
+        (["--delta", "-0.1"], "delta must be a finite number >= 0"),
+        (["--config", "1:2"], "position configuration '1:2' is not"),
+        (["--budget", "0"], "budget must be a positive integer"),
+        (["--min-cell", "0"], "min_cell must be a positive integer"),
+        (["--bins", "512,256"], "length-bin edges must be"),
+        (["--holdout", "1.5"], "--holdout must be in [0, 1)"),
+        (["--limit", "0"], "--limit must be a positive integer"),
+        (["--keep-probability", "2"], "keep_probability must be in [0, 1]"),
+        (["--panel", "bm25@sigmoid"], "not valid for bm25"),
+        (["--repo-id", "no-owner"], "must be <owner>/<name>"),
+    ],
+)
+def test_bad_options_fail_first_in_one_line_and_write_nothing(
+    extra: list[str], message: str, topic_jsonl: str, tmp_path: Path, capsys
+) -> None:
+    """Regression: `--delta 5` and `--config 1:2` were accepted and failed only after
+    generation and verification had run."""
+    out = tmp_path / "out"
+    assert main(["build", "--corpus", topic_jsonl, "--out", str(out), *extra]) == 2
+    assert message in _one_error_line(capsys)
+    assert not out.exists()
+
+
+def test_a_corpus_that_is_not_utf8_names_the_file_and_byte_offset(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Regression: a non-UTF-8 corpus ended in a UnicodeDecodeError traceback."""
+    good = json.dumps({"id": "a", "text": "word " * 100}) + "\n"
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_bytes(good.encode() + '{"id": "b", "text": "caf\xe9 "}\n'.encode("latin-1"))
+    out = tmp_path / "out"
+    assert main(["build", "--corpus", str(corpus), "--out", str(out), "--no-progress"]) == 2
+    offset = len(good.encode()) + len('{"id": "b", "text": "caf')
+    assert f"corpus.jsonl: not UTF-8 text at byte offset {offset}" in _one_error_line(capsys)
+    assert not out.exists()
+
+
+def test_out_pointing_at_a_file_or_a_foreign_folder_is_refused_first(
+    topic_jsonl: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Regression: `--out` pointing at an existing file ended in a traceback."""
+    a_file = tmp_path / "results.txt"
+    a_file.write_text("keep me")
+    assert main(["build", "--corpus", topic_jsonl, "--out", str(a_file)]) == 2
+    assert "exists and is a file" in _one_error_line(capsys)
+    assert a_file.read_text() == "keep me"
+    out = tmp_path / "out"
+    (out / "train").mkdir(parents=True)
+    (out / "train" / "notes.md").write_text("mine")
+    assert main(["build", "--corpus", topic_jsonl, "--out", str(out)]) == 2
+    assert "notes.md" in _one_error_line(capsys)
+    assert sorted(p.name for p in out.iterdir()) == ["train"]  # no work/ was started
+    assert main(["corpus", "--corpus", topic_jsonl, "--work", str(a_file)]) == 2
+    assert "--work" in _one_error_line(capsys)
+
+
+def test_progress_in_a_log_is_plain_lines_and_no_progress_silences_it(
+    topic_jsonl: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """stderr is not a terminal here (captured): progress must be plain lines, no \\r bars."""
+    assert main(["build", "--corpus", topic_jsonl, "--out", str(tmp_path / "a")]) == 0
+    err = capsys.readouterr().err
+    assert "\r" not in err and "\x1b[" not in err
+    starts = {line.split(":")[0].split(" ")[0] for line in err.splitlines()}
+    assert {"corpus", "generate", "verify"} <= starts, err
+    assert (
+        main(["build", "--corpus", topic_jsonl, "--out", str(tmp_path / "b"), "--no-progress"]) == 0
+    )
+    assert capsys.readouterr().err == ""

@@ -8,7 +8,19 @@ import pytest
 
 from hf_posbias import POSITIONS
 from hf_posbias.errors import BudgetError, InputError, PosbiasError
-from hf_posbias.sampling import TRAINING_COLUMNS, RatioSpec, sample_training_set
+from hf_posbias.sampling import (
+    BEGIN,
+    END,
+    MIDDLE,
+    PAPER_CONFIG_NAMES,
+    PAPER_CONFIGS,
+    TRAINING_COLUMNS,
+    UNIFORM,
+    PositionConfig,
+    check_sampling_options,
+    config_label,
+    sample_training_set,
+)
 from hf_posbias.shards import write_parquet
 
 # Retained rows per (bin, position); the 1024-2048 bin has no retained middle row at all.
@@ -134,26 +146,54 @@ def test_uniform_draws_are_prefixes_of_the_concentrated_draws() -> None:
 
 
 def test_paper_budget_arithmetic() -> None:
-    assert RatioSpec.parse("U").counts(8189) == {"begin": 2729, "middle": 2729, "end": 2729}
-    assert RatioSpec.parse("33:33:33").counts(8189)["middle"] == 2729
-    assert 5 * sum(RatioSpec.parse("B").counts(8189).values()) == 40945
-    assert 5 * sum(RatioSpec.parse("uniform").counts(8189).values()) == 40935
+    assert PositionConfig.parse("U").counts(8189) == {"begin": 2729, "middle": 2729, "end": 2729}
+    assert PositionConfig.parse("33:33:33").counts(8189)["middle"] == 2729
+    assert 5 * sum(PositionConfig.parse("B").counts(8189).values()) == 40945
+    assert 5 * sum(PositionConfig.parse("uniform").counts(8189).values()) == 40935
 
 
-def test_ratio_spec_names() -> None:
-    assert RatioSpec.parse("b").name == "begin"
-    assert RatioSpec.parse(" Uniform ").name == "uniform"
-    assert RatioSpec.parse("0:100:0").name == "middle"
-    assert RatioSpec.parse("1:1:1").name == "uniform"
-    spec = RatioSpec.parse("50:25:25")
+def test_position_config_names() -> None:
+    assert PositionConfig.parse("b").name == "begin"
+    assert PositionConfig.parse(" Uniform ").name == "uniform"
+    assert PositionConfig.parse("0:100:0").name == "middle"
+    assert PositionConfig.parse("1:1:1").name == "uniform"
+    spec = PositionConfig.parse("50:25:25")
     assert (spec.name, spec.distribution) == ("r50-25-25", "50:25:25")
-    assert RatioSpec.parse("0.5:0.3:0.2").name == "r0p5-0p3-0p2"
+    assert PositionConfig.parse("0.5:0.3:0.2").name == "r0p5-0p3-0p2"
+
+
+def test_the_papers_four_and_every_spelling_of_a_configuration() -> None:
+    assert PAPER_CONFIGS == (BEGIN, MIDDLE, END, UNIFORM)
+    assert PAPER_CONFIG_NAMES == ("begin", "middle", "end", "uniform")
+    assert [c.label for c in PAPER_CONFIGS] == ["100:0:0", "0:100:0", "0:0:100", "33:33:33"]
+    # The canonical name parses back to the same configuration (what training looks up).
+    for text in ("50:25:25", "0.5:0.3:0.2", "3:0:1"):
+        config = PositionConfig.parse(text)
+        assert PositionConfig.parse(config.name) == config
+        assert PositionConfig.parse(config.label) == config
+    for config in PAPER_CONFIGS:
+        assert PositionConfig.parse(config.name) is config
+        assert PositionConfig.parse(config.label) is config
+        assert PositionConfig.parse(config) is config
+    assert config_label("r50-25-25") == "50:25:25" and config_label("ips") == ""
+    # A uniform set reports the label the paper writes, not its internal weights.
+    _, report = sample_training_set(make_pool(), UNIFORM)
+    assert report.distribution == "33:33:33"
+
+
+@pytest.mark.parametrize(
+    ("budget", "min_cell", "message"),
+    [(0, 1, "budget"), (2.5, 1, "budget"), (True, 1, "budget"), (None, 0, "min_cell")],
+)
+def test_sampling_options_are_checked_before_any_pool_is_read(budget, min_cell, message) -> None:
+    with pytest.raises(InputError, match=f"{message} must be a positive integer"):
+        check_sampling_options(budget, min_cell)
 
 
 @pytest.mark.parametrize("text", ["", "1:2", "a:b:c", "0:0:0", "-1:1:1", "sideways", "1:nan:1"])
 def test_bad_ratio_specs(text: str) -> None:
     with pytest.raises(PosbiasError):
-        RatioSpec.parse(text)
+        PositionConfig.parse(text)
 
 
 def test_bad_inputs() -> None:
@@ -178,8 +218,8 @@ def test_tiny_pool_still_gives_every_weighted_position_an_example() -> None:
         if r["length_bin"] == "256-512"
         and (r["target_position"] != "middle" or r["candidate_id"] < "256-512-middle-002")
     ]
-    rows, report = sample_training_set(pool, RatioSpec.parse("uniform"), seed=1)
+    rows, report = sample_training_set(pool, PositionConfig.parse("uniform"), seed=1)
     assert report.budget == 2
     assert by_cell(rows) == {("256-512", p): 1 for p in POSITIONS}
-    begin, _ = sample_training_set(pool, RatioSpec.parse("begin"), seed=1)
+    begin, _ = sample_training_set(pool, PositionConfig.parse("begin"), seed=1)
     assert by_cell(begin) == {("256-512", "begin"): 2}

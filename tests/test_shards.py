@@ -13,7 +13,15 @@ from pathlib import Path
 import pytest
 
 from hf_posbias.errors import InputError
-from hf_posbias.shards import merge_shards, read_parquet_rows, run_sharded
+from hf_posbias.shards import (
+    check_parameters,
+    merge_shards,
+    pin_parameters,
+    read_parquet_rows,
+    run_sharded,
+    stage_fingerprint,
+    stage_parameters,
+)
 
 
 def test_rows_come_back_in_item_order_and_finished_shards_are_skipped(tmp_path):
@@ -45,6 +53,41 @@ def test_other_parameters_or_item_count_are_refused(tmp_path):
         )
     with pytest.raises(InputError, match="shard size"):
         run_sharded([1], lambda xs: [], tmp_path / "z", 0, {}, progress=False)
+
+
+def test_pinned_parameters_name_what_differs_and_overwrite_replaces_the_stage(tmp_path):
+    stage = tmp_path / "stage"
+    assert check_parameters(stage, {"seed": 1}) is False and not stage.exists()
+    pin_parameters(stage, {"seed": 1, "panel": [{"name": "bm25"}]})
+    (stage / "output.parquet").write_text("from seed 1")
+    assert check_parameters(stage, {"seed": 1, "panel": [{"name": "bm25"}]}) is True
+    with pytest.raises(InputError) as err:
+        pin_parameters(stage, {"seed": 2, "panel": [{"name": "bm25"}]})
+    assert "(seed: 1 → 2)" in str(err.value) and "--overwrite" in str(err.value)
+    assert (stage / "output.parquet").exists()  # refused: nothing touched
+    pin_parameters(stage, {"seed": 2, "panel": [{"name": "bm25"}]}, overwrite=True)
+    assert sorted(p.name for p in stage.iterdir()) == ["manifest.json"]
+    assert stage_parameters(stage, "posbias x")["seed"] == 2
+    assert len(stage_fingerprint(stage, "posbias x")) == 16
+    with pytest.raises(InputError, match="run `posbias x` first"):
+        stage_parameters(tmp_path / "never", "posbias x")
+
+
+def test_a_changed_shard_size_is_refused_too(tmp_path):
+    run_sharded([1, 2, 3], lambda xs: [{"x": x} for x in xs], tmp_path, 2, {}, progress=False)
+    with pytest.raises(InputError, match="shard_size: 2 → 1"):
+        run_sharded([1, 2, 3], lambda xs: [{"x": x} for x in xs], tmp_path, 1, {}, progress=False)
+    rows = run_sharded(
+        [1, 2, 3],
+        lambda xs: [{"x": x} for x in xs],
+        tmp_path,
+        1,
+        {},
+        progress=False,
+        overwrite=True,
+    )
+    assert [r["x"] for r in rows] == [1, 2, 3]
+    assert len(list((tmp_path / "shards").iterdir())) == 3
 
 
 def test_missing_shard_on_merge_is_a_user_error(tmp_path):

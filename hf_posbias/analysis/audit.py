@@ -65,7 +65,7 @@ def evidence_moving_section(ctx: Any, max_pairs: int = MAX_PAIRS) -> list[Any]:
         save_evidence_moving_plot,
     )
     from hf_posbias.evaluation.report import ReportSection
-    from hf_posbias.hub import MarkdownTable
+    from hf_posbias.tables import MarkdownTable
 
     section = ReportSection(
         "Evidence moving",

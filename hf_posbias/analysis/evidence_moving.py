@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import InputError
+from hf_posbias.progress import progress as progress_bar
 
 if TYPE_CHECKING:
     import numpy as np
@@ -461,11 +462,11 @@ def run_evidence_moving(
     Raises:
         InputError: when no pair is left to average.
     """
-    from tqdm.auto import tqdm
-
     skipped: Counter[str] = Counter(load_skipped or {})
     curves: list[EvidenceCurve] = []
-    for case in tqdm(cases, desc=f"evidence moving [{label}]", unit="pair", disable=not progress):
+    for case in progress_bar(
+        cases, desc=f"evidence moving [{label}]", unit="pair", disable=not progress
+    ):
         try:
             case.slots(n)
         except InputError:
@@ -517,14 +518,15 @@ def summary_table(summaries: Sequence[EvidenceMovingSummary], digits: int = 4) -
         |---|---|---|---|---|---|---|
         | B | 5 | 0.60 | 0.58 | p1 | p2 | 20.0 |
     """
-    positions = summaries[0].positions
-    head = ["model", "pairs", *positions, "peak", "lowest", "Δ×10³"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for s in summaries:
-        cells = [s.model, str(s.n_pairs), *(f"{v:.{digits}f}" for v in s.mean)]
-        cells += [s.peak_position, s.lowest_position, f"{s.delta:.1f}"]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    from hf_posbias.tables import MarkdownTable
+
+    head = ["model", "pairs", *summaries[0].positions, "peak", "lowest", "Δ×10³"]
+    rows = [
+        [s.model, str(s.n_pairs), *(f"{v:.{digits}f}" for v in s.mean)]
+        + [s.peak_position, s.lowest_position, f"{s.delta:.1f}"]
+        for s in summaries
+    ]
+    return MarkdownTable(head, rows).to_markdown()
 
 
 # --------------------------------------------------------------------------- pair sources

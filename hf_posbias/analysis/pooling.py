@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hf_posbias.errors import InputError, ModelLoadError
+from hf_posbias.errors import InputError, ModelLoadError, first_line
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -48,8 +48,7 @@ def _transformer_module(name: str, device: str | None) -> tuple[Any, dict[str, s
     try:
         return Transformer(resolved), {}
     except Exception as err:  # any load failure means "this checkpoint cannot be used"
-        line = (str(err).strip().splitlines() or [type(err).__name__])[0]
-        raise ModelLoadError(f"cannot load transformer {name!r}: {line[:300]}") from None
+        raise ModelLoadError(f"cannot load transformer {name!r}: {first_line(err)}") from None
 
 
 def build_pooled_models(
@@ -153,11 +152,10 @@ def pooling_table(rows: Sequence[PoolingRow]) -> str:
         |---|
         | cls |
     """
+    from hf_posbias.tables import MarkdownTable
+
     keys: list[str] = []
     for row in rows:
         keys += [k for k in row.to_row() if k not in keys]
-    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
-    for row in rows:
-        flat = row.to_row()
-        lines.append("| " + " | ".join(str(flat.get(k, "")) for k in keys) + " |")
-    return "\n".join(lines)
+    cells = [[str(row.to_row().get(k, "")) for k in keys] for row in rows]
+    return MarkdownTable(keys, cells).to_markdown()

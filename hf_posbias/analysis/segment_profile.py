@@ -27,6 +27,7 @@ from hf_posbias.analysis.evidence_moving import (
     mean_and_stderr,
 )
 from hf_posbias.errors import InputError
+from hf_posbias.progress import progress as progress_bar
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -108,12 +109,10 @@ def segment_profile(
     Raises:
         InputError: when no document is left.
     """
-    from tqdm.auto import tqdm
-
     docs = list(documents)
     skipped: Counter[str] = Counter()
     rows: list[tuple[str, tuple[float, ...]]] = []
-    for doc_id, text in tqdm(
+    for doc_id, text in progress_bar(
         docs, desc=f"segment profile [{label}]", unit="doc", disable=not progress
     ):
         text = text.strip()
@@ -152,10 +151,12 @@ def profile_table(profiles: Sequence[SegmentProfile], digits: int = 4) -> str:
         |---|---|---|---|---|---|---|
         | m | 3 | 0.7 | 0.6 | p1 | p2 | 0.1000 |
     """
+    from hf_posbias.tables import MarkdownTable
+
     head = ["model", "documents", *profiles[0].positions, "peak", "lowest", "range"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for p in profiles:
-        cells = [p.model, str(p.n_docs), *(f"{v:.{digits}f}" for v in p.mean)]
-        cells += [p.peak_position, p.lowest_position, f"{p.range:.4f}"]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    rows = [
+        [p.model, str(p.n_docs), *(f"{v:.{digits}f}" for v in p.mean)]
+        + [p.peak_position, p.lowest_position, f"{p.range:.4f}"]
+        for p in profiles
+    ]
+    return MarkdownTable(head, rows).to_markdown()

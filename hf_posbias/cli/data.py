@@ -1,4 +1,9 @@
-"""``posbias corpus|generate|verify|sample|publish|build``: the data pipeline verbs."""
+"""``posbias corpus|generate|verify|sample|publish|build``: the data pipeline verbs.
+
+Every handler validates its options before any stage runs (a mistake is one ``error:`` line,
+exit 2, nothing written); each stage records the parameters it used in its manifest, and
+``publish`` reads them from there (it takes no seed, δ or budget of its own).
+"""
 
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ def _add_corpus_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--corpus",
         required=True,
-        help="demo | a .jsonl/.parquet file (id, title, text) | a WikiExtractor folder | "
+        help="demo | a .jsonl/.json/.parquet file (id, title, text) | a WikiExtractor folder | "
         "a datasets folder | hf:<dataset id>[:<config>]",
     )
     parser.add_argument("--bins", help="length-bin edges in characters, e.g. 256,512,1024")
@@ -64,6 +69,8 @@ def _generator_options(args: argparse.Namespace) -> dict[str, Any]:
         return options
     if not args.llm_model:
         raise InputError(f"--generator {args.generator} needs --llm-model")
+    if args.concurrency < 1:
+        raise InputError(f"--concurrency must be >= 1, got {args.concurrency}")
     options.update(model=args.llm_model, personas=args.personas)
     if args.generator == "openai":
         options.update(
@@ -85,7 +92,12 @@ def _add_panel_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--normalization", help="score normalisation for the members (default: per kind)"
     )
-    group.add_argument("--delta", type=float, default=0.3, help="consensus-margin threshold δ")
+    group.add_argument(
+        "--delta",
+        type=float,
+        default=None,
+        help="consensus-margin threshold δ, within the panel's score range (default 0.3)",
+    )
 
 
 def _add_sample_options(parser: argparse.ArgumentParser) -> None:
@@ -134,32 +146,55 @@ def _source(args: argparse.Namespace, corpus: str) -> Any:
 
 
 def _configs(args: argparse.Namespace) -> tuple[str, ...]:
-    from hf_posbias.pipeline import DEFAULT_CONFIGS
+    from hf_posbias.sampling import PAPER_CONFIG_NAMES
 
-    return tuple(args.configs) if args.configs else DEFAULT_CONFIGS
+    return tuple(args.configs) if args.configs else PAPER_CONFIG_NAMES
+
+
+def _work(args: argparse.Namespace) -> Path:
+    from hf_posbias.pipeline import check_folder_target
+
+    return check_folder_target(args.work, "--work")
 
 
 def _cmd_corpus(args: argparse.Namespace) -> int:
     from hf_posbias.pipeline import run_corpus_stage
 
-    run_corpus_stage(args.corpus, Path(args.work), args.bins, args.limit, args.holdout, _echo)
-    return 0
-
-
-def _cmd_generate(args: argparse.Namespace) -> int:
-    from hf_posbias.pipeline import run_generate_stage
-
-    run_generate_stage(
-        Path(args.work), args.generator, _generator_options(args), not args.no_progress, _echo
+    run_corpus_stage(
+        args.corpus,
+        _work(args),
+        args.bins,
+        args.limit,
+        args.holdout,
+        _echo,
+        overwrite=args.overwrite,
+        progress=not args.no_progress,
     )
     return 0
 
 
-def _cmd_verify(args: argparse.Namespace) -> int:
-    from hf_posbias.pipeline import run_verify_stage
+def _cmd_generate(args: argparse.Namespace) -> int:
+    from hf_posbias.pipeline import make_stage_generator, run_generate_stage
 
-    work = Path(args.work)
-    run_verify_stage(work, args.panel, args.normalization, args.delta, not args.no_progress, _echo)
+    work = _work(args)
+    generator = make_stage_generator(args.generator, _generator_options(args))
+    run_generate_stage(work, generator, None, not args.no_progress, _echo, overwrite=args.overwrite)
+    return 0
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    from hf_posbias.pipeline import DEFAULT_DELTA, make_stage_panel, run_verify_stage
+    from hf_posbias.verification.panel import check_delta
+
+    work = _work(args)
+    if args.audit_model and args.audit_per_stratum < 1:
+        raise InputError(f"--audit-per-stratum must be >= 1, got {args.audit_per_stratum}")
+    panel = make_stage_panel(args.panel, args.normalization, load=False)
+    delta = check_delta(DEFAULT_DELTA if args.delta is None else args.delta, panel)
+    panel.load()
+    run_verify_stage(
+        work, panel, None, delta, not args.no_progress, _echo, overwrite=args.overwrite
+    )
     if args.audit_model:
         from hf_posbias.pipeline import run_audit_stage
 
@@ -171,6 +206,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
             args.audit_per_stratum,
             args.seed,
             _echo,
+            progress=not args.no_progress,
         )
     return 0
 
@@ -178,37 +214,43 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 def _cmd_sample(args: argparse.Namespace) -> int:
     from hf_posbias.pipeline import run_sample_stage
 
-    run_sample_stage(Path(args.work), _configs(args), args.budget, args.seed, args.min_cell, _echo)
+    run_sample_stage(
+        _work(args),
+        _configs(args),
+        args.budget,
+        args.seed,
+        args.min_cell,
+        _echo,
+        overwrite=args.overwrite,
+    )
     return 0
 
 
 def _cmd_publish(args: argparse.Namespace) -> int:
-    import json
-
     from hf_posbias.pipeline import run_publish_stage
 
-    work = Path(args.work)
-    manifest = work / "corpus" / "report.json"
-    corpus = json.loads(manifest.read_text()).get("source", "") if manifest.exists() else ""
-    # δ is the one the pool was verified at (the pool's `retained` column must agree with it).
-    verify_report = work / "scored" / "report.json"
-    if not verify_report.exists():
-        raise InputError(f"{verify_report} not found: run `posbias verify` first")
+    work = _work(args)
+    source = None
+    if args.corpus_name or args.corpus_license:
+        from hf_posbias.pipeline import CORPUS
+        from hf_posbias.shards import stage_parameters
+
+        corpus = stage_parameters(work / CORPUS, "posbias corpus")["source"]
+        source = _source(args, corpus)
     run_publish_stage(
         work,
         Path(args.out),
-        _source(args, corpus),
-        float(json.loads(verify_report.read_text())["delta"]),
-        args.seed,
+        source,
         args.repo_id,
         args.token,
         _echo,
+        overwrite=args.overwrite,
     )
     return 0
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    from hf_posbias.pipeline import BuildConfig, build
+    from hf_posbias.pipeline import DEFAULT_DELTA, BuildConfig, build
 
     config = BuildConfig(
         corpus=args.corpus,
@@ -217,7 +259,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
         generator_options=_generator_options(args),
         panel=args.panel,
         normalization=args.normalization,
-        delta=args.delta,
+        delta=DEFAULT_DELTA if args.delta is None else args.delta,
         seed=args.seed,
         bins=args.bins,
         configs=_configs(args),
@@ -228,6 +270,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
         source=_source(args, args.corpus),
         repo_prefix=args.repo_id,
         token=args.token,
+        overwrite=args.overwrite,
         progress=not args.no_progress,
     )
     result = build(config, _echo)
@@ -235,11 +278,17 @@ def _cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
-def _common(parser: argparse.ArgumentParser, work: bool = True) -> None:
+def _common(parser: argparse.ArgumentParser, *, work: bool = True, seed: str | None = None) -> None:
     if work:
         parser.add_argument("--work", required=True, help="the pipeline's work folder")
-    parser.add_argument("--seed", type=int, default=42, help="seed (generation and sampling)")
-    parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    if seed:
+        parser.add_argument("--seed", type=int, default=42, help=f"seed of {seed} (default 42)")
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace outputs made with other parameters instead of refusing",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress reports")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -257,7 +306,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_panel_options(p)
     _add_sample_options(p)
     _add_publish_options(p)
-    _common(p, work=False)
+    _common(p, work=False, seed="generation and sampling")
     p.set_defaults(func=_cmd_build)
 
     p = subparsers.add_parser("corpus", help="read, bin and segment a corpus into WORK/corpus")
@@ -267,7 +316,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = subparsers.add_parser("generate", help="position-targeted queries into WORK/candidates")
     _add_generator_options(p)
-    _common(p)
+    _common(p, seed="query generation")
     p.set_defaults(func=_cmd_generate)
 
     p = subparsers.add_parser("verify", help="score candidates with a reranker panel")
@@ -281,15 +330,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     audit.add_argument("--base-url", help="the audit model's endpoint (default: OpenAI)")
     audit.add_argument("--api-key-env", default="OPENAI_API_KEY", help="env var with the key")
     audit.add_argument("--audit-per-stratum", type=int, default=100, help="candidates per stratum")
-    _common(p)
+    _common(p, seed="the audit's draw")
     p.set_defaults(func=_cmd_verify)
 
     p = subparsers.add_parser("sample", help="controlled sampling of training sets")
     _add_sample_options(p)
-    _common(p)
+    _common(p, seed="sampling")
     p.set_defaults(func=_cmd_sample)
 
-    p = subparsers.add_parser("publish", help="write (and upload) the Hub dataset repos")
+    p = subparsers.add_parser(
+        "publish",
+        help="write (and upload) the Hub dataset repos",
+        description="Write OUT/pool and OUT/train from a work folder. Seeds, δ, panel, "
+        "generator and budget on the cards come from the stage manifests.",
+    )
     p.add_argument("--out", required=True, help="folder for pool/ and train/")
     _add_publish_options(p)
     _common(p)

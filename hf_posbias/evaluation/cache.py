@@ -294,20 +294,9 @@ def folder_fingerprint(folder: str | Path, sample_bytes: int = 4 << 20) -> str:
         >>> folder_fingerprint(d) == folder_fingerprint(d)
         True
     """
-    root = Path(folder)
-    digest = hashlib.sha256()
-    files = sorted(p for p in root.rglob("*") if p.is_file() and ".cache" not in p.parts)
-    for path in files:
-        size = path.stat().st_size
-        digest.update(f"{path.relative_to(root)}:{size}".encode())
-        with path.open("rb") as handle:
-            if size <= 2 * sample_bytes:
-                digest.update(handle.read())
-            else:
-                digest.update(handle.read(sample_bytes))
-                handle.seek(size - sample_bytes)
-                digest.update(handle.read(sample_bytes))
-    return digest.hexdigest()[:12]
+    from hf_posbias.hashing import folder_digest
+
+    return folder_digest(folder, sample_bytes=sample_bytes)[:12]
 
 
 def unique_model_meta(

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hf_posbias.hub import MarkdownTable, as_table, format_cell
+from hf_posbias.tables import MarkdownTable, as_table, format_cell
 
 if TYPE_CHECKING:
     from hf_posbias.evaluation.reversal import ReversalResult

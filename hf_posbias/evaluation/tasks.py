@@ -39,7 +39,6 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -47,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from hf_posbias.errors import BackendError, InputError
+from hf_posbias.errors import BackendError, InputError, first_line
 from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
 
 if TYPE_CHECKING:
@@ -257,14 +256,10 @@ def folder_revision(folder: str | Path) -> str:
         >>> len(folder_revision(d))
         16
     """
-    digest = hashlib.sha256()
-    path = Path(folder)
-    for name in ("task.json", "corpus.parquet", "queries.parquet", "qrels.parquet"):
-        target = path / name
-        if target.exists():
-            digest.update(name.encode())
-            digest.update(target.read_bytes())
-    return digest.hexdigest()[:16]
+    from hf_posbias.hashing import folder_digest
+
+    names = ("task.json", "corpus.parquet", "queries.parquet", "qrels.parquet")
+    return folder_digest(folder, names=names)[:16]
 
 
 def read_task_info(folder: str | Path) -> TaskInfo:
@@ -346,9 +341,8 @@ def _hub_download(repo_id: str, revision: str | None) -> Path:
             allow_patterns=["task.json", "*.parquet", "README.md"],
         )
     except Exception as err:  # network, auth, missing repo: all "cannot fetch this task"
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise BackendError(
-            f"cannot download task repo {repo_id!r} from the Hub: {first[:200]} "
+            f"cannot download task repo {repo_id!r} from the Hub: {first_line(err, 200)} "
             f"(set {TASKS_DIR_ENV} to a folder of built tasks, or pass a task folder)"
         ) from None
     return Path(local)

@@ -1,7 +1,8 @@
 """Query generation: stage 2 of the data pipeline (documents → candidates).
 
-- :mod:`~hf_posbias.generation.base` — :class:`Candidate`, the :class:`QueryGenerator` protocol,
-  :func:`make_generator` (``"ict"`` | ``"openai"`` | ``"local-lm"``);
+- :mod:`~hf_posbias.generation.base` — :class:`Candidate`, the :class:`QueryGenerator` protocol;
+- :mod:`~hf_posbias.generation.registry` — :func:`make_generator` (``"ict"`` | ``"openai"`` |
+  ``"local-lm"``);
 - :mod:`~hf_posbias.generation.ict` — Inverse Cloze Task pseudo-queries, the offline default;
 - :mod:`~hf_posbias.generation.llm` — YHP26's two-stage persona prompt;
 - :mod:`~hf_posbias.generation.backends` — OpenAI-compatible and local ``transformers`` chat;
@@ -19,13 +20,12 @@ Example:
 from __future__ import annotations
 
 from hf_posbias.generation.base import (
-    GENERATORS,
     Candidate,
     GenerationFailure,
     GenerationResult,
     QueryGenerator,
-    make_generator,
 )
+from hf_posbias.generation.registry import GENERATORS, make_generator
 from hf_posbias.generation.stage import GenerationReport, load_candidates, run_generation
 
 __all__ = [

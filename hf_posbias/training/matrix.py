@@ -7,7 +7,13 @@ Each run is one ``accelerate launch -m hf_posbias.training.train …`` into its 
 ``<out>/posbias-<model>-<config>[-<pooling>]``. A run whose folder holds the final model, the card
 and the ``posbias_training.json`` marker (written last) is finished and skipped on rerun, so a
 killed matrix resumes where it stopped. ``--shard i/n`` (0-based) takes runs i, i+n, … for one
-node of n.
+node of n. Extra flags go to every run and are checked against the training settings before
+anything is launched.
+
+``--dry-run`` prints each launch command and, under it, the settings the run will use after the
+memory preflight (estimated for ``--plan-for DEVICE``, default this machine's device) and its
+projected wall time from ``benchmarks/train_throughput.py``'s figures (``--throughput FILE``);
+see :mod:`hf_posbias.training.planning`.
 
 Example:
     >>> from hf_posbias.training.matrix import expand_runs, PAPER_CONFIGS
@@ -30,8 +36,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hf_posbias.errors import InputError, PosbiasError
+from hf_posbias.progress import progress
+from hf_posbias.sampling import PAPER_CONFIG_NAMES
 
-PAPER_CONFIGS: tuple[str, ...] = ("begin", "middle", "end", "uniform")
+PAPER_CONFIGS: tuple[str, ...] = PAPER_CONFIG_NAMES  # hf_posbias.sampling.PAPER_CONFIGS
 ABLATION_POOLINGS: tuple[str, ...] = ("cls", "mean", "max", "lasttoken")
 FINISHED_FILES: tuple[str, ...] = ("posbias_training.json", "README.md", "modules.json")
 
@@ -113,6 +121,58 @@ class MatrixReport:
     commands: list[str] = field(default_factory=list)
     ran: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    plans: list[str] = field(default_factory=list)
+    """Dry run: one settings/time line per run (same order as ``commands``)."""
+    projected_seconds: float | None = None
+    """Dry run: the projected wall time of all runs (None unless every run has one)."""
+
+
+def _rows_per_bin(data: str, config: str) -> dict[str, int] | None:
+    """Rows per length bin of a local training folder's config (None if not readable here)."""
+    if not Path(data).expanduser().is_dir():
+        return None
+    from hf_posbias.training.train import load_training_rows
+
+    try:
+        counts = load_training_rows(data, config).counts()
+    except PosbiasError:
+        return None
+    return {b: sum(row.values()) for b, row in counts.items()}
+
+
+def plan_matrix(
+    runs: Sequence[Run],
+    data: str,
+    extra: Sequence[str] = (),
+    num_processes: int | None = None,
+    plan_for: str | None = None,
+    throughput: str | None = None,
+) -> tuple[list[str], float | None]:
+    """One settings line per run (see :func:`hf_posbias.training.planning.plan_run`) + total."""
+    from hf_posbias.devices import described_device, device_info
+    from hf_posbias.training.planning import load_throughput, plan_run
+    from hf_posbias.training.settings import parse_settings
+
+    device = described_device(plan_for) if plan_for else device_info()
+    figures = load_throughput(throughput) if throughput else None
+    lines: list[str] = []
+    total: float | None = 0.0
+    for run in progress(runs, total=len(runs), desc="planning", disable=len(runs) < 2):
+        settings = parse_settings(run.train_args(data, extra))
+        plan = plan_run(
+            settings,
+            device,
+            num_processes or 1,
+            rows_per_bin=_rows_per_bin(data, run.config),
+            throughput=figures,
+        )
+        lines.append(plan.summary())
+        total = (
+            None
+            if total is None or plan.projected_seconds is None
+            else (total + plan.projected_seconds)
+        )
+    return lines, total
 
 
 def run_matrix(
@@ -122,28 +182,38 @@ def run_matrix(
     dry_run: bool = False,
     num_processes: int | None = None,
     in_process: bool = False,
+    plan_for: str | None = None,
+    throughput: str | None = None,
 ) -> MatrixReport:
     """Run ``runs`` one after another, skipping finished ones.
 
-    ``dry_run`` only lists the launch commands. ``in_process`` calls the trainer in this Python
-    process instead of ``accelerate launch`` (single process; used by tests and on laptops).
+    Every run's flags are parsed into the training settings first, so a bad flag stops the
+    matrix before anything is launched. ``dry_run`` only lists the launch commands and plans
+    (:func:`plan_matrix`). ``in_process`` calls the trainer in this Python process instead of
+    ``accelerate launch`` (single process; used by tests and on laptops).
     """
-    from tqdm.auto import tqdm
+    from hf_posbias.training.settings import parse_settings
 
     report = MatrixReport()
-    for run in tqdm(runs, desc="matrix", disable=dry_run or len(runs) < 2):
+    settings = [parse_settings(run.train_args(data, extra)) for run in runs]
+    if dry_run:
+        report.commands = [shlex.join(r.launch_command(data, extra, num_processes)) for r in runs]
+        report.plans, report.projected_seconds = plan_matrix(
+            runs, data, extra, num_processes, plan_for, throughput
+        )
+        return report
+    for run, run_settings in progress(
+        list(zip(runs, settings)), total=len(runs), desc="matrix", disable=len(runs) < 2
+    ):
         command = run.launch_command(data, extra, num_processes)
         report.commands.append(shlex.join(command))
-        if dry_run:
-            continue
         if run.is_finished():
             report.skipped.append(run.name)
             continue
         if in_process:
-            from hf_posbias.training.train import build_arg_parser, config_from_args, train_model
+            from hf_posbias.training.train import train_model
 
-            args = build_arg_parser().parse_args(run.train_args(data, extra))
-            train_model(config_from_args(args))
+            train_model(run_settings)
         else:
             proc = subprocess.run(command, check=False)
             if proc.returncode != 0:
@@ -158,7 +228,7 @@ def run_matrix(
 def build_matrix_parser(prog: str, description: str) -> argparse.ArgumentParser:
     """Flags shared by ``scripts/run_matrix.py`` and ``scripts/pooling_ablation.py``.
 
-    Unknown flags (e.g. ``--max-steps 100 --batch-size 64``) are passed on to every run.
+    Unknown flags (e.g. ``--max-steps 100 --global-batch 64``) are passed on to every run.
     """
     parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--data", required=True, help="training-set repo/folder (<out>/train)")
@@ -169,8 +239,26 @@ def build_matrix_parser(prog: str, description: str) -> argparse.ArgumentParser:
     )
     parser.add_argument("--shard", default=None, help="i/n: this node's share of the runs")
     parser.add_argument("--num-processes", type=int, default=None, help="accelerate processes")
-    parser.add_argument("--dry-run", action="store_true", help="print the launch commands only")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the launch commands, each run's settings after the memory preflight and its "
+        "projected time; train nothing",
+    )
     parser.add_argument("--in-process", action="store_true", help="no accelerate subprocess")
+    parser.add_argument(
+        "--plan-for",
+        default=None,
+        metavar="DEVICE",
+        help="dry run: plan for this GPU (h100, h100-pcie, h200, a100-80gb, a100-40gb, "
+        "v100-32gb, cpu); default: this machine's device",
+    )
+    parser.add_argument(
+        "--throughput",
+        default=None,
+        metavar="JSON",
+        help="dry run: seconds per step measured by benchmarks/train_throughput.py --json",
+    )
     return parser
 
 
@@ -191,13 +279,32 @@ def matrix_main(
         )
         runs = select_shard(runs, args.shard)
         report = run_matrix(
-            runs, args.data, extra, args.dry_run, args.num_processes, args.in_process
+            runs,
+            args.data,
+            extra,
+            args.dry_run,
+            args.num_processes,
+            args.in_process,
+            args.plan_for,
+            args.throughput,
         )
     except PosbiasError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     if args.dry_run:
-        print("\n".join(report.commands))
+        for command, plan in zip(report.commands, report.plans):
+            print(command)
+            print(f"  # {plan}")
+        what = f"# {len(runs)} run{'s' if len(runs) != 1 else ''}"
+        if report.projected_seconds is not None:
+            print(f"{what}: projected {report.projected_seconds / 3600:.1f} h in all")
+        elif args.throughput:
+            print(f"{what}: no projected total (runs without figures are marked above)")
+        else:
+            print(
+                f"{what}: pass --throughput FILE (benchmarks/train_throughput.py "
+                "--json FILE) for a projected time"
+            )
     else:
         print(f"{len(report.ran)} runs trained, {len(report.skipped)} already finished (skipped)")
     return 0

@@ -1,14 +1,24 @@
 """Train a position-controlled bi-encoder: `python -m hf_posbias.training.train`, `posbias train`.
 
 One function, :func:`train_model`, does the work for the module entry point (also under
-``accelerate launch -m hf_posbias.training.train …``), the ``posbias train`` verb and the demo.
+``accelerate launch -m hf_posbias.training.train …``), the ``posbias train`` verb, the matrix
+scripts and the demo; its settings are one dataclass,
+:class:`~hf_posbias.training.settings.TrainingSettings` (flags generated from it).
 The protocol is YHP26's (§4, App. D): SentenceTransformerTrainer, InfoNCE as
 ``CachedMultipleNegativesRankingLoss(scale=20)``, AdamW, batch 256, 3 epochs, linear schedule with
 10% warm-up, seed 42, query prefix only, final checkpoint only, every batch from one length bin and
 no positive document twice in a batch (:mod:`hf_posbias.training.batching`).
 
-Under DDP each rank trains on its own batch of ``--batch-size`` rows; all ranks take the same bin at
-each step, and each query's in-batch negatives are the same number as in single-process training.
+Speed and memory (beyond the paper, same results): mixed precision (``--precision``, auto =
+bf16 on GPUs that have it), the best attention kernel installed, rows sorted by length inside a
+batch so the loss's mini-batches carry little padding, and a memory preflight
+(:mod:`hf_posbias.training.memory`) that runs trial steps on the longest bin before the first
+optimiser step and chooses gradient checkpointing and the mini-batch size so a step fits — or
+stops with a one-line error naming the option to change.
+
+Under DDP ``--global-batch`` rows make one step over all processes: each rank embeds
+``global / W`` rows of the same bin, and the loss gathers the embeddings of all ranks
+(``gather_across_devices``), so every query still has ``global_batch`` in-batch candidates.
 
 ``--config ips`` (beyond the paper) trains on the whole retained pool (``--data <out>/pool``)
 instead of a controlled sample and corrects its position skew by inverse-propensity weighting:
@@ -18,19 +28,16 @@ rows, and the InfoNCE term of each query is multiplied by its weight
 uniform within every bin, without throwing rows away.
 
 Example:
-    >>> from hf_posbias.training.train import build_arg_parser
-    >>> args = build_arg_parser().parse_args(
-    ...     ["--model", "bert-base", "--config", "uniform", "--data", "d", "--out", "o"])
-    >>> config_from_args(args).batch_size
+    >>> from hf_posbias.training.settings import parse_settings
+    >>> parse_settings(["--model", "bert-base", "--config", "uniform", "--data", "d",
+    ...                 "--out", "o"]).global_batch
     256
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
-import re
 import sys
 import time
 from collections import Counter
@@ -40,47 +47,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias import POSITIONS
-from hf_posbias.errors import BackendError, InputError, PosbiasError
+from hf_posbias.errors import BackendError, InputError, PosbiasError, first_line
+from hf_posbias.sampling import config_label
+from hf_posbias.training.settings import TrainConfig, TrainingSettings
 
 if TYPE_CHECKING:
     import torch
 
+    from hf_posbias.training.builder import TruncationReport
+    from hf_posbias.training.memory import MemoryPlan
+    from hf_posbias.training.models import ModelSpec
+    from hf_posbias.training.settings import ResolvedCompute
+
 logger = logging.getLogger("hf_posbias.training")
 
 REQUIRED_COLUMNS = ("query", "positive", "doc_id", "length_bin", "target_position")
-NAMED_RATIOS = {"begin": "100:0:0", "middle": "0:100:0", "end": "0:0:100", "uniform": "33:33:33"}
-_RATIO = re.compile(r"^\d+(\.\d+)?:\d+(\.\d+)?:\d+(\.\d+)?$")
 DONE_MARKER = "posbias_training.json"
 """Written last into the output folder: training info; its presence marks a finished run."""
-
-
-@dataclass
-class TrainConfig:
-    """Everything one training run needs (CLI flags map 1:1).
-
-    ``lr``/``max_length``/``pooling`` default to the model spec; ``max_steps`` (if set) overrides
-    ``epochs``. ``record_batches`` keeps the row indices of every batch (tests, audits).
-    """
-
-    model: str
-    config: str
-    data: str
-    out: str
-    max_steps: int | None = None
-    batch_size: int = 256
-    epochs: float = 3.0
-    lr: float | None = None
-    seed: int = 42
-    mini_batch_size: int = 32
-    pooling: str | None = None
-    max_length: int | None = None
-    warmup_ratio: float = 0.1
-    scale: float = 20.0
-    push_to_hub: str | None = None
-    hub_token: str | None = None
-    card: bool = True
-    logging_steps: int = 10
-    record_batches: bool = False
 
 
 @dataclass
@@ -100,12 +83,13 @@ class TrainingRows:
         return len(self.queries)
 
     def counts(self) -> dict[str, dict[str, int]]:
-        """Rows per length bin × target position (bins in first-seen order)."""
-        table: dict[str, dict[str, int]] = {}
-        for bin_name, pos in zip(self.bins, self.positions, strict=True):
-            table.setdefault(bin_name, {p: 0 for p in POSITIONS})
-            table[bin_name][pos] = table[bin_name].get(pos, 0) + 1
-        return table
+        """Rows per length bin × target position (bins in numeric order)."""
+        from hf_posbias.corpus import bin_position_counts
+
+        return bin_position_counts(
+            {"length_bin": b, "target_position": p}
+            for b, p in zip(self.bins, self.positions, strict=True)
+        )
 
 
 @dataclass
@@ -126,6 +110,11 @@ class TrainResult:
     hub_url: str | None = None
     batches: list[list[int]] = field(default_factory=list)
     rows: TrainingRows | None = None
+    precision: str = "fp32"
+    attn_implementation: str = ""
+    per_device_batch: int = 0
+    memory: MemoryPlan | None = None
+    device: str = ""
 
 
 # --------------------------------------------------------------------------- data
@@ -161,30 +150,41 @@ def ips_weights(bins: Sequence[str], positions: Sequence[str]) -> list[float]:
 def _available_configs(data: str) -> list[str]:
     from datasets import get_dataset_config_names
 
+    from hf_posbias.errors import first_line
+
     if not Path(data).exists() and os.environ.get("HF_HUB_OFFLINE") == "1":
         raise InputError(f"training data {data!r} is not a local folder (offline: no Hub access)")
     try:
         return list(get_dataset_config_names(data))
     except Exception as err:  # a missing repo fails in many ways; all mean "cannot read it"
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise InputError(f"cannot read training data {data!r}: {first[:200]}") from None
+        raise InputError(f"cannot read training data {data!r}: {first_line(err, 200)}") from None
 
 
 def resolve_repo_config(data: str, config: str) -> str:
-    """The data-repo configuration that holds ``config`` (``ips`` reads the pool's ``default``)."""
+    """The data-repo configuration that holds ``config`` (``ips`` reads the pool's ``default``).
+
+    A position configuration in any spelling (``uniform``, ``U``, ``50:25:25``, ``r50-25-25``)
+    is looked up by its canonical name (:class:`hf_posbias.sampling.PositionConfig`), the name
+    ``posbias sample``/``build`` gave it; any other name must be a config of ``data`` as is.
+    """
+    from hf_posbias.sampling import PositionConfig
+
     available = _available_configs(data)
-    wanted = "default" if config == "ips" else config
-    candidates = [wanted]
-    if _RATIO.match(config):
-        candidates += [config.replace(":", "-"), config.replace(":", "_")]
-    for name in candidates:
-        if name in available:
-            return name
-    hint = ""
     if config == "ips":
+        if "default" in available:
+            return "default"
         hint = "; --config ips needs the pool repo (<out>/pool, config default)"
-    elif _RATIO.match(config):
-        hint = f"; create it with `posbias sample --ratio {config}`"
+    elif config in available:
+        return config
+    else:
+        try:
+            canonical = PositionConfig.parse(config).name
+        except InputError:
+            canonical, hint = None, ""
+        else:
+            hint = f"; create it with `posbias sample --config {config}` (or build --config)"
+        if canonical in available:
+            return str(canonical)
     raise InputError(
         f"config {config!r} is not in {data}: available {', '.join(available) or 'none'}{hint}"
     )
@@ -205,7 +205,7 @@ def load_training_rows(data: str, config: str) -> TrainingRows:
 
     ``ips`` reads the pool (config ``default``), keeps ``retained`` rows and attaches weights.
     """
-    from hf_posbias.hub import read_dataset
+    from hf_posbias.rows import read_dataset
 
     repo_config = resolve_repo_config(data, config)
     if _local_rows(data, repo_config) == 0:
@@ -218,8 +218,9 @@ def load_training_rows(data: str, config: str) -> TrainingRows:
     except PosbiasError:
         raise
     except Exception as err:  # see _available_configs
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise InputError(f"cannot load {data!r} config {repo_config!r}: {first[:200]}") from None
+        raise InputError(
+            f"cannot load {data!r} config {repo_config!r}: {first_line(err, 200)}"
+        ) from None
     required = REQUIRED_COLUMNS + (("retained",) if config == "ips" else ())
     missing = [c for c in required if c not in ds.column_names]
     if missing:
@@ -255,9 +256,36 @@ def load_training_rows(data: str, config: str) -> TrainingRows:
 # --------------------------------------------------------------------------- loss
 
 
-def weighted_cached_mnrl(model: Any, scale: float, mini_batch_size: int) -> Any:
+def build_loss(
+    model: Any,
+    scale: float,
+    mini_batch_size: int,
+    weighted: bool = False,
+    gather_across_devices: bool = False,
+) -> Any:
+    """The run's InfoNCE: ``CachedMultipleNegativesRankingLoss``, or :class:`WeightedCachedMNRL`.
+
+    Both take ``mini_batch_num_tokens`` later (the memory preflight sets it with
+    ``mini_batch_size``); sentence-transformers is imported here, not at module import.
+    """
+    from sentence_transformers.sentence_transformer.losses import (
+        CachedMultipleNegativesRankingLoss,
+    )
+
+    loss_class = _weighted_loss_class() if weighted else CachedMultipleNegativesRankingLoss
+    return loss_class(
+        model,
+        scale=scale,
+        mini_batch_size=mini_batch_size,
+        gather_across_devices=gather_across_devices,
+    )
+
+
+def weighted_cached_mnrl(
+    model: Any, scale: float, mini_batch_size: int, gather_across_devices: bool = False
+) -> Any:
     """A :class:`WeightedCachedMNRL` (built lazily: sentence-transformers is a heavy import)."""
-    return _weighted_loss_class()(model, scale=scale, mini_batch_size=mini_batch_size)
+    return build_loss(model, scale, mini_batch_size, True, gather_across_devices)
 
 
 def _weighted_loss_class() -> type:
@@ -266,14 +294,18 @@ def _weighted_loss_class() -> type:
     from sentence_transformers.sentence_transformer.losses import (
         CachedMultipleNegativesRankingLoss,
     )
+    from sentence_transformers.util import all_gather_with_grad, get_rank
 
     class WeightedCachedMNRL(CachedMultipleNegativesRankingLoss):
         """InfoNCE with in-batch negatives where query i's term is multiplied by ``labels[i]``.
 
         loss = Σ_i w_i · CE(scale · cos(q_i, d_·), i) / batch_size — the plain cached MNRL when
-        every w_i is 1 (one direction, query→document, no hardness terms, no cross-device
-        gathering: the configuration of the paper). Gradient caching is unchanged: the loss is
-        computed in mini-batches and back-propagated into the cached embeddings.
+        every w_i is 1 (one direction, query→document, no hardness terms: the configuration of
+        the paper). Gradient caching is unchanged: the loss is computed in mini-batches and
+        back-propagated into the cached embeddings; the embedding mini-batches may be cut by
+        rows or by tokens (``mini_batch_num_tokens``) like the parent's. With
+        ``gather_across_devices`` the documents of all processes are gathered (with gradients)
+        and each process scores its own queries against all of them, as the parent does.
         """
 
         def calculate_loss(
@@ -284,8 +316,13 @@ def _weighted_loss_class() -> type:
             with_backward: bool = False,
         ) -> torch.Tensor:
             queries = torch.cat(reps[0])
-            docs = torch.cat([torch.cat(r) for r in reps[1:]])
+            docs = [torch.cat(r) for r in reps[1:]]
             n = len(queries)
+            offset = 0
+            if self.gather_across_devices:
+                docs = [all_gather_with_grad(d) for d in docs]
+                offset = get_rank() * n
+            docs_all = torch.cat(docs)
             weights = (
                 torch.ones(n, device=queries.device)
                 if labels is None
@@ -294,8 +331,8 @@ def _weighted_loss_class() -> type:
             losses = []
             for begin in range(0, n, self.mini_batch_size):
                 end = min(begin + self.mini_batch_size, n)
-                scores = self.similarity_fct(queries[begin:end], docs) * self.scale
-                target = torch.arange(begin, end, device=queries.device)
+                scores = self.similarity_fct(queries[begin:end], docs_all) * self.scale
+                target = torch.arange(offset + begin, offset + end, device=queries.device)
                 per_query = F.cross_entropy(scores, target, reduction="none")
                 loss = (per_query * weights[begin:end]).sum() / n
                 if with_backward:
@@ -308,13 +345,6 @@ def _weighted_loss_class() -> type:
 
 
 # --------------------------------------------------------------------------- checks
-
-
-def _has_accelerator() -> bool:
-    # Pinned memory only helps host→GPU copies; on CPU torch warns about it on every run.
-    import torch
-
-    return bool(torch.cuda.is_available())
 
 
 def _check_output_dir(out: str) -> Path:
@@ -330,95 +360,134 @@ def _check_output_dir(out: str) -> Path:
 
 
 def _hub_token(cfg: TrainConfig) -> str:
-    token = cfg.hub_token or os.environ.get("HF_TOKEN")
-    if not token:
-        try:
-            from huggingface_hub import get_token
+    from hf_posbias.hub import resolve_token
 
-            token = get_token()
-        except Exception:  # an unreadable token file is the same as no token
-            token = None
-    if not token:
-        raise BackendError(
-            f"--push-to-hub {cfg.push_to_hub}: no Hub token (set HF_TOKEN or run `hf auth login`)"
-        )
-    return token
+    return resolve_token(cfg.hub_token, purpose=f"--push-to-hub {cfg.push_to_hub}", flag=None)
 
 
 def push_checkpoint(out_dir: str | Path, repo_id: str, token: str) -> str:
     """Upload the checkpoint folder (model + card) as it is to the model repo ``repo_id``."""
-    from huggingface_hub import HfApi
+    from hf_posbias.hub import upload_folder
 
-    api = HfApi(token=token)
-    try:
-        api.create_repo(repo_id, repo_type="model", exist_ok=True)
-        api.upload_folder(
-            folder_path=str(out_dir),
-            repo_id=repo_id,
-            repo_type="model",
-            commit_message="posbias train: checkpoint and model card",
-        )
-    except Exception as err:  # HTTP, auth and network errors alike
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise BackendError(f"push to {repo_id} failed: {first[:200]}") from None
-    return f"https://huggingface.co/{repo_id}"
+    return upload_folder(
+        out_dir,
+        repo_id,
+        repo_type="model",
+        token=token,
+        commit_message="posbias train: checkpoint and model card",
+    )
 
 
 # --------------------------------------------------------------------------- training
 
 
-def train_model(cfg: TrainConfig) -> TrainResult:
-    """Train one model on one position configuration and save the final checkpoint + card.
+@dataclass
+class RunInputs:
+    """What a run checked and computed before any model is loaded."""
 
-    Example (tiny model, two steps; see tests/training for the data folder)::
+    spec: ModelSpec
+    compute: ResolvedCompute
+    out: Path
+    token: str | None
+    rows: TrainingRows
+    max_seq_length: int
+    truncation: TruncationReport
+    row_lengths: list[int]
+    longest_tokens: int
+    attn_implementation: str | None
 
-        from hf_posbias.training.train import TrainConfig, train_model
-        result = train_model(TrainConfig(model="bert-base", config="uniform",
-                                         data="out/train", out="ckpt/bert-uniform"))
-        print(result.steps, result.train_loss)
+
+def prepare_run(cfg: TrainingSettings) -> RunInputs:
+    """Every check that needs no model: one-line errors before the weights are loaded.
+
+    Precision and attention kernel against the hardware, global batch against the number of
+    processes, output folder, Hub token, training data, and — with the tokenizer only — the
+    token lengths (truncation report, ``--mini-batch-tokens`` against the longest sequence).
     """
-    from hf_posbias.training.models import POOLINGS, get_model_spec
+    from hf_posbias.training.builder import (
+        count_truncated,
+        load_text_setup,
+        model_attn_implementation,
+    )
+    from hf_posbias.training.models import get_model_spec
 
     spec = get_model_spec(cfg.model)
-    if cfg.pooling is not None and cfg.pooling not in POOLINGS:
-        raise InputError(f"--pooling must be one of {', '.join(POOLINGS)}, got {cfg.pooling!r}")
-    if cfg.batch_size < 1 or cfg.mini_batch_size < 1:
-        raise InputError("--batch-size and --mini-batch-size must be positive")
+    compute = cfg.resolve()
     out = _check_output_dir(cfg.out)
     token = _hub_token(cfg) if cfg.push_to_hub else None
     rows = load_training_rows(cfg.data, cfg.config)
+    config, tokenizer, max_seq_length = load_text_setup(spec, cfg.max_length)
+    doc_text = dict(zip(rows.doc_ids, rows.positives, strict=True))
+    truncation = count_truncated(
+        tokenizer, max_seq_length, list(doc_text.values()), prefix=spec.document_prefix
+    )
+    queries = count_truncated(
+        tokenizer, max_seq_length, rows.queries, prefix=spec.query_prefix, warn=False
+    )
+    doc_tokens = dict(zip(doc_text, truncation.lengths, strict=True))
+    row_lengths = [min(doc_tokens[d], max_seq_length) for d in rows.doc_ids]
+    longest = min(max(truncation.longest, queries.longest), max_seq_length)
+    if cfg.mini_batch_tokens is not None and cfg.mini_batch_tokens < longest:
+        raise InputError(
+            f"--mini-batch-tokens {cfg.mini_batch_tokens} is smaller than the longest training "
+            f"sequence ({longest} tokens): use at least {longest}"
+        )
+    attn = model_attn_implementation(
+        config, compute.attn_implementation, requested=compute.attn_requested
+    )
+    return RunInputs(
+        spec, compute, out, token, rows, max_seq_length, truncation, row_lengths, longest, attn
+    )
+
+
+def train_model(cfg: TrainingSettings, callbacks: Sequence[Any] = ()) -> TrainResult:
+    """Train one model on one position configuration and save the final checkpoint + card.
+
+    ``callbacks`` are ``transformers.TrainerCallback`` objects (e.g. the throughput benchmark's
+    step timer).
+
+    Example (tiny model, two steps; see tests/training for the data folder)::
+
+        from hf_posbias.training.settings import TrainingSettings
+        from hf_posbias.training.train import train_model
+        result = train_model(TrainingSettings(model="bert-base", config="uniform",
+                                              data="out/train", out="ckpt/bert-uniform"))
+        print(result.steps, result.train_loss, result.memory.summary())
+    """
+    run = prepare_run(cfg)
+    spec, compute, rows = run.spec, run.compute, run.rows
 
     from datasets import Dataset
     from sentence_transformers import SentenceTransformerTrainer
-    from sentence_transformers.sentence_transformer.losses import (
-        CachedMultipleNegativesRankingLoss,
-    )
     from sentence_transformers.sentence_transformer.training_args import (
         SentenceTransformerTrainingArguments,
     )
     from transformers import set_seed
 
     from hf_posbias.training.batching import SingleBinBatchSamplerFactory
-    from hf_posbias.training.builder import build_sentence_transformer, count_truncated
+    from hf_posbias.training.builder import attn_implementation_of, build_sentence_transformer
 
     set_seed(cfg.seed)
-    model = build_sentence_transformer(spec, pooling=cfg.pooling, max_length=cfg.max_length)
-    unique_docs = list(dict(zip(rows.doc_ids, rows.positives, strict=True)).values())
-    truncation = count_truncated(model, unique_docs, prefix=spec.document_prefix)
+    model = build_sentence_transformer(
+        spec,
+        pooling=cfg.pooling,
+        max_length=cfg.max_length,
+        attn_implementation=run.attn_implementation,
+    )
     lr = cfg.lr if cfg.lr is not None else spec.lr
 
     # Only text (+ the numeric IPS weight as "label") reaches the collator: everything else
-    # would be tokenised as a third text column. Bins and doc ids go to the sampler directly.
+    # would be tokenised as a third text column. Bins, doc ids and lengths go to the sampler.
     columns: dict[str, list[Any]] = {"query": rows.queries, "positive": rows.positives}
     if rows.weights is not None:
         columns["label"] = rows.weights
     dataset = Dataset.from_dict(columns)
 
     args = SentenceTransformerTrainingArguments(
-        output_dir=str(out),
+        output_dir=str(run.out),
         num_train_epochs=cfg.epochs,
         max_steps=cfg.max_steps if cfg.max_steps else -1,
-        per_device_train_batch_size=cfg.batch_size,
+        per_device_train_batch_size=compute.per_device_batch,
         learning_rate=lr,
         warmup_steps=cfg.warmup_ratio,  # transformers 5: a float < 1 is a ratio
         lr_scheduler_type="linear",
@@ -433,30 +502,53 @@ def train_model(cfg: TrainConfig) -> TrainResult:
         prompts={"query": spec.query_prefix},
         disable_tqdm=not sys.stderr.isatty(),
         dataloader_drop_last=False,
-        dataloader_pin_memory=_has_accelerator(),
+        # Pinned memory only helps host→GPU copies; on CPU torch warns about it on every run.
+        dataloader_pin_memory=compute.device.kind == "cuda",
+        **compute.training_arguments(),
     )
+    if int(args.world_size) != compute.world_size:
+        raise BackendError(
+            f"{args.world_size} processes started but WORLD_SIZE says {compute.world_size}"
+        )
     record: list[list[int]] | None = [] if cfg.record_batches else None
     args.batch_sampler = SingleBinBatchSamplerFactory(
-        rows.bins, rows.doc_ids, world_size=args.world_size, record=record
+        rows.bins,
+        rows.doc_ids,
+        world_size=compute.world_size,
+        record=record,
+        lengths=run.row_lengths,
     )
     rank = args.process_index
     logger.info("posbias-train rank=%d world_size=%d rows=%d", rank, args.world_size, len(rows))
     print(f"posbias-train rank={rank} world_size={args.world_size}", file=sys.stderr, flush=True)
 
-    if rows.weights is not None:
-        loss = weighted_cached_mnrl(model, cfg.scale, cfg.mini_batch_size)
-    else:
-        loss = CachedMultipleNegativesRankingLoss(
-            model, scale=cfg.scale, mini_batch_size=cfg.mini_batch_size
-        )
-    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=dataset, loss=loss)
+    loss = build_loss(
+        model,
+        cfg.scale,
+        cfg.mini_batch_rows or compute.per_device_batch,
+        weighted=rows.weights is not None,
+        gather_across_devices=compute.gather_across_devices,
+    )
+    trainer = SentenceTransformerTrainer(
+        model=model, args=args, train_dataset=dataset, loss=loss, callbacks=list(callbacks)
+    )
+    memory = _memory_preflight(cfg, run, trainer, loss)
+    apply_memory_plan(memory, model, loss)
+    logger.info("memory: %s", memory.summary())
     started = time.perf_counter()
-    output = trainer.train()
+    try:
+        output = trainer.train()
+    except RuntimeError as err:
+        from hf_posbias.training.memory import is_out_of_memory, out_of_memory_error
+
+        if compute.device.kind == "cuda" and is_out_of_memory(err):
+            raise out_of_memory_error(memory, compute.device.describe()) from None
+        raise
     seconds = time.perf_counter() - started
     steps = int(trainer.state.global_step)
 
     result = TrainResult(
-        out_dir=str(out),
+        out_dir=str(run.out),
         model=spec.name,
         config=cfg.config,
         steps=steps,
@@ -468,22 +560,89 @@ def train_model(cfg: TrainConfig) -> TrainResult:
         counts=rows.counts(),
         batches=record or [],
         rows=rows,
+        precision=compute.precision,
+        attn_implementation=attn_implementation_of(model),
+        per_device_batch=compute.per_device_batch,
+        memory=memory,
+        device=compute.device.describe(),
     )
     if trainer.is_world_process_zero():
-        model.save_pretrained(str(out))
-        info = _card_info(cfg, spec, rows, result, truncation, lr, model)
+        model.save_pretrained(str(run.out))
+        info = _card_info(cfg, spec, rows, result, run.truncation, lr, model)
         if cfg.card:
             from hf_posbias.training.card import write_model_card
 
-            result.card_path = str(write_model_card(out, info))
+            result.card_path = str(write_model_card(run.out, info))
         else:
             from hf_posbias.training.card import save_training_info
 
-            save_training_info(out, info)
-        if cfg.push_to_hub and token:
-            result.hub_url = push_checkpoint(out, cfg.push_to_hub, token)
+            save_training_info(run.out, info)
+        if cfg.push_to_hub and run.token:
+            result.hub_url = push_checkpoint(run.out, cfg.push_to_hub, run.token)
     trainer.accelerator.wait_for_everyone()
     return result
+
+
+def apply_memory_plan(plan: MemoryPlan, model: Any, loss: Any) -> None:
+    """Set checkpointing on the model and the mini-batching of the cached loss."""
+    from hf_posbias.training.builder import set_activation_checkpointing
+
+    set_activation_checkpointing(model, plan.checkpointing)
+    loss.mini_batch_size = plan.mini_batching.rows or plan.loss_chunk_rows
+    loss.mini_batch_num_tokens = plan.mini_batching.tokens
+
+
+def _memory_preflight(cfg: TrainingSettings, run: RunInputs, trainer: Any, loss: Any) -> MemoryPlan:
+    """The memory plan: trial steps on the GPU (every rank takes rank 0's decision), or CPU's."""
+    from hf_posbias.training.memory import (
+        choose_memory_plan,
+        cpu_plan,
+        cuda_trial,
+        optimizer_state_bytes,
+        usable_bytes,
+    )
+
+    compute = run.compute
+    if compute.device.kind != "cuda":
+        return cpu_plan(cfg, compute.per_device_batch)
+    from accelerate.utils import broadcast_object_list
+
+    from hf_posbias.training.batching import plan_batches
+    from hf_posbias.training.builder import supports_activation_checkpointing
+
+    plan = plan_batches(
+        run.rows.bins,
+        run.rows.doc_ids,
+        cfg.global_batch,
+        seed=cfg.seed,
+        world_size=compute.world_size,
+        lengths=run.row_lengths,
+    )
+    # The worst case is the batch with the most tokens (the longest bin's full batch).
+    worst = max(plan.batches, key=lambda b: sum(run.row_lengths[i] for i in b))
+    n_params = sum(p.numel() for p in trainer.model.parameters())
+    outcome: Any
+    try:
+        outcome = choose_memory_plan(
+            cfg,
+            measure=cuda_trial(trainer, loss, worst),
+            budget_bytes=usable_bytes(int(compute.device.total_memory), cfg.device_memory_gib),
+            state_bytes=optimizer_state_bytes(n_params, compute.world_size),
+            per_device_batch=compute.per_device_batch,
+            longest_tokens=run.longest_tokens,
+            method="measured",
+            device=compute.device.describe(),
+            checkpointing_supported=supports_activation_checkpointing(trainer.model),
+        )
+    except PosbiasError as err:  # every rank must learn of it, or the others wait forever
+        outcome = err
+    if compute.world_size > 1:
+        shared = [outcome]
+        broadcast_object_list(shared, from_process=0)
+        outcome = shared[0]
+    if isinstance(outcome, PosbiasError):
+        raise outcome
+    return outcome
 
 
 def _card_info(cfg, spec, rows, result, truncation, lr, model) -> Any:  # noqa: ANN001
@@ -505,14 +664,14 @@ def _card_info(cfg, spec, rows, result, truncation, lr, model) -> Any:  # noqa: 
         positional_encoding=spec.positional_encoding,
         config=cfg.config,
         distribution=description,
-        nominal_ratio=NAMED_RATIOS.get(cfg.config, cfg.config if _RATIO.match(cfg.config) else ""),
+        nominal_ratio=config_label(cfg.config),
         dataset=cfg.data,
         dataset_on_hub=not Path(cfg.data).expanduser().exists(),
         dataset_config=rows.repo_config,
         n_rows=len(rows),
         n_source_rows=rows.n_source_rows,
         counts=rows.counts(),
-        batch_size=cfg.batch_size,
+        batch_size=cfg.global_batch,
         lr=lr,
         epochs=cfg.epochs,
         max_steps=cfg.max_steps,
@@ -520,7 +679,14 @@ def _card_info(cfg, spec, rows, result, truncation, lr, model) -> Any:  # noqa: 
         warmup_ratio=cfg.warmup_ratio,
         seed=cfg.seed,
         scale=cfg.scale,
-        mini_batch_size=cfg.mini_batch_size,
+        mini_batch_size=result.memory.mini_batching.rows if result.memory else None,
+        mini_batch_tokens=result.memory.mini_batching.tokens if result.memory else None,
+        gradient_checkpointing=bool(result.memory and result.memory.checkpointing),
+        memory_preflight=result.memory.summary() if result.memory else "",
+        precision=result.precision,
+        attn_implementation=result.attn_implementation,
+        per_device_batch=result.per_device_batch,
+        device=result.device,
         pooling=model[1].pooling_mode if len(model) > 1 else spec.pooling,
         max_length=int(model.max_seq_length),
         query_prefix=spec.query_prefix,
@@ -537,76 +703,27 @@ def _card_info(cfg, spec, rows, result, truncation, lr, model) -> Any:  # noqa: 
 # --------------------------------------------------------------------------- CLI
 
 
-def add_train_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """The training flags, shared by ``python -m …train`` and ``posbias train``."""
-    from hf_posbias.training.models import POOLINGS
-
-    parser.add_argument("--model", required=True, help="short name, checkpoint id or local folder")
-    parser.add_argument(
-        "--config", required=True, help="begin | middle | end | uniform | b:m:e | ips"
-    )
-    parser.add_argument("--data", required=True, help="training-set repo/folder (pool for ips)")
-    parser.add_argument("--out", required=True, help="output folder of the final checkpoint")
-    parser.add_argument("--max-steps", type=int, default=None, help="stop after N steps")
-    parser.add_argument("--batch-size", type=int, default=256)
-    parser.add_argument("--epochs", type=float, default=3.0)
-    parser.add_argument("--lr", type=float, default=None, help="default: by model size")
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--mini-batch-size", type=int, default=32, help="cached-loss chunk")
-    parser.add_argument("--pooling", choices=POOLINGS, default=None)
-    parser.add_argument("--max-length", type=int, default=None)
-    parser.add_argument("--warmup-ratio", type=float, default=0.1)
-    parser.add_argument("--logging-steps", type=int, default=10)
-    parser.add_argument("--push-to-hub", default=None, metavar="REPO_ID")
-    parser.add_argument("--no-card", action="store_true", help="do not write README.md")
-    return parser
-
-
-def build_arg_parser() -> argparse.ArgumentParser:
-    """Parser of ``python -m hf_posbias.training.train``."""
-    parser = argparse.ArgumentParser(
-        prog="python -m hf_posbias.training.train", description=__doc__.split("\n")[0]
-    )
-    return add_train_arguments(parser)
-
-
-def config_from_args(args: argparse.Namespace) -> TrainConfig:
-    """Map parsed flags onto a :class:`TrainConfig`."""
-    return TrainConfig(
-        model=args.model,
-        config=args.config,
-        data=args.data,
-        out=args.out,
-        max_steps=args.max_steps,
-        batch_size=args.batch_size,
-        epochs=args.epochs,
-        lr=args.lr,
-        seed=args.seed,
-        mini_batch_size=args.mini_batch_size,
-        pooling=args.pooling,
-        max_length=args.max_length,
-        warmup_ratio=args.warmup_ratio,
-        logging_steps=args.logging_steps,
-        push_to_hub=args.push_to_hub,
-        card=not args.no_card,
-    )
-
-
 def report(result: TrainResult) -> str:
     """One line per run for the terminal."""
+    memory = f", {result.memory.summary()}" if result.memory else ""
     return (
         f"trained {result.model} on {result.config}: {result.steps} steps, "
         f"loss {result.train_loss:.4f}, {result.seconds_per_step:.3f} s/step, "
-        f"{result.n_rows} rows, world size {result.world_size} → {result.out_dir}"
+        f"{result.n_rows} rows, world size {result.world_size}, {result.precision}"
+        f"{memory} → {result.out_dir}"
     )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Module entry point; user mistakes print one ``error:`` line and return 2."""
-    args = build_arg_parser().parse_args(argv)
+    from hf_posbias.training.settings import parse_settings
+
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
-        result = train_model(config_from_args(args))
+        cfg = parse_settings(
+            argv, prog="python -m hf_posbias.training.train", description=__doc__.split("\n")[0]
+        )
+        result = train_model(cfg)
     except PosbiasError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

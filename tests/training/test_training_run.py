@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -16,6 +17,14 @@ from hf_posbias.shards import write_parquet
 from hf_posbias.training.train import TrainConfig, ips_weights, train_model
 
 BINS = ("0-1k", "1k-2k")
+
+
+def _cuda_available() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
 WORDS = [
     *[
         "fox",
@@ -103,7 +112,7 @@ def train_repo(tmp_path_factory) -> str:
         {
             "uniform": rows,
             "begin": [r for r in rows if r["target_position"] == "begin"],
-            "50-25-25": rows,
+            "r50-25-25": rows,
             "empty": [],
             "nobin": [{k: v for k, v in r.items() if k != "length_bin"} for r in rows],
         },
@@ -160,7 +169,7 @@ def test_every_family_trains_saves_and_reloads(
             data=train_repo,
             out=str(out),
             max_steps=2,
-            batch_size=6,
+            global_batch=6,
             mini_batch_size=4,
             record_batches=True,
         )
@@ -213,7 +222,7 @@ def test_card_content_and_push(tiny_models, train_repo, tmp_path, monkeypatch):
             data=train_repo,
             out=str(out),
             max_steps=2,
-            batch_size=4,
+            global_batch=4,
             lr=3e-5,
             seed=7,
             push_to_hub="me/posbias-bert-begin",
@@ -241,7 +250,9 @@ def test_card_content_and_push(tiny_models, train_repo, tmp_path, monkeypatch):
         "| seed | 7 |",
         "| batch size | 4 ",
         "scale 20.0",
-        "| mini-batch size (gradient cache) | 32 |",
+        # CPU: 32-row mini-batches capped at the batch; a GPU's preflight picks tokens
+        "| mini-batch size (gradient cache) | "
+        + ("4" if result.memory.method == "cpu" else result.memory.mini_batching.describe()),
         "| optimisation steps | 2 |",
         '`"query: "`',
         "| pooling | cls |",
@@ -308,7 +319,7 @@ def test_ips_training_runs_on_the_pool(tiny_models, pool_repo, tmp_path):
             data=pool_repo,
             out=str(out),
             max_steps=2,
-            batch_size=4,
+            global_batch=4,
         )
     )
     rows = result.rows
@@ -348,7 +359,7 @@ def test_bad_inputs_one_line_exit_2(
         *[x for kv in base.items() for x in kv],
         "--max-steps",
         "1",
-        "--batch-size",
+        "--global-batch",
         "4",
     ]
     assert cli_main(argv) == 2
@@ -360,7 +371,7 @@ def test_bad_inputs_one_line_exit_2(
 def test_ratio_config_maps_to_repo_config(train_repo):
     from hf_posbias.training.train import resolve_repo_config
 
-    assert resolve_repo_config(train_repo, "50:25:25") == "50-25-25"
+    assert resolve_repo_config(train_repo, "50:25:25") == "r50-25-25"
     assert resolve_repo_config(train_repo, "uniform") == "uniform"
 
 
@@ -373,16 +384,25 @@ def test_packaged_sentence_transformer_loads_as_is(minilm_path, train_repo, tmp_
             data=train_repo,
             out=str(out),
             max_steps=1,
-            batch_size=4,
+            global_batch=4,
         )
     )
     info = json.loads((out / "posbias_training.json").read_text())
     assert info["pooling"] == "mean" and info["kind"] == "encoder" and result.steps == 1
 
 
-def test_accelerate_two_process_ddp(tiny_models, train_repo, tmp_path):
+def test_accelerate_two_process_ddp(tiny_models, pool_repo, tmp_path):
+    # The IPS-weighted loss on the pool: our own loss code gathers the documents of both ranks
+    # (the plain cached loss gathers in sentence-transformers' code).
     out = tmp_path / "ddp"
-    env = {**os.environ, "ACCELERATE_USE_CPU": "true", "OMP_NUM_THREADS": "1"}
+    # CPU processes on any host: a visible GPU would make accelerate pick CUDA (and one GPU
+    # cannot host two processes).
+    env = {
+        **os.environ,
+        "ACCELERATE_USE_CPU": "true",
+        "OMP_NUM_THREADS": "1",
+        "CUDA_VISIBLE_DEVICES": "",
+    }
     cmd = [
         sys.executable,
         "-m",
@@ -403,14 +423,14 @@ def test_accelerate_two_process_ddp(tiny_models, train_repo, tmp_path):
         "--model",
         tiny_models("bert"),
         "--config",
-        "uniform",
+        "ips",
         "--data",
-        train_repo,
+        pool_repo,
         "--out",
         str(out),
         "--max-steps",
         "2",
-        "--batch-size",
+        "--global-batch",
         "4",
     ]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=170)
@@ -419,5 +439,224 @@ def test_accelerate_two_process_ddp(tiny_models, train_repo, tmp_path):
     assert "posbias-train rank=1 world_size=2" in proc.stderr
     assert proc.stdout.count("trained ") == 1  # reported (and saved) once, by rank 0
     info = json.loads((out / "posbias_training.json").read_text())
-    assert info["world_size"] == 2 and info["steps"] == 2
-    assert (out / "README.md").is_file() and (out / "modules.json").is_file()
+    assert info["world_size"] == 2 and info["steps"] == 2 and info["weighted"]
+    # the paper's in-batch negatives survive DDP: 4 in all = 2 processes × 2 rows, gathered
+    assert info["batch_size"] == 4 and info["per_device_batch"] == 2
+    card = (out / "README.md").read_text()
+    assert "4 in all = 2 processes × 2 rows, embeddings gathered across processes" in card
+    assert (out / "modules.json").is_file()
+
+
+class LayerProbe:
+    """A trainer callback that counts forward passes of the first linear layer inside the first
+    transformer layer (inside it, so that checkpointing's recomputation counts too: transformers
+    checkpoints the layer's ``forward``, outside its own hooks) and records its output dtype
+    (autocast shows up there)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.dtypes: set = set()
+        self.in_step = False
+
+    def callback(self):
+        from transformers import TrainerCallback
+
+        probe = self
+
+        class _Probe(TrainerCallback):
+            def on_train_begin(self, args, state, control, model=None, **kw):
+                import torch
+                from transformers.modeling_layers import GradientCheckpointingLayer
+
+                layer = next(
+                    m for m in model.modules() if isinstance(m, GradientCheckpointingLayer)
+                )
+                linear = next(m for m in layer.modules() if isinstance(m, torch.nn.Linear))
+
+                def record(module, inputs, output):
+                    if probe.in_step:  # not the model card's widget examples
+                        probe.calls += 1
+                        probe.dtypes.add(output.dtype)
+
+                linear.register_forward_hook(record)
+
+            def on_step_begin(self, args, state, control, **kw):
+                probe.in_step = True
+
+            def on_step_end(self, args, state, control, **kw):
+                probe.in_step = False
+
+        return _Probe()
+
+
+def test_bf16_autocast_and_checkpointing_run_on_cpu(tiny_models, train_repo, tmp_path):
+    import torch
+
+    runs = {}
+    for name, precision, checkpointing in [("plain", "fp32", "off"), ("fast", "bf16", "on")]:
+        probe = LayerProbe()
+        result = train_model(
+            TrainConfig(
+                model=tiny_models("bert"),
+                config="uniform",
+                data=train_repo,
+                out=str(tmp_path / name),
+                max_steps=2,
+                global_batch=4,
+                mini_batch_size=2,
+                precision=precision,
+                gradient_checkpointing=checkpointing,
+            ),
+            callbacks=[probe.callback()],
+        )
+        runs[name] = (result, probe)
+    plain, fast = runs["plain"], runs["fast"]
+    assert plain[1].dtypes == {torch.float32} and fast[1].dtypes == {torch.bfloat16}
+    # gradient cache: a no-grad forward + a replayed forward per mini-batch; checkpointing
+    # recomputes the replayed forward in the backward pass: 3 layer calls instead of 2
+    assert plain[1].calls > 0 and fast[1].calls * 2 == plain[1].calls * 3
+    assert fast[0].precision == "bf16" and fast[0].memory.checkpointing
+    assert fast[0].train_loss > 0 and plain[0].train_loss > 0
+    card = (tmp_path / "fast" / "README.md").read_text()
+    assert "| precision | bf16 mixed precision" in card
+    assert (
+        "| gradient checkpointing | on |" in card and "| attention implementation | sdpa |" in card
+    )
+    info = json.loads((tmp_path / "fast" / "posbias_training.json").read_text())
+    assert info["precision"] == "bf16" and info["gradient_checkpointing"] is True
+
+
+def test_ips_loss_packs_mini_batches_by_tokens(tiny_models, pool_repo, tmp_path):
+    from hf_posbias.training.train import prepare_run
+
+    settings = TrainConfig(
+        model=tiny_models("bert"),
+        config="ips",
+        data=pool_repo,
+        out=str(tmp_path / "a"),
+        max_steps=2,
+        global_batch=4,
+    )
+    longest = prepare_run(settings).longest_tokens
+    probe = LayerProbe()
+    result = train_model(
+        dataclasses.replace(settings, out=str(tmp_path / "b"), mini_batch_tokens=longest + 1),
+        callbacks=[probe.callback()],
+    )
+    assert result.rows.weights is not None and result.train_loss > 0
+    assert result.memory.mini_batching.tokens == longest + 1
+    # documents of ~longest tokens: about one per mini-batch, so more than one mini-batch per
+    # column and step (2 steps × 2 columns × 2 passes would be 8 calls with one mini-batch)
+    assert probe.calls > 8
+    assert (
+        "mini-batch size (gradient cache) | " + f"{longest + 1} tokens"
+        in (tmp_path / "b" / "README.md").read_text()
+    )
+
+
+def test_weighted_loss_gathers_like_one_big_batch(tiny_models, monkeypatch):
+    """Two simulated ranks with gathered documents: the mean loss and the summed gradients
+    equal W × those of one process holding the whole batch (DDP then averages by W)."""
+    import sentence_transformers.util as st_util
+    import torch
+
+    from hf_posbias.training.builder import build_sentence_transformer
+    from hf_posbias.training.models import get_model_spec
+    from hf_posbias.training.train import weighted_cached_mnrl
+
+    model = build_sentence_transformer(get_model_spec(tiny_models("bert")))
+    torch.manual_seed(0)
+    q_all, d_all = torch.randn(8, 16), torch.randn(8, 16)
+    weights = torch.rand(8) + 0.5
+
+    q = q_all.clone().requires_grad_()
+    d = d_all.clone().requires_grad_()
+    single = weighted_cached_mnrl(model, 20.0, 3)
+    full = single.calculate_loss([[q], [d]], weights, with_backward=True)
+
+    shards_q = [q_all[:4].clone().requires_grad_(), q_all[4:].clone().requires_grad_()]
+    shards_d = [d_all[:4].clone().requires_grad_(), d_all[4:].clone().requires_grad_()]
+    losses = []
+    for rank in (0, 1):
+        # all_gather_with_grad: every rank sees all documents; gradients flow back to the
+        # owner and are summed over ranks (here: accumulated into the shared leaves)
+        monkeypatch.setattr(st_util, "all_gather_with_grad", lambda t: torch.cat(shards_d))
+        monkeypatch.setattr(st_util, "get_rank", lambda r=rank: r)
+        loss = weighted_cached_mnrl(model, 20.0, 3, gather_across_devices=True)
+        local = slice(4 * rank, 4 * rank + 4)
+        value = loss.calculate_loss(
+            [[shards_q[rank]], [shards_d[rank]]], weights[local], with_backward=True
+        )
+        losses.append(float(value))
+    # each rank normalises by its own 4 rows: mean over ranks = the one-process loss
+    assert sum(losses) / 2 == pytest.approx(float(full), rel=1e-5)
+    assert torch.allclose(torch.cat([g.grad for g in shards_q]), 2 * q.grad, atol=1e-6)
+    assert torch.allclose(torch.cat([g.grad for g in shards_d]), 2 * d.grad, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        (["--precision", "bf16"], "v100", "--precision bf16: Tesla V100-SXM2-32GB (cuda"),
+        (["--mini-batch-tokens", "3"], None, "--mini-batch-tokens 3 is smaller than the longest"),
+        (["--global-batch", "4"], "world3", "--global-batch 4 is not divisible by the 3 processes"),
+        (["--attn-implementation", "flash_attention_2"], "noflash", "package is not installed"),
+    ],
+)
+def test_bad_compute_settings_stop_before_the_model_loads(
+    args, env, message, tiny_models, train_repo, tmp_path, capsys, monkeypatch
+):
+    import hf_posbias.devices as devices
+    import hf_posbias.training.builder as builder
+
+    def no_model(*a, **k):
+        raise AssertionError("the model was loaded before the settings were checked")
+
+    monkeypatch.setattr(builder, "build_sentence_transformer", no_model)
+    if env == "v100":
+        monkeypatch.setattr(
+            devices, "device_info", lambda *a: devices.described_device("v100-32gb")
+        )
+    elif env == "world3":
+        monkeypatch.setenv("WORLD_SIZE", "3")
+    elif env == "noflash":
+        monkeypatch.setattr(devices, "attn_implementation_installed", lambda name: name == "sdpa")
+    argv = ["train", "--model", tiny_models("bert"), "--config", "uniform", "--data", train_repo]
+    argv += ["--out", str(tmp_path / "o"), *args]
+    assert cli_main(argv) == 2
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and message in errors[0] and "Traceback" not in err, err
+
+
+@pytest.mark.skipif(not _cuda_available(), reason="the memory preflight trial needs CUDA")
+def test_cuda_preflight_measures_and_refuses_what_does_not_fit(tiny_models, train_repo, tmp_path):
+    from hf_posbias.errors import BudgetError
+
+    result = train_model(
+        TrainConfig(
+            model=tiny_models("bert"),
+            config="uniform",
+            data=train_repo,
+            out=str(tmp_path / "gpu"),
+            max_steps=1,
+            global_batch=4,
+        )
+    )
+    assert result.memory.method == "measured" and result.memory.trials
+    assert result.memory.peak_bytes > 0 and result.precision in ("bf16", "fp16")
+    with pytest.raises(BudgetError) as err:
+        train_model(
+            TrainConfig(
+                model=tiny_models("bert"),
+                config="uniform",
+                data=train_repo,
+                out=str(tmp_path / "tiny-budget"),
+                max_steps=1,
+                global_batch=4,
+                mini_batch_size=4,
+                gradient_checkpointing="off",
+                device_memory_gib=0.5,
+            )
+        )
+    assert "--mini-batch-size" in str(err.value) and "\n" not in str(err.value)

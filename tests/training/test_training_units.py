@@ -86,20 +86,44 @@ def test_inferred_specs_from_tiny_checkpoints(tiny_models, tiny_sentence_transfo
 @pytest.mark.parametrize("world_size", [1, 2, 4])
 def test_plan_single_bin_no_duplicates_all_rows_once(world_size):
     bins, docs = _synthetic()
-    plan = plan_batches(bins, docs, batch_size=8, seed=42, world_size=world_size)
+    lengths = [random.Random(i).randrange(10, 500) for i in range(len(bins))]
+    plan = plan_batches(bins, docs, batch_size=8, seed=42, world_size=world_size, lengths=lengths)
     for batch in plan.batches:
         assert len({bins[i] for i in batch}) == 1
         assert len({docs[i] for i in batch}) == len(batch)
-        assert 1 <= len(batch) <= 8
+        assert 1 <= len(batch) <= 8 // world_size  # a per-rank share of the global batch
+        # longest first, so the loss's consecutive mini-batches carry little padding
+        assert [lengths[i] for i in batch] == sorted((lengths[i] for i in batch), reverse=True)
     used = sorted(i for b in plan.batches for i in b)
-    assert used == list(range(len(bins))) and plan.dropped_rows == 0
+    assert len(used) == len(set(used)) and len(used) + plan.dropped_rows == len(bins)
+    # only short tail batches lose rows (at most W - 1 each) so that ranks get equal shares
+    assert plan.dropped_rows <= (world_size - 1) * len(set(bins)) * 3
+    if world_size == 1:
+        assert plan.dropped_rows == 0
     # DDP: runs of W same-bin batches, so the batches of one step (W consecutive) share a bin
     assert len(plan.batches) % world_size == 0
+    assert sum(plan.bins.values()) * world_size == len(plan.batches)
     for start in range(0, len(plan.batches), world_size):
         step = plan.batches[start : start + world_size]
         assert len({bins[b[0]] for b in step}) == 1
+        # equal shares (gathered embeddings need equal shapes), no document twice in the step
+        assert len({len(b) for b in step}) == 1
+        step_docs = [docs[i] for b in step for i in b]
+        assert len(step_docs) == len(set(step_docs))
     # rank r takes batches r, r+W, ...: same count on every rank
     assert len({len(plan.batches[r::world_size]) for r in range(world_size)}) == 1
+
+
+def test_plan_global_batch_is_dealt_round_robin_by_length():
+    bins = ["a"] * 8
+    docs = [f"d{i}" for i in range(8)]
+    lengths = [5, 80, 20, 60, 10, 70, 40, 30]
+    plan = plan_batches(bins, docs, batch_size=8, world_size=2, lengths=lengths)
+    rank0, rank1 = plan.batches
+    # sorted longest first, then dealt: both ranks get the same mix of lengths
+    assert [lengths[i] for i in rank0] == [80, 60, 30, 10]
+    assert [lengths[i] for i in rank1] == [70, 40, 20, 5]
+    assert plan.dropped_rows == 0 and plan.bins == {"a": 1}
 
 
 def test_plan_is_deterministic_and_reshuffles_per_epoch():
@@ -113,10 +137,12 @@ def test_plan_is_deterministic_and_reshuffles_per_epoch():
 
 
 def test_plan_drops_only_what_cannot_feed_every_rank():
-    bins = ["a"] * 6 + ["tiny"]
-    docs = [f"d{i}" for i in range(7)]
+    bins = ["a"] * 7 + ["tiny"]
+    docs = [f"d{i}" for i in range(8)]
     plan = plan_batches(bins, docs, batch_size=4, world_size=2)
-    assert plan.dropped_rows == 1 and plan.bins == {"a": 2, "tiny": 0}
+    # "a": a full batch of 4 and a tail of 3 trimmed to 2; "tiny": 1 row for 2 ranks
+    assert plan.dropped_rows == 2 and plan.bins == {"a": 2, "tiny": 0}
+    assert sorted(len(b) for b in plan.batches) == [1, 1, 2, 2]
     dropped = plan_batches(["a"] * 5, [f"d{i}" for i in range(5)], 4, drop_last=True)
     assert dropped.dropped_rows == 1 and [len(b) for b in dropped.batches] == [4]
 
@@ -128,6 +154,9 @@ def test_sampler_factory_as_trainer_calls_it():
     sampler = factory(list(range(len(bins))), batch_size=4, drop_last=False, seed=42)
     first = list(sampler)
     assert len(first) == len(sampler) and record == first
+    # the trainer passes the per-device batch: the sampler plans global batches of W times it
+    ddp = SingleBinBatchSamplerFactory(bins, docs, world_size=2)(list(range(len(bins))), 4)
+    assert ddp.nominal_batch_size == 8 and max(len(b) for b in ddp) == 4
     assert sampler.batch_size is None  # dynamic batches for Accelerate's shard wrapper
     sampler.set_epoch(1)
     assert list(sampler) != first
@@ -152,12 +181,18 @@ def test_matrix_dry_run_prints_32_commands():
         check=True,
     )
     lines = proc.stdout.strip().splitlines()
-    assert len(lines) == 32 and len(set(lines)) == 32
-    assert all(line.startswith("accelerate launch -m hf_posbias.training.train ") for line in lines)
+    commands = [line for line in lines if line.startswith("accelerate launch ")]
+    plans = [line for line in lines if line.startswith("  # ")]
+    assert len(commands) == 32 and len(set(commands)) == 32 and len(plans) == 32
+    assert all(c.startswith("accelerate launch -m hf_posbias.training.train ") for c in commands)
     assert (
         "--model qwen3-0.6b --config uniform --data d --out c/posbias-qwen3-0.6b-uniform"
         in proc.stdout
     )
+    # every command is followed by its settings after the preflight decisions
+    assert all(lines[lines.index(c) + 1].startswith("  # ") for c in commands)
+    assert "mini-batches of" in plans[0] and "480 steps" in plans[0]
+    assert lines[-1].startswith("# 32 runs: pass --throughput")
 
 
 def test_pooling_ablation_and_shards():

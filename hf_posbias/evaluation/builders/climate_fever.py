@@ -33,11 +33,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hf_posbias.corpus import iter_jsonl_objects
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.builders.common import TaskAssembler, locate
 from hf_posbias.evaluation.positions import Anchor, IntervalBuckets, parse_buckets
 from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
+from hf_posbias.rows import iter_jsonl_objects
 
 CLIMATE_FEVER_CITATION = """@misc{diggelmann2020climatefever,
   title = {CLIMATE-FEVER: A Dataset for Verification of Real-World Climate Claims},

@@ -32,7 +32,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hf_posbias.corpus import iter_jsonl_objects
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.positions import Anchor, IntervalBuckets, relative_position
 from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
@@ -309,41 +308,10 @@ class TaskAssembler:
 
 def load_rows(source: Any, split: str = "train", config: str | None = None) -> list[dict[str, Any]]:
     """Rows of a table from a local file (``.jsonl``/``.json``/``.parquet``), a local folder laid
-    out like a Hub dataset repo, or a Hub dataset id (through ``datasets.load_dataset``).
+    out like a Hub dataset repo, or a Hub dataset id (:func:`hf_posbias.rows.read_rows`).
 
     A local file is one split; ``split`` selects the split of a folder or Hub id.
     """
-    import json
-    from pathlib import Path
+    from hf_posbias.rows import read_rows
 
-    path = Path(str(source))
-    if path.is_file():
-        if path.suffix == ".parquet":
-            import pyarrow.parquet as pq
-
-            try:
-                return pq.read_table(path).to_pylist()
-            except Exception as err:  # pyarrow raises several types for unreadable files
-                raise InputError(f"{path}: not a readable parquet file ({err})") from None
-        if path.suffix == ".jsonl":
-            return [obj for _, obj in iter_jsonl_objects(path)]
-        if path.suffix == ".json":
-            try:
-                payload = json.loads(path.read_text(encoding="utf-8"))
-            except json.JSONDecodeError as err:
-                raise InputError(f"{path}: malformed JSON ({err.msg})") from None
-            if isinstance(payload, list):
-                return payload
-            raise InputError(f"{path}: expected a JSON list of records")
-        raise InputError(f"{path}: unsupported file type (use .jsonl, .json or .parquet)")
-    if not path.exists() and str(source).startswith((".", "/", "~")):
-        raise InputError(f"{path}: no such file or folder")
-    from hf_posbias.hub import load_dataset_fresh
-
-    try:
-        dataset = load_dataset_fresh(source, config, split=split)
-    except Exception as err:  # datasets raises many types; all mean "cannot load this"
-        raise InputError(
-            f"cannot load {source!r} split {split!r} ({type(err).__name__}: {err})"
-        ) from None
-    return dataset.to_list()
+    return read_rows(source, split=split, config=config)

@@ -19,11 +19,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from hf_posbias.corpus import iter_jsonl_objects
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.builders.common import TaskAssembler
 from hf_posbias.evaluation.positions import Anchor, IntervalBuckets, parse_buckets
 from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
+from hf_posbias.rows import iter_jsonl_objects
 
 FEVER_CITATION = """@inproceedings{thorne-etal-2018-fever,
   title = {{FEVER}: a Large-scale Dataset for Fact Extraction and {VER}ification},

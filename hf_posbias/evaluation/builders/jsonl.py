@@ -36,11 +36,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from hf_posbias.corpus import iter_jsonl_objects
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.builders.common import TaskAssembler, stable_id
 from hf_posbias.evaluation.positions import Anchor, IntervalBuckets, parse_buckets
 from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
+from hf_posbias.rows import iter_jsonl_objects
 
 REQUIRED_FIELDS = ("query", "document", "evidence_start")
 OPTIONAL_FIELDS = ("evidence_end", "doc_id", "query_id", "title")

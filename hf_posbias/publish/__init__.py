@@ -1,0 +1,56 @@
+"""Publishing: the end of the data flow (scored pool + training sets → Hub dataset repos).
+
+- :mod:`~hf_posbias.publish.repo` — the repo-folder layout (``README.md``, ``.gitattributes``,
+  ``data/<config>/`` parquet shards) that ``load_dataset`` reads like the Hub repo;
+- :mod:`~hf_posbias.publish.dataset_card` — what the pool and training-set cards say
+  (:class:`DatasetCardInfo`, measured tables) and :func:`write_pool_repo` /
+  :func:`write_train_repo`.
+
+Uploading a written folder is :func:`hf_posbias.hub.upload_folder`; reading one back is
+:func:`hf_posbias.rows.read_dataset`. Nothing upstream of this package imports it.
+
+Example:
+    >>> from hf_posbias.publish import DatasetCardInfo
+    >>> DatasetCardInfo.__name__
+    'DatasetCardInfo'
+"""
+
+from __future__ import annotations
+
+from hf_posbias.publish.dataset_card import (
+    BASE_TAGS,
+    CorpusInfo,
+    DatasetCardInfo,
+    GeneratorInfo,
+    PanelInfo,
+    bin_position_table,
+    front_matter,
+    position_distribution,
+    write_pool_repo,
+    write_train_repo,
+)
+from hf_posbias.publish.repo import (
+    DATA_DIR,
+    check_repo_folder,
+    front_matter_yaml,
+    size_category,
+    write_dataset_repo,
+)
+
+__all__ = [
+    "BASE_TAGS",
+    "DATA_DIR",
+    "CorpusInfo",
+    "DatasetCardInfo",
+    "GeneratorInfo",
+    "PanelInfo",
+    "bin_position_table",
+    "check_repo_folder",
+    "front_matter",
+    "front_matter_yaml",
+    "position_distribution",
+    "size_category",
+    "write_dataset_repo",
+    "write_pool_repo",
+    "write_train_repo",
+]

@@ -1,0 +1,273 @@
+"""YHP26's LLM segment audit: does a yes/no judge agree with the panel, stratum by stratum?
+
+Scored candidates are split into the disjoint margin strata of
+:func:`~hf_posbias.verification.report.stratum_labels`; a sample per stratum is judged segment by
+segment (the judge never learns which segment is the target). TargetYes = the target segment
+judged answering; DistractorNo = a non-target segment judged not answering; Exclusive = target
+yes and both distractors no. Unparseable replies and failed calls are counted, never guessed.
+
+The chat backend is called in one place, :func:`ask_judge`.
+
+Example:
+    >>> parse_yes_no("Yes, it can."), audit_messages("q?", "passage")[1]["role"]
+    (True, 'user')
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from hf_posbias import POSITIONS
+from hf_posbias.errors import InputError
+from hf_posbias.generation.base import stable_seed
+from hf_posbias.progress import progress as progress_bar
+from hf_posbias.tables import as_table
+from hf_posbias.verification.panel import check_candidate, target_index
+from hf_posbias.verification.report import DEFAULT_DELTA, margin_stratum, stratum_labels
+
+if TYPE_CHECKING:
+    from hf_posbias.generation.backends import ChatBackend
+
+AUDIT_SYSTEM = "You are a careful annotator of question answering data."
+AUDIT_PROMPT = (
+    "Passage:\n{segment}\n\nQuestion: {query}\n\n"
+    "Can the question be answered using only the information in this passage? "
+    "Reply with exactly one word: yes or no."
+)
+_YES_NO = re.compile(r"\b(yes|no)\b", re.I)
+
+
+def audit_messages(query: str, segment: str) -> list[dict[str, str]]:
+    """The judge's chat messages for one segment (the target position is never revealed)."""
+    return [
+        {"role": "system", "content": AUDIT_SYSTEM},
+        {"role": "user", "content": AUDIT_PROMPT.format(segment=segment, query=query)},
+    ]
+
+
+def parse_yes_no(text: str) -> bool | None:
+    """``True``/``False`` for the first yes/no word of a reply, ``None`` when there is none.
+
+    Example:
+        >>> parse_yes_no("Yes."), parse_yes_no(" no, it cannot"), parse_yes_no("maybe")
+        (True, False, None)
+    """
+    match = _YES_NO.search(text or "")
+    return None if match is None else match.group(1).lower() == "yes"
+
+
+@dataclass
+class AuditStratum:
+    """Judge agreement in one margin stratum (percentages over parsed answers)."""
+
+    stratum: str
+    candidates: int = 0
+    audited: int = 0
+    target_yes: float | None = None
+    distractor_no: float | None = None
+    exclusive: float | None = None
+    unparsed_answers: int = 0
+    failed_calls: int = 0
+    incomplete_candidates: int = 0
+
+
+@dataclass
+class AuditReport:
+    """TargetYes / DistractorNo / Exclusive per margin stratum (YHP26's LLM audit)."""
+
+    delta: float
+    per_stratum: int
+    seed: int
+    strata: list[AuditStratum] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AuditReport:
+        """Inverse of :meth:`to_dict` (e.g. ``scored/audit.json`` read back)."""
+        strata = [AuditStratum(**s) for s in data.get("strata", [])]
+        return cls(
+            delta=float(data["delta"]),
+            per_stratum=int(data["per_stratum"]),
+            seed=int(data["seed"]),
+            strata=strata,
+        )
+
+    def to_markdown(self) -> str:
+        """One markdown row per stratum (``—`` where nothing could be judged)."""
+
+        def pct(x: float | None) -> str:
+            return "—" if x is None else f"{x:.1f}"
+
+        rows = [
+            {
+                "stratum": s.stratum,
+                "audited": s.audited,
+                "TargetYes %": pct(s.target_yes),
+                "DistractorNo %": pct(s.distractor_no),
+                "Exclusive %": pct(s.exclusive),
+                "unparsed": s.unparsed_answers,
+                "failed": s.failed_calls,
+            }
+            for s in self.strata
+        ]
+        return as_table(rows).to_markdown() + "\n"
+
+    def table_rows(self) -> list[dict[str, Any]]:
+        """The strata as plain rows (for a dataset card's margin-strata section)."""
+        return [
+            {
+                "stratum": s.stratum,
+                "candidates": s.candidates,
+                "audited": s.audited,
+                "TargetYes %": s.target_yes,
+                "DistractorNo %": s.distractor_no,
+                "Exclusive %": s.exclusive,
+            }
+            for s in self.strata
+        ]
+
+    def summary_lines(self) -> list[str]:
+        """Human-readable lines for the CLI."""
+        lines = [f"audit: up to {self.per_stratum} candidates per stratum, seed {self.seed}"]
+        for s in self.strata:
+            lines.append(
+                f"  {s.stratum}: audited {s.audited}/{s.candidates} "
+                f"TargetYes {s.target_yes} DistractorNo {s.distractor_no} "
+                f"Exclusive {s.exclusive} (unparsed {s.unparsed_answers}, "
+                f"failed calls {s.failed_calls}, incomplete {s.incomplete_candidates})"
+            )
+        return lines
+
+
+def audit_segments(
+    rows: Sequence[dict[str, Any]],
+    backend: ChatBackend,
+    *,
+    per_stratum: int = 100,
+    seed: int = 42,
+    delta: float = DEFAULT_DELTA,
+    temperature: float = 0.0,
+    max_tokens: int = 4,
+    batch_size: int = 64,
+    progress: bool = True,
+) -> AuditReport:
+    """Ask a yes/no LLM judge, segment by segment, whether each segment answers the query.
+
+    Scored rows are split into the disjoint margin strata of :func:`stratum_labels`; up to
+    ``per_stratum`` candidates per stratum are drawn (sorted by ``candidate_id``, then a seeded
+    draw). For each: TargetYes = the target segment judged answering; DistractorNo = a
+    non-target segment judged not answering; Exclusive = target yes and both distractors no.
+    Unparseable replies and failed calls are counted, never guessed.
+    """
+    if per_stratum < 1:
+        raise InputError(f"per_stratum must be >= 1, got {per_stratum}")
+    by_stratum: dict[str, list[dict[str, Any]]] = {label: [] for label in stratum_labels(delta)}
+    for row in rows:
+        if "margin" not in row:
+            raise InputError(
+                f"candidate {row.get('candidate_id')!r} has no margin: audit a scored pool"
+            )
+        check_candidate(row)
+        by_stratum[margin_stratum(float(row["margin"]), delta)].append(row)
+
+    picked: list[tuple[str, dict[str, Any]]] = []
+    report = AuditReport(delta=float(delta), per_stratum=per_stratum, seed=seed)
+    for label, members in by_stratum.items():
+        members.sort(key=lambda r: str(r["candidate_id"]))
+        chosen = random.Random(f"{seed}|{label}").sample(members, min(per_stratum, len(members)))
+        picked.extend((label, r) for r in chosen)
+        report.strata.append(AuditStratum(stratum=label, candidates=len(members)))
+
+    requests = [audit_messages(r["query"], seg) for _, r in picked for seg in r["segments"]]
+    replies = ask_judge(
+        backend,
+        requests,
+        seed=seed,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        batch_size=batch_size,
+        progress=progress,
+    )
+
+    tallies = {s.stratum: {"ty": [0, 0], "dn": [0, 0], "ex": [0, 0]} for s in report.strata}
+    stratum_of = {s.stratum: s for s in report.strata}
+    k = len(POSITIONS)
+    for c, (label, row) in enumerate(picked):
+        s, t = stratum_of[label], tallies[label]
+        s.audited += 1
+        target = target_index(row)
+        answers: list[bool | None] = []
+        for j in range(k):
+            reply = replies[c * k + j]
+            if isinstance(reply, Exception):
+                s.failed_calls += 1
+                answers.append(None)
+                continue
+            ans = parse_yes_no(reply)
+            if ans is None:
+                s.unparsed_answers += 1
+            answers.append(ans)
+        for j, ans in enumerate(answers):
+            if ans is None:
+                continue
+            if j == target:
+                t["ty"][0] += ans
+                t["ty"][1] += 1
+            else:
+                t["dn"][0] += not ans
+                t["dn"][1] += 1
+        if any(a is None for a in answers):
+            s.incomplete_candidates += 1
+        else:
+            exclusive = answers[target] and not any(a for j, a in enumerate(answers) if j != target)
+            t["ex"][0] += bool(exclusive)
+            t["ex"][1] += 1
+    for s in report.strata:
+        t = tallies[s.stratum]
+        s.target_yes = _ratio(t["ty"])
+        s.distractor_no = _ratio(t["dn"])
+        s.exclusive = _ratio(t["ex"])
+    return report
+
+
+def ask_judge(
+    backend: ChatBackend,
+    requests: Sequence[list[dict[str, str]]],
+    *,
+    seed: int,
+    temperature: float,
+    max_tokens: int,
+    batch_size: int,
+    progress: bool = True,
+) -> list[str | Exception]:
+    """Send the judge's requests through ``backend``, in batches; one reply (or error) each.
+
+    The one place the audit talks to a chat model: each request gets its own seed, stable
+    across reruns and batch sizes.
+    """
+    replies: list[str | Exception] = []
+    bar = progress_bar(total=len(requests), desc="audit", unit="call", disable=not progress)
+    for start in range(0, len(requests), batch_size):
+        batch = list(requests[start : start + batch_size])
+        seeds = [stable_seed("audit", seed, start + i) for i in range(len(batch))]
+        out = backend.complete_many(
+            batch, temperature=temperature, max_tokens=max_tokens, seeds=seeds
+        )
+        if len(out) != len(batch):
+            raise RuntimeError(f"backend returned {len(out)} replies for {len(batch)} requests")
+        replies.extend(out)
+        bar.update(len(batch))
+    bar.close()
+    return replies
+
+
+def _ratio(hits_total: list[int]) -> float | None:
+    hits, total = hits_total
+    return round(100.0 * hits / total, 2) if total else None

@@ -1,0 +1,308 @@
+"""Panel members: the verifiers that score (query, segment) pairs, and their normalisations.
+
+A member scores pairs on its own raw scale; the panel maps raw scores to a bounded scale
+**explicitly** before margins are taken, because a margin threshold δ is only meaningful on a
+bounded scale:
+
+- cross-encoders: ``sigmoid`` (default; maps the relevance logit to [0, 1], the scale δ = 0.3
+  was chosen on) or ``none`` (raw logits; δ then means logit units) or ``softmax``;
+- BM25: ``share`` (default; a segment's share ``x / Σx`` of the candidate's total BM25 mass, in
+  [0, 1]; invariant to the query-length scaling of BM25, unlike a softmax over raw scores whose
+  margin grows with every extra query word), ``softmax`` over the three segments, ``saturate``
+  (``x / (x + k)``, per segment, ``k`` = ``BM25Member.saturation``) or ``none``.
+
+Example:
+    >>> member = BM25Member()
+    >>> member.fit(["owls nest in trees", "fish swim", "lions hunt"])
+    >>> member.describe()["normalization"], score_range("share")
+    ('share', (0.0, 1.0))
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from hf_posbias.errors import InputError, ModelLoadError
+
+if TYPE_CHECKING:
+    from sentence_transformers import CrossEncoder
+
+CROSS_ENCODER_NORMALIZATIONS = ("sigmoid", "none", "softmax")
+BM25_NORMALIZATIONS = ("share", "softmax", "saturate", "none")
+
+
+# The scale each normalisation maps scores to: a margin (target minus best other segment) lies
+# in [lo - hi, hi - lo], so δ above hi - lo can never be met.
+_SCORE_RANGES: dict[str, tuple[float, float]] = {
+    "sigmoid": (0.0, 1.0),
+    "softmax": (0.0, 1.0),
+    "share": (0.0, 1.0),
+    "saturate": (0.0, 1.0),
+    "none": (-math.inf, math.inf),
+}
+
+
+def score_range(normalization: str) -> tuple[float, float]:
+    """The interval a normalisation maps scores to (``none``: unbounded).
+
+    Example:
+        >>> score_range("sigmoid"), score_range("none")
+        ((0.0, 1.0), (-inf, inf))
+    """
+    if normalization not in _SCORE_RANGES:
+        raise InputError(f"unknown normalisation {normalization!r}")
+    return _SCORE_RANGES[normalization]
+
+
+def normalize_scores(raw: np.ndarray, method: str, saturation: float = 1.0) -> np.ndarray:
+    """Normalise raw scores of shape ``(n_candidates, 3)`` (one row = a candidate's segments).
+
+    Example:
+        >>> import numpy as np
+        >>> normalize_scores(np.array([[0.0, 2.0, 2.0]]), "share").tolist()
+        [[0.0, 0.5, 0.5]]
+        >>> normalize_scores(np.array([[0.0]]), "sigmoid").tolist()
+        [[0.5]]
+    """
+    x = np.asarray(raw, dtype=np.float64)
+    if method == "none":
+        return x.copy()
+    if method == "sigmoid":
+        return 1.0 / (1.0 + np.exp(-x))
+    if method == "softmax":
+        shifted = x - x.max(axis=-1, keepdims=True)
+        e = np.exp(shifted)
+        return e / e.sum(axis=-1, keepdims=True)
+    if method == "share":
+        if (x < 0).any():
+            raise InputError("'share' normalisation needs non-negative scores (BM25)")
+        total = x.sum(axis=-1, keepdims=True)
+        # A query sharing no word with any segment has no evidence anywhere: all shares 0,
+        # margin 0 — it passes no positive δ.
+        return np.divide(x, total, out=np.zeros_like(x), where=total > 0)
+    if method == "saturate":
+        if (x < 0).any():
+            raise InputError("'saturate' normalisation needs non-negative scores (BM25)")
+        return x / (x + saturation)
+    raise InputError(f"unknown normalisation {method!r}")
+
+
+# --------------------------------------------------------------------------- panel members
+
+
+@runtime_checkable
+class PanelMember(Protocol):
+    """One verifier: scores (query, passage) pairs on its raw scale.
+
+    ``normalization`` names how the panel maps its raw scores to a bounded scale. Members that
+    need collection statistics (BM25) also define ``fit(passages)``, which the panel calls once
+    with every unique segment of the run.
+    """
+
+    name: str
+    normalization: str
+
+    def score_pairs(self, queries: list[str], passages: list[str]) -> np.ndarray:
+        """Raw relevance scores, one per pair."""
+        ...
+
+
+class CrossEncoderMember:
+    """A sentence-transformers ``CrossEncoder`` (any Hub id or local path) as a panel member.
+
+    Raw logits are returned (``activation_fn=Identity``); the panel applies ``normalization``.
+
+    Example:
+        >>> import tempfile
+        >>> from hf_posbias.testing import build_tiny_cross_encoder
+        >>> member = CrossEncoderMember(build_tiny_cross_encoder(tempfile.mkdtemp()))
+        >>> member.score_pairs(["a query"], ["a passage"]).shape
+        (1,)
+    """
+
+    def __init__(
+        self,
+        model: str,
+        normalization: str = "sigmoid",
+        batch_size: int = 32,
+        max_length: int | None = None,
+        device: str | None = None,
+        trust_remote_code: bool = False,
+    ) -> None:
+        if normalization not in CROSS_ENCODER_NORMALIZATIONS:
+            raise InputError(
+                f"normalisation {normalization!r} is not valid for cross-encoder {model!r}; "
+                f"choose one of {', '.join(CROSS_ENCODER_NORMALIZATIONS)}"
+            )
+        if batch_size < 1:
+            raise InputError(f"batch size must be >= 1, got {batch_size}")
+        self.model_name = str(model)
+        self.name = self.model_name
+        self.normalization = normalization
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self.device = device
+        self.trust_remote_code = trust_remote_code
+        self._model: CrossEncoder | None = None
+
+    def load(self) -> CrossEncoder:
+        """Load the model once (raises :class:`ModelLoadError` with a one-line message)."""
+        if self._model is None:
+            from hf_posbias.modeling import load_cross_encoder
+
+            kwargs: dict[str, Any] = {"trust_remote_code": self.trust_remote_code}
+            if self.max_length is not None:
+                kwargs["max_length"] = self.max_length
+            model = load_cross_encoder(self.model_name, device=self.device, **kwargs)
+            if model.num_labels != 1:
+                raise ModelLoadError(
+                    f"cross-encoder {self.model_name!r} has {model.num_labels} output labels; "
+                    "a reranker panel member must output one relevance score"
+                )
+            self._model = model
+        return self._model
+
+    def describe(self) -> dict[str, Any]:
+        """What pins this member's output (for the manifest and the report)."""
+        return {
+            "name": self.name,
+            "kind": "cross-encoder",
+            "normalization": self.normalization,
+            "max_length": self.max_length,
+        }
+
+    def score_pairs(self, queries: list[str], passages: list[str]) -> np.ndarray:
+        """Raw logits for ``(queries[i], passages[i])``."""
+        import torch
+
+        if not queries:
+            return np.zeros(0, dtype=np.float64)
+        model = self.load()
+        scores = model.predict(
+            list(zip(queries, passages)),
+            batch_size=self.batch_size,
+            activation_fn=torch.nn.Identity(),
+            show_progress_bar=False,
+            convert_to_numpy=True,
+        )
+        return np.asarray(scores, dtype=np.float64).reshape(-1)
+
+
+class BM25Member:
+    """Okapi BM25 (Lucene variant, as ``bm25s``) with statistics fitted on the run's segments.
+
+    ``fit`` counts document frequencies over the unique segments (sorted, so the statistics do
+    not depend on candidate order); ``score_pairs`` then scores a query against any passage
+    directly in ``O(|q| + |d|)`` — unlike a full-index lookup, whose cost grows with the
+    collection. Tokenisation is ``bm25s.tokenize`` (lower-cased words, English stop words).
+
+    Example:
+        >>> member = BM25Member()
+        >>> member.fit(["cats purr softly", "dogs bark loudly", "birds sing"])
+        >>> scores = member.score_pairs(["why do dogs bark"] * 2,
+        ...                             ["dogs bark loudly", "cats purr softly"])
+        >>> bool(scores[0] > 0 == scores[1])
+        True
+    """
+
+    def __init__(
+        self,
+        normalization: str = "share",
+        k1: float = 1.5,
+        b: float = 0.75,
+        saturation: float = 1.0,
+        stopwords: str | None = "en",
+    ) -> None:
+        if normalization not in BM25_NORMALIZATIONS:
+            raise InputError(
+                f"normalisation {normalization!r} is not valid for bm25; "
+                f"choose one of {', '.join(BM25_NORMALIZATIONS)}"
+            )
+        self.name = "bm25"
+        self.normalization = normalization
+        self.k1 = k1
+        self.b = b
+        self.saturation = saturation
+        self.stopwords = stopwords
+        self._df: Counter[str] = Counter()
+        self._n_docs = 0
+        self._avgdl = 0.0
+
+    def describe(self) -> dict[str, Any]:
+        """What pins this member's output (for the manifest and the report)."""
+        return {
+            "name": self.name,
+            "kind": "bm25",
+            "normalization": self.normalization,
+            "k1": self.k1,
+            "b": self.b,
+            "saturation": self.saturation if self.normalization == "saturate" else None,
+            "stopwords": self.stopwords,
+        }
+
+    def tokenize(self, texts: list[str]) -> list[list[str]]:
+        """``bm25s`` tokenisation (the same for fitting and scoring)."""
+        import bm25s
+
+        if not texts:
+            return []
+        return bm25s.tokenize(
+            texts, stopwords=self.stopwords or [], return_ids=False, show_progress=False
+        )
+
+    def fit(self, passages: Iterable[str]) -> None:
+        """Collection statistics (N, document frequencies, mean length) over unique passages."""
+        unique = sorted(set(passages))
+        if not unique:
+            raise InputError("BM25 needs at least one segment to fit its statistics")
+        tokens = self.tokenize(unique)
+        self._df = Counter()
+        total = 0
+        for toks in tokens:
+            self._df.update(set(toks))
+            total += len(toks)
+        self._n_docs = len(unique)
+        # An all-stop-word collection has mean length 0; 1 keeps the formula defined.
+        self._avgdl = total / len(unique) or 1.0
+
+    def _idf(self, term: str) -> float:
+        df = self._df.get(term, 0)
+        return math.log(1 + (self._n_docs - df + 0.5) / (df + 0.5))
+
+    def score_pairs(self, queries: list[str], passages: list[str]) -> np.ndarray:
+        """Raw BM25 scores for ``(queries[i], passages[i])`` under the fitted statistics."""
+        if self._n_docs == 0:
+            raise RuntimeError("BM25Member.fit must be called before score_pairs")
+        uq = sorted(set(queries))
+        up = sorted(set(passages))
+        q_tok = dict(zip(uq, self.tokenize(uq)))
+        p_tok = {p: Counter(t) for p, t in zip(up, self.tokenize(up))}
+        p_len = {p: sum(c.values()) for p, c in p_tok.items()}
+        out = np.zeros(len(queries), dtype=np.float64)
+        for i, (q, p) in enumerate(zip(queries, passages)):
+            tf, dl = p_tok[p], p_len[p]
+            norm = self.k1 * (1 - self.b + self.b * dl / self._avgdl)
+            # Repeated query words count once per occurrence, as in bm25s.get_scores.
+            out[i] = sum(
+                self._idf(t) * tf[t] / (tf[t] + norm) for t in q_tok[q] if tf.get(t, 0) > 0
+            )
+        return out
+
+
+def member_saturation(member: PanelMember) -> float:
+    """The ``saturate`` constant of a member (1 for members without one)."""
+    return float(getattr(member, "saturation", 1.0))
+
+
+def describe_member(member: PanelMember) -> dict[str, Any]:
+    """What pins a member's output: its ``describe()``, or name, kind and normalisation."""
+    describe = getattr(member, "describe", None)
+    if callable(describe):
+        return dict(describe())
+    kind = type(member).__name__
+    return {"name": member.name, "kind": kind, "normalization": member.normalization}

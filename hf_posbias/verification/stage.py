@@ -1,0 +1,145 @@
+"""The verify stage: candidates → scored pool, resumable and shardable.
+
+:func:`run_verification` scores every candidate with a :class:`~hf_posbias.verification.panel.
+RerankerPanel` through :func:`hf_posbias.shards.run_sharded`; the manifest pins the panel (members,
+normalisations), δ and a fingerprint of the candidates, so a rerun resumes and a rerun with other
+settings or other candidates is refused. :func:`load_scored_pool` reads a finished stage back.
+
+Example:
+    >>> import tempfile
+    >>> from hf_posbias.verification import parse_panel, run_verification
+    >>> rows = [{"candidate_id": "d::end", "doc_id": "d", "length_bin": "256-512",
+    ...          "target_position": "end", "query": "where do owls nest",
+    ...          "segments": ["lions hunt", "fish swim", "owls nest in old trees"]}]
+    >>> pool, report = run_verification(rows, parse_panel("bm25"), tempfile.mkdtemp(),
+    ...                                  progress=False)
+    >>> round(pool[0]["margin"], 2), report.retained
+    (1.0, 1)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from hf_posbias.errors import InputError
+from hf_posbias.shards import merge_shards, process_info, run_sharded, write_json
+from hf_posbias.verification.panel import RerankerPanel, check_candidate, check_delta
+from hf_posbias.verification.report import DEFAULT_DELTA, VerificationReport
+
+REPORT_FILE = "report.json"
+
+
+def candidates_fingerprint(candidates: Sequence[dict[str, Any]]) -> str:
+    """A hash of what verification reads from each candidate (id, target, query, segments).
+
+    Example:
+        >>> row = {"candidate_id": "d::end", "target_position": "end", "query": "q",
+        ...        "segments": ["a", "b", "c"]}
+        >>> candidates_fingerprint([row]) == candidates_fingerprint([dict(row)])
+        True
+    """
+    digest = hashlib.sha256()
+    for row in candidates:
+        fields = [row["candidate_id"], row["target_position"], row["query"], list(row["segments"])]
+        digest.update(json.dumps(fields, ensure_ascii=False).encode("utf-8"))
+    return digest.hexdigest()[:16]
+
+
+def run_verification(
+    candidates: Sequence[dict[str, Any]],
+    panel: RerankerPanel,
+    out_dir: str | Path,
+    *,
+    delta: float = DEFAULT_DELTA,
+    shard_size: int = 4096,
+    progress: bool = True,
+    overwrite: bool = False,
+) -> tuple[list[dict[str, Any]], VerificationReport]:
+    """Score candidates with the panel, resumably, and return the scored pool and its report.
+
+    Output rows are the candidate columns plus ``panel_scores`` (member × segment, normalised),
+    ``member_margins``, ``margin`` and ``retained`` (``margin ≥ delta``), in input order (give
+    the candidates in a deterministic order: it defines the shards). Shards and a manifest
+    (panel members + normalisations, δ, candidates fingerprint) go to ``out_dir``; a rerun skips
+    finished shards and does no scoring for them; a rerun with other parameters is refused unless
+    ``overwrite``. The report is also written to ``out_dir/report.json``; its
+    ``pairs_total``/``pairs_scored`` count the shards this process scored in this call (0 on a
+    complete resume).
+    """
+    delta = check_delta(delta, panel)
+    if not candidates:
+        raise InputError("no candidates to verify")
+    for row in candidates:
+        check_candidate(row)
+    ids = [row["candidate_id"] for row in candidates]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i, c in Counter(ids).items() if c > 1)
+        raise InputError(f"candidate_id {dup!r} occurs more than once")
+
+    state = {"prepared": False, "pairs_total": 0, "pairs_scored": 0}
+
+    def score_shard(shard: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if not state["prepared"]:
+            # Fitted lazily: a rerun with every shard done fits nothing and scores nothing.
+            panel.prepare(candidates)
+            state["prepared"] = True
+        result = panel.score(shard, progress=progress)
+        state["pairs_total"] += result.pairs_total
+        state["pairs_scored"] += result.pairs_scored
+        out = []
+        for i, row in enumerate(shard):
+            new = dict(row)
+            new["segments"] = [str(x) for x in row["segments"]]
+            new["panel_scores"] = [[float(x) for x in r] for r in result.normalized[i]]
+            new["member_margins"] = [float(x) for x in result.member_margins[i]]
+            new["margin"] = float(result.margin[i])
+            new["retained"] = bool(result.margin[i] >= delta)
+            out.append(new)
+        return out
+
+    params = {
+        "stage": "verify",
+        "panel": panel.describe(),
+        "delta": float(delta),
+        "candidates_fingerprint": candidates_fingerprint(candidates),
+    }
+    rows = run_sharded(
+        list(candidates),
+        score_shard,
+        out_dir,
+        shard_size=shard_size,
+        params=params,
+        desc="verify",
+        progress=progress,
+        overwrite=overwrite,
+    )
+    report = VerificationReport.from_rows(
+        rows,
+        delta=delta,
+        members=panel.describe(),
+        pairs_total=int(state["pairs_total"]),
+        pairs_scored=int(state["pairs_scored"]),
+    )
+    if process_info().is_main:
+        write_json(Path(out_dir) / REPORT_FILE, report.to_dict())
+    return rows, report
+
+
+def load_scored_pool(folder: str | Path) -> list[dict[str, Any]]:
+    """The scored pool of a finished verify stage (every candidate with scores and margin).
+
+    Example:
+        >>> load_scored_pool("/nonexistent/scored")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: /nonexistent/scored has no finished verification: ...
+    """
+    folder = Path(folder)
+    if not (folder / REPORT_FILE).exists():
+        raise InputError(f"{folder} has no finished verification: run `posbias verify` first")
+    return merge_shards(folder)

@@ -1,0 +1,93 @@
+"""Device capability decisions: precision, attention kernel, dense peaks (no GPU needed)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from hf_posbias import devices
+from hf_posbias.devices import (
+    DeviceInfo,
+    dense_peak_flops,
+    described_device,
+    device_info,
+    resolve_attn_implementation,
+    resolve_precision,
+    world_size,
+)
+from hf_posbias.errors import InputError
+
+CPU = DeviceInfo(kind="cpu", name="cpu", bf16=True, fp16=False)
+H100 = described_device("h100")
+V100 = described_device("v100-32gb")
+MPS = DeviceInfo(kind="mps", name="Apple MPS", fp16=True)
+
+
+@pytest.mark.parametrize(
+    ("info", "expected"), [(CPU, "fp32"), (H100, "bf16"), (V100, "fp16"), (MPS, "fp32")]
+)
+def test_auto_precision_follows_the_hardware(info, expected):
+    assert resolve_precision("auto", info) == expected
+
+
+def test_explicit_precision_checked_against_the_hardware():
+    assert resolve_precision("bf16", CPU) == "bf16"  # CPU autocast runs bf16
+    assert resolve_precision("fp32", V100) == "fp32"
+    for requested, info, needle in [
+        ("bf16", V100, "has no bf16 support"),
+        ("fp16", CPU, "cannot train in fp16"),
+        ("fp8", H100, "must be one of"),
+    ]:
+        with pytest.raises(InputError) as err:
+            resolve_precision(requested, info)
+        assert needle in str(err.value) and "\n" not in str(err.value)
+        assert "--precision" in str(err.value)
+
+
+def test_attention_default_is_best_installed(monkeypatch):
+    assert resolve_attn_implementation(None, H100, "bf16") in ("sdpa", "flash_attention_2")
+    monkeypatch.setattr(devices, "attn_implementation_installed", lambda name: True)
+    assert resolve_attn_implementation(None, H100, "bf16") == "flash_attention_2"
+    assert resolve_attn_implementation(None, H100, "fp32") == "sdpa"  # FA2 has no fp32 kernels
+    assert resolve_attn_implementation(None, CPU, "bf16") == "sdpa"
+    with pytest.raises(InputError, match="needs a CUDA GPU"):
+        resolve_attn_implementation("flash_attention_2", CPU, "bf16")
+
+
+def test_attention_not_installed_or_unknown_is_one_line(monkeypatch):
+    monkeypatch.setattr(devices, "attn_implementation_installed", lambda name: name == "sdpa")
+    with pytest.raises(InputError) as err:
+        resolve_attn_implementation("flash_attention_2", H100, "bf16")
+    assert "flash_attn package is not installed" in str(err.value)
+    with pytest.raises(InputError, match="is unknown"):
+        resolve_attn_implementation("paged", H100, "bf16")
+    assert resolve_attn_implementation("sdpa", H100, "bf16") == "sdpa"
+
+
+def test_torch_kernels_are_always_installed():
+    assert devices.attn_implementation_installed("eager")
+    assert devices.attn_implementation_installed("sdpa")
+    assert not devices.attn_implementation_installed("paged")
+
+
+def test_dense_peaks_and_probe(monkeypatch):
+    assert dense_peak_flops(H100, "bf16") == pytest.approx(989.4e12)
+    assert dense_peak_flops(H100, "fp32") == pytest.approx(66.9e12)
+    assert dense_peak_flops(H100, "fp32", tf32=True) == pytest.approx(494.7e12)
+    assert dense_peak_flops(V100, "bf16") is None
+    assert dense_peak_flops(DeviceInfo("cuda", "Some Future GPU"), "bf16") is None
+    assert dense_peak_flops(CPU, "fp32") is None
+    probed = device_info("cpu")
+    assert probed.kind == "cpu" and probed.total_memory is None and not probed.is_gpu
+    assert H100.describe() == "NVIDIA H100 80GB HBM3 (cuda, 74.5 GiB)"
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    assert world_size() == 4
+    monkeypatch.setenv("WORLD_SIZE", "nonsense")
+    assert world_size() == 1
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_cuda_probe_reports_memory_and_precision():
+    info = device_info()
+    assert info.kind == "cuda" and info.total_memory > 0 and info.fp16
+    assert resolve_precision("auto", info) in ("bf16", "fp16")

@@ -1,0 +1,140 @@
+"""Reading rows from any source: files, repo folders (content-addressed cache), Hub over HTTP."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from olah_mirror import add_git_repo, client_env, olah_available, olah_server
+from publish_rows import make_info, make_pool, make_train_sets
+
+from hf_posbias.errors import InputError
+from hf_posbias.publish import write_train_repo
+from hf_posbias.rows import iter_rows, read_dataset, read_rows, read_text
+
+
+def test_read_dataset_names_configs_and_never_serves_stale_rows(tmp_path: Path) -> None:
+    sets = make_train_sets(make_pool())
+    first = write_train_repo(sets, tmp_path / "run1" / "train", make_info())
+    with pytest.raises(InputError, match="available configs: begin, middle, end, uniform"):
+        read_dataset(first, "balanced")
+    cache = tmp_path / "cache"
+    assert read_dataset(first, "uniform", cache_dir=cache).to_list() == sets["uniform"]
+    # Same base name, same YAML configs, same card, other rows: datasets' own cache key
+    # collides here; read_dataset must still return the new rows.
+    changed = {k: [{**r, "query": r["query"] + " (v2)"} for r in v] for k, v in sets.items()}
+    second = write_train_repo(changed, tmp_path / "run2" / "train", make_info())
+    assert read_dataset(second, "uniform", cache_dir=cache).to_list() == changed["uniform"]
+
+
+def test_non_utf8_text_names_the_file_and_byte_offset(tmp_path: Path) -> None:
+    good = json.dumps({"id": "a", "text": "fine"}) + "\n"
+    path = tmp_path / "latin1.jsonl"
+    path.write_bytes(good.encode() + '{"id": "b", "text": "caf\xe9"}\n'.encode("latin-1"))
+    with pytest.raises(InputError) as err:
+        read_rows(path)
+    offset = len(good.encode()) + len('{"id": "b", "text": "caf')
+    assert f"latin1.jsonl: not UTF-8 text at byte offset {offset}" in str(err.value)
+    assert "\n" not in str(err.value)
+    whole = tmp_path / "latin1.txt"
+    whole.write_bytes("na\xefve".encode("latin-1"))
+    with pytest.raises(InputError, match="byte offset 2"):
+        read_text(whole)
+
+
+def test_every_file_type_and_where_each_row_came_from(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [{"id": "a", "n": 1}, {"id": "b", "n": 2}]
+    (tmp_path / "a.json").write_text(json.dumps(rows))
+    (tmp_path / "l.json").write_text("\n".join(json.dumps(r) for r in rows))  # JSON Lines
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "t.parquet")
+    for name in ("a.json", "l.json", "t.parquet"):
+        assert read_rows(tmp_path / name) == rows, name
+    assert [w.split("/")[-1] for w, _ in iter_rows(tmp_path / "t.parquet")] == [
+        "t.parquet: row 0",
+        "t.parquet: row 1",
+    ]
+    (tmp_path / "bad.json").write_text("[1]")
+    with pytest.raises(InputError, match="item 0: expected a JSON object"):
+        read_rows(tmp_path / "bad.json")
+    (tmp_path / "x.csv").write_text("a,b")
+    with pytest.raises(InputError, match="unsupported file type"):
+        read_rows(tmp_path / "x.csv")
+    (tmp_path / "broken.parquet").write_text("not parquet")
+    with pytest.raises(InputError, match="not a readable parquet file"):
+        read_rows(tmp_path / "broken.parquet")
+
+
+def test_a_repo_folder_reads_like_the_hub_repo(tmp_path: Path) -> None:
+    sets = make_train_sets(make_pool())
+    folder = write_train_repo(sets, tmp_path / "train", make_info())
+    assert read_rows(folder, config="middle") == sets["middle"]
+
+
+# ----------------------------------------------------------------------------------------------
+# Read path over real HTTP: the olah mirror
+# ----------------------------------------------------------------------------------------------
+
+MIRROR_REPO = "posbias-test/demo-train"
+
+
+@pytest.fixture(scope="module")
+def olah_endpoint(tmp_path_factory: pytest.TempPathFactory):
+    """olah serving one dataset repo (our written train folder, committed to git)."""
+    if not olah_available():
+        pytest.skip("olah (pip install olah) or git not installed")
+    root = tmp_path_factory.mktemp("olah")
+    sets = make_train_sets(make_pool())
+    folder = write_train_repo(sets, root / "train", make_info())
+    add_git_repo(root / "mirror", "datasets", MIRROR_REPO, folder)
+    with olah_server(root / "mirror", root / "server") as endpoint:
+        yield endpoint, sets, root
+
+
+def test_load_dataset_and_snapshot_over_http(olah_endpoint) -> None:
+    endpoint, sets, root = olah_endpoint
+    code = textwrap.dedent(
+        f"""
+        import json, os
+        from datasets import load_dataset
+        from huggingface_hub import snapshot_download
+        from hf_posbias.errors import InputError
+        from hf_posbias.rows import read_dataset
+        rows = load_dataset({MIRROR_REPO!r}, "uniform", split="train").to_list()
+        path = snapshot_download({MIRROR_REPO!r}, repo_type="dataset", revision="main")
+        files = sorted(
+            os.path.relpath(os.path.join(d, f), path) for d, _, fs in os.walk(path) for f in fs
+        )
+        middle = read_dataset({MIRROR_REPO!r}, "middle", revision="main").to_list()
+        try:
+            read_dataset({MIRROR_REPO!r}, "balanced", revision="main")
+            missing = None
+        except InputError as exc:
+            missing = str(exc)
+        print(json.dumps({{"rows": rows, "files": files, "middle": middle, "missing": missing}}))
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env=client_env(endpoint, root / "hf-home"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["rows"] == sets["uniform"]
+    assert result["middle"] == sets["middle"]
+    assert result["files"] == [
+        ".gitattributes",
+        "README.md",
+        *[f"data/{c}/train-00000-of-00001.parquet" for c in sorted(sets)],
+    ]
+    assert result["missing"] is not None and "balanced" in result["missing"]
+    assert "uniform" in result["missing"]

@@ -1,0 +1,82 @@
+"""YHP26's LLM segment audit: per-stratum agreement, seeded draws, failures counted."""
+
+from __future__ import annotations
+
+import pytest
+from verification_rows import row
+
+from hf_posbias.errors import InputError
+from hf_posbias.verification import AuditReport, audit_segments
+
+
+class SubstringJudge:
+    """A ChatBackend-protocol judge: 'yes' iff the question text occurs in the passage."""
+
+    def __init__(self) -> None:
+        self.requests: list[list[dict[str, str]]] = []
+
+    def complete_many(self, batch, *, temperature=1.0, top_p=1.0, max_tokens=256, seeds=None):
+        assert seeds is not None and len(seeds) == len(batch)
+        out: list[str | Exception] = []
+        for messages in batch:
+            self.requests.append(messages)
+            user = messages[-1]["content"]
+            passage = user.split("Passage:\n", 1)[1].split("\n\nQuestion: ", 1)[0]
+            question = user.split("\n\nQuestion: ", 1)[1].split("\n\n", 1)[0]
+            if "garble" in question:
+                out.append("I am not sure.")
+            elif "broken" in question and "zzz" in passage:
+                out.append(RuntimeError("HTTP 500"))
+            else:
+                out.append("Yes." if question in passage else "No")
+        return out
+
+
+def test_audit_segments_counts_per_stratum() -> None:
+    rows = [
+        # ≥0.3: exclusive (target yes, both distractors no)
+        dict(row("a::begin", "begin", ["owls nest", "fish", "lions"], "owls nest"), margin=0.5),
+        # ≥0.3: target yes but a distractor also yes → not exclusive
+        dict(row("b::end", "end", ["fish swim", "owls", "fish swim"], "fish swim"), margin=0.4),
+        # failed: target judged no, one distractor yes
+        dict(row("c::middle", "middle", ["cats", "dogs", "birds"], "cats"), margin=-0.2),
+        # [0,0.1): every reply unparseable
+        dict(row("d::begin", "begin", ["x", "y", "z"], "garble"), margin=0.05),
+        # [0.1,0.2): one failed call (on the middle segment) → incomplete, excluded from Exclusive
+        dict(row("e::begin", "begin", ["broken", "zzz", "q"], "broken"), margin=0.15),
+    ]
+    judge = SubstringJudge()
+    report = audit_segments(rows, judge, per_stratum=10, seed=1, progress=False, batch_size=4)
+    assert isinstance(report, AuditReport)
+    assert len(judge.requests) == 15
+    # The judge never learns which segment is the target.
+    assert not any("target" in m[-1]["content"].lower() for m in judge.requests)
+    s = {x.stratum: x for x in report.strata}
+    top = s[">=0.3"]
+    assert (top.audited, top.target_yes, top.distractor_no, top.exclusive) == (2, 100.0, 75.0, 50.0)
+    failed = s["failed"]
+    assert (failed.target_yes, failed.distractor_no, failed.exclusive) == (0.0, 50.0, 0.0)
+    low = s["[0,0.1)"]
+    assert (low.unparsed_answers, low.target_yes, low.exclusive) == (3, None, None)
+    mid = s["[0.1,0.2)"]
+    assert (mid.failed_calls, mid.incomplete_candidates, mid.target_yes) == (1, 1, 100.0)
+    assert mid.exclusive is None and mid.distractor_no == 100.0
+    assert s["[0.2,0.3)"].audited == 0
+    assert "| >=0.3 | 2 | 100.0 | 75.0 | 50.0 |" in report.to_markdown()
+
+
+def test_audit_sampling_is_seeded_and_capped() -> None:
+    rows = [
+        dict(row(f"d{i}::begin", "begin", [f"w{i}", "a", "b"], f"w{i}"), margin=0.5)
+        for i in range(20)
+    ]
+    first = SubstringJudge()
+    audit_segments(rows, first, per_stratum=5, seed=3, progress=False)
+    second = SubstringJudge()
+    audit_segments(list(reversed(rows)), second, per_stratum=5, seed=3, progress=False)
+    assert len(first.requests) == 15 and first.requests == second.requests
+    third = SubstringJudge()
+    audit_segments(rows, third, per_stratum=5, seed=4, progress=False)
+    assert third.requests != first.requests
+    with pytest.raises(InputError, match="no margin"):
+        audit_segments([row("x::begin", "begin", ["a", "b", "c"])], first, progress=False)
