@@ -13,10 +13,10 @@ hidden size (causal attention: T²/2 query–key pairs, each a d-wide dot produc
 and another for the values) and V the vocabulary (the one row of logits kept). Padding is not
 counted: MFU measures useful work.
 
-Device peak: on CUDA, the dense bf16/fp16 tensor-core peak of known GPUs (``--peak-tflops``
-overrides; unknown GPUs need it); on CPU there is no published figure for a shared VM, so the
-peak is *measured* in the same run — the best of a few large GEMMs in the scorer's dtype — and
-labelled as such.
+Device peak: on CUDA, the data-sheet dense peak of known GPUs for the scorer's precision
+(:func:`hf_posbias.devices.dense_peak_flops`; ``--peak-tflops`` overrides, unknown GPUs need
+it); on CPU there is no published figure for a shared VM, so the peak is *measured* in the same
+run — the best of a few large GEMMs in the scorer's dtype — and labelled as such.
 
 Models: ``--model smollm2-135m`` (default; the packaged SmolLM2-135M-Instruct) or any causal
 LM; ``--random-7b`` builds a Llama-2-7B-shaped model (hidden 4096, 32 layers, 32 heads,
@@ -46,19 +46,6 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("POSBIAS_SHARED_DATA", REPO.parent / "shared" / "data"))
-
-# Dense bf16 tensor-core peaks (TFLOP/s, no sparsity) from the vendors' data sheets.
-GPU_PEAK_TFLOPS = {
-    "H200": 989.4,
-    "H100 SXM": 989.4,
-    "H100 80GB HBM3": 989.4,
-    "H100 PCIe": 756.0,
-    "H100 NVL": 835.0,
-    "A100": 312.0,
-    "L40S": 362.0,
-    "L4": 121.0,
-    "A10G": 70.0,
-}
 
 
 def load_passages(n: int, seed: int) -> tuple[list[tuple[str, list[str]]], str]:
@@ -164,21 +151,24 @@ def measured_cpu_peak(dtype: object, size: int = 2048, repeats: int = 5) -> floa
 
 
 def device_peak(device: str, dtype: object, override: float | None) -> tuple[float | None, str]:
+    """The peak for MFU: ``--peak-tflops``; a GPU's data-sheet dense peak
+    (:func:`hf_posbias.devices.dense_peak_flops`); on CPU a GEMM measured now."""
     import torch
+
+    from hf_posbias.devices import dense_peak_flops, device_info
 
     if override:
         return override * 1e12, f"{override} TFLOP/s (--peak-tflops)"
-    if device.startswith("cuda"):
-        name = torch.cuda.get_device_name(device)
-        for key, tflops in GPU_PEAK_TFLOPS.items():
-            if key in name:
-                return tflops * 1e12, f"{tflops} TFLOP/s dense bf16 ({name}, data sheet)"
-        return None, f"unknown GPU {name!r}: pass --peak-tflops for MFU"
+    info = device_info(device)
+    if info.kind == "cuda":
+        precision = {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(dtype, "fp32")
+        peak = dense_peak_flops(info, precision)
+        if peak is None:
+            return None, f"no data-sheet peak for {info.name!r}: pass --peak-tflops for MFU"
+        return peak, f"{peak / 1e12:.1f} TFLOP/s dense {precision} ({info.name}, data sheet)"
     peak = measured_cpu_peak(dtype)
-    return (
-        peak,
-        f"{peak / 1e9:.1f} GFLOP/s (best {str(dtype).replace('torch.', '')} GEMM, measured now)",
-    )
+    name = str(dtype).replace("torch.", "")
+    return peak, f"{peak / 1e9:.1f} GFLOP/s (best {name} GEMM, measured now)"
 
 
 def sync(device: str) -> None:
@@ -204,7 +194,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from hf_posbias.listwise._precision import default_device, resolve_listwise_dtype
+    from hf_posbias.devices import default_device
+    from hf_posbias.listwise._precision import resolve_listwise_dtype
     from hf_posbias.listwise.first import FirstReranker, ScoringStats
     from hf_posbias.listwise.records import Passage
 

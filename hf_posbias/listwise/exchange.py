@@ -100,17 +100,17 @@ class Result:
 
 def read_requests(path: str | Path) -> list[Request]:
     """Requests from a ``.json`` list or a ``.jsonl`` file."""
-    from hf_posbias.listwise.runs import read_records
+    from hf_posbias.rows import iter_rows
 
     path = Path(path)
     if path.suffix not in (".json", ".jsonl"):
         raise InputError(f"{path}: expected a .json or .jsonl requests file")
     out = []
-    for n, record in enumerate(read_records(path, "requests"), start=1):
+    for where, record in iter_rows(path):
         try:
             out.append(Request.from_dict(record))
         except InputError as err:
-            raise InputError(f"{path}: request {n}: {err}") from None
+            raise InputError(f"{where}: {err}") from None
     return out
 
 

@@ -120,7 +120,8 @@ def load_reranker(
 
 
 def _local_llm(name: str, opts: RerankerOptions) -> ListwiseReranker:
-    from hf_posbias.listwise._precision import default_device, resolve_listwise_dtype
+    from hf_posbias.devices import default_device
+    from hf_posbias.listwise._precision import resolve_listwise_dtype
     from hf_posbias.listwise.identifiers import identifier_labels
     from hf_posbias.modeling import load_causal_lm
 

@@ -27,7 +27,6 @@ from hf_posbias.listwise.lists import QueryList
 from hf_posbias.listwise.records import FallbackStats, RerankedList
 from hf_posbias.listwise.taskio import RerankTask
 from hf_posbias.listwise.window import rerank_lists
-from hf_posbias.progress import progress
 
 
 @dataclass
@@ -62,11 +61,6 @@ def rerank_queries(
     """Rerank every input list of every query, resumably; rows in query then input order."""
     from hf_posbias.shards import run_sharded
 
-    shard_dir = Path(out_dir) / "shards"
-    done = len(list(shard_dir.glob("shard-*.parquet"))) if shard_dir.is_dir() else 0
-    bar = progress(total=len(lists), desc=desc, unit="query", disable=not show_progress)
-    bar.update(min(done, len(lists)))
-
     def one_shard(shard: list[QueryList]) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = []
         for query_list in shard:
@@ -76,14 +70,18 @@ def rerank_queries(
             reranked = rerank_lists(reranker, windows, window=window, step=step)
             for (tags, doc_ids), result in zip(jobs, reranked):
                 rows.append(_row(query_list.query_id, tags, doc_ids, result))
-            bar.update(1)
         return rows
 
-    rows = run_sharded(
-        list(lists), one_shard, out_dir, shard_size=1, params=params, desc=desc, progress=False
+    # One query per shard: the unit of resumption (the progress counts queries).
+    return run_sharded(
+        list(lists),
+        one_shard,
+        out_dir,
+        shard_size=1,
+        params=params,
+        desc=desc,
+        progress=show_progress,
     )
-    bar.close()
-    return rows
 
 
 def run_experiment(
@@ -210,30 +208,3 @@ def _plain(value: Any) -> Any:
     if hasattr(value, "tolist"):
         return value.tolist()
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
-
-
-def read_records(path: str | Path, what: str = "records") -> list[dict[str, Any]]:
-    """JSON objects from a ``.jsonl`` file (one per line) or a ``.json`` list.
-
-    Example:
-        >>> import tempfile, os
-        >>> f = os.path.join(tempfile.mkdtemp(), "r.json")
-        >>> _ = open(f, "w").write('[{"a": 1}]')
-        >>> read_records(f)
-        [{'a': 1}]
-    """
-    from hf_posbias.corpus import iter_jsonl_objects
-    from hf_posbias.errors import InputError
-
-    path = Path(path)
-    if path.suffix == ".jsonl":
-        return [record for _, record in iter_jsonl_objects(path)]
-    if not path.is_file():
-        raise InputError(f"{path}: no such file")
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
-        raise InputError(f"{path}: malformed JSON ({err.msg})") from None
-    if not isinstance(data, list) or not all(isinstance(x, dict) for x in data):
-        raise InputError(f"{path}: a .json file of {what} holds a list of objects")
-    return data

@@ -80,7 +80,7 @@ def _beir_qrels(path: Path) -> dict[str, dict[str, int]]:
 
 
 def _load_beir(folder: Path, split: str | None) -> RerankTask:
-    from hf_posbias.corpus import iter_jsonl_objects
+    from hf_posbias.rows import iter_jsonl_objects
 
     split = split or "test"
     qrels_path = folder / "qrels" / f"{split}.tsv"

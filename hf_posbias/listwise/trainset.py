@@ -80,29 +80,23 @@ def write_train_set(
 
 
 def read_train_set(source: str | Path) -> list[dict[str, Any]]:
-    """Rows of a training-set folder, a ``.parquet`` file, or a ``.jsonl`` file.
+    """Rows of a training-set folder, or of a ``.parquet``/``.jsonl``/``.json`` file.
 
-    A JSONL of RankZephyr/FIRST conversations is converted on the fly.
+    A file of RankZephyr/FIRST conversations is converted on the fly.
     """
-    from hf_posbias.shards import read_parquet_rows
+    from hf_posbias.rows import read_rows
 
     path = Path(source)
     if path.is_dir():
         if not (path / TRAIN_FILE).is_file():
             raise InputError(f"{path} is not a listwise training set (no {TRAIN_FILE})")
-        rows = read_parquet_rows(path / TRAIN_FILE)
-    elif path.suffix == ".parquet" and path.is_file():
-        rows = read_parquet_rows(path)
-    elif path.suffix == ".jsonl" and path.is_file():
-        from hf_posbias.listwise.runs import read_records
-
-        records = read_records(path)
-        if records and "conversations" in records[0]:
-            rows, _ = rows_from_conversations(records)
-        else:
-            rows = records
+        rows = read_rows(path / TRAIN_FILE)
+    elif path.is_file():
+        rows = read_rows(path)
+        if rows and "conversations" in rows[0]:
+            rows, _ = rows_from_conversations(rows)
     else:
-        raise InputError(f"{path}: expected a training-set folder, a .parquet or a .jsonl file")
+        raise InputError(f"{path}: expected a training-set folder or a .parquet/.jsonl file")
     validate_rows(rows, str(path))
     return rows
 
@@ -274,17 +268,6 @@ def rows_from_conversations(
 
 def load_conversations(source: str, split: str = "train") -> list[dict[str, Any]]:
     """Conversation records from a local ``.jsonl``/``.json`` file or a Hub dataset id."""
-    path = Path(source)
-    if path.is_file():
-        from hf_posbias.listwise.runs import read_records
+    from hf_posbias.rows import read_rows
 
-        return read_records(path, "conversation records")
-    from hf_posbias.hub import load_dataset_fresh
-
-    try:
-        dataset = load_dataset_fresh(source, split=split)
-    except Exception as err:  # offline, unknown id, bad split: one line
-        from hf_posbias.errors import first_line
-
-        raise InputError(f"cannot load conversations from {source!r}: {first_line(err)}") from None
-    return [dict(r) for r in dataset]
+    return read_rows(source, split=split)

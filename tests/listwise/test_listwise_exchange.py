@@ -90,7 +90,7 @@ def test_rerank_cli_and_its_errors(tmp_path, capsys):
     assert code == 2 and "--k 4 is larger than the first-stage list of query 'b'" in err
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"query": {"text": "q"}}\n')
-    with pytest.raises(InputError, match="request 1"):
+    with pytest.raises(InputError, match=r"bad.jsonl:1: not a rank_llm request"):
         read_requests(bad)
 
 
