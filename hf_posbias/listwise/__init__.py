@@ -1,0 +1,36 @@
+"""Listwise LLM rerankers under controlled *input* position (Q26, DebiasFirst).
+
+hf-posbias measures where in a document the evidence sits; this package measures where in a
+reranker's *input list* the relevant passage sits, and provides the pieces to train that bias
+away. Modules, one concept each:
+
+- :mod:`~hf_posbias.listwise.records`, :mod:`~hf_posbias.listwise.base` — passages, window
+  rankings, and the reranker protocol (``rank_windows``);
+- :mod:`~hf_posbias.listwise.identifiers` — passage identifiers ([A]…[T] or [1]…[20]), the
+  single-token check, permutation strings and their parsing (with the input-order fallback);
+- :mod:`~hf_posbias.listwise.prompt` — the RankZephyr/FIRST prompt, passage truncation;
+- :mod:`~hf_posbias.listwise.first` — the FIRST scorer (first-token identifier logits, windows
+  batched); :mod:`~hf_posbias.listwise.generative` — the model writes the permutation (local LM
+  or OpenAI-compatible endpoint); :mod:`~hf_posbias.listwise.pointwise` — the position-free
+  control (BM25, cross-encoders); :mod:`~hf_posbias.listwise.loading` — one name → one reranker;
+- :mod:`~hf_posbias.listwise.window` — rank_llm's sliding window (20, step 10, back to front);
+- :mod:`~hf_posbias.listwise.exchange` — rank_llm ``Request``/``Candidate``/``Result`` JSON;
+- :mod:`~hf_posbias.listwise.taskio`, :mod:`~hf_posbias.listwise.firststage`,
+  :mod:`~hf_posbias.listwise.lists` — task folders (BEIR or the project's own), the first stage
+  (BM25 over ``bm25s``, dense), query selection and the controlled lists;
+- :mod:`~hf_posbias.listwise.runs` — the resumable per-query loop every experiment shares;
+  :mod:`~hf_posbias.listwise.controlled` (the 1…k test), :mod:`~hf_posbias.listwise.shuffle`
+  (original vs shuffled order), :mod:`~hf_posbias.listwise.propensity` (Eq. 5),
+  :mod:`~hf_posbias.listwise.aggregate` (Borda, Kemeny local search),
+  :mod:`~hf_posbias.listwise.plots`;
+- :mod:`~hf_posbias.listwise.augment` (Pos-Aug), :mod:`~hf_posbias.listwise.trainset`
+  (``build-train``, RankZephyr/FIRST data), :mod:`~hf_posbias.listwise.losses` (L_Rank,
+  L_Rank-IPS, the DebiasFirst joint loss), :mod:`~hf_posbias.listwise.collate` (training batches).
+
+Nothing heavy is imported here.
+
+Example:
+    >>> from hf_posbias.listwise.identifiers import identifier_labels
+    >>> identifier_labels(3)
+    ['A', 'B', 'C']
+"""

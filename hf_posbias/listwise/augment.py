@@ -1,0 +1,80 @@
+"""Position-aware augmentation (Pos-Aug, Q26 §4.2): every passage visits every group slot.
+
+Each training row becomes n rows: shuffle the row's passages (seeded Fisher–Yates), split them
+into n equal groups, and rotate the groups — rotation r puts group r first, then r+1, … — so that
+across the n rows of one source every passage sits in every group slot exactly once. The target
+ranking (document ids) is unchanged; only the input order moves, so a model trained on the rows
+sees each passage's relevance decoupled from its input position. Rows gain ``source_id`` and
+``rotation``.
+
+Example:
+    >>> row = {"query_id": "q", "query": "?", "doc_ids": ["a", "b", "c", "d"],
+    ...        "passages": ["A", "B", "C", "D"], "target": ["d", "c", "b", "a"]}
+    >>> rows = pos_aug(row, 2, seed=0, source_id="q:0")
+    >>> [r["rotation"] for r in rows], rows[0]["target"]
+    ([0, 1], ['d', 'c', 'b', 'a'])
+    >>> rows[0]["doc_ids"][:2] == rows[1]["doc_ids"][2:]
+    True
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any
+
+from hf_posbias.errors import InputError
+
+
+def check_groups(k: int, groups: int) -> None:
+    """``groups`` must be ≥ 1 and divide the window size k."""
+    if groups < 1:
+        raise InputError(f"--groups must be at least 1, got {groups}")
+    if k % groups:
+        raise InputError(f"--groups {groups} does not divide the window size k={k}")
+
+
+def pos_aug(row: dict[str, Any], groups: int, *, seed: int, source_id: str) -> list[dict[str, Any]]:
+    """The ``groups`` rotated permutations of one row (see the module docstring)."""
+    k = len(row["doc_ids"])
+    check_groups(k, groups)
+    order = list(range(k))
+    random.Random(f"{seed}:{source_id}").shuffle(order)  # random.shuffle is Fisher–Yates
+    size = k // groups
+    parts = [order[g * size : (g + 1) * size] for g in range(groups)]
+    out = []
+    for rotation in range(groups):
+        index = [i for part in parts[rotation:] + parts[:rotation] for i in part]
+        out.append(
+            {
+                **{key: value for key, value in row.items() if key not in ("doc_ids", "passages")},
+                "doc_ids": [row["doc_ids"][i] for i in index],
+                "passages": [row["passages"][i] for i in index],
+                "target": list(row["target"]),
+                "source_id": source_id,
+                "rotation": rotation,
+            }
+        )
+    return out
+
+
+def augment_rows(
+    rows: Sequence[dict[str, Any]], groups: int, seed: int = 0
+) -> list[dict[str, Any]]:
+    """Pos-Aug over a training set: ``len(rows) × groups`` rows, sources in input order.
+
+    Every row's window size must be divisible by ``groups`` (checked for all rows first).
+    ``source_id`` is ``"<query_id>:<row index>"``.
+    """
+    for n, row in enumerate(rows):
+        k = len(row["doc_ids"])
+        if groups < 1 or k % groups:
+            raise InputError(
+                f"--groups {groups} does not divide the window size k={k} of row {n}"
+                if groups >= 1
+                else f"--groups must be at least 1, got {groups}"
+            )
+    out: list[dict[str, Any]] = []
+    for n, row in enumerate(rows):
+        out.extend(pos_aug(row, groups, seed=seed, source_id=f"{row['query_id']}:{n}"))
+    return out

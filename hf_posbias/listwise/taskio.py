@@ -1,0 +1,144 @@
+"""Task folders for the listwise commands: BEIR folders and the project's position tasks.
+
+``--task`` takes either
+
+- a BEIR-format folder: ``corpus.jsonl`` (``_id``, ``title``, ``text``), ``queries.jsonl``
+  (``_id``, ``text``) and ``qrels/<split>.tsv`` (``query-id``, ``corpus-id``, ``score``, with a
+  header line); or
+- a project task folder (:class:`hf_posbias.evaluation.taskdata.PositionTaskData`), which holds
+  one split: the one its ``task.json`` names under ``extra.split`` (``test`` when absent).
+
+A split without qrels is refused in one line, before any model loads.
+
+Example:
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "corpus.jsonl").write_text('{"_id": "d1", "title": "", "text": "cats"}\\n')
+    >>> _ = (d / "queries.jsonl").write_text('{"_id": "q1", "text": "cat?"}\\n')
+    >>> (d / "qrels").mkdir()
+    >>> _ = (d / "qrels" / "test.tsv").write_text("query-id\\tcorpus-id\\tscore\\nq1\\td1\\t1\\n")
+    >>> task = load_rerank_task(d)
+    >>> task.split, task.judged_queries(), task.passage("d1").text
+    ('test', ['q1'], 'cats')
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+from hf_posbias.errors import InputError
+from hf_posbias.listwise.records import Passage
+
+
+@dataclass
+class RerankTask:
+    """Corpus, queries and qrels of one split, keyed by string ids."""
+
+    name: str
+    split: str
+    corpus: dict[str, Passage]
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+    source: str = ""
+
+    def judged_queries(self) -> list[str]:
+        """Ids (sorted) of queries with at least one relevant document in the corpus."""
+        return sorted(
+            q
+            for q, docs in self.qrels.items()
+            if q in self.queries and any(r > 0 and d in self.corpus for d, r in docs.items())
+        )
+
+    def relevant(self, query_id: str) -> list[str]:
+        """Relevant documents of a query, most relevant first (ties by document id)."""
+        docs = self.qrels.get(query_id, {})
+        return sorted(
+            (d for d, r in docs.items() if r > 0 and d in self.corpus), key=lambda d: (-docs[d], d)
+        )
+
+    def passage(self, doc_id: str) -> Passage:
+        """The corpus passage ``doc_id``."""
+        return self.corpus[doc_id]
+
+
+def _beir_qrels(path: Path) -> dict[str, dict[str, int]]:
+    qrels: dict[str, dict[str, int]] = {}
+    with path.open(encoding="utf-8", newline="") as handle:
+        for lineno, row in enumerate(csv.reader(handle, delimiter="\t"), start=1):
+            if not row or (lineno == 1 and not row[-1].strip().lstrip("-").isdigit()):
+                continue  # blank line or header
+            if len(row) < 3:
+                raise InputError(f"{path}:{lineno}: expected query-id, corpus-id, score")
+            try:
+                score = int(float(row[2]))
+            except ValueError:
+                raise InputError(f"{path}:{lineno}: score {row[2]!r} is not a number") from None
+            qrels.setdefault(row[0].strip(), {})[row[1].strip()] = score
+    return qrels
+
+
+def _load_beir(folder: Path, split: str | None) -> RerankTask:
+    from hf_posbias.rows import iter_jsonl_objects
+
+    split = split or "test"
+    qrels_path = folder / "qrels" / f"{split}.tsv"
+    if not qrels_path.is_file():
+        have = sorted(p.stem for p in (folder / "qrels").glob("*.tsv"))
+        raise InputError(
+            f"{folder} has no qrels for split {split!r} (qrels/{split}.tsv); it has: "
+            f"{', '.join(have) or 'none'}"
+        )
+    corpus: dict[str, Passage] = {}
+    for where, record in iter_jsonl_objects(folder / "corpus.jsonl"):
+        doc_id = record.get("_id", record.get("id"))
+        if doc_id is None or "text" not in record:
+            raise InputError(f"{where}: a corpus line needs '_id' and 'text'")
+        corpus[str(doc_id)] = Passage(
+            str(doc_id), str(record["text"]), str(record.get("title") or "")
+        )
+    queries: dict[str, str] = {}
+    for where, record in iter_jsonl_objects(folder / "queries.jsonl"):
+        query_id = record.get("_id", record.get("id"))
+        if query_id is None or "text" not in record:
+            raise InputError(f"{where}: a query line needs '_id' and 'text'")
+        queries[str(query_id)] = str(record["text"])
+    return RerankTask(folder.name, split, corpus, queries, _beir_qrels(qrels_path), str(folder))
+
+
+def _load_position_task(folder: Path, split: str | None) -> RerankTask:
+    from hf_posbias.evaluation.taskdata import PositionTaskData
+
+    data = PositionTaskData.load(folder)
+    own = str(data.info.extra.get("split") or "test")
+    if split is not None and split != own:
+        raise InputError(
+            f"{folder} holds the {own!r} split only, so there are no qrels for split {split!r}"
+        )
+    corpus = {
+        str(d["id"]): Passage(str(d["id"]), str(d["text"]), str(d.get("title") or ""))
+        for d in data.corpus
+    }
+    queries = {str(q["id"]): str(q["text"]) for q in data.queries}
+    return RerankTask(data.info.name, own, corpus, queries, data.relevant_docs(), str(folder))
+
+
+def load_rerank_task(folder: str | Path, split: str | None = None) -> RerankTask:
+    """Read a BEIR folder or a project task folder (see the module docstring).
+
+    ``split=None`` means ``test`` for a BEIR folder and the folder's own split otherwise.
+    """
+    path = Path(folder)
+    if (path / "task.json").is_file():
+        task = _load_position_task(path, split)
+    elif (path / "corpus.jsonl").is_file():
+        task = _load_beir(path, split)
+    else:
+        raise InputError(
+            f"{path} is neither a BEIR folder (corpus.jsonl, queries.jsonl, qrels/) nor a "
+            "position task folder (task.json)"
+        )
+    if not task.judged_queries():
+        raise InputError(f"{path}: no query of split {task.split!r} has a relevant document")
+    return task

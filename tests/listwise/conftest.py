@@ -1,0 +1,83 @@
+"""Fixtures of the listwise tests: a tiny BEIR task, tiny causal LMs (good and bad tokenizers)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+TOPICS = [
+    "apple", "banana", "cherry", "dolphin", "eagle", "falcon", "giraffe", "harbor", "island",
+    "jungle", "kettle", "lantern", "meadow", "nebula", "orchid", "pepper", "quartz", "river",
+    "saddle", "tunnel", "umbrella", "violin", "walnut", "yacht", "zebra", "anchor", "basket",
+    "candle", "desert", "engine",
+]  # fmt: skip
+
+
+def write_beir(folder: Path, n_docs: int = 30, n_queries: int = 8) -> Path:
+    """A BEIR folder: one document per topic, queries ``what is a <topic>`` with test and train
+    qrels (even queries test, odd train)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / "corpus.jsonl").open("w") as handle:
+        for i, topic in enumerate(TOPICS[:n_docs]):
+            text = (
+                f"A {topic} is the subject of this note. People study the {topic} closely. "
+                f"Another remark mentions {TOPICS[(i + 1) % n_docs]} in passing."
+            )
+            handle.write(json.dumps({"_id": f"d{i:02d}", "title": topic, "text": text}) + "\n")
+    with (folder / "queries.jsonl").open("w") as handle:
+        for i in range(n_queries):
+            handle.write(json.dumps({"_id": f"q{i}", "text": f"what is a {TOPICS[i]}"}) + "\n")
+    (folder / "qrels").mkdir(exist_ok=True)
+    for split, parity in (("test", 0), ("train", 1)):
+        lines = ["query-id\tcorpus-id\tscore"]
+        lines += [f"q{i}\td{i:02d}\t1" for i in range(n_queries) if i % 2 == parity]
+        (folder / "qrels" / f"{split}.tsv").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+@pytest.fixture
+def beir_task(tmp_path: Path) -> Path:
+    """A fresh tiny BEIR folder (30 documents, 4 test and 4 train queries)."""
+    return write_beir(tmp_path / "beir")
+
+
+@pytest.fixture(scope="session")
+def tiny_llm(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A tiny random Llama causal LM (2,048 positions: room for a 20-passage window) whose
+    byte-level BPE tokenizer has single-token letters after ``[``."""
+    from hf_posbias.testing import build_tiny_checkpoint
+
+    out = tmp_path_factory.mktemp("tiny-llm")
+    return build_tiny_checkpoint("llama", out, head="causal-lm", max_positions=2048)
+
+
+@pytest.fixture(scope="session")
+def merged_identifier_llm(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A tiny Llama whose BPE tokenizer (no punctuation split) merges ``[A``, ``[B`` … into single
+    tokens, so the letter after ``[`` is not a token of its own."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from tokenizers.trainers import BpeTrainer
+    from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
+
+    from hf_posbias.testing import tiny_config
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.decoder = decoders.BPEDecoder()
+    text = [" ".join(f"[{c}" for c in "ABCDEFGHIJKLMNOPQRST") + " the passage query"] * 50
+    alphabet = list("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789[]>.,:?'- ")
+    tok.train_from_iterator(
+        text, BpeTrainer(vocab_size=300, special_tokens=["<eos>"], initial_alphabet=alphabet)
+    )
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=tok, eos_token="<eos>", unk_token="<eos>", pad_token="<eos>"
+    )
+    out = tmp_path_factory.mktemp("merged-identifiers")
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(tiny_config("llama", vocab_size=len(tokenizer)))
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return str(out)
