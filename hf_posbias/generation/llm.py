@@ -383,7 +383,8 @@ class PersonaQueryGenerator:
         """All requests of one stage, in order, with a progress bar and a fallback count."""
         # Chunks of a few requests per concurrent slot keep the bar moving without idling the
         # endpoint's threads; a local model answers one request at a time anyway.
-        chunk = 4 * max(1, int(getattr(self.backend, "max_concurrency", 1)))
+        concurrency = getattr(self.backend, "max_concurrency", None)
+        chunk = 4 * int(concurrency) if concurrency else 1
         replies: list[ChatReply | BackendError] = []
         with progress(
             total=len(requests),
