@@ -86,6 +86,18 @@ def _doc(doc_id: str, marker: str) -> dict:
     }
 
 
+def _openai(server: LocalChatServer, persona_file, minilm_path, **options):
+    """The "openai" generator on the local server, personas from ``persona_file``."""
+    return make_generator(
+        "openai",
+        model=options.pop("model", "m"),
+        base_url=server.url,
+        personas=str(persona_file),
+        persona_model=minilm_path,
+        **options,
+    )
+
+
 @pytest.fixture()
 def persona_file(tmp_path):
     path = tmp_path / "personas.jsonl"
@@ -104,12 +116,11 @@ def test_two_stage_generation_counts_failures_and_retries(tmp_path, persona_file
         ]
     )
     with FakeOpenAI() as server:
-        gen = make_generator(
-            "openai",
+        gen = _openai(
+            server,
+            persona_file,
+            minilm_path,
             model="test-model",
-            base_url=server.url,
-            personas=str(persona_file),
-            persona_model=minilm_path,
             top_k=3,
             max_retries=2,
             backoff=0.01,
@@ -227,14 +238,7 @@ def _schema_obeying_model(path: str, body: dict) -> tuple[int, str]:
 def test_endpoint_gets_the_json_schemas_as_response_format(tmp_path, persona_file, minilm_path):
     docs, _ = prepare_documents([_doc("a", ""), _doc("b", "")])
     with LocalChatServer(_schema_obeying_model) as server:
-        gen = make_generator(
-            "openai",
-            model="m",
-            base_url=server.url,
-            personas=str(persona_file),
-            persona_model=minilm_path,
-            top_k=4,
-        )
+        gen = _openai(server, persona_file, minilm_path, top_k=4)
         cands, report = run_generation(docs, gen, tmp_path / "gen", progress=False)
         requests = list(server.requests)
     assert report.documents_excluded == {} and report.positions_skipped == {}
@@ -261,12 +265,10 @@ def test_endpoint_refusing_response_format_falls_back_free_form_counted(
 ):
     docs, _ = prepare_documents([_doc("a", ""), _doc("b", "BADCONFIG"), _doc("c", "")])
     with FakeOpenAI(response_format="refuse") as server:
-        gen = make_generator(
-            "openai",
-            model="m",
-            base_url=server.url,
-            personas=str(persona_file),
-            persona_model=minilm_path,
+        gen = _openai(
+            server,
+            persona_file,
+            minilm_path,
             top_k=3,
             max_concurrency=1,  # one request at a time: the refusal is seen exactly once
         )

@@ -47,22 +47,24 @@ def corpus_file(tmp_path_factory):
     return path
 
 
+def _generate_args(work, model, *extra) -> list[str]:
+    return [
+        "generate",
+        "--work",
+        str(work),
+        "--generator",
+        "local-lm",
+        "--llm-model",
+        str(model),
+        "--seed",
+        "3",
+        "--no-progress",
+        *extra,
+    ]
+
+
 def _generate(work, model, *extra):
-    return main(
-        [
-            "generate",
-            "--work",
-            str(work),
-            "--generator",
-            "local-lm",
-            "--llm-model",
-            str(model),
-            "--seed",
-            "3",
-            "--no-progress",
-            *extra,
-        ]
-    )
+    return main(_generate_args(work, model, *extra))
 
 
 def test_local_lm_generate_is_constrained_resumable_and_deterministic(
@@ -126,19 +128,7 @@ def test_broken_gguf_is_one_line_on_stderr_without_traceback(corpus_file, tmp_pa
     # A subprocess: the point is what the process prints (no traceback), and the GGUF reader
     # fails before any persona or model work.
     result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "hf_posbias.cli",
-            "generate",
-            "--work",
-            str(work),
-            "--generator",
-            "local-lm",
-            "--llm-model",
-            str(broken),
-            "--no-progress",
-        ],
+        [sys.executable, "-m", "hf_posbias.cli", *_generate_args(work, broken)],
         capture_output=True,
         text=True,
         timeout=300,
