@@ -122,6 +122,8 @@ PROMPTS_FINGERPRINT = hashlib.sha256(
 
 QUERY_MAX_CHARS = 200
 """Longest query Stage 2 may write under constraints (a "long" query is > 20 words)."""
+QUERY_PATTERN = r"^\S(.*\S)?$"
+"""A Stage-2 query under constraints: one line, not blank, no surrounding whitespace."""
 ANSWER_MAX_CHARS = 150
 REASONING_MAX_CHARS = 150
 # The three caps bound a constrained Stage-2 reply to ~500 characters, which fits the default
@@ -152,8 +154,10 @@ STAGE2_SCHEMA: dict[str, Any] = {
     "title": "stage2_query",
     "type": "object",
     "properties": {
-        # "\\S": not blank (a regex search, so anywhere in the string).
-        "query": {"type": "string", "pattern": "\\S", "maxLength": QUERY_MAX_CHARS},
+        # Not blank, no leading/trailing whitespace, one line. Anchored on purpose: JSON Schema
+        # patterns search, but some engines (xgrammar, so vLLM) full-match them; this one means
+        # the same under both readings.
+        "query": {"type": "string", "pattern": QUERY_PATTERN, "maxLength": QUERY_MAX_CHARS},
         "answer": {"type": "string", "maxLength": ANSWER_MAX_CHARS},
         "reasoning": {"type": "string", "maxLength": REASONING_MAX_CHARS},
     },

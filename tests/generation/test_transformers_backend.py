@@ -78,7 +78,9 @@ def test_backend_generates_seeded_text_with_fallback_template(one_torch_thread, 
 def _check_stage2(reply: str) -> dict:
     value = json.loads(reply)  # strict JSON: no raw control characters, no trailing text
     assert list(value) == ["query", "answer", "reasoning"]
-    assert value["query"].strip() and len(value["query"]) <= QUERY_MAX_CHARS
+    query = value["query"]
+    # QUERY_PATTERN: one line, not blank, no surrounding whitespace.
+    assert query and query == query.strip() and "\n" not in query and len(query) <= QUERY_MAX_CHARS
     assert len(value["answer"]) <= ANSWER_MAX_CHARS
     assert len(value["reasoning"]) <= REASONING_MAX_CHARS
     return value
