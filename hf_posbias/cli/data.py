@@ -49,7 +49,17 @@ def _add_generator_options(parser: argparse.ArgumentParser) -> None:
         "--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1"
     )
     group.add_argument("--api-key-env", default="OPENAI_API_KEY", help="env var holding the key")
-    group.add_argument("--personas", help="persona file (.jsonl/.txt) or Hub id (LLM generators)")
+    group.add_argument(
+        "--personas",
+        help="persona file (.jsonl/.txt) or Hub id, e.g. proj-persona/PersonaHub (LLM generators; "
+        "default: the project's own packaged pool)",
+    )
+    group.add_argument(
+        "--no-constrained",
+        action="store_true",
+        help="LLM generators: decode free-form instead of under each stage's JSON schema "
+        "(reproduces the paper's parse-failure accounting)",
+    )
     group.add_argument("--concurrency", type=int, default=8, help="parallel requests (openai)")
     group.add_argument("--min-words", type=int, help="ICT: minimum words of a query sentence")
     group.add_argument(
@@ -71,7 +81,12 @@ def _generator_options(args: argparse.Namespace) -> dict[str, Any]:
         raise InputError(f"--generator {args.generator} needs --llm-model")
     if args.concurrency < 1:
         raise InputError(f"--concurrency must be >= 1, got {args.concurrency}")
-    options.update(model=args.llm_model, personas=args.personas)
+    options.update(
+        model=args.llm_model,
+        personas=args.personas,
+        constrained=not args.no_constrained,
+        progress=not args.no_progress,
+    )
     if args.generator == "openai":
         options.update(
             base_url=args.base_url,

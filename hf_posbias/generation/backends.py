@@ -1,7 +1,19 @@
 """Chat backends for the LLM query generators: OpenAI-compatible HTTP and local ``transformers``.
 
-Both implement :class:`ChatBackend`: ``complete(messages, …) -> str`` for one conversation and
-``complete_many(batch, …)`` for many, in order. Failures come back as typed errors:
+Both implement :class:`ChatBackend`: ``complete(messages, …) -> ChatReply`` for one conversation
+and ``complete_many(batch, …)`` for many, in order. A :class:`ChatReply` is the reply text (a
+``str``) that also says how it was decoded and why it ended.
+
+**Structured output.** Pass ``json_schema=SCHEMA`` to ask for one JSON document valid under the
+schema. The local backend decodes under the schema (llguidance, :mod:`~hf_posbias.generation.
+constrained`): the reply always parses unless the token budget ran out
+(``finish_reason == "length"``). The OpenAI-compatible backend sends the schema as
+``response_format`` (vLLM, TGI, OpenAI enforce it); a server that refuses it (HTTP 400/422 for
+the schema, accepted without it) gets the same request free-form, that reply is marked
+``decoding == "free_form_fallback"``, one warning is logged, and later requests go free-form
+directly. Callers count the fallbacks from the replies.
+
+Failures come back as typed errors:
 
 - :class:`EndpointUnreachable` — the service cannot be used at all (connection refused, retries
   exhausted on 429/5xx, bad API key). Generators abort the stage on it; finished shards stay and a
@@ -19,16 +31,88 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import os
 import random
+import re
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from hf_posbias.errors import BackendError, first_line
 
 Messages = list[dict[str, str]]
+
+logger = logging.getLogger(__name__)
+
+DECODINGS: tuple[str, ...] = ("json_schema", "free_form", "free_form_fallback")
+"""How a reply was decoded: under its JSON schema; free-form because none was asked; free-form
+because the endpoint refused the schema."""
+
+
+class ChatReply(str):
+    """An assistant reply: the text itself, plus how it was decoded and why it ended.
+
+    ``decoding`` is one of :data:`DECODINGS`; ``finish_reason`` is ``"stop"`` (the model ended
+    it), ``"length"`` (the token budget ran out) or ``None`` (the server did not say). Being a
+    ``str``, it goes wherever reply text went before.
+
+    Example:
+        >>> reply = ChatReply('{"answer":"yes"}', decoding="json_schema", finish_reason="stop")
+        >>> reply.startswith("{"), reply.decoding, reply.finish_reason
+        (True, 'json_schema', 'stop')
+    """
+
+    decoding: str
+    finish_reason: str | None
+
+    def __new__(
+        cls, text: str, decoding: str = "free_form", finish_reason: str | None = None
+    ) -> ChatReply:
+        if decoding not in DECODINGS:
+            raise ValueError(f"unknown decoding {decoding!r}")
+        reply = super().__new__(cls, text)
+        reply.decoding = decoding
+        reply.finish_reason = finish_reason
+        return reply
+
+
+def endpoint_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema as sent in ``response_format``: without string-length keywords.
+
+    OpenAI's strict structured outputs accept a subset of JSON Schema that excludes
+    ``minLength``/``maxLength``; endpoints bound reply length with ``max_tokens`` instead.
+
+    Example:
+        >>> endpoint_schema({"type": "object", "properties": {"q": {"type": "string",
+        ...                  "maxLength": 9}}})
+        {'type': 'object', 'properties': {'q': {'type': 'string'}}}
+    """
+    if isinstance(schema, dict):
+        return {
+            k: endpoint_schema(v) for k, v in schema.items() if k not in ("minLength", "maxLength")
+        }
+    if isinstance(schema, list):
+        return [endpoint_schema(v) for v in schema]
+    return schema
+
+
+def response_format(schema: dict[str, Any]) -> dict[str, Any]:
+    """The OpenAI ``response_format`` object for a JSON schema (strict; named by its title).
+
+    Example:
+        >>> response_format({"title": "stage 1", "type": "object"})["json_schema"]["name"]
+        'stage_1'
+    """
+    name = re.sub(r"[^A-Za-z0-9_-]+", "_", str(schema.get("title") or "response"))[:64]
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": name, "schema": endpoint_schema(schema), "strict": True},
+    }
+
 
 FALLBACK_CHAT_TEMPLATE = (
     "{% for message in messages %}<|{{ message['role'] }}|>\n{{ message['content'] }}\n"
@@ -51,6 +135,8 @@ class ChatBackend(Protocol):
 
     ``complete_many`` keeps the order of ``batch`` and returns a :class:`BackendError` in place
     of each request that failed; ``params()`` describes the backend for the stage manifest.
+    ``json_schema`` asks for a reply that is one JSON document valid under the schema (see the
+    module docstring for what each backend guarantees).
     """
 
     def complete(
@@ -61,7 +147,8 @@ class ChatBackend(Protocol):
         top_p: float = 1.0,
         max_tokens: int = 512,
         seed: int | None = None,
-    ) -> str: ...
+        json_schema: dict[str, Any] | None = None,
+    ) -> ChatReply: ...
 
     def complete_many(
         self,
@@ -71,7 +158,8 @@ class ChatBackend(Protocol):
         top_p: float = 1.0,
         max_tokens: int = 512,
         seeds: Sequence[int | None] | None = None,
-    ) -> list[str | BackendError]: ...
+        json_schema: dict[str, Any] | None = None,
+    ) -> list[ChatReply | BackendError]: ...
 
     def params(self) -> dict[str, Any]: ...
 
@@ -116,6 +204,8 @@ class OpenAIChatBackend:
         self.timeout = float(timeout)
         self.backoff = float(backoff)
         self._client: Any = None
+        self._lock = threading.Lock()
+        self._schema_refused: str | None = None
 
     @property
     def url(self) -> str:
@@ -143,6 +233,11 @@ class OpenAIChatBackend:
             )
         return self._client
 
+    @property
+    def schema_refused(self) -> str | None:
+        """Why the endpoint refused ``response_format`` (``None`` while it has not)."""
+        return self._schema_refused
+
     def complete(
         self,
         messages: Messages,
@@ -151,24 +246,67 @@ class OpenAIChatBackend:
         top_p: float = 1.0,
         max_tokens: int = 512,
         seed: int | None = None,
-    ) -> str:
-        """One chat completion; raises :class:`EndpointUnreachable` / :class:`RequestRejected`."""
+        json_schema: dict[str, Any] | None = None,
+    ) -> ChatReply:
+        """One chat completion; raises :class:`EndpointUnreachable` / :class:`RequestRejected`.
+
+        With ``json_schema`` the request carries ``response_format``; if the endpoint rejects
+        that request but answers the same one without it, the schema is taken as unsupported:
+        the free-form reply is returned (``decoding="free_form_fallback"``), a warning is logged
+        once, and later requests skip ``response_format``.
+        """
+        sampling: dict[str, Any] = {
+            "temperature": temperature,
+            "top_p": top_p,
+            "max_tokens": max_tokens,
+        }
+        if seed is not None:
+            sampling["seed"] = int(seed)
+        if json_schema is None:
+            return self._request(messages, sampling, "free_form")
+        if self._schema_refused is None:
+            try:
+                return self._request(
+                    messages,
+                    {**sampling, "response_format": response_format(json_schema)},
+                    "json_schema",
+                )
+            except RequestRejected as refusal:
+                # The retry tells a refused schema from a request that is bad anyway (a prompt
+                # over the context); in the second case the retry raises that rejection.
+                reply = self._request(messages, sampling, "free_form_fallback")
+                self._note_refusal(refusal)
+                return reply
+        return self._request(messages, sampling, "free_form_fallback")
+
+    def _note_refusal(self, refusal: RequestRejected) -> None:
+        with self._lock:
+            if self._schema_refused is not None:
+                return
+            self._schema_refused = str(refusal)
+        logger.warning(
+            "warning: %s refused response_format (%s); requests are sent free-form from now "
+            "on and counted as decoding=free_form_fallback",
+            self.url,
+            refusal,
+        )
+
+    def _request(self, messages: Messages, options: dict[str, Any], decoding: str) -> ChatReply:
         import openai
 
         client = self._get_client()
-        extra: dict[str, Any] = {} if seed is None else {"seed": int(seed)}
         attempts = self.max_retries + 1
         for attempt in range(attempts):
             try:
                 response = client.chat.completions.create(
-                    model=self.model,
-                    messages=messages,
-                    temperature=temperature,
-                    top_p=top_p,
-                    max_tokens=max_tokens,
-                    **extra,
+                    model=self.model, messages=messages, **options
                 )
-                return response.choices[0].message.content or ""
+                choice = response.choices[0]
+                return ChatReply(
+                    choice.message.content or "",
+                    decoding=decoding,
+                    finish_reason=getattr(choice, "finish_reason", None),
+                )
             except (openai.APIConnectionError, openai.APIStatusError) as err:
                 status = getattr(err, "status_code", None)
                 retryable = status is None or status in (408, 409, 429) or status >= 500
@@ -199,12 +337,13 @@ class OpenAIChatBackend:
         top_p: float = 1.0,
         max_tokens: int = 512,
         seeds: Sequence[int | None] | None = None,
-    ) -> list[str | BackendError]:
+        json_schema: dict[str, Any] | None = None,
+    ) -> list[ChatReply | BackendError]:
         """Many completions on a thread pool, in order; failures returned as errors."""
         seeds = list(seeds) if seeds is not None else [None] * len(batch)
         self._get_client()  # fail once, up front, on a missing key
 
-        def one(index: int) -> str | BackendError:
+        def one(index: int) -> ChatReply | BackendError:
             try:
                 return self.complete(
                     batch[index],
@@ -212,6 +351,7 @@ class OpenAIChatBackend:
                     top_p=top_p,
                     max_tokens=max_tokens,
                     seed=seeds[index],
+                    json_schema=json_schema,
                 )
             except BackendError as err:
                 return err
@@ -223,12 +363,19 @@ class OpenAIChatBackend:
 class TransformersChatBackend:
     """A local causal LM through ``transformers``, prompted with the tokenizer's chat template.
 
-    Tokenizers without a chat template get :data:`FALLBACK_CHAT_TEMPLATE`. Sampling uses the
-    given ``temperature``/``top_p`` (``temperature=0`` = greedy) with the torch RNG seeded per
-    request inside a forked RNG state, so results do not depend on request order. A prompt that
-    does not fit the model's context is a :class:`RequestRejected` (counted, not truncated:
-    truncation would silently cut the target segment out). The model loads on first use, or
-    explicitly with :meth:`load`.
+    A tokenizer without a chat template gets :data:`FALLBACK_CHAT_TEMPLATE` and a logged
+    warning (a base model rarely follows such a prompt). Sampling uses the given
+    ``temperature``/``top_p`` (``temperature=0`` = greedy) with the torch RNG seeded per request
+    inside a forked RNG state, so results do not depend on request order. A prompt that does not
+    fit the model's context is a :class:`RequestRejected` (counted, not truncated: truncation
+    would silently cut the target segment out). The model loads on first use, or explicitly with
+    :meth:`load`. ``model_path_or_id`` is a folder, a Hub id, a packaged name (``smollm2-135m``)
+    or a ``.gguf`` file (dequantised once into the hf-posbias cache).
+
+    With ``json_schema`` the reply is decoded under the schema
+    (:class:`~hf_posbias.generation.constrained.JsonSchemaLogitsProcessor`, applied before
+    temperature and top-p): it is one schema-valid JSON document unless the token budget ran
+    out first (``finish_reason == "length"``).
 
     Example:
         >>> backend = TransformersChatBackend("/nonexistent/model")
@@ -246,6 +393,10 @@ class TransformersChatBackend:
         max_new_tokens: int = 512,
         dtype: str | None = None,
     ) -> None:
+        path = Path(model_path_or_id)
+        if gguf_file is None and path.suffix == ".gguf" and path.is_file():
+            # A path to a GGUF file names its folder and the file.
+            model_path_or_id, gguf_file = str(path.parent), path.name
         self.model_name = model_path_or_id
         self.gguf_file = gguf_file
         self.device = device
@@ -253,6 +404,8 @@ class TransformersChatBackend:
         self.dtype = dtype
         self._model: Any = None
         self._tokenizer: Any = None
+        self._grammar_tokenizer: Any = None
+        self._grammars: dict[str, str] = {}
 
     def params(self) -> dict[str, Any]:
         """What identifies this backend's outputs."""
@@ -274,6 +427,11 @@ class TransformersChatBackend:
             self.model_name, gguf_file=self.gguf_file, dtype=self.dtype, device=self.device
         )
         if not getattr(tokenizer, "chat_template", None):
+            logger.warning(
+                "warning: %s has no chat template; prompting it with a minimal role-tag "
+                "template (a base model rarely follows it: prefer an instruct model)",
+                self.model_name,
+            )
             tokenizer.chat_template = FALLBACK_CHAT_TEMPLATE
         device = str(model.device)
         self._model = model
@@ -288,6 +446,33 @@ class TransformersChatBackend:
                 return value
         return None
 
+    def _eos_token_ids(self) -> list[int]:
+        eos = self._model.generation_config.eos_token_id
+        if eos is None:
+            eos = self._tokenizer.eos_token_id
+        return [] if eos is None else [int(e) for e in (eos if isinstance(eos, list) else [eos])]
+
+    def _constraint(self, json_schema: dict[str, Any], prompt_length: int) -> Any:
+        """A fresh logits processor for ``json_schema`` (grammar and tokenizer cached)."""
+        from hf_posbias.generation.constrained import (
+            JsonSchemaLogitsProcessor,
+            compile_json_schema,
+            grammar_tokenizer,
+            schema_key,
+        )
+
+        key = schema_key(json_schema)
+        if key not in self._grammars:
+            self._grammars[key] = compile_json_schema(json_schema)
+        if self._grammar_tokenizer is None:
+            vocab = int(self._model.get_output_embeddings().weight.shape[0])
+            self._grammar_tokenizer = grammar_tokenizer(
+                self._tokenizer, vocab, self._eos_token_ids() or None, self.model_name
+            )
+        return JsonSchemaLogitsProcessor(
+            self._grammar_tokenizer, self._grammars[key], prompt_length
+        )
+
     def complete(
         self,
         messages: Messages,
@@ -296,9 +481,11 @@ class TransformersChatBackend:
         top_p: float = 1.0,
         max_tokens: int = 512,
         seed: int | None = None,
-    ) -> str:
-        """Generate the assistant reply to ``messages``."""
+        json_schema: dict[str, Any] | None = None,
+    ) -> ChatReply:
+        """Generate the assistant reply to ``messages`` (under ``json_schema`` if given)."""
         import torch
+        from transformers import LogitsProcessorList, TemperatureLogitsWarper, TopPLogitsWarper
 
         self.load()
         tok, model = self._tokenizer, self._model
@@ -316,6 +503,17 @@ class TransformersChatBackend:
         options: dict[str, Any] = {"do_sample": sample, "max_new_tokens": new_tokens}
         if sample:
             options.update(temperature=float(temperature), top_p=float(top_p), top_k=0)
+        if json_schema is not None:
+            # The schema mask must come before temperature and top-p (generate applies its own
+            # warpers first): a nucleus holding only disallowed tokens would leave nothing.
+            processors = [self._constraint(json_schema, n_prompt)]
+            if sample:
+                if temperature != 1.0:
+                    processors.append(TemperatureLogitsWarper(float(temperature)))
+                if top_p < 1.0:
+                    processors.append(TopPLogitsWarper(float(top_p)))
+                options.update(temperature=1.0, top_p=1.0)
+            options["logits_processor"] = LogitsProcessorList(processors)
         devices = (
             [torch.device(self.device).index or 0] if str(self.device).startswith("cuda") else []
         )
@@ -323,7 +521,14 @@ class TransformersChatBackend:
             if seed is not None:
                 torch.manual_seed(int(seed))
             output = model.generate(**inputs, pad_token_id=tok.pad_token_id, **options)
-        return tok.decode(output[0, n_prompt:], skip_special_tokens=True)
+        generated = output[0, n_prompt:].tolist()
+        ended = bool(generated) and generated[-1] in self._eos_token_ids()
+        finish = "length" if len(generated) >= new_tokens and not ended else "stop"
+        return ChatReply(
+            tok.decode(generated, skip_special_tokens=True),
+            decoding="free_form" if json_schema is None else "json_schema",
+            finish_reason=finish,
+        )
 
     def complete_many(
         self,
@@ -333,10 +538,11 @@ class TransformersChatBackend:
         top_p: float = 1.0,
         max_tokens: int = 512,
         seeds: Sequence[int | None] | None = None,
-    ) -> list[str | BackendError]:
+        json_schema: dict[str, Any] | None = None,
+    ) -> list[ChatReply | BackendError]:
         """Completions one after another (one local model), in order."""
         seeds = list(seeds) if seeds is not None else [None] * len(batch)
-        results: list[str | BackendError] = []
+        results: list[ChatReply | BackendError] = []
         for messages, seed in zip(batch, seeds, strict=True):
             try:
                 results.append(
@@ -346,6 +552,7 @@ class TransformersChatBackend:
                         top_p=top_p,
                         max_tokens=max_tokens,
                         seed=seed,
+                        json_schema=json_schema,
                     )
                 )
             except RequestRejected as err:

@@ -10,6 +10,13 @@ given the full document and the target segment marked with its position, the LLM
 ``{query, answer, reasoning}`` for a query answerable only from that segment. A reply that does
 not parse skips that position and is counted. Sampling defaults to temperature 1.0, top_p 1.0.
 
+By default both stages ask for their JSON schema (:func:`stage1_schema`, :data:`STAGE2_SCHEMA`):
+a local LM decodes under it (:mod:`~hf_posbias.generation.constrained`), an endpoint receives it
+as ``response_format``. ``constrained=False`` (``--no-constrained``) decodes free-form, as the
+paper did. Failure reasons: ``stage{1,2}_parse_error`` (no JSON object), ``stage1_invalid_config``
+/ ``stage2_invalid_output`` (JSON with unusable fields), ``stage{1,2}_truncated`` (no usable JSON
+before the token budget ran out), ``stage{1,2}_backend_rejected`` (the request was refused).
+
 The positive is the unchanged document; ``segments`` are its original begin/middle/end texts.
 
 Example:
@@ -22,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,6 +40,8 @@ from hf_posbias.corpus import Document
 from hf_posbias.errors import BackendError, InputError
 from hf_posbias.generation.backends import (
     ChatBackend,
+    ChatReply,
+    Messages,
     OpenAIChatBackend,
     RequestRejected,
     TransformersChatBackend,
@@ -43,7 +53,11 @@ from hf_posbias.generation.base import (
     reject_unknown_options,
     stable_seed,
 )
+from hf_posbias.generation.constrained import compile_json_schema, schema_key
 from hf_posbias.generation.personas import DEFAULT_PERSONA_MODEL, PersonaPool
+from hf_posbias.progress import progress
+
+logger = logging.getLogger(__name__)
 
 DIFFICULTIES: tuple[str, ...] = ("high_school", "university", "phd")
 QUERY_LENGTHS: dict[str, str] = {
@@ -105,6 +119,52 @@ words``), ``position``, ``title``, ``document``, ``segment``."""
 PROMPTS_FINGERPRINT = hashlib.sha256(
     "\x1f".join([STAGE1_SYSTEM, STAGE1_PROMPT, STAGE2_PROMPT]).encode()
 ).hexdigest()[:16]
+
+QUERY_MAX_CHARS = 200
+"""Longest query Stage 2 may write under constraints (a "long" query is > 20 words)."""
+QUERY_PATTERN = r"^\S(.*\S)?$"
+"""A Stage-2 query under constraints: one line, not blank, no surrounding whitespace."""
+ANSWER_MAX_CHARS = 150
+REASONING_MAX_CHARS = 150
+# The three caps bound a constrained Stage-2 reply to ~500 characters, which fits the default
+# 512-token budget even at one character per token (a tiny or confused model's worst case).
+
+
+def stage1_schema(n_personas: int) -> dict[str, Any]:
+    """The JSON schema of a Stage-1 reply when ``n_personas`` personas are offered.
+
+    Example:
+        >>> stage1_schema(3)["properties"]["persona"]
+        {'type': 'integer', 'enum': [1, 2, 3]}
+    """
+    return {
+        "title": "stage1_configuration",
+        "type": "object",
+        "properties": {
+            "persona": {"type": "integer", "enum": list(range(1, int(n_personas) + 1))},
+            "difficulty": {"type": "string", "enum": list(DIFFICULTIES)},
+            "query_length": {"type": "string", "enum": list(QUERY_LENGTHS)},
+        },
+        "required": ["persona", "difficulty", "query_length"],
+        "additionalProperties": False,
+    }
+
+
+STAGE2_SCHEMA: dict[str, Any] = {
+    "title": "stage2_query",
+    "type": "object",
+    "properties": {
+        # Not blank, no leading/trailing whitespace, one line. Anchored on purpose: JSON Schema
+        # patterns search, but some engines (xgrammar, so vLLM) full-match them; this one means
+        # the same under both readings.
+        "query": {"type": "string", "pattern": QUERY_PATTERN, "maxLength": QUERY_MAX_CHARS},
+        "answer": {"type": "string", "maxLength": ANSWER_MAX_CHARS},
+        "reasoning": {"type": "string", "maxLength": REASONING_MAX_CHARS},
+    },
+    "required": ["query", "answer", "reasoning"],
+    "additionalProperties": False,
+}
+"""The JSON schema of a Stage-2 reply (``{query, answer, reasoning}``)."""
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
 
@@ -211,7 +271,7 @@ def parse_stage2(reply: str) -> dict[str, str]:
     return out
 
 
-def _messages(prompt: str) -> list[dict[str, str]]:
+def _messages(prompt: str) -> Messages:
     return [{"role": "system", "content": STAGE1_SYSTEM}, {"role": "user", "content": prompt}]
 
 
@@ -232,14 +292,22 @@ class PersonaQueryGenerator:
         max_tokens: reply budget per request.
         seed: base seed; each request gets a seed derived from (seed, doc, stage, position),
             honoured by backends that support seeds (vLLM, TGI, local transformers).
+        constrained: ask for each stage's JSON schema (:func:`stage1_schema`,
+            :data:`STAGE2_SCHEMA`): decoded under it by the local backend, sent as
+            ``response_format`` to endpoints. ``False`` decodes free-form, as YHP26 did, so that
+            parse failures can be measured.
+        progress: show a progress bar per stage (requests done / total).
         name: generator name recorded in every candidate.
+
+    Every candidate's ``meta`` records how each stage was decoded (``stage1_decoding``,
+    ``stage2_decoding``: ``json_schema`` | ``free_form`` | ``free_form_fallback``).
 
     Example:
         >>> from hf_posbias.generation.backends import OpenAIChatBackend
         >>> gen = PersonaQueryGenerator(OpenAIChatBackend("m", base_url="http://127.0.0.1:9/v1"),
         ...                             PersonaPool(["a cook"]), name="openai")
-        >>> gen.params()["temperature"], gen.params()["top_k"]
-        (1.0, 20)
+        >>> gen.params()["temperature"], gen.params()["top_k"], gen.params()["constrained"]
+        (1.0, 20, True)
     """
 
     def __init__(
@@ -252,10 +320,14 @@ class PersonaQueryGenerator:
         top_p: float = 1.0,
         max_tokens: int = 512,
         seed: int = 0,
+        constrained: bool = True,
+        progress: bool = False,
         name: str = "persona-llm",
     ) -> None:
         if int(top_k) < 1:
             raise InputError(f"top_k must be >= 1, got {top_k}")
+        if int(max_tokens) < 1:
+            raise InputError(f"max_tokens must be >= 1, got {max_tokens}")
         self.backend = backend
         self.personas = personas
         self.top_k = int(top_k)
@@ -263,10 +335,22 @@ class PersonaQueryGenerator:
         self.top_p = float(top_p)
         self.max_tokens = int(max_tokens)
         self.seed = int(seed)
+        self.constrained = bool(constrained)
+        self.progress = bool(progress)
         self.name = name
+
+    @property
+    def offered(self) -> int:
+        """How many personas each Stage-1 prompt lists."""
+        return min(self.top_k, len(self.personas.personas))
+
+    def schemas(self) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """The (Stage 1, Stage 2) JSON schemas requested, or ``None`` when free-form."""
+        return (stage1_schema(self.offered), STAGE2_SCHEMA) if self.constrained else None
 
     def params(self) -> dict[str, Any]:
         """Everything that changes the output (pinned in the stage manifest)."""
+        schemas = self.schemas()
         return {
             "method": "yhp26-two-stage",
             "backend": self.backend.params(),
@@ -277,10 +361,13 @@ class PersonaQueryGenerator:
             "max_tokens": self.max_tokens,
             "seed": self.seed,
             "prompts": PROMPTS_FINGERPRINT,
+            "constrained": self.constrained,
+            "schemas": (
+                hashlib.sha256("\x1f".join(map(schema_key, schemas)).encode()).hexdigest()[:16]
+                if schemas
+                else None
+            ),
         }
-
-    def _sampling(self) -> dict[str, Any]:
-        return {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens}
 
     @staticmethod
     def _check(reply: str | BackendError) -> str | RequestRejected:
@@ -289,6 +376,49 @@ class PersonaQueryGenerator:
         if isinstance(reply, RequestRejected | str):
             return reply
         raise reply
+
+    def _ask(
+        self,
+        requests: list[Messages],
+        seeds: list[int],
+        schema: dict[str, Any] | None,
+        stage: str,
+    ) -> list[ChatReply | BackendError]:
+        """All requests of one stage, in order, with a progress bar and a fallback count."""
+        # Chunks of a few requests per concurrent slot keep the bar moving without idling the
+        # endpoint's threads; a local model answers one request at a time anyway.
+        concurrency = getattr(self.backend, "max_concurrency", None)
+        chunk = 4 * int(concurrency) if concurrency else 1
+        replies: list[ChatReply | BackendError] = []
+        with progress(
+            total=len(requests),
+            desc=f"{self.name} {stage}",
+            unit="request",
+            disable=not self.progress or not requests,
+        ) as bar:
+            for start in range(0, len(requests), chunk):
+                replies.extend(
+                    self.backend.complete_many(
+                        requests[start : start + chunk],
+                        seeds=seeds[start : start + chunk],
+                        temperature=self.temperature,
+                        top_p=self.top_p,
+                        max_tokens=self.max_tokens,
+                        json_schema=schema,
+                    )
+                )
+                bar.update(min(chunk, len(requests) - start))
+        fallbacks = sum(getattr(r, "decoding", "") == "free_form_fallback" for r in replies)
+        if fallbacks:
+            logger.warning(
+                "warning: %s %s: %d of %d request(s) answered free-form because the endpoint "
+                "refused response_format",
+                self.name,
+                stage,
+                fallbacks,
+                len(replies),
+            )
+        return replies
 
     def generate(self, document: Document) -> GenerationResult:
         """Both stages for one document; raises :class:`GenerationFailure` when Stage 1 fails."""
@@ -308,6 +438,10 @@ class PersonaQueryGenerator:
                 outcomes[i] = GenerationFailure("unsegmented_document", doc.id)
             else:
                 usable.append(i)
+        schemas = self.schemas()
+        if usable and callable(getattr(self.backend, "load", None)):
+            # A local model that cannot load (a broken GGUF) fails before the persona encoder.
+            self.backend.load()
         offered = self.personas.top_k_many([documents[i].text for i in usable], self.top_k)
         stage1 = [
             _messages(
@@ -319,26 +453,29 @@ class PersonaQueryGenerator:
             )
             for i, options in zip(usable, offered, strict=True)
         ]
-        replies = self.backend.complete_many(
+        replies = self._ask(
             stage1,
-            seeds=[_seed31(self.seed, "stage1", documents[i].id) for i in usable],
-            **self._sampling(),
+            [_seed31(self.seed, "stage1", documents[i].id) for i in usable],
+            schemas[0] if schemas else None,
+            "stage 1",
         )
-        configs: dict[int, QueryConfig] = {}
+        configs: dict[int, tuple[QueryConfig, str]] = {}
         for i, options, reply in zip(usable, offered, replies, strict=True):
             checked = self._check(reply)
             if isinstance(checked, RequestRejected):
                 outcomes[i] = GenerationFailure("stage1_backend_rejected", str(checked))
                 continue
             try:
-                configs[i] = parse_stage1(checked, options)
+                configs[i] = (parse_stage1(checked, options), _decoding(checked))
             except GenerationFailure as failure:
+                if _truncated(checked):
+                    failure = GenerationFailure("stage1_truncated", failure.detail)
                 outcomes[i] = failure
 
         jobs = [(i, seg) for i in configs for seg in documents[i].segments]
         stage2 = []
         for i, seg in jobs:
-            doc, config = documents[i], configs[i]
+            doc, config = documents[i], configs[i][0]
             stage2.append(
                 _messages(
                     STAGE2_PROMPT.format(
@@ -352,10 +489,11 @@ class PersonaQueryGenerator:
                     )
                 )
             )
-        replies = self.backend.complete_many(
+        replies = self._ask(
             stage2,
-            seeds=[_seed31(self.seed, "stage2", documents[i].id, s.position) for i, s in jobs],
-            **self._sampling(),
+            [_seed31(self.seed, "stage2", documents[i].id, s.position) for i, s in jobs],
+            schemas[1] if schemas else None,
+            "stage 2",
         )
         for i in configs:
             outcomes[i] = GenerationResult()
@@ -369,9 +507,9 @@ class PersonaQueryGenerator:
             try:
                 parsed = parse_stage2(checked)
             except ValueError as err:
-                result.skip(str(err))
+                result.skip("stage2_truncated" if _truncated(checked) else str(err))
                 continue
-            doc, config = documents[i], configs[i]
+            doc, (config, config_decoding) = documents[i], configs[i]
             result.candidates.append(
                 make_candidate(
                     doc,
@@ -386,28 +524,47 @@ class PersonaQueryGenerator:
                         "query_length": config.query_length,
                         "query_words": len(parsed["query"].split()),
                         "reasoning": parsed["reasoning"],
+                        "stage1_decoding": config_decoding,
+                        "stage2_decoding": _decoding(checked),
                     },
                 )
             )
         return [o if o is not None else GenerationFailure("internal") for o in outcomes]
 
 
+def _decoding(reply: str) -> str:
+    # Backends outside this package may return plain strings: those were not constrained.
+    return getattr(reply, "decoding", "free_form")
+
+
+def _truncated(reply: str) -> bool:
+    """An unparseable reply cut by the token budget (counted apart from plain parse errors)."""
+    return getattr(reply, "finish_reason", None) == "length"
+
+
 BACKEND_OPTIONS: dict[str, tuple[str, ...]] = {
     "openai": ("base_url", "api_key_env", "max_concurrency", "max_retries", "timeout", "backoff"),
     "local-lm": ("gguf_file", "device", "max_new_tokens", "dtype"),
 }
-PROMPT_OPTIONS = ("top_k", "temperature", "top_p", "max_tokens", "seed")
+PROMPT_OPTIONS = ("top_k", "temperature", "top_p", "max_tokens", "seed", "constrained", "progress")
 PERSONA_OPTIONS = ("personas", "persona_model", "persona_limit", "persona_cache_dir")
 
 
 def build_llm_generator(name: str, **options: Any) -> PersonaQueryGenerator:
     """Build the ``"openai"`` or ``"local-lm"`` generator (see :func:`make_generator`).
 
+    ``personas`` defaults to the project's own pool (:meth:`PersonaPool.default`). With
+    ``constrained`` (the default) the local LM needs llguidance: checked here, before any model
+    or persona embedding loads.
+
     Example:
-        >>> build_llm_generator("openai", model="gpt-4o-mini")  # doctest: +ELLIPSIS
+        >>> build_llm_generator("openai")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        hf_posbias.errors.InputError: generator 'openai' needs personas: a .jsonl/.txt file ...
+        hf_posbias.errors.InputError: generator 'openai' needs a model (the chat model to prompt)
+        >>> gen = build_llm_generator("openai", model="gpt-4o-mini", constrained=False)
+        >>> gen.params()["personas"]["source"], gen.params()["constrained"]
+        ('hf-posbias default personas', False)
     """
     allowed = ("model",) + BACKEND_OPTIONS[name] + PROMPT_OPTIONS + PERSONA_OPTIONS
     reject_unknown_options(options, allowed, name)
@@ -415,17 +572,15 @@ def build_llm_generator(name: str, **options: Any) -> PersonaQueryGenerator:
     if not model:
         raise InputError(f"generator {name!r} needs a model (the chat model to prompt)")
     spec = options.get("personas")
-    if not spec:
-        raise InputError(
-            f"generator {name!r} needs personas: a .jsonl/.txt file or a Hub dataset id such "
-            "as proj-persona/PersonaHub"
-        )
+    persona_model = options.get("persona_model") or DEFAULT_PERSONA_MODEL
     if isinstance(spec, PersonaPool):
         pool = spec
+    elif not spec:
+        pool = PersonaPool.default(model=persona_model, cache_dir=options.get("persona_cache_dir"))
     else:
         pool = PersonaPool.load(
             spec,
-            model=options.get("persona_model") or DEFAULT_PERSONA_MODEL,
+            model=persona_model,
             limit=options.get("persona_limit"),
             cache_dir=options.get("persona_cache_dir"),
         )
@@ -436,4 +591,10 @@ def build_llm_generator(name: str, **options: Any) -> PersonaQueryGenerator:
     else:
         backend = TransformersChatBackend(str(model), **backend_kwargs)
     prompt_kwargs = {k: options[k] for k in PROMPT_OPTIONS if options.get(k) is not None}
-    return PersonaQueryGenerator(backend, pool, name=name, **prompt_kwargs)
+    generator = PersonaQueryGenerator(backend, pool, name=name, **prompt_kwargs)
+    schemas = generator.schemas()
+    if name == "local-lm" and schemas:
+        # Fail before the model loads: llguidance missing, or a schema it cannot compile.
+        for schema in schemas:
+            compile_json_schema(schema)
+    return generator

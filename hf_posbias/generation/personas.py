@@ -2,11 +2,17 @@
 
 YHP26 offer the LLM the 20 PersonaHub personas most similar to the document (BGE-M3
 embeddings). :class:`PersonaPool` loads personas from a local file (``.jsonl`` with a
-``persona`` field, or ``.txt`` one per line) or from a Hub dataset (default
-``proj-persona/PersonaHub``, config ``persona``, column ``persona``) and ranks them by cosine
-similarity with a SentenceTransformer (default the packaged ``all-MiniLM-L6-v2``; pass
+``persona`` field, or ``.txt`` one per line, ``#`` lines being comments) or from a Hub dataset
+(e.g. ``proj-persona/PersonaHub``, config ``persona``, column ``persona``) and ranks them by
+cosine similarity with a SentenceTransformer (default the packaged ``all-MiniLM-L6-v2``; pass
 ``model="BAAI/bge-m3"`` for the paper's choice). Persona embeddings are computed once per pool
 (and cached on disk when ``cache_dir`` is given).
+
+Offline, without ``--personas``, the pool is :meth:`PersonaPool.default`: 56 one-line personas
+written for hf-posbias (``hf_posbias/generation/data/personas.txt``, shipped in the wheel). They
+are the project's own, **not** PersonaHub's: a varied set of plausible searchers for
+Wikipedia-style articles (historians, engineers, clinicians, fans, curators …). For the paper's
+setting pass ``--personas proj-persona/PersonaHub``.
 
 Example:
     >>> from hf_posbias.generation.personas import PersonaPool
@@ -29,6 +35,9 @@ from hf_posbias.errors import InputError, first_line
 
 DEFAULT_PERSONA_DATASET = "proj-persona/PersonaHub"
 DEFAULT_PERSONA_MODEL = "all-MiniLM-L6-v2"
+DEFAULT_PERSONAS = "default"
+"""``--personas`` value (and the meaning of no value) for the project's own packaged pool."""
+DEFAULT_PERSONAS_SOURCE = "hf-posbias default personas"
 
 # Embedding models by name, loaded once per process and shared by every pool.
 _ENCODERS: dict[str, Any] = {}
@@ -77,6 +86,8 @@ class PersonaPool:
     ) -> PersonaPool:
         """Personas from a ``.jsonl`` (``persona`` field) or ``.txt`` (one per line) file.
 
+        In a ``.txt`` file, lines starting with ``#`` are comments.
+
         Example:
             >>> PersonaPool.from_file("/nonexistent.txt")
             Traceback (most recent call last):
@@ -101,9 +112,30 @@ class PersonaPool:
                     if not isinstance(record, dict) or not isinstance(record.get(field_name), str):
                         raise InputError(f"{path}:{lineno}: no string field {field_name!r}")
                     personas.append(record[field_name])
-                else:
+                elif not line.lstrip().startswith("#"):
                     personas.append(line)
         return cls(personas, model=model, source=str(path), cache_dir=cache_dir)
+
+    @classmethod
+    def default(
+        cls, model: str = DEFAULT_PERSONA_MODEL, cache_dir: str | None = None
+    ) -> PersonaPool:
+        """The project's own packaged pool (56 personas; not PersonaHub), available offline.
+
+        Example:
+            >>> pool = PersonaPool.default()
+            >>> len(pool.personas), pool.source
+            (56, 'hf-posbias default personas')
+        """
+        from importlib.resources import files
+
+        with (
+            files("hf_posbias.generation")
+            .joinpath("data", "personas.txt")
+            .open(encoding="utf-8") as handle
+        ):
+            lines = [line for line in handle if not line.lstrip().startswith("#")]
+        return cls(lines, model=model, source=DEFAULT_PERSONAS_SOURCE, cache_dir=cache_dir)
 
     @classmethod
     def from_hub(
@@ -149,7 +181,8 @@ class PersonaPool:
         limit: int | None = None,
         cache_dir: str | None = None,
     ) -> PersonaPool:
-        """A local file when ``spec`` is an existing path (or ends in .jsonl/.txt), else a Hub id.
+        """The default pool for ``"default"``; a local file when ``spec`` is an existing path (or
+        ends in .jsonl/.txt); else a Hub dataset id.
 
         Example:
             >>> PersonaPool.load("missing.jsonl")
@@ -158,6 +191,8 @@ class PersonaPool:
             hf_posbias.errors.InputError: persona file not found: missing.jsonl
         """
         text = str(spec)
+        if text == DEFAULT_PERSONAS and not Path(text).exists():
+            return cls.default(model=model, cache_dir=cache_dir)
         if Path(text).exists() or Path(text).suffix in (".jsonl", ".json", ".txt"):
             return cls.from_file(text, model=model, limit=limit, cache_dir=cache_dir)
         return cls.from_hub(text, model=model, limit=limit, cache_dir=cache_dir)

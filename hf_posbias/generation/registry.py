@@ -40,7 +40,8 @@ def make_generator(name: str, **options: Any) -> QueryGenerator:
     id such as ``proj-persona/PersonaHub``, or a :class:`~hf_posbias.generation.personas.
     PersonaPool`), ``persona_model`` (embedding model for persona similarity,
     ``"all-MiniLM-L6-v2"``), ``persona_limit`` (read at most this many personas), ``top_k`` (20),
-    ``temperature`` (1.0), ``top_p`` (1.0), ``max_tokens`` (512), ``seed`` (0).
+    ``temperature`` (1.0), ``top_p`` (1.0), ``max_tokens`` (512), ``seed`` (0), ``constrained``
+    (True: each stage decoded under its JSON schema), ``progress`` (False: a bar per stage).
 
     Example:
         >>> make_generator("ict", seed=3).params()["seed"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 import socket
 import threading
@@ -14,7 +15,8 @@ from openai_server import LocalChatServer
 from hf_posbias.corpus import prepare_documents
 from hf_posbias.errors import BackendError, InputError
 from hf_posbias.generation import make_generator, run_generation
-from hf_posbias.generation.llm import parse_stage1, parse_stage2
+from hf_posbias.generation.backends import OpenAIChatBackend
+from hf_posbias.generation.llm import STAGE2_SCHEMA, parse_stage1, parse_stage2
 
 PERSONAS = [
     "a marine biologist who studies coral reefs",
@@ -34,18 +36,15 @@ class FakeOpenAI(LocalChatServer):
     third answers HTTP 400.
     """
 
-    def __init__(self) -> None:
-        self.requests: list[dict] = []
+    def __init__(self, response_format: str = "accept") -> None:
         self.hits: Counter[str] = Counter()
         self.lock = threading.Lock()
-        super().__init__(self.answer)
+        super().__init__(self.answer, response_format=response_format)
 
     def answer(self, path: str, body: dict) -> tuple[int, str]:
         if path != "/v1/chat/completions":
             return 404, "no such route"
         prompt = body["messages"][-1]["content"]
-        with self.lock:
-            self.requests.append(body)
         if "TARGET SEGMENT" not in prompt:  # Stage 1
             title = re.search(r"^Title: (.*)$", prompt, re.M).group(1)
             with self.lock:
@@ -87,6 +86,18 @@ def _doc(doc_id: str, marker: str) -> dict:
     }
 
 
+def _openai(server: LocalChatServer, persona_file, minilm_path, **options):
+    """The "openai" generator on the local server, personas from ``persona_file``."""
+    return make_generator(
+        "openai",
+        model=options.pop("model", "m"),
+        base_url=server.url,
+        personas=str(persona_file),
+        persona_model=minilm_path,
+        **options,
+    )
+
+
 @pytest.fixture()
 def persona_file(tmp_path):
     path = tmp_path / "personas.jsonl"
@@ -105,16 +116,16 @@ def test_two_stage_generation_counts_failures_and_retries(tmp_path, persona_file
         ]
     )
     with FakeOpenAI() as server:
-        gen = make_generator(
-            "openai",
+        gen = _openai(
+            server,
+            persona_file,
+            minilm_path,
             model="test-model",
-            base_url=server.url,
-            personas=str(persona_file),
-            persona_model=minilm_path,
             top_k=3,
             max_retries=2,
             backoff=0.01,
             seed=7,
+            constrained=False,  # free-form: the paper's parse-failure accounting
         )
         cands, report = run_generation(docs, gen, tmp_path / "gen", shard_size=2, progress=False)
         requests = list(server.requests)
@@ -141,6 +152,8 @@ def test_two_stage_generation_counts_failures_and_retries(tmp_path, persona_file
         assert meta["difficulty"] == "high_school" and meta["query_length"] == "short"
         assert meta["reasoning"].startswith(f"You are {PERSONAS[0]}.")
         assert cand.generator == "openai" and cand.answer == seg.text.split()[0]
+        assert meta["stage1_decoding"] == meta["stage2_decoding"] == "free_form"
+    assert not any("response_format" in r for r in requests)
     stage1 = [r for r in requests if "TARGET SEGMENT" not in r["messages"][-1]["content"]]
     offered = re.findall(r"^\d\. (.*)$", stage1[0]["messages"][-1]["content"], re.M)
     assert len(offered) == 3 and offered[0] == PERSONAS[0]
@@ -174,8 +187,8 @@ def test_unreachable_endpoint_is_a_one_line_backend_error(tmp_path, persona_file
 
 
 def test_llm_generator_option_errors(persona_file):
-    with pytest.raises(InputError, match="needs personas"):
-        make_generator("openai", model="m")
+    with pytest.raises(InputError, match="persona file not found"):
+        make_generator("openai", model="m", personas="missing.txt")
     with pytest.raises(InputError, match="needs a model"):
         make_generator("local-lm", personas=str(persona_file))
     with pytest.raises(InputError, match="does not take option"):
@@ -207,3 +220,101 @@ def test_stage_parsers_validate_fields_and_enumerations():
         parse_stage2('{"query": "", "answer": "x"}')
     with pytest.raises(ValueError, match="stage2_parse_error"):
         parse_stage2("```json\n{oops}\n```")
+
+
+def _schema_obeying_model(path: str, body: dict) -> tuple[int, str]:
+    """A model that answers JSON only under response_format (prose otherwise), like a tiny LM."""
+    prompt = body["messages"][-1]["content"]
+    if "response_format" not in body:
+        return 200, "Sure! Here is what I think about this document in plain words."
+    schema = body["response_format"]["json_schema"]["schema"]
+    if "TARGET SEGMENT" not in prompt:
+        n = max(schema["properties"]["persona"]["enum"])
+        return 200, json.dumps({"persona": n, "difficulty": "phd", "query_length": "long"})
+    position = re.search(r'<target_segment position="(\w+)">', prompt).group(1)
+    return 200, json.dumps({"query": f"{position} query", "answer": "a", "reasoning": "r"})
+
+
+def test_endpoint_gets_the_json_schemas_as_response_format(tmp_path, persona_file, minilm_path):
+    docs, _ = prepare_documents([_doc("a", ""), _doc("b", "")])
+    with LocalChatServer(_schema_obeying_model) as server:
+        gen = _openai(server, persona_file, minilm_path, top_k=4)
+        cands, report = run_generation(docs, gen, tmp_path / "gen", progress=False)
+        requests = list(server.requests)
+    assert report.documents_excluded == {} and report.positions_skipped == {}
+    assert sorted(c.query for c in cands) == sorted(
+        ["begin query", "middle query", "end query"] * 2
+    )
+    assert {c.meta_dict["persona"] for c in cands} == {gen.personas.top_k(docs[0].text, 4)[3]}
+    assert all(c.meta_dict["stage1_decoding"] == "json_schema" for c in cands)
+    assert all(c.meta_dict["stage2_decoding"] == "json_schema" for c in cands)
+    assert len(requests) == 2 + 6  # no retry, no fallback
+    formats = [r["response_format"] for r in requests]
+    assert all(f["type"] == "json_schema" and f["json_schema"]["strict"] for f in formats)
+    stage1 = formats[0]["json_schema"]
+    assert stage1["name"] == "stage1_configuration"
+    assert stage1["schema"]["properties"]["persona"]["enum"] == [1, 2, 3, 4]
+    stage2 = next(f["json_schema"] for f in formats if f["json_schema"]["name"] == "stage2_query")
+    # Strict structured outputs take no string-length keywords: endpoints bound by max_tokens.
+    assert "maxLength" not in json.dumps(stage2["schema"])
+    assert stage2["schema"]["required"] == STAGE2_SCHEMA["required"]
+
+
+def test_endpoint_refusing_response_format_falls_back_free_form_counted(
+    tmp_path, persona_file, minilm_path, caplog
+):
+    docs, _ = prepare_documents([_doc("a", ""), _doc("b", "BADCONFIG"), _doc("c", "")])
+    with FakeOpenAI(response_format="refuse") as server:
+        gen = _openai(
+            server,
+            persona_file,
+            minilm_path,
+            top_k=3,
+            max_concurrency=1,  # one request at a time: the refusal is seen exactly once
+        )
+        with caplog.at_level(logging.WARNING):
+            cands, report = run_generation(docs, gen, tmp_path / "gen", progress=False)
+        requests = list(server.requests)
+    # The refused request was repeated free-form; every later request went free-form directly.
+    with_schema = [r for r in requests if "response_format" in r]
+    assert len(with_schema) == 1 and len(requests) == 3 + 6 + 1
+    assert gen.backend.schema_refused and "HTTP 400" in gen.backend.schema_refused
+    assert report.documents_excluded == {"stage1_parse_error": 1}  # BADCONFIG: prose, counted
+    assert len(cands) == 6
+    assert all(c.meta_dict["stage1_decoding"] == "free_form_fallback" for c in cands)
+    assert all(c.meta_dict["stage2_decoding"] == "free_form_fallback" for c in cands)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert sum("refused response_format (" in w for w in warnings) == 1
+    assert any("stage 1: 3 of 3 request(s) answered free-form" in w for w in warnings)
+    assert any("stage 2: 6 of 6 request(s) answered free-form" in w for w in warnings)
+
+
+def test_request_rejected_anyway_is_not_taken_for_a_schema_refusal():
+    def answer(path: str, body: dict) -> tuple[int, str]:
+        return 400, "prompt is longer than the context window"
+
+    with LocalChatServer(answer) as server:
+        backend = OpenAIChatBackend("m", base_url=server.url, max_retries=0)
+        [reply] = backend.complete_many(
+            [[{"role": "user", "content": "hi"}]], json_schema=STAGE2_SCHEMA
+        )
+        sent = list(server.requests)
+    assert isinstance(reply, BackendError) and "context window" in str(reply)
+    assert [("response_format" in r) for r in sent] == [True, False]
+    assert backend.schema_refused is None
+
+
+def test_default_personas_are_the_projects_own_pool(tmp_path, minilm_path):
+    docs, _ = prepare_documents([_doc("a", "")])
+    with LocalChatServer(_schema_obeying_model) as server:
+        gen = make_generator(
+            "openai", model="m", base_url=server.url, persona_model=minilm_path, top_k=5
+        )
+        cands, _ = run_generation(docs, gen, tmp_path / "gen", progress=False)
+        prompt = server.requests[0]["messages"][-1]["content"]
+    assert gen.params()["personas"]["source"] == "hf-posbias default personas"
+    offered = re.findall(r"^\d\. (.*)$", prompt, re.M)
+    assert len(offered) == 5 and all(p in gen.personas.personas for p in offered)
+    # Ranked by MiniLM similarity to a text about reef fish: the naturalists come first.
+    assert any(w in offered[0] for w in ("birdwatcher", "conservationist", "biologist"))
+    assert {c.meta_dict["persona"] for c in cands} == {offered[4]}

@@ -51,3 +51,25 @@ def test_top_k_ranks_by_similarity_and_caches(tmp_path, minilm_path):
     again = PersonaPool(PERSONAS, model=minilm_path, cache_dir=str(tmp_path))
     assert again.top_k(lava, k=1) == [PERSONAS[4]]
     assert again.params()["fingerprint"] == pool.params()["fingerprint"]
+
+
+def test_default_pool_is_packaged_and_documented_as_the_projects_own(tmp_path):
+    from importlib.resources import files
+
+    data = files("hf_posbias.generation").joinpath("data", "personas.txt").read_text("utf-8")
+    header = [line for line in data.splitlines() if line.startswith("#")]
+    assert header and "NOT taken from PersonaHub" in " ".join(header)
+    pool = PersonaPool.default()
+    assert pool.personas == PersonaPool.load("default").personas
+    assert 30 <= len(pool.personas) <= 80 and not any(p.startswith("#") for p in pool.personas)
+    assert pool.params()["source"] == "hf-posbias default personas"
+    # Comment lines in any .txt pool are skipped.
+    txt = tmp_path / "p.txt"
+    txt.write_text("# my pool\na cook\n  # indented comment\na pilot\n")
+    assert PersonaPool.from_file(txt).personas == ["a cook", "a pilot"]
+
+
+def test_default_pool_ranks_by_similarity(minilm_path):
+    pool = PersonaPool.default(model=minilm_path)
+    football = "Manchester United won the Premier League and the FA Cup in the 1998-99 season."
+    assert "football" in pool.top_k(football, k=1)[0]
