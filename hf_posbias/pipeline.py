@@ -89,6 +89,9 @@ logger = logging.getLogger(__name__)
 
 # Stage folders inside the work directory and the verbs that make them.
 CORPUS, HELDOUT, CANDIDATES, SCORED, TRAIN = "corpus", "heldout", "candidates", "scored", "train"
+AUDIT_BACKENDS: tuple[str, ...] = ("openai", "local-lm")
+"""Where the LLM segment audit's judge runs (``posbias verify --audit-backend``)."""
+
 _MADE_BY = {
     CORPUS: "posbias corpus",
     CANDIDATES: "posbias generate",
@@ -367,6 +370,30 @@ def load_scored_pool(work: Path) -> list[dict[str, Any]]:
     return load_pool(Path(work) / SCORED)
 
 
+def check_audit_options(per_stratum: int, backend: str, constrained: bool) -> None:
+    """Validate the audit's options before any stage runs (one-line :class:`InputError`).
+
+    A constrained local judge needs llguidance and a schema it compiles: checked here too.
+
+    Example:
+        >>> check_audit_options(0, "openai", True)
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: --audit-per-stratum must be >= 1, got 0
+    """
+    if per_stratum < 1:
+        raise InputError(f"--audit-per-stratum must be >= 1, got {per_stratum}")
+    if backend not in AUDIT_BACKENDS:
+        raise InputError(
+            f"unknown audit backend {backend!r}; choose from {', '.join(AUDIT_BACKENDS)}"
+        )
+    if backend == "local-lm" and constrained:
+        from hf_posbias.generation.constrained import compile_json_schema
+        from hf_posbias.verification.audit import AUDIT_SCHEMA
+
+        compile_json_schema(AUDIT_SCHEMA)
+
+
 def run_audit_stage(
     work: Path,
     model: str,
@@ -377,23 +404,43 @@ def run_audit_stage(
     echo: Echo = _silent,
     *,
     progress: bool = True,
+    backend: str = "openai",
+    constrained: bool = True,
 ) -> Any:
     """YHP26's LLM segment audit of the scored pool (TargetYes / DistractorNo / Exclusive per
-    margin stratum) through an OpenAI-compatible endpoint; written to ``work/scored/audit.json``.
-    δ is the one the pool was verified at (the verify manifest).
+    margin stratum); written to ``work/scored/audit.json``. δ is the one the pool was verified
+    at (the verify manifest).
+
+    ``backend`` is ``"openai"`` (any OpenAI-compatible endpoint at ``base_url``) or
+    ``"local-lm"`` (``model`` is a local folder, Hub id, ``.gguf`` or ``smollm2-135m``); with
+    ``constrained`` the judge answers under the audit's JSON schema, as query generation does.
     """
-    from hf_posbias.generation.backends import OpenAIChatBackend
+    from hf_posbias.generation.backends import OpenAIChatBackend, TransformersChatBackend
     from hf_posbias.verification.audit import audit_segments
 
-    if per_stratum < 1:
-        raise InputError(f"--audit-per-stratum must be >= 1, got {per_stratum}")
+    check_audit_options(per_stratum, backend, constrained)
     pool = load_scored_pool(work)
     delta = float(stage_parameters(Path(work) / SCORED, _MADE_BY[SCORED])["delta"])
-    backend = OpenAIChatBackend(model, base_url=base_url, api_key_env=api_key_env)
+    if backend == "local-lm":
+        chat: Any = TransformersChatBackend(model)
+        chat.load()
+    else:
+        chat = OpenAIChatBackend(model, base_url=base_url, api_key_env=api_key_env)
     report = audit_segments(
-        pool, backend, per_stratum=per_stratum, seed=seed, delta=delta, progress=progress
+        pool,
+        chat,
+        per_stratum=per_stratum,
+        seed=seed,
+        delta=delta,
+        progress=progress,
+        constrained=constrained,
     )
-    judge = {"model": model, "base_url": base_url}
+    judge = {
+        "model": model,
+        "backend": backend,
+        "base_url": base_url if backend == "openai" else None,
+        "constrained": constrained,
+    }
     write_json(Path(work) / SCORED / "audit.json", {"judge": judge, **report.to_dict()})
     for line in report.summary_lines():
         echo(line)

@@ -196,10 +196,17 @@ def test_corpus_outside_every_bin_is_reported(
 
 
 @pytest.mark.shared_data
+@pytest.mark.parametrize("server_schema", ["accept", "refuse"])
 def test_llm_segment_audit_through_a_local_endpoint(
-    built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+    built: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture,
+    server_schema: str,
 ) -> None:
-    """`posbias verify --audit-model` asks a judge per segment over a real HTTP endpoint."""
+    """`posbias verify --audit-model` asks a judge per segment over a real HTTP endpoint, under
+    the audit's JSON schema (``response_format``), or free-form (counted) where the server
+    refuses it."""
     import re
     import shutil
 
@@ -212,12 +219,15 @@ def test_llm_segment_audit_through_a_local_endpoint(
         question = re.search(r"Question: (.*)\n", prompt).group(1).lower()
         words = [w for w in re.findall(r"[a-z]{4,}", question)]
         hits = sum(w in passage for w in words)
-        return 200, "yes" if words and hits / len(words) > 0.6 else "no"
+        verdict = "yes" if words and hits / len(words) > 0.6 else "no"
+        if "response_format" in body:
+            return 200, json.dumps({"answer": verdict})
+        return 200, verdict
 
     work = tmp_path / "work"
     shutil.copytree(built / "work", work)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local-test")
-    with LocalChatServer(judge) as server:
+    with LocalChatServer(judge, response_format=server_schema) as server:
         code = main(
             [
                 "verify",
@@ -242,6 +252,39 @@ def test_llm_segment_audit_through_a_local_endpoint(
     retained = next(s for label, s in strata.items() if label.startswith(">="))
     assert retained["audited"] > 0 and 0 <= retained["target_yes"] <= 100
     assert "TargetYes" in capsys.readouterr().out
+    assert audit["judge"]["constrained"] is True and audit["judge"]["backend"] == "openai"
+    replies = sum(s["audited"] for s in audit["strata"]) * 3
+    decoding = "json_schema" if server_schema == "accept" else "free_form_fallback"
+    assert audit["decodings"] == {decoding: replies}
+
+
+@pytest.mark.shared_data
+def test_llm_segment_audit_with_a_local_lm_judge(
+    built: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """`posbias verify --audit-backend local-lm`: a local causal LM judges offline, every reply
+    decoded under the audit's schema, so none is unparsed even from random weights."""
+    import shutil
+
+    from hf_posbias.testing import build_tiny_checkpoint
+
+    judge = build_tiny_checkpoint("llama", tmp_path / "judge", head="causal-lm", max_positions=4096)
+    work = tmp_path / "work"
+    shutil.copytree(built / "work", work)
+    argv = ["verify", "--work", str(work), "--no-progress", "--audit-model", judge]
+    argv += ["--audit-backend", "local-lm", "--audit-per-stratum", "1"]
+    assert main(argv) == 0
+    audit = json.loads((work / "scored" / "audit.json").read_text())
+    assert audit["judge"] == {
+        "model": judge,
+        "backend": "local-lm",
+        "base_url": None,
+        "constrained": True,
+    }
+    audited = sum(s["audited"] for s in audit["strata"])
+    assert audited >= 3 and audit["decodings"] == {"json_schema": 3 * audited}
+    assert all(s["unparsed_answers"] == 0 for s in audit["strata"])
+    assert "replies decoded: json_schema" in capsys.readouterr().out
 
 
 # --------------------------------------------------------------------------- a synthetic corpus

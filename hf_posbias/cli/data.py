@@ -202,8 +202,10 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     from hf_posbias.verification.panel import check_delta
 
     work = _work(args)
-    if args.audit_model and args.audit_per_stratum < 1:
-        raise InputError(f"--audit-per-stratum must be >= 1, got {args.audit_per_stratum}")
+    if args.audit_model:
+        from hf_posbias.pipeline import check_audit_options
+
+        check_audit_options(args.audit_per_stratum, args.audit_backend, not args.audit_free_form)
     panel = make_stage_panel(args.panel, args.normalization, load=False)
     delta = check_delta(DEFAULT_DELTA if args.delta is None else args.delta, panel)
     panel.load()
@@ -222,6 +224,8 @@ def _cmd_verify(args: argparse.Namespace) -> int:
             args.seed,
             _echo,
             progress=not args.no_progress,
+            backend=args.audit_backend,
+            constrained=not args.audit_free_form,
         )
     return 0
 
@@ -341,6 +345,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--audit-model",
         help="run YHP26's segment audit (TargetYes / DistractorNo / Exclusive per margin "
         "stratum) with this model on an OpenAI-compatible endpoint",
+    )
+    audit.add_argument(
+        "--audit-backend",
+        choices=("openai", "local-lm"),
+        default="openai",
+        help="openai: an OpenAI-compatible endpoint (--base-url); local-lm: a local causal LM "
+        "(folder, Hub id, .gguf or smollm2-135m)",
+    )
+    audit.add_argument(
+        "--audit-free-form",
+        action="store_true",
+        help="ask for one free-form word instead of decoding the judge's reply under its JSON "
+        'schema ({"answer": "yes"|"no"})',
     )
     audit.add_argument("--base-url", help="the audit model's endpoint (default: OpenAI)")
     audit.add_argument("--api-key-env", default="OPENAI_API_KEY", help="env var with the key")

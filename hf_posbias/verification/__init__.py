@@ -19,7 +19,14 @@ Example:
 
 from __future__ import annotations
 
-from hf_posbias.verification.audit import AuditReport, AuditStratum, audit_segments, parse_yes_no
+from hf_posbias.verification.audit import (
+    AUDIT_SCHEMA,
+    AuditReport,
+    AuditStratum,
+    audit_segments,
+    parse_judge_reply,
+    parse_yes_no,
+)
 from hf_posbias.verification.members import (
     BM25_NORMALIZATIONS,
     CROSS_ENCODER_NORMALIZATIONS,
@@ -49,6 +56,7 @@ from hf_posbias.verification.report import (
 from hf_posbias.verification.stage import load_scored_pool, run_verification
 
 __all__ = [
+    "AUDIT_SCHEMA",
     "BM25_NORMALIZATIONS",
     "CROSS_ENCODER_NORMALIZATIONS",
     "DEFAULT_DELTA",
@@ -70,6 +78,7 @@ __all__ = [
     "margin_stratum",
     "normalize_scores",
     "parse_panel",
+    "parse_judge_reply",
     "parse_yes_no",
     "report_thresholds",
     "run_verification",

@@ -6,15 +6,22 @@ segment (the judge never learns which segment is the target). TargetYes = the ta
 judged answering; DistractorNo = a non-target segment judged not answering; Exclusive = target
 yes and both distractors no. Unparseable replies and failed calls are counted, never guessed.
 
-The chat backend is called in one place, :func:`ask_judge`.
+The chat backend is called in one place, :func:`ask_judge`. By default the judge answers under
+:data:`AUDIT_SCHEMA` (``{"answer": "yes"|"no"}``), the same schema-constrained decoding as query
+generation (:mod:`hf_posbias.generation.constrained` for a local LM, ``response_format`` for an
+endpoint, with the endpoint's counted free-form fallback); ``constrained=False`` asks for one
+free-form word, as YHP26 did. :func:`parse_judge_reply` reads either.
 
 Example:
     >>> parse_yes_no("Yes, it can."), audit_messages("q?", "passage")[1]["role"]
     (True, 'user')
+    >>> parse_judge_reply('{"answer":"no"}'), parse_judge_reply("yes")
+    (False, True)
 """
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from collections.abc import Sequence
@@ -40,6 +47,22 @@ AUDIT_PROMPT = (
 )
 _YES_NO = re.compile(r"\b(yes|no)\b", re.I)
 
+AUDIT_SCHEMA: dict[str, Any] = {
+    "title": "segment audit",
+    "type": "object",
+    "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
+    "required": ["answer"],
+    "additionalProperties": False,
+}
+"""The judge's reply under constrained decoding: ``{"answer": "yes"}`` or ``{"answer": "no"}``."""
+
+CONSTRAINED_MAX_TOKENS = 16
+"""Token budget of a constrained reply: ``{"answer":"yes"}`` is 5–8 tokens in common tokenizers
+(the free-form budget, 4 tokens, would cut it)."""
+
+FREE_FORM_MAX_TOKENS = 4
+"""Token budget of a free-form reply (one word, YHP26)."""
+
 
 def audit_messages(query: str, segment: str) -> list[dict[str, str]]:
     """The judge's chat messages for one segment (the target position is never revealed)."""
@@ -58,6 +81,26 @@ def parse_yes_no(text: str) -> bool | None:
     """
     match = _YES_NO.search(text or "")
     return None if match is None else match.group(1).lower() == "yes"
+
+
+def parse_judge_reply(text: str) -> bool | None:
+    """The judge's answer: the ``answer`` of a :data:`AUDIT_SCHEMA` reply, else the first
+    yes/no word (a free-form reply, or an endpoint that fell back to free-form).
+
+    Example:
+        >>> parse_judge_reply('{"answer":"yes"}'), parse_judge_reply('{"answer":"maybe"}')
+        (True, None)
+        >>> parse_judge_reply("No."), parse_judge_reply("")
+        (False, None)
+    """
+    try:
+        reply = json.loads(text)
+    except (TypeError, ValueError):
+        return parse_yes_no(text)
+    if isinstance(reply, dict):
+        answer = str(reply.get("answer", "")).strip().lower()
+        return {"yes": True, "no": False}.get(answer)
+    return parse_yes_no(text)
 
 
 @dataclass
@@ -83,6 +126,9 @@ class AuditReport:
     per_stratum: int
     seed: int
     strata: list[AuditStratum] = field(default_factory=list)
+    decodings: dict[str, int] = field(default_factory=dict)
+    """Replies by how they were decoded (``json_schema``, ``free_form``, ``free_form_fallback``:
+    the endpoint refused the schema)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable form."""
@@ -97,6 +143,7 @@ class AuditReport:
             per_stratum=int(data["per_stratum"]),
             seed=int(data["seed"]),
             strata=strata,
+            decodings=dict(data.get("decodings", {})),
         )
 
     def to_markdown(self) -> str:
@@ -136,6 +183,9 @@ class AuditReport:
     def summary_lines(self) -> list[str]:
         """Human-readable lines for the CLI."""
         lines = [f"audit: up to {self.per_stratum} candidates per stratum, seed {self.seed}"]
+        if self.decodings:
+            counts = ", ".join(f"{k} {v}" for k, v in sorted(self.decodings.items()))
+            lines.append(f"  replies decoded: {counts}")
         for s in self.strata:
             lines.append(
                 f"  {s.stratum}: audited {s.audited}/{s.candidates} "
@@ -154,9 +204,10 @@ def audit_segments(
     seed: int = 42,
     delta: float = DEFAULT_DELTA,
     temperature: float = 0.0,
-    max_tokens: int = 4,
+    max_tokens: int | None = None,
     batch_size: int = 64,
     progress: bool = True,
+    constrained: bool = True,
 ) -> AuditReport:
     """Ask a yes/no LLM judge, segment by segment, whether each segment answers the query.
 
@@ -164,7 +215,9 @@ def audit_segments(
     ``per_stratum`` candidates per stratum are drawn (sorted by ``candidate_id``, then a seeded
     draw). For each: TargetYes = the target segment judged answering; DistractorNo = a
     non-target segment judged not answering; Exclusive = target yes and both distractors no.
-    Unparseable replies and failed calls are counted, never guessed.
+    Unparseable replies and failed calls are counted, never guessed. ``constrained`` decodes
+    each reply under :data:`AUDIT_SCHEMA`; ``max_tokens`` defaults to
+    :data:`CONSTRAINED_MAX_TOKENS` or :data:`FREE_FORM_MAX_TOKENS` accordingly.
     """
     if per_stratum < 1:
         raise InputError(f"per_stratum must be >= 1, got {per_stratum}")
@@ -194,7 +247,14 @@ def audit_segments(
         max_tokens=max_tokens,
         batch_size=batch_size,
         progress=progress,
+        json_schema=AUDIT_SCHEMA if constrained else None,
     )
+
+    for reply in replies:
+        if not isinstance(reply, Exception):
+            # Plain strings come from backends that do not say how they decoded.
+            decoding = getattr(reply, "decoding", "free_form")
+            report.decodings[decoding] = report.decodings.get(decoding, 0) + 1
 
     tallies = {s.stratum: {"ty": [0, 0], "dn": [0, 0], "ex": [0, 0]} for s in report.strata}
     stratum_of = {s.stratum: s for s in report.strata}
@@ -210,7 +270,7 @@ def audit_segments(
                 s.failed_calls += 1
                 answers.append(None)
                 continue
-            ans = parse_yes_no(reply)
+            ans = parse_judge_reply(reply)
             if ans is None:
                 s.unparsed_answers += 1
             answers.append(ans)
@@ -243,22 +303,29 @@ def ask_judge(
     *,
     seed: int,
     temperature: float,
-    max_tokens: int,
+    max_tokens: int | None,
     batch_size: int,
     progress: bool = True,
+    json_schema: dict[str, Any] | None = None,
 ) -> list[str | Exception]:
     """Send the judge's requests through ``backend``, in batches; one reply (or error) each.
 
     The one place the audit talks to a chat model: each request gets its own seed, stable
-    across reruns and batch sizes.
+    across reruns and batch sizes; with ``json_schema`` every reply is decoded under it.
     """
+    if max_tokens is None:
+        max_tokens = FREE_FORM_MAX_TOKENS if json_schema is None else CONSTRAINED_MAX_TOKENS
     replies: list[str | Exception] = []
     bar = progress_bar(total=len(requests), desc="audit", unit="call", disable=not progress)
     for start in range(0, len(requests), batch_size):
         batch = list(requests[start : start + batch_size])
         seeds = [stable_seed("audit", seed, start + i) for i in range(len(batch))]
         out = backend.complete_many(
-            batch, temperature=temperature, max_tokens=max_tokens, seeds=seeds
+            batch,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            seeds=seeds,
+            json_schema=json_schema,
         )
         if len(out) != len(batch):
             raise RuntimeError(f"backend returned {len(out)} replies for {len(batch)} requests")

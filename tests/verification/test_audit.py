@@ -1,12 +1,15 @@
-"""YHP26's LLM segment audit: per-stratum agreement, seeded draws, failures counted."""
+"""YHP26's LLM segment audit: per-stratum agreement, seeded draws, failures counted, the judge's
+reply decoded under its JSON schema (as query generation is) or free-form."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 from verification_rows import row
 
 from hf_posbias.errors import InputError
-from hf_posbias.verification import AuditReport, audit_segments
+from hf_posbias.verification import AUDIT_SCHEMA, AuditReport, audit_segments
 
 
 class SubstringJudge:
@@ -14,9 +17,13 @@ class SubstringJudge:
 
     def __init__(self) -> None:
         self.requests: list[list[dict[str, str]]] = []
+        self.schemas: list[dict | None] = []
 
-    def complete_many(self, batch, *, temperature=1.0, top_p=1.0, max_tokens=256, seeds=None):
+    def complete_many(
+        self, batch, *, temperature=1.0, top_p=1.0, max_tokens=256, seeds=None, json_schema=None
+    ):
         assert seeds is not None and len(seeds) == len(batch)
+        self.schemas.append(json_schema)
         out: list[str | Exception] = []
         for messages in batch:
             self.requests.append(messages)
@@ -27,12 +34,15 @@ class SubstringJudge:
                 out.append("I am not sure.")
             elif "broken" in question and "zzz" in passage:
                 out.append(RuntimeError("HTTP 500"))
+            elif json_schema is not None:
+                out.append(json.dumps({"answer": "yes" if question in passage else "no"}))
             else:
                 out.append("Yes." if question in passage else "No")
         return out
 
 
-def test_audit_segments_counts_per_stratum() -> None:
+@pytest.mark.parametrize("constrained", [True, False])
+def test_audit_segments_counts_per_stratum(constrained: bool) -> None:
     rows = [
         # ≥0.3: exclusive (target yes, both distractors no)
         dict(row("a::begin", "begin", ["owls nest", "fish", "lions"], "owls nest"), margin=0.5),
@@ -46,8 +56,13 @@ def test_audit_segments_counts_per_stratum() -> None:
         dict(row("e::begin", "begin", ["broken", "zzz", "q"], "broken"), margin=0.15),
     ]
     judge = SubstringJudge()
-    report = audit_segments(rows, judge, per_stratum=10, seed=1, progress=False, batch_size=4)
+    report = audit_segments(
+        rows, judge, per_stratum=10, seed=1, progress=False, batch_size=4, constrained=constrained
+    )
     assert isinstance(report, AuditReport)
+    assert all(schema == (AUDIT_SCHEMA if constrained else None) for schema in judge.schemas)
+    # Plain strings from a backend that does not say how it decoded count as free-form.
+    assert report.decodings == {"free_form": 14}
     assert len(judge.requests) == 15
     # The judge never learns which segment is the target.
     assert not any("target" in m[-1]["content"].lower() for m in judge.requests)
@@ -80,3 +95,34 @@ def test_audit_sampling_is_seeded_and_capped() -> None:
     assert third.requests != first.requests
     with pytest.raises(InputError, match="no margin"):
         audit_segments([row("x::begin", "begin", ["a", "b", "c"])], first, progress=False)
+
+
+def _tiny_judge(tmp_path, family: str = "llama"):
+    from hf_posbias.generation.backends import TransformersChatBackend
+    from hf_posbias.testing import build_tiny_checkpoint
+
+    path = build_tiny_checkpoint(family, tmp_path / family, head="causal-lm", max_positions=2048)
+    return TransformersChatBackend(path, device="cpu")
+
+
+def test_a_random_lm_judge_answers_every_segment_under_the_schema(tmp_path) -> None:
+    """Even random weights give a parseable verdict for every segment when the reply is decoded
+    under AUDIT_SCHEMA; free-form, the replies are counted as free-form."""
+    import torch
+
+    torch.set_num_threads(1)
+    rows = [
+        dict(row(f"d{i}::begin", "begin", [f"w{i} owl", "fish", "lion"], f"w{i}"), margin=m)
+        for i, m in enumerate((0.5, 0.4, -0.2, 0.05))
+    ]
+    judge = _tiny_judge(tmp_path)
+    report = audit_segments(rows, judge, per_stratum=5, seed=0, progress=False, temperature=1.0)
+    assert report.decodings == {"json_schema": 12}
+    assert sum(s.unparsed_answers + s.failed_calls for s in report.strata) == 0
+    assert sum(s.audited for s in report.strata) == 4
+    assert all(s.target_yes is not None for s in report.strata if s.audited)
+
+    free = audit_segments(
+        rows, judge, per_stratum=5, seed=0, progress=False, temperature=1.0, constrained=False
+    )
+    assert free.decodings == {"free_form": 12}
