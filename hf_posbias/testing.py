@@ -47,20 +47,63 @@ def _corpus(extra_text: str | None) -> list[str]:
     return lines * 4
 
 
+def _wordpiece_vocab(
+    lines: list[str], vocab_size: int, normalizer: Any, pre_tokenizer: Any
+) -> dict[str, int]:
+    """Specials, every character (alone and as a ``##`` continuation), whole words, then the
+    commonest word-initial and ``##`` continuation pieces of 2–4 characters, each group by
+    descending frequency (ties by spelling), up to ``vocab_size``. The pieces keep unseen words
+    (e.g. real Wikipedia text) at about one token per 2–3 characters, as a trained WordPiece does.
+
+    Built here rather than by ``tokenizers``' ``WordPieceTrainer``, whose merges break count
+    ties in hash order: it returned a different vocabulary (382 or 383 tokens) from run to run,
+    so the "same" tiny model encoded text differently in each test session.
+    """
+    from collections import Counter
+
+    words: Counter[str] = Counter()
+    for line in lines:
+        text = normalizer.normalize_str(line)
+        words.update(word for word, _ in pre_tokenizer.pre_tokenize_str(text))
+    chars = sorted({c for word in words for c in word})
+    tokens = list(_SPECIALS_ENCODER) + chars + [f"##{c}" for c in chars]
+    seen = set(tokens)
+    pieces: Counter[str] = Counter()
+    for word, count in words.items():
+        for n in (2, 3, 4):
+            if len(word) > n:
+                pieces[word[:n]] += count
+            for start in range(1, len(word) - n + 1):
+                pieces[f"##{word[start : start + n]}"] += count
+    for group in (words, pieces):
+        for token, _ in sorted(group.items(), key=lambda kv: (-kv[1], kv[0])):
+            if len(tokens) >= vocab_size:
+                break
+            if token not in seen:
+                tokens.append(token)
+                seen.add(token)
+    return {token: index for index, token in enumerate(tokens)}
+
+
 def build_wordpiece_tokenizer(vocab_size: int = 512, extra_text: str | None = None) -> Any:
-    """A BERT-style WordPiece tokenizer trained locally (``[CLS] … [SEP]`` post-processing)."""
+    """A BERT-style WordPiece tokenizer built locally (``[CLS] … [SEP]`` post-processing),
+    identical on every call with the same arguments.
+
+    Example:
+        >>> tok = build_wordpiece_tokenizer()
+        >>> tok.tokenize("Position bias zq")
+        ['position', 'bias', 'z', '##q']
+    """
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
-    from tokenizers.trainers import WordPieceTrainer
     from transformers import PreTrainedTokenizerFast
 
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    normalizer = normalizers.BertNormalizer(lowercase=True)
+    pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    vocab = _wordpiece_vocab(_corpus(extra_text), vocab_size, normalizer, pre_tokenizer)
+    tok = Tokenizer(models.WordPiece(vocab=vocab, unk_token="[UNK]"))
+    tok.normalizer = normalizer
+    tok.pre_tokenizer = pre_tokenizer
     tok.decoder = decoders.WordPiece()
-    tok.train_from_iterator(
-        _corpus(extra_text),
-        WordPieceTrainer(vocab_size=vocab_size, special_tokens=_SPECIALS_ENCODER),
-    )
     cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]",

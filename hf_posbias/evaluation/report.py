@@ -41,15 +41,17 @@ RELATIVE_BINS = 20
 
 
 def with_interval(value: float | None, interval: tuple[float, float] | None) -> str | None:
-    """``0.8374 [0.79, 0.88]`` — a score and its interval as one table cell.
+    """``0.8374 [0.791, 0.880]`` — a score and its interval as one table cell.
+
+    Always four decimals (trailing zeros kept), so a column of scores lines up.
 
     Example:
-        >>> with_interval(0.83741, (0.7912, 0.8801)), with_interval(0.5, None)
-        ('0.8374 [0.791, 0.880]', '0.5')
+        >>> with_interval(0.83741, (0.7912, 0.8801)), with_interval(0.968, None)
+        ('0.8374 [0.791, 0.880]', '0.9680')
     """
     if value is None:
         return None
-    text = format_cell(float(value))
+    text = f"{float(value):.4f}"
     return text if interval is None else f"{text} [{interval[0]:.3f}, {interval[1]:.3f}]"
 
 

@@ -38,7 +38,7 @@ def test_tables(tmp_path):
     b = _summary("model-b", {"begin": 0.5, "middle": None, "end": 0.5})
     md_path, csv_path = write_summary_tables([a, b], tmp_path)
     md = md_path.read_text()
-    assert "| model-a | T | 0.6 | 0.5 |" in md  # mean 0.6, PSI 1 - 0.4/0.8
+    assert "| model-a | T | 0.6000 | 0.5000 |" in md  # mean 0.6, PSI 1 - 0.4/0.8
     assert "empty" in md and "middle (n=0)" in md
     rows = list(csv.DictReader(csv_path.open()))
     assert len(rows) == 6
@@ -108,7 +108,7 @@ def test_tables_and_plots_carry_the_intervals(tmp_path):
         )  # fmt: skip
     md_path, csv_path = write_summary_tables([s], tmp_path)
     md = md_path.read_text()
-    assert "0.8 [0.750, 0.850]" in md and "0.5 [0.400, 0.600]" in md  # bucket and PSI
+    assert "0.8000 [0.750, 0.850]" in md and "0.5000 [0.400, 0.600]" in md  # bucket and PSI
     rows = list(csv.DictReader(csv_path.open()))
     assert float(rows[0]["ci_low"]) == 0.75 and float(rows[0]["psi_ci_high"]) == 0.6
     png = plot_position_curves([s], tmp_path / "ci.png")
