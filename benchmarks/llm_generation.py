@@ -174,7 +174,9 @@ def main_(argv: list[str] | None = None) -> None:
         common = ["--work", str(work), "--seed", str(args.seed)]
         if main(["corpus", "--corpus", str(corpus), *common]) != 0:
             raise SystemExit(f"corpus stage failed for {name}")
-        resumed = (work / "candidates" / "report.json").exists()
+        # Any earlier output (finished, or shards of an interrupted run) means this run does
+        # part of the work at most: its time would overstate documents / min.
+        resumed = (work / "candidates").exists() and any((work / "candidates").iterdir())
         start, cpu_start = time.perf_counter(), time.process_time()
         code = main(["generate", *common, *RUNS[name]])
         seconds = None if resumed else time.perf_counter() - start
