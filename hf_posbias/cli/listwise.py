@@ -31,6 +31,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from hf_posbias.devices import INFERENCE_DTYPES
 from hf_posbias.errors import InputError
 
 _RUN_OUTPUTS = (
@@ -66,9 +67,9 @@ def _add_reranker(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--dtype",
-        choices=("auto", "float32", "bfloat16"),
+        choices=INFERENCE_DTYPES,
         default="auto",
-        help="auto: bf16 where the CPU/GPU supports it, else float32",
+        help="auto: bf16 on GPUs and on CPUs with native bf16 kernels, else float32",
     )
     p.add_argument("--device", default=None, help="torch device (default: cuda if available)")
     p.add_argument("--batch-size", type=int, default=8, help="windows per forward pass")
