@@ -9,6 +9,13 @@ Verbs:
     posbias listwise build-train   --task DIR --split train --out OUT [--teacher first-stage|CE]
     posbias listwise convert       --data FILE|HUB_ID --out OUT   (RankZephyr / FIRST data)
     posbias listwise rerank        --reranker R --requests FILE --out FILE   (rank_llm JSON)
+    posbias listwise train         --model M --data DIR --out DIR [--propensity FILE]
+                                   [--pos-aug n] [--max-steps N] [--passage-tokens N] …
+    posbias listwise compare       RUN_A RUN_B [--out DIR]   (two test folders, same queries)
+
+``train`` takes the flags of ``accelerate launch -m hf_posbias.listwise.train`` (generated from
+:class:`~hf_posbias.listwise.settings.ListwiseTrainingSettings` when the verb parses, so
+``posbias --help`` imports no transformers) and runs the same training in one process.
 
 ``test`` and ``propensity`` (and ``shuffle-eval``) resume an interrupted run from the finished
 queries in OUT; ``--overwrite`` starts again.
@@ -383,6 +390,43 @@ def _rerank(args: argparse.Namespace) -> int:
     return 0
 
 
+def _train(args: argparse.Namespace) -> int:
+    from hf_posbias.listwise.settings import ListwiseTrainingSettings
+    from hf_posbias.listwise.train import report, train_listwise
+    from hf_posbias.training.settings import settings_from_namespace
+
+    settings = settings_from_namespace(ListwiseTrainingSettings, args)
+    result = train_listwise(settings, echo=_echo)
+    _echo(report(result))
+    if result.card_path:
+        _echo(f"model card: {result.card_path}")
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from hf_posbias.listwise.compare import compare_runs, write_comparison
+    from hf_posbias.tables import as_table
+
+    labels = (args.label_a, args.label_b)
+    payload = compare_runs(
+        args.run_a,
+        args.run_b,
+        method=args.test,
+        n_resamples=args.n_resamples,
+        seed=args.seed,
+        labels=labels,
+    )
+    _echo(
+        f"{labels[1]} vs {labels[0]} on {payload['task']}: k={payload['k']}, "
+        f"{payload['queries']} queries, paired {args.test} test (Δ = {labels[1]} − {labels[0]})"
+    )
+    _echo(as_table(payload["table"]).to_markdown())
+    if args.out:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        _echo(f"wrote {write_comparison(args.out, payload)}")
+    return 0
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``posbias listwise`` and its verbs."""
     top = subparsers.add_parser(
@@ -467,5 +511,36 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--k", type=int, default=None, help="rerank the top k (default: all)")
     p.add_argument("--out", required=True, help="results file (.json or .jsonl)")
     p.set_defaults(func=_rerank)
+
+    from hf_posbias.listwise.settings import ListwiseTrainingSettings
+    from hf_posbias.training.settings import defer_settings_arguments
+
+    p = verbs.add_parser(
+        "train",
+        help="DebiasFirst fine-tune of a causal LM: λ·L_Rank(-IPS) + L_LM (Q26)",
+        description="Fine-tune a causal LM as a FIRST-style listwise reranker with the "
+        "DebiasFirst loss, on one process (multi-GPU: accelerate launch -m "
+        "hf_posbias.listwise.train with the same flags). --global-batch counts windows per "
+        "step (Q26: 8).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    defer_settings_arguments(p, ListwiseTrainingSettings)
+    p.set_defaults(func=_train)
+
+    p = verbs.add_parser("compare", help="paired test between two test runs (same queries)")
+    p.add_argument("run_a", help="posbias listwise test folder A (e.g. the base model)")
+    p.add_argument("run_b", help="posbias listwise test folder B (e.g. the fine-tune)")
+    p.add_argument("--label-a", default="A", help="name of run A in the table")
+    p.add_argument("--label-b", default="B", help="name of run B in the table")
+    p.add_argument(
+        "--test",
+        choices=("randomization", "bootstrap"),
+        default="randomization",
+        help="paired test (per query, shared by all positions)",
+    )
+    p.add_argument("--n-resamples", type=int, default=1000, help="test resamples")
+    p.add_argument("--seed", type=int, default=0, help="resampling seed")
+    p.add_argument("--out", default=None, help="folder for comparison.json")
+    p.set_defaults(func=_compare)
 
     top.set_defaults(func=lambda args: top.print_help() or 1)
