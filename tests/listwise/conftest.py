@@ -44,6 +44,13 @@ def beir_task(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def shared_beir_task(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same tiny BEIR folder, built once per session (for module- and session-scoped
+    fixtures; tests that write into the task use ``beir_task``)."""
+    return write_beir(tmp_path_factory.mktemp("shared-beir") / "beir")
+
+
+@pytest.fixture(scope="session")
 def tiny_llm(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A tiny random Llama causal LM (2,048 positions: room for a 20-passage window) whose
     byte-level BPE tokenizer has single-token letters after ``[``."""
