@@ -38,21 +38,15 @@ CHROMIUM_ARGS = [
 ]
 
 
-def load_app():
-    spec = importlib.util.spec_from_file_location("evidence_moving_space_app", APP)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve annotations through sys.modules
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_allow_list_and_input_caps(tmp_path, monkeypatch, tiny_sentence_transformer) -> None:
+def test_allow_list_and_input_caps(
+    tmp_path, monkeypatch, tiny_sentence_transformer, space_app
+) -> None:
     root = tmp_path / "ckpts"
     shutil.copytree(tiny_sentence_transformer, root / "run-begin")
     (root / "not-a-model").mkdir()
     monkeypatch.setenv("POSBIAS_SPACE_CHECKPOINTS", str(root))
     monkeypatch.setenv("POSBIAS_SPACE_HUB_MODELS", "org/model-a, org/model-b")
-    app = load_app()
+    app = space_app
     allowed = app.allowed_models()
     assert "local:run-begin" in allowed and "local:not-a-model" not in allowed
     assert {"org/model-a", "org/model-b"} <= set(allowed)
@@ -135,10 +129,10 @@ def log_text(tmp_path: Path) -> str:
 
 
 @pytest.mark.browser
-def test_first_example_renders_a_curve_and_errors_show(space_server, tmp_path) -> None:
+def test_first_example_renders_a_curve_and_errors_show(space_server, tmp_path, space_app) -> None:
     from playwright.sync_api import sync_playwright
 
-    app = load_app()
+    app = space_app
     curve_ready = (
         "() => { const t = document.querySelector('#curve-data textarea');"
         " return t !== null && t.value.includes('evidence_moving'); }"
