@@ -134,6 +134,16 @@ EXAMPLES: list[dict[str, str]] = [
 # --------------------------------------------------------------------------- model allow-list
 
 
+def checkpoint_folders(marker: str) -> dict[str, str]:
+    """``local:<folder>`` → path of every folder under ``$POSBIAS_SPACE_CHECKPOINTS``, one or
+    two levels deep, that holds the file ``marker``."""
+    root = os.environ.get("POSBIAS_SPACE_CHECKPOINTS", "").strip()
+    if not root or not Path(root).is_dir():
+        return {}
+    markers = sorted(Path(root).glob(f"*/{marker}")) + sorted(Path(root).glob(f"*/*/{marker}"))
+    return {f"local:{m.parent.relative_to(root).as_posix()}": str(m.parent) for m in markers}
+
+
 def allowed_models() -> dict[str, str]:
     """Display name → what to load, for every model the Space may use.
 
@@ -145,14 +155,8 @@ def allowed_models() -> dict[str, str]:
     packaged = packaged_model_path(DEFAULT_MODEL)
     if packaged:
         models[DEFAULT_MODEL] = packaged
-    root = os.environ.get("POSBIAS_SPACE_CHECKPOINTS", "").strip()
-    if root and Path(root).is_dir():
-        # A checkpoint is a SentenceTransformer folder (modules.json), one or two levels deep.
-        for marker in sorted(Path(root).glob("*/modules.json")) + sorted(
-            Path(root).glob("*/*/modules.json")
-        ):
-            folder = marker.parent
-            models[f"local:{folder.relative_to(root).as_posix()}"] = str(folder)
+    # A checkpoint is a SentenceTransformer folder (modules.json).
+    models.update(checkpoint_folders("modules.json"))
     for hub_id in os.environ.get("POSBIAS_SPACE_HUB_MODELS", "").split(","):
         if hub_id.strip():
             models[hub_id.strip()] = hub_id.strip()
@@ -359,13 +363,7 @@ def listwise_rerankers() -> dict[str, str]:
     for name, (_, module, _) in PACKAGED_CHAT_MODELS.items():
         if name == "smollm2-135m" and importlib.util.find_spec(module) is not None:
             rerankers[name] = name
-    root = os.environ.get("POSBIAS_SPACE_CHECKPOINTS", "").strip()
-    if root and Path(root).is_dir():
-        for marker in sorted(Path(root).glob(f"*/{TRAINING_INFO}")) + sorted(
-            Path(root).glob(f"*/*/{TRAINING_INFO}")
-        ):
-            folder = marker.parent
-            rerankers[f"local:{folder.relative_to(root).as_posix()}"] = str(folder)
+    rerankers.update(checkpoint_folders(TRAINING_INFO))  # DebiasFirst checkpoints
     return rerankers
 
 
