@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -717,23 +716,16 @@ def report(result: ListwiseTrainResult) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Module entry point; user mistakes print one ``error:`` line and return 2."""
-    from hf_posbias.training.settings import parse_settings
+    from hf_posbias.training.settings import launch_main
 
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        settings = parse_settings(
-            argv,
-            ListwiseTrainingSettings,
-            prog="python -m hf_posbias.listwise.train",
-            description=__doc__.split("\n")[0],
-        )
-        result = train_listwise(settings)
-    except PosbiasError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    if result.world_size == 1 or int(os.environ.get("RANK", "0")) == 0:
-        print(report(result))
-    return 0
+    return launch_main(
+        argv,
+        ListwiseTrainingSettings,
+        prog="python -m hf_posbias.listwise.train",
+        description=__doc__.split("\n")[0],
+        run=train_listwise,
+        report=report,
+    )
 
 
 if __name__ == "__main__":

@@ -210,3 +210,17 @@ def test_windows_larger_than_window_are_refused(tiny_llm, train_set, tmp_path):
     )
     with pytest.raises(InputError, match="holds windows of 8 passages, more than --window 4"):
         prepare_listwise_run(settings, show_progress=False)
+
+
+def test_module_entry_point(tmp_path, capsys, tiny_llm, train_set):
+    """``python -m hf_posbias.listwise.train`` (what ``accelerate launch -m`` runs), in-process."""
+    from hf_posbias.listwise.train import main as module_main
+
+    flags = ["--model", tiny_llm, "--data", str(train_set), "--global-batch", "1"]
+    flags += ["--passage-tokens", "8", "--no-progress", "--no-card"]
+    assert module_main([*flags, "--out", str(tmp_path / "bad"), "--pos-aug", "3"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error: --pos-aug 3 does not divide")
+    assert module_main([*flags, "--out", str(tmp_path / "ok"), "--max-steps", "1"]) == 0
+    assert "trained " in capsys.readouterr().out
+    assert (tmp_path / "ok" / TRAINING_INFO).is_file()
