@@ -369,13 +369,11 @@ def cuda_window_trial(
     ``precision`` and backpropagates; the peak is ``torch.cuda.max_memory_allocated`` (None on
     an out-of-memory error).
     """
-    import gc
-
     import torch
 
     from hf_posbias.listwise.losses import model_loss
     from hf_posbias.training.builder import set_activation_checkpointing
-    from hf_posbias.training.memory import is_out_of_memory
+    from hf_posbias.training.memory import cuda_peak_bytes
 
     longest = sorted(run.encoded, key=lambda e: -len(e["input_ids"]))
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
@@ -384,26 +382,13 @@ def cuda_window_trial(
         rows = windows_per_pass(_plan_of(mini), run.longest_tokens)
         batch = run.collator.pad(longest[: min(rows, len(longest))])
         set_activation_checkpointing(model, checkpointing)
-        model.train()
-        model.zero_grad(set_to_none=True)
-        gc.collect()
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats()
-        try:
+
+        def step() -> None:
             with torch.autocast("cuda", dtype=dtype or torch.float32, enabled=dtype is not None):
                 parts = model_loss(model, batch, lam=lam, propensity=propensity)
             parts.loss.backward()
-            torch.cuda.synchronize()
-            return int(torch.cuda.max_memory_allocated())
-        except RuntimeError as err:  # torch.cuda.OutOfMemoryError is a RuntimeError
-            if is_out_of_memory(err):
-                return None
-            raise
-        finally:
-            parts = None
-            model.zero_grad(set_to_none=True)
-            gc.collect()
-            torch.cuda.empty_cache()
+
+        return cuda_peak_bytes(model, step)
 
     return measure
 
