@@ -416,11 +416,18 @@ def _compare(args: argparse.Namespace) -> int:
         n_resamples=args.n_resamples,
         seed=args.seed,
         labels=labels,
+        common_queries=args.common_queries,
     )
     _echo(
         f"{labels[1]} vs {labels[0]} on {payload['task']}: k={payload['k']}, "
         f"{payload['queries']} queries, paired {args.test} test (Δ = {labels[1]} − {labels[0]})"
     )
+    left_out = payload["queries_left_out"]
+    if any(left_out.values()):
+        _echo(
+            f"--common-queries: left out {left_out['a']} query(ies) only {labels[0]} scored and "
+            f"{left_out['b']} only {labels[1]} scored; both curves recomputed on the shared ones"
+        )
     _echo(as_table(payload["table"]).to_markdown())
     if args.out:
         Path(args.out).mkdir(parents=True, exist_ok=True)
@@ -550,6 +557,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--n-resamples", type=int, default=1000, help="test resamples")
     p.add_argument("--seed", type=int, default=0, help="resampling seed")
+    p.add_argument(
+        "--common-queries",
+        action="store_true",
+        help="compare the queries both runs scored (counted), both curves recomputed on them",
+    )
     p.add_argument("--out", default=None, help="folder for comparison.json")
     p.set_defaults(func=_compare)
 

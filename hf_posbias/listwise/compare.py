@@ -64,7 +64,8 @@ def compare_rows(
     if queries_a != queries_b:
         raise InputError(
             f"the two runs scored different queries ({len(queries_a ^ queries_b)} differ): "
-            "rerun both with the same --task, --max-queries and --seed"
+            "rerun both with the same --task, --max-queries and --seed, or compare the shared "
+            "ones with --common-queries"
         )
     return paired_comparison(a, b, method=method, n_resamples=n_resamples, seed=seed, paired=True)
 
@@ -90,6 +91,7 @@ def compare_runs(
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     labels: tuple[str, str] = ("A", "B"),
+    common_queries: bool = False,
 ) -> dict[str, Any]:
     """Compare two test folders; the payload of ``comparison.json`` (see the module docstring).
 
@@ -102,6 +104,11 @@ def compare_runs(
         raise InputError(
             f"the runs used different k ({summary_a.get('k')} vs {summary_b.get('k')})"
         )
+    dropped = {"a": 0, "b": 0}
+    if common_queries:
+        rows_a, rows_b, dropped = _common(rows_a, rows_b)
+        summary_a = _resummarize(summary_a, rows_a, n_resamples, seed)
+        summary_b = _resummarize(summary_b, rows_b, n_resamples, seed)
     comparison = compare_rows(rows_a, rows_b, method=method, n_resamples=n_resamples, seed=seed)
     return {
         "a": {"folder": str(folder_a), "label": labels[0], "reranker": summary_a.get("reranker")},
@@ -109,9 +116,40 @@ def compare_runs(
         "k": summary_a.get("k"),
         "task": summary_a.get("task"),
         "queries": len({str(r["query_id"]) for r in rows_a}),
+        "queries_left_out": dropped,
         "table": comparison_table(summary_a, summary_b, comparison, labels),
         "comparison": comparison.to_dict(),
     }
+
+
+def _common(
+    rows_a: list[dict[str, Any]], rows_b: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, int]]:
+    """Both runs' rows restricted to the queries both scored, and how many each lost."""
+    queries_a = {str(r["query_id"]) for r in rows_a}
+    queries_b = {str(r["query_id"]) for r in rows_b}
+    shared = queries_a & queries_b
+    if not shared:
+        raise InputError("the two runs share no query: nothing to compare")
+    keep_a = [r for r in rows_a if str(r["query_id"]) in shared]
+    keep_b = [r for r in rows_b if str(r["query_id"]) in shared]
+    return keep_a, keep_b, {"a": len(queries_a - shared), "b": len(queries_b - shared)}
+
+
+def _resummarize(
+    summary: dict[str, Any], rows: list[dict[str, Any]], n_resamples: int, seed: int
+) -> dict[str, Any]:
+    """A run's ``positions.json`` recomputed on a subset of its per-query rows."""
+    from hf_posbias.listwise.controlled import summarize_positions_rows
+
+    fresh = summarize_positions_rows(
+        rows,
+        k=int(summary["k"]),
+        reranker=str(summary.get("reranker", "")),
+        n_resamples=n_resamples,
+        seed=seed,
+    )
+    return {**summary, **fresh}
 
 
 def _cell(value: float | None, low: float | None = None, high: float | None = None) -> str:

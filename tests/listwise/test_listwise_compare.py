@@ -80,3 +80,21 @@ def test_runs_on_other_positions_or_queries_are_refused(
     code = main(["listwise", "compare", str(llm), str(tmp_path)])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "is not a posbias listwise test folder" in err
+
+
+def test_common_queries_compares_the_shared_ones(two_runs, shared_beir_task, tmp_path, capsys):
+    _, bm25 = two_runs  # 4 queries
+    code = main(
+        ["listwise", "test", "--reranker", "bm25", "--task", str(shared_beir_task), "--k", "4"]
+        + ["--positions", "1,4", "--max-queries", "2", "--out", str(tmp_path / "two")]
+        + ["--no-progress", "--n-resamples", "50"]
+    )
+    assert code == 0
+    capsys.readouterr()
+    assert main(["listwise", "compare", str(tmp_path / "two"), str(bm25)]) == 2
+    assert "--common-queries" in capsys.readouterr().err
+    payload = compare_runs(tmp_path / "two", bm25, n_resamples=50, common_queries=True)
+    assert payload["queries"] == 2 and payload["queries_left_out"] == {"a": 0, "b": 2}
+    assert payload["comparison"]["mean"]["delta"] == 0  # the same queries, the same control
+    a, b = payload["table"][0]["A"], payload["table"][0]["B"]
+    assert a == b  # B's curve was recomputed on the 2 shared queries
