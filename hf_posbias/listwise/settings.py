@@ -9,10 +9,10 @@ for ``accelerate launch -m hf_posbias.listwise.train`` and for ``posbias listwis
 
 What the shared settings mean for a listwise run:
 
-- ``--global-batch`` — training windows per optimisation step over all processes (Q26: 8; the
-  shared default 256 is YHP26's bi-encoder batch, so pass it). Each of W processes takes
-  ``global/W`` windows; DDP averages the gradients (nothing is gathered: a window's loss needs
-  no other window).
+- ``--global-batch`` — training windows per optimisation step over all processes (default 8,
+  Q26's effective batch; the bi-encoder trainer's default is 256 rows). Each of W processes
+  takes ``global/W`` windows; DDP averages the gradients (nothing is gathered: a window's loss
+  needs no other window).
 - ``--mini-batch-size N`` — windows per forward pass; the rest of a process's share is gradient
   accumulation (so N must divide it; the largest divisor ≤ N is used). ``auto``: on a GPU the
   memory preflight's choice, on a CPU one window (a batched forward is not faster there and
@@ -23,8 +23,7 @@ What the shared settings mean for a listwise run:
 Example:
     >>> from hf_posbias.training.settings import parse_settings
     >>> s = parse_settings(["--model", "smollm2-135m", "--data", "d", "--out", "o",
-    ...                     "--lambda", "0.5", "--pos-aug", "4", "--global-batch", "8"],
-    ...                    ListwiseTrainingSettings)
+    ...                     "--lambda", "0.5", "--pos-aug", "4"], ListwiseTrainingSettings)
     >>> s.lam, s.pos_aug, s.global_batch, s.precision, s.propensity_file is None
     (0.5, 4, 8, 'auto', True)
 """
@@ -36,7 +35,7 @@ from typing import Literal
 
 from hf_posbias.errors import InputError
 from hf_posbias.listwise.losses import DEFAULT_LAMBDA
-from hf_posbias.training.settings import ComputeSettings
+from hf_posbias.training.settings import AUTO, ComputeSettings
 
 NO_PROPENSITY = "none"
 
@@ -44,6 +43,23 @@ NO_PROPENSITY = "none"
 @dataclass(kw_only=True)
 class ListwiseTrainingSettings(ComputeSettings):
     """One DebiasFirst fine-tune; every field is a flag (see the module docstring)."""
+
+    # Shared hardware settings whose meaning differs for windows: only default and help change.
+    global_batch: int = field(
+        default=8,
+        metadata={
+            "help": "training windows per optimisation step over all processes (Q26: 8); each "
+            "of W processes takes global/W, the rest of its share after --mini-batch-size is "
+            "gradient accumulation; must be divisible by W"
+        },
+    )
+    mini_batch_size: str = field(
+        default=AUTO,
+        metadata={
+            "help": "windows per forward pass: N (the largest divisor of a process's share "
+            "<= N), or auto = the GPU memory preflight's choice, one window on CPU"
+        },
+    )
 
     model: str = field(
         metadata={"help": "base causal LM: smollm2-135m (packaged), a folder or a Hub id"}
