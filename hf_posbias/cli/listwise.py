@@ -573,7 +573,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="a reranker's 1…k curve before and after a short DebiasFirst fine-tune",
         description="test → propensity → build-train → train → test → compare, each a "
         "posbias listwise verb in its own folder under --out (a rerun resumes). Smoke-sized "
-        "defaults: minutes on a 2-core CPU (make demo-listwise builds SciFact's task folders).",
+        "defaults: about 15 minutes on a 2-core CPU (make demo-listwise builds SciFact's task "
+        "folders first).",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument("--task", required=True, help="evaluation task folder (SciFact validation)")
