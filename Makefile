@@ -2,7 +2,7 @@
 #   make demo   - build the position-controlled datasets, train and evaluate on the embedded default
 #   make test   - run the test suite
 #   make demo-listwise - SmolLM2-135M's input-position curve on SciFact before/after DebiasFirst
-#                  (opt-in: needs the SciFact CSV export in $(SCIFACT); minutes, not part of demo)
+#                  (opt-in: needs the SciFact CSV export in $(SCIFACT); ≈15 min, not part of demo)
 # Both create .venv first (torch CPU wheel before everything that depends on torch).
 
 PYTHON ?= python3

@@ -17,9 +17,10 @@ lists them):
 (:func:`hf_posbias.tables.as_table`). A rerun resumes: the tests and the propensity keep their
 finished queries, the build and the training are skipped when their output is complete.
 
-The defaults are smoke-sized (5 queries at 5 positions, 8 training steps of 2 windows) so that
-the whole demo takes minutes on a 2-core CPU; the closing measurement in docs/listwise.md runs
-the same verbs at full size.
+The defaults are smoke-sized (5 queries at 5 positions, 8 training steps of 2 windows): about
+15 minutes on a shared 2-core CPU, most of it the training (docs/listwise.md has the measured
+breakdown), so it is opt-in rather than part of ``make demo``; the closing measurement in
+docs/listwise.md runs the same verbs at full size.
 
 Example:
     >>> s = ListwiseDemoSettings(task="val", train_task="train", out="o")
