@@ -1,14 +1,18 @@
 # hf-posbias: two commands on a fresh machine.
 #   make demo   - build the position-controlled datasets, train and evaluate on the embedded default
 #   make test   - run the test suite
+#   make demo-listwise - SmolLM2-135M's input-position curve on SciFact before/after DebiasFirst
+#                  (opt-in: needs the SciFact CSV export in $(SCIFACT); ≈15 min, not part of demo)
 # Both create .venv first (torch CPU wheel before everything that depends on torch).
 
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_OUT ?= demo-output
+SCIFACT ?= ../shared/data/scifact_allenai
+LISTWISE_OUT ?= demo-listwise-output
 
-.PHONY: install demo test lint clean
+.PHONY: install demo demo-listwise test lint clean
 
 install: $(VENV)/.installed
 
@@ -26,6 +30,11 @@ $(VENV)/.installed: pyproject.toml
 demo: install
 	$(BIN)/posbias demo --out $(DEMO_OUT)
 
+demo-listwise: install
+	$(BIN)/posbias benchmark scifact --input $(SCIFACT) --split validation --out $(LISTWISE_OUT)/scifact
+	$(BIN)/posbias benchmark scifact --input $(SCIFACT) --split train --out $(LISTWISE_OUT)/scifact-train
+	$(BIN)/posbias listwise demo --task $(LISTWISE_OUT)/scifact --train-task $(LISTWISE_OUT)/scifact-train --out $(LISTWISE_OUT)
+
 test: install
 	$(BIN)/python -m pytest -n 2 -q tests
 
@@ -34,4 +43,4 @@ lint: install
 	$(BIN)/ruff format --check hf_posbias tests scripts benchmarks spaces
 
 clean:
-	rm -rf $(VENV) $(DEMO_OUT)
+	rm -rf $(VENV) $(DEMO_OUT) $(LISTWISE_OUT)

@@ -179,6 +179,8 @@ def sync(device: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from hf_posbias.devices import INFERENCE_DTYPES
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="smollm2-135m")
     parser.add_argument("--random-7b", action="store_true", help="Llama-2-7B-shaped random model")
@@ -186,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--windows", type=int, default=8)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--passage-tokens", type=int, default=48)
-    parser.add_argument("--dtype", choices=("auto", "float32", "bfloat16"), default="auto")
+    parser.add_argument("--dtype", choices=INFERENCE_DTYPES, default="auto")
     parser.add_argument("--device", default=None)
     parser.add_argument("--peak-tflops", type=float, default=None)
     parser.add_argument("--seed", type=int, default=0)
@@ -194,8 +196,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from hf_posbias.devices import default_device
-    from hf_posbias.listwise._precision import resolve_listwise_dtype
+    from hf_posbias.devices import default_device, device_info, resolve_inference_dtype
     from hf_posbias.listwise.first import FirstReranker, ScoringStats
     from hf_posbias.listwise.records import Passage
 
@@ -206,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         from hf_posbias.modeling import load_causal_lm
 
-        dtype = resolve_listwise_dtype(args.dtype, device)
+        dtype = resolve_inference_dtype(args.dtype, device_info(device))
         model, tokenizer = load_causal_lm(
             args.model, dtype=dtype, device=device, padding_side="left"
         )

@@ -4,9 +4,14 @@ One home for hardware capability questions, shared by training (the bi-encoder t
 listwise LLM fine-tune) and inference. Every decision function takes a :class:`DeviceInfo`, so
 the rules can be tested on a CPU-only machine with a described GPU (no CUDA needed):
 
-- :func:`resolve_precision` — ``auto`` is bf16 on GPUs that support it, fp16 (with loss scaling)
-  on older CUDA GPUs, fp32 on CPU/MPS; an explicit precision the hardware lacks is a one-line
-  :class:`~hf_posbias.errors.InputError`.
+- :func:`resolve_precision` — the **training** rule: ``auto`` is bf16 on GPUs that support it,
+  fp16 (with loss scaling) on older CUDA GPUs, fp32 on CPU/MPS (CPU training stays fp32: bf16
+  autocast there is slower for the small models the demo trains); an explicit precision the
+  hardware lacks is a one-line :class:`~hf_posbias.errors.InputError`.
+- :func:`resolve_inference_dtype` — the **inference** rule (a torch dtype name for ``--dtype``):
+  GPUs as the training rule, CPUs bf16 where they compute it natively (:func:`cpu_has_native_bf16`:
+  AVX512-BF16 / AMX, as oneDNN reports — a 20-passage listwise window scores about 1.5× faster
+  there), fp32 elsewhere.
 - :func:`resolve_attn_implementation` — default: the best attention kernel installed
   (flash-attention 2 on a CUDA GPU in bf16/fp16 when the ``flash_attn`` package imports, else
   PyTorch's ``sdpa``); an explicit implementation that is not installed is a one-line error.
@@ -60,8 +65,11 @@ class DeviceInfo:
     """One compute device as the training code sees it.
 
     ``total_memory`` is in bytes (``None`` where it cannot be read: CPU, MPS). ``bf16``/``fp16``
-    say whether mixed-precision training in that dtype runs on the device; on CPU, bf16 autocast
-    works (slowly without AVX-512 BF16) and fp16 training does not (no loss scaler for CPU).
+    say whether the device *runs* that dtype at all: on every CPU bf16 runs (autocast and bf16
+    tensors work, emulated in fp32 arithmetic where the CPU has no bf16 instructions) and fp16
+    training does not (no loss scaler for CPU). ``bf16_native`` says whether bf16 matmuls run on
+    bf16 hardware: AVX512-BF16 / AMX on a CPU (oneDNN's report), compute capability ≥ 8.0 on a
+    CUDA GPU — only there is bf16 faster than fp32.
     """
 
     kind: str
@@ -70,6 +78,7 @@ class DeviceInfo:
     bf16: bool = False
     fp16: bool = False
     count: int = 1
+    bf16_native: bool = False
 
     @property
     def is_gpu(self) -> bool:
@@ -106,10 +115,12 @@ def default_device() -> str:
 def device_info(device: str | None = None) -> DeviceInfo:
     """Probe ``device`` (default: :func:`default_device`) and describe what it supports.
 
+    ``bf16_native`` is probed (:func:`cpu_has_native_bf16` on a CPU).
+
     Example:
         >>> info = device_info("cpu")
-        >>> info.kind, info.bf16, info.fp16
-        ('cpu', True, False)
+        >>> info.kind, info.bf16, info.fp16, info.bf16_native == cpu_has_native_bf16()
+        ('cpu', True, False, True)
     """
     import torch
 
@@ -124,11 +135,29 @@ def device_info(device: str | None = None) -> DeviceInfo:
             bf16=bool(torch.cuda.is_bf16_supported()),
             fp16=True,
             count=int(torch.cuda.device_count()),
+            bf16_native=bool(torch.cuda.is_bf16_supported(including_emulation=False)),
         )
     if kind == "mps":
         # MPS mixed precision is young; auto stays fp32 there, fp16 may be asked for explicitly.
         return DeviceInfo(kind="mps", name="Apple MPS", bf16=False, fp16=True)
-    return DeviceInfo(kind="cpu", name="cpu", bf16=True, fp16=False)
+    return DeviceInfo(
+        kind="cpu", name="cpu", bf16=True, fp16=False, bf16_native=cpu_has_native_bf16()
+    )
+
+
+def cpu_has_native_bf16() -> bool:
+    """Whether oneDNN has native bf16 matmul kernels on this CPU (AVX512-BF16 or AMX).
+
+    Example:
+        >>> isinstance(cpu_has_native_bf16(), bool)
+        True
+    """
+    import torch
+
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
 
 
 def resolve_precision(requested: str, info: DeviceInfo) -> Precision:
@@ -160,6 +189,42 @@ def resolve_precision(requested: str, info: DeviceInfo) -> Precision:
             "use --precision bf16, fp32 or auto"
         )
     return requested  # type: ignore[return-value]
+
+
+INFERENCE_DTYPES: tuple[str, ...] = ("auto", "float32", "bfloat16")
+"""Values of ``--dtype`` for inference (torch dtype names)."""
+_TORCH_DTYPE_NAMES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+
+
+def resolve_inference_dtype(requested: str, info: DeviceInfo) -> str:
+    """The torch dtype name a model *scores* in: ``requested`` (``--dtype``) checked against
+    ``info``, or for ``auto`` the inference rule (see the module docstring).
+
+    Unlike :func:`resolve_precision` (training), ``auto`` is bf16 on a CPU with native bf16
+    kernels: inference has no fp32 master weights to keep, and there bf16 is faster.
+
+    Example:
+        >>> native = DeviceInfo(kind="cpu", name="cpu", bf16=True, bf16_native=True)
+        >>> resolve_inference_dtype("auto", native), resolve_precision("auto", native)
+        ('bfloat16', 'fp32')
+        >>> resolve_inference_dtype("auto", DeviceInfo(kind="cpu", name="cpu", bf16=True))
+        'float32'
+        >>> resolve_inference_dtype("auto", DeviceInfo(kind="cuda", name="Tesla V100", fp16=True))
+        'float16'
+        >>> resolve_inference_dtype("bfloat16", DeviceInfo(kind="mps", name="Apple MPS"))
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: --dtype bfloat16: Apple MPS (mps) has no bf16 support
+    """
+    if requested not in INFERENCE_DTYPES:
+        raise InputError(f"unknown --dtype {requested!r}: choose {', '.join(INFERENCE_DTYPES)}")
+    if requested == "bfloat16" and not info.bf16:
+        raise InputError(f"--dtype bfloat16: {info.describe()} has no bf16 support")
+    if requested != "auto":
+        return requested
+    if info.kind == "cpu":
+        return "bfloat16" if info.bf16_native else "float32"
+    return _TORCH_DTYPE_NAMES[resolve_precision("auto", info)]
 
 
 def attn_implementation_installed(name: str) -> bool:
@@ -282,11 +347,19 @@ def dense_peak_flops(info: DeviceInfo, precision: str, tf32: bool = False) -> fl
 # (``scripts/run_matrix.py --dry-run --plan-for h100``). Memory is the nominal decimal size
 # (80 GB = 80e9 bytes), a little below what the driver reports, so plans err on the safe side.
 KNOWN_GPUS: dict[str, DeviceInfo] = {
-    "h100": DeviceInfo("cuda", "NVIDIA H100 80GB HBM3", 80 * 10**9, bf16=True, fp16=True),
-    "h100-pcie": DeviceInfo("cuda", "NVIDIA H100 PCIe", 80 * 10**9, bf16=True, fp16=True),
-    "h200": DeviceInfo("cuda", "NVIDIA H200", 141 * 10**9, bf16=True, fp16=True),
-    "a100-80gb": DeviceInfo("cuda", "NVIDIA A100-SXM4-80GB", 80 * 10**9, bf16=True, fp16=True),
-    "a100-40gb": DeviceInfo("cuda", "NVIDIA A100-SXM4-40GB", 40 * 10**9, bf16=True, fp16=True),
+    "h100": DeviceInfo(
+        "cuda", "NVIDIA H100 80GB HBM3", 80 * 10**9, bf16=True, fp16=True, bf16_native=True
+    ),
+    "h100-pcie": DeviceInfo(
+        "cuda", "NVIDIA H100 PCIe", 80 * 10**9, bf16=True, fp16=True, bf16_native=True
+    ),
+    "h200": DeviceInfo("cuda", "NVIDIA H200", 141 * 10**9, bf16=True, fp16=True, bf16_native=True),
+    "a100-80gb": DeviceInfo(
+        "cuda", "NVIDIA A100-SXM4-80GB", 80 * 10**9, bf16=True, fp16=True, bf16_native=True
+    ),
+    "a100-40gb": DeviceInfo(
+        "cuda", "NVIDIA A100-SXM4-40GB", 40 * 10**9, bf16=True, fp16=True, bf16_native=True
+    ),
     "v100-32gb": DeviceInfo("cuda", "Tesla V100-SXM2-32GB", 32 * 10**9, bf16=False, fp16=True),
 }
 

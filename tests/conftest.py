@@ -57,6 +57,16 @@ def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 @pytest.fixture(scope="session")
+def tiny_llm(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A tiny random Llama causal LM (2,048 positions: room for a 20-passage window) whose
+    byte-level BPE tokenizer has single-token letters after ``[``."""
+    from hf_posbias.testing import build_tiny_checkpoint
+
+    out = tmp_path_factory.mktemp("tiny-llm")
+    return build_tiny_checkpoint("llama", out, head="causal-lm", max_positions=2048)
+
+
+@pytest.fixture(scope="session")
 def tiny_sentence_transformer(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A tiny random BERT SentenceTransformer folder (mean pooling)."""
     from hf_posbias.testing import build_tiny_sentence_transformer

@@ -12,6 +12,7 @@ from hf_posbias.devices import (
     described_device,
     device_info,
     resolve_attn_implementation,
+    resolve_inference_dtype,
     resolve_precision,
     world_size,
 )
@@ -91,3 +92,32 @@ def test_cuda_probe_reports_memory_and_precision():
     info = device_info()
     assert info.kind == "cuda" and info.total_memory > 0 and info.fp16
     assert resolve_precision("auto", info) in ("bf16", "fp16")
+
+
+def test_inference_dtype_rule_differs_from_training_only_on_native_bf16_cpus():
+    native = DeviceInfo(kind="cpu", name="cpu", bf16=True, bf16_native=True)
+    emulated = DeviceInfo(kind="cpu", name="cpu", bf16=True, bf16_native=False)
+    assert resolve_inference_dtype("auto", native) == "bfloat16"
+    assert resolve_inference_dtype("auto", emulated) == "float32"
+    # training on any CPU stays fp32 (make demo's speed), whatever the CPU can do
+    assert resolve_precision("auto", native) == resolve_precision("auto", emulated) == "fp32"
+    assert resolve_inference_dtype("auto", H100) == "bfloat16"
+    assert resolve_inference_dtype("auto", V100) == "float16"
+    assert resolve_inference_dtype("auto", MPS) == "float32"
+    assert resolve_inference_dtype("bfloat16", emulated) == "bfloat16"  # asked for: it runs
+    assert resolve_inference_dtype("float32", native) == "float32"
+    for requested, info, needle in [
+        ("bfloat16", V100, "has no bf16 support"),
+        ("float8", H100, "unknown --dtype"),
+    ]:
+        with pytest.raises(InputError) as err:
+            resolve_inference_dtype(requested, info)
+        assert needle in str(err.value) and "\n" not in str(err.value)
+
+
+def test_cpu_probe_reports_native_bf16_truthfully():
+    probed = device_info("cpu")
+    assert probed.bf16  # bf16 runs on every CPU (emulated without bf16 instructions)
+    assert probed.bf16_native == devices.cpu_has_native_bf16()
+    assert probed.bf16_native == bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    assert H100.bf16_native and not V100.bf16_native

@@ -25,7 +25,13 @@ away. Modules, one concept each:
   :mod:`~hf_posbias.listwise.plots`;
 - :mod:`~hf_posbias.listwise.augment` (Pos-Aug), :mod:`~hf_posbias.listwise.trainset`
   (``build-train``, RankZephyr/FIRST data), :mod:`~hf_posbias.listwise.losses` (L_Rank,
-  L_Rank-IPS, the DebiasFirst joint loss), :mod:`~hf_posbias.listwise.collate` (training batches).
+  L_Rank-IPS, the DebiasFirst joint loss), :mod:`~hf_posbias.listwise.collate` (training batches);
+- :mod:`~hf_posbias.listwise.settings`, :mod:`~hf_posbias.listwise.train`,
+  :mod:`~hf_posbias.listwise.card` — the DebiasFirst fine-tune (``posbias listwise train``,
+  ``accelerate launch -m hf_posbias.listwise.train``), its checkpoint and model card;
+  :mod:`~hf_posbias.listwise.compare` — two ``test`` runs against each other (paired);
+  :mod:`~hf_posbias.listwise.demo` — the before/after demo; :mod:`~hf_posbias.listwise.slider`
+  — the 1…k test one (query, position) at a time (the Space's listwise tab).
 
 Nothing heavy is imported here.
 

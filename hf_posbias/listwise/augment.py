@@ -59,20 +59,20 @@ def pos_aug(row: dict[str, Any], groups: int, *, seed: int, source_id: str) -> l
 
 
 def augment_rows(
-    rows: Sequence[dict[str, Any]], groups: int, seed: int = 0
+    rows: Sequence[dict[str, Any]], groups: int, seed: int = 0, *, flag: str = "--groups"
 ) -> list[dict[str, Any]]:
     """Pos-Aug over a training set: ``len(rows) × groups`` rows, sources in input order.
 
-    Every row's window size must be divisible by ``groups`` (checked for all rows first).
-    ``source_id`` is ``"<query_id>:<row index>"``.
+    Every row's window size must be divisible by ``groups`` (checked for all rows first; the
+    error names ``flag``, the option the user set). ``source_id`` is ``"<query_id>:<row index>"``.
     """
     for n, row in enumerate(rows):
         k = len(row["doc_ids"])
         if groups < 1 or k % groups:
             raise InputError(
-                f"--groups {groups} does not divide the window size k={k} of row {n}"
+                f"{flag} {groups} does not divide the window size k={k} of row {n}"
                 if groups >= 1
-                else f"--groups must be at least 1, got {groups}"
+                else f"{flag} must be at least 1, got {groups}"
             )
     out: list[dict[str, Any]] = []
     for n, row in enumerate(rows):

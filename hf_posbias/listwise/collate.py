@@ -7,12 +7,17 @@ Each training row (:mod:`~hf_posbias.listwise.trainset`) becomes
 - ``labels`` — −100 on the prompt, the answer ids on the answer (L_LM on the answer only);
 - ``answer_start`` — the index of the answer's first token ``[``: its logits predict the first
   identifier, exactly where inference reads them;
-- ``target_ranks`` — 0-based target rank of the passage at each input position (−1 = padding).
+- ``target_ranks`` — 0-based target rank of the passage at each input position (−1 = padding);
+- ``position_ids`` — positions of the real tokens (padding does not shift them).
 
 Prompt and answer are tokenised separately and concatenated, so the training sequence starts
 with exactly the scoring prompt; the collator checks that the answer begins with ``[`` and the
-best passage's identifier token. Rows are right-padded; ``identifier_ids`` (``[K]``) goes with
-the batch so the loss needs nothing else.
+best passage's identifier token. Rows are left-padded by default, as FIRST scoring pads them:
+then every row's answer sits at the end of the batch and the loss needs the logits of only the
+last few positions (:func:`~hf_posbias.listwise.losses.model_loss` asks for those alone — the
+full ``[B, T, vocabulary]`` logits of 20-passage windows would dwarf the model). Rows may be
+encoded once (:meth:`ListwiseCollator.encode_row`) and padded later: the collator takes either.
+``identifier_ids`` (``[K]``) goes with the batch so the loss needs nothing else.
 
 Example:
     >>> from hf_posbias.testing import build_bpe_tokenizer
@@ -49,6 +54,7 @@ class ListwiseCollator:
         max_window: largest window (identifiers checked for this many).
         max_length: refuse (never silently truncate) sequences longer than this.
         system: system message (``None``: RankLLM's).
+        padding_side: ``left`` (default, as scoring) or ``right``.
     """
 
     def __init__(
@@ -60,9 +66,13 @@ class ListwiseCollator:
         max_window: int = 20,
         max_length: int | None = None,
         system: str | None = None,
+        padding_side: str = "left",
     ) -> None:
         if tokenizer.pad_token_id is None:
             raise InputError("the tokenizer has no pad token (set it to the EOS token)")
+        if padding_side not in ("left", "right"):
+            raise InputError(f"padding_side must be left or right, got {padding_side!r}")
+        self.padding_side = padding_side
         self.tokenizer = tokenizer
         self.style = style
         self.max_window = max_window
@@ -112,10 +122,13 @@ class ListwiseCollator:
         }
 
     def __call__(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-        """A right-padded batch of tensors (see the module docstring)."""
+        """A padded batch of tensors from training rows or :meth:`encode_row` outputs."""
+        return self.pad([r if "input_ids" in r else self.encode_row(r) for r in rows])
+
+    def pad(self, encoded: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        """Pad :meth:`encode_row` outputs into a batch (see the module docstring)."""
         import torch
 
-        encoded = [self.encode_row(r) for r in rows]
         width = max(len(e["input_ids"]) for e in encoded)
         k = max(len(e["target_ranks"]) for e in encoded)
         pad = self.tokenizer.pad_token_id
@@ -123,17 +136,22 @@ class ListwiseCollator:
         labels = torch.full((len(encoded), width), -100, dtype=torch.long)
         mask = torch.zeros((len(encoded), width), dtype=torch.long)
         ranks = torch.full((len(encoded), k), -1, dtype=torch.long)
+        starts = []
         for b, e in enumerate(encoded):
             n = len(e["input_ids"])
-            input_ids[b, :n] = torch.tensor(e["input_ids"])
-            labels[b, :n] = torch.tensor(e["labels"])
-            mask[b, :n] = 1
+            at = slice(width - n, width) if self.padding_side == "left" else slice(0, n)
+            input_ids[b, at] = torch.tensor(e["input_ids"])
+            labels[b, at] = torch.tensor(e["labels"])
+            mask[b, at] = 1
+            starts.append(at.start + e["answer_start"])
             ranks[b, : len(e["target_ranks"])] = torch.tensor(e["target_ranks"])
         return {
             "input_ids": input_ids,
             "attention_mask": mask,
+            # Real tokens count from 0 whatever the padding (as in FIRST scoring's left_pad).
+            "position_ids": (mask.cumsum(dim=1) - 1).clamp(min=0),
             "labels": labels,
-            "answer_start": torch.tensor([e["answer_start"] for e in encoded], dtype=torch.long),
+            "answer_start": torch.tensor(starts, dtype=torch.long),
             "target_ranks": ranks,
             "identifier_ids": torch.tensor(self.identifier_ids[:k], dtype=torch.long),
         }

@@ -117,6 +117,7 @@ def summarize_positions_rows(
             for p in positions
         ],
         "mean": intervals.mean.estimate,
+        "mean_ci": [intervals.mean.low, intervals.mean.high],
         "psi": psi(means) if max(means) > 0 else None,
         "psi_ci": [intervals.psi.low, intervals.psi.high] if intervals.psi else None,
         "fallback_rate": fallback.rate,

@@ -138,7 +138,7 @@ class FirstReranker(LocalListwiseLM):
         params = inspect.signature(model.forward).parameters
         self._takes_positions = "position_ids" in params
         self._keeps_logits = "logits_to_keep" in params
-        self._max_len = _context_length(model)
+        self._max_len = context_length(model)
 
     def encode(self, windows: Sequence[Window]) -> list[list[int]]:
         """Scoring token ids of each window (prompt + ``[``), checked against the context."""
@@ -230,8 +230,15 @@ class FirstReranker(LocalListwiseLM):
         return answers
 
 
-def _context_length(model: Any) -> int | None:
-    config = getattr(model, "config", None)
+def context_length(model_or_config: Any) -> int | None:
+    """The longest input a model (or its config) reads: its position table, ``None`` if unknown.
+
+    Example:
+        >>> from transformers import LlamaConfig
+        >>> context_length(LlamaConfig(max_position_embeddings=2048))
+        2048
+    """
+    config = getattr(model_or_config, "config", model_or_config)
     for key in ("max_position_embeddings", "n_positions", "seq_length"):
         value = getattr(config, key, None)
         if isinstance(value, int) and value > 0:

@@ -120,14 +120,13 @@ def load_reranker(
 
 
 def _local_llm(name: str, opts: RerankerOptions) -> ListwiseReranker:
-    from hf_posbias.devices import default_device
-    from hf_posbias.listwise._precision import resolve_listwise_dtype
+    from hf_posbias.devices import default_device, device_info, resolve_inference_dtype
     from hf_posbias.listwise.identifiers import identifier_labels
     from hf_posbias.modeling import load_causal_lm
 
     identifier_labels(opts.window, opts.identifiers)  # a bad style/window fails before loading
     device = opts.device or default_device()
-    dtype = resolve_listwise_dtype(opts.dtype, device)
+    dtype = resolve_inference_dtype(opts.dtype, device_info(device))
     model, tokenizer = load_causal_lm(name, dtype=dtype, device=device, padding_side="left")
     common = {
         "name": name,

@@ -166,9 +166,32 @@ def model_loss(
     lam: float = DEFAULT_LAMBDA,
     propensity: Any = None,
 ) -> LossParts:
-    """Forward ``model`` on a collated batch; return its :func:`debiasfirst_loss`."""
+    """Forward ``model`` on a collated batch; return its :func:`debiasfirst_loss`.
+
+    Only the logits the loss reads are computed: from the last prompt token of the row whose
+    answer starts first (it predicts that answer's ``[``) to the end (``logits_to_keep``; with
+    left padding that is the answer span alone). The loss equals the one on the full logits.
+    ``position_ids`` from the batch are passed on when the model takes them.
+    """
+    import inspect
+
     device = next(model.parameters()).device
-    outputs = model(
-        input_ids=batch["input_ids"].to(device), attention_mask=batch["attention_mask"].to(device)
-    )
-    return debiasfirst_loss(outputs.logits, batch, lam=lam, propensity=propensity)
+    forward = inspect.signature(getattr(model, "module", model).forward).parameters
+    width = int(batch["input_ids"].shape[1])
+    kwargs: dict[str, Any] = {
+        "input_ids": batch["input_ids"].to(device),
+        "attention_mask": batch["attention_mask"].to(device),
+    }
+    if "position_ids" in batch and "position_ids" in forward:
+        kwargs["position_ids"] = batch["position_ids"].to(device)
+    first = 0
+    if "logits_to_keep" in forward:
+        first = max(int(batch["answer_start"].min()) - 1, 0)
+        kwargs["logits_to_keep"] = width - first
+    logits = model(**kwargs).logits
+    kept = {
+        **batch,
+        "answer_start": batch["answer_start"] - first,
+        "labels": batch["labels"][:, first:],
+    }
+    return debiasfirst_loss(logits, kept, lam=lam, propensity=propensity)

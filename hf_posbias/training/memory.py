@@ -413,8 +413,6 @@ def cuda_trial(trainer: Any, loss: Any, rows: Sequence[int]) -> Measure:
     ``torch.cuda.max_memory_allocated``. Gathering across devices is switched off for the trial
     so that an out-of-memory on one process cannot desynchronise the collectives of the others.
     """
-    import torch
-
     from hf_posbias.training.builder import set_activation_checkpointing
 
     model = trainer.model
@@ -429,29 +427,42 @@ def cuda_trial(trainer: Any, loss: Any, rows: Sequence[int]) -> Measure:
         gather = bool(getattr(loss, "gather_across_devices", False))
         if gather:
             loss.gather_across_devices = False
-        model.train()
-        model.zero_grad(set_to_none=True)
-        gc.collect()
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats()
-        value = None
-        try:
+
+        def step() -> None:
             inputs = send_to_device(trainer.data_collator(features), trainer.args.device)
             with trainer.accelerator.autocast():
-                value = trainer.compute_loss(model, inputs)
-                value.backward()
-            torch.cuda.synchronize()
-            return int(torch.cuda.max_memory_allocated())
-        except RuntimeError as err:  # torch.cuda.OutOfMemoryError is a RuntimeError
-            if is_out_of_memory(err):
-                return None
-            raise
+                trainer.compute_loss(model, inputs).backward()
+
+        try:
+            return cuda_peak_bytes(model, step)
         finally:
             if gather:
                 loss.gather_across_devices = True
-            value = None
-            model.zero_grad(set_to_none=True)
-            gc.collect()
-            torch.cuda.empty_cache()
 
     return measure
+
+
+def cuda_peak_bytes(model: Any, step: Callable[[], None]) -> int | None:
+    """Peak CUDA memory of one trial ``step`` (forward + backward) of ``model``, from a clean
+    slate (gradients dropped, caches emptied, peak statistics reset); ``None`` when the step
+    runs out of memory. The memory preflights of every trainer measure their candidates with it.
+    """
+    import torch
+
+    model.train()
+    model.zero_grad(set_to_none=True)
+    gc.collect()
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+    try:
+        step()  # its activations and loss are freed when it returns
+        torch.cuda.synchronize()
+        return int(torch.cuda.max_memory_allocated())
+    except RuntimeError as err:  # torch.cuda.OutOfMemoryError is a RuntimeError
+        if is_out_of_memory(err):
+            return None
+        raise
+    finally:
+        model.zero_grad(set_to_none=True)
+        gc.collect()
+        torch.cuda.empty_cache()

@@ -32,11 +32,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from hf_posbias.errors import InputError
+from hf_posbias.errors import InputError, PosbiasError
 from hf_posbias.training.models import PoolingName
 
 if TYPE_CHECKING:
@@ -328,6 +328,43 @@ def parse_settings(
     if unknown:
         raise InputError(f"unknown training flag(s): {' '.join(unknown)}")
     return settings_from_namespace(settings_cls, namespace)
+
+
+def launch_main(
+    argv: Sequence[str] | None,
+    settings_cls: type[S],
+    *,
+    prog: str,
+    description: str,
+    run: Callable[[S], Any],
+    report: Callable[[Any], str],
+) -> int:
+    """The body of a trainer's module entry point (``python -m …``, ``accelerate launch -m …``).
+
+    Parses the flags into ``settings_cls``, calls ``run(settings)`` and prints
+    ``report(result)`` on rank 0 (``result.world_size``, ``$RANK``); a user mistake prints one
+    ``error:`` line to stderr and returns 2.
+
+    Example:
+        >>> launch_main(["--model", "m", "--config", "c", "--data", "d", "--out", "o",
+        ...              "--precision", "fp8"], TrainingSettings, prog="t", description="",
+        ...             run=print, report=str)
+        2
+    """
+    import logging
+    import os
+    import sys
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        settings = parse_settings(argv, settings_cls, prog=prog, description=description)
+        result = run(settings)
+    except PosbiasError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if result.world_size == 1 or int(os.environ.get("RANK", "0")) == 0:
+        print(report(result))
+    return 0
 
 
 def settings_from_namespace(settings_cls: type[S], namespace: argparse.Namespace) -> S:

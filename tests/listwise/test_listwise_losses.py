@@ -112,8 +112,11 @@ def test_collation_marks_the_answer_and_the_identifier_position(model_and_tokeni
         assert text == " > ".join(f"[{'ABCD'[i]}]" for i in order)
         assert int(batch["input_ids"][b, start]) == collator.prompt.open_id
         assert int(batch["input_ids"][b, start + 1]) == collator.identifier_ids[order[0]]
-        n = int(batch["attention_mask"][b].sum())
-        assert answer[-1] == tokenizer.eos_token_id and labels[n:].eq(-100).all()
+        padding = batch["attention_mask"][b] == 0
+        assert answer[-1] == tokenizer.eos_token_id and labels[padding].eq(-100).all()
+        # left padding (as FIRST scoring): every answer ends the row; positions skip the padding
+        assert labels[-1] != -100 and not padding[-1]
+        assert batch["position_ids"][b][~padding].tolist() == list(range(int((~padding).sum())))
 
 
 def test_training_reads_the_logits_inference_reads(model_and_tokenizer):
@@ -149,6 +152,42 @@ def test_joint_loss_is_lambda_rank_plus_answer_only_lm(model_and_tokenizer):
     omega = torch.full((4, 4), 1 / 16)
     ips = debiasfirst_loss(logits, batch, lam=0.1, propensity=omega)
     assert ips.rank == pytest.approx(parts.rank * 16**2, rel=1e-4) and ips.lm == parts.lm
+
+
+@pytest.mark.parametrize("padding_side", ["left", "right"])
+def test_model_loss_reads_only_the_answer_logits_and_loses_nothing(
+    model_and_tokenizer, padding_side
+):
+    model, tokenizer = model_and_tokenizer
+    collator = ListwiseCollator(
+        tokenizer, max_window=4, passage_tokens=6, padding_side=padding_side
+    )
+    batch = collator(rows())
+    omega = torch.full((4, 4), 1 / 16)
+    calls = []
+    hook = model.lm_head.register_forward_hook(lambda m, a, out: calls.append(out.shape[1]))
+    try:
+        with torch.no_grad():
+            full = model(
+                input_ids=batch["input_ids"],
+                attention_mask=batch["attention_mask"],
+                position_ids=batch["position_ids"],
+            ).logits
+            reference_parts = debiasfirst_loss(full, batch, lam=0.1, propensity=omega)
+            parts = model_loss(model, batch, lam=0.1, propensity=omega)
+    finally:
+        hook.remove()
+    assert parts.rank == pytest.approx(reference_parts.rank, rel=1e-5)
+    assert parts.lm == pytest.approx(reference_parts.lm, rel=1e-5)
+    width = batch["input_ids"].shape[1]
+    kept = width - int(batch["answer_start"].min()) + 1
+    assert calls == [width, kept] and kept < width
+    if padding_side == "left":  # the answer span (+ the token before it) alone
+        longest_answer = int((batch["labels"] != -100).sum(dim=1).max())
+        assert kept == longest_answer + 1
+    # the same batch encoded once, padded later, is the same batch
+    again = collator([collator.encode_row(r) for r in rows()])
+    assert all(torch.equal(again[key], batch[key]) for key in batch)
 
 
 def test_a_few_steps_lower_the_loss(tiny_llm):

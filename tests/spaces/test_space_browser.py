@@ -1,8 +1,9 @@
 """The evidence-moving Space: its helpers in-process, and the real app driven in Chromium.
 
 The browser test starts ``python spaces/evidence-moving/app.py`` on a free port (offline), waits
-for it, and drives it with Playwright: the first example renders a 10-point curve and a plot, and
-an empty query shows the error message. It skips when /usr/bin/chromium or playwright is missing
+for it, and drives it with Playwright: the first example renders a 10-point curve and a plot, an
+empty query shows the error message, and the listwise tab reranks with BM25 at one slot and then
+sweeps all 20 (a flat curve). It skips when /usr/bin/chromium or playwright is missing
 (``apt-get install -y chromium``). Set ``POSBIAS_ARTIFACTS`` to keep the screenshot.
 """
 
@@ -38,21 +39,15 @@ CHROMIUM_ARGS = [
 ]
 
 
-def load_app():
-    spec = importlib.util.spec_from_file_location("evidence_moving_space_app", APP)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve annotations through sys.modules
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_allow_list_and_input_caps(tmp_path, monkeypatch, tiny_sentence_transformer) -> None:
+def test_allow_list_and_input_caps(
+    tmp_path, monkeypatch, tiny_sentence_transformer, space_app
+) -> None:
     root = tmp_path / "ckpts"
     shutil.copytree(tiny_sentence_transformer, root / "run-begin")
     (root / "not-a-model").mkdir()
     monkeypatch.setenv("POSBIAS_SPACE_CHECKPOINTS", str(root))
     monkeypatch.setenv("POSBIAS_SPACE_HUB_MODELS", "org/model-a, org/model-b")
-    app = load_app()
+    app = space_app
     allowed = app.allowed_models()
     assert "local:run-begin" in allowed and "local:not-a-model" not in allowed
     assert {"org/model-a", "org/model-b"} <= set(allowed)
@@ -135,10 +130,10 @@ def log_text(tmp_path: Path) -> str:
 
 
 @pytest.mark.browser
-def test_first_example_renders_a_curve_and_errors_show(space_server, tmp_path) -> None:
+def test_first_example_renders_a_curve_and_errors_show(space_server, tmp_path, space_app) -> None:
     from playwright.sync_api import sync_playwright
 
-    app = load_app()
+    app = space_app
     curve_ready = (
         "() => { const t = document.querySelector('#curve-data textarea');"
         " return t !== null && t.value.includes('evidence_moving'); }"
@@ -186,5 +181,28 @@ def test_first_example_renders_a_curve_and_errors_show(space_server, tmp_path) -
                 timeout=60_000,
             )
             assert "Error" in page.locator("#status").inner_text()
+
+            # The listwise tab: BM25 (the pointwise control) at slot 5, then every slot.
+            page.get_by_role("tab", name="Listwise input position").click()
+            page.locator("#lw-reranker").locator("input").first.click()
+            page.get_by_role("option", name=app.BM25).click()
+            curve_has = (
+                "n => { const t = document.querySelector('#lw-curve textarea');"
+                " return t !== null && t.value.includes('positions')"
+                " && JSON.parse(t.value).positions.length === n; }"
+            )
+            page.locator("#lw-run").click()
+            page.wait_for_function(curve_has, arg=1, timeout=120_000)
+            assert "output rank" in page.locator("#lw-status").inner_text()
+            assert page.locator("#lw-ranking mark").count() == 1
+            page.locator("#lw-sweep").click()
+            page.wait_for_function(curve_has, arg=20, timeout=120_000)
+            curve = json.loads(page.locator("#lw-curve textarea").input_value())
+            assert curve["positions"] == list(range(1, 21)) and curve["psi"] == 0.0
+            assert page.locator("#lw-plot img").first.is_visible()
+            listwise_shot = tmp_path / "listwise-tab.png"
+            page.screenshot(path=str(listwise_shot), full_page=True)
+            if os.environ.get("POSBIAS_ARTIFACTS"):
+                shutil.copy(listwise_shot, Path(os.environ["POSBIAS_ARTIFACTS"]))
         finally:
             browser.close()
