@@ -11,11 +11,15 @@ Example:
 
 from __future__ import annotations
 
+import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 CardKind = Literal["dataset", "model"]
+
+FactsT = TypeVar("FactsT")
 
 
 def template_dir(kind: CardKind) -> Path:
@@ -49,3 +53,36 @@ def render_card(kind: CardKind, template: str, **context: Any) -> str:
     )
     env.filters["pct"] = lambda x, digits=2: f"{100 * float(x):.{digits}f}"
     return env.get_template(template).render(**context)
+
+
+def save_card_facts(ckpt_dir: str | Path, filename: str, facts: Any) -> Path:
+    """Write a checkpoint's card facts (a dataclass) as ``ckpt_dir/filename``; return the path.
+
+    Cards are rendered from these facts, so a card can be re-rendered (e.g. with an evaluation
+    added) without retraining. Written last, the file also marks a finished run.
+    """
+    from hf_posbias.shards import write_json
+
+    path = Path(ckpt_dir) / filename
+    write_json(path, asdict(facts))
+    return path
+
+
+def load_card_facts(ckpt_dir: str | Path, filename: str, cls: type[FactsT], what: str) -> FactsT:
+    """Read the facts written by :func:`save_card_facts` into ``cls`` (its ``from_dict``).
+
+    A folder without them is a one-line :class:`~hf_posbias.errors.InputError` naming ``what``
+    the folder is not.
+
+    Example:
+        >>> load_card_facts("/nonexistent", "facts.json", dict, "a posbias checkpoint")
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: /nonexistent has no facts.json: not a posbias checkpoint
+    """
+    from hf_posbias.errors import InputError
+
+    path = Path(ckpt_dir) / filename
+    if not path.is_file():
+        raise InputError(f"{ckpt_dir} has no {filename}: not {what}")
+    return cls.from_dict(json.loads(path.read_text()))  # type: ignore[attr-defined]

@@ -17,11 +17,11 @@ Example:
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hf_posbias.cards import load_card_facts, save_card_facts
 from hf_posbias.errors import InputError
 
 CARD_TEMPLATE = "listwise.md.j2"
@@ -99,19 +99,14 @@ def describe_base(name: str) -> tuple[str, bool, str]:
 
 def save_listwise_info(ckpt_dir: str | Path, info: ListwiseCardInfo) -> Path:
     """Write ``posbias_listwise_training.json`` (the facts the card is rendered from)."""
-    from hf_posbias.shards import write_json
-
-    path = Path(ckpt_dir) / TRAINING_INFO
-    write_json(path, asdict(info))
-    return path
+    return save_card_facts(ckpt_dir, TRAINING_INFO, info)
 
 
 def load_listwise_info(ckpt_dir: str | Path) -> ListwiseCardInfo:
     """Read the facts saved by :func:`save_listwise_info`."""
-    path = Path(ckpt_dir) / TRAINING_INFO
-    if not path.is_file():
-        raise InputError(f"{ckpt_dir} has no {TRAINING_INFO}: not a posbias listwise checkpoint")
-    return ListwiseCardInfo.from_dict(json.loads(path.read_text()))
+    return load_card_facts(
+        ckpt_dir, TRAINING_INFO, ListwiseCardInfo, "a posbias listwise checkpoint"
+    )
 
 
 def render_listwise_card(info: ListwiseCardInfo, evaluation: dict[str, Any] | None = None) -> str:

@@ -18,12 +18,12 @@ Example:
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hf_posbias.cards import load_card_facts, save_card_facts
 from hf_posbias.errors import InputError
 
 TRAINING_INFO = "posbias_training.json"
@@ -92,19 +92,14 @@ def hub_repo_name(org: str, model: str, config: str) -> str:
 
 def save_training_info(ckpt_dir: str | Path, info: TrainingCardInfo) -> Path:
     """Write ``posbias_training.json`` (the facts the card is rendered from)."""
-    from hf_posbias.shards import write_json
-
-    path = Path(ckpt_dir) / TRAINING_INFO
-    write_json(path, asdict(info))
-    return path
+    return save_card_facts(ckpt_dir, TRAINING_INFO, info)
 
 
 def load_training_info(ckpt_dir: str | Path) -> TrainingCardInfo:
     """Read the facts saved by :func:`save_training_info`."""
-    path = Path(ckpt_dir) / TRAINING_INFO
-    if not path.is_file():
-        raise InputError(f"{ckpt_dir} has no {TRAINING_INFO}: not a posbias-trained checkpoint")
-    return TrainingCardInfo.from_dict(json.loads(path.read_text()))
+    return load_card_facts(
+        ckpt_dir, TRAINING_INFO, TrainingCardInfo, "a posbias-trained checkpoint"
+    )
 
 
 def render_model_card(info: TrainingCardInfo, evaluation: dict[str, Any] | None = None) -> str:
