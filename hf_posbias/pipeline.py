@@ -89,9 +89,6 @@ logger = logging.getLogger(__name__)
 
 # Stage folders inside the work directory and the verbs that make them.
 CORPUS, HELDOUT, CANDIDATES, SCORED, TRAIN = "corpus", "heldout", "candidates", "scored", "train"
-AUDIT_BACKENDS: tuple[str, ...] = ("openai", "local-lm")
-"""Where the LLM segment audit's judge runs (``posbias verify --audit-backend``)."""
-
 _MADE_BY = {
     CORPUS: "posbias corpus",
     CANDIDATES: "posbias generate",
@@ -383,9 +380,11 @@ def check_audit_options(per_stratum: int, backend: str, constrained: bool) -> No
     """
     if per_stratum < 1:
         raise InputError(f"--audit-per-stratum must be >= 1, got {per_stratum}")
-    if backend not in AUDIT_BACKENDS:
+    from hf_posbias.generation.backends import CHAT_BACKENDS
+
+    if backend not in CHAT_BACKENDS:
         raise InputError(
-            f"unknown audit backend {backend!r}; choose from {', '.join(AUDIT_BACKENDS)}"
+            f"unknown audit backend {backend!r}; choose from {', '.join(CHAT_BACKENDS)}"
         )
     if backend == "local-lm" and constrained:
         from hf_posbias.generation.constrained import compile_json_schema
@@ -415,17 +414,16 @@ def run_audit_stage(
     ``"local-lm"`` (``model`` is a local folder, Hub id, ``.gguf`` or ``smollm2-135m``); with
     ``constrained`` the judge answers under the audit's JSON schema, as query generation does.
     """
-    from hf_posbias.generation.backends import OpenAIChatBackend, TransformersChatBackend
+    from hf_posbias.generation.backends import make_chat_backend
     from hf_posbias.verification.audit import audit_segments
 
     check_audit_options(per_stratum, backend, constrained)
     pool = load_scored_pool(work)
     delta = float(stage_parameters(Path(work) / SCORED, _MADE_BY[SCORED])["delta"])
+    endpoint = {"base_url": base_url, "api_key_env": api_key_env} if backend == "openai" else {}
+    chat = make_chat_backend(backend, model, **endpoint)
     if backend == "local-lm":
-        chat: Any = TransformersChatBackend(model)
-        chat.load()
-    else:
-        chat = OpenAIChatBackend(model, base_url=base_url, api_key_env=api_key_env)
+        chat.load()  # a model that does not load fails here, before any judging starts
     report = audit_segments(
         pool,
         chat,

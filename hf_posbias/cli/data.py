@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
+from hf_posbias.generation.backends import CHAT_BACKENDS
+from hf_posbias.generation.registry import GENERATORS
 
 
 def _echo(line: str) -> None:
@@ -40,7 +42,7 @@ def _add_generator_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--generator",
         default="ict",
-        choices=["ict", "openai", "local-lm"],
+        choices=GENERATORS,
         help="ict = Inverse Cloze Task (offline default); openai = any OpenAI-compatible "
         "endpoint; local-lm = a local transformers causal LM",
     )
@@ -348,7 +350,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     audit.add_argument(
         "--audit-backend",
-        choices=("openai", "local-lm"),
+        choices=CHAT_BACKENDS,
         default="openai",
         help="openai: an OpenAI-compatible endpoint (--base-url); local-lm: a local causal LM "
         "(folder, Hub id, .gguf or smollm2-135m)",

@@ -42,7 +42,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from hf_posbias.errors import BackendError, first_line
+from hf_posbias.errors import BackendError, InputError, first_line
 
 Messages = list[dict[str, str]]
 
@@ -113,6 +113,10 @@ def response_format(schema: dict[str, Any]) -> dict[str, Any]:
         "json_schema": {"name": name, "schema": endpoint_schema(schema), "strict": True},
     }
 
+
+CHAT_BACKENDS: tuple[str, ...] = ("openai", "local-lm")
+"""Backend names: ``openai`` = :class:`OpenAIChatBackend`, ``local-lm`` =
+:class:`TransformersChatBackend` (the LLM query generators and the segment audit's judge)."""
 
 FALLBACK_CHAT_TEMPLATE = (
     "{% for message in messages %}<|{{ message['role'] }}|>\n{{ message['content'] }}\n"
@@ -558,3 +562,22 @@ class TransformersChatBackend:
             except RequestRejected as err:
                 results.append(err)
         return results
+
+
+def make_chat_backend(name: str, model: str, **options: Any) -> ChatBackend:
+    """The chat backend called ``name`` (one of :data:`CHAT_BACKENDS`) for ``model``; ``options``
+    go to its constructor. Nothing loads here.
+
+    Example:
+        >>> make_chat_backend("openai", "gpt-4o-mini").params()["model"]
+        'gpt-4o-mini'
+        >>> make_chat_backend("vllm", "m")
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: unknown chat backend 'vllm'; choose from openai, local-lm
+    """
+    if name == "openai":
+        return OpenAIChatBackend(model, **options)
+    if name == "local-lm":
+        return TransformersChatBackend(model, **options)
+    raise InputError(f"unknown chat backend {name!r}; choose from {', '.join(CHAT_BACKENDS)}")

@@ -42,9 +42,8 @@ from hf_posbias.generation.backends import (
     ChatBackend,
     ChatReply,
     Messages,
-    OpenAIChatBackend,
     RequestRejected,
-    TransformersChatBackend,
+    make_chat_backend,
 )
 from hf_posbias.generation.base import (
     GenerationFailure,
@@ -585,11 +584,7 @@ def build_llm_generator(name: str, **options: Any) -> PersonaQueryGenerator:
             cache_dir=options.get("persona_cache_dir"),
         )
     backend_kwargs = {k: options[k] for k in BACKEND_OPTIONS[name] if options.get(k) is not None}
-    backend: ChatBackend
-    if name == "openai":
-        backend = OpenAIChatBackend(str(model), **backend_kwargs)
-    else:
-        backend = TransformersChatBackend(str(model), **backend_kwargs)
+    backend = make_chat_backend(name, str(model), **backend_kwargs)
     prompt_kwargs = {k: options[k] for k in PROMPT_OPTIONS if options.get(k) is not None}
     generator = PersonaQueryGenerator(backend, pool, name=name, **prompt_kwargs)
     schemas = generator.schemas()

@@ -14,9 +14,10 @@ from __future__ import annotations
 from typing import Any
 
 from hf_posbias.errors import InputError
+from hf_posbias.generation.backends import CHAT_BACKENDS
 from hf_posbias.generation.base import QueryGenerator
 
-GENERATORS: tuple[str, ...] = ("ict", "openai", "local-lm")
+GENERATORS: tuple[str, ...] = ("ict", *CHAT_BACKENDS)
 """Names accepted by :func:`make_generator`."""
 
 
@@ -55,7 +56,7 @@ def make_generator(name: str, **options: Any) -> QueryGenerator:
         from hf_posbias.generation.ict import build_ict_generator
 
         return build_ict_generator(**options)
-    if name in ("openai", "local-lm"):
+    if name in CHAT_BACKENDS:
         from hf_posbias.generation.llm import build_llm_generator
 
         return build_llm_generator(name, **options)
