@@ -287,6 +287,21 @@ def test_llm_segment_audit_with_a_local_lm_judge(
     assert "replies decoded: json_schema" in capsys.readouterr().out
 
 
+@pytest.mark.shared_data
+def test_audit_judge_that_does_not_load_is_one_line(
+    built: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    import shutil
+
+    work = tmp_path / "work"
+    shutil.copytree(built / "work", work)
+    argv = ["verify", "--work", str(work), "--no-progress", "--audit-backend", "local-lm"]
+    assert main([*argv, "--audit-model", str(tmp_path / "no-such-model")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: cannot load causal LM")
+    assert not (work / "scored" / "audit.json").exists()
+
+
 # --------------------------------------------------------------------------- a synthetic corpus
 
 
