@@ -24,7 +24,6 @@ Example:
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError, first_line
+from hf_posbias.rows import iter_jsonl_objects, read_text
 
 DEFAULT_PERSONA_DATASET = "proj-persona/PersonaHub"
 DEFAULT_PERSONA_MODEL = "all-MiniLM-L6-v2"
@@ -41,6 +41,13 @@ DEFAULT_PERSONAS_SOURCE = "hf-posbias default personas"
 
 # Embedding models by name, loaded once per process and shared by every pool.
 _ENCODERS: dict[str, Any] = {}
+
+
+def _text_personas(text: str) -> list[str]:
+    """The personas of a ``.txt`` pool: one per non-blank line, ``#`` lines are comments."""
+    return [
+        line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")
+    ]
 
 
 @dataclass
@@ -98,22 +105,15 @@ class PersonaPool:
         if not path.is_file():
             raise InputError(f"persona file not found: {path}")
         personas: list[str] = []
-        with path.open(encoding="utf-8") as handle:
-            for lineno, line in enumerate(handle, start=1):
+        if path.suffix in (".jsonl", ".json"):
+            for where, record in iter_jsonl_objects(path):
                 if limit is not None and len(personas) >= limit:
                     break
-                if not line.strip():
-                    continue
-                if path.suffix in (".jsonl", ".json"):
-                    try:
-                        record = json.loads(line)
-                    except json.JSONDecodeError as err:
-                        raise InputError(f"{path}:{lineno}: malformed JSON ({err.msg})") from None
-                    if not isinstance(record, dict) or not isinstance(record.get(field_name), str):
-                        raise InputError(f"{path}:{lineno}: no string field {field_name!r}")
-                    personas.append(record[field_name])
-                elif not line.lstrip().startswith("#"):
-                    personas.append(line)
+                if not isinstance(record.get(field_name), str):
+                    raise InputError(f"{where}: no string field {field_name!r}")
+                personas.append(record[field_name])
+        else:
+            personas = _text_personas(read_text(path))[:limit]
         return cls(personas, model=model, source=str(path), cache_dir=cache_dir)
 
     @classmethod
@@ -129,13 +129,10 @@ class PersonaPool:
         """
         from importlib.resources import files
 
-        with (
-            files("hf_posbias.generation")
-            .joinpath("data", "personas.txt")
-            .open(encoding="utf-8") as handle
-        ):
-            lines = [line for line in handle if not line.lstrip().startswith("#")]
-        return cls(lines, model=model, source=DEFAULT_PERSONAS_SOURCE, cache_dir=cache_dir)
+        text = files("hf_posbias.generation").joinpath("data", "personas.txt").read_text("utf-8")
+        return cls(
+            _text_personas(text), model=model, source=DEFAULT_PERSONAS_SOURCE, cache_dir=cache_dir
+        )
 
     @classmethod
     def from_hub(

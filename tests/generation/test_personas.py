@@ -73,3 +73,13 @@ def test_default_pool_ranks_by_similarity(minilm_path):
     pool = PersonaPool.default(model=minilm_path)
     football = "Manchester United won the Premier League and the FA Cup in the 1998-99 season."
     assert "football" in pool.top_k(football, k=1)[0]
+
+
+def test_persona_file_that_is_not_utf8_names_the_byte_offset(tmp_path):
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("a caf\xe9 owner\n".encode("latin-1"))
+    with pytest.raises(InputError, match=r"latin1\.txt: not UTF-8 text at byte offset 5"):
+        PersonaPool.from_file(latin1)
+    commented = tmp_path / "c.txt"
+    commented.write_text("# a comment\n  # another\nA baker\n\nA pilot\n")
+    assert PersonaPool.from_file(commented, limit=1).personas == ["A baker"]
