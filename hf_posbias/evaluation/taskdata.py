@@ -200,18 +200,7 @@ class PositionTaskData:
     def load(cls, folder: str | Path) -> PositionTaskData:
         """Read and validate a task folder written by :meth:`save`."""
         path = Path(folder)
-        meta_path = path / "task.json"
-        if not meta_path.exists():
-            raise InputError(f"{path} is not a position task folder (no task.json)")
-        for name in ("corpus.parquet", "queries.parquet", "qrels.parquet"):
-            if not (path / name).exists():
-                raise InputError(f"{path}: missing {name}")
-        meta = json.loads(meta_path.read_text())
-        meta.pop("bucket_counts", None)
-        try:
-            info = TaskInfo(**meta)
-        except TypeError as err:
-            raise InputError(f"{meta_path}: unexpected task.json fields ({err})") from None
+        info = read_task_info(path)
         data = cls(
             info=info,
             corpus=read_parquet_rows(path / "corpus.parquet"),
@@ -220,3 +209,26 @@ class PositionTaskData:
         )
         data.validate(str(path))
         return data
+
+
+def read_task_info(folder: str | Path) -> TaskInfo:
+    """Read and check ``task.json`` of a task folder (cheap: no parquet is read); the one reader
+    of a folder's header, for the mteb metadata and for :meth:`PositionTaskData.load`."""
+    path = Path(folder)
+    meta_path = path / "task.json"
+    if not path.is_dir():
+        raise InputError(f"task folder {path} does not exist")
+    if not meta_path.exists():
+        raise InputError(f"{path} is not a position task folder (no task.json)")
+    for name in ("corpus.parquet", "queries.parquet", "qrels.parquet"):
+        if not (path / name).exists():
+            raise InputError(f"{path}: missing {name}")
+    try:
+        meta = json.loads(meta_path.read_text())
+    except json.JSONDecodeError as err:
+        raise InputError(f"{meta_path}: not valid JSON ({err.msg}, line {err.lineno})") from None
+    meta.pop("bucket_counts", None)
+    try:
+        return TaskInfo(**meta)
+    except TypeError as err:
+        raise InputError(f"{meta_path}: unexpected task.json fields ({err})") from None

@@ -43,7 +43,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,7 +75,7 @@ from hf_posbias.evaluation.registry import (
     require_card,
     task_metadata,
 )
-from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
+from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo, read_task_info
 
 TASKS_DIR_ENV = "POSBIAS_TASKS_DIR"
 """Environment variable: a folder holding built task folders named after the tasks."""
@@ -102,28 +101,6 @@ def folder_revision(folder: str | Path) -> str:
 
     names = ("task.json", "corpus.parquet", "queries.parquet", "qrels.parquet")
     return folder_digest(folder, names=names)[:16]
-
-
-def read_task_info(folder: str | Path) -> TaskInfo:
-    """Read ``task.json`` only (cheap): used to build metadata before the data is loaded."""
-    path = Path(folder)
-    meta_path = path / "task.json"
-    if not path.is_dir():
-        raise InputError(f"task folder {path} does not exist")
-    if not meta_path.exists():
-        raise InputError(f"{path} is not a position task folder (no task.json)")
-    for name in ("corpus.parquet", "queries.parquet", "qrels.parquet"):
-        if not (path / name).exists():
-            raise InputError(f"{path}: missing {name}")
-    try:
-        meta = json.loads(meta_path.read_text())
-    except json.JSONDecodeError as err:
-        raise InputError(f"{meta_path}: not valid JSON ({err.msg}, line {err.lineno})") from None
-    meta.pop("bucket_counts", None)
-    try:
-        return TaskInfo(**meta)
-    except TypeError as err:
-        raise InputError(f"{meta_path}: unexpected task.json fields ({err})") from None
 
 
 def task_languages(info: TaskInfo, card: TaskCard | None = None) -> list[str]:

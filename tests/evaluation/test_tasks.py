@@ -101,6 +101,12 @@ def test_unknown_name_and_bad_folders_are_one_line_errors(folder, tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(InputError, match="no task.json"):
         get_task(tmp_path / "empty")
+    # The data loader reads the same header: a truncated task.json is one line there too.
+    truncated = tmp_path / "truncated"
+    shutil.copytree(folder, truncated)
+    (truncated / "task.json").write_text('{"name": "x",')
+    with pytest.raises(InputError, match=r"task.json: not valid JSON"):
+        PositionTaskData.load(truncated)
 
 
 def test_load_reports_contract_violations(tmp_path):
