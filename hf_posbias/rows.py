@@ -73,6 +73,30 @@ def read_text(path: str | Path) -> str:
         raise _not_utf8(path, err.start, err) from None
 
 
+def read_json(path: str | Path) -> Any:
+    """A JSON file's content; a missing file, text that is not UTF-8 or malformed JSON is one
+    :class:`InputError` line naming the file.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "cut.json"
+        >>> _ = path.write_text('{"k": 2,')
+        >>> read_json(path)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: ...cut.json: not valid JSON (Expecting property name ...)
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    try:
+        return json.loads(read_text(path))
+    except json.JSONDecodeError as err:
+        raise InputError(
+            f"{path}: not valid JSON ({err.msg}, line {err.lineno} column {err.colno})"
+        ) from None
+
+
 def iter_jsonl_objects(path: str | Path) -> Iterator[tuple[str, dict[str, Any]]]:
     """Yield ``(where, object)`` for each non-blank line of a JSONL file.
 

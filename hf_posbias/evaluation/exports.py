@@ -74,7 +74,11 @@ def read_trec_run(path: str | Path) -> dict[str, dict[str, float]]:
             continue
         if len(parts) != 6:
             raise InputError(f"{path}:{number}: a TREC run line has 6 fields, got {len(parts)}")
-        run.setdefault(parts[0], {})[parts[2]] = float(parts[4])
+        try:
+            score = float(parts[4])
+        except ValueError:
+            raise InputError(f"{path}:{number}: score {parts[4]!r} is not a number") from None
+        run.setdefault(parts[0], {})[parts[2]] = score
     return run
 
 

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hf_posbias.errors import InputError
+from hf_posbias.errors import InputError, first_line
 from hf_posbias.evaluation.psi import summarize_positions
 
 
@@ -180,9 +180,16 @@ def read_summaries(path: str | Path) -> list[EvaluationSummary]:
         target = target / "summary.json"
     if not target.is_file():
         raise InputError(f"{target}: not found (is this a `posbias evaluate` run folder?)")
-    try:
-        data = json.loads(target.read_text())
-    except json.JSONDecodeError as err:
-        raise InputError(f"{target}: not valid JSON ({err.msg})") from None
+    from hf_posbias.rows import read_json
+
+    data = read_json(target)
     rows = data if isinstance(data, list) else [data]
-    return [EvaluationSummary.from_dict(row) for row in rows]
+    summaries = []
+    for row in rows:
+        if not isinstance(row, Mapping):
+            raise InputError(f"{target}: not a posbias summary (an entry is {type(row).__name__})")
+        try:
+            summaries.append(EvaluationSummary.from_dict(row))
+        except TypeError as err:
+            raise InputError(f"{target}: not a posbias summary ({first_line(err)})") from None
+    return summaries

@@ -37,7 +37,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -223,10 +222,11 @@ def read_task_info(folder: str | Path) -> TaskInfo:
     for name in ("corpus.parquet", "queries.parquet", "qrels.parquet"):
         if not (path / name).exists():
             raise InputError(f"{path}: missing {name}")
-    try:
-        meta = json.loads(meta_path.read_text())
-    except json.JSONDecodeError as err:
-        raise InputError(f"{meta_path}: not valid JSON ({err.msg}, line {err.lineno})") from None
+    from hf_posbias.rows import read_json
+
+    meta = read_json(meta_path)
+    if not isinstance(meta, dict):
+        raise InputError(f"{meta_path}: expected a JSON object, got {type(meta).__name__}")
     meta.pop("bucket_counts", None)
     try:
         return TaskInfo(**meta)

@@ -20,7 +20,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -71,7 +70,7 @@ def compare_rows(
 
 
 def _read_run(folder: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    from hf_posbias.rows import read_rows
+    from hf_posbias.rows import read_json, read_rows
 
     path = Path(folder)
     positions, per_query = path / "positions.json", path / "per_query.jsonl"
@@ -80,7 +79,11 @@ def _read_run(folder: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]
             f"{path} is not a posbias listwise test folder (needs positions.json and "
             "per_query.jsonl)"
         )
-    return json.loads(positions.read_text()), read_rows(per_query)
+    summary = read_json(positions)
+    missing = [k for k in ("positions", "k") if not isinstance(summary, dict) or k not in summary]
+    if missing:
+        raise InputError(f"{positions}: not a listwise test summary (no {', '.join(missing)})")
+    return summary, read_rows(per_query)
 
 
 def compare_runs(

@@ -64,18 +64,20 @@ class RerankTask:
 
 
 def _beir_qrels(path: Path) -> dict[str, dict[str, int]]:
+    from hf_posbias.rows import read_text
+
     qrels: dict[str, dict[str, int]] = {}
-    with path.open(encoding="utf-8", newline="") as handle:
-        for lineno, row in enumerate(csv.reader(handle, delimiter="\t"), start=1):
-            if not row or (lineno == 1 and not row[-1].strip().lstrip("-").isdigit()):
-                continue  # blank line or header
-            if len(row) < 3:
-                raise InputError(f"{path}:{lineno}: expected query-id, corpus-id, score")
-            try:
-                score = int(float(row[2]))
-            except ValueError:
-                raise InputError(f"{path}:{lineno}: score {row[2]!r} is not a number") from None
-            qrels.setdefault(row[0].strip(), {})[row[1].strip()] = score
+    lines = read_text(path).splitlines()  # not UTF-8: one line naming the byte offset
+    for lineno, row in enumerate(csv.reader(lines, delimiter="\t"), start=1):
+        if not row or (lineno == 1 and not row[-1].strip().lstrip("-").isdigit()):
+            continue  # blank line or header
+        if len(row) < 3:
+            raise InputError(f"{path}:{lineno}: expected query-id, corpus-id, score")
+        try:
+            score = int(float(row[2]))
+        except ValueError:
+            raise InputError(f"{path}:{lineno}: score {row[2]!r} is not a number") from None
+        qrels.setdefault(row[0].strip(), {})[row[1].strip()] = score
     return qrels
 
 

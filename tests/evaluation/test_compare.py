@@ -78,6 +78,13 @@ def test_runs_of_different_tasks_are_refused_in_one_line(runs, shared_data, tmp_
     assert "nowhere: not found (is this a `posbias evaluate` run folder?)" in _one_error_line(
         capsys
     )
+    # A summary.json that is not one: cut, a list of numbers, an object without the fields.
+    for text, message in (("{", "not valid JSON"), ("[1]", "an entry is int"), ("{}", "missing")):
+        bad = tmp_path / "bad-run"
+        bad.mkdir(exist_ok=True)
+        (bad / "summary.json").write_text(text)
+        assert main(["compare", str(runs / "bm25"), str(bad)]) == 2
+        assert message in _one_error_line(capsys)
 
 
 def test_evaluate_cli_refuses_bootstrap_zero_and_takes_a_scoring(runs, tmp_path, capsys):

@@ -216,3 +216,10 @@ def test_summary_when_every_bucket_scores_zero():
             "m", "T", ["a", "b"], {"a": 0.0, "b": 0.0}, n_queries={"a": 1, "b": 1}
         )
     assert s.psi is None and s.mean == 0.0
+
+
+def test_a_trec_run_with_a_score_that_is_not_a_number_is_one_line(tmp_path):
+    run = tmp_path / "run.trec"
+    run.write_text("q1 Q0 d1 1 0.5 bm25\nq1 Q0 d2 2 high bm25\n")
+    with pytest.raises(InputError, match=r"run\.trec:2: score 'high' is not a number"):
+        read_trec_run(run)

@@ -80,6 +80,15 @@ def test_runs_on_other_positions_or_queries_are_refused(
     code = main(["listwise", "compare", str(llm), str(tmp_path)])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "is not a posbias listwise test folder" in err
+    # A cut positions.json, or one without the test's fields: one line, no traceback.
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "per_query.jsonl").write_text((llm / "per_query.jsonl").read_text())
+    for text, message in (('{"k": 4,', "not valid JSON"), ('{"k": 4}', "no positions")):
+        (broken / "positions.json").write_text(text)
+        assert main(["listwise", "compare", str(llm), str(broken)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and "positions.json: " in err and message in err
 
 
 def test_common_queries_compares_the_shared_ones(two_runs, shared_beir_task, tmp_path, capsys):

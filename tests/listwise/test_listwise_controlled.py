@@ -263,3 +263,10 @@ def test_cross_encoder_control_is_flat_too(beir_task, tmp_path, tiny_cross_encod
         for row in rows:
             by_query.setdefault(row["query_id"], set()).add(tuple(row["ranking"]))
         assert all(len(rankings) == 1 for rankings in by_query.values())  # same output always
+
+
+def test_qrels_that_are_not_utf8_name_the_byte_offset(beir_task):
+    qrels = beir_task / "qrels" / "test.tsv"
+    qrels.write_bytes(qrels.read_bytes() + "q1\tcaf\xe9\t1\n".encode("latin-1"))
+    with pytest.raises(InputError, match=r"test\.tsv: not UTF-8 text at byte offset \d+"):
+        load_rerank_task(beir_task)
