@@ -191,13 +191,9 @@ def _test(args: argparse.Namespace) -> int:
         run_controlled_test,
     )
 
-    positions = parse_positions(args.positions, args.k)
-    task, reranker = _task_and_reranker(args)
-    out = Path(args.out)
-    _prepare_out(out, args.overwrite)
     config = ControlledTestConfig(
         k=args.k,
-        positions=positions,
+        positions=parse_positions(args.positions, args.k),
         max_queries=args.max_queries,
         seed=args.seed,
         first_stage=args.first_stage,
@@ -205,6 +201,9 @@ def _test(args: argparse.Namespace) -> int:
         step=args.step,
         n_resamples=args.n_resamples,
     )
+    task, reranker = _task_and_reranker(args)
+    out = Path(args.out)
+    _prepare_out(out, args.overwrite)
     summary = run_controlled_test(reranker, task, out, config, show_progress=not args.no_progress)
     _echo(
         f"{summary['reranker']} on {summary['task']} ({summary['split']}), k={summary['k']}, "
@@ -229,9 +228,6 @@ def _shuffle_eval(args: argparse.Namespace) -> int:
         raise InputError(f"--shuffles must be at least 1, got {args.shuffles}")
     if args.aggregate < 0 or args.aggregate == 1:
         raise InputError(f"--aggregate needs at least 2 shuffles (0: off), got {args.aggregate}")
-    task, reranker = _task_and_reranker(args)
-    out = Path(args.out)
-    _prepare_out(out, args.overwrite)
     config = ShuffleEvalConfig(
         k=args.k,
         shuffles=args.shuffles,
@@ -244,6 +240,9 @@ def _shuffle_eval(args: argparse.Namespace) -> int:
         method=args.test,
         n_resamples=args.n_resamples,
     )
+    task, reranker = _task_and_reranker(args)
+    out = Path(args.out)
+    _prepare_out(out, args.overwrite)
     payload = run_shuffle_eval(reranker, task, out, config, show_progress=not args.no_progress)
     _echo(f"{payload['reranker']} on {payload['task']}: nDCG@10 over {payload['queries']} queries")
     for name, value in payload["ndcg_at_10"].items():

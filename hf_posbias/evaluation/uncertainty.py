@@ -122,7 +122,16 @@ class PairedComparison:
 # --------------------------------------------------------------------------- helpers
 
 
-def _check_settings(n_resamples: int, confidence: float) -> None:
+def check_resampling(n_resamples: int, confidence: float = 0.95) -> None:
+    """Refuse resampling settings no interval can come from (one-line :class:`InputError`);
+    callers with heavy work before the resampling call it first.
+
+    Example:
+        >>> check_resampling(0)
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: the number of bootstrap resamples must be at least 1, got 0
+    """
     if not isinstance(n_resamples, int) or n_resamples < 1:
         raise InputError(f"the number of bootstrap resamples must be at least 1, got {n_resamples}")
     if not 0 < confidence < 1:
@@ -202,7 +211,7 @@ def bootstrap_positions(
         >>> ci.paired, ci.n_queries
         (True, {'1': 2, '2': 2})
     """
-    _check_settings(n_resamples, confidence)
+    check_resampling(n_resamples, confidence)
     arrays = {b: v for b, v in _as_arrays(per_query, "bootstrap").items() if v[1].size}
     if not arrays:
         raise InputError("bootstrap: every bucket is empty")
@@ -319,7 +328,7 @@ def paired_comparison(
         >>> round(cmp.buckets["all"].delta, 3), cmp.buckets["all"].p_value < 0.2
         (0.1, True)
     """
-    _check_settings(n_resamples, confidence)
+    check_resampling(n_resamples, confidence)
     if method not in ("bootstrap", "randomization"):
         raise InputError(f"unknown paired test {method!r}: bootstrap or randomization")
     shared, only_a, only_b = _shared(a, b)

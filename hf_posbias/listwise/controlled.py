@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
+from hf_posbias.evaluation.uncertainty import check_resampling
 from hf_posbias.listwise.base import ListwiseReranker
 from hf_posbias.listwise.lists import QueryList, controlled_list, describe_lists
 from hf_posbias.listwise.runs import (
@@ -50,6 +51,10 @@ class ControlledTestConfig(ListSettings):
     positions: list[int] | None = None
     n_resamples: int = 1000
     confidence: float = 0.95
+
+    def __post_init__(self) -> None:
+        # Checked when the settings are made, before any reranking: the intervals come last.
+        check_resampling(self.n_resamples, self.confidence)
 
 
 def parse_positions(spec: str | Sequence[int] | None, k: int) -> list[int]:

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from hf_posbias.errors import InputError
+from hf_posbias.evaluation.uncertainty import check_resampling
 from hf_posbias.listwise.aggregate import borda, kemeny_local_search
 from hf_posbias.listwise.base import ListwiseReranker
 from hf_posbias.listwise.lists import QueryList, describe_lists
@@ -50,6 +51,10 @@ class ShuffleEvalConfig(ListSettings):
     method: str = "randomization"
     n_resamples: int = 1000
     confidence: float = 0.95
+
+    def __post_init__(self) -> None:
+        # Checked when the settings are made, before any reranking: the intervals come last.
+        check_resampling(self.n_resamples, self.confidence)
 
 
 def variants_needed(config: ShuffleEvalConfig) -> int:

@@ -144,6 +144,7 @@ def test_llm_reranker_runs_the_test_and_shows_its_window_counts(beir_task, tmp_p
         (["--split", "dev"], "no qrels for split 'dev'"),
         (["--positions", "0,3"], "--positions must lie in 1..20"),
         (["--k", "5", "--positions", "6"], "--positions must lie in 1..5"),
+        (["--n-resamples", "0"], "bootstrap resamples must be at least 1"),
     ],
 )
 def test_bad_input_is_one_line(beir_task, tmp_path, capsys, extra, message):
@@ -163,7 +164,7 @@ def test_bad_input_is_one_line(beir_task, tmp_path, capsys, extra, message):
     )
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.startswith("error: ") and "\n" not in err and message in err
-    assert not (tmp_path / "o" / "positions.json").exists()
+    assert not (tmp_path / "o").exists()  # refused before the output folder is made
 
 
 def test_identifiers_error_comes_before_any_output(
