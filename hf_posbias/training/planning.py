@@ -118,6 +118,8 @@ def benchmark_label(settings: TrainingSettings) -> str | None:
         >>> benchmark_label(TrainingSettings(model="m", config="c", data="d", out="o"))
         'auto'
     """
+    from hf_posbias.training.settings import CPU_MINI_BATCH_ROWS
+
     memory_auto = (
         settings.gradient_checkpointing == "auto"
         and settings.mini_batch_rows is None
@@ -127,7 +129,7 @@ def benchmark_label(settings: TrainingSettings) -> str | None:
         return "auto" if settings.precision == "auto" else settings.precision
     if (
         settings.precision == "fp32"
-        and settings.mini_batch_rows == 32
+        and settings.mini_batch_rows == CPU_MINI_BATCH_ROWS
         and settings.gradient_checkpointing == "off"
         and settings.mini_batch_tokens is None
     ):

@@ -170,10 +170,6 @@ class ComputeSettings:
                 f"--global-batch {self.global_batch} is not divisible by the {n} processes: "
                 f"use a multiple of {n} (each process embeds global/{n} rows)"
             )
-        if self.global_batch < n:
-            raise InputError(
-                f"--global-batch {self.global_batch} is smaller than the {n} processes"
-            )
         info = info if info is not None else device_info()
         precision = resolve_precision(self.precision, info)
         attn = resolve_attn_implementation(self.attn_implementation, info, precision)

@@ -150,8 +150,6 @@ def ips_weights(bins: Sequence[str], positions: Sequence[str]) -> list[float]:
 def _available_configs(data: str) -> list[str]:
     from datasets import get_dataset_config_names
 
-    from hf_posbias.errors import first_line
-
     if not Path(data).exists() and os.environ.get("HF_HUB_OFFLINE") == "1":
         raise InputError(f"training data {data!r} is not a local folder (offline: no Hub access)")
     try:
