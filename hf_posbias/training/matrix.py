@@ -155,6 +155,8 @@ def plan_matrix(
 
     device = described_device(plan_for) if plan_for else device_info()
     figures = load_throughput(throughput) if throughput else None
+    # Each configuration's data is read once, not once per base model that trains on it.
+    rows_per_bin = {config: _rows_per_bin(data, config) for config in {r.config for r in runs}}
     lines: list[str] = []
     total: float | None = 0.0
     for run in progress(runs, total=len(runs), desc="planning", disable=len(runs) < 2):
@@ -163,7 +165,7 @@ def plan_matrix(
             settings,
             device,
             num_processes or 1,
-            rows_per_bin=_rows_per_bin(data, run.config),
+            rows_per_bin=rows_per_bin[run.config],
             throughput=figures,
         )
         lines.append(plan.summary())
