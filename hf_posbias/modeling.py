@@ -253,6 +253,22 @@ def causal_lm_folder(name: str, gguf_file: str | None = None) -> str:
     return str(target)
 
 
+def context_length(model_or_config: Any) -> int | None:
+    """The longest input a model (or its config) reads: its position table, ``None`` if unknown.
+
+    Example:
+        >>> from transformers import LlamaConfig
+        >>> context_length(LlamaConfig(max_position_embeddings=2048))
+        2048
+    """
+    config = getattr(model_or_config, "config", model_or_config)
+    for key in ("max_position_embeddings", "n_positions", "seq_length"):
+        value = getattr(config, key, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
 def load_causal_lm(
     name: str,
     *,

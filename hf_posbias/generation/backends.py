@@ -443,12 +443,9 @@ class TransformersChatBackend:
         self.device = device
 
     def _context_size(self) -> int | None:
-        config = self._model.config
-        for attr in ("max_position_embeddings", "n_positions", "seq_length"):
-            value = getattr(config, attr, None)
-            if isinstance(value, int) and value > 0:
-                return value
-        return None
+        from hf_posbias.modeling import context_length
+
+        return context_length(self._model)
 
     def _eos_token_ids(self) -> list[int]:
         eos = self._model.generation_config.eos_token_id

@@ -32,6 +32,7 @@ from hf_posbias.listwise.base import Window
 from hf_posbias.listwise.identifiers import identifier_token_ids
 from hf_posbias.listwise.prompt import ListwisePrompt
 from hf_posbias.listwise.records import WindowRanking, order_by_score
+from hf_posbias.modeling import context_length
 
 
 @dataclass
@@ -228,19 +229,3 @@ class FirstReranker(LocalListwiseLM):
             doc_ids = [p.doc_id for p in passages]
             answers.append(WindowRanking(order_by_score(scores, doc_ids), scores))
         return answers
-
-
-def context_length(model_or_config: Any) -> int | None:
-    """The longest input a model (or its config) reads: its position table, ``None`` if unknown.
-
-    Example:
-        >>> from transformers import LlamaConfig
-        >>> context_length(LlamaConfig(max_position_embeddings=2048))
-        2048
-    """
-    config = getattr(model_or_config, "config", model_or_config)
-    for key in ("max_position_embeddings", "n_positions", "seq_length"):
-        value = getattr(config, key, None)
-        if isinstance(value, int) and value > 0:
-            return value
-    return None

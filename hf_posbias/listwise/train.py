@@ -206,9 +206,8 @@ def prepare_listwise_run(
 ) -> ListwiseRunInputs:
     """Every check that needs no model weights (see the module docstring)."""
     from hf_posbias.listwise.collate import ListwiseCollator
-    from hf_posbias.listwise.first import context_length
     from hf_posbias.listwise.trainset import read_train_set
-    from hf_posbias.modeling import causal_lm_folder
+    from hf_posbias.modeling import causal_lm_folder, context_length
     from hf_posbias.progress import progress
     from hf_posbias.training.builder import model_attn_implementation
 

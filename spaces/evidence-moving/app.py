@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.analysis.evidence_moving import EvidenceCase, EvidenceCurve, slot_names
-from hf_posbias.errors import PosbiasError
+from hf_posbias.errors import PosbiasError, first_line
 from hf_posbias.listwise.slider import SliderCase, SliderCurve
 
 logger = logging.getLogger("evidence-moving-space")
@@ -486,7 +486,7 @@ def slide(
         f"{case.k} slots"
         + (f", PSI {psi:.3f}." if psi is not None else ".")
         + (
-            " (The relevant passage was not retrieved: it replaces the 20th.)"
+            f" (The relevant passage was not retrieved: it replaces the {case.k}th.)"
             if case.injected
             else ""
         )
@@ -527,8 +527,7 @@ def error_message(err: Exception, what: str) -> str:
     if isinstance(err, PosbiasError):
         return str(err)
     logger.exception("%s failed", what)
-    first = (str(err).splitlines() or [""])[0][:200]
-    return f"internal error ({type(err).__name__}: {first})"
+    return f"internal error ({type(err).__name__}: {first_line(err, 200)})"
 
 
 def listwise_tab() -> None:
