@@ -52,6 +52,24 @@ def position_limit(config: object) -> int | None:
     return None
 
 
+def max_seq_length(config: object, spec: ModelSpec, max_length: int | None = None) -> int:
+    """The sequence length a run uses: ``max_length`` (or the spec's) capped by the position
+    table of ``config`` (:func:`position_limit`); one rule for the model, the pre-load checks and
+    the memory plan.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> spec = SimpleNamespace(max_length=8192)
+        >>> max_seq_length(SimpleNamespace(max_position_embeddings=512), spec)
+        512
+        >>> max_seq_length(SimpleNamespace(), spec, max_length=1024)  # NoPE: no table
+        1024
+    """
+    wanted = int(max_length or spec.max_length)
+    limit = position_limit(config)
+    return min(wanted, limit) if limit else wanted
+
+
 def build_sentence_transformer(
     spec: ModelSpec,
     pooling: str | None = None,
@@ -77,7 +95,6 @@ def build_sentence_transformer(
     pool_mode = pooling or spec.pooling
     if pool_mode not in POOLINGS:
         raise ModelLoadError(f"pooling must be one of {', '.join(POOLINGS)}, got {pool_mode!r}")
-    wanted = int(max_length or spec.max_length)
     model_kwargs = {"attn_implementation": attn_implementation} if attn_implementation else {}
 
     if spec.is_sentence_transformer:
@@ -112,8 +129,7 @@ def build_sentence_transformer(
     if spec.is_decoder:
         tokenizer.padding_side = "right"
 
-    limit = position_limit(transformer.auto_model.config)
-    model.max_seq_length = min(wanted, limit) if limit else wanted
+    model.max_seq_length = max_seq_length(transformer.auto_model.config, spec, max_length)
     # Saved with the model (training-time prompts are not): inference uses the same prefix.
     model.prompts = {"query": spec.query_prefix, "document": spec.document_prefix}
     model.default_prompt_name = None
@@ -153,9 +169,7 @@ def load_text_setup(spec: ModelSpec, max_length: int | None = None) -> tuple[Any
         raise ModelLoadError(
             f"cannot load checkpoint {spec.checkpoint!r}: {first_line(err)}"
         ) from None
-    wanted = int(max_length or spec.max_length)
-    limit = position_limit(config)
-    return config, tokenizer, min(wanted, limit) if limit else wanted
+    return config, tokenizer, max_seq_length(config, spec, max_length)
 
 
 def model_attn_implementation(config: Any, wanted: str, requested: bool) -> str | None:

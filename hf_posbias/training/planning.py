@@ -183,7 +183,7 @@ def plan_run(
     throughput: Mapping[str, Any] | None = None,
 ) -> RunPlan:
     """Resolve ``settings`` for ``device`` and estimate the memory plan and wall time."""
-    from hf_posbias.training.builder import model_attn_implementation, position_limit
+    from hf_posbias.training.builder import max_seq_length, model_attn_implementation
     from hf_posbias.training.memory import (
         choose_memory_plan,
         cpu_plan,
@@ -223,9 +223,7 @@ def plan_run(
         plan.memory = cpu_plan(settings, compute.per_device_batch)
         return plan
     shape = ModelShape.from_config(config)
-    wanted = int(settings.max_length or spec.max_length)
-    limit = position_limit(config)
-    max_seq = min(wanted, limit) if limit else wanted
+    max_seq = max_seq_length(config, spec, settings.max_length)
     longest = min(max_seq, math.ceil(LONGEST_BIN_CHARS / CHARS_PER_TOKEN))
 
     def estimate(checkpointing: bool, mini: Any) -> int:
