@@ -398,19 +398,6 @@ def _plan_of(mini: Any) -> MemoryPlan:
     return MemoryPlan(False, mini, 1, "measured")
 
 
-def _shared_plan(plan_or_error: Any, world_size: int) -> MemoryPlan:
-    """Every rank takes rank 0's plan (or its error), so no rank waits for another forever."""
-    if world_size > 1:
-        from accelerate.utils import broadcast_object_list
-
-        shared = [plan_or_error]
-        broadcast_object_list(shared, from_process=0)
-        plan_or_error = shared[0]
-    if isinstance(plan_or_error, PosbiasError):
-        raise plan_or_error
-    return plan_or_error
-
-
 # --------------------------------------------------------------------------- trainer
 
 
@@ -482,6 +469,7 @@ def train_listwise(
         set_activation_checkpointing,
         supports_activation_checkpointing,
     )
+    from hf_posbias.training.memory import shared_plan
 
     say = echo or (lambda line: None)
     set_seed(settings.seed)
@@ -539,7 +527,7 @@ def train_listwise(
         )
     except PosbiasError as err:  # every rank must learn of it
         outcome = err
-    plan = _shared_plan(outcome, compute.world_size)
+    plan = shared_plan(outcome, compute.world_size)
     set_activation_checkpointing(model, plan.checkpointing)
     micro, accumulation = split_batch(
         compute.per_device_batch, windows_per_pass(plan, run.longest_tokens)

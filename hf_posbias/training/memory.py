@@ -47,7 +47,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hf_posbias.errors import BudgetError, InputError
+from hf_posbias.errors import BudgetError, InputError, PosbiasError
 
 if TYPE_CHECKING:
     from hf_posbias.training.settings import ComputeSettings
@@ -466,3 +466,23 @@ def cuda_peak_bytes(model: Any, step: Callable[[], None]) -> int | None:
         model.zero_grad(set_to_none=True)
         gc.collect()
         torch.cuda.empty_cache()
+
+
+def shared_plan(plan_or_error: MemoryPlan | PosbiasError, world_size: int) -> MemoryPlan:
+    """Every rank takes rank 0's preflight outcome: its plan, or its error raised on every rank
+    (a rank left out would wait for the others forever).
+
+    Example:
+        >>> plan = MemoryPlan(False, MiniBatching(rows=8), 8, "measured")
+        >>> shared_plan(plan, world_size=1) is plan
+        True
+    """
+    if world_size > 1:
+        from accelerate.utils import broadcast_object_list
+
+        shared = [plan_or_error]
+        broadcast_object_list(shared, from_process=0)
+        plan_or_error = shared[0]
+    if isinstance(plan_or_error, PosbiasError):
+        raise plan_or_error
+    return plan_or_error

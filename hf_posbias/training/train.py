@@ -597,14 +597,13 @@ def _memory_preflight(cfg: TrainingSettings, run: RunInputs, trainer: Any, loss:
         cpu_plan,
         cuda_trial,
         optimizer_state_bytes,
+        shared_plan,
         usable_bytes,
     )
 
     compute = run.compute
     if compute.device.kind != "cuda":
         return cpu_plan(cfg, compute.per_device_batch)
-    from accelerate.utils import broadcast_object_list
-
     from hf_posbias.training.batching import plan_batches
     from hf_posbias.training.builder import supports_activation_checkpointing
 
@@ -634,13 +633,7 @@ def _memory_preflight(cfg: TrainingSettings, run: RunInputs, trainer: Any, loss:
         )
     except PosbiasError as err:  # every rank must learn of it, or the others wait forever
         outcome = err
-    if compute.world_size > 1:
-        shared = [outcome]
-        broadcast_object_list(shared, from_process=0)
-        outcome = shared[0]
-    if isinstance(outcome, PosbiasError):
-        raise outcome
-    return outcome
+    return shared_plan(outcome, compute.world_size)
 
 
 def _card_info(cfg, spec, rows, result, truncation, lr, model) -> Any:  # noqa: ANN001
