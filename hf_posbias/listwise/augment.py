@@ -26,12 +26,20 @@ from typing import Any
 from hf_posbias.errors import InputError
 
 
-def check_groups(k: int, groups: int) -> None:
-    """``groups`` must be ≥ 1 and divide the window size k."""
+def check_groups(k: int, groups: int, *, flag: str = "--groups", where: str = "") -> None:
+    """``groups`` must be ≥ 1 and divide the window size k; errors name ``flag`` (the option
+    the user set) and ``where`` the window is.
+
+    Example:
+        >>> check_groups(20, 3, where=" of row 7")
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: --groups 3 does not divide the window size k=20 of row 7
+    """
     if groups < 1:
-        raise InputError(f"--groups must be at least 1, got {groups}")
+        raise InputError(f"{flag} must be at least 1, got {groups}")
     if k % groups:
-        raise InputError(f"--groups {groups} does not divide the window size k={k}")
+        raise InputError(f"{flag} {groups} does not divide the window size k={k}{where}")
 
 
 def pos_aug(row: dict[str, Any], groups: int, *, seed: int, source_id: str) -> list[dict[str, Any]]:
@@ -67,13 +75,7 @@ def augment_rows(
     error names ``flag``, the option the user set). ``source_id`` is ``"<query_id>:<row index>"``.
     """
     for n, row in enumerate(rows):
-        k = len(row["doc_ids"])
-        if groups < 1 or k % groups:
-            raise InputError(
-                f"{flag} {groups} does not divide the window size k={k} of row {n}"
-                if groups >= 1
-                else f"{flag} must be at least 1, got {groups}"
-            )
+        check_groups(len(row["doc_ids"]), groups, flag=flag, where=f" of row {n}")
     out: list[dict[str, Any]] = []
     for n, row in enumerate(rows):
         out.extend(pos_aug(row, groups, seed=seed, source_id=f"{row['query_id']}:{n}"))
