@@ -38,7 +38,6 @@ Example:
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -433,17 +432,16 @@ def summarize_rows(
     empty = [b for b in buckets if ndcg[b] is None]
     present = {b: v for b, v in ndcg.items() if v is not None}
     if present:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # empty buckets are reported in the fields
-            try:
-                summary = summarize_positions(present)
-                mean, psi_value, drop = summary.mean, summary.psi, summary.worst_drop
-                best, worst = summary.best_bucket, summary.worst_bucket
-            except InputError as err:
-                notes.append(str(err))
-                mean = mean_exact(list(present.values()))
-                drop, best = 0.0, next(iter(present))
-                worst = best
+        # Only scored buckets go in, so summarize_positions has no empty bucket to warn about.
+        try:
+            summary = summarize_positions(present)
+            mean, psi_value, drop = summary.mean, summary.psi, summary.worst_drop
+            best, worst = summary.best_bucket, summary.worst_bucket
+        except InputError as err:
+            notes.append(str(err))
+            mean = mean_exact(list(present.values()))
+            drop, best = 0.0, next(iter(present))
+            worst = best
     if empty:
         notes.append(f"buckets without queries: {', '.join(empty)}")
     strata: dict[str, dict[str, Any]] = {}
