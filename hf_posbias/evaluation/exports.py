@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
+from hf_posbias.evaluation.position_scoring import ranked
 from hf_posbias.shards import read_parquet_rows, write_parquet
 
 RUN_DEPTH = 100
@@ -56,10 +57,9 @@ def write_trec_run(
     tag = re.sub(r"\s+", "_", run_name) or "run"
     lines = []
     for qid in sorted(run):
-        ranked = sorted(run[qid].items(), key=lambda kv: (kv[1], kv[0]), reverse=True)[:depth]
         lines.extend(
             f"{qid} Q0 {doc} {rank} {score:.6g} {tag}"
-            for rank, (doc, score) in enumerate(ranked, start=1)
+            for rank, (doc, score) in enumerate(ranked(run[qid])[:depth], start=1)
         )
     out.write_text("\n".join(lines) + ("\n" if lines else ""))
     return out

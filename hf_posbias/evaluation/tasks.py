@@ -361,11 +361,9 @@ class PositionRetrievalTask(AbsTaskRetrieval):
             scoring=self.scoring,
             notes=state.warnings + notes,
         )
-        top = {
-            qid: dict(sorted(docs.items(), key=lambda kv: (kv[1], kv[0]), reverse=True))
-            for qid, docs in results.items()
-        }
-        self.last_evaluation[hf_subset] = SubsetEvaluation(hf_subset, summary, rows, top)
+        # A copy, unsorted: write_trec_run orders each query's documents itself.
+        run = {qid: dict(docs) for qid, docs in results.items()}
+        self.last_evaluation[hf_subset] = SubsetEvaluation(hf_subset, summary, rows, run)
         return {
             "position": summary.to_dict(),
             "psi": summary.psi,
