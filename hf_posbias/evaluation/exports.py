@@ -99,14 +99,19 @@ def read_per_query(path: str | Path) -> list[dict[str, Any]]:
     return read_parquet_rows(target)
 
 
-def per_bucket_from_table(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
-    """``{bucket: {query_id: nDCG@10}}`` out of a per-query table.
+def per_bucket_from_table(
+    rows: Sequence[Mapping[str, Any]], bucket: str = "bucket"
+) -> dict[str, dict[str, float]]:
+    """``{bucket: {query_id: nDCG@10}}`` out of a per-query table; ``bucket`` names the column
+    that groups the rows (the listwise test's is ``position``).
 
     Example:
         >>> per_bucket_from_table([{"bucket": "a", "query_id": "q", "ndcg_at_10": 1.0}])
         {'a': {'q': 1.0}}
+        >>> per_bucket_from_table([{"position": 3, "query_id": "q", "ndcg_at_10": 0.5}], "position")
+        {'3': {'q': 0.5}}
     """
     out: dict[str, dict[str, float]] = {}
     for row in rows:
-        out.setdefault(str(row["bucket"]), {})[str(row["query_id"])] = float(row["ndcg_at_10"])
+        out.setdefault(str(row[bucket]), {})[str(row["query_id"])] = float(row["ndcg_at_10"])
     return out

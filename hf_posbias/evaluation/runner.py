@@ -126,12 +126,14 @@ def run_task(
     return result.task_results[0]
 
 
-def _intervals(rows: Sequence[Any], n_resamples: int | None, seed: int) -> dict[str, Any] | None:
+def _intervals(
+    rows: Sequence[dict[str, Any]], n_resamples: int | None, seed: int
+) -> dict[str, Any] | None:
     if n_resamples is None or not rows:
         return None
     from hf_posbias.evaluation.uncertainty import bootstrap_positions
 
-    per_bucket = per_bucket_from_table([r.to_row() for r in rows])
+    per_bucket = per_bucket_from_table(rows)
     return bootstrap_positions(per_bucket, n_resamples=n_resamples, seed=seed).to_dict()
 
 
@@ -169,11 +171,12 @@ def summarize_task(
         if position is None or kept is None:
             raise PosbiasError(f"{name}: mteb returned no position scores for subset {subset!r}")
         label = name if len(subsets) == 1 else f"{name} ({subset})"
+        table = [r.to_row() for r in kept.rows]  # once: the per-query file and the intervals
         per_query_path = run_path = None
         if out_dir is not None:
             stem = safe_name(label)
             per_query_path = str(
-                write_per_query(kept.rows, out_dir / PER_QUERY_DIRNAME / f"{stem}.parquet")
+                write_per_query(table, out_dir / PER_QUERY_DIRNAME / f"{stem}.parquet")
             )
             run_path = str(
                 write_trec_run(
@@ -214,7 +217,7 @@ def summarize_task(
                 evaluation_time_s=round(evaluation_time_s, 3),
                 mteb_version=str(task_result.mteb_version or ""),
                 mteb_result_path=result_path,
-                intervals=_intervals(kept.rows, bootstrap, seed),
+                intervals=_intervals(table, bootstrap, seed),
                 per_query_path=per_query_path,
                 run_path=run_path,
                 strata=dict(position.get("strata") or {}),

@@ -36,11 +36,9 @@ COMPARISON_FILE = "comparison.json"
 
 
 def _per_position(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    table: dict[str, dict[str, float]] = {}
-    for row in rows:
-        table.setdefault(str(int(row["position"])), {})[str(row["query_id"])] = float(
-            row["ndcg_at_10"]
-        )
+    from hf_posbias.evaluation.exports import per_bucket_from_table
+
+    table = per_bucket_from_table(rows, bucket="position")
     return dict(sorted(table.items(), key=lambda item: int(item[0])))
 
 
