@@ -578,3 +578,47 @@ def make_chat_backend(name: str, model: str, **options: Any) -> ChatBackend:
     if name == "local-lm":
         return TransformersChatBackend(model, **options)
     raise InputError(f"unknown chat backend {name!r}; choose from {', '.join(CHAT_BACKENDS)}")
+
+
+def reply_decoding(reply: str) -> str:
+    """How a reply was decoded (one of :data:`DECODINGS`); a plain string, from a backend outside
+    this package, was not constrained.
+
+    Example:
+        >>> reply_decoding(ChatReply("{}", decoding="json_schema")), reply_decoding("yes")
+        ('json_schema', 'free_form')
+    """
+    return getattr(reply, "decoding", "free_form")
+
+
+def complete_all(
+    backend: ChatBackend,
+    requests: Sequence[Messages],
+    seeds: Sequence[int | None],
+    *,
+    chunk: int,
+    desc: str,
+    unit: str = "request",
+    progress: bool = True,
+    **sampling: Any,
+) -> list[ChatReply | BackendError]:
+    """Every request through ``backend.complete_many`` in chunks of ``chunk``, in order, with a
+    progress report; one reply (or the :class:`BackendError` of a refused request) each.
+    ``sampling`` (temperature, top_p, max_tokens, json_schema) goes to every call.
+    """
+    from hf_posbias.progress import progress as progress_bar
+
+    if len(seeds) != len(requests):
+        raise ValueError(f"{len(seeds)} seeds for {len(requests)} requests")
+    replies: list[ChatReply | BackendError] = []
+    with progress_bar(
+        total=len(requests), desc=desc, unit=unit, disable=not progress or not requests
+    ) as bar:
+        for start in range(0, len(requests), chunk):
+            batch = list(requests[start : start + chunk])
+            out = backend.complete_many(batch, seeds=list(seeds[start : start + chunk]), **sampling)
+            if len(out) != len(batch):
+                raise RuntimeError(f"backend returned {len(out)} replies for {len(batch)} requests")
+            replies.extend(out)
+            bar.update(len(batch))
+    return replies

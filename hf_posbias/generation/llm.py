@@ -43,7 +43,9 @@ from hf_posbias.generation.backends import (
     ChatReply,
     Messages,
     RequestRejected,
+    complete_all,
     make_chat_backend,
+    reply_decoding,
 )
 from hf_posbias.generation.base import (
     GenerationFailure,
@@ -54,7 +56,6 @@ from hf_posbias.generation.base import (
 )
 from hf_posbias.generation.constrained import compile_json_schema, schema_key
 from hf_posbias.generation.personas import DEFAULT_PERSONA_MODEL, PersonaPool
-from hf_posbias.progress import progress
 
 logger = logging.getLogger(__name__)
 
@@ -387,27 +388,22 @@ class PersonaQueryGenerator:
         # Chunks of a few requests per concurrent slot keep the bar moving without idling the
         # endpoint's threads; a local model answers one request at a time anyway.
         concurrency = getattr(self.backend, "max_concurrency", None)
-        chunk = 4 * int(concurrency) if concurrency else 1
-        replies: list[ChatReply | BackendError] = []
-        with progress(
-            total=len(requests),
+        replies = complete_all(
+            self.backend,
+            requests,
+            seeds,
+            chunk=4 * int(concurrency) if concurrency else 1,
             desc=f"{self.name} {stage}",
-            unit="request",
-            disable=not self.progress or not requests,
-        ) as bar:
-            for start in range(0, len(requests), chunk):
-                replies.extend(
-                    self.backend.complete_many(
-                        requests[start : start + chunk],
-                        seeds=seeds[start : start + chunk],
-                        temperature=self.temperature,
-                        top_p=self.top_p,
-                        max_tokens=self.max_tokens,
-                        json_schema=schema,
-                    )
-                )
-                bar.update(min(chunk, len(requests) - start))
-        fallbacks = sum(getattr(r, "decoding", "") == "free_form_fallback" for r in replies)
+            progress=self.progress,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            max_tokens=self.max_tokens,
+            json_schema=schema,
+        )
+        fallbacks = sum(
+            not isinstance(r, BackendError) and reply_decoding(r) == "free_form_fallback"
+            for r in replies
+        )
         if fallbacks:
             logger.warning(
                 "warning: %s %s: %d of %d request(s) answered free-form because the endpoint "
@@ -465,7 +461,7 @@ class PersonaQueryGenerator:
                 outcomes[i] = GenerationFailure("stage1_backend_rejected", str(checked))
                 continue
             try:
-                configs[i] = (parse_stage1(checked, options), _decoding(checked))
+                configs[i] = (parse_stage1(checked, options), reply_decoding(checked))
             except GenerationFailure as failure:
                 if _truncated(checked):
                     failure = GenerationFailure("stage1_truncated", failure.detail)
@@ -524,16 +520,11 @@ class PersonaQueryGenerator:
                         "query_words": len(parsed["query"].split()),
                         "reasoning": parsed["reasoning"],
                         "stage1_decoding": config_decoding,
-                        "stage2_decoding": _decoding(checked),
+                        "stage2_decoding": reply_decoding(checked),
                     },
                 )
             )
         return [o if o is not None else GenerationFailure("internal") for o in outcomes]
-
-
-def _decoding(reply: str) -> str:
-    # Backends outside this package may return plain strings: those were not constrained.
-    return getattr(reply, "decoding", "free_form")
 
 
 def _truncated(reply: str) -> bool:

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 from hf_posbias import POSITIONS
 from hf_posbias.errors import InputError
+from hf_posbias.generation.backends import complete_all, reply_decoding
 from hf_posbias.generation.base import stable_seed
-from hf_posbias.progress import progress as progress_bar
 from hf_posbias.tables import as_table
 from hf_posbias.verification.panel import check_candidate, target_index
 from hf_posbias.verification.report import DEFAULT_DELTA, margin_stratum, stratum_labels
@@ -252,8 +252,7 @@ def audit_segments(
 
     for reply in replies:
         if not isinstance(reply, Exception):
-            # Plain strings come from backends that do not say how they decoded.
-            decoding = getattr(reply, "decoding", "free_form")
+            decoding = reply_decoding(reply)
             report.decodings[decoding] = report.decodings.get(decoding, 0) + 1
 
     tallies = {s.stratum: {"ty": [0, 0], "dn": [0, 0], "ex": [0, 0]} for s in report.strata}
@@ -315,24 +314,18 @@ def ask_judge(
     """
     if max_tokens is None:
         max_tokens = FREE_FORM_MAX_TOKENS if json_schema is None else CONSTRAINED_MAX_TOKENS
-    replies: list[str | Exception] = []
-    bar = progress_bar(total=len(requests), desc="audit", unit="call", disable=not progress)
-    for start in range(0, len(requests), batch_size):
-        batch = list(requests[start : start + batch_size])
-        seeds = [stable_seed("audit", seed, start + i) for i in range(len(batch))]
-        out = backend.complete_many(
-            batch,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            seeds=seeds,
-            json_schema=json_schema,
-        )
-        if len(out) != len(batch):
-            raise RuntimeError(f"backend returned {len(out)} replies for {len(batch)} requests")
-        replies.extend(out)
-        bar.update(len(batch))
-    bar.close()
-    return replies
+    return complete_all(
+        backend,
+        requests,
+        [stable_seed("audit", seed, i) for i in range(len(requests))],
+        chunk=batch_size,
+        desc="audit",
+        unit="call",
+        progress=progress,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        json_schema=json_schema,
+    )
 
 
 def _ratio(hits_total: list[int]) -> float | None:
