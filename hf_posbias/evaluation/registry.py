@@ -35,7 +35,7 @@ from hf_posbias.errors import InputError
 if TYPE_CHECKING:
     from mteb.abstasks.task_metadata import TaskMetadata
 
-    from hf_posbias.evaluation.taskdata import PositionTaskData
+    from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
 
 BUILDERS_PACKAGE = "hf_posbias.evaluation.builders"
 DEFAULT_LANGUAGES: tuple[str, ...] = ("eng-Latn",)
@@ -95,6 +95,29 @@ class TaskCard:
             name=f"{self.name}{suffix}",
             class_name=f"{self.class_name}{class_suffix}",
             description=f"{self.description} {note}",
+        )
+
+    def task_info(self, *, name: str, description: str, source: str) -> TaskInfo:
+        """The ``task.json`` header of a folder built for this card: its licence, reference and
+        citation come from the card, so the folder and the mteb metadata cannot disagree
+        (buckets are filled in by the builder's assembler).
+
+        Example:
+            >>> from hf_posbias.evaluation.builders.scifact import CARD
+            >>> info = CARD.task_info(name="X", description="d", source="s")
+            >>> info.license == CARD.license and info.citation == CARD.citation
+            True
+        """
+        from hf_posbias.evaluation.taskdata import TaskInfo
+
+        return TaskInfo(
+            name=name,
+            description=description,
+            buckets=[],
+            source=source,
+            license=self.license,
+            reference=self.reference,
+            citation=self.citation,
         )
 
     def task_metadata(

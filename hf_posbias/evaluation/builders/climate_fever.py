@@ -45,7 +45,7 @@ from hf_posbias.evaluation.builders.common import (
 )
 from hf_posbias.evaluation.positions import THIRDS, Anchor, IntervalBuckets, parse_buckets
 from hf_posbias.evaluation.registry import Benchmark, TaskCard
-from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
+from hf_posbias.evaluation.taskdata import PositionTaskData
 from hf_posbias.rows import iter_jsonl_objects
 
 CARD = TaskCard(
@@ -180,7 +180,7 @@ def build_climate_fever(
             located,
             "claims_whose_evidences_span_several_buckets",
         )
-    info = TaskInfo(
+    info = CARD.task_info(
         name=name,
         description=(
             "Climate-FEVER claims with "
@@ -189,12 +189,8 @@ def build_climate_fever(
             "such evidence sentence in its article"
             + (" (article reconstructed from the release's sentences)." if mode != "exact" else ".")
         ),
-        buckets=[],
         source="Climate-FEVER release climate-fever.jsonl"
         + (f" + corpus {Path(corpus).name}" if corpus is not None else ""),
-        license=CARD.license,
-        reference=CARD.reference,
-        citation=CARD.citation,
     )
     return asm.finish(
         info,

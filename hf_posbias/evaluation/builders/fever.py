@@ -30,7 +30,7 @@ from hf_posbias.evaluation.builders.common import (
 )
 from hf_posbias.evaluation.positions import THIRDS, Anchor, IntervalBuckets, parse_buckets
 from hf_posbias.evaluation.registry import Benchmark, TaskCard
-from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
+from hf_posbias.evaluation.taskdata import PositionTaskData
 from hf_posbias.rows import iter_jsonl_objects
 
 CARD = TaskCard(
@@ -159,17 +159,13 @@ def build_fever(
         first_page, start, end = located[0]
         docs = [first_page] + [p for p in dict.fromkeys(pages) if p != first_page]
         asm.add_query(str(obj["id"]), str(obj["claim"]), docs, start, end)
-    info = TaskInfo(
+    info = CARD.task_info(
         name=name,
         description=(
             "FEVER claims with Wikipedia evidence, bucketed by the relative character position "
             "of the first evidence sentence in its page."
         ),
-        buckets=[],
         source=f"FEVER {Path(claims).name} + wiki-pages",
-        license=CARD.license,
-        reference=CARD.reference,
-        citation=CARD.citation,
     )
     return asm.finish(
         info,

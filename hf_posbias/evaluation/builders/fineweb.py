@@ -46,7 +46,7 @@ from hf_posbias.evaluation.builders.common import (
 )
 from hf_posbias.evaluation.positions import THIRDS
 from hf_posbias.evaluation.registry import Benchmark, TaskCard
-from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
+from hf_posbias.evaluation.taskdata import PositionTaskData
 
 HUB_ID = "NovaSearch/FineWeb-PosQ"
 
@@ -169,18 +169,14 @@ def build_fineweb_posq(
             asm.queries[-1]["extra_buckets"] = buckets[1:]
     asm.report.note("distractor_passages", distractors)
     asm.report.note("questions_with_several_position_labels", multi)
-    info = TaskInfo(
+    info = CARD.task_info(
         name=(TINY_CARD if tiny else CARD).name,
         description=(
             "Synthetic position-targeted questions over FineWeb-edu passages of 500-1,024 words, "
             "bucketed by the third of the passage that holds the answer (Zeng et al. 2025)"
             + (f"; {tiny_per_position} queries per position, seed {seed}." if tiny else ".")
         ),
-        buckets=[],
         source=f"{HUB_ID} via {source}",
-        license=CARD.license,
-        reference=CARD.reference,
-        citation=CARD.citation,
     )
     return asm.finish(
         info,

@@ -36,7 +36,7 @@ from hf_posbias.evaluation.builders.common import (
 )
 from hf_posbias.evaluation.positions import THIRDS, Anchor, IntervalBuckets, parse_buckets
 from hf_posbias.evaluation.registry import Benchmark, TaskCard
-from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
+from hf_posbias.evaluation.taskdata import PositionTaskData
 
 CARD = TaskCard(
     name="HotpotQA-Evidence",
@@ -138,17 +138,13 @@ def build_hotpotqa(
         asm.add_located_query(
             qid, question, located, "questions_whose_supporting_facts_span_several_buckets"
         )
-    info = TaskInfo(
+    info = CARD.task_info(
         name=name,
         description=(
             "HotpotQA (distractor) questions retrieving their supporting Wikipedia paragraphs, "
             "bucketed by the relative character position of the first supporting sentence."
         ),
-        buckets=[],
         source=f"HotpotQA distractor via {source}",
-        license=CARD.license,
-        reference=CARD.reference,
-        citation=CARD.citation,
     )
     return asm.finish(
         info,

@@ -48,7 +48,7 @@ from hf_posbias.evaluation.positions import (
     relative_position,
 )
 from hf_posbias.evaluation.registry import Benchmark, TaskCard
-from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
+from hf_posbias.evaluation.taskdata import PositionTaskData
 
 HUB_ID = "infgrad/PosIR-Benchmark-v1"
 YHP26_DOMAINS = ("Subject Education", "News Media", "Law Judiciary", "Finance Economics")
@@ -168,7 +168,7 @@ def build_posir(
                 # PosIR's own token length: the posir scoring's length strata use it.
                 asm.queries[-1]["doc_tokens"] = int(q["pos_token_length"])
     asm.report.note("pos_char_length_differs_from_document_text_length", length_mismatch)
-    info = TaskInfo(
+    info = CARD.task_info(
         name=name
         or (CARD.name if rule.scheme == POSIR_RELATIVE_20.scheme else f"PosIR-{rule.scheme}"),
         description=(
@@ -180,11 +180,7 @@ def build_posir(
                 else "the relative position of the evidence span centre."
             )
         ),
-        buckets=[],
         source=f"{HUB_ID} via {root}",
-        license=CARD.license,
-        reference=CARD.reference,
-        citation=CARD.citation,
     )
     return asm.finish(
         info,

@@ -44,7 +44,7 @@ from hf_posbias.evaluation.builders.common import (
 )
 from hf_posbias.evaluation.positions import THIRDS, Anchor, IntervalBuckets, parse_buckets
 from hf_posbias.evaluation.registry import Benchmark, TaskCard
-from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
+from hf_posbias.evaluation.taskdata import PositionTaskData
 
 CARD = TaskCard(
     name="SciFact-Evidence",
@@ -171,17 +171,13 @@ def build_scifact(
         asm.add_query(str(claim_id), text, list(evidence), start, end)
     asm.report.note("claims_with_several_evidence_documents", multi)
     suffix = "" if split == "validation" else f"-{split}"
-    info = TaskInfo(
+    info = CARD.task_info(
         name=name or f"{CARD.name}{suffix}",
         description=(
             f"SciFact ({split} split) claims with rationale annotations, bucketed by the relative "
             "character position of the first evidence sentence in its abstract."
         ),
-        buckets=[],
         source=f"allenai/scifact (CSV export: {claims_path.name}, {corpus_path.name})",
-        license=CARD.license,
-        reference=CARD.reference,
-        citation=CARD.citation,
     )
     return asm.finish(
         info,

@@ -45,7 +45,7 @@ from hf_posbias.evaluation.builders.common import (
 )
 from hf_posbias.evaluation.positions import SQUAD_POSQ, SQUAD_POSQ_NOTE, IntervalBuckets
 from hf_posbias.evaluation.registry import Benchmark, TaskCard
-from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
+from hf_posbias.evaluation.taskdata import PositionTaskData
 
 HUB_ID = "rajpurkar/squad_v2"
 
@@ -173,7 +173,7 @@ def build_squad_posq(
             start + len(answer),
             bucket_value=start,
         )
-    info = TaskInfo(
+    info = CARD.task_info(
         name=(TINY_CARD if tiny else CARD).name,
         description=(
             "SQuAD v2 answerable questions (train + validation) retrieving their passage among "
@@ -181,11 +181,7 @@ def build_squad_posq(
             "(Zeng et al. 2025)"
             + (f"; {tiny_size} queries sampled with seed {seed}." if tiny else ".")
         ),
-        buckets=[],
         source=f"{HUB_ID} ({'+'.join(splits)}) via {source}",
-        license=CARD.license,
-        reference=CARD.reference,
-        citation=CARD.citation,
     )
     return asm.finish(
         info,
