@@ -1,0 +1,400 @@
+"""Settings declared once: a dataclass field is a flag, its help, its choices and its check.
+
+Every verb of ``posbias`` (and every module entry point such as ``accelerate launch -m
+hf_posbias.training.train``) takes one settings dataclass. Each field says everything about one
+setting in one place:
+
+- its name (``global_batch`` → ``--global-batch``; an underscore spelling is never shown),
+- its type (``bool`` → ``--x / --no-x``; ``Literal[...]`` → choices; ``list[str]`` → one or more
+  values; ``X | None`` → optional),
+- its default (no default → a required flag, or a positional with ``positional=True``),
+- its help text, shown with the default by ``--help``,
+- renamed spellings, accepted with a deprecation warning (``aliases=("--batch-size",)``),
+
+and ``__post_init__`` checks the values — in Python and on the command line alike, because
+:func:`settings_from_args` builds the dataclass. This module imports nothing heavy, so
+``posbias --help`` stays instant.
+
+Example:
+    >>> from dataclasses import dataclass
+    >>> @dataclass(kw_only=True)
+    ... class Demo:
+    ...     out: str = setting("output folder")
+    ...     top_k: int = setting("documents per query", default=100, aliases=("--topk",))
+    ...     plot: bool = setting("write a PNG", default=True)
+    >>> parser = argparse.ArgumentParser(prog="demo")
+    >>> add_settings_arguments(parser, Demo)
+    >>> settings_from_args(Demo, parser.parse_args(["--out", "o", "--no-plot"]))
+    Demo(out='o', top_k=100, plot=False)
+    >>> flag_name("top_k")
+    '--top-k'
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import types
+import typing
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Literal, TypeVar
+
+from hf_posbias.errors import InputError
+
+S = TypeVar("S")
+
+_META = "posbias"
+
+
+def setting(
+    help: str,
+    *,
+    default: Any = dataclasses.MISSING,
+    default_factory: Callable[[], Any] | Any = dataclasses.MISSING,
+    choices: Sequence[Any] | Callable[[], Sequence[Any]] | None = None,
+    aliases: Sequence[str] = (),
+    positional: bool = False,
+    metavar: str | None = None,
+    cli: bool = True,
+    show_default: bool = True,
+) -> Any:
+    """A dataclass field that is also a command-line flag.
+
+    ``choices`` may be a callable (evaluated when the parser is built, so a registry can stay
+    lazily imported). ``aliases`` are former spellings: accepted, with a ``DeprecationWarning``
+    and a line on stderr naming the new flag. ``cli=False`` keeps a field out of the parser
+    (set by the library, not the user).
+    """
+    meta = {
+        _META: {
+            "help": help,
+            "choices": choices,
+            "aliases": tuple(aliases),
+            "positional": positional,
+            "metavar": metavar,
+            "cli": cli,
+            "show_default": show_default,
+        },
+        # transformers' HfArgumentParser reads "help" too.
+        "help": help,
+    }
+    return dataclasses.field(default=default, default_factory=default_factory, metadata=meta)
+
+
+def flag_name(field_name: str) -> str:
+    """The command-line spelling of a settings field (the one place that spells it)."""
+    return "--" + field_name.replace("_", "-")
+
+
+def check_choice(field_name: str, value: Any, choices: Iterable[Any]) -> None:
+    """One-line :class:`InputError` when ``value`` is not among ``choices``.
+
+    Example:
+        >>> check_choice("scoring", "x", ("default", "posir"))
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: --scoring must be one of default, posir, got 'x'
+    """
+    choices = tuple(choices)
+    if value not in choices:
+        raise InputError(
+            f"{flag_name(field_name)} must be one of {', '.join(map(str, choices))}, got {value!r}"
+        )
+
+
+def check_positive(settings: Any, *field_names: str, allow_zero: bool = False) -> None:
+    """One-line :class:`InputError` for the first named field below 1 (or below 0).
+
+    ``None`` (unset) passes. Example:
+        >>> from types import SimpleNamespace
+        >>> check_positive(SimpleNamespace(top_k=0), "top_k")
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: --top-k must be >= 1, got 0
+    """
+    low = 0 if allow_zero else 1
+    for name in field_names:
+        value = getattr(settings, name)
+        if value is not None and value < low:
+            raise InputError(f"{flag_name(name)} must be >= {low}, got {value}")
+
+
+class _DeprecatedAliasMixin:
+    """Warn once when an argument was given under a former spelling."""
+
+    # Not ``deprecated``: Python 3.13's argparse reads that name itself.
+    posbias_aliases: tuple[str, ...] = ()
+
+    def _warn(self, option_string: str | None) -> None:
+        if option_string in self.posbias_aliases:
+            new = self.option_strings[0]  # type: ignore[attr-defined]
+            message = f"{option_string} is deprecated; use {new}"
+            warnings.warn(message, DeprecationWarning, stacklevel=3)
+            print(f"warning: {message}", file=sys.stderr)
+
+
+class _Store(_DeprecatedAliasMixin, argparse._StoreAction):
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
+        self._warn(option_string)
+        super().__call__(parser, namespace, values, option_string)
+
+
+class _Extend(_DeprecatedAliasMixin, argparse._ExtendAction):
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
+        self._warn(option_string)
+        # A default list is replaced by what the user gives, not extended.
+        if getattr(namespace, self.dest, None) is self.default:
+            setattr(namespace, self.dest, None)
+        super().__call__(parser, namespace, values, option_string)
+
+
+class _Bool(_DeprecatedAliasMixin, argparse.BooleanOptionalAction):
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
+        self._warn(option_string)
+        super().__call__(parser, namespace, values, option_string)
+
+
+def _unwrap_optional(tp: Any) -> tuple[Any, bool]:
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(args) == 1:
+            return args[0], True
+        return str, True
+    return tp, False
+
+
+def _type_parts(tp: Any) -> tuple[Callable[[str], Any] | None, tuple | None, bool]:
+    """(converter, literal choices, is_list) of a field's annotation."""
+    tp, _ = _unwrap_optional(tp)
+    origin = typing.get_origin(tp)
+    if origin is Literal:
+        values = typing.get_args(tp)
+        return type(values[0]), values, False
+    if origin in (list, tuple, Sequence) or tp in (list, tuple):
+        args = [a for a in typing.get_args(tp) if a is not Ellipsis]
+        inner = args[0] if args else str
+        conv, lit, _ = _type_parts(inner)
+        return conv, lit, True
+    if tp in (int, float, str):
+        return tp, None, False
+    return str, None, False
+
+
+def settings_fields(cls: type) -> list[tuple[dataclasses.Field, Any]]:
+    """The fields of ``cls`` that are flags, with their resolved annotations."""
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        meta = f.metadata.get(_META, {})
+        if not f.init or not meta.get("cli", True):
+            continue
+        out.append((f, hints[f.name]))
+    return out
+
+
+def _default_of(f: dataclasses.Field) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return dataclasses.MISSING
+
+
+def add_settings_arguments(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    cls: type,
+    *,
+    exclude: Iterable[str] = (),
+) -> None:
+    """Add one argument per field of the settings dataclass ``cls`` to ``parser``.
+
+    Fields without a default are required (or positional with ``setting(positional=True)``).
+    Help text comes from the field's metadata (``setting(help)``; a bare ``{"help": …}`` as
+    transformers uses works too) with the default appended.
+    """
+    skip = set(exclude)
+    for f, tp in settings_fields(cls):
+        if f.name in skip:
+            continue
+        meta = dict(f.metadata.get(_META, {}))
+        help_text = meta.get("help", f.metadata.get("help", ""))
+        default = _default_of(f)
+        required = default is dataclasses.MISSING
+        base, _ = _unwrap_optional(tp)
+        kwargs: dict[str, Any] = {"dest": f.name}
+        if base is bool:
+            kwargs["action"] = _Bool
+            kwargs["default"] = bool(default) if not required else None
+        else:
+            conv, literal, is_list = _type_parts(tp)
+            kwargs["type"] = conv
+            choices = meta.get("choices")
+            if callable(choices):
+                choices = choices()
+            if choices is None and literal is not None:
+                choices = literal
+            if choices is not None:
+                kwargs["choices"] = tuple(choices)
+            if is_list:
+                kwargs["nargs"] = "+"
+                kwargs["action"] = _Extend
+            else:
+                kwargs["action"] = _Store
+            if not required:
+                kwargs["default"] = default
+        if meta.get("metavar"):
+            kwargs["metavar"] = meta["metavar"]
+        elif "choices" in kwargs and len(kwargs["choices"]) > 8:
+            kwargs["metavar"] = f.name.upper()
+        show = meta.get("show_default", True)
+        if show and not required and default not in (None, False, (), []) and base is not bool:
+            shown = " ".join(map(str, default)) if isinstance(default, list | tuple) else default
+            help_text = f"{help_text} (default: {shown})"
+        kwargs["help"] = help_text.replace("%", "%%") if help_text else None
+        if meta.get("positional"):
+            kwargs.pop("dest")
+            if not required:
+                kwargs["nargs"] = "?"
+            action = parser.add_argument(f.name, **kwargs)
+            continue
+        names = [flag_name(f.name), *meta.get("aliases", ())]
+        action = parser.add_argument(*names, required=required, **kwargs)
+        action.posbias_aliases = tuple(meta.get("aliases", ()))  # type: ignore[attr-defined]
+        if base is bool:
+            # BooleanOptionalAction adds --no-<alias> too; those are deprecated as well.
+            action.posbias_aliases += tuple(  # type: ignore[attr-defined]
+                "--no-" + a[2:] for a in meta.get("aliases", ())
+            )
+
+
+def settings_from_args(cls: type[S], namespace: argparse.Namespace, **overrides: Any) -> S:
+    """Build ``cls`` from a namespace parsed by a parser that holds its flags.
+
+    Fields the namespace lacks (``cli=False`` or excluded) keep their defaults unless given in
+    ``overrides``. The dataclass's ``__post_init__`` runs its checks, so a bad value is one
+    :class:`InputError` line.
+    """
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        if f.name in overrides:
+            values[f.name] = overrides[f.name]
+        elif hasattr(namespace, f.name):
+            value = getattr(namespace, f.name)
+            if isinstance(value, list) and f.name in _tuple_fields(cls):
+                value = tuple(value)
+            values[f.name] = value
+    return cls(**values)
+
+
+def _tuple_fields(cls: type) -> set[str]:
+    hints = typing.get_type_hints(cls)
+    out = set()
+    for name, tp in hints.items():
+        base, _ = _unwrap_optional(tp)
+        if typing.get_origin(base) is tuple or base is tuple:
+            out.add(name)
+    return out
+
+
+class RaisingArgumentParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose mistakes are one :class:`InputError` instead of an exit.
+
+    ``exit_on_error=False`` alone still exits for a missing required flag (Python < 3.12).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("exit_on_error", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> typing.NoReturn:  # type: ignore[override]
+        raise InputError(message)
+
+
+def parse_settings_args(
+    cls: type[S], argv: Sequence[str] | None, *, strict: bool = True, **parser_kwargs: Any
+) -> S:
+    """Parse flags straight into ``cls``; a bad or unknown flag is one :class:`InputError`.
+
+    For module entry points and for validating flags that a runner passes on (the matrix and
+    the study check every run's flags before the first one starts).
+
+    Example:
+        >>> from dataclasses import dataclass
+        >>> @dataclass
+        ... class K:
+        ...     k: int = setting("k", default=3)
+        >>> parse_settings_args(K, ["--k", "5"]).k
+        5
+        >>> parse_settings_args(K, ["--q", "5"])
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: unknown flag(s): --q 5
+    """
+    parser = RaisingArgumentParser(**parser_kwargs)
+    add_settings_arguments(parser, cls)
+    args = list(argv) if argv is not None else None
+    try:
+        namespace, unknown = parser.parse_known_args(args)
+    except argparse.ArgumentError as err:
+        raise InputError(str(err)) from None
+    if unknown and strict:
+        raise InputError(f"unknown flag(s): {' '.join(unknown)}")
+    return settings_from_args(cls, namespace)
+
+
+def settings_to_argv(settings: Any, *, skip_defaults: bool = True) -> list[str]:
+    """The flags that reproduce ``settings`` (the inverse of :func:`parse_settings_args`).
+
+    Example:
+        >>> from dataclasses import dataclass
+        >>> @dataclass
+        ... class K:
+        ...     k: int = setting("k", default=3)
+        ...     fast: bool = setting("f", default=False)
+        ...     names: list[str] = setting("n", default_factory=list)
+        >>> settings_to_argv(K(k=5, fast=True, names=["a", "b"]))
+        ['--k', '5', '--fast', '--names', 'a', 'b']
+    """
+    argv: list[str] = []
+    for f, tp in settings_fields(type(settings)):
+        value = getattr(settings, f.name)
+        default = _default_of(f)
+        if skip_defaults and default is not dataclasses.MISSING and value == default:
+            continue
+        if value is None:
+            continue
+        meta = f.metadata.get(_META, {})
+        base, _ = _unwrap_optional(tp)
+        if base is bool:
+            argv.append(flag_name(f.name) if value else "--no-" + f.name.replace("_", "-"))
+            continue
+        name = [] if meta.get("positional") else [flag_name(f.name)]
+        if isinstance(value, list | tuple):
+            if value:
+                argv += [*name, *map(str, value)]
+            continue
+        argv += [*name, str(value)]
+    return argv
+
+
+def settings_record(settings: Any, *, secrets: Iterable[str] = ("hub_token", "api_key")) -> dict:
+    """The settings as a plain dict for cards, manifests and logs, secrets removed.
+
+    Example:
+        >>> from dataclasses import dataclass
+        >>> @dataclass
+        ... class K:
+        ...     hub_token: str | None = setting("t", default=None)
+        >>> settings_record(K(hub_token="hf_x"))
+        {'hub_token': None}
+    """
+    record = dataclasses.asdict(settings)
+    for name in secrets:
+        if name in record:
+            record[name] = None
+    return record

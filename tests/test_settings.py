@@ -1,0 +1,85 @@
+"""hf_posbias.settings: one dataclass field = one flag, its help, choices, aliases and check."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import Literal
+
+import pytest
+
+from hf_posbias.errors import InputError
+from hf_posbias.settings import (
+    add_settings_arguments,
+    check_positive,
+    parse_settings_args,
+    setting,
+    settings_from_args,
+    settings_to_argv,
+)
+
+
+@dataclass(kw_only=True)
+class Example:
+    model: str = setting("the model", positional=True)
+    task: list[str] = setting("task folders")
+    out: str = setting("output folder")
+    global_batch: int = setting("rows per step", default=256, aliases=("--batch-size",))
+    scoring: Literal["default", "posir"] = setting("protocol", default="default")
+    level: str = setting("a level", default="a", choices=lambda: ("a", "b"))
+    progress: bool = setting("progress lines", default=True)
+    names: tuple[str, ...] = setting("names", default=("x",))
+    internal: int = setting("not a flag", default=0, cli=False)
+
+    def __post_init__(self) -> None:
+        check_positive(self, "global_batch")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="example", exit_on_error=False)
+    add_settings_arguments(parser, Example)
+    return parser
+
+
+def test_fields_become_dashed_flags_with_types_choices_and_defaults() -> None:
+    args = _parser().parse_args(["m", "--task", "a", "b", "--out", "o", "--no-progress"])
+    s = settings_from_args(Example, args)
+    assert s == Example(model="m", task=["a", "b"], out="o", progress=False)
+    usage = _parser().format_help()
+    assert "--global-batch" in usage and "--global_batch" not in usage
+    assert "(default: 256)" in usage
+    assert "--internal" not in usage
+
+
+def test_literal_and_callable_choices_are_enforced() -> None:
+    with pytest.raises(InputError, match="invalid choice"):
+        parse_settings_args(Example, ["m", "--task", "t", "--out", "o", "--scoring", "x"])
+    with pytest.raises(InputError, match="invalid choice"):
+        parse_settings_args(Example, ["m", "--task", "t", "--out", "o", "--level", "c"])
+
+
+def test_post_init_checks_run_from_the_command_line() -> None:
+    with pytest.raises(InputError, match="--global-batch must be >= 1, got 0"):
+        parse_settings_args(Example, ["m", "--task", "t", "--out", "o", "--global-batch", "0"])
+
+
+def test_a_former_spelling_still_works_and_warns(capsys: pytest.CaptureFixture) -> None:
+    with pytest.warns(DeprecationWarning, match="--batch-size is deprecated; use --global-batch"):
+        s = parse_settings_args(Example, ["m", "--task", "t", "--out", "o", "--batch-size", "8"])
+    assert s.global_batch == 8
+    assert "--batch-size is deprecated" in capsys.readouterr().err
+
+
+def test_a_given_list_replaces_the_default_and_tuples_stay_tuples() -> None:
+    s = parse_settings_args(Example, ["m", "--task", "t", "--out", "o", "--names", "y", "z"])
+    assert s.names == ("y", "z")
+
+
+def test_argv_round_trip() -> None:
+    s = Example(model="m", task=["t"], out="o", global_batch=8, progress=False)
+    assert parse_settings_args(Example, settings_to_argv(s)) == s
+
+
+def test_missing_required_flag_is_one_line() -> None:
+    with pytest.raises(InputError, match="--out"):
+        parse_settings_args(Example, ["m", "--task", "t"])
