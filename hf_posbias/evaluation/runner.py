@@ -29,7 +29,8 @@ Summary dict keys: those of :class:`~hf_posbias.evaluation.summary.EvaluationSum
 (``ndcg_at_100``, ``recall_at_10``, ``recall_at_100``, ``mrr_at_10`` per bucket), ``intervals``,
 ``per_query_path``, ``run_path``, ``n_documents``, ``top_k``, ``reranker``, ``first_stage``,
 ``rerank_k``, ``encode_stats``, ``search_stats``, ``evaluation_time_s``, ``mteb_version``,
-``mteb_result_path``, ``strata`` (posir), ``warnings``.
+``mteb_result_path``, ``strata`` (posir), ``warnings``, ``harmonic_mean``, ``trend``
+(``slope``, ``r2``, ``spearman_rho``, ``spearman_p``), ``psi_by_length``.
 
 Example:
     >>> from hf_posbias.evaluation.runner import bootstrap_setting
@@ -131,10 +132,19 @@ def _intervals(
 ) -> dict[str, Any] | None:
     if n_resamples is None or not rows:
         return None
+    from hf_posbias.evaluation.levels import trend_intervals
     from hf_posbias.evaluation.uncertainty import bootstrap_positions
 
     per_bucket = per_bucket_from_table(rows)
-    return bootstrap_positions(per_bucket, n_resamples=n_resamples, seed=seed).to_dict()
+    out = bootstrap_positions(per_bucket, n_resamples=n_resamples, seed=seed).to_dict()
+    placed = [r for r in rows if r.get("relative_position") is not None]
+    out["trend"] = trend_intervals(
+        [float(r["relative_position"]) for r in placed],
+        [float(r["ndcg_at_10"]) for r in placed],
+        n_resamples=n_resamples,
+        seed=seed,
+    )
+    return out
 
 
 def summarize_task(
@@ -154,6 +164,8 @@ def summarize_task(
     task give the intervals and (with ``out_dir``) the per-query table and the TREC run.
     """
     import mteb
+
+    from hf_posbias.evaluation.levels import psi_by_length
 
     subsets = scores_by_subset(task_result)
     name = task.metadata.name
@@ -222,6 +234,9 @@ def summarize_task(
                 run_path=run_path,
                 strata=dict(position.get("strata") or {}),
                 warnings=[f"{label}: {n}" for n in notes],
+                harmonic_mean=position.get("harmonic_mean"),
+                trend=dict(position.get("trend") or {}),
+                psi_by_length=psi_by_length(table, n_resamples=bootstrap, seed=seed),
             )
         )
         for note in summaries[-1].warnings:
