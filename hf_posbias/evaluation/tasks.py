@@ -288,7 +288,7 @@ class PositionRetrievalTask(AbsTaskRetrieval):
             f"{data.info.name}: {n} queries: {reason} (kept; relative positions clipped)"
             for reason, n in data.span_problems().items()
         ] + [
-            f"{data.info.name}: {n} {reason} (dropped)"
+            f"{n} {reason} (dropped)"
             for reason, n in (data.info.extra.get("dropped") or {}).items()
         ]
         corpus = Dataset.from_dict(
