@@ -56,6 +56,10 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
     parser.add_argument("--progress", action="store_true", help="show encoding progress bars")
+    from hf_posbias.modeling import ModelSettings
+    from hf_posbias.settings import add_settings_arguments
+
+    add_settings_arguments(parser.add_argument_group("model loading"), ModelSettings)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -72,8 +76,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     evaluate.add_argument(
         "--model",
         required=True,
-        help="bm25, a local model folder, a packaged model (all-MiniLM-L6-v2) or a Hub id; "
-        "with --first-stage, the cross-encoder that reranks it",
+        help="bm25; openai:<model> (with --base-url); a local folder (SentenceTransformer, "
+        "SparseEncoder or MultiVectorEncoder); a packaged model (all-MiniLM-L6-v2); a name in "
+        "mteb's model registry (its prompts); or a Hub id (--trust-remote-code to run its "
+        "code); with --first-stage, the cross-encoder that reranks it",
     )
     stage = evaluate.add_mutually_exclusive_group()
     stage.add_argument("--reranker", default=None, help="cross-encoder reranking --model's top-k")
@@ -98,12 +104,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "with character evidence spans) for one model, as <out>/audit.md and a "
         "self-contained <out>/audit.html.",
     )
-    audit.add_argument("model", help="bm25, a local model folder, a packaged model or a Hub id")
+    audit.add_argument("model", help="a model as for `posbias evaluate --model`")
     audit.add_argument(
         "--no-reversal", action="store_true", help="skip the mirror-reversal diagnostic"
     )
     _add_common(audit)
     audit.set_defaults(func=run_audit)
+
+
+def _model_settings(args: argparse.Namespace):  # noqa: ANN202 (lazy import of the type)
+    from hf_posbias.modeling import ModelSettings
+    from hf_posbias.settings import settings_from_args
+
+    return settings_from_args(ModelSettings, args)
 
 
 def _check_positive(args: argparse.Namespace) -> None:
@@ -172,6 +185,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
             bootstrap=args.bootstrap,
             seed=args.seed,
             show_progress=args.progress,
+            model_settings=_model_settings(args),
         )
     if args.plot:
         from hf_posbias.evaluation.report import plot_position_curves
@@ -204,7 +218,7 @@ def run_audit(args: argparse.Namespace) -> int:
     _quiet(args)
     out = Path(args.out)
     tasks = load_tasks(args.task, scoring=args.scoring, top_k=args.top_k)
-    loaded = load_model(args.model, device=args.device)
+    loaded = load_model(args.model, device=args.device, settings=_model_settings(args))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         summaries = evaluate_model(

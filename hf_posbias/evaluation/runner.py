@@ -59,6 +59,7 @@ from hf_posbias.evaluation.exports import (
 from hf_posbias.evaluation.models import LoadedModel, load_model
 from hf_posbias.evaluation.registry import DEFAULT_TOP_K, SPLIT
 from hf_posbias.evaluation.summary import EvaluationSummary, write_summary_json
+from hf_posbias.modeling import ModelSettings
 
 logger = logging.getLogger(__name__)
 
@@ -215,6 +216,7 @@ def summarize_task(
                 metrics=dict(position["metrics"]),
                 model_name=loaded.name,
                 model_revision=loaded.revision,
+                model_kind=loaded.kind,
                 task_path=str(task.folder),
                 task_revision=str(task.metadata.revision),
                 hf_subset=subset,
@@ -289,6 +291,7 @@ def evaluate_model(
     seed: int = BOOTSTRAP_SEED,
     show_progress: bool = False,
     loaded: LoadedModel | None = None,
+    model_settings: ModelSettings | None = None,
 ) -> list[EvaluationSummary]:
     """Evaluate ``model`` on position tasks; write summaries, tables and exports in ``out_dir``.
 
@@ -308,6 +311,7 @@ def evaluate_model(
         seed: seed of the bootstrap.
         show_progress: progress bars from mteb/sentence-transformers.
         loaded: an already loaded model (skips loading; used by the audit).
+        model_settings: remote code, endpoint URL/key/batching (:class:`ModelSettings`).
 
     Returns:
         One :class:`EvaluationSummary` per task (per subset of a multilingual task), in order.
@@ -321,7 +325,12 @@ def evaluate_model(
     task_objects = load_tasks(tasks, scoring=scoring, top_k=top_k)
     if loaded is None:
         loaded = load_model(
-            model, reranker=reranker, first_stage=first_stage, rerank_k=rerank_k, device=device
+            model,
+            reranker=reranker,
+            first_stage=first_stage,
+            rerank_k=rerank_k,
+            device=device,
+            settings=model_settings,
         )
     out = Path(out_dir)
     results_dir = out / RESULTS_DIRNAME

@@ -70,6 +70,9 @@ class EvaluationSummary:
     """``{slope, r2, spearman_rho, spearman_p, n_queries}`` of per-query nDCG@10 on the relative
     evidence position (intervals: ``intervals["trend"]``)."""
     psi_by_length: dict[str, Any] = field(default_factory=dict)
+    model_kind: str = ""
+    """How the model loaded: ``bm25``, ``bi-encoder``, ``sparse``, ``multi-vector``,
+    ``registry`` (mteb's loader), ``endpoint`` or ``rerank``."""
     """PSI within document-length tertiles (:func:`~hf_posbias.evaluation.levels.psi_by_length`)."""
 
     @classmethod
