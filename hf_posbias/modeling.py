@@ -247,10 +247,16 @@ def needs_remote_code(resolved: str) -> bool:
     import json
 
     path = Path(resolved) / "config.json"
-    if not path.is_file():
+    if Path(resolved).exists():
+        if not path.is_file():
+            return False
+    else:
         from huggingface_hub import try_to_load_from_cache
 
-        cached = try_to_load_from_cache(resolved, "config.json") if "/" in resolved else None
+        try:
+            cached = try_to_load_from_cache(resolved, "config.json")
+        except ValueError:  # not a valid repo id: nothing cached under it
+            return False
         if not isinstance(cached, str):
             return False
         path = Path(cached)

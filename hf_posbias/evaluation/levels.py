@@ -3,8 +3,9 @@
 PSI is scale-free: PSI 0.1 at nDCG@10 0.9 and at 0.3 read the same. Three statistics add the
 level and the shape:
 
-- :func:`harmonic_mean` of the per-position nDCG@10 — low when any position is low, so it
-  rewards a model that is good *everywhere*; ``H = n / Σ 1/s_b`` (0 when some ``s_b`` is 0);
+- :func:`~hf_posbias.evaluation.psi.harmonic_mean` of the per-position nDCG@10 — low when
+  any position is low, so it rewards a model that is good *everywhere*;
+  ``H = n / Σ 1/s_b`` (0 when some ``s_b`` is 0);
 - :func:`position_trend` — least-squares slope and R² of per-query nDCG@10 on the evidence's
   relative position ``x ∈ [0, 1]`` (0 = start of the document), and Spearman's ρ with its
   p-value (PosIR's question: does quality fall as evidence moves back?);
@@ -15,6 +16,7 @@ Each has a percentile bootstrap interval over queries (:func:`trend_intervals`; 
 mean's comes with :func:`~hf_posbias.evaluation.uncertainty.bootstrap_positions`).
 
 Example:
+    >>> from hf_posbias.evaluation.psi import harmonic_mean
     >>> harmonic_mean([0.5, 0.5]), harmonic_mean([1.0, 0.0])
     (0.5, 0.0)
     >>> t = position_trend([0.0, 0.5, 1.0], [0.9, 0.6, 0.3])
@@ -31,21 +33,6 @@ import numpy as np
 
 TREND_KEYS = ("slope", "r2", "spearman_rho", "spearman_p")
 LENGTH_STRATA = ("short", "medium", "long")
-
-
-def harmonic_mean(values: Sequence[float] | np.ndarray, axis: int = 0) -> Any:
-    """Harmonic mean ``n / Σ 1/v`` along ``axis`` (0 where some value is 0; values ≥ 0).
-
-    Example:
-        >>> round(harmonic_mean([0.9, 0.3]), 4)
-        0.45
-    """
-    arr = np.asarray(values, dtype=float)
-    n = arr.shape[axis]
-    with np.errstate(divide="ignore"):
-        inv = np.where(arr > 0, 1.0 / np.where(arr > 0, arr, 1.0), np.inf)
-    out = n / inv.sum(axis=axis)
-    return float(out) if np.ndim(out) == 0 else out
 
 
 def _slope_r2(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

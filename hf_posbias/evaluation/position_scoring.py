@@ -463,7 +463,8 @@ def summarize_rows(
             }
     elif scoring == "posir":
         notes.append("posir: the task gives no document token lengths (doc_tokens): no strata")
-    from hf_posbias.evaluation.levels import harmonic_mean, position_trend
+    from hf_posbias.evaluation.levels import position_trend
+    from hf_posbias.evaluation.psi import harmonic_mean
 
     placed = [r for r in rows if r.relative_position is not None]
     return PositionScores(

@@ -228,7 +228,7 @@ def bootstrap_positions(
         reps[row, cols] = values[row][idx].mean(axis=1)
 
     _per_bucket_draws(values, n_resamples, paired, lambda r, n: rng.integers(0, n, (r, n)), apply)
-    from hf_posbias.evaluation.levels import harmonic_mean
+    from hf_posbias.evaluation.psi import harmonic_mean
 
     rep_mean = reps.mean(axis=0)
     rep_psi = _psi_rows(reps)

@@ -15,7 +15,8 @@ from hf_posbias.evaluation.leaderboard import (
     read_leaderboard,
     write_leaderboard,
 )
-from hf_posbias.evaluation.levels import harmonic_mean, position_trend
+from hf_posbias.evaluation.levels import position_trend
+from hf_posbias.evaluation.psi import harmonic_mean
 from hf_posbias.evaluation.runner import _intervals
 from hf_posbias.evaluation.summary import EvaluationSummary, write_summary_json
 

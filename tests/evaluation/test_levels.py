@@ -7,11 +7,11 @@ import pytest
 from scipy import stats
 
 from hf_posbias.evaluation.levels import (
-    harmonic_mean,
     position_trend,
     psi_by_length,
     trend_intervals,
 )
+from hf_posbias.evaluation.psi import harmonic_mean
 from hf_posbias.evaluation.uncertainty import bootstrap_positions
 
 
