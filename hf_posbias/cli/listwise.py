@@ -41,6 +41,7 @@ from typing import Any
 
 from hf_posbias.devices import INFERENCE_DTYPES
 from hf_posbias.errors import InputError
+from hf_posbias.settings import add_settings_arguments
 
 _RUN_OUTPUTS = (
     "manifest.json",
@@ -393,9 +394,9 @@ def _rerank(args: argparse.Namespace) -> int:
 def _train(args: argparse.Namespace) -> int:
     from hf_posbias.listwise.settings import ListwiseTrainingSettings
     from hf_posbias.listwise.train import report, train_listwise
-    from hf_posbias.training.settings import settings_from_namespace
+    from hf_posbias.settings import settings_from_args
 
-    settings = settings_from_namespace(ListwiseTrainingSettings, args)
+    settings = settings_from_args(ListwiseTrainingSettings, args)
     result = train_listwise(settings, echo=_echo)
     _echo(report(result))
     if result.card_path:
@@ -529,7 +530,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_rerank)
 
     from hf_posbias.listwise.settings import ListwiseTrainingSettings
-    from hf_posbias.training.settings import defer_settings_arguments
 
     p = verbs.add_parser(
         "train",
@@ -538,9 +538,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "DebiasFirst loss, on one process (multi-GPU: accelerate launch -m "
         "hf_posbias.listwise.train with the same flags). --global-batch counts windows per "
         "step (Q26: 8).",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    defer_settings_arguments(p, ListwiseTrainingSettings)
+    add_settings_arguments(p, ListwiseTrainingSettings)
     p.set_defaults(func=_train)
 
     p = verbs.add_parser("compare", help="paired test between two test runs (same queries)")
