@@ -146,14 +146,14 @@ def run_demo(settings: DemoSettings, echo: Echo = print) -> DemoResult:
     from hf_posbias.evaluation.compare import compare_runs, significant
     from hf_posbias.evaluation.report import bucket_table, plot_position_curves
     from hf_posbias.evaluation.runner import evaluate_model
-    from hf_posbias.pipeline import BuildConfig, build
+    from hf_posbias.pipeline import BuildSettings, build
     from hf_posbias.training.card import write_model_card
     from hf_posbias.training.train import TrainConfig, train_model
 
     out = Path(settings.out)
     echo(f"== 1/4 data: {settings.corpus} → {out / 'data'}")
     built = build(
-        BuildConfig(
+        BuildSettings(
             corpus=settings.corpus,
             out=out / "data",
             seed=settings.seed,

@@ -125,7 +125,16 @@ def check_positive(settings: Any, *field_names: str, allow_zero: bool = False) -
 
 
 @dataclasses.dataclass(kw_only=True)
-class ProgressSettings:
+class Settings:
+    """Base of settings mixins: each mixin's ``__post_init__`` calls ``super().__post_init__()``,
+    so a verb's settings combined from several groups run every group's checks, each once."""
+
+    def __post_init__(self) -> None:
+        """The end of the cooperative chain of checks."""
+
+
+@dataclasses.dataclass(kw_only=True)
+class ProgressSettings(Settings):
     """The progress convention of every long verb: ``--progress / --no-progress``, on by default.
 
     Example:
