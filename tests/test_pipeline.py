@@ -521,12 +521,11 @@ def test_build_checks_delta_and_sampling_options_once(
 
         return wrapper
 
+    check_sampling, check_delta = sampling.check_sampling_options, panel.check_delta
     for module in (sampling, pipeline):
-        monkeypatch.setattr(
-            module, "check_sampling_options", counted(sampling.check_sampling_options)
-        )
+        monkeypatch.setattr(module, "check_sampling_options", counted(check_sampling))
     for module in (panel, verification_stage):
-        monkeypatch.setattr(module, "check_delta", counted(panel.check_delta))
+        monkeypatch.setattr(module, "check_delta", counted(check_delta))
     out = tmp_path / "out"
     assert main(["build", "--corpus", topic_jsonl, "--out", str(out), "--no-progress"]) == 0
     assert calls == {"check_sampling_options": 1, "check_delta": 1}
