@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -80,13 +81,11 @@ def load_reranker(
 ) -> ListwiseReranker:
     """Build the reranker ``name`` stands for (see the module docstring).
 
-    ``overrides`` replace fields of ``options`` (``load_reranker(name, passage_tokens=48)``).
+    ``overrides`` replace fields of a copy of ``options`` (``load_reranker(name,
+    passage_tokens=48)``); ``options`` itself is left as it was.
     """
-    opts = options or RerankerOptions()
-    for key, value in overrides.items():
-        if not hasattr(opts, key):
-            raise TypeError(f"unknown reranker option {key!r}")
-        setattr(opts, key, value)
+    # A copy: the caller's options are never written into.
+    opts = dataclasses.replace(options or RerankerOptions(), **overrides)
     if opts.mode not in MODES:
         raise InputError(f"unknown --mode {opts.mode!r}: choose {' or '.join(MODES)}")
     if opts.window < 1:
