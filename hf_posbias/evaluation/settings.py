@@ -99,3 +99,21 @@ class ModelAuditSettings(EvaluationOptions):
         "bm25, a local model folder, a packaged model or a Hub id", positional=True
     )
     reversal: bool = setting("run the mirror-reversal diagnostic", default=True)
+
+
+@dataclass(kw_only=True)
+class CompareSettings:
+    """``posbias compare RUN_A RUN_B``: a paired test of two evaluation runs."""
+
+    run_a: str = setting("run folder A (the reference, e.g. the base model)", positional=True)
+    run_b: str = setting("run folder B", positional=True)
+    method: str = setting(
+        "paired test", default="bootstrap", choices=("bootstrap", "randomization")
+    )
+    resamples: int = setting("resamples", default=1000)
+    seed: int = setting("seed of the resampling", default=0)
+    out: str | None = setting("also write compare.json and compare.md here", default=None)
+
+    def __post_init__(self) -> None:
+        check_choice("method", self.method, ("bootstrap", "randomization"))
+        check_positive(self, "resamples")
