@@ -117,3 +117,16 @@ class CompareSettings:
     def __post_init__(self) -> None:
         check_choice("method", self.method, ("bootstrap", "randomization"))
         check_positive(self, "resamples")
+
+
+@dataclass(kw_only=True)
+class PlotEvidenceSettings:
+    """``posbias benchmark plot-evidence``: where the evidence of task folders sits."""
+
+    task: tuple[str, ...] = setting("task folder(s) (one or more, repeatable)", metavar="TASK")
+    out: str = setting("PNG file to write")
+    bins: int = setting("histogram bins", default=20)
+
+    def __post_init__(self) -> None:
+        self.task = tuple(self.task)
+        check_positive(self, "bins")
