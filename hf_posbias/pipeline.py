@@ -68,7 +68,7 @@ from hf_posbias.corpus import (
     write_documents,
 )
 from hf_posbias.errors import InputError
-from hf_posbias.generation.backends import CHAT_BACKENDS
+from hf_posbias.generation.backends import CHAT_BACKENDS, EndpointSettings
 from hf_posbias.generation.registry import GENERATORS
 from hf_posbias.sampling import PAPER_CONFIG_NAMES, PositionConfig, check_sampling_options
 from hf_posbias.settings import (
@@ -711,17 +711,6 @@ class CorpusSettings(Settings):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_corpus_options(self.bins, self.limit, self.holdout)
-
-
-@dataclass(kw_only=True)
-class EndpointSettings(Settings):
-    """An OpenAI-compatible endpoint (query generation and the segment audit)."""
-
-    base_url: str | None = setting(
-        "OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (default: OpenAI)",
-        default=None,
-    )
-    api_key_env: str = setting("env var holding the key", default="OPENAI_API_KEY")
 
 
 @dataclass(kw_only=True)

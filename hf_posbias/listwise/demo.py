@@ -40,38 +40,37 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import BackendError
+from hf_posbias.listwise.settings import LAMBDA_FLAG
+from hf_posbias.settings import ProgressSettings, setting
 
 RESULTS_FILE = "results.md"
 LABELS = ("base", "DebiasFirst")
 """The two runs' names in the comparison table."""
 
 
-@dataclass
-class ListwiseDemoSettings:
+@dataclass(kw_only=True)
+class ListwiseDemoSettings(ProgressSettings):
     """Sizes of the demo (the flags of ``posbias listwise demo``)."""
 
-    task: str
-    """Evaluation task folder (SciFact validation: ``posbias benchmark scifact``)."""
-    train_task: str
-    """Training task folder (SciFact train), for the propensity and the training windows."""
-    out: str | Path
-    model: str = "smollm2-135m"
-    k: int = 20
-    queries: int = 5
-    positions: str = "1,5,10,15,20"
-    propensity_queries: int = 4
-    shuffles: int = 2
-    smoothing: float = 0.5
-    train_queries: int = 4
-    pos_aug: int = 4
-    steps: int = 8
-    global_batch: int = 2
-    lr: float = 5e-5
-    lam: float = 0.1
-    passage_tokens: int = 48
-    seed: int = 0
-    n_resamples: int = 1000
-    progress: bool = True
+    task: str = setting("evaluation task folder (SciFact validation: posbias benchmark scifact)")
+    train_task: str = setting("training task folder (SciFact train): ω and training windows")
+    out: str = setting("output folder")
+    model: str = setting("base causal LM", default="smollm2-135m")
+    k: int = setting("list length", default=20)
+    queries: int = setting("test queries", default=5)
+    positions: str = setting("input positions tested", default="1,5,10,15,20")
+    propensity_queries: int = setting("ω queries", default=4)
+    shuffles: int = setting("ω shuffles per query", default=2)
+    smoothing: float = setting("ω smoothing α", default=0.5)
+    train_queries: int = setting("training windows", default=4)
+    pos_aug: int = setting("Pos-Aug rotations", default=4)
+    steps: int = setting("training steps", default=8)
+    global_batch: int = setting("windows per step", default=2)
+    lr: float = setting("learning rate", default=5e-5)
+    lam: float = setting("λ of L_Rank-IPS", default=0.1, flag=LAMBDA_FLAG)
+    passage_tokens: int = setting("passage cut", default=48)
+    seed: int = setting("seed of every step", default=0)
+    n_resamples: int = setting("bootstrap/test resamples", default=1000)
 
 
 def demo_commands(s: ListwiseDemoSettings) -> list[tuple[str, list[str]]]:

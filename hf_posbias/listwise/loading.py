@@ -22,31 +22,14 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
 from hf_posbias.listwise.base import ListwiseReranker
-from hf_posbias.listwise.window import DEFAULT_WINDOW
+from hf_posbias.listwise.settings import RerankerOptions
 
-MODES: tuple[str, ...] = ("first", "generate")
 CROSS_ENCODER_PREFIX = "cross-encoder:"
-
-
-@dataclass
-class RerankerOptions:
-    """Options shared by the listwise commands (their CLI flags)."""
-
-    mode: str = "first"
-    dtype: str = "auto"
-    device: str | None = None
-    batch_size: int = 8
-    passage_tokens: int | None = None
-    identifiers: str = "letters"
-    window: int = DEFAULT_WINDOW
-    base_url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
 
 
 def _is_cross_encoder_folder(name: str) -> bool:
@@ -84,12 +67,10 @@ def load_reranker(
     ``overrides`` replace fields of a copy of ``options`` (``load_reranker(name,
     passage_tokens=48)``); ``options`` itself is left as it was.
     """
-    # A copy: the caller's options are never written into.
-    opts = dataclasses.replace(options or RerankerOptions(), **overrides)
-    if opts.mode not in MODES:
-        raise InputError(f"unknown --mode {opts.mode!r}: choose {' or '.join(MODES)}")
-    if opts.window < 1:
-        raise InputError(f"--window must be at least 1, got {opts.window}")
+    opts = options or RerankerOptions()
+    if overrides:
+        # A copy (checked again): the caller's options are never written into.
+        opts = dataclasses.replace(opts, **overrides)
     from hf_posbias.evaluation.search import is_bm25
 
     if is_bm25(name):

@@ -30,15 +30,27 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
+from hf_posbias.devices import INFERENCE_DTYPES
 from hf_posbias.errors import InputError
+from hf_posbias.generation.backends import EndpointSettings
 from hf_posbias.listwise.losses import DEFAULT_LAMBDA
-from hf_posbias.settings import ProgressSettings, check_choice, check_positive, flag_name, setting
+from hf_posbias.listwise.window import DEFAULT_WINDOW
+from hf_posbias.settings import (
+    ProgressSettings,
+    Settings,
+    check_choice,
+    check_positive,
+    flag_name,
+    setting,
+)
 from hf_posbias.training.settings import AUTO, ComputeSettings
 
 NO_PROPENSITY = "none"
+MODES: tuple[str, ...] = ("first", "generate")
 LAMBDA_FLAG = "--lambda"
 """The spelling of the ``lam`` field (``lambda`` is a Python keyword)."""
 
@@ -131,3 +143,281 @@ class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
         """The propensity file, ``None`` for ``--propensity none`` (FIRST's L_Rank)."""
         text = str(self.propensity).strip()
         return None if text.lower() in (NO_PROPENSITY, "") else text
+
+
+# --------------------------------------------------------------------------- experiments
+# The settings of the listwise experiments and of their verbs. The window lives here once
+# (:class:`RerankerOptions`): the reranker reads it when it is loaded and the experiment when it
+# slides, from the same object.
+
+
+def parse_positions(spec: str | Sequence[int] | None, k: int) -> list[int]:
+    """``"1,5,20"`` → ``[1, 5, 20]`` (sorted, unique, each in 1..k); ``None`` → ``1..k``.
+
+    Example:
+        >>> parse_positions("5,1,5", 20), parse_positions(None, 3)
+        ([1, 5], [1, 2, 3])
+    """
+    if spec is None or spec == "":
+        return list(range(1, k + 1))
+    try:
+        values = (
+            [int(x) for x in spec.split(",") if x.strip()]
+            if isinstance(spec, str)
+            else [int(x) for x in spec]
+        )
+    except ValueError:
+        raise InputError(
+            f"{flag_name('positions')} takes comma-separated integers, got {spec!r}"
+        ) from None
+    bad = [p for p in values if not 1 <= p <= k]
+    if bad or not values:
+        raise InputError(f"{flag_name('positions')} must lie in 1..{k} (k), got {bad or spec!r}")
+    return sorted(set(values))
+
+
+def _check_resampling(settings: Any) -> None:
+    from hf_posbias.evaluation.uncertainty import check_resampling
+
+    check_resampling(settings.n_resamples, settings.confidence)
+
+
+@dataclass(kw_only=True)
+class RerankerOptions(EndpointSettings):
+    """How a listwise reranker is loaded and slid over a list (the window lives here, once)."""
+
+    mode: Literal["first", "generate"] = setting(
+        "first: identifier logits of the first answer token; generate: the model writes the "
+        "permutation, missing identifiers appended in input order and counted",
+        default="first",
+    )
+    dtype: str = setting(
+        "auto: bf16 on GPUs and on CPUs with native bf16 kernels, else float32",
+        default="auto",
+        choices=INFERENCE_DTYPES,
+    )
+    device: str | None = setting("torch device (default: cuda if available)", default=None)
+    batch_size: int = setting("windows per forward pass", default=8)
+    passage_tokens: int | None = setting(
+        "cut each passage to this many tokens (words for an endpoint)", default=None
+    )
+    identifiers: Literal["letters", "numbers"] = setting("[A]…[T] or [1]…[20]", default="letters")
+    window: int = setting("sliding-window size", default=DEFAULT_WINDOW)
+    step: int | None = setting("sliding-window step (default: window/2)", default=None)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_choice("mode", self.mode, MODES)
+        check_choice("dtype", self.dtype, INFERENCE_DTYPES)
+        check_choice("identifiers", self.identifiers, ("letters", "numbers"))
+        check_positive(self, "batch_size", "passage_tokens", "window")
+        if self.step is not None and not 0 < self.step <= self.window:
+            raise InputError(
+                f"{flag_name('step')} must lie in 1..{flag_name('window')} ({self.window}), "
+                f"got {self.step}"
+            )
+
+
+@dataclass(kw_only=True)
+class ListSource(Settings):
+    """Which queries are listed and how deep (the first stage)."""
+
+    k: int = setting("first-stage depth", default=20)
+    max_queries: int | None = setting(
+        "a seeded sample of this many judged queries (default: all)", default=None
+    )
+    seed: int = setting("query sample / shuffle seed", default=0)
+    first_stage: str = setting("bm25 or a sentence-transformers model", default="bm25")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self, "k", "max_queries")
+
+
+LIST_PARAMS: tuple[str, ...] = ("k", "max_queries", "seed", "first_stage", "window", "step")
+"""The list settings an experiment pins in its manifest (a rerun with others is refused)."""
+
+
+@dataclass(kw_only=True)
+class ListSettings(ListSource, RerankerOptions):
+    """How an experiment's candidate lists are made and reranked."""
+
+
+@dataclass(kw_only=True)
+class ControlledTestConfig(ListSettings):
+    """Settings of one controlled test (``posbias listwise test``)."""
+
+    positions: str | list[int] | None = setting(
+        "comma-separated input slots (default 1..k)", default=None
+    )
+    n_resamples: int = setting("bootstrap resamples", default=1000)
+    confidence: float = setting("interval confidence", default=0.95, cli=False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.positions is not None:
+            self.positions = parse_positions(self.positions, self.k)
+        # Checked when the settings are made, before any reranking: the intervals come last.
+        _check_resampling(self)
+
+
+@dataclass(kw_only=True)
+class ShuffleEvalConfig(ListSettings):
+    """Settings of ``posbias listwise shuffle-eval``."""
+
+    shuffles: int = setting("shuffles per query (m)", default=5)
+    aggregate: int = setting(
+        "also aggregate this many shuffles by Borda and Kemeny (0: off)", default=0
+    )
+    method: str = setting(
+        "paired test between the variants",
+        default="randomization",
+        choices=("randomization", "bootstrap"),
+        flag="--test",
+    )
+    n_resamples: int = setting("test resamples", default=1000)
+    confidence: float = setting("interval confidence", default=0.95, cli=False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self, "shuffles")
+        if self.aggregate < 0 or self.aggregate == 1:
+            raise InputError(
+                f"{flag_name('aggregate')} needs at least 2 shuffles (0: off), got {self.aggregate}"
+            )
+        _check_resampling(self)
+
+
+@dataclass(kw_only=True)
+class PropensityConfig(ListSettings):
+    """Settings of a propensity estimate (``posbias listwise propensity``)."""
+
+    shuffles: int = setting("Fisher–Yates shuffles per query (n)", default=10)
+    smoothing: float = setting(
+        "add α to every transition count before normalising (0: Eq. 5 exactly)", default=0.0
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self, "shuffles")
+        check_positive(self, "smoothing", allow_zero=True)
+
+
+@dataclass(kw_only=True)
+class TaskRunSettings(ProgressSettings):
+    """A listwise verb that reads a task and writes a resumable run folder."""
+
+    task: str = setting(
+        "BEIR folder (corpus.jsonl, queries.jsonl, qrels/) or a project task folder"
+    )
+    split: str | None = setting(
+        "qrels split (BEIR default: test; a project folder: its own split)", default=None
+    )
+    out: str = setting("output folder")
+    overwrite: bool = setting("discard a previous run in OUT instead of resuming it", default=False)
+
+
+@dataclass(kw_only=True)
+class RerankRunSettings(TaskRunSettings):
+    """A task run with a reranker."""
+
+    reranker: str = setting(
+        "smollm2-135m (packaged), a causal-LM folder or Hub id (FIRST scoring), bm25 or "
+        "cross-encoder:NAME (the pointwise control), or a served model name with --base-url"
+    )
+
+
+@dataclass(kw_only=True)
+class ListwiseTestSettings(ControlledTestConfig, RerankRunSettings):
+    """``posbias listwise test``: one object from argv to the experiment."""
+
+
+@dataclass(kw_only=True)
+class ShuffleEvalSettings(ShuffleEvalConfig, RerankRunSettings):
+    """``posbias listwise shuffle-eval``."""
+
+
+@dataclass(kw_only=True)
+class PropensitySettings(PropensityConfig, RerankRunSettings):
+    """``posbias listwise propensity``."""
+
+
+@dataclass(kw_only=True)
+class BuildTrainSettings(ListSource, TaskRunSettings):
+    """``posbias listwise build-train``."""
+
+    # Only the default differs from a test run's: training lists come from the train split.
+    split: str | None = setting("qrels split of the training queries", default="train")
+    teacher: str = setting(
+        "order after the relevant documents: first-stage or a cross-encoder name (stand-in "
+        "for GPT-4 labels)",
+        default="first-stage",
+    )
+
+
+@dataclass(kw_only=True)
+class AugmentSettings(Settings):
+    """``posbias listwise augment``: Pos-Aug rotations of a training set."""
+
+    data: str = setting("training-set folder, .parquet or .jsonl")
+    groups: int = setting("number of groups n (divides k)")
+    out: str = setting("output training-set folder")
+    seed: int = setting("shuffle seed", default=0)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self, "groups")
+
+
+@dataclass(kw_only=True)
+class ConvertSettings(Settings):
+    """``posbias listwise convert``: RankZephyr / FIRST training data → a training set."""
+
+    data: str = setting("a .jsonl/.json file or a Hub dataset id")
+    hf_split: str = setting("split of a Hub dataset", default="train")
+    identifiers: Literal["letters", "numbers"] | None = setting(
+        "identifier style (default: detected per record)", default=None
+    )
+    max_rows: int | None = setting("convert only the first N records", default=None)
+    out: str = setting("output training-set folder")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self, "max_rows")
+
+
+@dataclass(kw_only=True)
+class RerankSettings(RerankerOptions):
+    """``posbias listwise rerank``: rank_llm requests → rank_llm results."""
+
+    reranker: str = setting(RerankRunSettings.__dataclass_fields__["reranker"].metadata["help"])
+    requests: str = setting("rank_llm requests (.json or .jsonl)")
+    k: int | None = setting("rerank the top k (default: all)", default=None)
+    out: str = setting("results file (.json or .jsonl)")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self, "k")
+
+
+@dataclass(kw_only=True)
+class ListwiseCompareSettings(Settings):
+    """``posbias listwise compare``: a paired test between two test runs."""
+
+    run_a: str = setting("posbias listwise test folder A (e.g. the base model)", positional=True)
+    run_b: str = setting("posbias listwise test folder B (e.g. the fine-tune)", positional=True)
+    label_a: str = setting("name of run A in the table", default="A")
+    label_b: str = setting("name of run B in the table", default="B")
+    method: str = setting(
+        "paired test (per query, shared by all positions)",
+        default="randomization",
+        choices=("randomization", "bootstrap"),
+        flag="--test",
+    )
+    n_resamples: int = setting("test resamples", default=1000)
+    seed: int = setting("resampling seed", default=0)
+    common_queries: bool = setting(
+        "compare the queries both runs scored (counted), both curves recomputed on them",
+        default=False,
+    )
+    out: str | None = setting("folder for comparison.json", default=None)
