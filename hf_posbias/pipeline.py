@@ -108,6 +108,9 @@ _MADE_BY = {
 
 Echo = Callable[[str], None]
 
+CONFIG_FLAG = "--config"
+"""The spelling of the ``configs`` setting (one configuration per use, repeatable)."""
+
 
 def _silent(_: str) -> None:
     return None
@@ -184,9 +187,9 @@ def check_corpus_options(
         hf_posbias.errors.InputError: --limit must be a positive integer, got 0
     """
     if limit is not None and (isinstance(limit, bool) or int(limit) != limit or limit < 1):
-        raise InputError(f"--limit must be a positive integer, got {limit!r}")
+        raise InputError(f"{flag_name('limit')} must be a positive integer, got {limit!r}")
     if not isinstance(holdout, int | float) or not math.isfinite(holdout) or not 0 <= holdout < 1:
-        raise InputError(f"--holdout must be in [0, 1), got {holdout}")
+        raise InputError(f"{flag_name('holdout')} must be in [0, 1), got {holdout}")
     return LengthBins.parse(bins)
 
 
@@ -198,7 +201,7 @@ def parse_configs(configs: Sequence[str | PositionConfig]) -> list[PositionConfi
         ['begin', 'r50-25-25']
     """
     if not configs:
-        raise InputError("no position configuration to sample: give --config at least once")
+        raise InputError(f"no position configuration to sample: give {CONFIG_FLAG} at least once")
     parsed: dict[str, PositionConfig] = {}
     for text in configs:
         config = PositionConfig.parse(text)
@@ -385,7 +388,7 @@ def check_audit_options(per_stratum: int, backend: str, constrained: bool) -> No
         hf_posbias.errors.InputError: --audit-per-stratum must be >= 1, got 0
     """
     if per_stratum < 1:
-        raise InputError(f"--audit-per-stratum must be >= 1, got {per_stratum}")
+        raise InputError(f"{flag_name('audit_per_stratum')} must be >= 1, got {per_stratum}")
     from hf_posbias.generation.backends import CHAT_BACKENDS
 
     if backend not in CHAT_BACKENDS:
@@ -843,7 +846,7 @@ class SampleSettings(SeedSettings):
         "training configurations: begin | middle | end | uniform | b:m:e (one or more, "
         "repeatable; default: the four of YHP26)",
         default=PAPER_CONFIG_NAMES,
-        flag="--config",
+        flag=CONFIG_FLAG,
         metavar="CONFIG",
         show_default=False,
     )
