@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from hf_posbias.devices import INFERENCE_DTYPES
 from hf_posbias.errors import InputError
@@ -176,10 +176,34 @@ def parse_positions(spec: str | Sequence[int] | None, k: int) -> list[int]:
     return sorted(set(values))
 
 
-def _check_resampling(settings: Any) -> None:
-    from hf_posbias.evaluation.uncertainty import check_resampling
+@dataclass(kw_only=True)
+class ResamplingSettings(Settings):
+    """Resamples and confidence of the intervals (checked before any reranking: they come last)."""
 
-    check_resampling(settings.n_resamples, settings.confidence)
+    n_resamples: int = setting("bootstrap / test resamples", default=1000)
+    confidence: float = setting("interval confidence", default=0.95, cli=False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        from hf_posbias.evaluation.uncertainty import check_resampling
+
+        check_resampling(self.n_resamples, self.confidence)
+
+
+@dataclass(kw_only=True)
+class PairedTestSettings(ResamplingSettings):
+    """A paired test between two variants or runs of the same queries."""
+
+    method: str = setting(
+        "paired test (per query)",
+        default="randomization",
+        choices=("randomization", "bootstrap"),
+        flag="--test",
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_choice("method", self.method, ("randomization", "bootstrap"))
 
 
 @dataclass(kw_only=True)
@@ -244,39 +268,27 @@ class ListSettings(ListSource, RerankerOptions):
 
 
 @dataclass(kw_only=True)
-class ControlledTestConfig(ListSettings):
+class ControlledTestConfig(ListSettings, ResamplingSettings):
     """Settings of one controlled test (``posbias listwise test``)."""
 
     positions: str | list[int] | None = setting(
         "comma-separated input slots (default 1..k)", default=None
     )
-    n_resamples: int = setting("bootstrap resamples", default=1000)
-    confidence: float = setting("interval confidence", default=0.95, cli=False)
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.positions is not None:
             self.positions = parse_positions(self.positions, self.k)
-        # Checked when the settings are made, before any reranking: the intervals come last.
-        _check_resampling(self)
 
 
 @dataclass(kw_only=True)
-class ShuffleEvalConfig(ListSettings):
+class ShuffleEvalConfig(ListSettings, PairedTestSettings):
     """Settings of ``posbias listwise shuffle-eval``."""
 
     shuffles: int = setting("shuffles per query (m)", default=5)
     aggregate: int = setting(
         "also aggregate this many shuffles by Borda and Kemeny (0: off)", default=0
     )
-    method: str = setting(
-        "paired test between the variants",
-        default="randomization",
-        choices=("randomization", "bootstrap"),
-        flag="--test",
-    )
-    n_resamples: int = setting("test resamples", default=1000)
-    confidence: float = setting("interval confidence", default=0.95, cli=False)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -285,7 +297,6 @@ class ShuffleEvalConfig(ListSettings):
             raise InputError(
                 f"{flag_name('aggregate')} needs at least 2 shuffles (0: off), got {self.aggregate}"
             )
-        _check_resampling(self)
 
 
 @dataclass(kw_only=True)
@@ -318,13 +329,18 @@ class TaskRunSettings(ProgressSettings):
 
 
 @dataclass(kw_only=True)
-class RerankRunSettings(TaskRunSettings):
-    """A task run with a reranker."""
+class RerankerName(Settings):
+    """Which reranker a verb loads (:func:`hf_posbias.listwise.loading.load_reranker`)."""
 
     reranker: str = setting(
         "smollm2-135m (packaged), a causal-LM folder or Hub id (FIRST scoring), bm25 or "
         "cross-encoder:NAME (the pointwise control), or a served model name with --base-url"
     )
+
+
+@dataclass(kw_only=True)
+class RerankRunSettings(RerankerName, TaskRunSettings):
+    """A task run with a reranker."""
 
 
 @dataclass(kw_only=True)
@@ -387,10 +403,9 @@ class ConvertSettings(Settings):
 
 
 @dataclass(kw_only=True)
-class RerankSettings(RerankerOptions):
+class RerankSettings(RerankerName, RerankerOptions):
     """``posbias listwise rerank``: rank_llm requests → rank_llm results."""
 
-    reranker: str = setting(RerankRunSettings.__dataclass_fields__["reranker"].metadata["help"])
     requests: str = setting("rank_llm requests (.json or .jsonl)")
     k: int | None = setting("rerank the top k (default: all)", default=None)
     out: str = setting("results file (.json or .jsonl)")
@@ -401,20 +416,13 @@ class RerankSettings(RerankerOptions):
 
 
 @dataclass(kw_only=True)
-class ListwiseCompareSettings(Settings):
+class ListwiseCompareSettings(PairedTestSettings):
     """``posbias listwise compare``: a paired test between two test runs."""
 
     run_a: str = setting("posbias listwise test folder A (e.g. the base model)", positional=True)
     run_b: str = setting("posbias listwise test folder B (e.g. the fine-tune)", positional=True)
     label_a: str = setting("name of run A in the table", default="A")
     label_b: str = setting("name of run B in the table", default="B")
-    method: str = setting(
-        "paired test (per query, shared by all positions)",
-        default="randomization",
-        choices=("randomization", "bootstrap"),
-        flag="--test",
-    )
-    n_resamples: int = setting("test resamples", default=1000)
     seed: int = setting("resampling seed", default=0)
     common_queries: bool = setting(
         "compare the queries both runs scored (counted), both curves recomputed on them",
