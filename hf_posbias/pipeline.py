@@ -38,7 +38,7 @@ verifiably about that third):
     >>> lines = [json.dumps({"id": f"d{j}", "text": " ".join(third(t, j) for t in topics)})
     ...          for j in range(6)]
     >>> _ = (tmp / "c.jsonl").write_text("\\n".join(lines))
-    >>> result = build(BuildConfig(corpus=str(tmp / "c.jsonl"), out=tmp / "out", progress=False))
+    >>> result = build(BuildSettings(corpus=str(tmp / "c.jsonl"), out=tmp / "out", progress=False))
     >>> sorted(p.name for p in (tmp / "out").iterdir())
     ['pool', 'train', 'work']
     >>> from hf_posbias.rows import read_dataset
@@ -942,7 +942,7 @@ BuildConfig = BuildSettings
 
 @dataclass
 class BuildPlan:
-    """A validated :class:`BuildConfig`: every option parsed, the generator and panel built."""
+    """A validated :class:`BuildSettings`: every option parsed, the generator and panel built."""
 
     config: BuildSettings
     out: Path
@@ -952,7 +952,7 @@ class BuildPlan:
     token: str | None = None
 
 
-def prepare_build(config: BuildConfig) -> BuildPlan:
+def prepare_build(config: BuildSettings) -> BuildPlan:
     """Validate every option of a build before any stage runs; writes nothing.
 
     Output folder, corpus source, length bins, limit, hold-out share, position configurations,
@@ -961,7 +961,7 @@ def prepare_build(config: BuildConfig) -> BuildPlan:
     :class:`InputError` line before any work starts.
 
     Example:
-        >>> prepare_build(BuildConfig(corpus="demo", out=Path("/tmp/x"), configs=["1:2"]))
+        >>> prepare_build(BuildSettings(corpus="demo", out=Path("/tmp/x"), configs=["1:2"]))
         Traceback (most recent call last):
         ...
         hf_posbias.errors.InputError: position configuration '1:2' is not begin, middle, end, \
@@ -992,7 +992,7 @@ class BuildResult:
     uploaded: dict[str, str] = field(default_factory=dict)
 
 
-def build(config: BuildConfig, echo: Echo = _silent) -> BuildResult:
+def build(config: BuildSettings, echo: Echo = _silent) -> BuildResult:
     """Run every stage of the data pipeline (``posbias build``); resumable and deterministic.
 
     Every option is validated first (:func:`prepare_build`); then corpus → generate → verify →
