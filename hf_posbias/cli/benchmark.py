@@ -37,8 +37,10 @@ def _build(args: argparse.Namespace) -> int:
     from hf_posbias.evaluation.builders.common import format_report
     from hf_posbias.evaluation.registry import benchmarks
 
-    data = benchmarks()[args.benchmark].build(args)
-    folder = data.save(args.out)
+    bench = benchmarks()[args.benchmark]
+    settings = settings_from_args(bench.settings, args)
+    data = bench.build(settings)
+    folder = data.save(settings.out)
     print(format_report(data))
     print(f"wrote {folder}")
     return 0
@@ -73,7 +75,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     # module under evaluation/builders adds its verb here.
     for name, benchmark in benchmarks().items():
         p = verbs.add_parser(name, help=benchmark.help, description=benchmark.help)
-        benchmark.add_arguments(p)
+        add_settings_arguments(p, benchmark.settings)
         p.set_defaults(func=_build)
 
     p = verbs.add_parser("plot-evidence", help="histogram of relative evidence positions (PNG)")

@@ -27,24 +27,26 @@ Example:
 
 from __future__ import annotations
 
-import argparse
 import ast
 import io
 import tokenize
 from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from hf_posbias import citations
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.builders.common import (
+    BuilderOutput,
+    RelativeBuckets,
     TaskAssembler,
-    add_input_output,
-    add_relative_buckets,
     parse_int_list,
 )
 from hf_posbias.evaluation.positions import THIRDS, Anchor, IntervalBuckets, parse_buckets
 from hf_posbias.evaluation.registry import Benchmark, TaskCard
 from hf_posbias.evaluation.taskdata import PositionTaskData
+from hf_posbias.settings import setting
 
 CARD = TaskCard(
     name="SciFact-Evidence",
@@ -189,26 +191,25 @@ def build_scifact(
     )
 
 
-def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_input_output(parser, "folder with claims_<split>.csv and corpus_train.csv")
-    parser.add_argument(
-        "--split",
-        default="validation",
-        choices=("train", "validation"),
-        help="validation = BEIR test (default)",
+@dataclass(kw_only=True)
+class SciFactSettings(RelativeBuckets, BuilderOutput):
+    """``posbias benchmark scifact``."""
+
+    input: str = setting("folder with claims_<split>.csv and corpus_train.csv")
+    split: Literal["train", "validation"] = setting("validation = BEIR test", default="validation")
+
+
+def _build_task(settings: SciFactSettings) -> PositionTaskData:
+    return build_scifact(
+        settings.input, split=settings.split, buckets=settings.buckets, anchor=settings.anchor
     )
-    add_relative_buckets(parser)
-
-
-def _build_from_args(args: argparse.Namespace) -> PositionTaskData:
-    return build_scifact(args.input, split=args.split, buckets=args.buckets, anchor=args.anchor)
 
 
 BENCHMARK = Benchmark(
     cli="scifact",
     help="SciFact CSV export → evidence-position task",
     cards=(CARD,),
-    add_arguments=_add_arguments,
-    build=_build_from_args,
+    settings=SciFactSettings,
+    build=_build_task,
     order=40,
 )

@@ -28,24 +28,25 @@ Example:
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hf_posbias import citations
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.builders.common import (
+    BuilderOutput,
     TaskAssembler,
-    add_input_output,
     load_rows,
     stable_id,
 )
 from hf_posbias.evaluation.positions import SQUAD_POSQ, SQUAD_POSQ_NOTE, IntervalBuckets
 from hf_posbias.evaluation.registry import Benchmark, TaskCard
 from hf_posbias.evaluation.taskdata import PositionTaskData
+from hf_posbias.settings import setting
 
 HUB_ID = "rajpurkar/squad_v2"
 
@@ -196,21 +197,28 @@ def build_squad_posq(
     )
 
 
-def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_input_output(parser, "Hub id, Hub-layout folder, parquet/JSONL rows or SQuAD JSON", HUB_ID)
-    parser.add_argument(
-        "--tiny", action="store_true", help="10,000 sampled queries, corpus unchanged"
+@dataclass(kw_only=True)
+class SquadPosQSettings(BuilderOutput):
+    """``posbias benchmark squad-posq``."""
+
+    input: str = setting(
+        "Hub id, Hub-layout folder, parquet/JSONL rows or SQuAD JSON", default=HUB_ID
     )
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--tiny-size", type=int, default=10_000)
-    parser.add_argument(
-        "--splits", nargs="+", default=["train", "validation"], help="splits to merge, in order"
+    tiny: bool = setting("10,000 sampled queries, corpus unchanged", default=False)
+    seed: int = setting("seed of the tiny sample", default=42)
+    tiny_size: int = setting("queries of the tiny sample", default=10_000)
+    splits: list[str] = setting(
+        "splits to merge, in order", default_factory=lambda: ["train", "validation"]
     )
 
 
-def _build_from_args(args: argparse.Namespace) -> PositionTaskData:
+def _build_task(settings: SquadPosQSettings) -> PositionTaskData:
     return build_squad_posq(
-        args.input, tiny=args.tiny, seed=args.seed, tiny_size=args.tiny_size, splits=args.splits
+        settings.input,
+        tiny=settings.tiny,
+        seed=settings.seed,
+        tiny_size=settings.tiny_size,
+        splits=settings.splits,
     )
 
 
@@ -218,7 +226,7 @@ BENCHMARK = Benchmark(
     cli="squad-posq",
     help="SQuAD v2 → SQuAD-PosQ (Zeng et al. 2025)",
     cards=(CARD, TINY_CARD),
-    add_arguments=_add_arguments,
-    build=_build_from_args,
+    settings=SquadPosQSettings,
+    build=_build_task,
     order=10,
 )
