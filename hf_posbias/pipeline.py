@@ -924,13 +924,14 @@ class PublishStageSettings(PublishSettings, OutSettings, WorkSettings, StageSett
 
 @dataclass(kw_only=True)
 class BuildSettings(
-    CorpusSettings,
-    GeneratorSettings,
-    PanelSettings,
-    SampleSettings,
-    PublishSettings,
-    OutSettings,
+    # Listed last-shown first: --help shows --out and the corpus options first.
     StageSettings,
+    PublishSettings,
+    SampleSettings,
+    PanelSettings,
+    GeneratorSettings,
+    CorpusSettings,
+    OutSettings,
 ):
     """Every setting of :func:`build` (``posbias build``): each group's checks run once, when
     the object is made, before any stage runs."""

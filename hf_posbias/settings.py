@@ -237,12 +237,16 @@ def add_settings_arguments(
 ) -> None:
     """Add one argument per field of the settings dataclass ``cls`` to ``parser``.
 
-    Fields without a default are required (or positional with ``setting(positional=True)``).
+    Fields without a default are required (or positional with ``setting(positional=True)``) and
+    come first in ``--help``.
     Help text comes from the field's metadata (``setting(help)``; a bare ``{"help": …}`` as
     transformers uses works too) with the default appended.
     """
     skip = set(exclude)
-    for f, tp in settings_fields(cls):
+    fields = settings_fields(cls)
+    # Required settings first (what a user must give), then the rest in declaration order.
+    fields.sort(key=lambda item: _default_of(item[0]) is not dataclasses.MISSING)
+    for f, tp in fields:
         if f.name in skip:
             continue
         meta = dict(f.metadata.get(_META, {}))
