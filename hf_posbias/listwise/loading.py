@@ -66,7 +66,7 @@ def is_pointwise(name: str) -> bool:
         >>> is_pointwise("bm25"), is_pointwise("cross-encoder:x"), is_pointwise("smollm2-135m")
         (True, True, False)
     """
-    from hf_posbias.evaluation.search import is_bm25
+    from hf_posbias.bm25 import is_bm25
 
     return is_bm25(name) or name.startswith(CROSS_ENCODER_PREFIX) or _is_cross_encoder_folder(name)
 
@@ -91,7 +91,7 @@ def load_reranker(
         raise InputError(f"unknown --mode {opts.mode!r}: choose {' or '.join(MODES)}")
     if opts.window < 1:
         raise InputError(f"--window must be at least 1, got {opts.window}")
-    from hf_posbias.evaluation.search import is_bm25
+    from hf_posbias.bm25 import is_bm25
 
     if is_bm25(name):
         if corpus_texts is None:
