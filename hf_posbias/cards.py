@@ -11,7 +11,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -81,8 +80,9 @@ def load_card_facts(ckpt_dir: str | Path, filename: str, cls: type[FactsT], what
         hf_posbias.errors.InputError: /nonexistent has no facts.json: not a posbias checkpoint
     """
     from hf_posbias.errors import InputError
+    from hf_posbias.rows import read_json
 
     path = Path(ckpt_dir) / filename
     if not path.is_file():
         raise InputError(f"{ckpt_dir} has no {filename}: not {what}")
-    return cls.from_dict(json.loads(path.read_text()))  # type: ignore[attr-defined]
+    return cls.from_dict(read_json(path))  # type: ignore[attr-defined]

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from hf_posbias.errors import InputError
+from hf_posbias.rows import read_json, read_parquet_rows
 
 T = TypeVar("T")
 
@@ -117,13 +118,6 @@ def write_parquet(
     os.replace(tmp, path)
 
 
-def read_parquet_rows(path: str | Path) -> list[dict[str, Any]]:
-    """Read a parquet file into a list of dicts."""
-    import pyarrow.parquet as pq
-
-    return pq.read_table(path).to_pylist()
-
-
 def read_manifest(stage_dir: str | Path) -> dict[str, Any] | None:
     """A stage folder's manifest (``None`` when the stage has not run there).
 
@@ -132,7 +126,7 @@ def read_manifest(stage_dir: str | Path) -> dict[str, Any] | None:
         True
     """
     path = Path(stage_dir) / MANIFEST
-    return json.loads(path.read_text()) if path.is_file() else None
+    return read_json(path) if path.is_file() else None
 
 
 def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:

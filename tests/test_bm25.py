@@ -54,7 +54,8 @@ def test_pair_scorer_and_index_are_the_same_formula() -> None:
         assert pairs.max() > 0
 
 
-def _task(folder: Path) -> Path:
+def tiny_task(folder: Path) -> Path:
+    """A 12-document position task folder (titles, four queries); also used by test_rows."""
     corpus = [{"id": f"d{i:02d}", "title": t, "text": x} for i, (t, x) in enumerate(DOCS)]
     queries = [
         {
@@ -74,7 +75,7 @@ def _task(folder: Path) -> Path:
 
 
 def test_listwise_first_stage_ranks_as_evaluate(tmp_path: Path) -> None:
-    task = _task(tmp_path / "task")
+    task = tiny_task(tmp_path / "task")
     k = 8  # beyond the documents that match: the zero-score tail follows the tie rule too
     assert (
         main(["evaluate", "--model", "bm25", "--task", str(task), "--out", str(tmp_path / "ev")])

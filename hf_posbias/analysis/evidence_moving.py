@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import InputError
 from hf_posbias.progress import progress as progress_bar
+from hf_posbias.rows import read_parquet
 
 if TYPE_CHECKING:
     import numpy as np
@@ -766,11 +767,10 @@ def load_pairs(
             f"unsupported pair source {path}: use a SciFact folder (claims_*.csv), a .jsonl file, "
             "a training-set .parquet or a training-set folder (data/<config>/)"
         )
-    import pyarrow.parquet as pq
 
     rows: list[dict[str, Any]] = []
     for file in files:
-        table = pq.read_table(file)
+        table = read_parquet(file)
         missing = {"query", "positive", "target_position"} - set(table.column_names)
         if missing:
             raise InputError(f"{file}: missing column(s) {sorted(missing)}")
