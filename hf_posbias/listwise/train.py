@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hf_posbias.errors import BackendError, InputError, ModelLoadError, PosbiasError, first_line
+from hf_posbias.errors import BackendError, InputError, PosbiasError
 from hf_posbias.listwise.settings import ListwiseTrainingSettings
 
 if TYPE_CHECKING:
@@ -188,26 +188,13 @@ def _propensity(
     return omega, {"file": str(path), **details}
 
 
-def _load_tokenizer(folder: str, name: str) -> tuple[Any, Any]:
-    from transformers import AutoConfig, AutoTokenizer
-
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(folder)
-        config = AutoConfig.from_pretrained(folder)
-    except Exception as err:  # loading fails in many ways; all mean "cannot load this"
-        raise ModelLoadError(f"cannot load the tokenizer of {name!r}: {first_line(err)}") from None
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    return tokenizer, config
-
-
 def prepare_listwise_run(
     settings: ListwiseTrainingSettings, *, show_progress: bool = True
 ) -> ListwiseRunInputs:
     """Every check that needs no model weights (see the module docstring)."""
     from hf_posbias.listwise.collate import ListwiseCollator
     from hf_posbias.listwise.trainset import read_train_set
-    from hf_posbias.modeling import causal_lm_folder, context_length
+    from hf_posbias.modeling import causal_lm_folder, context_length, load_tokenizer_config
     from hf_posbias.progress import progress
     from hf_posbias.training.builder import model_attn_implementation
 
@@ -229,7 +216,7 @@ def prepare_listwise_run(
     omega, propensity_info = _propensity(settings, rows, sizes)
 
     folder = causal_lm_folder(settings.model)
-    tokenizer, config = _load_tokenizer(folder, settings.model)
+    tokenizer, config = load_tokenizer_config(folder, settings.model, pad_with_eos=True)
     collator = ListwiseCollator(
         tokenizer,
         style=settings.identifiers,
