@@ -306,9 +306,8 @@ def plan_memory(
         (False, 1)
     """
     from hf_posbias.training.memory import (
-        MemoryPlan,
-        MiniBatching,
         choose_memory_plan,
+        cpu_plan,
         optimizer_state_bytes,
         usable_bytes,
     )
@@ -319,12 +318,7 @@ def plan_memory(
                 "--gradient-checkpointing on: this model does not support gradient "
                 "checkpointing; use --gradient-checkpointing off or auto"
             )
-        if settings.mini_batch_tokens is not None:
-            mini = MiniBatching(tokens=settings.mini_batch_tokens)
-        else:
-            mini = MiniBatching(rows=settings.mini_batch_rows or 1)
-        rows = windows_per_pass(MemoryPlan(False, mini, 1, "cpu"), longest_tokens)
-        return MemoryPlan(bool(settings.checkpointing_request), mini, rows, "cpu")
+        return cpu_plan(settings, compute.per_device_batch, default_rows=1)
     return choose_memory_plan(
         settings,
         measure=measure,
