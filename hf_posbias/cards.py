@@ -67,6 +67,27 @@ def save_card_facts(ckpt_dir: str | Path, filename: str, facts: Any) -> Path:
     return path
 
 
+def write_checkpoint_card(ckpt_dir: str | Path, text: str, filename: str, facts: Any) -> Path:
+    """Write a checkpoint's ``README.md`` card, then its facts (:func:`save_card_facts`, last:
+    their presence marks a finished run); return the card path. Both trainers write cards here.
+
+    Example:
+        >>> import dataclasses, pathlib, tempfile
+        >>> @dataclasses.dataclass
+        ... class Facts:
+        ...     steps: int
+        >>> ckpt = pathlib.Path(tempfile.mkdtemp())
+        >>> write_checkpoint_card(ckpt, "# card\\n", "facts.json", Facts(3)).read_text()
+        '# card\\n'
+        >>> (ckpt / "facts.json").read_text()
+        '{\\n  "steps": 3\\n}\\n'
+    """
+    card = Path(ckpt_dir) / "README.md"
+    card.write_text(text)
+    save_card_facts(ckpt_dir, filename, facts)
+    return card
+
+
 def load_card_facts(ckpt_dir: str | Path, filename: str, cls: type[FactsT], what: str) -> FactsT:
     """Read the facts written by :func:`save_card_facts` into ``cls`` (its ``from_dict``).
 
