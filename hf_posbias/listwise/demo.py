@@ -1,9 +1,9 @@
 """The listwise demo: a reranker's input-position curve before and after a short DebiasFirst run.
 
 ``posbias listwise demo --task VAL --train-task TRAIN --out OUT`` (``make demo-listwise`` builds
-SciFact's two task folders first) chains the public verbs, in-process and each in its own
-folder under OUT, so every step is exactly a command a user can type (:func:`demo_commands`
-lists them):
+SciFact's two task folders first) runs the library functions behind the public verbs, in-process
+and each in its own folder under OUT, with the settings of the command a user would type
+(:func:`demo_commands` lists those commands, and ``results.md`` repeats them):
 
 1. ``listwise test`` of the base model on ``--task`` → ``OUT/before``;
 2. ``listwise propensity`` of the base model on ``--train-task`` (with ``--smoothing``) →
@@ -32,14 +32,14 @@ Example:
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hf_posbias.errors import BackendError
+if TYPE_CHECKING:
+    from hf_posbias.listwise.settings import ListwiseTrainingSettings
 
 RESULTS_FILE = "results.md"
 LABELS = ("base", "DebiasFirst")
@@ -135,6 +135,127 @@ def _done(step: str, out: Path) -> bool:
     return False
 
 
+def _load(task_folder: str, reranker: str, s: ListwiseDemoSettings) -> tuple[Any, Any]:
+    """The task (its own split) and the reranker, as ``listwise test``/``propensity`` load them."""
+    from hf_posbias.listwise.firststage import check_k
+    from hf_posbias.listwise.loading import RerankerOptions, load_reranker
+    from hf_posbias.listwise.taskio import load_rerank_task
+
+    task = load_rerank_task(task_folder, None)
+    check_k(s.k, len(task.corpus))
+    texts = (p.content() for p in task.corpus.values())
+    options = RerankerOptions(passage_tokens=s.passage_tokens)
+    return task, load_reranker(reranker, options, corpus_texts=texts)
+
+
+def _controlled_test(s: ListwiseDemoSettings, reranker: str, out: Path) -> None:
+    from hf_posbias.listwise.controlled import (
+        ControlledTestConfig,
+        parse_positions,
+        run_controlled_test,
+    )
+    from hf_posbias.listwise.loading import RerankerOptions
+
+    config = ControlledTestConfig(
+        k=s.k,
+        positions=parse_positions(s.positions, s.k),
+        max_queries=s.queries,
+        seed=s.seed,
+        window=RerankerOptions().window,
+        n_resamples=s.n_resamples,
+    )
+    task, model = _load(s.task, reranker, s)
+    out.mkdir(parents=True, exist_ok=True)
+    run_controlled_test(model, task, out, config, show_progress=s.progress)
+
+
+def _propensity(s: ListwiseDemoSettings, out: Path) -> None:
+    from hf_posbias.listwise.loading import RerankerOptions
+    from hf_posbias.listwise.propensity import PropensityConfig, run_propensity
+
+    config = PropensityConfig(
+        k=s.k,
+        shuffles=s.shuffles,
+        max_queries=s.propensity_queries,
+        seed=s.seed,
+        smoothing=s.smoothing,
+        window=RerankerOptions().window,
+    )
+    task, model = _load(s.train_task, s.model, s)
+    out.mkdir(parents=True, exist_ok=True)
+    run_propensity(model, task, out, config, show_progress=s.progress)
+
+
+def _build_train(s: ListwiseDemoSettings, out: Path) -> None:
+    from hf_posbias.listwise.firststage import check_k
+    from hf_posbias.listwise.taskio import load_rerank_task
+    from hf_posbias.listwise.trainset import build_train_rows, write_train_set
+
+    task = load_rerank_task(s.train_task, None)
+    check_k(s.k, len(task.corpus))
+    out.mkdir(parents=True, exist_ok=True)
+    rows, info = build_train_rows(
+        task,
+        k=s.k,
+        max_queries=s.train_queries,
+        seed=s.seed,
+        out_dir=out,
+        show_progress=s.progress,
+    )
+    write_train_set(out, rows, info)
+
+
+def train_settings(s: ListwiseDemoSettings) -> ListwiseTrainingSettings:
+    """The training step's settings (what ``listwise train`` parses from its command).
+
+    Example:
+        >>> train_settings(ListwiseDemoSettings(task="v", train_task="t", out="o")).data
+        'o/train'
+    """
+    from hf_posbias.listwise.settings import ListwiseTrainingSettings
+
+    out = Path(s.out)
+    return ListwiseTrainingSettings(
+        model=s.model,
+        data=str(out / "train"),
+        out=str(out / "checkpoint"),
+        propensity=str(out / "propensity" / "propensity.json"),
+        pos_aug=s.pos_aug,
+        max_steps=s.steps,
+        global_batch=s.global_batch,
+        lr=s.lr,
+        lam=s.lam,
+        passage_tokens=s.passage_tokens,
+        seed=s.seed,
+        logging_steps=1,
+        no_progress=not s.progress,
+    )
+
+
+def _compare(s: ListwiseDemoSettings, out: Path) -> None:
+    from hf_posbias.listwise.compare import compare_runs, write_comparison
+
+    payload = compare_runs(
+        out / "before", out / "after", n_resamples=s.n_resamples, seed=s.seed, labels=LABELS
+    )
+    write_comparison(out, payload)
+
+
+def demo_steps(s: ListwiseDemoSettings) -> dict[str, Callable[[], None]]:
+    """The library call of every step, keyed as :func:`demo_commands` (same order)."""
+    from hf_posbias.listwise.train import train_listwise
+
+    out = Path(s.out)
+    return {
+        "before": lambda: _controlled_test(s, s.model, out / "before"),
+        "propensity": lambda: _propensity(s, out / "propensity"),
+        "build-train": lambda: _build_train(s, out / "train"),
+        "train": lambda: train_listwise(train_settings(s)),
+        "after": lambda: _controlled_test(s, str(out / "checkpoint"), out / "after"),
+        "compare": lambda: _compare(s, out),
+    }
+
+
 def run_listwise_demo(
     settings: ListwiseDemoSettings, echo: Callable[[str], None] = print
 ) -> dict[str, Any]:
@@ -142,23 +263,22 @@ def run_listwise_demo(
 
     Each step's wall time is printed and kept in ``results.md``.
     """
-    from hf_posbias.cli import main
+    from hf_posbias.rows import read_json
     from hf_posbias.tables import as_table
 
     out = Path(settings.out)
     out.mkdir(parents=True, exist_ok=True)
     seconds: dict[str, float] = {}
+    steps = demo_steps(settings)
     for step, argv in demo_commands(settings):
         if _done(step, out):
             echo(f"[{step}] done before, skipped: posbias {' '.join(argv)}")
             continue
         echo(f"[{step}] posbias {' '.join(argv)}")
         started = time.perf_counter()
-        code = main(argv)
+        steps[step]()
         seconds[step] = time.perf_counter() - started
-        if code != 0:
-            raise BackendError(f"the demo step {step!r} failed (exit {code}); see above")
-    payload = json.loads((out / "comparison.json").read_text())
+    payload = read_json(out / "comparison.json")
     # The JSON file sorts keys: put the columns back in the order the compare verb prints.
     columns = ["input position", *LABELS, f"Δ ({LABELS[1]} − {LABELS[0]})", "p"]
     table = as_table([{c: row[c] for c in columns} for row in payload["table"]]).to_markdown()

@@ -34,3 +34,15 @@ def test_demo_runs_every_step_and_resumes(shared_beir_task, tiny_llm, tmp_path, 
     assert "[train] done before, skipped" in printed and "[build-train] done before" in printed
     assert (out / "checkpoint" / "model.safetensors").stat().st_mtime_ns == trained_at
     assert (out / "results.md").read_text().split("Wall time")[0] == results.split("Wall time")[0]
+
+
+def test_the_training_step_runs_the_settings_its_printed_command_parses_to():
+    from hf_posbias.cli import build_parser
+    from hf_posbias.listwise.demo import ListwiseDemoSettings, demo_commands, train_settings
+    from hf_posbias.listwise.settings import ListwiseTrainingSettings
+    from hf_posbias.training.settings import settings_from_namespace
+
+    s = ListwiseDemoSettings(task="val", train_task="tr", out="o", steps=3, lr=1e-5, progress=False)
+    argv = dict(demo_commands(s))["train"]
+    parsed = settings_from_namespace(ListwiseTrainingSettings, build_parser().parse_args(argv))
+    assert parsed == train_settings(s)
