@@ -177,6 +177,26 @@ def read_parquet(path: str | Path, columns: list[str] | None = None) -> Any:
         raise InputError(f"{path}: not a readable parquet file ({first_line(err)})") from None
 
 
+def parquet_num_rows(path: str | Path) -> int:
+    """A parquet file's row count from its footer; an unreadable file is one error line.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "x.parquet"
+        >>> _ = path.write_text("{}")
+        >>> parquet_num_rows(path)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: ...x.parquet: not a readable parquet file (...)
+    """
+    import pyarrow.parquet as pq
+
+    try:
+        return int(pq.ParquetFile(path).metadata.num_rows)
+    except Exception as err:  # pyarrow raises several types for unreadable files
+        raise InputError(f"{path}: not a readable parquet file ({first_line(err)})") from None
+
+
 def read_parquet_rows(path: str | Path) -> list[dict[str, Any]]:
     """A parquet file's rows as dicts (through :func:`read_parquet`)."""
     return read_parquet(path).to_pylist()

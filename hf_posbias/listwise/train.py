@@ -48,7 +48,6 @@ Example (tiny model; see tests/listwise/test_listwise_train.py for the data fold
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import time
@@ -129,14 +128,15 @@ class ListwiseTrainResult:
 
 def _data_info(data: str) -> dict[str, Any]:
     from hf_posbias.listwise.trainset import INFO_FILE
+    from hf_posbias.rows import read_json
 
     path = Path(data) / INFO_FILE
     if not path.is_file():
         return {}
-    try:
-        return dict(json.loads(path.read_text()))
-    except (OSError, json.JSONDecodeError, TypeError, ValueError):
-        return {}
+    info = read_json(path)
+    if not isinstance(info, dict):
+        raise InputError(f"{path}: expected a JSON object, got {type(info).__name__}")
+    return info
 
 
 def _pos_aug_rows(
@@ -166,6 +166,7 @@ def _propensity(
 ) -> tuple[Any, dict[str, Any] | None]:
     from hf_posbias.listwise.propensity import check_propensity_support, load_propensity
     from hf_posbias.listwise.trainset import target_ranks
+    from hf_posbias.rows import read_json
 
     path = settings.propensity_file
     if path is None:
@@ -179,10 +180,7 @@ def _propensity(
     check_propensity_support(
         omega, [target_ranks(row) for row in rows], where=f"the training data {settings.data}"
     )
-    try:
-        raw = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError):  # load_propensity read it a moment ago
-        raw = {}
+    raw = read_json(path)  # load_propensity read and checked it a moment ago
     keys = ("k", "n", "queries", "smoothing", "diagonal_mass", "empty_cells", "reranker", "task")
     details = {key: raw[key] for key in keys if isinstance(raw, dict) and key in raw}
     return omega, {"file": str(path), **details}
