@@ -1,9 +1,10 @@
 """The listwise demo: a reranker's input-position curve before and after a short DebiasFirst run.
 
 ``posbias listwise demo --task VAL --train-task TRAIN --out OUT`` (``make demo-listwise`` builds
-SciFact's two task folders first) runs the library functions behind the public verbs, in-process
-and each in its own folder under OUT, with the settings of the command a user would type
-(:func:`demo_commands` lists those commands, and ``results.md`` repeats them):
+SciFact's two task folders first) calls the library function behind each public verb,
+in-process and each in its own folder under OUT, with that verb's settings object
+(:func:`demo_settings`); the command a user would type for a step is generated from the same
+object (:func:`demo_commands`, printed and kept in ``results.md``):
 
 1. ``listwise test`` of the base model on ``--task`` → ``OUT/before``;
 2. ``listwise propensity`` of the base model on ``--train-task`` (with ``--smoothing``) →
@@ -26,8 +27,8 @@ Example:
     >>> s = ListwiseDemoSettings(task="val", train_task="train", out="o")
     >>> [name for name, _ in demo_commands(s)]
     ['before', 'propensity', 'build-train', 'train', 'after', 'compare']
-    >>> " ".join(dict(demo_commands(s))["train"][:8])
-    'listwise train --model smollm2-135m --data o/train --out o/checkpoint'
+    >>> " ".join(dict(demo_commands(s))["build-train"])
+    'listwise build-train --task train --out o/train --max-queries 4'
 """
 
 from __future__ import annotations
@@ -36,91 +37,152 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from hf_posbias.listwise.settings import ListwiseTrainingSettings
+from hf_posbias.listwise.settings import LAMBDA_FLAG
+from hf_posbias.settings import ProgressSettings, setting
 
 RESULTS_FILE = "results.md"
 LABELS = ("base", "DebiasFirst")
 """The two runs' names in the comparison table."""
 
 
-@dataclass
-class ListwiseDemoSettings:
+@dataclass(kw_only=True)
+class ListwiseDemoSettings(ProgressSettings):
     """Sizes of the demo (the flags of ``posbias listwise demo``)."""
 
-    task: str
-    """Evaluation task folder (SciFact validation: ``posbias benchmark scifact``)."""
-    train_task: str
-    """Training task folder (SciFact train), for the propensity and the training windows."""
-    out: str | Path
-    model: str = "smollm2-135m"
-    k: int = 20
-    queries: int = 5
-    positions: str = "1,5,10,15,20"
-    propensity_queries: int = 4
-    shuffles: int = 2
-    smoothing: float = 0.5
-    train_queries: int = 4
-    pos_aug: int = 4
-    steps: int = 8
-    global_batch: int = 2
-    lr: float = 5e-5
-    lam: float = 0.1
-    passage_tokens: int = 48
-    seed: int = 0
-    n_resamples: int = 1000
-    progress: bool = True
+    task: str = setting("evaluation task folder (SciFact validation: posbias benchmark scifact)")
+    train_task: str = setting("training task folder (SciFact train): ω and training windows")
+    out: str = setting("output folder")
+    model: str = setting("base causal LM", default="smollm2-135m")
+    k: int = setting("list length", default=20)
+    queries: int = setting("test queries", default=5)
+    positions: str = setting("input positions tested", default="1,5,10,15,20")
+    propensity_queries: int = setting("ω queries", default=4)
+    shuffles: int = setting("ω shuffles per query", default=2)
+    smoothing: float = setting("ω smoothing α", default=0.5)
+    train_queries: int = setting("training windows", default=4)
+    pos_aug: int = setting("Pos-Aug rotations", default=4)
+    steps: int = setting("training steps", default=8)
+    global_batch: int = setting("windows per step", default=2)
+    lr: float = setting("learning rate", default=5e-5)
+    lam: float = setting("λ of L_Rank-IPS", default=0.1, flag=LAMBDA_FLAG)
+    passage_tokens: int = setting("passage cut", default=48)
+    seed: int = setting("seed of every step", default=0)
+    n_resamples: int = setting("bootstrap/test resamples", default=1000)
 
 
-def demo_commands(s: ListwiseDemoSettings) -> list[tuple[str, list[str]]]:
-    """``(step, argv of hf_posbias.cli.main)`` for every step, in order."""
+def demo_settings(s: ListwiseDemoSettings) -> list[tuple[str, str, Any]]:
+    """``(step, listwise verb, the verb's settings)`` for every step, in order."""
+    from hf_posbias.listwise.settings import (
+        BuildTrainSettings,
+        ListwiseCompareSettings,
+        ListwiseTestSettings,
+        ListwiseTrainingSettings,
+        PropensitySettings,
+    )
+
     out = Path(s.out)
-    quiet = [] if s.progress else ["--no-progress"]
-    common = ["--k", str(s.k), "--passage-tokens", str(s.passage_tokens), "--seed", str(s.seed)]
-    test = ["--max-queries", str(s.queries), "--positions", s.positions]
-    test += ["--n-resamples", str(s.n_resamples), *common, *quiet]
+    common = {"k": s.k, "passage_tokens": s.passage_tokens, "seed": s.seed, "progress": s.progress}
+    test = {"max_queries": s.queries, "positions": s.positions, "n_resamples": s.n_resamples}
+
+    def controlled(reranker: str, folder: str) -> ListwiseTestSettings:
+        return ListwiseTestSettings(
+            reranker=reranker, task=s.task, out=str(out / folder), **test, **common
+        )
+
     return [
-        (
-            "before",
-            ["listwise", "test", "--reranker", s.model, "--task", s.task]
-            + ["--out", str(out / "before"), *test],
-        ),
+        ("before", "test", controlled(s.model, "before")),
         (
             "propensity",
-            ["listwise", "propensity", "--reranker", s.model, "--task", s.train_task]
-            + ["--max-queries", str(s.propensity_queries), "--shuffles", str(s.shuffles)]
-            + ["--smoothing", str(s.smoothing), "--out", str(out / "propensity"), *common, *quiet],
+            "propensity",
+            PropensitySettings(
+                reranker=s.model,
+                task=s.train_task,
+                max_queries=s.propensity_queries,
+                shuffles=s.shuffles,
+                smoothing=s.smoothing,
+                out=str(out / "propensity"),
+                **common,
+            ),
         ),
         (
             "build-train",
-            ["listwise", "build-train", "--task", s.train_task, "--k", str(s.k)]
-            + ["--max-queries", str(s.train_queries), "--seed", str(s.seed)]
-            + ["--out", str(out / "train"), *quiet],
+            "build-train",
+            BuildTrainSettings(
+                task=s.train_task,
+                k=s.k,
+                max_queries=s.train_queries,
+                seed=s.seed,
+                out=str(out / "train"),
+                progress=s.progress,
+            ),
         ),
         (
             "train",
-            ["listwise", "train", "--model", s.model, "--data", str(out / "train")]
-            + ["--out", str(out / "checkpoint")]
-            + ["--propensity", str(out / "propensity" / "propensity.json")]
-            + ["--pos-aug", str(s.pos_aug), "--max-steps", str(s.steps)]
-            + ["--global-batch", str(s.global_batch), "--lr", str(s.lr), "--lambda", str(s.lam)]
-            + ["--passage-tokens", str(s.passage_tokens), "--seed", str(s.seed)]
-            + ["--logging-steps", "1", *quiet],
+            "train",
+            ListwiseTrainingSettings(
+                model=s.model,
+                data=str(out / "train"),
+                out=str(out / "checkpoint"),
+                propensity=str(out / "propensity" / "propensity.json"),
+                pos_aug=s.pos_aug,
+                max_steps=s.steps,
+                global_batch=s.global_batch,
+                lr=s.lr,
+                lam=s.lam,
+                passage_tokens=s.passage_tokens,
+                seed=s.seed,
+                logging_steps=1,
+                progress=s.progress,
+            ),
         ),
-        (
-            "after",
-            ["listwise", "test", "--reranker", str(out / "checkpoint"), "--task", s.task]
-            + ["--out", str(out / "after"), *test],
-        ),
+        ("after", "test", controlled(str(out / "checkpoint"), "after")),
         (
             "compare",
-            ["listwise", "compare", str(out / "before"), str(out / "after")]
-            + ["--label-a", LABELS[0], "--label-b", LABELS[1], "--out", str(out)]
-            + ["--n-resamples", str(s.n_resamples), "--seed", str(s.seed)],
+            "compare",
+            ListwiseCompareSettings(
+                run_a=str(out / "before"),
+                run_b=str(out / "after"),
+                label_a=LABELS[0],
+                label_b=LABELS[1],
+                out=str(out),
+                n_resamples=s.n_resamples,
+                seed=s.seed,
+            ),
         ),
     ]
+
+
+def demo_commands(s: ListwiseDemoSettings) -> list[tuple[str, list[str]]]:
+    """``(step, argv of hf_posbias.cli.main)`` for every step: its settings as flags."""
+    from hf_posbias.settings import settings_to_argv
+
+    return [
+        (step, ["listwise", verb, *settings_to_argv(settings)])
+        for step, verb, settings in demo_settings(s)
+    ]
+
+
+def _run_step(verb: str, settings: Any) -> None:
+    """The library call behind ``posbias listwise <verb>`` (what its CLI handler calls)."""
+    from hf_posbias.listwise.compare import compare_from_settings
+    from hf_posbias.listwise.controlled import run_controlled_test
+    from hf_posbias.listwise.loading import load_task_and_reranker
+    from hf_posbias.listwise.propensity import run_propensity
+    from hf_posbias.listwise.train import train_listwise
+    from hf_posbias.listwise.trainset import build_train_set
+
+    if verb in ("test", "propensity"):
+        task, reranker, out = load_task_and_reranker(settings)
+        run = run_controlled_test if verb == "test" else run_propensity
+        run(reranker, task, out, settings, show_progress=settings.progress)
+    elif verb == "build-train":
+        build_train_set(settings)
+    elif verb == "train":
+        train_listwise(settings)
+    else:
+        compare_from_settings(settings)
 
 
 def _done(step: str, out: Path) -> bool:
@@ -133,127 +195,6 @@ def _done(step: str, out: Path) -> bool:
     if step == "train":
         return (out / "checkpoint" / TRAINING_INFO).is_file()
     return False
-
-
-def _load(task_folder: str, reranker: str, s: ListwiseDemoSettings) -> tuple[Any, Any]:
-    """The task (its own split) and the reranker, as ``listwise test``/``propensity`` load them."""
-    from hf_posbias.listwise.firststage import check_k
-    from hf_posbias.listwise.loading import RerankerOptions, load_reranker
-    from hf_posbias.listwise.taskio import load_rerank_task
-
-    task = load_rerank_task(task_folder, None)
-    check_k(s.k, len(task.corpus))
-    texts = (p.content() for p in task.corpus.values())
-    options = RerankerOptions(passage_tokens=s.passage_tokens)
-    return task, load_reranker(reranker, options, corpus_texts=texts)
-
-
-def _controlled_test(s: ListwiseDemoSettings, reranker: str, out: Path) -> None:
-    from hf_posbias.listwise.controlled import (
-        ControlledTestConfig,
-        parse_positions,
-        run_controlled_test,
-    )
-    from hf_posbias.listwise.loading import RerankerOptions
-
-    config = ControlledTestConfig(
-        k=s.k,
-        positions=parse_positions(s.positions, s.k),
-        max_queries=s.queries,
-        seed=s.seed,
-        window=RerankerOptions().window,
-        n_resamples=s.n_resamples,
-    )
-    task, model = _load(s.task, reranker, s)
-    out.mkdir(parents=True, exist_ok=True)
-    run_controlled_test(model, task, out, config, show_progress=s.progress)
-
-
-def _propensity(s: ListwiseDemoSettings, out: Path) -> None:
-    from hf_posbias.listwise.loading import RerankerOptions
-    from hf_posbias.listwise.propensity import PropensityConfig, run_propensity
-
-    config = PropensityConfig(
-        k=s.k,
-        shuffles=s.shuffles,
-        max_queries=s.propensity_queries,
-        seed=s.seed,
-        smoothing=s.smoothing,
-        window=RerankerOptions().window,
-    )
-    task, model = _load(s.train_task, s.model, s)
-    out.mkdir(parents=True, exist_ok=True)
-    run_propensity(model, task, out, config, show_progress=s.progress)
-
-
-def _build_train(s: ListwiseDemoSettings, out: Path) -> None:
-    from hf_posbias.listwise.firststage import check_k
-    from hf_posbias.listwise.taskio import load_rerank_task
-    from hf_posbias.listwise.trainset import build_train_rows, write_train_set
-
-    task = load_rerank_task(s.train_task, None)
-    check_k(s.k, len(task.corpus))
-    out.mkdir(parents=True, exist_ok=True)
-    rows, info = build_train_rows(
-        task,
-        k=s.k,
-        max_queries=s.train_queries,
-        seed=s.seed,
-        out_dir=out,
-        show_progress=s.progress,
-    )
-    write_train_set(out, rows, info)
-
-
-def train_settings(s: ListwiseDemoSettings) -> ListwiseTrainingSettings:
-    """The training step's settings (what ``listwise train`` parses from its command).
-
-    Example:
-        >>> train_settings(ListwiseDemoSettings(task="v", train_task="t", out="o")).data
-        'o/train'
-    """
-    from hf_posbias.listwise.settings import ListwiseTrainingSettings
-
-    out = Path(s.out)
-    return ListwiseTrainingSettings(
-        model=s.model,
-        data=str(out / "train"),
-        out=str(out / "checkpoint"),
-        propensity=str(out / "propensity" / "propensity.json"),
-        pos_aug=s.pos_aug,
-        max_steps=s.steps,
-        global_batch=s.global_batch,
-        lr=s.lr,
-        lam=s.lam,
-        passage_tokens=s.passage_tokens,
-        seed=s.seed,
-        logging_steps=1,
-        no_progress=not s.progress,
-    )
-
-
-def _compare(s: ListwiseDemoSettings, out: Path) -> None:
-    from hf_posbias.listwise.compare import compare_runs, write_comparison
-
-    payload = compare_runs(
-        out / "before", out / "after", n_resamples=s.n_resamples, seed=s.seed, labels=LABELS
-    )
-    write_comparison(out, payload)
-
-
-def demo_steps(s: ListwiseDemoSettings) -> dict[str, Callable[[], None]]:
-    """The library call of every step, keyed as :func:`demo_commands` (same order)."""
-    from hf_posbias.listwise.train import train_listwise
-
-    out = Path(s.out)
-    return {
-        "before": lambda: _controlled_test(s, s.model, out / "before"),
-        "propensity": lambda: _propensity(s, out / "propensity"),
-        "build-train": lambda: _build_train(s, out / "train"),
-        "train": lambda: train_listwise(train_settings(s)),
-        "after": lambda: _controlled_test(s, str(out / "checkpoint"), out / "after"),
-        "compare": lambda: _compare(s, out),
-    }
 
 
 def run_listwise_demo(
@@ -269,14 +210,15 @@ def run_listwise_demo(
     out = Path(settings.out)
     out.mkdir(parents=True, exist_ok=True)
     seconds: dict[str, float] = {}
-    steps = demo_steps(settings)
-    for step, argv in demo_commands(settings):
+    commands = dict(demo_commands(settings))
+    for step, verb, step_settings in demo_settings(settings):
+        command = "posbias " + " ".join(commands[step])
         if _done(step, out):
-            echo(f"[{step}] done before, skipped: posbias {' '.join(argv)}")
+            echo(f"[{step}] done before, skipped: {command}")
             continue
-        echo(f"[{step}] posbias {' '.join(argv)}")
+        echo(f"[{step}] {command}")
         started = time.perf_counter()
-        steps[step]()
+        _run_step(verb, step_settings)
         seconds[step] = time.perf_counter() - started
     payload = read_json(out / "comparison.json")
     # The JSON file sorts keys: put the columns back in the order the compare verb prints.

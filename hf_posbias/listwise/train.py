@@ -436,7 +436,7 @@ def train_listwise(
 
     ``callbacks`` are ``transformers.TrainerCallback`` objects; ``echo`` prints progress lines.
     """
-    run = prepare_listwise_run(settings, show_progress=not settings.no_progress)
+    run = prepare_listwise_run(settings, show_progress=settings.progress)
     compute = run.compute
 
     import torch
@@ -474,7 +474,7 @@ def train_listwise(
         logging_steps=settings.logging_steps,
         report_to="none",
         remove_unused_columns=False,
-        disable_tqdm=settings.no_progress or not sys.stderr.isatty(),
+        disable_tqdm=not settings.progress or not sys.stderr.isatty(),
         dataloader_pin_memory=compute.device.kind == "cuda",
         neftune_noise_alpha=settings.neftune_alpha,
         **compute.training_arguments(),
@@ -667,7 +667,7 @@ def report(result: ListwiseTrainResult) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Module entry point; user mistakes print one ``error:`` line and return 2."""
-    from hf_posbias.training.settings import launch_main
+    from hf_posbias.settings import launch_main
 
     return launch_main(
         argv,

@@ -707,7 +707,7 @@ def report(result: TrainResult) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Module entry point; user mistakes print one ``error:`` line and return 2."""
-    from hf_posbias.training.settings import launch_main
+    from hf_posbias.settings import launch_main
 
     return launch_main(
         argv,
