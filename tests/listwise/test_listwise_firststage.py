@@ -18,7 +18,7 @@ def test_bm25_ranks_the_whole_corpus_with_ties_by_id():
     stage = BM25FirstStage(corpus())
     assert stage.size == 4
     ranked = stage.top_k("do dogs bark", 4)
-    # equal scores: document id descending (trec_eval's rule, as evaluation's runs), not corpus order
+    # equal scores: id descending (trec_eval's rule, as evaluation's runs), not corpus order
     assert ranked[:2] == ["d3", "d1"]
     assert sorted(ranked) == ["d0", "d1", "d2", "d3"]
     with pytest.raises(InputError, match="corpus has 4"):
