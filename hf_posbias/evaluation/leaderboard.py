@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hf_posbias.errors import InputError
-from hf_posbias.settings import check_positive, setting
+from hf_posbias.settings import Settings, check_positive, setting
 
 SortKey = Literal["mean", "harmonic_mean", "psi", "slope"]
 LOWER_IS_BETTER = {"psi"}
@@ -37,7 +37,7 @@ TABLE_COLUMNS = ("rank", "model", "mean", "psi", "harmonic_mean", "slope", "n_qu
 
 
 @dataclass(kw_only=True)
-class LeaderboardSettings:
+class LeaderboardSettings(Settings):
     """Settings of ``posbias leaderboard``.
 
     Example:
@@ -60,6 +60,7 @@ class LeaderboardSettings:
     )
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if not self.runs:
             raise InputError("give at least one run folder")
         if not 0 < self.alpha < 1:

@@ -217,8 +217,9 @@ def _load_retriever(
 ) -> tuple[Any, str, str, Any, Any, str]:
     """(mteb model, name, revision, encoder-or-None, search-or-None, kind) for a retriever spec
     (the order of :mod:`hf_posbias.modeling`)."""
+    from hf_posbias.bm25 import is_bm25
     from hf_posbias.evaluation.endpoint import parse_endpoint_model
-    from hf_posbias.evaluation.search import BM25Model, is_bm25
+    from hf_posbias.evaluation.search import BM25Model
     from hf_posbias.modeling import (
         PACKAGED_MODELS,
         load_sentence_transformer,
