@@ -10,12 +10,10 @@
 A split without qrels is refused in one line, before any model loads.
 
 Example:
-    >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (d / "corpus.jsonl").write_text('{"_id": "d1", "title": "", "text": "cats"}\\n')
-    >>> _ = (d / "queries.jsonl").write_text('{"_id": "q1", "text": "cat?"}\\n')
-    >>> (d / "qrels").mkdir()
-    >>> _ = (d / "qrels" / "test.tsv").write_text("query-id\\tcorpus-id\\tscore\\nq1\\td1\\t1\\n")
+    >>> import tempfile
+    >>> from hf_posbias.evaluation.beir import write_beir_folder
+    >>> d = write_beir_folder(tempfile.mkdtemp(), {"d1": ("", "cats")}, {"q1": "cat?"},
+    ...                       {"q1": {"d1": 1}})
     >>> task = load_rerank_task(d)
     >>> task.split, task.judged_queries(), task.passage("d1").text
     ('test', ['q1'], 'cats')
