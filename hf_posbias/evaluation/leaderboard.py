@@ -1,6 +1,7 @@
 """``posbias leaderboard RUN ... --out DIR``: models ranked per task, with honest ties.
 
-Each ``RUN`` is a ``posbias evaluate`` folder (``summary.json`` + per-query tables). Per task, one
+Each ``RUN`` is a ``posbias evaluate`` folder (``summary.json`` + per-query tables); a run
+may cover some of the tasks, but one that shares no task with the others is refused. Per task, one
 row per model: mean nDCG@10, PSI, harmonic mean of the per-position nDCG@10 and the position
 slope, each with its bootstrap interval (from the run's summary), sorted by ``sort_by``. Two
 neighbours in that order are compared on their shared queries with
@@ -129,10 +130,17 @@ def _by_task(runs: Sequence[str | Path]) -> dict[str, list[Any]]:
         tasks_of[str(run)] = sorted(s.task for s in summaries)
         for s in summaries:
             grouped.setdefault(s.task, []).append((s, str(run)))
-    distinct = {tuple(t) for t in tasks_of.values()}
-    if len(distinct) > 1:
-        listing = "; ".join(f"{r}: {', '.join(t)}" for r, t in tasks_of.items())
-        raise InputError(f"the runs cover different tasks ({listing}): give runs of the same tasks")
+    # A run may cover a subset of the tasks (one run per task is common), but a run that shares
+    # no task with any other run belongs to a different leaderboard.
+    if len(tasks_of) > 1:
+        for run, tasks in tasks_of.items():
+            others = {t for r, ts in tasks_of.items() if r != run for t in ts}
+            if not others & set(tasks):
+                listing = "; ".join(f"{r}: {', '.join(t)}" for r, t in tasks_of.items())
+                raise InputError(
+                    f"the runs cover different tasks ({listing}): {run} shares no task with the "
+                    "others"
+                )
     out: dict[str, list[Any]] = {}
     for task, entries in grouped.items():
         first, where = entries[0]
