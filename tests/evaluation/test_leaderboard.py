@@ -110,3 +110,17 @@ def test_runs_of_different_tasks_are_one_line_error(runs, tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("error: the runs cover different tasks")
     assert err.count("\n") == 1
+
+
+def test_a_run_may_cover_some_of_the_tasks(runs, tmp_path):
+    from hf_posbias.evaluation.summary import read_summaries
+
+    toy = _run(tmp_path / "x-toy", "org/both", {b: [0.9] * 5 for b in BUCKETS})
+    other = _run(tmp_path / "x-else", "org/both", {b: [0.4] * 5 for b in BUCKETS}, task="Else")
+    both = tmp_path / "both"
+    write_summary_json([*read_summaries(toy), *read_summaries(other)], both)
+    tables = build_leaderboard(
+        LeaderboardSettings(runs=[str(runs[0]), str(both)], out=str(tmp_path / "lb"), resamples=50)
+    )
+    assert [r["model"] for r in tables["Toy"]] == ["org/both", "org/base"]
+    assert [r["model"] for r in tables["Else"]] == ["org/both"]
