@@ -49,7 +49,6 @@ verifiably about that third):
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 import shutil
@@ -70,6 +69,7 @@ from hf_posbias.corpus import (
 from hf_posbias.errors import InputError
 from hf_posbias.generation.backends import CHAT_BACKENDS, EndpointSettings
 from hf_posbias.generation.registry import GENERATORS
+from hf_posbias.rows import read_json, read_parquet_rows
 from hf_posbias.sampling import PAPER_CONFIG_NAMES, PositionConfig, check_sampling_options
 from hf_posbias.settings import (
     ProgressSettings,
@@ -83,7 +83,6 @@ from hf_posbias.shards import (
     check_parameters,
     pin_parameters,
     read_manifest,
-    read_parquet_rows,
     stage_fingerprint,
     stage_parameters,
     write_json,
@@ -497,7 +496,7 @@ def run_sample_stage(
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text()) if path.exists() else {}
+    return read_json(path) if path.exists() else {}
 
 
 def sampled_configs(work: Path) -> list[str]:

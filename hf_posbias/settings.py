@@ -420,10 +420,13 @@ def settings_to_argv(settings: Any, *, skip_defaults: bool = True) -> list[str]:
             argv.append(flag if value else "--no-" + flag[2:])
             continue
         name = [] if meta.get("positional") else [flag]
-        if isinstance(value, list | tuple):
+        if isinstance(value, list | tuple) and _type_parts(tp)[2]:
             if value:
                 argv += [*name, *map(str, value)]
             continue
+        if isinstance(value, list | tuple):
+            # A one-string flag that __post_init__ parsed into a list ("1,5,20" → [1, 5, 20]).
+            value = ",".join(map(str, value))
         argv += [*name, str(value)]
     return argv
 

@@ -38,11 +38,11 @@ Example:
 from __future__ import annotations
 
 import argparse
-import shutil
 from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
+from hf_posbias.listwise.loading import load_task_and_reranker
 from hf_posbias.listwise.settings import (
     AugmentSettings,
     BuildTrainSettings,
@@ -56,51 +56,16 @@ from hf_posbias.listwise.settings import (
 )
 from hf_posbias.settings import add_settings_arguments, flag_name, settings_from_args
 
-_RUN_OUTPUTS = (
-    "manifest.json",
-    "first_stage.json",
-    "per_query.jsonl",
-    "positions.json",
-    "positions.png",
-    "rankings.jsonl",
-    "propensity.json",
-    "propensity.png",
-    "shuffle_eval.json",
-)
-
 
 def _echo(text: str) -> None:
     print(text, flush=True)
-
-
-def _prepare_out(out: Path, overwrite: bool) -> None:
-    if overwrite:
-        shutil.rmtree(out / "shards", ignore_errors=True)
-        for name in _RUN_OUTPUTS:
-            (out / name).unlink(missing_ok=True)
-    out.mkdir(parents=True, exist_ok=True)
-
-
-def _task_and_reranker(s: Any) -> tuple[Any, Any]:
-    """Read the task, then load the reranker (the first heavy step) with the verb's settings."""
-    from hf_posbias.listwise.firststage import check_k
-    from hf_posbias.listwise.loading import load_reranker
-    from hf_posbias.listwise.taskio import load_rerank_task
-
-    task = load_rerank_task(s.task, s.split)
-    check_k(s.k, len(task.corpus))
-    texts = (p.content() for p in task.corpus.values())
-    reranker = load_reranker(s.reranker, s, corpus_texts=texts)
-    out = Path(s.out)
-    _prepare_out(out, s.overwrite)
-    return task, reranker, out
 
 
 def _test(args: argparse.Namespace) -> int:
     from hf_posbias.listwise.controlled import run_controlled_test
 
     s = settings_from_args(ListwiseTestSettings, args)
-    task, reranker, out = _task_and_reranker(s)
+    task, reranker, out = load_task_and_reranker(s)
     summary = run_controlled_test(reranker, task, out, s, show_progress=s.progress)
     _echo(
         f"{summary['reranker']} on {summary['task']} ({summary['split']}), k={summary['k']}, "
@@ -122,7 +87,7 @@ def _shuffle_eval(args: argparse.Namespace) -> int:
     from hf_posbias.listwise.shuffle import run_shuffle_eval
 
     s = settings_from_args(ShuffleEvalSettings, args)
-    task, reranker, out = _task_and_reranker(s)
+    task, reranker, out = load_task_and_reranker(s)
     payload = run_shuffle_eval(reranker, task, out, s, show_progress=s.progress)
     _echo(f"{payload['reranker']} on {payload['task']}: nDCG@10 over {payload['queries']} queries")
     for name, value in payload["ndcg_at_10"].items():
@@ -140,7 +105,7 @@ def _propensity(args: argparse.Namespace) -> int:
     from hf_posbias.listwise.propensity import run_propensity
 
     s = settings_from_args(PropensitySettings, args)
-    task, reranker, out = _task_and_reranker(s)
+    task, reranker, out = load_task_and_reranker(s)
     payload = run_propensity(reranker, task, out, s, show_progress=s.progress)
     _echo(
         f"ω of {payload['reranker']}: k={payload['k']}, n={payload['n']}, "
@@ -181,26 +146,10 @@ def _augment(args: argparse.Namespace) -> int:
 
 
 def _build_train(args: argparse.Namespace) -> int:
-    from hf_posbias.listwise.firststage import check_k
-    from hf_posbias.listwise.taskio import load_rerank_task
-    from hf_posbias.listwise.trainset import build_train_rows, write_train_set
+    from hf_posbias.listwise.trainset import build_train_set
 
     s = settings_from_args(BuildTrainSettings, args)
-    task = load_rerank_task(s.task, s.split)
-    check_k(s.k, len(task.corpus))
-    out = Path(s.out)
-    _prepare_out(out, s.overwrite)
-    rows, info = build_train_rows(
-        task,
-        k=s.k,
-        first_stage=s.first_stage,
-        teacher=s.teacher,
-        max_queries=s.max_queries,
-        seed=s.seed,
-        out_dir=out,
-        show_progress=s.progress,
-    )
-    write_train_set(out, rows, info)
+    rows, info, out = build_train_set(s)
     _echo(
         f"{len(rows)} listwise rows (k={s.k}, teacher {s.teacher}; "
         f"{info['relevant_injected']} relevant injected) → {out / 'train.parquet'}"
@@ -267,20 +216,12 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from hf_posbias.listwise.compare import compare_runs, write_comparison
+    from hf_posbias.listwise.compare import compare_from_settings
     from hf_posbias.tables import as_table
 
     s = settings_from_args(ListwiseCompareSettings, args)
     labels = (s.label_a, s.label_b)
-    payload = compare_runs(
-        s.run_a,
-        s.run_b,
-        method=s.method,
-        n_resamples=s.n_resamples,
-        seed=s.seed,
-        labels=labels,
-        common_queries=s.common_queries,
-    )
+    payload, written = compare_from_settings(s)
     _echo(
         f"{labels[1]} vs {labels[0]} on {payload['task']}: k={payload['k']}, "
         f"{payload['queries']} queries, paired {s.method} test (Δ = {labels[1]} − {labels[0]})"
@@ -292,9 +233,8 @@ def _compare(args: argparse.Namespace) -> int:
             f"{left_out['b']} only {labels[1]} scored; both curves recomputed on the shared ones"
         )
     _echo(as_table(payload["table"]).to_markdown())
-    if s.out:
-        Path(s.out).mkdir(parents=True, exist_ok=True)
-        _echo(f"wrote {write_comparison(s.out, payload)}")
+    if written is not None:
+        _echo(f"wrote {written}")
     return 0
 
 

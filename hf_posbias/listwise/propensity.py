@@ -25,7 +25,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ from hf_posbias.listwise.lists import shuffled as shuffle_list
 from hf_posbias.listwise.runs import fallback_stats, run_experiment, write_jsonl
 from hf_posbias.listwise.settings import PropensityConfig
 from hf_posbias.listwise.taskio import RerankTask
+from hf_posbias.rows import read_json
 from hf_posbias.shards import write_json
 
 
@@ -160,10 +160,7 @@ def load_propensity(path: str | Path, k: int | None = None) -> np.ndarray:
         the training windows hold 3 passages
     """
     path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise InputError(f"cannot read a propensity file {path}: {err}") from None
+    data = read_json(path)
     raw = data.get("omega") if isinstance(data, dict) else data
     try:
         omega = np.asarray(raw, dtype=np.float64)

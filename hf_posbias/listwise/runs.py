@@ -179,16 +179,12 @@ def ndcg_at_10(rows: Sequence[dict[str, Any]], qrels: dict[str, dict[str, int]])
 
 
 def write_jsonl(path: str | Path, rows: Sequence[dict[str, Any]]) -> None:
-    """One JSON object per line (atomic: temporary file + rename)."""
-    import os
+    """One JSON object per line (atomic: :func:`hf_posbias.shards.atomic_path`)."""
+    from hf_posbias.shards import atomic_path
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with tmp.open("w", encoding="utf-8") as handle:
+    with atomic_path(path) as tmp, tmp.open("w", encoding="utf-8") as handle:
         for row in rows:
             handle.write(json.dumps(row, ensure_ascii=False, default=_plain) + "\n")
-    os.replace(tmp, path)
 
 
 def _plain(value: Any) -> Any:

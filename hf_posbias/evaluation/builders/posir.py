@@ -49,6 +49,7 @@ from hf_posbias.evaluation.positions import (
 )
 from hf_posbias.evaluation.registry import Benchmark, TaskCard
 from hf_posbias.evaluation.taskdata import PositionTaskData
+from hf_posbias.rows import read_parquet
 from hf_posbias.settings import setting
 
 HUB_ID = "infgrad/PosIR-Benchmark-v1"
@@ -78,11 +79,10 @@ def normalise_domain(name: str) -> str:
 
 
 def _read(path: Path, columns: Sequence[str]) -> list[dict[str, Any]]:
-    import pyarrow.parquet as pq
 
     if not path.is_file():
         raise InputError(f"{path}: not found (PosIR layout: <lang>/<domain>/…)")
-    table = pq.read_table(path)
+    table = read_parquet(path)
     missing = [c for c in columns if c not in table.column_names]
     if missing:
         raise InputError(f"{path}: missing column(s) {missing}; has {table.column_names}")

@@ -70,19 +70,23 @@ SPLITS = ("train", "validation", "test")
 
 
 def parse_sentence_list(value: str) -> list[str]:
-    """Sentences out of a numpy/Python repr of a list of strings (quotes and escapes intact).
+    """Sentences out of a numpy/Python repr of a list of strings (quotes and escapes intact): the
+    one parser of the SciFact CSV export's ``abstract`` column (the task builder and the
+    evidence-moving pairs read it).
 
-    Python's tokenizer reads each string literal exactly as written, whichever quote style numpy
-    chose, so apostrophes, escaped quotes and backslashes survive.
+    ``ast.literal_eval`` of the whole value would silently concatenate adjacent literals (numpy
+    writes no commas), so each string token is read on its own. Python's tokenizer reads each
+    string literal exactly as written, whichever quote style numpy chose, so apostrophes,
+    escaped quotes and backslashes survive.
     """
     text = str(value).strip()
     if not text.startswith("[") or not text.endswith("]"):
         raise InputError(f"not a list of sentences: {text[:60]!r}")
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
-    except (tokenize.TokenError, SyntaxError) as err:
+        return [ast.literal_eval(t.string) for t in tokens if t.type == tokenize.STRING]
+    except (tokenize.TokenError, SyntaxError, ValueError) as err:
         raise InputError(f"unparseable sentence list ({err})") from None
-    return [ast.literal_eval(t.string) for t in tokens if t.type == tokenize.STRING]
 
 
 def build_scifact(

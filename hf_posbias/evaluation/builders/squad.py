@@ -28,7 +28,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -101,10 +100,9 @@ def load_squad_rows(
     """Rows of the requested splits, in order, from any supported source."""
     path = Path(str(source))
     if path.is_file() and path.suffix == ".json":
-        try:
-            return squad_json_rows(json.loads(path.read_text(encoding="utf-8")), str(path))
-        except json.JSONDecodeError as err:
-            raise InputError(f"{path}: malformed JSON ({err.msg})") from None
+        from hf_posbias.rows import read_json
+
+        return squad_json_rows(read_json(path), str(path))
     if path.is_dir() and any((path / f).is_file() for f in JSON_SPLIT_FILES.values()):
         rows = []
         for split in splits:
