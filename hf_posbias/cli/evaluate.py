@@ -132,6 +132,14 @@ def _quiet(args: argparse.Namespace) -> None:
     datasets.disable_progress_bars()
 
 
+def _library_bars(args: argparse.Namespace) -> bool:
+    """mteb's and sentence-transformers' carriage-return bars: asked for and on a terminal, or
+    ``-v``; a log file gets the plain progress lines only."""
+    from hf_posbias.progress import is_interactive
+
+    return bool(getattr(args, "verbose", False)) or (bool(args.progress) and is_interactive())
+
+
 def _print_summaries(summaries: list) -> None:
     from hf_posbias.evaluation.report import with_interval
 
@@ -171,7 +179,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
             scoring=args.scoring,
             bootstrap=args.bootstrap,
             seed=args.seed,
-            show_progress=args.progress,
+            show_progress=_library_bars(args),
         )
     if args.plot:
         from hf_posbias.evaluation.report import plot_position_curves
@@ -216,11 +224,16 @@ def run_audit(args: argparse.Namespace) -> int:
             scoring=args.scoring,
             bootstrap=args.bootstrap,
             seed=args.seed,
-            show_progress=args.progress,
+            show_progress=_library_bars(args),
             loaded=loaded,
         )
     ctx = AuditContext(
-        model=args.model, out_dir=out, summaries=summaries, loaded=loaded, tasks=tasks
+        model=args.model,
+        out_dir=out,
+        summaries=summaries,
+        loaded=loaded,
+        tasks=tasks,
+        progress=True,
     )
     if not args.no_reversal:
         for task in tasks:

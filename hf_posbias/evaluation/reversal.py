@@ -282,6 +282,7 @@ def mirror_reversal(
     k: int = N_SEGMENTS,
     batch_size: int = 32,
     top_k: int = 100,
+    progress: bool = True,
 ) -> ReversalResult:
     """Run the mirror-reversal diagnostic of ``model`` on ``task``.
 
@@ -290,6 +291,7 @@ def mirror_reversal(
             :class:`~hf_posbias.evaluation.models.LoadedModel`.
         task: a task folder, name or task object; queries need character spans.
         out_dir: where the two derived task folders and ``reversal.json`` are written.
+        progress: plain progress lines while each of the two evaluations runs.
 
     Example:
         >>> # mirror_reversal("bm25", "tasks/scifact-evidence", "runs/rev").delta_rev
@@ -308,7 +310,14 @@ def mirror_reversal(
     scores: dict[str, dict[str, float | None]] = {}
     for label, folder in (("before", split.original), ("after", split.mirrored)):
         derived = get_task(folder, top_k=top_k)
-        run_task(loaded, derived, batch_size=batch_size, results_dir=None)
+        run_task(
+            loaded,
+            derived,
+            batch_size=batch_size,
+            results_dir=None,
+            progress=progress,
+            desc=f"mirror reversal of {data.info.name} ({label})",
+        )
         [kept] = derived.last_evaluation.values()
         scores[label] = {g: kept.scores.ndcg_at_10.get(g) for g in (FRONT, BACK)}
     outcome = ReversalResult.from_scores(
