@@ -97,9 +97,7 @@ def evidence_moving_section(ctx: Any, max_pairs: int = MAX_PAIRS) -> list[Any]:
             + f"; {len(sampled)} sampled (seed 42)."
         )
         try:
-            summary = run_evidence_moving(
-                model, sampled, label=ctx.model, progress=ctx.progress
-            )
+            summary = run_evidence_moving(model, sampled, label=ctx.model, progress=ctx.progress)
         except InputError as err:
             section.paragraphs.append(f"{source} Not run — {err}")
             continue

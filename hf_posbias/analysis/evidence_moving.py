@@ -271,8 +271,7 @@ class EvidenceCase:
         if words >= n:
             return "word"
         raise InputError(
-            f"document too short for {n} slots "
-            f"({words} word boundaries including start and end)"
+            f"document too short for {n} slots ({words} word boundaries including start and end)"
         )
 
     def slots(self, n: int = DEFAULT_SLOTS) -> list[int]:
@@ -605,8 +604,7 @@ def common_pairs(summaries: Sequence[EvidenceMovingSummary]) -> list[EvidenceMov
     shared = set.intersection(*({c.index for c in s.curves} for s in summaries))
     if not shared:
         raise InputError(
-            "no pair is usable by every model: "
-            + "; ".join(s.usage_line() for s in summaries)
+            "no pair is usable by every model: " + "; ".join(s.usage_line() for s in summaries)
         )
     out = []
     for s in summaries:
@@ -618,7 +616,9 @@ def common_pairs(summaries: Sequence[EvidenceMovingSummary]) -> list[EvidenceMov
         skipped = dict(s.skipped)
         skipped["not_usable_by_every_model"] = len(s.curves) - len(curves)
         out.append(
-            replace(s, mean=mean, stderr=stderr, n_pairs=len(curves), skipped=skipped, curves=curves)
+            replace(
+                s, mean=mean, stderr=stderr, n_pairs=len(curves), skipped=skipped, curves=curves
+            )
         )
     return out
 
