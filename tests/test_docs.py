@@ -85,28 +85,32 @@ def documented_data_marks() -> set[str]:
 
 
 def _scifact_sample(shared: Path, dest: Path) -> None:
-    """The first :data:`SCIFACT_CLAIMS` validation claims with evidence, their abstracts and as
-    many other abstracts, in the CSV layout of ``docs/data.md`` (rows copied unchanged)."""
+    """The first :data:`SCIFACT_CLAIMS` claim rows with evidence of each split, their abstracts
+    and as many other abstracts, in the CSV layout of ``docs/data.md`` (rows copied unchanged)."""
     src = shared / "scifact_allenai"
     csv.field_size_limit(1 << 24)
-    with (src / "claims_validation.csv").open(encoding="utf-8", newline="") as handle:
-        reader = csv.DictReader(handle)
-        fields, rows = reader.fieldnames, list(reader)
-    claims = [r for r in rows if r["evidence_doc_id"]][:SCIFACT_CLAIMS]
-    wanted = {r["evidence_doc_id"] for r in claims}
-    with (src / "corpus_train.csv").open(encoding="utf-8", newline="") as handle:
-        reader = csv.DictReader(handle)
-        corpus_fields, corpus = reader.fieldnames, list(reader)
-    others = [r for r in corpus if r["doc_id"] not in wanted][: len(wanted)]
-    dest.mkdir(parents=True, exist_ok=True)
-    for name, head, kept in (
-        ("claims_validation.csv", fields, claims),
-        ("corpus_train.csv", corpus_fields, [r for r in corpus if r["doc_id"] in wanted] + others),
-    ):
+
+    def read(name: str) -> tuple[list[str], list[dict[str, str]]]:
+        with (src / name).open(encoding="utf-8", newline="") as handle:
+            reader = csv.DictReader(handle)
+            return list(reader.fieldnames or []), list(reader)
+
+    def write(name: str, head: list[str], rows: list[dict[str, str]]) -> None:
         with (dest / name).open("w", encoding="utf-8", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=head)
             writer.writeheader()
-            writer.writerows(kept)
+            writer.writerows(rows)
+
+    dest.mkdir(parents=True, exist_ok=True)
+    wanted: set[str] = set()
+    for split in ("train", "validation"):
+        head, rows = read(f"claims_{split}.csv")
+        claims = [r for r in rows if r["evidence_doc_id"]][:SCIFACT_CLAIMS]
+        wanted |= {r["evidence_doc_id"] for r in claims}
+        write(f"claims_{split}.csv", head, claims)
+    head, corpus = read("corpus_train.csv")
+    others = [r for r in corpus if r["doc_id"] not in wanted][: len(wanted)]
+    write("corpus_train.csv", head, [r for r in corpus if r["doc_id"] in wanted] + others)
 
 
 def _prepare_scifact_csv(shared: Path, cwd: Path) -> None:

@@ -56,9 +56,9 @@ MAX_DOCUMENT_CHARS = 6000
 MAX_QUERY_CHARS = 1000
 DEFAULT_SLOTS = 10
 
-# Short excerpts of English Wikipedia articles (CC BY-SA 4.0), taken from the WikiExtractor dump
-# in ../shared/data/wikipedia_enwiki_wikiextractor/AA_wiki_00 (graykode/mlm-pipeline @ 4382edec,
-# data/AA/wiki_00; see PROVENANCE.md there): a few sentences per article, extraction artefacts
+# Short excerpts of English Wikipedia articles (CC BY-SA 4.0), taken from a WikiExtractor dump
+# (the file data/AA/wiki_00 of the GitHub repository graykode/mlm-pipeline @ 4382edec): a few
+# sentences per article, extraction artefacts
 # such as empty "()" removed. They are written here so the Space needs no data files at runtime.
 # Each stays under all-MiniLM-L6-v2's 256-token limit with the evidence at any position.
 EXAMPLES: list[dict[str, str]] = [
