@@ -3,8 +3,8 @@ checks that run before any weight loads, and ``posbias listwise test`` on the re
 
 from __future__ import annotations
 
-import math
 import json
+import math
 from pathlib import Path
 
 import numpy as np
