@@ -46,3 +46,21 @@ def test_user_errors_become_one_line_and_exit_2(capsys: pytest.CaptureFixture[st
         cli.build_parser = original
     err = capsys.readouterr().err
     assert err == "error: corpus.jsonl:3: malformed JSON\n"
+
+
+def test_a_log_file_gets_no_library_bars_or_debug_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import logging
+    import os
+
+    from hf_posbias.cli import _quiet_libraries
+
+    for name in ("TQDM_DISABLE", "HF_HUB_DISABLE_PROGRESS_BARS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(sys, "stderr", io.StringIO())  # not a terminal: a log file
+    for name in ("bm25s", "huggingface_hub", "urllib3"):
+        monkeypatch.setattr(logging.getLogger(name), "level", logging.NOTSET)
+    _quiet_libraries()
+    assert os.environ["TQDM_DISABLE"] == "1" and os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1"
+    assert not logging.getLogger("bm25s").isEnabledFor(logging.DEBUG)
+    assert not logging.getLogger("huggingface_hub").isEnabledFor(logging.INFO)
