@@ -64,3 +64,16 @@ def test_a_log_file_gets_no_library_bars_or_debug_lines(monkeypatch: pytest.Monk
     assert os.environ["TQDM_DISABLE"] == "1" and os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1"
     assert not logging.getLogger("bm25s").isEnabledFor(logging.DEBUG)
     assert not logging.getLogger("huggingface_hub").isEnabledFor(logging.INFO)
+
+
+def test_hub_warnings_are_printed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import logging
+
+    from huggingface_hub.utils import logging as hub_logging
+
+    hub_logging.get_logger("huggingface_hub")  # the library logger with its own handler
+    monkeypatch.setattr(logging.getLogger("huggingface_hub"), "propagate", True)
+    monkeypatch.setattr(sys, "argv", ["posbias"])
+    main([])  # no verb: prints help, after configuring logging
+    hub = logging.getLogger("huggingface_hub")
+    assert hub.handlers and not hub.propagate, "its own handler prints; the root must not again"

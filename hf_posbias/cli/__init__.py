@@ -87,6 +87,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    # huggingface_hub prints through a handler of its own AND propagates to the root handler
+    # configured above: every offline retry warning would appear twice.
+    logging.getLogger("huggingface_hub").propagate = False
     if not args.verbose:
         _quiet_libraries()
     if not getattr(args, "func", None):
