@@ -256,6 +256,23 @@ class ReversalResult:
             skipped=dict(skipped or {}),
         )
 
+    def usage_line(self) -> str:
+        """How many queries the diagnostic used and skipped, by reason.
+
+        Example:
+            >>> r = ReversalResult.from_scores("T", "m", {}, {}, n_front=3, n_back=2,
+            ...                                skipped={"middle": 4, "no span": 0})
+            >>> r.usage_line()
+            'T: used 5 queries (3 front, 2 back); skipped 4 (middle: 4).'
+        """
+        skipped = {k: v for k, v in self.skipped.items() if v}
+        text = f"{self.task}: used {self.n_front + self.n_back} queries ({self.n_front} front, "
+        text += f"{self.n_back} back)"
+        if skipped:
+            reasons = ", ".join(f"{k}: {v}" for k, v in sorted(skipped.items()))
+            text += f"; skipped {sum(skipped.values())} ({reasons})"
+        return text + "."
+
     def table_row(self) -> dict[str, Any]:
         """A row for the audit table."""
         return {
@@ -377,6 +394,7 @@ def reversal_section(ctx: AuditContext) -> list[ReportSection]:
         "back-origin queries (4–5) to the front (B→F). Δrev = nDCG@10(B→F) − nDCG@10(F→B); "
         "a front-biased model has Δrev > 0."
     ]
+    paragraphs += [r.usage_line() for r in ctx.reversals]
     paragraphs += [f"{task}: not run — {why}" for task, why in ctx.reversal_skipped.items()]
     section = ReportSection("Mirror reversal", paragraphs=paragraphs)
     if ctx.reversals:
