@@ -229,6 +229,11 @@ def compute(
     case = EvidenceCase.from_text(query, document, evidence)
     case.slots(n)  # fail early with "document too short for n slots"
     result = SpaceResult(case=case, n=n)
+    if case.slot_unit(n) == "word":
+        result.notes.append(
+            f"the document has fewer than {n} sentence boundaries: the evidence moves between "
+            "words instead"
+        )
     for name in models:
         model = get_model(name)
         curve = move_evidence(model, case, n)
