@@ -190,7 +190,12 @@ def run_demo(settings: DemoSettings, echo: Echo = print) -> DemoResult:
     differences: dict[str, list[str]] = {}
     for name, path in models.items():
         summary = evaluate_model(
-            path, [task_dir], out / "eval" / name, bootstrap=settings.bootstrap, seed=settings.seed
+            path,
+            [task_dir],
+            out / "eval" / name,
+            bootstrap=settings.bootstrap,
+            seed=settings.seed,
+            progress=settings.progress,
         )[0]
         summaries[name] = summary
         if name != "base":
