@@ -31,6 +31,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "hf_posbias.cli.benchmark",
     "hf_posbias.cli.evaluate",
     "hf_posbias.cli.compare",
+    "hf_posbias.cli.leaderboard",
     "hf_posbias.cli.analyze",
     "hf_posbias.cli.demo",
     "hf_posbias.cli.listwise",

@@ -29,7 +29,8 @@ Summary dict keys: those of :class:`~hf_posbias.evaluation.summary.EvaluationSum
 (``ndcg_at_100``, ``recall_at_10``, ``recall_at_100``, ``mrr_at_10`` per bucket), ``intervals``,
 ``per_query_path``, ``run_path``, ``n_documents``, ``top_k``, ``reranker``, ``first_stage``,
 ``rerank_k``, ``encode_stats``, ``search_stats``, ``evaluation_time_s``, ``mteb_version``,
-``mteb_result_path``, ``strata`` (posir), ``warnings``.
+``mteb_result_path``, ``strata`` (posir), ``warnings``, ``harmonic_mean``, ``trend``
+(``slope``, ``r2``, ``spearman_rho``, ``spearman_p``), ``psi_by_length``.
 
 Example:
     >>> from hf_posbias.evaluation.runner import bootstrap_setting
@@ -58,6 +59,7 @@ from hf_posbias.evaluation.exports import (
 from hf_posbias.evaluation.models import LoadedModel, load_model
 from hf_posbias.evaluation.registry import DEFAULT_TOP_K, SPLIT
 from hf_posbias.evaluation.summary import EvaluationSummary, write_summary_json
+from hf_posbias.modeling import ModelSettings
 from hf_posbias.settings import flag_name
 
 logger = logging.getLogger(__name__)
@@ -141,10 +143,19 @@ def _intervals(
 ) -> dict[str, Any] | None:
     if n_resamples is None or not rows:
         return None
+    from hf_posbias.evaluation.levels import trend_intervals
     from hf_posbias.evaluation.uncertainty import bootstrap_positions
 
     per_bucket = per_bucket_from_table(rows)
-    return bootstrap_positions(per_bucket, n_resamples=n_resamples, seed=seed).to_dict()
+    out = bootstrap_positions(per_bucket, n_resamples=n_resamples, seed=seed).to_dict()
+    placed = [r for r in rows if r.get("relative_position") is not None]
+    out["trend"] = trend_intervals(
+        [float(r["relative_position"]) for r in placed],
+        [float(r["ndcg_at_10"]) for r in placed],
+        n_resamples=n_resamples,
+        seed=seed,
+    )
+    return out
 
 
 def summarize_task(
@@ -164,6 +175,8 @@ def summarize_task(
     task give the intervals and (with ``out_dir``) the per-query table and the TREC run.
     """
     import mteb
+
+    from hf_posbias.evaluation.levels import psi_by_length
 
     subsets = scores_by_subset(task_result)
     name = task.metadata.name
@@ -213,6 +226,7 @@ def summarize_task(
                 metrics=dict(position["metrics"]),
                 model_name=loaded.name,
                 model_revision=loaded.revision,
+                model_kind=loaded.kind,
                 task_path=str(task.folder),
                 task_revision=str(task.metadata.revision),
                 hf_subset=subset,
@@ -232,6 +246,9 @@ def summarize_task(
                 run_path=run_path,
                 strata=dict(position.get("strata") or {}),
                 warnings=[f"{label}: {n}" for n in notes],
+                harmonic_mean=position.get("harmonic_mean"),
+                trend=dict(position.get("trend") or {}),
+                psi_by_length=psi_by_length(table, n_resamples=bootstrap, seed=seed),
             )
         )
         for note in summaries[-1].warnings:
@@ -285,6 +302,7 @@ def evaluate_model(
     show_progress: bool = False,
     loaded: LoadedModel | None = None,
     progress: bool = True,
+    model_settings: ModelSettings | None = None,
 ) -> list[EvaluationSummary]:
     """Evaluate ``model`` on position tasks; write summaries, tables and exports in ``out_dir``.
 
@@ -305,6 +323,7 @@ def evaluate_model(
         show_progress: progress bars from mteb/sentence-transformers.
         loaded: an already loaded model (skips loading; used by the audit).
         progress: plain progress lines (one per task and every 30 s while mteb works).
+        model_settings: remote code, endpoint URL/key/batching (:class:`ModelSettings`).
 
     Returns:
         One :class:`EvaluationSummary` per task (per subset of a multilingual task), in order.
@@ -318,7 +337,12 @@ def evaluate_model(
     task_objects = load_tasks(tasks, scoring=scoring, top_k=top_k)
     if loaded is None:
         loaded = load_model(
-            model, reranker=reranker, first_stage=first_stage, rerank_k=rerank_k, device=device
+            model,
+            reranker=reranker,
+            first_stage=first_stage,
+            rerank_k=rerank_k,
+            device=device,
+            settings=model_settings,
         )
     out = Path(out_dir)
     results_dir = out / RESULTS_DIRNAME
