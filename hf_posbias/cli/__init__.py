@@ -32,6 +32,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "hf_posbias.cli.evaluate",
     "hf_posbias.cli.compare",
     "hf_posbias.cli.analyze",
+    "hf_posbias.cli.study",
     "hf_posbias.cli.demo",
     "hf_posbias.cli.listwise",
 )

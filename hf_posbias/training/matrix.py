@@ -85,6 +85,17 @@ class Run:
         return all((Path(self.out_dir) / name).is_file() for name in FINISHED_FILES)
 
 
+def run_name(model: str, config: str, pooling: str | None = None) -> str:
+    """The folder name of a run: ``posbias-<model>-<config>[-<pooling>]``.
+
+    Example:
+        >>> run_name("org/My Model", "50:25:25", "mean")
+        'posbias-my-model-50-25-25-mean'
+    """
+    name = f"posbias-{_slug(model)}-{_slug(config)}"
+    return f"{name}-{pooling}" if pooling else name
+
+
 def expand_runs(
     models: Sequence[str],
     configs: Sequence[str],
@@ -96,9 +107,7 @@ def expand_runs(
     for model in models:
         for config in configs:
             for pooling in poolings:
-                name = f"posbias-{_slug(model)}-{_slug(config)}"
-                if pooling:
-                    name += f"-{pooling}"
+                name = run_name(model, config, pooling)
                 runs.append(Run(model, config, str(Path(out_root) / name), pooling))
     return runs
 
