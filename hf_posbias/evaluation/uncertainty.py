@@ -438,9 +438,7 @@ def bootstrap_statistic(
             values[i].append(a[bucket][1][[position[q] for q in common]])
     if not values[0]:
         raise InputError("the runs share no query: no joint statistic (same task?)")
-    observed = float(
-        statistic([np.array([v.mean() for v in run])[:, None] for run in values])[0]
-    )
+    observed = float(statistic([np.array([v.mean() for v in run])[:, None] for run in values])[0])
     rng = np.random.default_rng(seed)
     reps = [np.empty((len(values[0]), n_resamples)) for _ in runs]
 

@@ -204,7 +204,13 @@ def run_sources(runs: Sequence[str | Path]) -> list[Source]:
 def study_sources(out: str | Path) -> list[Source]:
     """The evaluations of a study folder (its markers name base, configuration and pooling)."""
     from hf_posbias.evaluation.summary import read_summaries
-    from hf_posbias.study.run import EVAL_MARKER, resolve_tasks, study_models, eval_dir
+    from hf_posbias.study.run import (
+        EVAL_MARKER,
+        base_label,
+        eval_dir,
+        resolve_tasks,
+        study_models,
+    )
     from hf_posbias.study.spec import spec_from_folder
 
     spec = spec_from_folder(out)
@@ -221,7 +227,7 @@ def study_sources(out: str | Path) -> list[Source]:
             sources.append(
                 Source(
                     summary.task,
-                    model.base,
+                    base_label(model.base),
                     model.config,
                     model.pooling,
                     summary,
@@ -233,6 +239,19 @@ def study_sources(out: str | Path) -> list[Source]:
             f"{out}: {missing} evaluation(s) of the study are missing: rerun `posbias study run`"
         )
     return sources
+
+
+def single_pooling(sources: Sequence[Source]) -> list[Source]:
+    """Drop the pooling of models evaluated with one pooling only (it is no axis for them)."""
+    from dataclasses import replace
+
+    poolings: dict[str, set[str | None]] = {}
+    for s in sources:
+        if s.config != "off-the-shelf":
+            poolings.setdefault(s.model, set()).add(s.pooling)
+    return [
+        replace(s, pooling=None) if len(poolings.get(s.model, set())) <= 1 else s for s in sources
+    ]
 
 
 # --------------------------------------------------------------------------- numbers
@@ -383,7 +402,9 @@ def build_report(
 
     cells = [
         compute_cell(s, n_resamples, seed, root)
-        for s in progress(sources, total=len(sources), desc="report cells", disable=len(sources) < 8)
+        for s in progress(
+            sources, total=len(sources), desc="report cells", disable=len(sources) < 8
+        )
     ]
     return StudyReport(
         cells=cells,
@@ -425,9 +446,7 @@ def task_tables(report: StudyReport) -> dict[str, dict[str, Any]]:
                 row: dict[str, Any] = {"model": label}
                 for config in configs:
                     match = [c for c in cells if c.row == label and c.config == config]
-                    row[config] = (
-                        _ci(getattr(match[0], what), match[0].ci[what]) if match else "—"
-                    )
+                    row[config] = _ci(getattr(match[0], what), match[0].ci[what]) if match else "—"
                 rows.append(row)
             tables[what] = as_table(rows)
         out[task] = tables
@@ -544,7 +563,8 @@ def plot_grid(sources: Sequence[Source], cells: Sequence[Cell], task: str, path:
         mine = {
             s.config: s.summary
             for s in sources
-            if s.task == task and (s.model if not s.pooling else f"{s.model} · {s.pooling}") == label
+            if s.task == task
+            and (s.model if not s.pooling else f"{s.model} · {s.pooling}") == label
         }
         configs = [c for c in order if c in mine]
         plot_position_curves(
@@ -571,6 +591,7 @@ def write_report(
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    sources = single_pooling(sources)
     report = build_report(sources, n_resamples, seed, root)
     for task in dict.fromkeys(c.task for c in report.cells):
         plot_grid(sources, report.cells, task, out / f"curves-{safe_name(task)}.png")
@@ -583,15 +604,17 @@ def write_report(
 
 def write_study_report(out: str | Path) -> Path:
     """The report of a study folder into ``<out>/report/`` (per-query paths relative to it)."""
+    from hf_posbias.study.run import base_label
     from hf_posbias.study.spec import spec_from_folder
 
     spec = spec_from_folder(out)
+    bases = ", ".join(base_label(b) for b in spec.bases)
     return write_report(
         study_sources(out),
         Path(out) / REPORT_DIRNAME,
         n_resamples=spec.bootstrap,
         seed=spec.seed,
-        title=f"Position bias study: {', '.join(spec.bases)} × {', '.join(spec.configs)}",
+        title=f"Position bias study: {bases} × {', '.join(spec.configs)}",
         root=Path(out),
     )
 

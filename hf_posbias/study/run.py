@@ -53,14 +53,17 @@ class StudyRunSettings:
     """How one invocation of ``posbias study run`` runs the study (the spec says what)."""
 
     spec: str = setting("study spec file (YAML or JSON), e.g. studies/yhp26.yaml", positional=True)
-    out: str | None = setting("study folder (a rerun resumes it); required unless --dry-run", default=None)
+    out: str | None = setting(
+        "study folder (a rerun resumes it); required unless --dry-run", default=None
+    )
     shard: str | None = setting("i/n: this node's share of the runs (0-based)", default=None)
     dry_run: bool = setting(
-        "print every run, its settings after the memory plan and the projected hours; run "
-        "nothing",
+        "print every run, its settings after the memory plan and the projected hours; run nothing",
         default=False,
     )
-    in_process: bool = setting("train in this process instead of `accelerate launch`", default=False)
+    in_process: bool = setting(
+        "train in this process instead of `accelerate launch`", default=False
+    )
     num_processes: int | None = setting("accelerate processes per run (DDP)", default=None)
     plan_for: str | None = setting(
         "dry run: plan for this GPU (h100, h200, a100-80gb, …, cpu); default: this machine",
@@ -126,6 +129,23 @@ def study_models(spec: StudySpec, out: str | Path) -> list[StudyModel]:
     return models
 
 
+def base_label(base: str) -> str:
+    """The name a base goes by in reports: its spec's name (what a checkpoint's card records).
+
+    Example:
+        >>> base_label("bert-base"), base_label("someone/new-model")
+        ('bert-base', 'someone/new-model')
+    """
+    from hf_posbias.errors import PosbiasError
+    from hf_posbias.modeling import model_display_name
+    from hf_posbias.training.models import get_model_spec
+
+    try:
+        return get_model_spec(base).name
+    except PosbiasError:
+        return model_display_name(base)
+
+
 def _published_model(base: str) -> str:
     """The model argument of ``posbias evaluate`` for a base as published."""
     from hf_posbias.training.models import model_names
@@ -153,7 +173,7 @@ def save_untrained_base(model: StudyModel, spec: StudySpec) -> None:
     )
     st.save(str(folder))
     facts = {
-        "base": model.base,
+        "base": base_label(model.base),
         "pooling": st[1].pooling_mode if len(st) > 1 else None,
         "max_seq_length": st.max_seq_length,
         "query_prefix": st.prompts.get("query", ""),
@@ -340,7 +360,9 @@ def run_study(spec: StudySpec, settings: StudyRunSettings, echo: Echo = print) -
             if run.is_finished():
                 what.append("training skipped (done)")
             else:
-                run_matrix([run], spec.data, extra, num_processes=num_processes, in_process=in_process)
+                run_matrix(
+                    [run], spec.data, extra, num_processes=num_processes, in_process=in_process
+                )
                 outcome.trained.append(model.name)
                 facts = json.loads((Path(model.folder) / "posbias_training.json").read_text())
                 what.append(
@@ -361,7 +383,9 @@ def run_study(spec: StudySpec, settings: StudyRunSettings, echo: Echo = print) -
             durations.append(seconds)
         left = len(models) - index
         eta = _eta(sum(durations) / len(durations) * left) if durations and left else "0 s"
-        line = f"[{index}/{len(models)}] {model.name}: {'; '.join(what)} ({seconds:.1f} s, ETA {eta})"
+        line = (
+            f"[{index}/{len(models)}] {model.name}: {'; '.join(what)} ({seconds:.1f} s, ETA {eta})"
+        )
         outcome.lines.append(line)
         echo(line)
     if study_complete(spec, out, tasks):
