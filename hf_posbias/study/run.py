@@ -181,13 +181,28 @@ def save_untrained_base(model: StudyModel, spec: StudySpec) -> None:
     (folder / BASE_MARKER).write_text(json.dumps(facts, indent=2, sort_keys=True) + "\n")
 
 
+METADATA_FILES = frozenset({"README.md", "posbias_training.json", BASE_MARKER})
+"""Files of a model folder that are not the model: the card and its facts (publishing rewrites
+them; the evaluation stands)."""
+
+
 def model_fingerprint(model: StudyModel) -> str:
-    """Content hash of a local model folder; the model argument itself otherwise."""
-    from hf_posbias.evaluation.models import folder_fingerprint
+    """Content hash of a local model folder (weights, config, tokenizer; not the card); the
+    model argument itself for a model that is not a local folder."""
+    from hf_posbias.hashing import folder_digest
     from hf_posbias.modeling import resolve_model
 
     path = Path(resolve_model(model.folder))
-    return folder_fingerprint(path) if path.is_dir() else model.folder
+    if not path.is_dir():
+        return model.folder
+    names = sorted(
+        p.relative_to(path).as_posix()
+        for p in path.rglob("*")
+        if p.is_file()
+        and p.name not in METADATA_FILES
+        and not any(part.startswith(".") for part in p.relative_to(path).parts)
+    )
+    return folder_digest(path, names=names, sample_bytes=4 << 20)[:12]
 
 
 @dataclass(frozen=True)

@@ -232,7 +232,7 @@ def check_out_folder(spec: StudySpec, out: str | Path) -> None:
         if previous != spec.identity():
             changed = [k for k in previous if previous[k] != spec.identity()[k]]
             raise InputError(
-                f"{folder} holds another study (its {', '.join(changed)} differ): use another --out"
+                f"{folder} holds another study (different {', '.join(changed)}): use another --out"
             )
     elif folder.is_dir() and any(folder.iterdir()):
         raise InputError(f"{folder} is not empty and holds no study: use another --out")

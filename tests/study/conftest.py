@@ -1,88 +1,13 @@
-"""A tiny study: training data with the four configurations and a thirds task on the same text."""
+"""Fixtures of the study tests: the inputs of a 2 × 4 study and the study itself (run once)."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from study_fixtures import WORDS, files_with_mtimes, write_task, write_train_data
 
-WORDS = [
-    "fox",
-    "dog",
-    "model",
-    "query",
-    "document",
-    "vector",
-    "science",
-    "history",
-    "music",
-    "sport",
-    "river",
-    "city",
-    "protein",
-    "cell",
-    "gene",
-    "drug",
-    "climate",
-    "claim",
-    "story",
-    "answer",
-    "evidence",
-    "number",
-    "year",
-    "island",
-    "bridge",
-    "garden",
-]
-POSITIONS = ("begin", "middle", "end")
-
-
-def sentence(seed: int, n: int = 6) -> str:
-    """A deterministic pseudo-sentence."""
-    return " ".join(WORDS[(seed * 7 + i * 5) % len(WORDS)] for i in range(n)).capitalize() + "."
-
-
-def document(d: int) -> list[str]:
-    """Document ``d`` as nine sentences (three per third)."""
-    return [sentence(d * 11 + k) for k in range(9)]
-
-
-def write_train_data(folder: Path, n_docs: int = 12) -> str:
-    """A `posbias build`-like training folder with configs begin, middle, end, uniform."""
-    from hf_posbias.publish.repo import front_matter_yaml, write_dataset_repo
-
-    rows = []
-    for d in range(n_docs):
-        sentences = document(d)
-        for k, position in enumerate(POSITIONS):
-            rows.append(
-                {
-                    "query": sentences[3 * k + 1],
-                    "positive": " ".join(sentences),
-                    "doc_id": f"doc{d}",
-                    "length_bin": "0-1k",
-                    "target_position": position,
-                }
-            )
-    configs = {p: [r for r in rows if r["target_position"] == p] for p in POSITIONS}
-    configs["uniform"] = rows
-    card = f"---\n{front_matter_yaml(list(configs))}---\n\ntest training data\n"
-    return str(write_dataset_repo(folder, configs, card))
-
-
-def write_task(folder: Path, n_docs: int = 18, name: str = "TinyStudyTask") -> str:
-    """A thirds task: each query is a sentence of one third of its document (kept in it)."""
-    from hf_posbias.evaluation.builders.jsonl import build_from_records
-
-    records = []
-    for d in range(100, 100 + n_docs):
-        sentences = document(d)
-        k = d % 3
-        text = " ".join(sentences)
-        target = sentences[3 * k + 1]
-        records.append({"query": target, "document": text, "evidence_start": text.index(target)})
-    return str(build_from_records(records, name=name).save(folder))
+from hf_posbias.cli import main
 
 
 @pytest.fixture(scope="session")
@@ -109,3 +34,34 @@ def study_inputs(tmp_path_factory: pytest.TempPathFactory, minilm_path: str) -> 
     json_path.write_text(json.dumps(spec))
     return {"root": root, "data": data, "task": task, "tiny": tiny, "spec": str(spec_path),
             "spec_json": str(json_path), "minilm": "all-MiniLM-L6-v2"}  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def study(study_inputs, tmp_path_factory):
+    """The study, interrupted after its first evaluation and resumed; returns its folder."""
+    import hf_posbias.evaluation.runner as runner
+
+    out = tmp_path_factory.mktemp("study") / "s"
+    original = runner.evaluate_model
+    calls = []
+
+    def interrupted(*args, **kwargs):
+        if calls:
+            raise KeyboardInterrupt
+        calls.append(args[0])
+        return original(*args, **kwargs)
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(runner, "evaluate_model", interrupted)
+    try:
+        code = main(["study", "run", study_inputs["spec"], "--out", str(out), "--in-process"])
+    finally:
+        mp.undo()
+    assert code == 130 and len(calls) == 1
+    first = files_with_mtimes(out)
+    markers = [p for p in first if p.endswith("posbias_study_eval.json")]
+    assert len(markers) == 1  # exactly the one finished evaluation
+    assert main(["study", "run", study_inputs["spec"], "--out", str(out), "--in-process"]) == 0
+    # The evaluation done before the kill was not redone.
+    assert files_with_mtimes(out)[markers[0]] == first[markers[0]]
+    return out

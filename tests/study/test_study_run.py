@@ -6,47 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
+from study_fixtures import files_with_mtimes
 
 from hf_posbias.cli import main
-
-
-def _files(folder: Path) -> dict[str, float]:
-    return {
-        str(p.relative_to(folder)): p.stat().st_mtime_ns
-        for p in folder.rglob("*")
-        if p.is_file() and "mteb-results" not in p.parts
-    }
-
-
-@pytest.fixture(scope="module")
-def study(study_inputs, tmp_path_factory):
-    """The study, interrupted after its first evaluation and resumed; returns its folder."""
-    import hf_posbias.evaluation.runner as runner
-
-    out = tmp_path_factory.mktemp("study") / "s"
-    original = runner.evaluate_model
-    calls = []
-
-    def interrupted(*args, **kwargs):
-        if calls:
-            raise KeyboardInterrupt
-        calls.append(args[0])
-        return original(*args, **kwargs)
-
-    mp = pytest.MonkeyPatch()
-    mp.setattr(runner, "evaluate_model", interrupted)
-    try:
-        code = main(["study", "run", study_inputs["spec"], "--out", str(out), "--in-process"])
-    finally:
-        mp.undo()
-    assert code == 130 and len(calls) == 1
-    first = _files(out)
-    markers = [p for p in first if p.endswith("posbias_study_eval.json")]
-    assert len(markers) == 1  # exactly the one finished evaluation
-    assert main(["study", "run", study_inputs["spec"], "--out", str(out), "--in-process"]) == 0
-    # The evaluation done before the kill was not redone.
-    assert _files(out)[markers[0]] == first[markers[0]]
-    return out
 
 
 def test_study_trains_evaluates_every_model_once_and_reports(study, study_inputs, capsys):
@@ -76,12 +38,12 @@ def test_study_trains_evaluates_every_model_once_and_reports(study, study_inputs
     assert "| model |" in (study / "report" / "report.md").read_text()
 
     # A rerun does nothing and leaves every file as it was.
-    before = _files(study)
+    before = files_with_mtimes(study)
     capsys.readouterr()
     assert main(["study", "run", study_inputs["spec"], "--out", str(study), "--in-process"]) == 0
     out = capsys.readouterr().out
     assert "0 run(s) trained, 0 evaluation(s) run, 10 skipped" in out
-    after = _files(study)
+    after = files_with_mtimes(study)
     assert set(after) == set(before)
     changed = [p for p in after if after[p] != before[p] and not p.startswith("report/")]
     assert changed == ["study.json"] or changed == []
@@ -124,7 +86,7 @@ def test_report_over_run_folders_reads_base_and_config_from_cards(study, tmp_pat
 
 
 def test_report_refuses_a_run_of_another_task(study, study_inputs, tmp_path, capsys):
-    from conftest import write_task
+    from study_fixtures import write_task
 
     from hf_posbias.evaluation.runner import evaluate_model
 
