@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
+
+pytestmark = pytest.mark.slow  # a 2 × 4 study: trains 8 runs, evaluates 10 models
 
 
 def test_publish_pushes_checkpoints_and_results_at_the_hfapi_boundary(study, monkeypatch):

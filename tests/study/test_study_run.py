@@ -10,6 +10,8 @@ from study_fixtures import files_with_mtimes
 
 from hf_posbias.cli import main
 
+pytestmark = pytest.mark.slow  # a 2 × 4 study: trains 8 runs, evaluates 10 models
+
 
 def test_study_trains_evaluates_every_model_once_and_reports(study, study_inputs, capsys):
     from hf_posbias.study.run import EVAL_MARKER, study_models
