@@ -1,8 +1,9 @@
 """Expand models × configurations (× poolings) into training runs; run them resumably.
 
 The paper's matrix is 8 bases × 4 configurations = 32 runs (``scripts/run_matrix.py``); the
-pooling ablation is ModernBERT-base × 4 poolings × 4 configurations
-(``scripts/pooling_ablation.py``).
+pooling ablation is ModernBERT-base × 4 poolings × 4 configurations (a study with a pooling axis:
+``studies/yhp26-pooling.yaml``). ``posbias study run`` (:mod:`hf_posbias.study.run`) trains
+through this runner and evaluates and reports too.
 Each run is one ``accelerate launch -m hf_posbias.training.train …`` into its own folder
 ``<out>/posbias-<model>-<config>[-<pooling>]``. A run whose folder holds the final model, the card
 and the ``posbias_training.json`` marker (written last) is finished and skipped on rerun, so a
@@ -40,7 +41,6 @@ from hf_posbias.progress import progress
 from hf_posbias.sampling import PAPER_CONFIG_NAMES
 
 PAPER_CONFIGS: tuple[str, ...] = PAPER_CONFIG_NAMES  # hf_posbias.sampling.PAPER_CONFIGS
-ABLATION_POOLINGS: tuple[str, ...] = ("cls", "mean", "max", "lasttoken")
 FINISHED_FILES: tuple[str, ...] = ("posbias_training.json", "README.md", "modules.json")
 
 
@@ -237,7 +237,7 @@ def run_matrix(
 
 
 def build_matrix_parser(prog: str, description: str) -> argparse.ArgumentParser:
-    """Flags shared by ``scripts/run_matrix.py`` and ``scripts/pooling_ablation.py``.
+    """Flags of ``scripts/run_matrix.py`` (training only; ``posbias study run`` does it all).
 
     Unknown flags (e.g. ``--max-steps 100 --global-batch 64``) are passed on to every run.
     """

@@ -51,6 +51,19 @@ def test_paper_spec_dry_run_prints_32_runs(capsys):
     assert out.count("global batch 256") == 32  # each run's settings after the memory plan
 
 
+def test_pooling_ablation_is_a_study_with_a_pooling_axis(capsys):
+    from hf_posbias.study.run import study_models
+    from hf_posbias.study.spec import load_spec
+
+    spec = load_spec(REPO / "studies" / "yhp26-pooling.yaml")
+    models = study_models(spec, "out")
+    assert [m.name for m in models if not m.trained] == [
+        f"posbias-modernbert-base-base-{p}" for p in ("cls", "mean", "max", "lasttoken")
+    ]
+    assert len([m for m in models if m.trained]) == 16
+    assert {m.pooling for m in models} == {"cls", "mean", "max", "lasttoken"}
+
+
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
