@@ -175,17 +175,16 @@ def run_demo(settings: DemoSettings, echo: Echo = print) -> DemoResult:
     from hf_posbias.evaluation.report import bucket_table, plot_position_curves
     from hf_posbias.evaluation.summary import read_summaries
     from hf_posbias.pipeline import BuildConfig, build
-    from hf_posbias.study.publish import write_checkpoint_card
-    from hf_posbias.study.report import read_report
-    from hf_posbias.study.run import (
+    from hf_posbias.study.layout import (
         BASE_CONFIG,
         OFF_THE_SHELF,
-        StudyRunSettings,
         eval_dir,
         resolve_tasks,
-        run_study,
         study_models,
     )
+    from hf_posbias.study.publish import write_checkpoint_card
+    from hf_posbias.study.report import read_report
+    from hf_posbias.study.run import StudyRunSettings, run_study
 
     out = Path(settings.out)
     echo(f"== 1/4 data: {settings.corpus} → {out / 'data'}")

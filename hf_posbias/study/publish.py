@@ -153,8 +153,8 @@ def write_results_repo(out: str | Path) -> Path:
 def publish_study(out: str | Path, org: str, token: str | None = None) -> list[str]:
     """Push every trained checkpoint (card with results) and the results dataset; one line each."""
     from hf_posbias.hub import resolve_token, upload_folder
+    from hf_posbias.study.layout import base_label, study_models
     from hf_posbias.study.report import read_report
-    from hf_posbias.study.run import base_label, study_models
     from hf_posbias.study.spec import spec_from_folder
     from hf_posbias.training.card import hub_repo_name
 

@@ -99,7 +99,15 @@ class Cell:
     @property
     def row(self) -> str:
         """The table row label: the base, with its pooling in a pooling study."""
-        return self.model if not self.pooling else f"{self.model} · {self.pooling}"
+        return _row_label({"model": self.model, "pooling": self.pooling})
+
+
+def _keys(row: Mapping[str, Any]) -> dict[str, str]:
+    return {"task": row["task"], "model": _row_label(row)}
+
+
+def _row_label(row: Mapping[str, Any]) -> str:
+    return row["model"] if not row["pooling"] else f"{row['model']} · {row['pooling']}"
 
 
 @dataclass
@@ -152,7 +160,7 @@ def model_facts(model: str) -> tuple[str, str, str | None]:
     a study's untrained base names its base; anything else is a ``base`` under its own name.
     """
     from hf_posbias.modeling import model_display_name
-    from hf_posbias.study.run import BASE_MARKER
+    from hf_posbias.study.layout import BASE_MARKER
     from hf_posbias.training.card import TRAINING_INFO, load_training_info
 
     folder = Path(model)
@@ -204,7 +212,7 @@ def run_sources(runs: Sequence[str | Path]) -> list[Source]:
 def study_sources(out: str | Path) -> list[Source]:
     """The evaluations of a study folder (its markers name base, configuration and pooling)."""
     from hf_posbias.evaluation.summary import read_summaries
-    from hf_posbias.study.run import (
+    from hf_posbias.study.layout import (
         EVAL_MARKER,
         base_label,
         eval_dir,
@@ -476,8 +484,7 @@ def report_markdown(report: StudyReport, title: str) -> str:
         parts += ["", "## PSI reduction: 1 − PSI(uniform) / max(PSI(begin), PSI(middle), PSI(end))"]
         rows = [
             {
-                "task": r["task"],
-                "model": r["model"] if not r["pooling"] else f"{r['model']} · {r['pooling']}",
+                **_keys(r),
                 "worst skewed": r["worst"],
                 "PSI reduction": _ci(r["psi_reduction"], r["ci"]),
                 "p (H0: none)": _fmt(r["p_value"], 4),
@@ -493,8 +500,7 @@ def report_markdown(report: StudyReport, title: str) -> str:
         ]
         rows = [
             {
-                "task": r["task"],
-                "model": r["model"] if not r["pooling"] else f"{r['model']} · {r['pooling']}",
+                **_keys(r),
                 "config": r["config"],
                 "Δ at own position": _ci(r["delta"], r["ci"]),
                 "p": _fmt(r["p_value"], 4),
@@ -563,8 +569,7 @@ def plot_grid(sources: Sequence[Source], cells: Sequence[Cell], task: str, path:
         mine = {
             s.config: s.summary
             for s in sources
-            if s.task == task
-            and (s.model if not s.pooling else f"{s.model} · {s.pooling}") == label
+            if s.task == task and _row_label({"model": s.model, "pooling": s.pooling}) == label
         }
         configs = [c for c in order if c in mine]
         plot_position_curves(
@@ -604,7 +609,7 @@ def write_report(
 
 def write_study_report(out: str | Path) -> Path:
     """The report of a study folder into ``<out>/report/`` (per-query paths relative to it)."""
-    from hf_posbias.study.run import base_label
+    from hf_posbias.study.layout import base_label
     from hf_posbias.study.spec import spec_from_folder
 
     spec = spec_from_folder(out)

@@ -3,36 +3,14 @@ the same text (imported by tests/study/conftest.py and the tests)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
-WORDS = [
-    "fox",
-    "dog",
-    "model",
-    "query",
-    "document",
-    "vector",
-    "science",
-    "history",
-    "music",
-    "sport",
-    "river",
-    "city",
-    "protein",
-    "cell",
-    "gene",
-    "drug",
-    "climate",
-    "claim",
-    "story",
-    "answer",
-    "evidence",
-    "number",
-    "year",
-    "island",
-    "bridge",
-    "garden",
-]
+VOCABULARY = (
+    "lantern orchard harbor glacier meadow canyon violin tractor pepper saddle comet marble "
+    "falcon quarry velvet anchor thistle beacon cobalt ferry walnut prairie ember summit"
+)
+WORDS = re.findall(r"[a-z]+", VOCABULARY)
 POSITIONS = ("begin", "middle", "end")
 
 

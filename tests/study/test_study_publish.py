@@ -15,14 +15,14 @@ def test_publish_pushes_checkpoints_and_results_at_the_hfapi_boundary(study, mon
     import huggingface_hub
     from datasets import load_dataset
 
-    from hf_posbias.study.publish import publish_study
-    from hf_posbias.study.run import (
+    from hf_posbias.study.layout import (
         eval_dir,
         evaluation_done,
         model_fingerprint,
         resolve_tasks,
         study_models,
     )
+    from hf_posbias.study.publish import publish_study
     from hf_posbias.study.spec import spec_from_folder
 
     sent: list[dict] = []

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.slow  # a 2 × 4 study: trains 8 runs, evaluates 10 mod
 
 
 def test_study_trains_evaluates_every_model_once_and_reports(study, study_inputs, capsys):
-    from hf_posbias.study.run import EVAL_MARKER, study_models
+    from hf_posbias.study.layout import EVAL_MARKER, study_models
     from hf_posbias.study.spec import spec_from_folder
 
     spec = spec_from_folder(study)

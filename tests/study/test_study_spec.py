@@ -52,7 +52,7 @@ def test_paper_spec_dry_run_prints_32_runs(capsys):
 
 
 def test_pooling_ablation_is_a_study_with_a_pooling_axis(capsys):
-    from hf_posbias.study.run import study_models
+    from hf_posbias.study.layout import study_models
     from hf_posbias.study.spec import load_spec
 
     spec = load_spec(REPO / "studies" / "yhp26-pooling.yaml")
