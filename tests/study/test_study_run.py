@@ -63,6 +63,8 @@ def test_report_cells_recompute_from_per_query_tables(study):
             assert cell["n_queries"][bucket] == len(scores)
             low, high = cell["ci"]["per_position"][bucket]
             assert low <= value + 1e-12 and value <= high + 1e-12
+        everything = [r["ndcg_at_10"] for r in rows]
+        assert cell["ndcg_at_10_all"] == pytest.approx(sum(everything) / len(everything))
         values = list(cell["per_position"].values())
         assert cell["mean"] == pytest.approx(sum(values) / len(values))
         if max(values) > 0:
