@@ -318,12 +318,12 @@ def _groups(sources: Sequence[Source]) -> dict[tuple[str, str, str | None], dict
 def _reduction_statistic(n_skewed: int) -> Any:
     import numpy as np
 
-    from hf_posbias.evaluation.uncertainty import psi_of_means
+    from hf_posbias.evaluation.psi import psi_columns
 
     def statistic(means: list[Any]) -> Any:
-        skewed = np.vstack([psi_of_means(m) for m in means[:n_skewed]])
+        skewed = np.vstack([psi_columns(m) for m in means[:n_skewed]])
         with np.errstate(divide="ignore", invalid="ignore"):
-            return 1.0 - psi_of_means(means[n_skewed]) / skewed.max(axis=0)
+            return 1.0 - psi_columns(means[n_skewed]) / skewed.max(axis=0)
 
     return statistic
 
