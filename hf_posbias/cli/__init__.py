@@ -33,6 +33,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "hf_posbias.cli.compare",
     "hf_posbias.cli.leaderboard",
     "hf_posbias.cli.analyze",
+    "hf_posbias.cli.study",
     "hf_posbias.cli.demo",
     "hf_posbias.cli.listwise",
 )
