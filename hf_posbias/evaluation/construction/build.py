@@ -102,6 +102,21 @@ _NORMALIZATION_FOR_PAIRS = {"share": "saturate", "softmax": "sigmoid"}
 segments has no meaning there, so it is replaced by its per-pair counterpart."""
 
 
+def _summary_of(reply: str, constrained: bool) -> str:
+    """The summary in a reply: the JSON field, or (free-form decoding) the reply itself.
+
+    Example:
+        >>> _summary_of('{"summary": " A B. "}', True), _summary_of('{"summ', True)
+        ('A B.', '')
+    """
+    from hf_posbias.generation.llm import extract_json_object
+
+    try:
+        return str(extract_json_object(reply).get("summary") or "").strip()
+    except ValueError:
+        return "" if constrained else reply.strip()
+
+
 def construction_markdown(rows: Sequence[dict[str, Any]]) -> str:
     """The construction table as markdown (counts per stage and position, with totals)."""
     lines = ["| stage | begin | middle | end | total |", "|---|---|---|---|---|"]
@@ -123,6 +138,7 @@ class _Build:
         self.requests: dict[str, int] = {}
         self.construction: list[dict[str, Any]] = []
         self.warnings: list[str] = []
+        self.notes: dict[str, int] = {}
         self._backends: dict[str, ChatBackend] = {}
 
     # -- helpers ---------------------------------------------------------------------------
@@ -183,6 +199,34 @@ class _Build:
             overwrite=self.s.overwrite,
         )
 
+    def llm_stage(
+        self,
+        name: str,
+        requests: list[tuple[str, list[dict[str, str]]]],
+        params: dict[str, Any],
+        **sampling: Any,
+    ) -> dict[str, str | None]:
+        """One LLM request per ``(key, messages)``, sharded and resumable; raw replies are stored
+        (``None``: the request failed), so a parser change never asks the model again."""
+        tag = name.split("-", 1)[1]
+
+        def work(shard: list[tuple[str, list[dict[str, str]]]]) -> list[dict[str, Any]]:
+            replies = self.complete(self.s.llm_model, [m for _, m in shard], tag, **sampling)
+            return [
+                {
+                    "key": key,
+                    "reply": None if isinstance(reply, Exception) else str(reply),
+                    "finish_reason": getattr(reply, "finish_reason", None),
+                }
+                for (key, _), reply in zip(shard, replies, strict=True)
+            ]
+
+        rows = self.sharded(name, requests, work, params)
+        self.notes[f"{tag}_replies_cut_by_token_budget"] = sum(
+            r["finish_reason"] == "length" for r in rows
+        )
+        return {r["key"]: r["reply"] for r in rows}
+
     # -- 1. passages -----------------------------------------------------------------------
     def passages(self) -> list[dict[str, Any]]:
         from hf_posbias.corpus import read_corpus
@@ -235,41 +279,12 @@ class _Build:
     def summaries(self, passages: list[dict[str, Any]]) -> dict[str, str]:
         s = self.s
 
-        def work(shard: list[dict[str, Any]]) -> list[dict[str, Any]]:
-            requests = [
-                [
-                    {"role": "system", "content": SUMMARY_SYSTEM},
-                    {
-                        "role": "user",
-                        "content": SUMMARY_PROMPT.format(title=p["title"], passage=p["text"]),
-                    },
-                ]
-                for p in shard
+        def request(p: dict[str, Any]) -> list[dict[str, str]]:
+            content = SUMMARY_PROMPT.format(title=p["title"], passage=p["text"])
+            return [
+                {"role": "system", "content": SUMMARY_SYSTEM},
+                {"role": "user", "content": content},
             ]
-            replies = self.complete(
-                s.llm_model,
-                requests,
-                "summary",
-                temperature=s.temperature,
-                max_tokens=s.summary_max_tokens,
-                json_schema=SUMMARY_SCHEMA if s.constrained else None,
-            )
-            rows = []
-            for p, reply in zip(shard, replies, strict=True):
-                summary, status = "", "ok"
-                if isinstance(reply, Exception):
-                    status = "request failed"
-                else:
-                    try:
-                        from hf_posbias.generation.llm import extract_json_object
-
-                        summary = str(extract_json_object(reply).get("summary") or "").strip()
-                    except ValueError:
-                        summary = str(reply).strip()  # a free-form summary is still a summary
-                    if not summary:
-                        status = "empty summary"
-                rows.append({"passage_id": p["id"], "summary": summary, "status": status})
-            return rows
 
         params = {
             "llm": self.llm_params(s.llm_model),
@@ -280,14 +295,23 @@ class _Build:
             "seed": s.seed,
             "input": fingerprint({"passages": [p["id"] for p in passages]}),
         }
-        rows = self.sharded("02-summary", passages, work, params)
+        replies = self.llm_stage(
+            "02-summary",
+            [(p["id"], request(p)) for p in passages],
+            params,
+            temperature=s.temperature,
+            max_tokens=s.summary_max_tokens,
+            json_schema=SUMMARY_SCHEMA if s.constrained else None,
+        )
         self.requests["summary"] = len(passages)
         out = {}
-        for row in rows:
-            if row["status"] == "ok":
-                out[row["passage_id"]] = row["summary"]
+        for passage_id, reply in replies.items():
+            summary = None if reply is None else _summary_of(reply, s.constrained)
+            if summary:
+                out[passage_id] = summary
             else:
-                self.drop("summary", f"passage without summary ({row['status']})")
+                reason = "request failed" if reply is None else "no summary in the reply"
+                self.drop("summary", f"passage without summary ({reason})")
         return out
 
     # -- 3. chunks -------------------------------------------------------------------------
@@ -325,40 +349,16 @@ class _Build:
         text_of = {p["id"]: p["text"] for p in passages}
         schema = recipe.faq_schema(s.faq_max_items)
 
-        def work(shard: list[dict[str, Any]]) -> list[dict[str, Any]]:
-            requests = [
-                [
-                    {"role": "system", "content": FAQ_SYSTEM},
-                    {
-                        "role": "user",
-                        "content": FAQ_PROMPT.format(
-                            summary=summaries[c["passage_id"]],
-                            chunk=text_of[c["passage_id"]][c["start"] : c["end"]],
-                            n=s.faq_max_items,
-                        ),
-                    },
-                ]
-                for c in shard
-            ]
-            replies = self.complete(
-                s.llm_model,
-                requests,
-                "faq",
-                temperature=s.temperature,
-                max_tokens=s.faq_max_tokens,
-                json_schema=schema if s.constrained else None,
+        def request(c: dict[str, Any]) -> list[dict[str, str]]:
+            content = FAQ_PROMPT.format(
+                summary=summaries[c["passage_id"]],
+                chunk=text_of[c["passage_id"]][c["start"] : c["end"]],
+                n=s.faq_max_items,
             )
-            rows = []
-            for c, reply in zip(shard, replies, strict=True):
-                if isinstance(reply, Exception):
-                    rows.append({"chunk_id": c["chunk_id"], "status": "failed", "faqs": "[]"})
-                    continue
-                items = recipe.parse_faq(reply)
-                status = "ok" if items else ("unparsed" if items is None else "empty")
-                rows.append(
-                    {"chunk_id": c["chunk_id"], "status": status, "faqs": json.dumps(items or [])}
-                )
-            return rows
+            return [
+                {"role": "system", "content": FAQ_SYSTEM},
+                {"role": "user", "content": content},
+            ]
 
         params = {
             "llm": self.llm_params(s.llm_model),
@@ -369,17 +369,29 @@ class _Build:
             "seed": s.seed,
             "input": fingerprint({"chunks": chunks, "summaries": summaries}),
         }
-        rows = self.sharded("04-faq", chunks, work, params)
+        replies = self.llm_stage(
+            "04-faq",
+            [(c["chunk_id"], request(c)) for c in chunks],
+            params,
+            temperature=s.temperature,
+            max_tokens=s.faq_max_tokens,
+            json_schema=schema if s.constrained else None,
+        )
         self.requests["faq"] = len(chunks)
         by_chunk = {c["chunk_id"]: c for c in chunks}
         questions: list[dict[str, Any]] = []
         seen: set[tuple[str, str]] = set()
-        for row in rows:
-            if row["status"] != "ok":
-                self.drop("faq", f"chunk without FAQ ({row['status']})")
+        for chunk_id, reply in replies.items():
+            items = None if reply is None else recipe.parse_faq(reply)
+            if not items:
+                if reply is None:
+                    reason = "request failed"
+                else:
+                    reason = "unparsed reply" if items is None else "no usable item"
+                self.drop("faq", f"chunk without FAQ ({reason})")
                 continue
-            c = by_chunk[row["chunk_id"]]
-            for k, item in enumerate(json.loads(row["faqs"])):
+            c = by_chunk[chunk_id]
+            for k, item in enumerate(items):
                 key = (c["passage_id"], item["question"].lower())
                 if key in seen:
                     self.drop("faq", "question repeated within its passage")
@@ -720,6 +732,7 @@ def build_benchmark(settings: BuildSettings) -> dict[str, Any]:
         "chunks": len(chunks),
         "dropped": run.drops,
         "llm_requests": run.requests,
+        "notes": run.notes,
         "warnings": run.warnings,
         "seconds": round(time.monotonic() - started, 1),
     }
