@@ -203,12 +203,31 @@ class _Build:
         self,
         name: str,
         requests: list[tuple[str, list[dict[str, str]]]],
-        params: dict[str, Any],
-        **sampling: Any,
+        *,
+        prompt: str,
+        source: str,
+        max_tokens: int,
+        schema: dict[str, Any],
     ) -> dict[str, str | None]:
-        """One LLM request per ``(key, messages)``, sharded and resumable; raw replies are stored
-        (``None``: the request failed), so a parser change never asks the model again."""
+        """One generation request per ``(key, messages)``, sharded and resumable; raw replies are
+        stored (``None``: the request failed), so a parser change never asks the model again.
+        ``prompt`` and ``source`` are fingerprints of the prompt and of the stage's input."""
+        s = self.s
         tag = name.split("-", 1)[1]
+        params = {
+            "llm": self.llm_params(s.llm_model),
+            "prompt": prompt,
+            "temperature": s.temperature,
+            "max_tokens": max_tokens,
+            "constrained": s.constrained,
+            "seed": s.seed,
+            "input": source,
+        }
+        sampling = {
+            "temperature": s.temperature,
+            "max_tokens": max_tokens,
+            "json_schema": schema if s.constrained else None,
+        }
 
         def work(shard: list[tuple[str, list[dict[str, str]]]]) -> list[dict[str, Any]]:
             replies = self.complete(self.s.llm_model, [m for _, m in shard], tag, **sampling)
@@ -286,22 +305,13 @@ class _Build:
                 {"role": "user", "content": content},
             ]
 
-        params = {
-            "llm": self.llm_params(s.llm_model),
-            "prompt": fingerprint({"s": SUMMARY_SYSTEM, "p": SUMMARY_PROMPT}),
-            "temperature": s.temperature,
-            "max_tokens": s.summary_max_tokens,
-            "constrained": s.constrained,
-            "seed": s.seed,
-            "input": fingerprint({"passages": [p["id"] for p in passages]}),
-        }
         replies = self.llm_stage(
             "02-summary",
             [(p["id"], request(p)) for p in passages],
-            params,
-            temperature=s.temperature,
+            prompt=fingerprint({"s": SUMMARY_SYSTEM, "p": SUMMARY_PROMPT}),
+            source=fingerprint({"passages": [p["id"] for p in passages]}),
             max_tokens=s.summary_max_tokens,
-            json_schema=SUMMARY_SCHEMA if s.constrained else None,
+            schema=SUMMARY_SCHEMA,
         )
         self.requests["summary"] = len(passages)
         out = {}
@@ -360,22 +370,13 @@ class _Build:
                 {"role": "user", "content": content},
             ]
 
-        params = {
-            "llm": self.llm_params(s.llm_model),
-            "prompt": fingerprint({"s": FAQ_SYSTEM, "p": FAQ_PROMPT, "schema": schema}),
-            "temperature": s.temperature,
-            "max_tokens": s.faq_max_tokens,
-            "constrained": s.constrained,
-            "seed": s.seed,
-            "input": fingerprint({"chunks": chunks, "summaries": summaries}),
-        }
         replies = self.llm_stage(
             "04-faq",
             [(c["chunk_id"], request(c)) for c in chunks],
-            params,
-            temperature=s.temperature,
+            prompt=fingerprint({"s": FAQ_SYSTEM, "p": FAQ_PROMPT, "schema": schema}),
+            source=fingerprint({"chunks": chunks, "summaries": summaries}),
             max_tokens=s.faq_max_tokens,
-            json_schema=schema if s.constrained else None,
+            schema=schema,
         )
         self.requests["faq"] = len(chunks)
         by_chunk = {c["chunk_id"]: c for c in chunks}
