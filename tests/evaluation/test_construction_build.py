@@ -178,3 +178,15 @@ def test_bad_corpora_are_one_line_errors(tmp_path: Path, scripted: ScriptedLLM) 
     with pytest.raises(InputError, match=r"no passage of 60-120 words .*shorter than 60"):
         build_benchmark(_settings(tmp_path / "s", short))
     assert scripted.calls == 0
+
+
+def test_cli_reports_a_bad_chunk_size_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from hf_posbias.cli import main
+
+    argv = ["benchmark", "build", "--corpus", "demo", "--out", "o", "--chunk-words", "2000"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "error: --chunk-words (2000) is larger than the passage range (--max-words 1024): "
+        "every passage would be one chunk tagged middle"
+    ]
