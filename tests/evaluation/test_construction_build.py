@@ -133,7 +133,10 @@ def test_build_matches_the_hand_worked_construction(
     }
     card = (tmp_path / "task-hub" / "README.md").read_text()
     assert "| stage2_false_negatives | 3 | 3 | 4 | 10 |" in card
-    assert (tmp_path / "task-hub" / "data" / "queries_tiny").is_dir()
+    assert "path: data/queries_tiny/test-*.parquet" in card
+    assert sorted(p.name for p in (tmp_path / "task-hub/data/queries_tiny").iterdir()) == [
+        "test-00000-of-00001.parquet"
+    ]
     manifest = json.loads((tmp_path / "task/stages/06-stage1-judge/manifest.json").read_text())
     assert manifest["params"]["temperature"] == 0.0
 

@@ -97,6 +97,9 @@ STAGES = (
 )
 """The rows of ``construction.json``, in order."""
 
+HUB_SPLIT = "test"
+"""The split of every config in the Hub dataset folder (an evaluation set)."""
+
 _NORMALIZATION_FOR_PAIRS = {"share": "saturate", "softmax": "sigmoid"}
 """Stage 2 scores single (question, passage) pairs: a normalisation over a candidate's three
 segments has no meaning there, so it is replaced by its per-pair counterpart."""
@@ -687,6 +690,7 @@ def _hub_card(settings: BuildSettings, construction: list[dict[str, Any]], count
 
     header = front_matter_yaml(
         ["queries", "corpus", "qrels", "queries_tiny"],
+        split=HUB_SPLIT,
         default_config="queries",
         language=["en"],
         task_categories=["text-retrieval"],
@@ -763,7 +767,7 @@ def build_benchmark(settings: BuildSettings) -> dict[str, Any]:
             "queries_tiny": [q for q in data.queries if q["id"] in tiny_ids],
         },
         _hub_card(settings, run.construction, data.bucket_counts()),
-        split="test",
+        split=HUB_SPLIT,
         overwrite=True,
     )
     return report
