@@ -11,7 +11,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -68,6 +67,27 @@ def save_card_facts(ckpt_dir: str | Path, filename: str, facts: Any) -> Path:
     return path
 
 
+def write_checkpoint_card(ckpt_dir: str | Path, text: str, filename: str, facts: Any) -> Path:
+    """Write a checkpoint's ``README.md`` card, then its facts (:func:`save_card_facts`, last:
+    their presence marks a finished run); return the card path. Both trainers write cards here.
+
+    Example:
+        >>> import dataclasses, pathlib, tempfile
+        >>> @dataclasses.dataclass
+        ... class Facts:
+        ...     steps: int
+        >>> ckpt = pathlib.Path(tempfile.mkdtemp())
+        >>> write_checkpoint_card(ckpt, "# card\\n", "facts.json", Facts(3)).read_text()
+        '# card\\n'
+        >>> (ckpt / "facts.json").read_text()
+        '{\\n  "steps": 3\\n}\\n'
+    """
+    card = Path(ckpt_dir) / "README.md"
+    card.write_text(text)
+    save_card_facts(ckpt_dir, filename, facts)
+    return card
+
+
 def load_card_facts(ckpt_dir: str | Path, filename: str, cls: type[FactsT], what: str) -> FactsT:
     """Read the facts written by :func:`save_card_facts` into ``cls`` (its ``from_dict``).
 
@@ -81,8 +101,9 @@ def load_card_facts(ckpt_dir: str | Path, filename: str, cls: type[FactsT], what
         hf_posbias.errors.InputError: /nonexistent has no facts.json: not a posbias checkpoint
     """
     from hf_posbias.errors import InputError
+    from hf_posbias.rows import read_json
 
     path = Path(ckpt_dir) / filename
     if not path.is_file():
         raise InputError(f"{ckpt_dir} has no {filename}: not {what}")
-    return cls.from_dict(json.loads(path.read_text()))  # type: ignore[attr-defined]
+    return cls.from_dict(read_json(path))  # type: ignore[attr-defined]

@@ -33,7 +33,7 @@ from typing import Any
 
 from hf_posbias import POSITIONS
 from hf_posbias.errors import InputError
-from hf_posbias.rows import FILE_SUFFIXES, iter_rows, read_text
+from hf_posbias.rows import FILE_SUFFIXES, iter_rows, read_parquet_rows, read_text
 
 logger = logging.getLogger(__name__)
 
@@ -485,7 +485,6 @@ def write_documents(
 
 def load_documents(path: str | Path) -> list[Document]:
     """Read documents written by :func:`write_documents` (a folder or the parquet file)."""
-    from hf_posbias.shards import read_parquet_rows
 
     file = Path(path)
     if file.is_dir():

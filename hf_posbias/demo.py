@@ -30,6 +30,7 @@ from typing import Any
 
 from hf_posbias.errors import InputError
 from hf_posbias.sampling import PAPER_CONFIG_NAMES
+from hf_posbias.settings import ProgressSettings, setting
 
 Echo = Callable[[str], None]
 
@@ -37,38 +38,25 @@ BASE_MODEL = "all-MiniLM-L6-v2"
 DEMO_CONFIGS: tuple[str, ...] = PAPER_CONFIG_NAMES
 
 
-@dataclass
-class DemoSettings:
-    """Knobs of the demo; defaults keep it to minutes on 2 CPU cores.
+@dataclass(kw_only=True)
+class DemoSettings(ProgressSettings):
+    """Knobs of the demo (the flags of ``posbias demo``); defaults keep it to minutes on 2 CPU
+    cores. ``holdout``, ``min_cell``, ``bootstrap`` and ``configs`` are library-only: the demo
+    corpus has almost no long documents, so bins whose smallest (bin, position) cell has fewer
+    than ``min_cell`` retained examples are left out; ``max_steps`` is chosen so that
+    ``make demo`` stays well under 10 minutes on 2 CPU cores (see the README)."""
 
-    Attributes:
-        out: output folder.
-        corpus: corpus source (default: the packaged Wikipedia lead sections).
-        base_model: model to fine-tune (default: the packaged all-MiniLM-L6-v2).
-        limit: read at most this many corpus records.
-        holdout: share of documents held out for the evaluation task.
-        min_cell: length bins whose smallest (bin, position) cell has fewer retained examples
-            are left out of the training sets (the demo corpus has almost no long documents).
-        max_steps: optimisation steps per checkpoint (chosen so that ``make demo`` stays well
-            under 10 minutes on 2 CPU cores: see the README for the measured time).
-        batch_size: training batch size.
-        bootstrap: resamples of the intervals and of the paired tests against the base model.
-        seed: seed of every stage.
-        configs: training configurations.
-    """
-
-    out: Path
-    corpus: str = "demo"
-    base_model: str = BASE_MODEL
-    limit: int | None = None
-    holdout: float = 0.1
-    min_cell: int = 30
-    max_steps: int = 20
-    batch_size: int = 16
-    bootstrap: int = 1000
-    seed: int = 42
-    configs: Sequence[str] = DEMO_CONFIGS
-    progress: bool = True
+    out: str = setting("output folder (rerun resumes)", default="demo-output")
+    corpus: str = setting("corpus source (default: packaged Wikipedia)", default="demo")
+    base_model: str = setting("model to fine-tune", default=BASE_MODEL, flag="--model")
+    limit: int | None = setting("read at most this many corpus records", default=None)
+    holdout: float = setting("share of documents held out for the task", default=0.1, cli=False)
+    min_cell: int = setting("smallest (bin, position) cell kept", default=30, cli=False)
+    max_steps: int = setting("training steps per checkpoint", default=20)
+    batch_size: int = setting("training batch size", default=16)
+    bootstrap: int = setting("resamples of intervals and paired tests", default=1000, cli=False)
+    seed: int = setting("seed of every stage", default=42)
+    configs: Sequence[str] = setting("training configurations", default=DEMO_CONFIGS, cli=False)
 
 
 @dataclass
@@ -146,14 +134,14 @@ def run_demo(settings: DemoSettings, echo: Echo = print) -> DemoResult:
     from hf_posbias.evaluation.compare import compare_runs, significant
     from hf_posbias.evaluation.report import bucket_table, plot_position_curves
     from hf_posbias.evaluation.runner import evaluate_model
-    from hf_posbias.pipeline import BuildConfig, build
+    from hf_posbias.pipeline import BuildSettings, build
     from hf_posbias.training.card import write_model_card
     from hf_posbias.training.train import TrainConfig, train_model
 
     out = Path(settings.out)
     echo(f"== 1/4 data: {settings.corpus} → {out / 'data'}")
     built = build(
-        BuildConfig(
+        BuildSettings(
             corpus=settings.corpus,
             out=out / "data",
             seed=settings.seed,

@@ -39,6 +39,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from hf_posbias.errors import InputError
+from hf_posbias.settings import flag_name
+
+_PRECISION, _DTYPE, _ATTN = (flag_name(n) for n in ("precision", "dtype", "attn_implementation"))
 
 Precision = Literal["fp32", "bf16", "fp16"]
 PRECISIONS: tuple[str, ...] = ("auto", "fp32", "bf16", "fp16")
@@ -173,20 +176,20 @@ def resolve_precision(requested: str, info: DeviceInfo) -> Precision:
         hf_posbias.errors.InputError: --precision bf16: Tesla V100 (cuda) has no bf16 support; ...
     """
     if requested not in PRECISIONS:
-        raise InputError(f"--precision must be one of {', '.join(PRECISIONS)}, got {requested!r}")
+        raise InputError(f"{_PRECISION} must be one of {', '.join(PRECISIONS)}, got {requested!r}")
     if requested == "auto":
         if info.kind == "cuda":
             return "bf16" if info.bf16 else "fp16" if info.fp16 else "fp32"
         return "fp32"
     if requested == "bf16" and not info.bf16:
         raise InputError(
-            f"--precision bf16: {info.describe()} has no bf16 support; "
-            "use --precision fp16, fp32 or auto"
+            f"{_PRECISION} bf16: {info.describe()} has no bf16 support; "
+            f"use {_PRECISION} fp16, fp32 or auto"
         )
     if requested == "fp16" and not info.fp16:
         raise InputError(
-            f"--precision fp16: {info.describe()} cannot train in fp16 (no loss scaler there); "
-            "use --precision bf16, fp32 or auto"
+            f"{_PRECISION} fp16: {info.describe()} cannot train in fp16 (no loss scaler there); "
+            f"use {_PRECISION} bf16, fp32 or auto"
         )
     return requested  # type: ignore[return-value]
 
@@ -217,9 +220,9 @@ def resolve_inference_dtype(requested: str, info: DeviceInfo) -> str:
         hf_posbias.errors.InputError: --dtype bfloat16: Apple MPS (mps) has no bf16 support
     """
     if requested not in INFERENCE_DTYPES:
-        raise InputError(f"unknown --dtype {requested!r}: choose {', '.join(INFERENCE_DTYPES)}")
+        raise InputError(f"unknown {_DTYPE} {requested!r}: choose {', '.join(INFERENCE_DTYPES)}")
     if requested == "bfloat16" and not info.bf16:
-        raise InputError(f"--dtype bfloat16: {info.describe()} has no bf16 support")
+        raise InputError(f"{_DTYPE} bfloat16: {info.describe()} has no bf16 support")
     if requested != "auto":
         return requested
     if info.kind == "cpu":
@@ -277,18 +280,16 @@ def resolve_attn_implementation(requested: str | None, info: DeviceInfo, precisi
         return best_attn_implementation(info, precision)
     if requested not in ATTN_IMPLEMENTATIONS:
         raise InputError(
-            f"--attn-implementation {requested!r} is unknown: choose from "
-            f"{', '.join(ATTN_IMPLEMENTATIONS)}"
+            f"{_ATTN} {requested!r} is unknown: choose from {', '.join(ATTN_IMPLEMENTATIONS)}"
         )
     if not attn_implementation_installed(requested):
         raise InputError(
-            f"--attn-implementation {requested}: the {_ATTN_PACKAGES[requested]} package is not "
-            "installed; install it or use --attn-implementation sdpa"
+            f"{_ATTN} {requested}: the {_ATTN_PACKAGES[requested]} package is not "
+            f"installed; install it or use {_ATTN} sdpa"
         )
     if requested.startswith("flash_attention") and info.kind != "cuda":
         raise InputError(
-            f"--attn-implementation {requested} needs a CUDA GPU, this is {info.describe()}; "
-            "use --attn-implementation sdpa"
+            f"{_ATTN} {requested} needs a CUDA GPU, this is {info.describe()}; use {_ATTN} sdpa"
         )
     return requested
 

@@ -120,6 +120,36 @@ def _load_failure(kind: str, name: str, err: Exception) -> ModelLoadError:
     return ModelLoadError(f"cannot load {kind} {name!r}: {line}{hint}")
 
 
+def load_tokenizer_config(
+    folder: str | os.PathLike[str],
+    name: str,
+    *,
+    kind: str = "checkpoint",
+    pad_with_eos: bool = False,
+) -> tuple[Any, Any]:
+    """``(tokenizer, config)`` of a checkpoint folder without its weights; a one-line
+    :class:`ModelLoadError` (``cannot load <kind> <name>: …``) when either does not load.
+
+    ``pad_with_eos`` gives a tokenizer without a pad token its EOS token as pad token (decoders).
+
+    Example:
+        >>> load_tokenizer_config("/nonexistent", "x")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.ModelLoadError: cannot load checkpoint 'x': ...
+    """
+    from transformers import AutoConfig, AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+        config = AutoConfig.from_pretrained(folder)
+    except Exception as err:  # loading fails in many ways; all mean "cannot load this"
+        raise _load_failure(kind, name, err) from None
+    if pad_with_eos and tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer, config
+
+
 def load_sentence_transformer(
     name: str | os.PathLike[str], device: str | None = None, **kwargs: Any
 ) -> SentenceTransformer:
@@ -290,7 +320,7 @@ def load_causal_lm(
         model, tokenizer = load_causal_lm("smollm2-135m", dtype="bfloat16")
     """
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     path = causal_lm_folder(name, gguf_file)
     kwargs: dict[str, Any] = {}
@@ -298,13 +328,11 @@ def load_causal_lm(
         if not isinstance(getattr(torch, dtype, None), torch.dtype):
             raise ModelLoadError(f"unknown dtype {dtype!r} (e.g. float32, bfloat16, float16)")
         kwargs["dtype"] = getattr(torch, dtype)
+    tokenizer, _ = load_tokenizer_config(path, name, kind="causal LM", pad_with_eos=True)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(path)
         model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
     except Exception as err:  # loading fails in many ways; all mean "cannot load this"
         raise _load_failure("causal LM", name, err) from None
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
     if padding_side:
         tokenizer.padding_side = padding_side
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")

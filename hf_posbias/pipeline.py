@@ -38,7 +38,7 @@ verifiably about that third):
     >>> lines = [json.dumps({"id": f"d{j}", "text": " ".join(third(t, j) for t in topics)})
     ...          for j in range(6)]
     >>> _ = (tmp / "c.jsonl").write_text("\\n".join(lines))
-    >>> result = build(BuildConfig(corpus=str(tmp / "c.jsonl"), out=tmp / "out", progress=False))
+    >>> result = build(BuildSettings(corpus=str(tmp / "c.jsonl"), out=tmp / "out", progress=False))
     >>> sorted(p.name for p in (tmp / "out").iterdir())
     ['pool', 'train', 'work']
     >>> from hf_posbias.rows import read_dataset
@@ -49,7 +49,6 @@ verifiably about that third):
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 import shutil
@@ -68,12 +67,22 @@ from hf_posbias.corpus import (
     write_documents,
 )
 from hf_posbias.errors import InputError
+from hf_posbias.generation.backends import CHAT_BACKENDS, EndpointSettings
+from hf_posbias.generation.registry import GENERATORS
+from hf_posbias.rows import read_json, read_parquet_rows
 from hf_posbias.sampling import PAPER_CONFIG_NAMES, PositionConfig, check_sampling_options
+from hf_posbias.settings import (
+    ProgressSettings,
+    Settings,
+    check_choice,
+    check_positive,
+    flag_name,
+    setting,
+)
 from hf_posbias.shards import (
     check_parameters,
     pin_parameters,
     read_manifest,
-    read_parquet_rows,
     stage_fingerprint,
     stage_parameters,
     write_json,
@@ -97,6 +106,9 @@ _MADE_BY = {
 }
 
 Echo = Callable[[str], None]
+
+CONFIG_FLAG = "--config"
+"""The spelling of the ``configs`` setting (one configuration per use, repeatable)."""
 
 
 def _silent(_: str) -> None:
@@ -174,9 +186,9 @@ def check_corpus_options(
         hf_posbias.errors.InputError: --limit must be a positive integer, got 0
     """
     if limit is not None and (isinstance(limit, bool) or int(limit) != limit or limit < 1):
-        raise InputError(f"--limit must be a positive integer, got {limit!r}")
+        raise InputError(f"{flag_name('limit')} must be a positive integer, got {limit!r}")
     if not isinstance(holdout, int | float) or not math.isfinite(holdout) or not 0 <= holdout < 1:
-        raise InputError(f"--holdout must be in [0, 1), got {holdout}")
+        raise InputError(f"{flag_name('holdout')} must be in [0, 1), got {holdout}")
     return LengthBins.parse(bins)
 
 
@@ -188,7 +200,7 @@ def parse_configs(configs: Sequence[str | PositionConfig]) -> list[PositionConfi
         ['begin', 'r50-25-25']
     """
     if not configs:
-        raise InputError("no position configuration to sample: give --config at least once")
+        raise InputError(f"no position configuration to sample: give {CONFIG_FLAG} at least once")
     parsed: dict[str, PositionConfig] = {}
     for text in configs:
         config = PositionConfig.parse(text)
@@ -213,11 +225,8 @@ def is_heldout(doc_id: str, fraction: float) -> bool:
 
 
 def run_corpus_stage(
-    corpus: str,
+    settings: CorpusSettings,
     work: Path,
-    bins: str | Sequence[int] | None = None,
-    limit: int | None = None,
-    holdout: float = 0.0,
     echo: Echo = _silent,
     *,
     overwrite: bool = False,
@@ -230,7 +239,8 @@ def run_corpus_stage(
     """
     from hf_posbias.progress import progress as progress_bar
 
-    length_bins = check_corpus_options(bins, limit, holdout)
+    corpus, limit, holdout = settings.corpus, settings.limit, settings.holdout
+    length_bins = LengthBins.parse(settings.bins)  # checked by the settings
     folder = Path(work) / CORPUS
     params = {
         "stage": "corpus",
@@ -328,9 +338,8 @@ def make_stage_panel(
 
 def run_verify_stage(
     work: Path,
-    panel: str | RerankerPanel = "bm25",
-    normalization: str | None = None,
-    delta: float | None = None,
+    settings: PanelSettings,
+    panel: RerankerPanel | None = None,
     progress: bool = True,
     echo: Echo = _silent,
     *,
@@ -338,20 +347,19 @@ def run_verify_stage(
 ) -> tuple[list[dict[str, Any]], Any]:
     """Score ``work/candidates`` with the reranker panel into ``work/scored``.
 
-    δ defaults to YHP26's 0.3 and must lie within the panel's score range.
+    δ was checked against the panel once, when ``settings`` was made; ``panel`` is the loaded
+    panel when the caller has it already (else it is loaded from ``settings``).
     """
     from hf_posbias.generation.stage import load_candidates
-    from hf_posbias.verification.panel import check_delta
-    from hf_posbias.verification.stage import run_verification
+    from hf_posbias.verification.stage import verify_candidates
 
-    reranker_panel = make_stage_panel(panel, normalization)
-    delta = check_delta(DEFAULT_DELTA if delta is None else delta, reranker_panel)
+    reranker_panel = panel if panel is not None else settings.make_panel()
     candidates = [c.to_row() for c in load_candidates(Path(work) / CANDIDATES)]
-    rows, report = run_verification(
+    rows, report = verify_candidates(
         candidates,
         reranker_panel,
         Path(work) / SCORED,
-        delta=delta,
+        delta=float(settings.delta),  # type: ignore[arg-type]
         progress=progress,
         overwrite=overwrite,
     )
@@ -379,7 +387,7 @@ def check_audit_options(per_stratum: int, backend: str, constrained: bool) -> No
         hf_posbias.errors.InputError: --audit-per-stratum must be >= 1, got 0
     """
     if per_stratum < 1:
-        raise InputError(f"--audit-per-stratum must be >= 1, got {per_stratum}")
+        raise InputError(f"{flag_name('audit_per_stratum')} must be >= 1, got {per_stratum}")
     from hf_posbias.generation.backends import CHAT_BACKENDS
 
     if backend not in CHAT_BACKENDS:
@@ -447,10 +455,7 @@ def run_audit_stage(
 
 def run_sample_stage(
     work: Path,
-    configs: Sequence[str | PositionConfig] = PAPER_CONFIG_NAMES,
-    budget: int | None = None,
-    seed: int = 42,
-    min_cell: int = 1,
+    settings: SampleSettings,
     echo: Echo = _silent,
     *,
     overwrite: bool = False,
@@ -462,11 +467,11 @@ def run_sample_stage(
     parameters adds to the folder; other parameters are refused unless ``overwrite`` (which
     resamples from scratch).
     """
-    from hf_posbias.sampling import sample_training_set
+    from hf_posbias.sampling import draw_training_set
     from hf_posbias.shards import write_parquet
 
-    positions = parse_configs(configs)
-    check_sampling_options(budget, min_cell)
+    positions = parse_configs(settings.configs)
+    budget, seed, min_cell = settings.budget, settings.seed, settings.min_cell
     pool = load_scored_pool(work)
     params = {
         "stage": "sample",
@@ -479,9 +484,7 @@ def run_sample_stage(
     manifest = pin_parameters(folder, params, overwrite=overwrite)
     train_sets: dict[str, list[dict[str, Any]]] = {}
     for config in positions:
-        rows, report = sample_training_set(
-            pool, config, budget=budget, seed=seed, min_cell=min_cell
-        )
+        rows, report = draw_training_set(pool, config, budget=budget, seed=seed, min_cell=min_cell)
         train_sets[config.name] = rows
         write_parquet(rows, folder / f"{config.name}.parquet")
         write_json(folder / f"{config.name}.json", report.to_dict())
@@ -493,7 +496,7 @@ def run_sample_stage(
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text()) if path.exists() else {}
+    return read_json(path) if path.exists() else {}
 
 
 def sampled_configs(work: Path) -> list[str]:
@@ -659,71 +662,297 @@ def run_publish_stage(
 # --------------------------------------------------------------------------- build
 
 
-@dataclass
-class BuildConfig:
-    """Every setting of :func:`build` (the ``posbias build`` options).
+@dataclass(kw_only=True)
+class StageSettings(ProgressSettings):
+    """What every data verb takes: progress and whether to replace outputs of other parameters."""
 
-    Attributes:
-        corpus: a corpus source (see :func:`hf_posbias.corpus.read_corpus`).
-        out: output folder; ``out/pool`` and ``out/train`` become Hub dataset repo folders.
-        generator: ``ict`` (offline default), ``openai`` or ``local-lm``.
-        generator_options: options of :func:`hf_posbias.generation.registry.make_generator`
-            (``seed`` defaults to :attr:`seed`).
-        panel: verification panel spec (:func:`hf_posbias.verification.parse_panel`).
-        normalization: score normalisation for the panel members (``None``: per-kind default).
-        delta: consensus-margin threshold δ (within the panel's score range).
-        seed: seed of generation and sampling.
-        bins: length-bin edges (``None``: YHP26's five).
-        configs: training configurations to sample (:class:`~hf_posbias.sampling.PositionConfig`
-            spellings).
-        budget: per (bin, position) budget (``None``: the smallest cell).
-        min_cell: bins whose smallest cell is below this are excluded (and reported).
-        limit: read at most this many corpus records.
-        holdout: fraction of documents held out (by a stable hash of the id) for evaluation;
-            they are written to ``work/heldout/`` and never generate training candidates.
-        source: corpus name + licence for the cards (``None``: :func:`describe_source`).
-        repo_prefix: ``<org>/<name>``: upload ``<name>-pool`` and ``<name>-train`` to the Hub.
-        token: Hub token (else ``HF_TOKEN`` / the stored login).
-        overwrite: replace stage outputs made with other parameters instead of refusing.
-        progress: report progress (bars on a terminal, plain lines in logs).
-    """
+    overwrite: bool = setting(
+        "replace outputs made with other parameters instead of refusing", default=False
+    )
 
-    corpus: str
-    out: Path
-    generator: str = "ict"
-    generator_options: dict[str, Any] = field(default_factory=dict)
-    panel: str = "bm25"
-    normalization: str | None = None
-    delta: float = DEFAULT_DELTA
-    seed: int = 42
-    bins: str | None = None
-    configs: Sequence[str | PositionConfig] = PAPER_CONFIG_NAMES
-    budget: int | None = None
-    min_cell: int = 1
-    limit: int | None = None
-    holdout: float = 0.0
-    source: CorpusSource | None = None
-    repo_prefix: str | None = None
-    token: str | None = None
-    overwrite: bool = False
-    progress: bool = True
+
+@dataclass(kw_only=True)
+class WorkSettings(Settings):
+    """The work folder of a stage verb."""
+
+    work: str = setting("the pipeline's work folder")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_folder_target(self.work, flag_name("work"))
+
+
+@dataclass(kw_only=True)
+class OutSettings(Settings):
+    """Where ``build`` and ``publish`` put the Hub repo folders."""
+
+    out: str = setting("output folder: OUT/pool and OUT/train (build also keeps OUT/work)")
+
+
+@dataclass(kw_only=True)
+class SeedSettings(Settings):
+    """The one seed of generation, sampling and the audit's draw."""
+
+    seed: int = setting("seed of query generation, sampling and the audit's draw", default=42)
+
+
+@dataclass(kw_only=True)
+class CorpusSettings(Settings):
+    """The corpus stage's options (checked once, here)."""
+
+    corpus: str = setting(
+        "demo | a .jsonl/.json/.parquet file (id, title, text) | a WikiExtractor folder | "
+        "a datasets folder | hf:<dataset id>[:<config>]"
+    )
+    bins: str | None = setting("length-bin edges in characters, e.g. 256,512,1024", default=None)
+    limit: int | None = setting("read at most this many records", default=None)
+    holdout: float = setting(
+        "fraction of documents held out for evaluation (stable hash of the id)", default=0.0
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_corpus_options(self.bins, self.limit, self.holdout)
+
+
+@dataclass(kw_only=True)
+class GeneratorSettings(EndpointSettings, SeedSettings, ProgressSettings):
+    """Query generation's options."""
+
+    generator: str = setting(
+        "ict = Inverse Cloze Task (offline default); openai = any OpenAI-compatible endpoint; "
+        "local-lm = a local transformers causal LM",
+        default="ict",
+        choices=GENERATORS,
+    )
+    llm_model: str | None = setting(
+        "served model name (openai) or model path (local-lm)", default=None
+    )
+    personas: str | None = setting(
+        "persona file (.jsonl/.txt) or Hub id, e.g. proj-persona/PersonaHub (LLM generators; "
+        "default: the project's own packaged pool)",
+        default=None,
+    )
+    constrained: bool = setting(
+        "LLM generators: decode under each stage's JSON schema; --no-constrained decodes "
+        "free-form (reproduces the paper's parse-failure accounting)",
+        default=True,
+    )
+    concurrency: int = setting("parallel requests (openai)", default=8)
+    min_words: int | None = setting("ICT: minimum words of a query sentence", default=None)
+    keep_probability: float | None = setting(
+        "ICT: probability of keeping the query sentence in the document (default 0)",
+        default=None,
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_choice("generator", self.generator, GENERATORS)
+        if self.generator != "ict" and not self.llm_model:
+            raise InputError(
+                f"{flag_name('generator')} {self.generator} needs {flag_name('llm_model')}"
+            )
+        check_positive(self, "concurrency")
+
+    def generator_options(self) -> dict[str, Any]:
+        """The keyword options of :func:`hf_posbias.generation.registry.make_generator`."""
+        options: dict[str, Any] = {"seed": self.seed}
+        if self.generator == "ict":
+            if self.min_words is not None:
+                options["min_words"] = self.min_words
+            if self.keep_probability is not None:
+                options["keep_probability"] = self.keep_probability
+            return options
+        options.update(
+            model=self.llm_model,
+            personas=self.personas,
+            constrained=self.constrained,
+            progress=self.progress,
+        )
+        if self.generator == "openai":
+            options.update(
+                base_url=self.base_url,
+                api_key_env=self.api_key_env,
+                max_concurrency=self.concurrency,
+            )
+        return options
+
+
+@dataclass(kw_only=True)
+class PanelSettings(Settings):
+    """The verification panel and δ (δ checked once, here, against the panel's score range)."""
+
+    panel: str = setting(
+        "comma-separated verifiers: bm25 and/or cross-encoder ids/paths; 'paper' = the three "
+        "rerankers of YHP26 (member@normalisation to override one)",
+        default="bm25",
+    )
+    normalization: str | None = setting(
+        "score normalisation for the members (default: per kind)", default=None
+    )
+    delta: float | None = setting(
+        f"consensus-margin threshold δ, within the panel's score range (default {DEFAULT_DELTA})",
+        default=None,
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        from hf_posbias.verification.panel import check_delta
+
+        delta = DEFAULT_DELTA if self.delta is None else self.delta
+        self.delta = check_delta(delta, self.make_panel(load=False))
+
+    def make_panel(self, *, load: bool = True) -> RerankerPanel:
+        """The panel (cross-encoders loaded unless ``load`` is false)."""
+        return make_stage_panel(self.panel, self.normalization, load=load)
+
+
+@dataclass(kw_only=True)
+class AuditSettings(EndpointSettings):
+    """YHP26's optional LLM segment audit of the scored pool."""
+
+    audit_model: str | None = setting(
+        "run YHP26's segment audit (TargetYes / DistractorNo / Exclusive per margin stratum) "
+        "with this model on an OpenAI-compatible endpoint",
+        default=None,
+    )
+    audit_backend: str = setting(
+        "openai: an OpenAI-compatible endpoint (--base-url); local-lm: a local causal LM "
+        "(folder, Hub id, .gguf or smollm2-135m)",
+        default="openai",
+        choices=CHAT_BACKENDS,
+    )
+    audit_free_form: bool = setting(
+        "ask for one free-form word instead of decoding the judge's reply under its JSON "
+        'schema ({"answer": "yes"|"no"})',
+        default=False,
+    )
+    audit_per_stratum: int = setting("candidates per stratum", default=100)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.audit_model:
+            check_audit_options(
+                self.audit_per_stratum, self.audit_backend, not self.audit_free_form
+            )
+
+
+@dataclass(kw_only=True)
+class SampleSettings(SeedSettings):
+    """Controlled sampling's options (checked once, here, for every configuration)."""
+
+    configs: tuple[str, ...] = setting(
+        "training configurations: begin | middle | end | uniform | b:m:e (one or more, "
+        "repeatable; default: the four of YHP26)",
+        default=PAPER_CONFIG_NAMES,
+        flag=CONFIG_FLAG,
+        metavar="CONFIG",
+        show_default=False,
+    )
+    budget: int | None = setting(
+        "per (bin, position) budget (default: smallest cell)", default=None
+    )
+    min_cell: int = setting(
+        "exclude bins whose smallest (bin, position) cell is below this (reported)", default=1
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.configs = tuple(self.configs)
+        parse_configs(self.configs)
+        check_sampling_options(self.budget, self.min_cell)
+
+
+@dataclass(kw_only=True)
+class PublishSettings(Settings):
+    """Where and how the Hub dataset repos are published."""
+
+    repo_id: str | None = setting(
+        "<org>/<name>: also upload <name>-pool and <name>-train to the Hub", default=None
+    )
+    token: str | None = setting("Hub token (default: HF_TOKEN or the stored login)", default=None)
+    corpus_name: str | None = setting("source description for the dataset cards", default=None)
+    corpus_license: str | None = setting(
+        "Hub licence id of the source text, e.g. cc-by-sa-3.0", default=None
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.repo_id:
+            from hf_posbias.hub import check_repo_id
+
+            check_repo_id(self.repo_id)
+
+    def source(self, corpus: str) -> CorpusSource:
+        """The corpus name and licence on the cards: ``--corpus-name``/``--corpus-license`` over
+        :func:`describe_source`."""
+        source = describe_source(corpus)
+        if self.corpus_name or self.corpus_license:
+            source = CorpusSource(
+                name=self.corpus_name or source.name,
+                license=self.corpus_license or source.license,
+                license_note=source.license_note if corpus == "demo" else "",
+            )
+        return source
+
+
+@dataclass(kw_only=True)
+class CorpusStageSettings(CorpusSettings, WorkSettings, StageSettings):
+    """``posbias corpus``."""
+
+
+@dataclass(kw_only=True)
+class GenerateSettings(GeneratorSettings, WorkSettings, StageSettings):
+    """``posbias generate``."""
+
+
+@dataclass(kw_only=True)
+class VerifySettings(PanelSettings, AuditSettings, SeedSettings, WorkSettings, StageSettings):
+    """``posbias verify``."""
+
+
+@dataclass(kw_only=True)
+class SampleStageSettings(SampleSettings, WorkSettings, StageSettings):
+    """``posbias sample``."""
+
+
+@dataclass(kw_only=True)
+class PublishStageSettings(PublishSettings, OutSettings, WorkSettings, StageSettings):
+    """``posbias publish``."""
+
+
+@dataclass(kw_only=True)
+class BuildSettings(
+    # Listed last-shown first: --help shows --out and the corpus options first.
+    StageSettings,
+    PublishSettings,
+    SampleSettings,
+    PanelSettings,
+    GeneratorSettings,
+    CorpusSettings,
+    OutSettings,
+):
+    """Every setting of :func:`build` (``posbias build``): each group's checks run once, when
+    the object is made, before any stage runs."""
+
+
+BuildConfig = BuildSettings
+"""Former name of :class:`BuildSettings` (kept for existing callers)."""
 
 
 @dataclass
 class BuildPlan:
-    """A validated :class:`BuildConfig`: every option parsed, the generator and panel built."""
+    """A validated :class:`BuildSettings`: every option parsed, the generator and panel built."""
 
-    config: BuildConfig
+    config: BuildSettings
     out: Path
     work: Path
     generator: QueryGenerator
     panel: RerankerPanel
-    delta: float
-    configs: list[PositionConfig]
     token: str | None = None
 
 
-def prepare_build(config: BuildConfig) -> BuildPlan:
+def prepare_build(config: BuildSettings) -> BuildPlan:
     """Validate every option of a build before any stage runs; writes nothing.
 
     Output folder, corpus source, length bins, limit, hold-out share, position configurations,
@@ -732,37 +961,24 @@ def prepare_build(config: BuildConfig) -> BuildPlan:
     :class:`InputError` line before any work starts.
 
     Example:
-        >>> prepare_build(BuildConfig(corpus="demo", out=Path("/tmp/x"), configs=["1:2"]))
+        >>> prepare_build(BuildSettings(corpus="demo", out=Path("/tmp/x"), configs=["1:2"]))
         Traceback (most recent call last):
         ...
         hf_posbias.errors.InputError: position configuration '1:2' is not begin, middle, end, \
 uniform (B/M/E/U) or three numbers b:m:e such as 50:25:25
     """
-    from hf_posbias.verification.panel import check_delta
-
-    out = check_folder_target(config.out, "--out")
-    check_folder_target(out / "work", "--out")
-    check_corpus_options(config.bins, config.limit, config.holdout)
-    configs = parse_configs(config.configs)
-    check_sampling_options(config.budget, config.min_cell)
+    out = check_folder_target(config.out, flag_name("out"))
+    check_folder_target(out / "work", flag_name("out"))
     read_corpus(config.corpus, limit=config.limit)  # checks the source exists; reads nothing
-    panel = make_stage_panel(config.panel, config.normalization, load=False)
-    delta = check_delta(config.delta, panel)
-    if config.repo_prefix:
-        from hf_posbias.hub import check_repo_id
-
-        check_repo_id(config.repo_prefix)
     check_publish_targets(out, overwrite=config.overwrite)
-    options = dict(config.generator_options)
-    options.setdefault("seed", config.seed)
-    generator = make_stage_generator(config.generator, options)
+    generator = make_stage_generator(config.generator, config.generator_options())
     token = None
-    if config.repo_prefix:
+    if config.repo_id:
         from hf_posbias.hub import resolve_token
 
-        token = resolve_token(config.token, purpose=f"--repo-id {config.repo_prefix}")
-    panel.load()  # the cross-encoders: a bad id fails here, before the corpus is read
-    return BuildPlan(config, out, out / "work", generator, panel, delta, configs, token)
+        token = resolve_token(config.token, purpose=f"{flag_name('repo_id')} {config.repo_id}")
+    panel = config.make_panel()  # the cross-encoders: a bad id fails here, before the corpus
+    return BuildPlan(config, out, out / "work", generator, panel, token)
 
 
 @dataclass
@@ -776,7 +992,7 @@ class BuildResult:
     uploaded: dict[str, str] = field(default_factory=dict)
 
 
-def build(config: BuildConfig, echo: Echo = _silent) -> BuildResult:
+def build(config: BuildSettings, echo: Echo = _silent) -> BuildResult:
     """Run every stage of the data pipeline (``posbias build``); resumable and deterministic.
 
     Every option is validated first (:func:`prepare_build`); then corpus → generate → verify →
@@ -785,29 +1001,20 @@ def build(config: BuildConfig, echo: Echo = _silent) -> BuildResult:
     plan = prepare_build(config)
     work, overwrite = plan.work, config.overwrite
     _, corpus_report = run_corpus_stage(
-        config.corpus,
-        work,
-        config.bins,
-        config.limit,
-        config.holdout,
-        echo,
-        overwrite=overwrite,
-        progress=config.progress,
+        config, work, echo, overwrite=overwrite, progress=config.progress
     )
     _, generation_report = run_generate_stage(
         work, plan.generator, None, config.progress, echo, overwrite=overwrite
     )
     _, verification_report = run_verify_stage(
-        work, plan.panel, None, plan.delta, config.progress, echo, overwrite=overwrite
+        work, config, plan.panel, config.progress, echo, overwrite=overwrite
     )
-    run_sample_stage(
-        work, plan.configs, config.budget, config.seed, config.min_cell, echo, overwrite=overwrite
-    )
+    run_sample_stage(work, config, echo, overwrite=overwrite)
     pool_dir, train_dir, uploaded = run_publish_stage(
         work,
         plan.out,
-        config.source or describe_source(config.corpus),
-        config.repo_prefix,
+        config.source(config.corpus),
+        config.repo_id,
         plan.token,
         echo,
         overwrite=overwrite,

@@ -153,14 +153,57 @@ def _iter_json_file(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
         yield f"{path}: item {i}", record
 
 
-def _iter_parquet_file(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+def read_parquet(path: str | Path, columns: list[str] | None = None) -> Any:
+    """A parquet file as a ``pyarrow.Table``; a missing, truncated or foreign file is one
+    :class:`InputError` line naming the file.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "cut.parquet"
+        >>> _ = path.write_bytes(b"PAR1 not really")
+        >>> read_parquet(path)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: ...cut.parquet: not a readable parquet file (...)
+    """
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    try:
+        return pq.read_table(path, columns=columns)
+    except Exception as err:  # pyarrow raises several types for unreadable files
+        raise InputError(f"{path}: not a readable parquet file ({first_line(err)})") from None
+
+
+def parquet_num_rows(path: str | Path) -> int:
+    """A parquet file's row count from its footer; an unreadable file is one error line.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "x.parquet"
+        >>> _ = path.write_text("{}")
+        >>> parquet_num_rows(path)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: ...x.parquet: not a readable parquet file (...)
+    """
     import pyarrow.parquet as pq
 
     try:
-        table = pq.read_table(path)
+        return int(pq.ParquetFile(path).metadata.num_rows)
     except Exception as err:  # pyarrow raises several types for unreadable files
         raise InputError(f"{path}: not a readable parquet file ({first_line(err)})") from None
-    for i, row in enumerate(table.to_pylist()):
+
+
+def read_parquet_rows(path: str | Path) -> list[dict[str, Any]]:
+    """A parquet file's rows as dicts (through :func:`read_parquet`)."""
+    return read_parquet(path).to_pylist()
+
+
+def _iter_parquet_file(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    for i, row in enumerate(read_parquet_rows(path)):
         yield f"{path}: row {i}", row
 
 

@@ -285,8 +285,21 @@ def sample_training_set(
         Training rows (:data:`TRAINING_COLUMNS`, ordered by bin, position, candidate_id) and the
         report. Raises :class:`BudgetError` naming the first cell a given budget cannot meet.
     """
-    spec = PositionConfig.parse(config)
     check_sampling_options(budget, min_cell)
+    return draw_training_set(pool_rows, config, budget=budget, seed=seed, min_cell=min_cell)
+
+
+def draw_training_set(
+    pool_rows: Sequence[dict[str, Any]],
+    config: PositionConfig | str,
+    *,
+    budget: int | None,
+    seed: int,
+    min_cell: int,
+) -> tuple[list[dict[str, Any]], SampleReport]:
+    """:func:`sample_training_set` for options already checked once (by the settings of
+    ``posbias sample``/``build``, which draw every configuration with the same options)."""
+    spec = PositionConfig.parse(config)
     if not pool_rows:
         raise InputError("the pool is empty: nothing to sample")
 

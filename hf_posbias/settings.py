@@ -59,13 +59,15 @@ def setting(
     metavar: str | None = None,
     cli: bool = True,
     show_default: bool = True,
+    flag: str | None = None,
 ) -> Any:
     """A dataclass field that is also a command-line flag.
 
     ``choices`` may be a callable (evaluated when the parser is built, so a registry can stay
     lazily imported). ``aliases`` are former spellings: accepted, with a ``DeprecationWarning``
     and a line on stderr naming the new flag. ``cli=False`` keeps a field out of the parser
-    (set by the library, not the user).
+    (set by the library, not the user). ``flag`` is the spelling when the field's name cannot be
+    it (``lam`` is ``--lambda``, a Python keyword).
     """
     meta = {
         _META: {
@@ -76,6 +78,7 @@ def setting(
             "metavar": metavar,
             "cli": cli,
             "show_default": show_default,
+            "flag": flag,
         },
         # transformers' HfArgumentParser reads "help" too.
         "help": help,
@@ -119,6 +122,29 @@ def check_positive(settings: Any, *field_names: str, allow_zero: bool = False) -
         value = getattr(settings, name)
         if value is not None and value < low:
             raise InputError(f"{flag_name(name)} must be >= {low}, got {value}")
+
+
+@dataclasses.dataclass(kw_only=True)
+class Settings:
+    """Base of settings mixins: each mixin's ``__post_init__`` calls ``super().__post_init__()``,
+    so a verb's settings combined from several groups run every group's checks, each once."""
+
+    def __post_init__(self) -> None:
+        """The end of the cooperative chain of checks."""
+
+
+@dataclasses.dataclass(kw_only=True)
+class ProgressSettings(Settings):
+    """The progress convention of every long verb: ``--progress / --no-progress``, on by default.
+
+    Example:
+        >>> parse_settings_args(ProgressSettings, ["--no-progress"])
+        ProgressSettings(progress=False)
+    """
+
+    progress: bool = setting(
+        "report progress (bars on a terminal, plain lines in a log)", default=True
+    )
 
 
 class _DeprecatedAliasMixin:
@@ -211,12 +237,16 @@ def add_settings_arguments(
 ) -> None:
     """Add one argument per field of the settings dataclass ``cls`` to ``parser``.
 
-    Fields without a default are required (or positional with ``setting(positional=True)``).
+    Fields without a default are required (or positional with ``setting(positional=True)``) and
+    come first in ``--help``.
     Help text comes from the field's metadata (``setting(help)``; a bare ``{"help": …}`` as
     transformers uses works too) with the default appended.
     """
     skip = set(exclude)
-    for f, tp in settings_fields(cls):
+    fields = settings_fields(cls)
+    # Required settings first (what a user must give), then the rest in declaration order.
+    fields.sort(key=lambda item: _default_of(item[0]) is not dataclasses.MISSING)
+    for f, tp in fields:
         if f.name in skip:
             continue
         meta = dict(f.metadata.get(_META, {}))
@@ -260,7 +290,7 @@ def add_settings_arguments(
                 kwargs["nargs"] = "?"
             action = parser.add_argument(f.name, **kwargs)
             continue
-        names = [flag_name(f.name), *meta.get("aliases", ())]
+        names = [meta.get("flag") or flag_name(f.name), *meta.get("aliases", ())]
         action = parser.add_argument(*names, required=required, **kwargs)
         action.posbias_aliases = tuple(meta.get("aliases", ()))  # type: ignore[attr-defined]
         if base is bool:
@@ -315,6 +345,22 @@ class RaisingArgumentParser(argparse.ArgumentParser):
         raise InputError(message)
 
 
+def settings_parser(cls: type, **parser_kwargs: Any) -> RaisingArgumentParser:
+    """A stand-alone parser of ``cls`` whose mistakes are one :class:`InputError`.
+
+    Example:
+        >>> from dataclasses import dataclass
+        >>> @dataclass
+        ... class K:
+        ...     global_batch: int = setting("rows", default=3, aliases=("--batch-size",))
+        >>> print(settings_parser(K, prog="k").format_usage().strip())
+        usage: k [-h] [--global-batch GLOBAL_BATCH]
+    """
+    parser = RaisingArgumentParser(**parser_kwargs)
+    add_settings_arguments(parser, cls)
+    return parser
+
+
 def parse_settings_args(
     cls: type[S], argv: Sequence[str] | None, *, strict: bool = True, **parser_kwargs: Any
 ) -> S:
@@ -335,8 +381,7 @@ def parse_settings_args(
         ...
         hf_posbias.errors.InputError: unknown flag(s): --q 5
     """
-    parser = RaisingArgumentParser(**parser_kwargs)
-    add_settings_arguments(parser, cls)
+    parser = settings_parser(cls, **parser_kwargs)
     args = list(argv) if argv is not None else None
     try:
         namespace, unknown = parser.parse_known_args(args)
@@ -370,14 +415,18 @@ def settings_to_argv(settings: Any, *, skip_defaults: bool = True) -> list[str]:
             continue
         meta = f.metadata.get(_META, {})
         base, _ = _unwrap_optional(tp)
+        flag = meta.get("flag") or flag_name(f.name)
         if base is bool:
-            argv.append(flag_name(f.name) if value else "--no-" + f.name.replace("_", "-"))
+            argv.append(flag if value else "--no-" + flag[2:])
             continue
-        name = [] if meta.get("positional") else [flag_name(f.name)]
-        if isinstance(value, list | tuple):
+        name = [] if meta.get("positional") else [flag]
+        if isinstance(value, list | tuple) and _type_parts(tp)[2]:
             if value:
                 argv += [*name, *map(str, value)]
             continue
+        if isinstance(value, list | tuple):
+            # A one-string flag that __post_init__ parsed into a list ("1,5,20" → [1, 5, 20]).
+            value = ",".join(map(str, value))
         argv += [*name, str(value)]
     return argv
 
@@ -398,3 +447,46 @@ def settings_record(settings: Any, *, secrets: Iterable[str] = ("hub_token", "ap
         if name in record:
             record[name] = None
     return record
+
+
+def launch_main(
+    argv: Sequence[str] | None,
+    settings_cls: type[S],
+    *,
+    prog: str,
+    description: str,
+    run: Callable[[S], Any],
+    report: Callable[[Any], str],
+) -> int:
+    """The body of a module entry point (``python -m …``, ``accelerate launch -m …``).
+
+    Parses the flags into ``settings_cls``, calls ``run(settings)`` and prints
+    ``report(result)`` on rank 0 (``result.world_size`` if it has one, ``$RANK``); a user mistake
+    prints one ``error:`` line to stderr and returns 2.
+
+    Example:
+        >>> from dataclasses import dataclass
+        >>> @dataclass
+        ... class K:
+        ...     k: int = setting("k", default=3)
+        >>> launch_main(["--k", "0x"], K, prog="k", description="", run=print, report=str)
+        2
+        >>> launch_main(["--k", "5"], K, prog="k", description="", run=lambda s: s.k, report=str)
+        5
+        0
+    """
+    import logging
+    import os
+
+    from hf_posbias.errors import PosbiasError
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        settings = parse_settings_args(settings_cls, argv, prog=prog, description=description)
+        result = run(settings)
+    except PosbiasError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if getattr(result, "world_size", 1) == 1 or int(os.environ.get("RANK", "0")) == 0:
+        print(report(result))
+    return 0

@@ -21,16 +21,18 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from hf_posbias.errors import InputError
+from hf_posbias.rows import read_json, read_parquet_rows
 
 T = TypeVar("T")
 
@@ -89,13 +91,40 @@ def fingerprint(params: dict[str, Any]) -> str:
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
-def write_json(path: str | Path, payload: Any) -> None:
-    """Write JSON atomically (temporary file + rename) with stable formatting."""
+@contextlib.contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """A temporary path beside ``path`` that replaces it in one rename when the block ends.
+
+    A reader (another process, a resumed run) sees the old file or the whole new one, never a
+    half-written file; a block that raises leaves ``path`` as it was.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> target = pathlib.Path(tempfile.mkdtemp()) / "a" / "x.txt"
+        >>> with atomic_path(target) as tmp:
+        ...     _ = tmp.write_text("done")
+        >>> target.read_text(), sorted(p.name for p in target.parent.iterdir())
+        ('done', ['x.txt'])
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n")
-    os.replace(tmp, path)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """Write UTF-8 text through :func:`atomic_path`."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def write_json(path: str | Path, payload: Any) -> None:
+    """Write JSON atomically (temporary file + rename) with stable formatting."""
+    write_text_atomic(path, json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n")
 
 
 def write_parquet(
@@ -109,19 +138,9 @@ def write_parquet(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     table = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(list(rows), schema=schema)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    pq.write_table(table, tmp, compression="zstd", write_statistics=True, store_schema=True)
-    os.replace(tmp, path)
-
-
-def read_parquet_rows(path: str | Path) -> list[dict[str, Any]]:
-    """Read a parquet file into a list of dicts."""
-    import pyarrow.parquet as pq
-
-    return pq.read_table(path).to_pylist()
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp, compression="zstd", write_statistics=True, store_schema=True)
 
 
 def read_manifest(stage_dir: str | Path) -> dict[str, Any] | None:
@@ -132,7 +151,7 @@ def read_manifest(stage_dir: str | Path) -> dict[str, Any] | None:
         True
     """
     path = Path(stage_dir) / MANIFEST
-    return json.loads(path.read_text()) if path.is_file() else None
+    return read_json(path) if path.is_file() else None
 
 
 def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -46,3 +49,94 @@ def test_user_errors_become_one_line_and_exit_2(capsys: pytest.CaptureFixture[st
         cli.build_parser = original
     err = capsys.readouterr().err
     assert err == "error: corpus.jsonl:3: malformed JSON\n"
+
+
+def _verb_parsers() -> dict[str, argparse.ArgumentParser]:
+    """Every leaf verb's parser by its command path (``"listwise test"``)."""
+    found: dict[str, argparse.ArgumentParser] = {}
+
+    def walk(parser: argparse.ArgumentParser, path: str) -> None:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs:
+            found[path] = parser
+        for action in subs:
+            for name, child in action.choices.items():
+                walk(child, f"{path} {name}".strip())
+
+    walk(build_parser(), "")
+    return found
+
+
+LONG_VERBS = (
+    "build",
+    "corpus",
+    "generate",
+    "verify",
+    "evaluate",
+    "audit",
+    "analyze evidence-moving",
+    "analyze segment-profile",
+    "analyze pooling",
+    "demo",
+    "listwise test",
+    "listwise shuffle-eval",
+    "listwise propensity",
+    "listwise build-train",
+    "listwise train",
+    "listwise demo",
+)
+
+
+def test_every_long_verb_has_progress_on_by_default_and_both_spellings() -> None:
+    parsers = _verb_parsers()
+    for verb in LONG_VERBS:
+        flags = {o for a in parsers[verb]._actions for o in a.option_strings}
+        assert {"--progress", "--no-progress"} <= flags, verb
+        progress = next(a for a in parsers[verb]._actions if "--progress" in a.option_strings)
+        assert progress.default is True, verb
+    base = ["evaluate", "--model", "bm25", "--task", "t", "--out", "o"]
+    assert build_parser().parse_args(base).progress is True
+    assert build_parser().parse_args([*base, "--progress"]).progress is True  # former opt-in
+    assert build_parser().parse_args([*base, "--no-progress"]).progress is False
+
+
+def test_no_verb_declares_a_flag_by_hand() -> None:
+    """Flags come from settings dataclasses; only the top-level --version/-v are hand-written."""
+    import hf_posbias.cli as cli_package
+
+    folder = Path(cli_package.__file__).parent
+    for path in folder.glob("*.py"):
+        calls = path.read_text().count(".add_argument(")
+        assert calls == (2 if path.name == "__init__.py" else 0), path.name
+    usage = " ".join(p.format_help() for p in _verb_parsers().values())
+    assert not re.search(r"--[a-z0-9-]+_[a-z]", usage)  # dashed spellings only
+
+
+def test_the_listwise_window_lives_in_one_settings_object() -> None:
+    from hf_posbias.listwise.settings import ListwiseTestSettings, RerankerOptions
+    from hf_posbias.settings import settings_from_args
+
+    owners = [
+        c for c in ListwiseTestSettings.__mro__ if "window" in vars(c).get("__annotations__", {})
+    ]
+    assert owners == [RerankerOptions]
+    args = build_parser().parse_args(
+        [
+            "listwise",
+            "test",
+            "--reranker",
+            "bm25",
+            "--task",
+            "t",
+            "--out",
+            "o",
+            "--window",
+            "6",
+            "--step",
+            "3",
+        ]
+    )
+    s = settings_from_args(ListwiseTestSettings, args)
+    assert (s.window, s.step) == (6, 3)
+    with pytest.raises(InputError, match="--step must lie in 1..--window"):
+        settings_from_args(ListwiseTestSettings, args, step=7)

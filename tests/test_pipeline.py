@@ -501,3 +501,32 @@ def test_progress_in_a_log_is_plain_lines_and_no_progress_silences_it(
         main(["build", "--corpus", topic_jsonl, "--out", str(tmp_path / "b"), "--no-progress"]) == 0
     )
     assert capsys.readouterr().err == ""
+
+
+def test_build_checks_delta_and_sampling_options_once(
+    topic_jsonl: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: one `posbias build` ran check_delta 3 times and check_sampling_options 6."""
+    import hf_posbias.pipeline as pipeline
+    import hf_posbias.sampling as sampling
+    import hf_posbias.verification.panel as panel
+    import hf_posbias.verification.stage as verification_stage
+
+    calls: Counter[str] = Counter()
+
+    def counted(function):
+        def wrapper(*args, **kwargs):
+            calls[function.__name__] += 1
+            return function(*args, **kwargs)
+
+        return wrapper
+
+    check_sampling, check_delta = sampling.check_sampling_options, panel.check_delta
+    for module in (sampling, pipeline):
+        monkeypatch.setattr(module, "check_sampling_options", counted(check_sampling))
+    for module in (panel, verification_stage):
+        monkeypatch.setattr(module, "check_delta", counted(check_delta))
+    out = tmp_path / "out"
+    assert main(["build", "--corpus", topic_jsonl, "--out", str(out), "--no-progress"]) == 0
+    assert calls == {"check_sampling_options": 1, "check_delta": 1}
+    assert len(list((out / "train").rglob("*.parquet"))) == 4  # every configuration sampled

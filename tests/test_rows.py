@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 from olah_mirror import add_git_repo, client_env, olah_available, olah_server
 from publish_rows import make_info, make_pool, make_train_sets
+from test_bm25 import tiny_task
 
+from hf_posbias.cli import main
 from hf_posbias.errors import InputError
 from hf_posbias.publish import write_train_repo
-from hf_posbias.rows import iter_rows, read_dataset, read_rows, read_text
+from hf_posbias.rows import iter_rows, read_dataset, read_json, read_parquet, read_rows, read_text
 
 
 def test_read_dataset_names_configs_and_never_serves_stale_rows(tmp_path: Path) -> None:
@@ -69,6 +71,41 @@ def test_every_file_type_and_where_each_row_came_from(tmp_path: Path) -> None:
     (tmp_path / "broken.parquet").write_text("not parquet")
     with pytest.raises(InputError, match="not a readable parquet file"):
         read_rows(tmp_path / "broken.parquet")
+
+
+def test_truncated_or_foreign_files_are_one_line_naming_the_file(tmp_path: Path) -> None:
+    good = tiny_task(tmp_path / "task") / "corpus.parquet"
+    cut = tmp_path / "cut.parquet"
+    cut.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    foreign = tmp_path / "foreign.parquet"
+    foreign.write_text('{"id": "d1"}\n')
+    for path in (cut, foreign):
+        with pytest.raises(InputError, match=f"{path.name}: not a readable parquet file") as err:
+            read_parquet(path)
+        assert "\n" not in str(err.value)
+    with pytest.raises(InputError, match="cut.parquet: not a readable parquet file"):
+        read_rows(cut)
+    half = tmp_path / "half.json"
+    half.write_text('{"a": [1, 2')
+    with pytest.raises(InputError, match="half.json: not valid JSON"):
+        read_json(half)
+
+
+@pytest.mark.parametrize("verb", ["evaluate", "listwise"])
+def test_a_truncated_parquet_in_a_task_folder_is_one_error_line(tmp_path, capsys, verb) -> None:
+    task = tiny_task(tmp_path / "task")
+    corpus = task / "corpus.parquet"
+    corpus.write_bytes(corpus.read_bytes()[:100])
+    args = {
+        "evaluate": ["evaluate", "--model", "bm25"],
+        "listwise": ["listwise", "test", "--reranker", "bm25", "--k", "5"],
+    }[verb]
+    capsys.readouterr()
+    assert main([*args, "--task", str(task), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: "), err
+    assert "corpus.parquet: not a readable parquet file" in err[0]
+    assert "Traceback" not in err[0]
 
 
 def test_a_repo_folder_reads_like_the_hub_repo(tmp_path: Path) -> None:

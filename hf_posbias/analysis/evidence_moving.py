@@ -28,14 +28,11 @@ Example:
 
 from __future__ import annotations
 
-import ast
 import csv
-import io
 import json
 import math
 import random
 import re
-import tokenize
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import InputError
 from hf_posbias.progress import progress as progress_bar
+from hf_posbias.rows import read_parquet
 
 if TYPE_CHECKING:
     import numpy as np
@@ -51,10 +49,6 @@ if TYPE_CHECKING:
 
 DEFAULT_SLOTS = 10
 """YHP26 moves the evidence to ten insertion points p1…p10."""
-
-# A sentence ends with . ! ? (optionally closed by quotes/brackets) followed by whitespace, or a
-# line ends; the next sentence must not start lower-case ("e.g. the", "vs. a" are not ends).
-_SENTENCE_END = re.compile(r"(?:[.!?][\"'\u201d\u2019)\]]*[ \t]+|\s*\n\s*)(?=\S)")
 
 
 def slot_names(n: int) -> tuple[str, ...]:
@@ -70,16 +64,18 @@ def slot_names(n: int) -> tuple[str, ...]:
 def sentence_boundaries(text: str) -> list[int]:
     """Offsets where the evidence may be inserted: 0, every sentence start, ``len(text)``.
 
+    Sentences are the ICT generator's (:func:`hf_posbias.generation.ict.split_sentences`: no
+    cut after an abbreviation, an initial, or before a lower-case word).
+
     Example:
         >>> sentence_boundaries("One. Two? Three e.g. four.\\nFive")
         [0, 5, 10, 27, 31]
+        >>> sentence_boundaries("Dr. Smith came. He left.")
+        [0, 16, 24]
     """
-    cuts = {0, len(text)}
-    for match in _SENTENCE_END.finditer(text):
-        end = match.end()
-        if end < len(text) and not text[end].islower():
-            cuts.add(end)
-    return sorted(cuts)
+    from hf_posbias.generation.ict import split_sentences
+
+    return sorted({0, len(text), *(start for start, _ in split_sentences(text))})
 
 
 def _is_word_char(ch: str) -> bool:
@@ -552,23 +548,6 @@ class PairLoadReport:
         )
 
 
-def parse_numpy_string_list(text: str) -> list[str]:
-    """Parse a numpy ``repr`` of a string array (``"['a'\\n 'b']"``, no commas) into a list.
-
-    ``ast.literal_eval`` would silently concatenate adjacent literals, so each string token is
-    read on its own.
-
-    Example:
-        >>> parse_numpy_string_list("['First one.'\\n \\"It's second.\\"]")
-        ['First one.', "It's second."]
-    """
-    tokens = tokenize.generate_tokens(io.StringIO(text).readline)
-    try:
-        return [ast.literal_eval(tok.string) for tok in tokens if tok.type == tokenize.STRING]
-    except (tokenize.TokenError, SyntaxError, ValueError) as err:
-        raise InputError(f"cannot parse sentence list {text[:60]!r}…: {err}") from None
-
-
 def _int_list(text: str) -> list[int]:
     return [int(x) for x in re.findall(r"-?\d+", text or "")]
 
@@ -596,6 +575,8 @@ def load_scifact_pairs(
     insertion points are their exact sentence starts. ``split`` may be ``train``,
     ``validation`` or ``all``.
     """
+    from hf_posbias.evaluation.builders.scifact import parse_sentence_list
+
     folder = Path(folder)
     splits = ["train", "validation"] if split == "all" else [split]
     corpus_path = folder / "corpus_train.csv"
@@ -628,7 +609,7 @@ def load_scifact_pairs(
                 if doc_id not in abstracts:
                     report.skip("document_not_in_corpus")
                     continue
-                sentences = parse_numpy_string_list(abstracts[doc_id])
+                sentences = parse_sentence_list(abstracts[doc_id])
                 if max(indices) >= len(sentences) or min(indices) < 0:
                     report.skip("evidence_index_out_of_range")
                     continue
@@ -766,11 +747,10 @@ def load_pairs(
             f"unsupported pair source {path}: use a SciFact folder (claims_*.csv), a .jsonl file, "
             "a training-set .parquet or a training-set folder (data/<config>/)"
         )
-    import pyarrow.parquet as pq
 
     rows: list[dict[str, Any]] = []
     for file in files:
-        table = pq.read_table(file)
+        table = read_parquet(file)
         missing = {"query", "positive", "target_position"} - set(table.column_names)
         if missing:
             raise InputError(f"{file}: missing column(s) {sorted(missing)}")

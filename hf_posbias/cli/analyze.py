@@ -7,8 +7,8 @@ Example:
     >>> args = build_parser().parse_args(
     ...     ["analyze", "evidence-moving", "--pairs", "claims/", "--model", "B=runs/begin",
     ...      "--out", "out/em"])
-    >>> args.n, args.model
-    (10, ['B=runs/begin'])
+    >>> args.n, args.models, args.progress
+    (10, ['B=runs/begin'], True)
 """
 
 from __future__ import annotations
@@ -19,9 +19,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from hf_posbias.analysis.settings import (
+    AnalysisOptions,
+    EvidenceMovingSettings,
+    PoolingSettings,
+    SegmentProfileSettings,
+)
 from hf_posbias.errors import InputError
-
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
+from hf_posbias.settings import add_settings_arguments, settings_from_args
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -30,67 +35,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "analyze", help="representation analyses: evidence moving, segment profile, pooling"
     )
     verbs = parser.add_subparsers(dest="analyze_command", metavar="VERB", required=True)
-
-    def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--n", type=int, default=10, help="positions p1…pn (default 10)")
-        p.add_argument("--limit", type=int, default=200, help="pairs/documents sampled (0 = all)")
-        p.add_argument("--seed", type=int, default=42, help="sampling seed")
-        p.add_argument("--out", required=True, type=Path, help="output folder")
-        p.add_argument("--device", default="cpu", help="torch device (default cpu)")
-        p.add_argument(
-            "--max-seq-length",
-            type=int,
-            default=None,
-            help="override the model's max_seq_length (tokens)",
-        )
-        p.add_argument(
-            "--allow-truncation",
-            action="store_true",
-            help="keep inputs longer than the model's max_seq_length (default: skip and count)",
-        )
-
-    def pair_source(p: argparse.ArgumentParser, required: bool) -> None:
-        p.add_argument(
-            "--pairs",
-            required=required,
-            help="SciFact folder (claims_*.csv), user .jsonl, training-set .parquet or folder",
-        )
-        p.add_argument("--split", default="train", help="SciFact split: train|validation|all")
-        p.add_argument("--config", default="uniform", help="training-set configuration")
-
-    def corpus_source(p: argparse.ArgumentParser, required: bool) -> None:
-        p.add_argument(
-            "--corpus",
-            required=required,
-            help="documents: demo, .jsonl, .parquet, WikiExtractor folder, hf:<id>",
-        )
-        p.add_argument("--clip-chars", type=int, default=None, help="keep the first N characters")
-
-    ev = verbs.add_parser("evidence-moving", help="move the evidence to p1…pn, cosine per slot")
-    ev.add_argument(
-        "--model",
-        action="append",
-        help=f"[LABEL=]model, repeatable (default {DEFAULT_MODEL})",
-    )
-    pair_source(ev, required=True)
-    common(ev)
-    ev.set_defaults(func=run_evidence_moving_cmd)
-
-    sp = verbs.add_parser("segment-profile", help="cosine(document, segment i), query-free")
-    sp.add_argument("--model", action="append", help="[LABEL=]model, repeatable")
-    corpus_source(sp, required=True)
-    common(sp)
-    sp.set_defaults(func=run_segment_profile_cmd)
-
-    po = verbs.add_parser("pooling", help="one transformer with cls/mean/max/lasttoken pooling")
-    po.add_argument("--model", required=True, help="checkpoint or SentenceTransformer folder")
-    po.add_argument(
-        "--modes", default="cls,mean,max,lasttoken", help="comma-separated pooling modes"
-    )
-    pair_source(po, required=False)
-    corpus_source(po, required=False)
-    common(po)
-    po.set_defaults(func=run_pooling_cmd)
+    for name, help_text, settings_cls, handler in (
+        (
+            "evidence-moving",
+            "move the evidence to p1…pn, cosine per slot",
+            EvidenceMovingSettings,
+            run_evidence_moving_cmd,
+        ),
+        (
+            "segment-profile",
+            "cosine(document, segment i), query-free",
+            SegmentProfileSettings,
+            run_segment_profile_cmd,
+        ),
+        (
+            "pooling",
+            "one transformer with cls/mean/max/lasttoken pooling",
+            PoolingSettings,
+            run_pooling_cmd,
+        ),
+    ):
+        p = verbs.add_parser(name, help=help_text)
+        add_settings_arguments(p, settings_cls)
+        p.set_defaults(func=handler)
 
 
 def parse_model_spec(spec: str) -> tuple[str, str]:
@@ -108,7 +75,7 @@ def parse_model_spec(spec: str) -> tuple[str, str]:
     return model_display_name(spec), spec
 
 
-def _load(name: str, args: argparse.Namespace) -> Any:
+def _load(name: str, args: AnalysisOptions) -> Any:
     from hf_posbias.modeling import load_sentence_transformer
 
     model = load_sentence_transformer(name, device=args.device)
@@ -127,15 +94,13 @@ def _write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
         writer.writerows(rows)
 
 
-def _check_common(args: argparse.Namespace) -> None:
-    if args.n < 2:
-        raise InputError(f"--n must be at least 2, got {args.n}")
-    if args.limit < 0:
-        raise InputError(f"--limit must be >= 0, got {args.limit}")
-    args.out.mkdir(parents=True, exist_ok=True)
+def _out(s: AnalysisOptions) -> Path:
+    out = Path(s.out)
+    out.mkdir(parents=True, exist_ok=True)
+    return out
 
 
-def _pairs(args: argparse.Namespace) -> tuple[list[Any], str]:
+def _pairs(args: Any) -> tuple[list[Any], str]:
     from hf_posbias.analysis.evidence_moving import load_pairs, sample_pairs
 
     cases, report = load_pairs(args.pairs, split=args.split, config=args.config)
@@ -148,7 +113,7 @@ def _pairs(args: argparse.Namespace) -> tuple[list[Any], str]:
     return chosen, report.summary_line()
 
 
-def _documents(args: argparse.Namespace) -> list[tuple[str, str]]:
+def _documents(args: Any) -> list[tuple[str, str]]:
     import random
 
     from hf_posbias.analysis.evidence_moving import sentence_boundaries
@@ -175,7 +140,7 @@ def _skipped_lines(label: str, skipped: dict[str, int], total: int) -> list[str]
     return [f"  WARNING {label}: skipped {v} of {total} ({k})" for k, v in sorted(skipped.items())]
 
 
-def run_evidence_moving_cmd(args: argparse.Namespace) -> int:
+def run_evidence_moving_cmd(ns: argparse.Namespace) -> int:
     """Handler of ``posbias analyze evidence-moving``."""
     from hf_posbias.analysis.evidence_moving import (
         run_evidence_moving,
@@ -183,96 +148,110 @@ def run_evidence_moving_cmd(args: argparse.Namespace) -> int:
         summary_table,
     )
 
-    _check_common(args)
+    args = settings_from_args(EvidenceMovingSettings, ns)
+    out = _out(args)
     cases, source_line = _pairs(args)
     summaries = []
-    for spec in args.model or [DEFAULT_MODEL]:
+    for spec in args.models:
         label, name = parse_model_spec(spec)
         model = _load(name, args)
-        summaries.append(run_evidence_moving(model, cases, args.n, label, args.allow_truncation))
+        summaries.append(
+            run_evidence_moving(
+                model, cases, args.n, label, args.allow_truncation, progress=args.progress
+            )
+        )
     table = summary_table(summaries)
-    _write_csv(args.out / "evidence_moving.csv", [s.to_row() for s in summaries])
+    _write_csv(out / "evidence_moving.csv", [s.to_row() for s in summaries])
     per_pair = [
         {"model": s.model, "pair_id": c.pair_id, **dict(zip(c.positions, c.cosines))}
         for s in summaries
         for c in s.curves
     ]
-    _write_csv(args.out / "evidence_moving_pairs.csv", per_pair)
-    (args.out / "evidence_moving.md").write_text(
+    _write_csv(out / "evidence_moving_pairs.csv", per_pair)
+    (out / "evidence_moving.md").write_text(
         f"{source_line}\n\n{table}\n\n" + "\n".join(s.headline() for s in summaries) + "\n",
         encoding="utf-8",
     )
-    save_evidence_moving_plot(summaries, args.out / "evidence_moving.png")
+    save_evidence_moving_plot(summaries, out / "evidence_moving.png")
     print(table)
     for s in summaries:
         print(s.headline())
         for line in _skipped_lines(s.model, s.skipped, len(cases)):
             print(line)
-    print(f"wrote {args.out}/evidence_moving.csv, evidence_moving_pairs.csv, .md, .png")
+    print(f"wrote {out}/evidence_moving.csv, evidence_moving_pairs.csv, .md, .png")
     return 0
 
 
-def run_segment_profile_cmd(args: argparse.Namespace) -> int:
+def run_segment_profile_cmd(ns: argparse.Namespace) -> int:
     """Handler of ``posbias analyze segment-profile``."""
     from hf_posbias.analysis.plots import CurveSeries, curve_figure, save_figure
     from hf_posbias.analysis.segment_profile import profile_table, segment_profile
 
-    _check_common(args)
+    args = settings_from_args(SegmentProfileSettings, ns)
+    out = _out(args)
     docs = _documents(args)
     profiles = []
-    for spec in args.model or [DEFAULT_MODEL]:
+    for spec in args.models:
         label, name = parse_model_spec(spec)
         model = _load(name, args)
-        profiles.append(segment_profile(model, docs, args.n, label, args.allow_truncation))
+        profiles.append(
+            segment_profile(
+                model, docs, args.n, label, args.allow_truncation, progress=args.progress
+            )
+        )
     table = profile_table(profiles)
-    _write_csv(args.out / "segment_profile.csv", [p.to_row() for p in profiles])
-    (args.out / "segment_profile.md").write_text(
-        f"corpus: {args.corpus}\n\n{table}\n", encoding="utf-8"
-    )
+    _write_csv(out / "segment_profile.csv", [p.to_row() for p in profiles])
+    (out / "segment_profile.md").write_text(f"corpus: {args.corpus}\n\n{table}\n", encoding="utf-8")
     fig = curve_figure(
         [CurveSeries(p.model, p.mean, p.stderr) for p in profiles],
         f"Segment profile ({profiles[0].n_docs} documents; mean ± s.e.)",
         ylabel="cosine(document, segment)",
         xlabel="segment",
     )
-    save_figure(fig, args.out / "segment_profile.png")
+    save_figure(fig, out / "segment_profile.png")
     print(table)
     for p in profiles:
         for line in _skipped_lines(p.model, p.skipped, p.n_input):
             print(line)
-    print(f"wrote {args.out}/segment_profile.csv, .md, .png")
+    print(f"wrote {out}/segment_profile.csv, .md, .png")
     return 0
 
 
-def run_pooling_cmd(args: argparse.Namespace) -> int:
+def run_pooling_cmd(ns: argparse.Namespace) -> int:
     """Handler of ``posbias analyze pooling``."""
     from hf_posbias.analysis.plots import CurveSeries, curve_figure, save_figure
     from hf_posbias.analysis.pooling import pooling_ablation, pooling_table
 
-    _check_common(args)
-    if not args.pairs and not args.corpus:
-        raise InputError("give --pairs, --corpus or both")
+    args = settings_from_args(PoolingSettings, ns)
+    out = _out(args)
     cases = _pairs(args)[0] if args.pairs else []
     docs = _documents(args) if args.corpus else []
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     rows = pooling_ablation(
-        args.model, cases, docs, args.n, modes, args.allow_truncation, device=args.device
+        args.model,
+        cases,
+        docs,
+        args.n,
+        modes,
+        args.allow_truncation,
+        device=args.device,
+        progress=args.progress,
     )
     table = pooling_table(rows)
-    _write_csv(args.out / "pooling.csv", [r.to_row() for r in rows])
-    (args.out / "pooling.md").write_text(f"model: {args.model}\n\n{table}\n", encoding="utf-8")
+    _write_csv(out / "pooling.csv", [r.to_row() for r in rows])
+    (out / "pooling.md").write_text(f"model: {args.model}\n\n{table}\n", encoding="utf-8")
     if cases:
         series = [CurveSeries(r.pooling, r.evidence.mean, r.evidence.stderr) for r in rows]
         save_figure(
             curve_figure(series, "Evidence moving by pooling", xlabel="evidence position"),
-            args.out / "pooling_evidence_moving.png",
+            out / "pooling_evidence_moving.png",
         )
     if docs:
         series = [CurveSeries(r.pooling, r.profile.mean, r.profile.stderr) for r in rows]
         save_figure(
             curve_figure(series, "Segment profile by pooling", xlabel="segment"),
-            args.out / "pooling_segment_profile.png",
+            out / "pooling_segment_profile.png",
         )
     print(table)
-    print(f"wrote {args.out}/pooling.csv, .md, .png")
+    print(f"wrote {out}/pooling.csv, .md, .png")
     return 0

@@ -31,13 +31,18 @@ from __future__ import annotations
 
 import argparse
 
+from hf_posbias.evaluation.settings import PlotEvidenceSettings
+from hf_posbias.settings import add_settings_arguments, settings_from_args
+
 
 def _build(args: argparse.Namespace) -> int:
     from hf_posbias.evaluation.builders.common import format_report
     from hf_posbias.evaluation.registry import benchmarks
 
-    data = benchmarks()[args.benchmark].build(args)
-    folder = data.save(args.out)
+    bench = benchmarks()[args.benchmark]
+    settings = settings_from_args(bench.settings, args)
+    data = bench.build(settings)
+    folder = data.save(settings.out)
     print(format_report(data))
     print(f"wrote {folder}")
     return 0
@@ -46,7 +51,8 @@ def _build(args: argparse.Namespace) -> int:
 def _plot(args: argparse.Namespace) -> int:
     from hf_posbias.evaluation.evidence_plot import plot_evidence_distribution
 
-    summary = plot_evidence_distribution(args.task, args.out, bins=args.bins)
+    s = settings_from_args(PlotEvidenceSettings, args)
+    summary = plot_evidence_distribution(list(s.task), s.out, bins=s.bins)
     for name, counts in summary.counts.items():
         print(f"{name}: {sum(counts)} queries with evidence offsets")
     for name in summary.skipped:
@@ -71,7 +77,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     # module under evaluation/builders adds its verb here.
     for name, benchmark in benchmarks().items():
         p = verbs.add_parser(name, help=benchmark.help, description=benchmark.help)
-        benchmark.add_arguments(p)
+        add_settings_arguments(p, benchmark.settings)
         p.set_defaults(func=_build)
 
     from hf_posbias.cli.benchmark_build import register_build
@@ -79,11 +85,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     register_build(verbs)
 
     p = verbs.add_parser("plot-evidence", help="histogram of relative evidence positions (PNG)")
-    p.add_argument(
-        "--task", required=True, action="append", help="task folder (repeat for several)"
-    )
-    p.add_argument("--out", required=True, help="PNG file to write")
-    p.add_argument("--bins", type=int, default=20)
+    add_settings_arguments(p, PlotEvidenceSettings)
     p.set_defaults(func=_plot)
 
     bench.set_defaults(func=lambda args: (bench.print_help(), 1)[1])

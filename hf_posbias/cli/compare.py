@@ -15,7 +15,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hf_posbias.errors import InputError
+from hf_posbias.evaluation.settings import CompareSettings
+from hf_posbias.settings import add_settings_arguments, settings_from_args
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,14 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "queries: Δ = B − A per bucket, for the mean and for PSI, with percentile intervals and "
         "two-sided p-values (paired bootstrap or paired randomization).",
     )
-    compare.add_argument("run_a", help="run folder A (the reference, e.g. the base model)")
-    compare.add_argument("run_b", help="run folder B")
-    compare.add_argument(
-        "--method", choices=("bootstrap", "randomization"), default="bootstrap", help="paired test"
-    )
-    compare.add_argument("--resamples", type=int, default=1000, help="resamples (default 1000)")
-    compare.add_argument("--seed", type=int, default=0)
-    compare.add_argument("--out", default=None, help="also write compare.json and compare.md here")
+    add_settings_arguments(compare, CompareSettings)
     compare.set_defaults(func=run_compare)
 
 
@@ -45,11 +39,8 @@ def run_compare(args: argparse.Namespace) -> int:
     from hf_posbias.evaluation.compare import compare_runs, difference_rows, significant
     from hf_posbias.tables import as_table
 
-    if args.resamples < 1:
-        raise InputError(f"--resamples must be >= 1, got {args.resamples}")
-    results = compare_runs(
-        args.run_a, args.run_b, method=args.method, n_resamples=args.resamples, seed=args.seed
-    )
+    s = settings_from_args(CompareSettings, args)
+    results = compare_runs(s.run_a, s.run_b, method=s.method, n_resamples=s.resamples, seed=s.seed)
     parts = []
     for r in results:
         c = r.comparison
@@ -68,8 +59,8 @@ def run_compare(args: argparse.Namespace) -> int:
         parts.append("\n".join([head, "", table, "", verdict, *notes]))
     text = "\n\n".join(parts)
     print(text)
-    if args.out:
-        out = Path(args.out)
+    if s.out:
+        out = Path(s.out)
         out.mkdir(parents=True, exist_ok=True)
         (out / "compare.md").write_text(text + "\n")
         (out / "compare.json").write_text(

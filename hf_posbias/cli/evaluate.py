@@ -6,8 +6,8 @@ Example:
     >>> parser = argparse.ArgumentParser(); sub = parser.add_subparsers()
     >>> register(sub)
     >>> args = parser.parse_args(["evaluate", "--model", "bm25", "--task", "t", "--out", "o"])
-    >>> (args.model, args.task, args.top_k)
-    ('bm25', ['t'], 100)
+    >>> (args.model, args.task, args.top_k, args.progress)
+    ('bm25', ['t'], 100, True)
 """
 
 from __future__ import annotations
@@ -16,50 +16,15 @@ import argparse
 import logging
 from pathlib import Path
 
+from hf_posbias.settings import add_settings_arguments, settings_from_args
+
 logger = logging.getLogger(__name__)
-
-
-def _add_common(parser: argparse.ArgumentParser) -> None:
-    from hf_posbias.evaluation.position_scoring import SCORING_SCHEMES
-    from hf_posbias.evaluation.registry import card_names
-
-    parser.add_argument(
-        "--task",
-        required=True,
-        nargs="+",
-        action="extend",
-        metavar="TASK",
-        help="task folder(s) from `posbias benchmark` or registered task name(s) "
-        f"({', '.join(card_names())})",
-    )
-    parser.add_argument("--out", required=True, help="output folder")
-    parser.add_argument("--batch-size", type=int, default=32, help="encoding batch size")
-    parser.add_argument(
-        "--top-k", type=int, default=100, help="documents retrieved per query (default 100)"
-    )
-    parser.add_argument("--device", default=None, help="torch device (default: automatic)")
-    parser.add_argument(
-        "--scoring",
-        choices=SCORING_SCHEMES,
-        default="default",
-        help="per-position protocol: default (pytrec_eval, each query in one bucket), "
-        "zeng2025 (Z25's reference code) or posir (PosIR's 20 relative bins); see "
-        "docs/evaluation.md",
-    )
-    parser.add_argument(
-        "--bootstrap",
-        type=int,
-        default=1000,
-        metavar="N",
-        help="bootstrap resamples of the percentile intervals (queries resampled within "
-        "buckets; default 1000)",
-    )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
-    parser.add_argument("--progress", action="store_true", help="show encoding progress bars")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``evaluate`` and ``audit`` verbs."""
+    from hf_posbias.evaluation.settings import EvaluateSettings, ModelAuditSettings
+
     evaluate = subparsers.add_parser(
         "evaluate",
         help="per-position nDCG@10, mean and PSI of a model on position tasks",
@@ -69,26 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "table (per_query/<task>.parquet), the TREC run (runs/<task>.trec) and mteb's result "
         "files.",
     )
-    evaluate.add_argument(
-        "--model",
-        required=True,
-        help="bm25, a local model folder, a packaged model (all-MiniLM-L6-v2) or a Hub id; "
-        "with --first-stage, the cross-encoder that reranks it",
-    )
-    stage = evaluate.add_mutually_exclusive_group()
-    stage.add_argument("--reranker", default=None, help="cross-encoder reranking --model's top-k")
-    stage.add_argument(
-        "--first-stage",
-        default=None,
-        help="retriever (bm25 or bi-encoder) whose top-k the cross-encoder --model reranks",
-    )
-    evaluate.add_argument(
-        "--rerank-k", type=int, default=100, help="candidates per query for the reranker"
-    )
-    evaluate.add_argument(
-        "--plot", action="store_true", help="also write per-task position curves (PNG)"
-    )
-    _add_common(evaluate)
+    add_settings_arguments(evaluate, EvaluateSettings)
     evaluate.set_defaults(func=run_evaluate)
 
     audit = subparsers.add_parser(
@@ -98,31 +44,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "with character evidence spans) for one model, as <out>/audit.md and a "
         "self-contained <out>/audit.html.",
     )
-    audit.add_argument("model", help="bm25, a local model folder, a packaged model or a Hub id")
-    audit.add_argument(
-        "--no-reversal", action="store_true", help="skip the mirror-reversal diagnostic"
-    )
-    _add_common(audit)
+    add_settings_arguments(audit, ModelAuditSettings)
     audit.set_defaults(func=run_audit)
-
-
-def _check_positive(args: argparse.Namespace) -> None:
-    from hf_posbias.errors import InputError
-
-    for name in ("batch_size", "top_k", "rerank_k"):
-        value = getattr(args, name, None)
-        if value is not None and value < 1:
-            raise InputError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
-    from hf_posbias.evaluation.runner import bootstrap_setting
-
-    bootstrap_setting(getattr(args, "bootstrap", None))
 
 
 def _quiet(args: argparse.Namespace) -> None:
     """Keep the terminal for the results: no per-subset bars or library chatter unless asked."""
     import warnings
 
-    if getattr(args, "verbose", False) or args.progress:
+    if getattr(args, "verbose", False):
         return
     logging.getLogger("bm25s").setLevel(logging.WARNING)
     # mteb calls a renamed sentence-transformers method; the notice is for mteb, not users.
@@ -152,35 +82,36 @@ def run_evaluate(args: argparse.Namespace) -> int:
     import warnings
 
     from hf_posbias.evaluation.runner import evaluate_model
+    from hf_posbias.evaluation.settings import EvaluateSettings
 
-    _check_positive(args)
+    s = settings_from_args(EvaluateSettings, args)
     _quiet(args)
     with warnings.catch_warnings():
         # The summaries carry the warnings; they are printed once below.
         warnings.simplefilter("ignore", UserWarning)
         summaries = evaluate_model(
-            args.model,
-            args.task,
-            args.out,
-            batch_size=args.batch_size,
-            top_k=args.top_k,
-            reranker=args.reranker,
-            first_stage=args.first_stage,
-            rerank_k=args.rerank_k,
-            device=args.device,
-            scoring=args.scoring,
-            bootstrap=args.bootstrap,
-            seed=args.seed,
-            show_progress=args.progress,
+            s.model,
+            s.task,
+            s.out,
+            batch_size=s.batch_size,
+            top_k=s.top_k,
+            reranker=s.reranker,
+            first_stage=s.first_stage,
+            rerank_k=s.rerank_k,
+            device=s.device,
+            scoring=s.scoring,
+            bootstrap=s.bootstrap,
+            seed=s.seed,
+            show_progress=s.progress,
         )
-    if args.plot:
+    if s.plot:
         from hf_posbias.evaluation.report import plot_position_curves
 
-        for s in summaries:
-            safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in s.task)
-            plot_position_curves([s], Path(args.out) / "plots" / f"{safe}.png")
+        for summary in summaries:
+            safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in summary.task)
+            plot_position_curves([summary], Path(s.out) / "plots" / f"{safe}.png")
     _print_summaries(summaries)
-    print(f"wrote {Path(args.out) / 'summary.json'}")
+    print(f"wrote {Path(s.out) / 'summary.json'}")
     return 0
 
 
@@ -198,31 +129,30 @@ def run_audit(args: argparse.Namespace) -> int:
     )
     from hf_posbias.evaluation.reversal import mirror_reversal
     from hf_posbias.evaluation.runner import evaluate_model, load_tasks
+    from hf_posbias.evaluation.settings import ModelAuditSettings
     from hf_posbias.shards import write_json
 
-    _check_positive(args)
+    s = settings_from_args(ModelAuditSettings, args)
     _quiet(args)
-    out = Path(args.out)
-    tasks = load_tasks(args.task, scoring=args.scoring, top_k=args.top_k)
-    loaded = load_model(args.model, device=args.device)
+    out = Path(s.out)
+    tasks = load_tasks(s.task, scoring=s.scoring, top_k=s.top_k)
+    loaded = load_model(s.model, device=s.device)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         summaries = evaluate_model(
-            args.model,
+            s.model,
             tasks,
             out,
-            batch_size=args.batch_size,
-            top_k=args.top_k,
-            scoring=args.scoring,
-            bootstrap=args.bootstrap,
-            seed=args.seed,
-            show_progress=args.progress,
+            batch_size=s.batch_size,
+            top_k=s.top_k,
+            scoring=s.scoring,
+            bootstrap=s.bootstrap,
+            seed=s.seed,
+            show_progress=s.progress,
             loaded=loaded,
         )
-    ctx = AuditContext(
-        model=args.model, out_dir=out, summaries=summaries, loaded=loaded, tasks=tasks
-    )
-    if not args.no_reversal:
+    ctx = AuditContext(model=s.model, out_dir=out, summaries=summaries, loaded=loaded, tasks=tasks)
+    if s.reversal:
         for task in tasks:
             name = task.metadata.name
             safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
@@ -232,8 +162,8 @@ def run_audit(args: argparse.Namespace) -> int:
                         loaded,
                         task,
                         out / "reversal" / safe,
-                        batch_size=args.batch_size,
-                        top_k=args.top_k,
+                        batch_size=s.batch_size,
+                        top_k=s.top_k,
                     )
                 )
             except InputError as err:

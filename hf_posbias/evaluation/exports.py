@@ -28,7 +28,8 @@ from typing import Any
 
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.position_scoring import ranked
-from hf_posbias.shards import read_parquet_rows, write_parquet
+from hf_posbias.rows import read_parquet_rows
+from hf_posbias.shards import write_parquet
 
 RUN_DEPTH = 100
 RUNS_DIRNAME = "runs"

@@ -183,7 +183,8 @@ def _model_identity(spec: str, loaded: Any) -> tuple[str, str]:
 
 def _load_retriever(spec: str, *, device: str | None) -> tuple[Any, str, str, Any, Any]:
     """(mteb model, name, revision, encoder-or-None, search-or-None) for a first-stage spec."""
-    from hf_posbias.evaluation.search import BM25Model, is_bm25
+    from hf_posbias.bm25 import is_bm25
+    from hf_posbias.evaluation.search import BM25Model
 
     if is_bm25(spec):
         bm25 = BM25Model()

@@ -22,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
+
 from hf_posbias.errors import InputError
 
 
@@ -39,10 +41,23 @@ def _finite(values: Sequence[float]) -> list[float]:
 def psi(scores: Sequence[float] | Mapping[str, float]) -> float:
     """Position Sensitivity Index: ``1 − min/max``; raises :class:`InputError` when max is 0."""
     values = _finite(list(scores.values()) if isinstance(scores, Mapping) else list(scores))
-    top = max(values)
-    if top <= 0:
+    if max(values) <= 0:
         raise InputError("PSI is undefined when every per-position score is 0 (max(s) = 0)")
-    return 1.0 - min(values) / top
+    return float(psi_columns(np.asarray(values, dtype=np.float64)[:, None])[0])
+
+
+def psi_columns(means: np.ndarray) -> np.ndarray:
+    """:func:`psi` of each column of ``means`` (rows = positions), NaN where a column's max is 0:
+    the one formula, vectorised for bootstrap replicates.
+
+    Example:
+        >>> psi_columns(np.array([[0.5, 0.0], [0.25, 0.0]])).tolist()
+        [0.5, nan]
+    """
+    top = means.max(axis=0)
+    low = means.min(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(top > 0, 1.0 - low / np.where(top > 0, top, 1.0), np.nan)
 
 
 def worst_relative_drop(scores: Sequence[float] | Mapping[str, float]) -> float:

@@ -22,7 +22,6 @@ Example:
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import pkgutil
 import re
@@ -207,15 +206,15 @@ class Benchmark:
         cli: the verb of ``posbias benchmark <cli>``.
         help: one line for ``posbias benchmark --help``.
         cards: the cards of the tasks it builds (the first is the main one).
-        add_arguments: adds the verb's options to its parser (``--input``/``--out`` included).
-        build: builds the task from the parsed arguments.
+        settings: the verb's settings dataclass (its flags, ``--input``/``--out`` included).
+        build: builds the task from those settings.
     """
 
     cli: str
     help: str
     cards: tuple[TaskCard, ...]
-    add_arguments: Callable[[argparse.ArgumentParser], None]
-    build: Callable[[argparse.Namespace], PositionTaskData]
+    settings: type
+    build: Callable[[Any], PositionTaskData]
     order: int = 100
     aliases: tuple[str, ...] = field(default_factory=tuple)
 

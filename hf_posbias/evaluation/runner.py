@@ -58,6 +58,7 @@ from hf_posbias.evaluation.exports import (
 from hf_posbias.evaluation.models import LoadedModel, load_model
 from hf_posbias.evaluation.registry import DEFAULT_TOP_K, SPLIT
 from hf_posbias.evaluation.summary import EvaluationSummary, write_summary_json
+from hf_posbias.settings import flag_name
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +79,7 @@ def bootstrap_setting(n_resamples: int | None) -> int | None:
     if n_resamples is None:
         return None
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 1:
-        raise InputError(f"--bootstrap must be at least 1 resample, got {n_resamples}")
+        raise InputError(f"{flag_name('bootstrap')} must be at least 1 resample, got {n_resamples}")
     return n_resamples
 
 

@@ -1,10 +1,12 @@
 """Search models for position tasks: BM25 and cross-encoder reranking, usable in ``mteb.evaluate``.
 
-- :class:`BM25Model` wraps mteb's own ``BM25Search`` (``mteb/baseline-bm25s``, bm25s with the
-  language's stop words and Snowball stemmer taken from the task's ``eval_langs``), quiets its
-  progress bars, counts index builds and turns a missing ``PyStemmer`` into a one-line error.
-  mteb calls ``index`` once per ``hf_subset``; a position task evaluates all its queries in one
-  subset, so the corpus is indexed once per task.
+- :class:`BM25Model` is the package's one BM25 (:class:`hf_posbias.bm25.BM25Index`, the language's
+  stop words and Snowball stemmer taken from the task's ``eval_langs``) behind mteb's search
+  protocol, named ``mteb/baseline-bm25s``: for a language with a stop-word list it indexes,
+  tokenises and retrieves exactly as mteb's own ``BM25Search``, and the listwise first stage
+  ranks with the same index. It counts index builds; a missing ``PyStemmer`` is a one-line
+  error. mteb calls ``index`` once per ``hf_subset``; a position task evaluates all its queries
+  in one subset, so the corpus is indexed once per task.
 - :class:`RerankSearch` is a two-stage pipeline: a first stage (BM25, or any mteb encoder)
   retrieves the top ``rerank_k``
   documents, mteb's ``SearchCrossEncoderWrapper`` rescores them with a cross-encoder — the setting
@@ -20,32 +22,15 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
-import io
 import logging
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
-
-from hf_posbias.errors import ModelLoadError
 
 if TYPE_CHECKING:
     from mteb.abstasks.task_metadata import TaskMetadata
     from mteb.models.model_meta import ModelMeta
 
 logger = logging.getLogger(__name__)
-
-BM25_NAMES = frozenset({"bm25", "bm25s", "mteb/baseline-bm25s"})
-"""Model arguments that mean BM25."""
-
-
-def is_bm25(name: str) -> bool:
-    """Whether a model argument names BM25.
-
-    Example:
-        >>> is_bm25("BM25"), is_bm25("all-MiniLM-L6-v2")
-        (True, False)
-    """
-    return str(name).strip().lower() in BM25_NAMES
 
 
 @dataclass
@@ -62,32 +47,31 @@ class SearchStats:
         return asdict(self)
 
 
-def _quiet(encode_kwargs: dict[str, Any]) -> contextlib.AbstractContextManager[Any]:
-    """bm25s draws its own tqdm bars and mteb does not forward ``show_progress``: silence them."""
-    if encode_kwargs.get("show_progress_bar", True):
-        return contextlib.nullcontext()
-    return contextlib.redirect_stderr(io.StringIO())
+def _task_language(task_metadata: TaskMetadata, hf_subset: str) -> str:
+    """The ISO 639-3 language of a task subset (English when it has several), as mteb's BM25."""
+    langs = task_metadata.eval_langs
+    codes = {
+        lang.split("-")[0]
+        for lang in (langs.get(hf_subset, []) if isinstance(langs, dict) else langs)
+    }
+    return next(iter(codes)) if len(codes) == 1 else "eng"
 
 
 class BM25Model:
-    """mteb's ``BM25Search`` with quiet progress and counters (``mteb.evaluate``-ready).
+    """:class:`hf_posbias.bm25.BM25Index` as an mteb search model (``mteb.evaluate``-ready).
 
-    Args:
-        **bm25_kwargs: passed to ``mteb.models.model_implementations.bm25.BM25Search``
-            (``k1``, ``b``, ``method``, ``stopwords``, ``stemmer_language`` …).
+    Example:
+        >>> BM25Model().stats.index_builds
+        0
     """
 
-    def __init__(self, **bm25_kwargs: Any) -> None:
+    def __init__(self) -> None:
         import mteb
-        from mteb.models.model_implementations.bm25 import BM25Search
 
-        self._search = BM25Search(**bm25_kwargs)
         self.stats = SearchStats()
-        meta = mteb.get_model_meta("mteb/baseline-bm25s")
-        # Non-default BM25 parameters are an experiment of their own in mteb's result cache.
-        self._meta = meta.model_copy(
-            update={"experiment_kwargs": dict(bm25_kwargs) if bm25_kwargs else None}
-        )
+        self._index: Any = None
+        self._doc_ids: list[str] = []
+        self._meta = mteb.get_model_meta("mteb/baseline-bm25s")
 
     @property
     def mteb_model_meta(self) -> ModelMeta:
@@ -106,21 +90,12 @@ class BM25Model:
         **kwargs: Any,
     ) -> None:
         """Index the corpus (mteb calls this once per subset)."""
-        try:
-            with _quiet(encode_kwargs):
-                self._search.index(
-                    corpus,
-                    task_metadata=task_metadata,
-                    hf_split=hf_split,
-                    hf_subset=hf_subset,
-                    encode_kwargs=encode_kwargs,
-                    num_proc=num_proc,
-                )
-        except ModuleNotFoundError as err:
-            package = "PyStemmer" if err.name == "Stemmer" else err.name
-            raise ModelLoadError(
-                f"BM25 needs the package {package!r}: pip install {package}"
-            ) from None
+        from hf_posbias.bm25 import BM25Analyzer, BM25Index, document_text
+
+        analyzer = BM25Analyzer.for_language(_task_language(task_metadata, hf_subset))
+        texts = [document_text(doc.get("title") or "", doc["text"]) for doc in corpus]
+        self._index = BM25Index(texts, analyzer)
+        self._doc_ids = [str(row["id"]) for row in corpus]
         self.stats.index_builds += 1
 
     def search(
@@ -137,19 +112,26 @@ class BM25Model:
         **kwargs: Any,
     ) -> dict[str, dict[str, float]]:
         """Top ``top_k`` documents per query with their BM25 scores."""
+        if self._index is None:
+            raise RuntimeError("BM25Model.index must be called before search")
         self.stats.searches += 1
         self.stats.queries += len(queries)
-        with _quiet(encode_kwargs):
-            return self._search.search(
-                queries,
-                task_metadata=task_metadata,
-                hf_split=hf_split,
-                hf_subset=hf_subset,
-                top_k=top_k,
-                encode_kwargs=encode_kwargs,
-                top_ranked=top_ranked,
-                num_proc=num_proc,
-            )
+        texts = list(queries["text"])
+        if "instruction" in queries.column_names:
+            texts = [
+                t + " " + i if i is not None else t
+                for t, i in zip(texts, queries["instruction"], strict=True)
+            ]
+        docs, scores = self._index.retrieve(texts, top_k)
+        out: dict[str, dict[str, float]] = {}
+        for qid, row_docs, row_scores in zip(queries["id"], docs, scores, strict=True):
+            allowed = top_ranked.get(qid) if top_ranked else None
+            out[qid] = {
+                self._doc_ids[d]: float(v)
+                for d, v in zip(row_docs, row_scores, strict=True)
+                if allowed is None or self._doc_ids[d] in allowed
+            }
+        return out
 
 
 def _as_search_model(model: Any) -> Any:

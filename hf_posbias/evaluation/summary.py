@@ -11,7 +11,6 @@ Example:
 from __future__ import annotations
 
 import json
-import os
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -20,6 +19,7 @@ from typing import Any
 
 from hf_posbias.errors import InputError, first_line
 from hf_posbias.evaluation.psi import summarize_positions
+from hf_posbias.shards import write_text_atomic
 
 
 @dataclass
@@ -167,9 +167,7 @@ def write_summary_json(summaries: Sequence[EvaluationSummary], out_dir: str | Pa
     payload = dicts[0] if len(dicts) == 1 else dicts
     # Not shards.write_json: it sorts keys, and bucket dicts must keep the position order.
     target = out / "summary.json"
-    tmp = target.with_name(f".summary.json.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
-    os.replace(tmp, target)
+    write_text_atomic(target, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     return target
 
 

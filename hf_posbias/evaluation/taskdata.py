@@ -43,7 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
-from hf_posbias.shards import read_parquet_rows, write_json, write_parquet
+from hf_posbias.rows import read_parquet_rows
+from hf_posbias.shards import write_json, write_parquet
 
 CORPUS_COLUMNS = ("id", "title", "text")
 QUERY_COLUMNS = ("id", "text", "bucket", "evidence_start", "evidence_end", "doc_length")

@@ -40,6 +40,7 @@ from typing import Any, Literal
 import numpy as np
 
 from hf_posbias.errors import InputError
+from hf_posbias.evaluation.psi import psi_columns
 
 PerQueryScores = Mapping[str, Mapping[str, float]]
 """Scores by bucket, then by query id: ``{bucket: {query_id: score}}``."""
@@ -153,14 +154,6 @@ def _as_arrays(scores: PerQueryScores, what: str) -> dict[str, tuple[list[str], 
     return out
 
 
-def _psi_rows(means: np.ndarray) -> np.ndarray:
-    """PSI of each column vector of bucket means (rows = buckets); NaN where max is 0."""
-    top = means.max(axis=0)
-    low = means.min(axis=0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(top > 0, 1.0 - low / np.where(top > 0, top, 1.0), np.nan)
-
-
 def _percentiles(values: np.ndarray, confidence: float) -> tuple[float, float]:
     finite = values[np.isfinite(values)]
     if finite.size == 0:
@@ -228,12 +221,12 @@ def bootstrap_positions(
 
     _per_bucket_draws(values, n_resamples, paired, lambda r, n: rng.integers(0, n, (r, n)), apply)
     rep_mean = reps.mean(axis=0)
-    rep_psi = _psi_rows(reps)
+    rep_psi = psi_columns(reps)
     buckets = {
         b: Interval(float(observed[i]), *_percentiles(reps[i], confidence))
         for i, b in enumerate(names)
     }
-    observed_psi = _psi_rows(observed[:, None])[0]
+    observed_psi = psi_columns(observed[:, None])[0]
     psi_interval = (
         Interval(float(observed_psi), *_percentiles(rep_psi, confidence))
         if np.isfinite(observed_psi)
@@ -291,7 +284,7 @@ def _stats(means_a: np.ndarray, means_b: np.ndarray) -> tuple[np.ndarray, ...]:
     return (
         means_b - means_a,
         means_b.mean(axis=0) - means_a.mean(axis=0),
-        _psi_rows(means_b) - _psi_rows(means_a),
+        psi_columns(means_b) - psi_columns(means_a),
     )
 
 

@@ -39,10 +39,12 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from hf_posbias.errors import BackendError, InputError, first_line
+from hf_posbias.settings import Settings, setting
 
 Messages = list[dict[str, str]]
 
@@ -123,6 +125,17 @@ FALLBACK_CHAT_TEMPLATE = (
     "{% endfor %}{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
 )
 """Minimal chat template for tokenizers that ship none (role tags, then an assistant tag)."""
+
+
+@dataclass(kw_only=True)
+class EndpointSettings(Settings):
+    """An OpenAI-compatible endpoint (query generation, the segment audit, listwise rerankers)."""
+
+    base_url: str | None = setting(
+        "OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (default: OpenAI)",
+        default=None,
+    )
+    api_key_env: str = setting("env var holding the key", default="OPENAI_API_KEY")
 
 
 class EndpointUnreachable(BackendError):

@@ -39,9 +39,9 @@ from hf_posbias.generation.base import (
     candidate_schema,
     generate_batch,
 )
+from hf_posbias.rows import read_parquet_rows
 from hf_posbias.shards import (
     process_info,
-    read_parquet_rows,
     run_sharded,
     write_json,
     write_parquet,

@@ -17,7 +17,7 @@ away. Modules, one concept each:
 - :mod:`~hf_posbias.listwise.exchange` — rank_llm ``Request``/``Candidate``/``Result`` JSON;
 - :mod:`~hf_posbias.listwise.taskio`, :mod:`~hf_posbias.listwise.firststage`,
   :mod:`~hf_posbias.listwise.lists` — task folders (BEIR or the project's own), the first stage
-  (BM25 over ``bm25s``, dense), query selection and the controlled lists;
+  (the package BM25, :mod:`hf_posbias.bm25`, or dense), query selection and the controlled lists;
 - :mod:`~hf_posbias.listwise.runs` — the resumable per-query loop every experiment shares;
   :mod:`~hf_posbias.listwise.controlled` (the 1…k test), :mod:`~hf_posbias.listwise.shuffle`
   (original vs shuffled order), :mod:`~hf_posbias.listwise.propensity` (Eq. 5),

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hf_posbias.cards import load_card_facts, save_card_facts
+from hf_posbias.cards import load_card_facts, save_card_facts, write_checkpoint_card
 from hf_posbias.errors import InputError
 
 CARD_TEMPLATE = "listwise.md.j2"
@@ -134,7 +134,4 @@ def write_listwise_card(
     ckpt = Path(ckpt_dir)
     if info is None:
         info = load_listwise_info(ckpt)
-    card = ckpt / "README.md"
-    card.write_text(render_listwise_card(info, evaluation))
-    save_listwise_info(ckpt, info)
-    return card
+    return write_checkpoint_card(ckpt, render_listwise_card(info, evaluation), TRAINING_INFO, info)

@@ -212,6 +212,25 @@ def comparison_table(
     return table
 
 
+def compare_from_settings(s: Any) -> tuple[dict[str, Any], Path | None]:
+    """``posbias listwise compare`` (its settings,
+    :class:`~hf_posbias.listwise.settings.ListwiseCompareSettings`): the payload of
+    :func:`compare_runs`, and ``comparison.json`` when ``s.out`` is set."""
+    payload = compare_runs(
+        s.run_a,
+        s.run_b,
+        method=s.method,
+        n_resamples=s.n_resamples,
+        seed=s.seed,
+        labels=(s.label_a, s.label_b),
+        common_queries=s.common_queries,
+    )
+    if not s.out:
+        return payload, None
+    Path(s.out).mkdir(parents=True, exist_ok=True)
+    return payload, write_comparison(s.out, payload)
+
+
 def write_comparison(out: str | Path, payload: dict[str, Any]) -> Path:
     """Write ``comparison.json`` into ``out`` (a folder) and return its path."""
     from hf_posbias.shards import write_json

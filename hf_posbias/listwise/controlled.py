@@ -25,54 +25,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
-from hf_posbias.evaluation.uncertainty import check_resampling
 from hf_posbias.listwise.base import ListwiseReranker
 from hf_posbias.listwise.lists import QueryList, controlled_list, describe_lists
 from hf_posbias.listwise.runs import (
-    ListSettings,
     fallback_stats,
     ndcg_at_10,
     run_experiment,
     write_jsonl,
 )
+from hf_posbias.listwise.settings import ControlledTestConfig, parse_positions
 from hf_posbias.listwise.taskio import RerankTask
 from hf_posbias.shards import write_json
-
-
-@dataclass
-class ControlledTestConfig(ListSettings):
-    """Settings of one controlled test (the CLI flags of ``posbias listwise test``)."""
-
-    positions: list[int] | None = None
-    n_resamples: int = 1000
-    confidence: float = 0.95
-
-    def __post_init__(self) -> None:
-        # Checked when the settings are made, before any reranking: the intervals come last.
-        check_resampling(self.n_resamples, self.confidence)
-
-
-def parse_positions(spec: str | Sequence[int] | None, k: int) -> list[int]:
-    """``"1,5,20"`` → ``[1, 5, 20]`` (sorted, unique, each in 1..k); ``None`` → ``1..k``."""
-    if spec is None or spec == "":
-        return list(range(1, k + 1))
-    try:
-        values = (
-            [int(x) for x in spec.split(",") if x.strip()]
-            if isinstance(spec, str)
-            else [int(x) for x in spec]
-        )
-    except ValueError:
-        raise InputError(f"--positions takes comma-separated integers, got {spec!r}") from None
-    bad = [p for p in values if not 1 <= p <= k]
-    if bad or not values:
-        raise InputError(f"--positions must lie in 1..{k} (k), got {bad or spec!r}")
-    return sorted(set(values))
 
 
 def summarize_positions_rows(

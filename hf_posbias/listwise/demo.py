@@ -1,9 +1,10 @@
 """The listwise demo: a reranker's input-position curve before and after a short DebiasFirst run.
 
 ``posbias listwise demo --task VAL --train-task TRAIN --out OUT`` (``make demo-listwise`` builds
-SciFact's two task folders first) chains the public verbs, in-process and each in its own
-folder under OUT, so every step is exactly a command a user can type (:func:`demo_commands`
-lists them):
+SciFact's two task folders first) calls the library function behind each public verb,
+in-process and each in its own folder under OUT, with that verb's settings object
+(:func:`demo_settings`); the command a user would type for a step is generated from the same
+object (:func:`demo_commands`, printed and kept in ``results.md``):
 
 1. ``listwise test`` of the base model on ``--task`` → ``OUT/before``;
 2. ``listwise propensity`` of the base model on ``--train-task`` (with ``--smoothing``) →
@@ -26,101 +27,162 @@ Example:
     >>> s = ListwiseDemoSettings(task="val", train_task="train", out="o")
     >>> [name for name, _ in demo_commands(s)]
     ['before', 'propensity', 'build-train', 'train', 'after', 'compare']
-    >>> " ".join(dict(demo_commands(s))["train"][:8])
-    'listwise train --model smollm2-135m --data o/train --out o/checkpoint'
+    >>> " ".join(dict(demo_commands(s))["build-train"])
+    'listwise build-train --task train --out o/train --max-queries 4'
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hf_posbias.errors import BackendError
+from hf_posbias.listwise.settings import LAMBDA_FLAG
+from hf_posbias.settings import ProgressSettings, setting
 
 RESULTS_FILE = "results.md"
 LABELS = ("base", "DebiasFirst")
 """The two runs' names in the comparison table."""
 
 
-@dataclass
-class ListwiseDemoSettings:
+@dataclass(kw_only=True)
+class ListwiseDemoSettings(ProgressSettings):
     """Sizes of the demo (the flags of ``posbias listwise demo``)."""
 
-    task: str
-    """Evaluation task folder (SciFact validation: ``posbias benchmark scifact``)."""
-    train_task: str
-    """Training task folder (SciFact train), for the propensity and the training windows."""
-    out: str | Path
-    model: str = "smollm2-135m"
-    k: int = 20
-    queries: int = 5
-    positions: str = "1,5,10,15,20"
-    propensity_queries: int = 4
-    shuffles: int = 2
-    smoothing: float = 0.5
-    train_queries: int = 4
-    pos_aug: int = 4
-    steps: int = 8
-    global_batch: int = 2
-    lr: float = 5e-5
-    lam: float = 0.1
-    passage_tokens: int = 48
-    seed: int = 0
-    n_resamples: int = 1000
-    progress: bool = True
+    task: str = setting("evaluation task folder (SciFact validation: posbias benchmark scifact)")
+    train_task: str = setting("training task folder (SciFact train): ω and training windows")
+    out: str = setting("output folder")
+    model: str = setting("base causal LM", default="smollm2-135m")
+    k: int = setting("list length", default=20)
+    queries: int = setting("test queries", default=5)
+    positions: str = setting("input positions tested", default="1,5,10,15,20")
+    propensity_queries: int = setting("ω queries", default=4)
+    shuffles: int = setting("ω shuffles per query", default=2)
+    smoothing: float = setting("ω smoothing α", default=0.5)
+    train_queries: int = setting("training windows", default=4)
+    pos_aug: int = setting("Pos-Aug rotations", default=4)
+    steps: int = setting("training steps", default=8)
+    global_batch: int = setting("windows per step", default=2)
+    lr: float = setting("learning rate", default=5e-5)
+    lam: float = setting("λ of L_Rank-IPS", default=0.1, flag=LAMBDA_FLAG)
+    passage_tokens: int = setting("passage cut", default=48)
+    seed: int = setting("seed of every step", default=0)
+    n_resamples: int = setting("bootstrap/test resamples", default=1000)
 
 
-def demo_commands(s: ListwiseDemoSettings) -> list[tuple[str, list[str]]]:
-    """``(step, argv of hf_posbias.cli.main)`` for every step, in order."""
+def demo_settings(s: ListwiseDemoSettings) -> list[tuple[str, str, Any]]:
+    """``(step, listwise verb, the verb's settings)`` for every step, in order."""
+    from hf_posbias.listwise.settings import (
+        BuildTrainSettings,
+        ListwiseCompareSettings,
+        ListwiseTestSettings,
+        ListwiseTrainingSettings,
+        PropensitySettings,
+    )
+
     out = Path(s.out)
-    quiet = [] if s.progress else ["--no-progress"]
-    common = ["--k", str(s.k), "--passage-tokens", str(s.passage_tokens), "--seed", str(s.seed)]
-    test = ["--max-queries", str(s.queries), "--positions", s.positions]
-    test += ["--n-resamples", str(s.n_resamples), *common, *quiet]
+    common = {"k": s.k, "passage_tokens": s.passage_tokens, "seed": s.seed, "progress": s.progress}
+    test = {"max_queries": s.queries, "positions": s.positions, "n_resamples": s.n_resamples}
+
+    def controlled(reranker: str, folder: str) -> ListwiseTestSettings:
+        return ListwiseTestSettings(
+            reranker=reranker, task=s.task, out=str(out / folder), **test, **common
+        )
+
     return [
-        (
-            "before",
-            ["listwise", "test", "--reranker", s.model, "--task", s.task]
-            + ["--out", str(out / "before"), *test],
-        ),
+        ("before", "test", controlled(s.model, "before")),
         (
             "propensity",
-            ["listwise", "propensity", "--reranker", s.model, "--task", s.train_task]
-            + ["--max-queries", str(s.propensity_queries), "--shuffles", str(s.shuffles)]
-            + ["--smoothing", str(s.smoothing), "--out", str(out / "propensity"), *common, *quiet],
+            "propensity",
+            PropensitySettings(
+                reranker=s.model,
+                task=s.train_task,
+                max_queries=s.propensity_queries,
+                shuffles=s.shuffles,
+                smoothing=s.smoothing,
+                out=str(out / "propensity"),
+                **common,
+            ),
         ),
         (
             "build-train",
-            ["listwise", "build-train", "--task", s.train_task, "--k", str(s.k)]
-            + ["--max-queries", str(s.train_queries), "--seed", str(s.seed)]
-            + ["--out", str(out / "train"), *quiet],
+            "build-train",
+            BuildTrainSettings(
+                task=s.train_task,
+                k=s.k,
+                max_queries=s.train_queries,
+                seed=s.seed,
+                out=str(out / "train"),
+                progress=s.progress,
+            ),
         ),
         (
             "train",
-            ["listwise", "train", "--model", s.model, "--data", str(out / "train")]
-            + ["--out", str(out / "checkpoint")]
-            + ["--propensity", str(out / "propensity" / "propensity.json")]
-            + ["--pos-aug", str(s.pos_aug), "--max-steps", str(s.steps)]
-            + ["--global-batch", str(s.global_batch), "--lr", str(s.lr), "--lambda", str(s.lam)]
-            + ["--passage-tokens", str(s.passage_tokens), "--seed", str(s.seed)]
-            + ["--logging-steps", "1", *quiet],
+            "train",
+            ListwiseTrainingSettings(
+                model=s.model,
+                data=str(out / "train"),
+                out=str(out / "checkpoint"),
+                propensity=str(out / "propensity" / "propensity.json"),
+                pos_aug=s.pos_aug,
+                max_steps=s.steps,
+                global_batch=s.global_batch,
+                lr=s.lr,
+                lam=s.lam,
+                passage_tokens=s.passage_tokens,
+                seed=s.seed,
+                logging_steps=1,
+                progress=s.progress,
+            ),
         ),
-        (
-            "after",
-            ["listwise", "test", "--reranker", str(out / "checkpoint"), "--task", s.task]
-            + ["--out", str(out / "after"), *test],
-        ),
+        ("after", "test", controlled(str(out / "checkpoint"), "after")),
         (
             "compare",
-            ["listwise", "compare", str(out / "before"), str(out / "after")]
-            + ["--label-a", LABELS[0], "--label-b", LABELS[1], "--out", str(out)]
-            + ["--n-resamples", str(s.n_resamples), "--seed", str(s.seed)],
+            "compare",
+            ListwiseCompareSettings(
+                run_a=str(out / "before"),
+                run_b=str(out / "after"),
+                label_a=LABELS[0],
+                label_b=LABELS[1],
+                out=str(out),
+                n_resamples=s.n_resamples,
+                seed=s.seed,
+            ),
         ),
     ]
+
+
+def demo_commands(s: ListwiseDemoSettings) -> list[tuple[str, list[str]]]:
+    """``(step, argv of hf_posbias.cli.main)`` for every step: its settings as flags."""
+    from hf_posbias.settings import settings_to_argv
+
+    return [
+        (step, ["listwise", verb, *settings_to_argv(settings)])
+        for step, verb, settings in demo_settings(s)
+    ]
+
+
+def _run_step(verb: str, settings: Any) -> None:
+    """The library call behind ``posbias listwise <verb>`` (what its CLI handler calls)."""
+    from hf_posbias.listwise.compare import compare_from_settings
+    from hf_posbias.listwise.controlled import run_controlled_test
+    from hf_posbias.listwise.loading import load_task_and_reranker
+    from hf_posbias.listwise.propensity import run_propensity
+    from hf_posbias.listwise.train import train_listwise
+    from hf_posbias.listwise.trainset import build_train_set
+
+    if verb in ("test", "propensity"):
+        task, reranker, out = load_task_and_reranker(settings)
+        run = run_controlled_test if verb == "test" else run_propensity
+        run(reranker, task, out, settings, show_progress=settings.progress)
+    elif verb == "build-train":
+        build_train_set(settings)
+    elif verb == "train":
+        train_listwise(settings)
+    else:
+        compare_from_settings(settings)
 
 
 def _done(step: str, out: Path) -> bool:
@@ -142,23 +204,23 @@ def run_listwise_demo(
 
     Each step's wall time is printed and kept in ``results.md``.
     """
-    from hf_posbias.cli import main
+    from hf_posbias.rows import read_json
     from hf_posbias.tables import as_table
 
     out = Path(settings.out)
     out.mkdir(parents=True, exist_ok=True)
     seconds: dict[str, float] = {}
-    for step, argv in demo_commands(settings):
+    commands = dict(demo_commands(settings))
+    for step, verb, step_settings in demo_settings(settings):
+        command = "posbias " + " ".join(commands[step])
         if _done(step, out):
-            echo(f"[{step}] done before, skipped: posbias {' '.join(argv)}")
+            echo(f"[{step}] done before, skipped: {command}")
             continue
-        echo(f"[{step}] posbias {' '.join(argv)}")
+        echo(f"[{step}] {command}")
         started = time.perf_counter()
-        code = main(argv)
+        _run_step(verb, step_settings)
         seconds[step] = time.perf_counter() - started
-        if code != 0:
-            raise BackendError(f"the demo step {step!r} failed (exit {code}); see above")
-    payload = json.loads((out / "comparison.json").read_text())
+    payload = read_json(out / "comparison.json")
     # The JSON file sorts keys: put the columns back in the order the compare verb prints.
     columns = ["input position", *LABELS, f"Δ ({LABELS[1]} − {LABELS[0]})", "p"]
     table = as_table([{c: row[c] for c in columns} for row in payload["table"]]).to_markdown()

@@ -1,11 +1,15 @@
 """First stage for the listwise commands: the top-k document ids of a query.
 
-- :class:`BM25FirstStage` — Okapi BM25 over ``bm25s`` (English stop words, no stemming), the
-  corpus indexed once; every document is scored, so any k up to the corpus size is available.
+- :class:`BM25FirstStage` — the package's one BM25 (:class:`hf_posbias.bm25.BM25Index`: English
+  stop words and Snowball stemmer, title and text indexed as ``posbias evaluate --model bm25``
+  indexes them), the corpus indexed once; every document is scored, so any k up to the corpus
+  size is available.
 - :class:`DenseFirstStage` — any sentence-transformers model (cosine similarity), the corpus
   encoded once.
 
-Both break score ties by document id, so the list never depends on corpus order.
+Both break score ties as evaluation's runs do (document id descending, trec_eval's rule:
+:func:`hf_posbias.evaluation.position_scoring.ranked`), so the list never depends on corpus order
+and a BM25 list is the head of ``posbias evaluate --model bm25``'s run for the same query.
 
 Example:
     >>> from hf_posbias.listwise.records import Passage
@@ -34,41 +38,30 @@ class FirstStage(Protocol):
 
 
 def _ranked(scores: Any, doc_ids: Sequence[str], k: int) -> list[str]:
-    order = sorted(range(len(doc_ids)), key=lambda i: (-float(scores[i]), doc_ids[i]))
-    return [doc_ids[i] for i in order[:k]]
+    from hf_posbias.evaluation.position_scoring import ranked
+
+    return [doc for doc, _ in ranked(dict(zip(doc_ids, map(float, scores))))[:k]]
 
 
 class BM25FirstStage:
-    """BM25 (``bm25s``, Lucene variant) over a corpus ``{doc_id: Passage}``."""
+    """BM25 (:class:`hf_posbias.bm25.BM25Index`) over a corpus ``{doc_id: Passage}``."""
 
     name = "bm25"
 
-    def __init__(self, corpus: Mapping[str, Passage], stopwords: str = "en") -> None:
-        import logging
+    def __init__(self, corpus: Mapping[str, Passage]) -> None:
+        from hf_posbias.bm25 import BM25Index, document_text
 
-        import bm25s
-
-        # bm25s logs every index build at DEBUG on its own handler; the run's report says enough.
-        logging.getLogger("bm25s").setLevel(logging.WARNING)
         if not corpus:
             raise InputError("the first stage needs a non-empty corpus")
         self.doc_ids = sorted(corpus)
         self.size = len(self.doc_ids)
-        self.stopwords = stopwords
-        texts = [corpus[d].content() for d in self.doc_ids]
-        self._index = bm25s.BM25()
-        self._index.index(
-            bm25s.tokenize(texts, stopwords=stopwords, show_progress=False), show_progress=False
+        self._index = BM25Index(
+            [document_text(corpus[d].title, corpus[d].text) for d in self.doc_ids]
         )
 
     def top_k(self, query: str, k: int) -> list[str]:
-        """The ``k`` best documents (ties by document id)."""
-        import bm25s
-
-        tokens = bm25s.tokenize(
-            [query], stopwords=self.stopwords, return_ids=False, show_progress=False
-        )[0]
-        return _ranked(self._index.get_scores(tokens), self.doc_ids, k)
+        """The ``k`` best documents (ties by document id, descending)."""
+        return _ranked(self._index.scores(query), self.doc_ids, k)
 
 
 class DenseFirstStage:
@@ -90,14 +83,14 @@ class DenseFirstStage:
         )
 
     def top_k(self, query: str, k: int) -> list[str]:
-        """The ``k`` most similar documents (ties by document id)."""
+        """The ``k`` most similar documents (ties by document id, descending)."""
         q = self._model.encode([query], normalize_embeddings=True, convert_to_numpy=True)[0]
         return _ranked(self._embeddings @ q, self.doc_ids, k)
 
 
 def load_first_stage(name: str, corpus: Mapping[str, Passage]) -> FirstStage:
     """``bm25`` or a sentence-transformers model name/folder."""
-    from hf_posbias.evaluation.search import is_bm25
+    from hf_posbias.bm25 import is_bm25
 
     if is_bm25(name):
         return BM25FirstStage(corpus)

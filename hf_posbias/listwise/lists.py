@@ -19,7 +19,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -29,6 +28,7 @@ from typing import Any
 from hf_posbias.errors import InputError
 from hf_posbias.listwise.taskio import RerankTask
 from hf_posbias.progress import progress
+from hf_posbias.rows import read_json
 from hf_posbias.shards import fingerprint, write_json
 
 FIRST_STAGE_FILE = "first_stage.json"
@@ -107,7 +107,7 @@ def first_stage_lists(
     }
     path = Path(out_dir) / FIRST_STAGE_FILE
     if path.is_file():
-        cached = json.loads(path.read_text())
+        cached = read_json(path)
         if cached.get("fingerprint") == fingerprint(params):
             return [QueryList(**row) for row in cached["lists"]]
     first_stage = load_first_stage(first_stage_name, task.corpus)

@@ -19,33 +19,17 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
 from hf_posbias.listwise.base import ListwiseReranker
-from hf_posbias.listwise.window import DEFAULT_WINDOW
+from hf_posbias.listwise.settings import RerankerOptions
 
-MODES: tuple[str, ...] = ("first", "generate")
 CROSS_ENCODER_PREFIX = "cross-encoder:"
-
-
-@dataclass
-class RerankerOptions:
-    """Options shared by the listwise commands (their CLI flags)."""
-
-    mode: str = "first"
-    dtype: str = "auto"
-    device: str | None = None
-    batch_size: int = 8
-    passage_tokens: int | None = None
-    identifiers: str = "letters"
-    window: int = DEFAULT_WINDOW
-    base_url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
 
 
 def _is_cross_encoder_folder(name: str) -> bool:
@@ -66,7 +50,7 @@ def is_pointwise(name: str) -> bool:
         >>> is_pointwise("bm25"), is_pointwise("cross-encoder:x"), is_pointwise("smollm2-135m")
         (True, True, False)
     """
-    from hf_posbias.evaluation.search import is_bm25
+    from hf_posbias.bm25 import is_bm25
 
     return is_bm25(name) or name.startswith(CROSS_ENCODER_PREFIX) or _is_cross_encoder_folder(name)
 
@@ -80,18 +64,14 @@ def load_reranker(
 ) -> ListwiseReranker:
     """Build the reranker ``name`` stands for (see the module docstring).
 
-    ``overrides`` replace fields of ``options`` (``load_reranker(name, passage_tokens=48)``).
+    ``overrides`` replace fields of a copy of ``options`` (``load_reranker(name,
+    passage_tokens=48)``); ``options`` itself is left as it was.
     """
     opts = options or RerankerOptions()
-    for key, value in overrides.items():
-        if not hasattr(opts, key):
-            raise TypeError(f"unknown reranker option {key!r}")
-        setattr(opts, key, value)
-    if opts.mode not in MODES:
-        raise InputError(f"unknown --mode {opts.mode!r}: choose {' or '.join(MODES)}")
-    if opts.window < 1:
-        raise InputError(f"--window must be at least 1, got {opts.window}")
-    from hf_posbias.evaluation.search import is_bm25
+    if overrides:
+        # A copy (checked again): the caller's options are never written into.
+        opts = dataclasses.replace(opts, **overrides)
+    from hf_posbias.bm25 import is_bm25
 
     if is_bm25(name):
         if corpus_texts is None:
@@ -142,3 +122,45 @@ def _local_llm(name: str, opts: RerankerOptions) -> ListwiseReranker:
     from hf_posbias.listwise.first import FirstReranker
 
     return FirstReranker(model, tokenizer, **common)
+
+
+RUN_OUTPUTS = (
+    "manifest.json",
+    "first_stage.json",
+    "per_query.jsonl",
+    "positions.json",
+    "positions.png",
+    "rankings.jsonl",
+    "propensity.json",
+    "propensity.png",
+    "shuffle_eval.json",
+)
+"""What an experiment writes in its folder (``overwrite`` removes them, and the shards)."""
+
+
+def prepare_out(out: str | Path, overwrite: bool) -> Path:
+    """An experiment's output folder, emptied of a previous run's outputs with ``overwrite``."""
+    import shutil
+
+    out = Path(out)
+    if overwrite:
+        shutil.rmtree(out / "shards", ignore_errors=True)
+        for name in RUN_OUTPUTS:
+            (out / name).unlink(missing_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def load_task_and_reranker(s: Any) -> tuple[Any, ListwiseReranker, Path]:
+    """Read the task, load the reranker (the first heavy step) and prepare the output folder,
+    for a verb's settings (``task``, ``split``, ``k``, ``reranker``, reranker options, ``out``,
+    ``overwrite``): what ``listwise test``, ``shuffle-eval``, ``propensity`` and the demo share.
+    """
+    from hf_posbias.listwise.firststage import check_k
+    from hf_posbias.listwise.taskio import load_rerank_task
+
+    task = load_rerank_task(s.task, s.split)
+    check_k(s.k, len(task.corpus))
+    texts = (p.content() for p in task.corpus.values())
+    reranker = load_reranker(s.reranker, s, corpus_texts=texts)
+    return task, reranker, prepare_out(s.out, s.overwrite)

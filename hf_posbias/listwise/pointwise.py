@@ -6,8 +6,8 @@ input order, so even batching cannot make the output depend on where a passage s
 controlled test of such a reranker must give the same nDCG@10 at every input position — the
 check that the harness itself adds no position effect.
 
-BM25 reuses the verification panel's scorer (:class:`hf_posbias.verification.BM25Member`),
-fitted once on the task corpus; cross-encoders load through
+BM25 is the package's one BM25 (:class:`hf_posbias.bm25.BM25PairScorer`, the first stage's and
+evaluation's stop words and stemmer), fitted once on the task corpus; cross-encoders load through
 :func:`hf_posbias.modeling.load_cross_encoder`.
 
 Example:
@@ -61,17 +61,18 @@ class PointwiseReranker:
         return out
 
 
-def bm25_reranker(corpus_texts: Iterable[str], **bm25_kwargs: Any) -> PointwiseReranker:
+def bm25_reranker(corpus_texts: Iterable[str]) -> PointwiseReranker:
     """BM25 with collection statistics from ``corpus_texts`` (the task corpus)."""
-    from hf_posbias.verification import BM25Member
+    from hf_posbias.bm25 import ENGLISH, K1, B, BM25PairScorer
 
-    member = BM25Member(**bm25_kwargs)
-    member.fit(corpus_texts)
+    scorer = BM25PairScorer(ENGLISH)
+    scorer.fit(corpus_texts)
 
     def score(query: str, passages: Sequence[Passage]) -> Sequence[float]:
-        return member.score_pairs([query] * len(passages), [p.content() for p in passages])
+        return scorer.score_pairs([query] * len(passages), [p.content() for p in passages])
 
-    return PointwiseReranker(score, name="bm25", details=member.describe())
+    details = {"name": "bm25", "kind": "bm25", "k1": K1, "b": B, **vars(ENGLISH)}
+    return PointwiseReranker(score, name="bm25", details=details)
 
 
 def cross_encoder_reranker(

@@ -25,9 +25,7 @@ Example:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,17 +35,11 @@ from hf_posbias.errors import InputError
 from hf_posbias.listwise.base import ListwiseReranker
 from hf_posbias.listwise.lists import QueryList, describe_lists
 from hf_posbias.listwise.lists import shuffled as shuffle_list
-from hf_posbias.listwise.runs import ListSettings, fallback_stats, run_experiment, write_jsonl
+from hf_posbias.listwise.runs import fallback_stats, run_experiment, write_jsonl
+from hf_posbias.listwise.settings import PropensityConfig
 from hf_posbias.listwise.taskio import RerankTask
+from hf_posbias.rows import read_json
 from hf_posbias.shards import write_json
-
-
-@dataclass
-class PropensityConfig(ListSettings):
-    """Settings of a propensity estimate (the CLI flags of ``posbias listwise propensity``)."""
-
-    shuffles: int = 10
-    smoothing: float = 0.0
 
 
 def transition_counts(rows: Sequence[dict[str, Any]], k: int) -> np.ndarray:
@@ -90,10 +82,6 @@ def run_propensity(
 
     Resumable: finished queries are kept in ``out_dir/shards/`` and skipped on a rerun.
     """
-    if config.shuffles < 1:
-        raise InputError(f"--shuffles must be at least 1, got {config.shuffles}")
-    if config.smoothing < 0:
-        raise InputError(f"--smoothing must be >= 0, got {config.smoothing}")
     out = Path(out_dir)
 
     def inputs(query_list: QueryList) -> list[tuple[dict[str, Any], list[str]]]:
@@ -172,10 +160,7 @@ def load_propensity(path: str | Path, k: int | None = None) -> np.ndarray:
         the training windows hold 3 passages
     """
     path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise InputError(f"cannot read a propensity file {path}: {err}") from None
+    data = read_json(path)
     raw = data.get("omega") if isinstance(data, dict) else data
     try:
         omega = np.asarray(raw, dtype=np.float64)

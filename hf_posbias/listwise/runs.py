@@ -18,28 +18,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hf_posbias.listwise.base import ListwiseReranker
 from hf_posbias.listwise.lists import QueryList
 from hf_posbias.listwise.records import FallbackStats, RerankedList
+from hf_posbias.listwise.settings import LIST_PARAMS, ListSettings
 from hf_posbias.listwise.taskio import RerankTask
 from hf_posbias.listwise.window import rerank_lists
-
-
-@dataclass
-class ListSettings:
-    """How an experiment's candidate lists are made and reranked (shared CLI flags)."""
-
-    k: int = 20
-    max_queries: int | None = None
-    seed: int = 0
-    first_stage: str = "bm25"
-    window: int | None = None
-    step: int | None = None
-
 
 InputsFn = Callable[[QueryList], list[tuple[dict[str, Any], list[str]]]]
 """One query's list → ``[(tags, input doc ids), …]`` (tags become row columns)."""
@@ -112,7 +99,7 @@ def run_experiment(
         "reranker": reranker.describe(),
         "task": task.source,
         "split": task.split,
-        **{name: getattr(s, name) for name in ListSettings.__dataclass_fields__},
+        **{name: getattr(s, name) for name in LIST_PARAMS},
         **settings,
         "queries": query_ids,
     }
@@ -192,16 +179,12 @@ def ndcg_at_10(rows: Sequence[dict[str, Any]], qrels: dict[str, dict[str, int]])
 
 
 def write_jsonl(path: str | Path, rows: Sequence[dict[str, Any]]) -> None:
-    """One JSON object per line (atomic: temporary file + rename)."""
-    import os
+    """One JSON object per line (atomic: :func:`hf_posbias.shards.atomic_path`)."""
+    from hf_posbias.shards import atomic_path
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with tmp.open("w", encoding="utf-8") as handle:
+    with atomic_path(path) as tmp, tmp.open("w", encoding="utf-8") as handle:
         for row in rows:
             handle.write(json.dumps(row, ensure_ascii=False, default=_plain) + "\n")
-    os.replace(tmp, path)
 
 
 def _plain(value: Any) -> Any:

@@ -4,8 +4,8 @@
 :class:`~hf_posbias.training.settings.ComputeSettings` (precision, gradient checkpointing,
 mini-batching, attention kernel, memory budget, seed, global batch) without repeating one, and
 adds the listwise run: base model, training set, λ, the propensity file, Pos-Aug, NEFTune, the
-prompt (passage budget, identifiers) and the schedule. The same ``HfArgumentParser`` parses it
-for ``accelerate launch -m hf_posbias.listwise.train`` and for ``posbias listwise train``.
+prompt (passage budget, identifiers) and the schedule. The :mod:`hf_posbias.settings` builder
+parses it for ``accelerate launch -m hf_posbias.listwise.train`` and for ``posbias listwise train``.
 
 What the shared settings mean for a listwise run:
 
@@ -21,141 +21,411 @@ What the shared settings mean for a listwise run:
   ``--device-memory-gib``, ``--seed`` — as for every trainer (:mod:`hf_posbias.devices`).
 
 Example:
-    >>> from hf_posbias.training.settings import parse_settings
-    >>> s = parse_settings(["--model", "smollm2-135m", "--data", "d", "--out", "o",
-    ...                     "--lambda", "0.5", "--pos-aug", "4"], ListwiseTrainingSettings)
+    >>> from hf_posbias.settings import parse_settings_args
+    >>> s = parse_settings_args(ListwiseTrainingSettings, ["--model", "smollm2-135m", "--data",
+    ...                         "d", "--out", "o", "--lambda", "0.5", "--pos-aug", "4"])
     >>> s.lam, s.pos_aug, s.global_batch, s.precision, s.propensity_file is None
     (0.5, 4, 8, 'auto', True)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
+from hf_posbias.devices import INFERENCE_DTYPES
 from hf_posbias.errors import InputError
+from hf_posbias.generation.backends import EndpointSettings
 from hf_posbias.listwise.losses import DEFAULT_LAMBDA
+from hf_posbias.listwise.window import DEFAULT_WINDOW
+from hf_posbias.settings import (
+    ProgressSettings,
+    Settings,
+    check_choice,
+    check_positive,
+    flag_name,
+    setting,
+)
 from hf_posbias.training.settings import AUTO, ComputeSettings
 
 NO_PROPENSITY = "none"
+MODES: tuple[str, ...] = ("first", "generate")
+LAMBDA_FLAG = "--lambda"
+"""The spelling of the ``lam`` field (``lambda`` is a Python keyword)."""
 
 
 @dataclass(kw_only=True)
-class ListwiseTrainingSettings(ComputeSettings):
+class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
     """One DebiasFirst fine-tune; every field is a flag (see the module docstring)."""
 
     # Shared hardware settings whose meaning differs for windows: only default and help change.
-    global_batch: int = field(
+    global_batch: int = setting(
+        "training windows per optimisation step over all processes (Q26: 8); each "
+        "of W processes takes global/W, the rest of its share after --mini-batch-size is "
+        "gradient accumulation; must be divisible by W",
         default=8,
-        metadata={
-            "help": "training windows per optimisation step over all processes (Q26: 8); each "
-            "of W processes takes global/W, the rest of its share after --mini-batch-size is "
-            "gradient accumulation; must be divisible by W"
-        },
     )
-    mini_batch_size: str = field(
+    mini_batch_size: str = setting(
+        "windows per forward pass: N (the largest divisor of a process's share "
+        "<= N), or auto = the GPU memory preflight's choice, one window on CPU",
         default=AUTO,
-        metadata={
-            "help": "windows per forward pass: N (the largest divisor of a process's share "
-            "<= N), or auto = the GPU memory preflight's choice, one window on CPU"
-        },
     )
 
-    model: str = field(
-        metadata={"help": "base causal LM: smollm2-135m (packaged), a folder or a Hub id"}
+    model: str = setting("base causal LM: smollm2-135m (packaged), a folder or a Hub id")
+    data: str = setting(
+        "listwise training set: the folder (or .parquet/.jsonl) written by "
+        "posbias listwise build-train, augment or convert"
     )
-    data: str = field(
-        metadata={
-            "help": "listwise training set: the folder (or .parquet/.jsonl) written by "
-            "posbias listwise build-train, augment or convert"
-        }
-    )
-    out: str = field(metadata={"help": "output folder of the checkpoint and its model card"})
-    propensity: str = field(
+    out: str = setting("output folder of the checkpoint and its model card")
+    propensity: str = setting(
+        "propensity.json of posbias listwise propensity (L_Rank-IPS, Eq. 4), or "
+        "none (FIRST's L_Rank); its k must be the training windows' size",
         default=NO_PROPENSITY,
-        metadata={
-            "help": "propensity.json of posbias listwise propensity (L_Rank-IPS, Eq. 4), or "
-            "none (FIRST's L_Rank); its k must be the training windows' size"
-        },
     )
-    lam: float = field(
+    lam: float = setting(
+        "λ of λ·L_Rank(-IPS) + L_LM (Q26: 0.1)",
         default=DEFAULT_LAMBDA,
-        metadata={"aliases": ["--lambda"], "help": "λ of λ·L_Rank(-IPS) + L_LM (Q26: 0.1)"},
+        flag=LAMBDA_FLAG,
+        aliases=("--lam",),
     )
-    pos_aug: int | None = field(
+    pos_aug: int | None = setting(
+        "Pos-Aug on the fly: every window becomes n rotated permutations (n must "
+        "divide the window size); unset = the data as it is (e.g. already augmented)",
         default=None,
-        metadata={
-            "help": "Pos-Aug on the fly: every window becomes n rotated permutations (n must "
-            "divide the window size); unset = the data as it is (e.g. already augmented)"
-        },
     )
-    neftune_alpha: float | None = field(
+    neftune_alpha: float | None = setting(
+        "NEFTune noise α on the input embeddings (Q26 trains with it); unset = off", default=None
+    )
+    passage_tokens: int | None = setting(
+        "cut each passage to this many tokens, as --passage-tokens of posbias "
+        "listwise test (evaluate with the same value)",
         default=None,
-        metadata={
-            "help": "NEFTune noise α on the input embeddings (Q26 trains with it); unset = off"
-        },
     )
-    passage_tokens: int | None = field(
-        default=None,
-        metadata={
-            "help": "cut each passage to this many tokens, as --passage-tokens of posbias "
-            "listwise test (evaluate with the same value)"
-        },
+    identifiers: Literal["letters", "numbers"] = setting(
+        "identifier style: [A]…[T] (default) or [1]…[20]", default="letters"
     )
-    identifiers: Literal["letters", "numbers"] = field(
-        default="letters", metadata={"help": "identifier style: [A]…[T] (default) or [1]…[20]"}
+    window: int = setting("largest window the data may hold", default=20)
+    max_length: int | None = setting(
+        "refuse training sequences longer than this (never truncated)", default=None
     )
-    window: int = field(default=20, metadata={"help": "largest window the data may hold"})
-    max_length: int | None = field(
-        default=None,
-        metadata={"help": "refuse training sequences longer than this (never truncated)"},
-    )
-    max_steps: int | None = field(default=None, metadata={"help": "stop after N steps"})
-    epochs: float = field(default=3.0, metadata={"help": "passes over the training set (Q26: 3)"})
-    lr: float = field(default=5e-6, metadata={"help": "peak learning rate (Q26: 5e-6)"})
-    warmup_ratio: float = field(default=0.0, metadata={"help": "linear warm-up share of steps"})
-    logging_steps: int = field(default=10, metadata={"help": "log the losses every N steps"})
-    card: bool = field(default=True, metadata={"help": "write the model card README.md"})
-    no_progress: bool = field(default=False, metadata={"help": "hide progress bars"})
+    max_steps: int | None = setting("stop after N steps", default=None)
+    epochs: float = setting("passes over the training set (Q26: 3)", default=3.0)
+    lr: float = setting("peak learning rate (Q26: 5e-6)", default=5e-6)
+    warmup_ratio: float = setting("linear warm-up share of steps", default=0.0)
+    logging_steps: int = setting("log the losses every N steps", default=10)
+    card: bool = setting("write the model card README.md", default=True)
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_positive(
+            self, "pos_aug", "passage_tokens", "window", "max_length", "max_steps", "logging_steps"
+        )
         checks = [
-            ("--lambda", self.lam, self.lam >= 0, ">= 0"),
-            ("--pos-aug", self.pos_aug, self.pos_aug is None or self.pos_aug >= 1, ">= 1"),
+            (LAMBDA_FLAG, self.lam, self.lam >= 0, ">= 0"),
             (
-                "--neftune-alpha",
+                flag_name("neftune_alpha"),
                 self.neftune_alpha,
                 self.neftune_alpha is None or self.neftune_alpha > 0,
-                "positive",
+                "> 0",
             ),
-            (
-                "--passage-tokens",
-                self.passage_tokens,
-                self.passage_tokens is None or self.passage_tokens >= 1,
-                ">= 1",
-            ),
-            ("--window", self.window, self.window >= 1, ">= 1"),
-            (
-                "--max-length",
-                self.max_length,
-                self.max_length is None or self.max_length >= 1,
-                ">= 1",
-            ),
-            ("--max-steps", self.max_steps, self.max_steps is None or self.max_steps >= 1, ">= 1"),
-            ("--epochs", self.epochs, self.epochs > 0, "positive"),
-            ("--lr", self.lr, self.lr > 0, "positive"),
-            ("--warmup-ratio", self.warmup_ratio, 0 <= self.warmup_ratio < 1, "in [0, 1)"),
-            ("--logging-steps", self.logging_steps, self.logging_steps >= 1, ">= 1"),
+            (flag_name("epochs"), self.epochs, self.epochs > 0, "> 0"),
+            (flag_name("lr"), self.lr, self.lr > 0, "> 0"),
+            (flag_name("warmup_ratio"), self.warmup_ratio, 0 <= self.warmup_ratio < 1, "in [0, 1)"),
         ]
         for flag, value, ok, rule in checks:
             if not ok:
                 raise InputError(f"{flag} must be {rule}, got {value}")
-        if self.identifiers not in ("letters", "numbers"):
-            raise InputError(f"--identifiers must be letters or numbers, got {self.identifiers!r}")
+        check_choice("identifiers", self.identifiers, ("letters", "numbers"))
 
     @property
     def propensity_file(self) -> str | None:
         """The propensity file, ``None`` for ``--propensity none`` (FIRST's L_Rank)."""
         text = str(self.propensity).strip()
         return None if text.lower() in (NO_PROPENSITY, "") else text
+
+
+# --------------------------------------------------------------------------- experiments
+# The settings of the listwise experiments and of their verbs. The window lives here once
+# (:class:`RerankerOptions`): the reranker reads it when it is loaded and the experiment when it
+# slides, from the same object.
+
+
+def parse_positions(spec: str | Sequence[int] | None, k: int) -> list[int]:
+    """``"1,5,20"`` → ``[1, 5, 20]`` (sorted, unique, each in 1..k); ``None`` → ``1..k``.
+
+    Example:
+        >>> parse_positions("5,1,5", 20), parse_positions(None, 3)
+        ([1, 5], [1, 2, 3])
+    """
+    if spec is None or spec == "":
+        return list(range(1, k + 1))
+    try:
+        values = (
+            [int(x) for x in spec.split(",") if x.strip()]
+            if isinstance(spec, str)
+            else [int(x) for x in spec]
+        )
+    except ValueError:
+        raise InputError(
+            f"{flag_name('positions')} takes comma-separated integers, got {spec!r}"
+        ) from None
+    bad = [p for p in values if not 1 <= p <= k]
+    if bad or not values:
+        raise InputError(f"{flag_name('positions')} must lie in 1..{k} (k), got {bad or spec!r}")
+    return sorted(set(values))
+
+
+@dataclass(kw_only=True)
+class ResamplingSettings(Settings):
+    """Resamples and confidence of the intervals (checked before any reranking: they come last)."""
+
+    n_resamples: int = setting("bootstrap / test resamples", default=1000)
+    confidence: float = setting("interval confidence", default=0.95, cli=False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        from hf_posbias.evaluation.uncertainty import check_resampling
+
+        check_resampling(self.n_resamples, self.confidence)
+
+
+@dataclass(kw_only=True)
+class PairedTestSettings(ResamplingSettings):
+    """A paired test between two variants or runs of the same queries."""
+
+    method: str = setting(
+        "paired test (per query)",
+        default="randomization",
+        choices=("randomization", "bootstrap"),
+        flag="--test",
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_choice("method", self.method, ("randomization", "bootstrap"))
+
+
+@dataclass(kw_only=True)
+class RerankerOptions(EndpointSettings):
+    """How a listwise reranker is loaded and slid over a list (the window lives here, once)."""
+
+    mode: Literal["first", "generate"] = setting(
+        "first: identifier logits of the first answer token; generate: the model writes the "
+        "permutation, missing identifiers appended in input order and counted",
+        default="first",
+    )
+    dtype: str = setting(
+        "auto: bf16 on GPUs and on CPUs with native bf16 kernels, else float32",
+        default="auto",
+        choices=INFERENCE_DTYPES,
+    )
+    device: str | None = setting("torch device (default: cuda if available)", default=None)
+    batch_size: int = setting("windows per forward pass", default=8)
+    passage_tokens: int | None = setting(
+        "cut each passage to this many tokens (words for an endpoint)", default=None
+    )
+    identifiers: Literal["letters", "numbers"] = setting("[A]…[T] or [1]…[20]", default="letters")
+    window: int = setting("sliding-window size", default=DEFAULT_WINDOW)
+    step: int | None = setting("sliding-window step (default: window/2)", default=None)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_choice("mode", self.mode, MODES)
+        check_choice("dtype", self.dtype, INFERENCE_DTYPES)
+        check_choice("identifiers", self.identifiers, ("letters", "numbers"))
+        check_positive(self, "batch_size", "passage_tokens", "window")
+        if self.step is not None and not 0 < self.step <= self.window:
+            raise InputError(
+                f"{flag_name('step')} must lie in 1..{flag_name('window')} ({self.window}), "
+                f"got {self.step}"
+            )
+
+
+@dataclass(kw_only=True)
+class ListSource(Settings):
+    """Which queries are listed and how deep (the first stage)."""
+
+    k: int = setting("first-stage depth", default=20)
+    max_queries: int | None = setting(
+        "a seeded sample of this many judged queries (default: all)", default=None
+    )
+    seed: int = setting("query sample / shuffle seed", default=0)
+    first_stage: str = setting("bm25 or a sentence-transformers model", default="bm25")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self, "k", "max_queries")
+
+
+LIST_PARAMS: tuple[str, ...] = ("k", "max_queries", "seed", "first_stage", "window", "step")
+"""The list settings an experiment pins in its manifest (a rerun with others is refused)."""
+
+
+@dataclass(kw_only=True)
+class ListSettings(ListSource, RerankerOptions):
+    """How an experiment's candidate lists are made and reranked."""
+
+
+@dataclass(kw_only=True)
+class ControlledTestConfig(ListSettings, ResamplingSettings):
+    """Settings of one controlled test (``posbias listwise test``)."""
+
+    positions: str | list[int] | None = setting(
+        "comma-separated input slots (default 1..k)", default=None
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.positions is not None:
+            self.positions = parse_positions(self.positions, self.k)
+
+
+@dataclass(kw_only=True)
+class ShuffleEvalConfig(ListSettings, PairedTestSettings):
+    """Settings of ``posbias listwise shuffle-eval``."""
+
+    shuffles: int = setting("shuffles per query (m)", default=5)
+    aggregate: int = setting(
+        "also aggregate this many shuffles by Borda and Kemeny (0: off)", default=0
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self, "shuffles")
+        if self.aggregate < 0 or self.aggregate == 1:
+            raise InputError(
+                f"{flag_name('aggregate')} needs at least 2 shuffles (0: off), got {self.aggregate}"
+            )
+
+
+@dataclass(kw_only=True)
+class PropensityConfig(ListSettings):
+    """Settings of a propensity estimate (``posbias listwise propensity``)."""
+
+    shuffles: int = setting("Fisher–Yates shuffles per query (n)", default=10)
+    smoothing: float = setting(
+        "add α to every transition count before normalising (0: Eq. 5 exactly)", default=0.0
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self, "shuffles")
+        check_positive(self, "smoothing", allow_zero=True)
+
+
+@dataclass(kw_only=True)
+class TaskRunSettings(ProgressSettings):
+    """A listwise verb that reads a task and writes a resumable run folder."""
+
+    task: str = setting(
+        "BEIR folder (corpus.jsonl, queries.jsonl, qrels/) or a project task folder"
+    )
+    split: str | None = setting(
+        "qrels split (BEIR default: test; a project folder: its own split)", default=None
+    )
+    out: str = setting("output folder")
+    overwrite: bool = setting("discard a previous run in OUT instead of resuming it", default=False)
+
+
+@dataclass(kw_only=True)
+class RerankerName(Settings):
+    """Which reranker a verb loads (:func:`hf_posbias.listwise.loading.load_reranker`)."""
+
+    reranker: str = setting(
+        "smollm2-135m (packaged), a causal-LM folder or Hub id (FIRST scoring), bm25 or "
+        "cross-encoder:NAME (the pointwise control), or a served model name with --base-url"
+    )
+
+
+@dataclass(kw_only=True)
+class RerankRunSettings(RerankerName, TaskRunSettings):
+    """A task run with a reranker."""
+
+
+@dataclass(kw_only=True)
+class ListwiseTestSettings(ControlledTestConfig, RerankRunSettings):
+    """``posbias listwise test``: one object from argv to the experiment."""
+
+
+@dataclass(kw_only=True)
+class ShuffleEvalSettings(ShuffleEvalConfig, RerankRunSettings):
+    """``posbias listwise shuffle-eval``."""
+
+
+@dataclass(kw_only=True)
+class PropensitySettings(PropensityConfig, RerankRunSettings):
+    """``posbias listwise propensity``."""
+
+
+@dataclass(kw_only=True)
+class BuildTrainSettings(ListSource, TaskRunSettings):
+    """``posbias listwise build-train``."""
+
+    # Only the default differs from a test run's: training lists come from the train split.
+    split: str | None = setting("qrels split of the training queries", default="train")
+    teacher: str = setting(
+        "order after the relevant documents: first-stage or a cross-encoder name (stand-in "
+        "for GPT-4 labels)",
+        default="first-stage",
+    )
+
+
+@dataclass(kw_only=True)
+class AugmentSettings(Settings):
+    """``posbias listwise augment``: Pos-Aug rotations of a training set."""
+
+    data: str = setting("training-set folder, .parquet or .jsonl")
+    groups: int = setting("number of groups n (divides k)")
+    out: str = setting("output training-set folder")
+    seed: int = setting("shuffle seed", default=0)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self, "groups")
+
+
+@dataclass(kw_only=True)
+class ConvertSettings(Settings):
+    """``posbias listwise convert``: RankZephyr / FIRST training data → a training set."""
+
+    data: str = setting("a .jsonl/.json file or a Hub dataset id")
+    hf_split: str = setting("split of a Hub dataset", default="train")
+    identifiers: Literal["letters", "numbers"] | None = setting(
+        "identifier style (default: detected per record)", default=None
+    )
+    max_rows: int | None = setting("convert only the first N records", default=None)
+    out: str = setting("output training-set folder")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self, "max_rows")
+
+
+@dataclass(kw_only=True)
+class RerankSettings(RerankerName, RerankerOptions):
+    """``posbias listwise rerank``: rank_llm requests → rank_llm results."""
+
+    requests: str = setting("rank_llm requests (.json or .jsonl)")
+    k: int | None = setting("rerank the top k (default: all)", default=None)
+    out: str = setting("results file (.json or .jsonl)")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self, "k")
+
+
+@dataclass(kw_only=True)
+class ListwiseCompareSettings(PairedTestSettings):
+    """``posbias listwise compare``: a paired test between two test runs."""
+
+    run_a: str = setting("posbias listwise test folder A (e.g. the base model)", positional=True)
+    run_b: str = setting("posbias listwise test folder B (e.g. the fine-tune)", positional=True)
+    label_a: str = setting("name of run A in the table", default="A")
+    label_b: str = setting("name of run B in the table", default="B")
+    seed: int = setting("resampling seed", default=0)
+    common_queries: bool = setting(
+        "compare the queries both runs scored (counted), both curves recomputed on them",
+        default=False,
+    )
+    out: str | None = setting("folder for comparison.json", default=None)

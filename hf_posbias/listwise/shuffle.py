@@ -19,42 +19,24 @@ Example:
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from hf_posbias.errors import InputError
-from hf_posbias.evaluation.uncertainty import check_resampling
 from hf_posbias.listwise.aggregate import borda, kemeny_local_search
 from hf_posbias.listwise.base import ListwiseReranker
 from hf_posbias.listwise.lists import QueryList, describe_lists
 from hf_posbias.listwise.lists import shuffled as shuffle_list
 from hf_posbias.listwise.runs import (
-    ListSettings,
     fallback_stats,
     ndcg_at_10,
     run_experiment,
     write_jsonl,
 )
+from hf_posbias.listwise.settings import ShuffleEvalConfig
 from hf_posbias.listwise.taskio import RerankTask
 from hf_posbias.shards import write_json
-
-
-@dataclass
-class ShuffleEvalConfig(ListSettings):
-    """Settings of ``posbias listwise shuffle-eval``."""
-
-    shuffles: int = 5
-    aggregate: int = 0
-    method: str = "randomization"
-    n_resamples: int = 1000
-    confidence: float = 0.95
-
-    def __post_init__(self) -> None:
-        # Checked when the settings are made, before any reranking: the intervals come last.
-        check_resampling(self.n_resamples, self.confidence)
 
 
 def variants_needed(config: ShuffleEvalConfig) -> int:
@@ -77,10 +59,6 @@ def run_shuffle_eval(
     """Run the comparison, write the outputs, return the ``shuffle_eval.json`` payload."""
     from hf_posbias.evaluation.uncertainty import paired_comparison
 
-    if config.shuffles < 1:
-        raise InputError(f"--shuffles must be at least 1, got {config.shuffles}")
-    if config.aggregate < 0 or config.aggregate == 1:
-        raise InputError(f"--aggregate needs at least 2 shuffles (0: off), got {config.aggregate}")
     out = Path(out_dir)
     started = time.perf_counter()
     n_variants = variants_needed(config)

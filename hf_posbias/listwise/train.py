@@ -48,7 +48,6 @@ Example (tiny model; see tests/listwise/test_listwise_train.py for the data fold
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import time
@@ -57,7 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hf_posbias.errors import BackendError, InputError, ModelLoadError, PosbiasError, first_line
+from hf_posbias.errors import BackendError, InputError, PosbiasError
 from hf_posbias.listwise.settings import ListwiseTrainingSettings
 
 if TYPE_CHECKING:
@@ -129,14 +128,15 @@ class ListwiseTrainResult:
 
 def _data_info(data: str) -> dict[str, Any]:
     from hf_posbias.listwise.trainset import INFO_FILE
+    from hf_posbias.rows import read_json
 
     path = Path(data) / INFO_FILE
     if not path.is_file():
         return {}
-    try:
-        return dict(json.loads(path.read_text()))
-    except (OSError, json.JSONDecodeError, TypeError, ValueError):
-        return {}
+    info = read_json(path)
+    if not isinstance(info, dict):
+        raise InputError(f"{path}: expected a JSON object, got {type(info).__name__}")
+    return info
 
 
 def _pos_aug_rows(
@@ -166,6 +166,7 @@ def _propensity(
 ) -> tuple[Any, dict[str, Any] | None]:
     from hf_posbias.listwise.propensity import check_propensity_support, load_propensity
     from hf_posbias.listwise.trainset import target_ranks
+    from hf_posbias.rows import read_json
 
     path = settings.propensity_file
     if path is None:
@@ -179,26 +180,10 @@ def _propensity(
     check_propensity_support(
         omega, [target_ranks(row) for row in rows], where=f"the training data {settings.data}"
     )
-    try:
-        raw = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError):  # load_propensity read it a moment ago
-        raw = {}
+    raw = read_json(path)  # load_propensity read and checked it a moment ago
     keys = ("k", "n", "queries", "smoothing", "diagonal_mass", "empty_cells", "reranker", "task")
     details = {key: raw[key] for key in keys if isinstance(raw, dict) and key in raw}
     return omega, {"file": str(path), **details}
-
-
-def _load_tokenizer(folder: str, name: str) -> tuple[Any, Any]:
-    from transformers import AutoConfig, AutoTokenizer
-
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(folder)
-        config = AutoConfig.from_pretrained(folder)
-    except Exception as err:  # loading fails in many ways; all mean "cannot load this"
-        raise ModelLoadError(f"cannot load the tokenizer of {name!r}: {first_line(err)}") from None
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    return tokenizer, config
 
 
 def prepare_listwise_run(
@@ -207,7 +192,7 @@ def prepare_listwise_run(
     """Every check that needs no model weights (see the module docstring)."""
     from hf_posbias.listwise.collate import ListwiseCollator
     from hf_posbias.listwise.trainset import read_train_set
-    from hf_posbias.modeling import causal_lm_folder, context_length
+    from hf_posbias.modeling import causal_lm_folder, context_length, load_tokenizer_config
     from hf_posbias.progress import progress
     from hf_posbias.training.builder import model_attn_implementation
 
@@ -229,7 +214,7 @@ def prepare_listwise_run(
     omega, propensity_info = _propensity(settings, rows, sizes)
 
     folder = causal_lm_folder(settings.model)
-    tokenizer, config = _load_tokenizer(folder, settings.model)
+    tokenizer, config = load_tokenizer_config(folder, settings.model, pad_with_eos=True)
     collator = ListwiseCollator(
         tokenizer,
         style=settings.identifiers,
@@ -319,9 +304,8 @@ def plan_memory(
         (False, 1)
     """
     from hf_posbias.training.memory import (
-        MemoryPlan,
-        MiniBatching,
         choose_memory_plan,
+        cpu_plan,
         optimizer_state_bytes,
         usable_bytes,
     )
@@ -332,12 +316,7 @@ def plan_memory(
                 "--gradient-checkpointing on: this model does not support gradient "
                 "checkpointing; use --gradient-checkpointing off or auto"
             )
-        if settings.mini_batch_tokens is not None:
-            mini = MiniBatching(tokens=settings.mini_batch_tokens)
-        else:
-            mini = MiniBatching(rows=settings.mini_batch_rows or 1)
-        rows = windows_per_pass(MemoryPlan(False, mini, 1, "cpu"), longest_tokens)
-        return MemoryPlan(bool(settings.checkpointing_request), mini, rows, "cpu")
+        return cpu_plan(settings, compute.per_device_batch, default_rows=1)
     return choose_memory_plan(
         settings,
         measure=measure,
@@ -457,7 +436,7 @@ def train_listwise(
 
     ``callbacks`` are ``transformers.TrainerCallback`` objects; ``echo`` prints progress lines.
     """
-    run = prepare_listwise_run(settings, show_progress=not settings.no_progress)
+    run = prepare_listwise_run(settings, show_progress=settings.progress)
     compute = run.compute
 
     import torch
@@ -495,7 +474,7 @@ def train_listwise(
         logging_steps=settings.logging_steps,
         report_to="none",
         remove_unused_columns=False,
-        disable_tqdm=settings.no_progress or not sys.stderr.isatty(),
+        disable_tqdm=not settings.progress or not sys.stderr.isatty(),
         dataloader_pin_memory=compute.device.kind == "cuda",
         neftune_noise_alpha=settings.neftune_alpha,
         **compute.training_arguments(),
@@ -688,7 +667,7 @@ def report(result: ListwiseTrainResult) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Module entry point; user mistakes print one ``error:`` line and return 2."""
-    from hf_posbias.training.settings import launch_main
+    from hf_posbias.settings import launch_main
 
     return launch_main(
         argv,

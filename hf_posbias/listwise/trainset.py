@@ -104,6 +104,30 @@ def read_train_set(source: str | Path) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- build-train
 
 
+def build_train_set(s: Any) -> tuple[list[dict[str, Any]], dict[str, Any], Path]:
+    """``posbias listwise build-train`` (:class:`~hf_posbias.listwise.settings.BuildTrainSettings`):
+    the rows of :func:`build_train_rows`, written with :func:`write_train_set` into ``s.out``."""
+    from hf_posbias.listwise.firststage import check_k
+    from hf_posbias.listwise.loading import prepare_out
+    from hf_posbias.listwise.taskio import load_rerank_task
+
+    task = load_rerank_task(s.task, s.split)
+    check_k(s.k, len(task.corpus))
+    out = prepare_out(s.out, s.overwrite)
+    rows, info = build_train_rows(
+        task,
+        k=s.k,
+        first_stage=s.first_stage,
+        teacher=s.teacher,
+        max_queries=s.max_queries,
+        seed=s.seed,
+        out_dir=out,
+        show_progress=s.progress,
+    )
+    write_train_set(out, rows, info)
+    return rows, info, out
+
+
 def build_train_rows(
     task: Any,
     *,

@@ -159,16 +159,9 @@ def load_text_setup(spec: ModelSpec, max_length: int | None = None) -> tuple[Any
     spec's) capped by the position table. Lets a run check token budgets and count truncated
     documents before the model is loaded.
     """
-    from transformers import AutoConfig, AutoTokenizer
+    from hf_posbias.modeling import load_tokenizer_config
 
-    folder = checkpoint_folder(spec)
-    try:
-        config = AutoConfig.from_pretrained(folder)
-        tokenizer = AutoTokenizer.from_pretrained(folder)
-    except Exception as err:  # every failure here means "this checkpoint cannot load"
-        raise ModelLoadError(
-            f"cannot load checkpoint {spec.checkpoint!r}: {first_line(err)}"
-        ) from None
+    tokenizer, config = load_tokenizer_config(checkpoint_folder(spec), spec.checkpoint)
     return config, tokenizer, max_seq_length(config, spec, max_length)
 
 

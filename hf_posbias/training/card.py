@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hf_posbias.cards import load_card_facts, save_card_facts
+from hf_posbias.cards import load_card_facts, save_card_facts, write_checkpoint_card
 from hf_posbias.errors import InputError
 
 TRAINING_INFO = "posbias_training.json"
@@ -143,9 +143,5 @@ def write_model_card(
     ckpt = Path(ckpt_dir)
     if info is None:
         info = load_training_info(ckpt)
-    text = render_model_card(info, evaluation)
-    card = ckpt / "README.md"
-    card.write_text(text)
-    # Written after the card: its presence marks the run as complete (matrix resume).
-    save_training_info(ckpt, info)
-    return card
+    # The facts are written after the card: their presence marks the run as complete (resume).
+    return write_checkpoint_card(ckpt, render_model_card(info, evaluation), TRAINING_INFO, info)

@@ -38,6 +38,7 @@ from pathlib import Path
 from hf_posbias.errors import InputError, PosbiasError
 from hf_posbias.progress import progress
 from hf_posbias.sampling import PAPER_CONFIG_NAMES
+from hf_posbias.settings import add_settings_arguments, setting, settings_from_args
 
 PAPER_CONFIGS: tuple[str, ...] = PAPER_CONFIG_NAMES  # hf_posbias.sampling.PAPER_CONFIGS
 ABLATION_POOLINGS: tuple[str, ...] = ("cls", "mean", "max", "lasttoken")
@@ -227,40 +228,40 @@ def run_matrix(
     return report
 
 
-def build_matrix_parser(prog: str, description: str) -> argparse.ArgumentParser:
-    """Flags shared by ``scripts/run_matrix.py`` and ``scripts/pooling_ablation.py``.
+@dataclass(kw_only=True)
+class MatrixSettings:
+    """Flags shared by ``scripts/run_matrix.py`` and ``scripts/pooling_ablation.py``; unknown
+    flags (e.g. ``--max-steps 100 --global-batch 64``) are passed on to every run."""
 
-    Unknown flags (e.g. ``--max-steps 100 --global-batch 64``) are passed on to every run.
-    """
-    parser = argparse.ArgumentParser(prog=prog, description=description)
-    parser.add_argument("--data", required=True, help="training-set repo/folder (<out>/train)")
-    parser.add_argument("--out", required=True, help="root folder of the checkpoints")
-    parser.add_argument("--models", nargs="+", default=None, help="default: the paper's bases")
-    parser.add_argument(
-        "--configs", nargs="+", default=None, help="default: begin middle end uniform"
-    )
-    parser.add_argument("--shard", default=None, help="i/n: this node's share of the runs")
-    parser.add_argument("--num-processes", type=int, default=None, help="accelerate processes")
-    parser.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="print the launch commands, each run's settings after the memory preflight and its "
+    data: str = setting("training-set repo/folder (<out>/train)")
+    out: str = setting("root folder of the checkpoints")
+    models: list[str] | None = setting("default: the paper's bases", default=None)
+    configs: list[str] | None = setting("default: begin middle end uniform", default=None)
+    shard: str | None = setting("i/n: this node's share of the runs", default=None)
+    num_processes: int | None = setting("accelerate processes", default=None)
+    dry_run: bool = setting(
+        "print the launch commands, each run's settings after the memory preflight and its "
         "projected time; train nothing",
+        default=False,
     )
-    parser.add_argument("--in-process", action="store_true", help="no accelerate subprocess")
-    parser.add_argument(
-        "--plan-for",
+    in_process: bool = setting("no accelerate subprocess", default=False)
+    plan_for: str | None = setting(
+        "dry run: plan for this GPU (h100, h100-pcie, h200, a100-80gb, a100-40gb, v100-32gb, "
+        "cpu); default: this machine's device",
         default=None,
         metavar="DEVICE",
-        help="dry run: plan for this GPU (h100, h100-pcie, h200, a100-80gb, a100-40gb, "
-        "v100-32gb, cpu); default: this machine's device",
     )
-    parser.add_argument(
-        "--throughput",
+    throughput: str | None = setting(
+        "dry run: seconds per step measured by benchmarks/train_throughput.py --json",
         default=None,
         metavar="JSON",
-        help="dry run: seconds per step measured by benchmarks/train_throughput.py --json",
     )
+
+
+def build_matrix_parser(prog: str, description: str) -> argparse.ArgumentParser:
+    """The matrix scripts' parser, generated from :class:`MatrixSettings`."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    add_settings_arguments(parser, MatrixSettings)
     return parser
 
 
@@ -274,7 +275,8 @@ def matrix_main(
 ) -> int:
     """Entry point of the matrix scripts; returns the exit status."""
     parser = build_matrix_parser(prog, description)
-    args, extra = parser.parse_known_args(argv)
+    namespace, extra = parser.parse_known_args(argv)
+    args = settings_from_args(MatrixSettings, namespace)
     try:
         runs = expand_runs(
             args.models or default_models, args.configs or default_configs, args.out, poolings

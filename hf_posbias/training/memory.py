@@ -311,20 +311,28 @@ def _does_not_fit(
     )
 
 
-def cpu_plan(settings: ComputeSettings, per_device_batch: int) -> MemoryPlan:
-    """The memory settings on CPU/MPS: the user's, or the former defaults for ``auto``.
+def cpu_plan(
+    settings: ComputeSettings, per_device_batch: int, *, default_rows: int | None = None
+) -> MemoryPlan:
+    """The memory settings on CPU/MPS (no device-memory preflight): the user's, or for ``auto``
+    mini-batches of ``default_rows`` rows (the bi-encoder's former default,
+    ``CPU_MINI_BATCH_ROWS``, when ``None``; the listwise trainer passes 1, one window of up to
+    k passages per pass), at most the per-device batch. Every trainer of hf-posbias plans its
+    CPU memory here.
 
     Example:
         >>> from hf_posbias.training.settings import ComputeSettings
         >>> cpu_plan(ComputeSettings(), 8).mini_batching.describe()
         '8 rows'
+        >>> cpu_plan(ComputeSettings(), 8, default_rows=1).mini_batching.describe()
+        '1 rows'
     """
     from hf_posbias.training.settings import CPU_MINI_BATCH_ROWS
 
     if settings.mini_batch_tokens is not None:
         mini = MiniBatching(tokens=settings.mini_batch_tokens)
     else:
-        rows = settings.mini_batch_rows or CPU_MINI_BATCH_ROWS
+        rows = settings.mini_batch_rows or default_rows or CPU_MINI_BATCH_ROWS
         mini = MiniBatching(rows=min(rows, per_device_batch))
     return MemoryPlan(
         checkpointing=bool(settings.checkpointing_request),

@@ -21,12 +21,12 @@ Example:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
 from hf_posbias.errors import ModelLoadError
+from hf_posbias.rows import read_json
 
 Kind = Literal["encoder", "decoder"]
 PoolingName = Literal["cls", "mean", "max", "lasttoken"]
@@ -201,7 +201,7 @@ def infer_spec_from_folder(path: str | Path, name: str | None = None) -> ModelSp
         if not nested:
             raise ModelLoadError(f"{folder} has no config.json: not a transformers checkpoint")
         config_path = nested[0]
-    config = json.loads(config_path.read_text())
+    config = read_json(config_path)
     model_type = str(config.get("model_type", ""))
     archs = [str(a) for a in config.get("architectures") or []]
     is_decoder = model_type in _DECODER_TYPES or any(
@@ -228,11 +228,11 @@ def infer_spec_from_folder(path: str | Path, name: str | None = None) -> ModelSp
 
 
 def _st_folder_pooling(folder: Path) -> PoolingName | None:
-    for modules_entry in json.loads((folder / "modules.json").read_text()):
+    for modules_entry in read_json(folder / "modules.json"):
         if "Pooling" in str(modules_entry.get("type", "")):
             cfg = folder / str(modules_entry.get("path", "")) / "config.json"
             if cfg.is_file():
-                data = json.loads(cfg.read_text())
+                data = read_json(cfg)
                 mode = data.get("pooling_mode")
                 if isinstance(mode, str) and mode in POOLINGS:
                     return mode  # type: ignore[return-value]

@@ -22,7 +22,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -101,10 +100,9 @@ class RunPlan:
 
 def load_throughput(path: str | Path) -> dict[str, Any]:
     """Read a ``benchmarks/train_throughput.py --json`` file (one-line error if unusable)."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as err:
-        raise InputError(f"cannot read throughput file {path}: {err}") from None
+    from hf_posbias.rows import read_json
+
+    data = read_json(path)
     if not isinstance(data, dict) or data.get("format") != THROUGHPUT_FORMAT:
         raise InputError(f"{path} is not a train_throughput.py JSON file ({THROUGHPUT_FORMAT})")
     return data

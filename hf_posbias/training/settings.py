@@ -1,7 +1,7 @@
-"""The one declaration of the training settings, parsed by transformers' ``HfArgumentParser``.
+"""The one declaration of the training settings, parsed by :mod:`hf_posbias.settings`.
 
-Every setting is a dataclass field whose help text lives in ``field(metadata={"help": ...})``, the
-way sentence-transformers declares its training arguments. The flags of ``posbias train``,
+Every setting is a dataclass field declared with :func:`hf_posbias.settings.setting` (help,
+default, renamed spellings), like every verb's settings. The flags of ``posbias train``,
 ``accelerate launch -m hf_posbias.training.train``, the matrix scripts (which pass flags through
 and validate them with the same parser) and the facts in the model card all come from here.
 
@@ -30,18 +30,21 @@ Example:
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from hf_posbias.errors import InputError, PosbiasError
+from hf_posbias.errors import InputError
+from hf_posbias.settings import (
+    check_choice,
+    check_positive,
+    flag_name,
+    parse_settings_args,
+    setting,
+)
 from hf_posbias.training.models import PoolingName
 
 if TYPE_CHECKING:
-    from transformers import HfArgumentParser
-
     from hf_posbias.devices import DeviceInfo
 
 S = TypeVar("S", bound="ComputeSettings")
@@ -56,74 +59,56 @@ CPU_MINI_BATCH_ROWS = 32
 class ComputeSettings:
     """How a training step runs on the hardware (shared by every trainer of hf-posbias)."""
 
-    global_batch: int = field(
+    global_batch: int = setting(
+        "rows per optimisation step over all processes = the in-batch negatives of "
+        "every query (YHP26: 256); each of W processes embeds global/W rows and the loss "
+        "gathers all of them; must be divisible by W",
         default=256,
-        metadata={
-            "help": "rows per optimisation step over all processes = the in-batch negatives of "
-            "every query (YHP26: 256); each of W processes embeds global/W rows and the loss "
-            "gathers all of them; must be divisible by W"
-        },
+        aliases=("--batch-size",),
     )
-    precision: Literal["auto", "fp32", "bf16", "fp16"] = field(
+    precision: Literal["auto", "fp32", "bf16", "fp16"] = setting(
+        "mixed precision: auto = bf16 on GPUs that support it, fp16 with loss "
+        "scaling on older GPUs, fp32 on CPU",
         default="auto",
-        metadata={
-            "help": "mixed precision: auto = bf16 on GPUs that support it, fp16 with loss "
-            "scaling on older GPUs, fp32 on CPU"
-        },
     )
-    gradient_checkpointing: Literal["auto", "on", "off"] = field(
+    gradient_checkpointing: Literal["auto", "on", "off"] = setting(
+        "recompute activations in the backward pass (less memory, about 25% more "
+        "compute); auto = only when the memory preflight needs it (never on CPU)",
         default="auto",
-        metadata={
-            "help": "recompute activations in the backward pass (less memory, about 25%% more "
-            "compute); auto = only when the memory preflight needs it (never on CPU)"
-        },
     )
-    mini_batch_size: str = field(
+    mini_batch_size: str = setting(
+        "rows embedded at once by the cached loss (GradCache): N, or auto = the "
+        "memory preflight packs mini-batches by tokens to fill the GPU "
+        f"({CPU_MINI_BATCH_ROWS} rows on CPU)",
         default=AUTO,
-        metadata={
-            "help": "rows embedded at once by the cached loss (GradCache): N, or auto = the "
-            "memory preflight packs mini-batches by tokens to fill the GPU "
-            f"({CPU_MINI_BATCH_ROWS} rows on CPU)"
-        },
     )
-    mini_batch_tokens: int | None = field(
+    mini_batch_tokens: int | None = setting(
+        "pack embedding mini-batches by token count instead of rows "
+        "(sentence-transformers' mini_batch_num_tokens); must hold the longest sequence",
         default=None,
-        metadata={
-            "help": "pack embedding mini-batches by token count instead of rows "
-            "(sentence-transformers' mini_batch_num_tokens); must hold the longest sequence"
-        },
     )
-    attn_implementation: str | None = field(
+    attn_implementation: str | None = setting(
+        "attention kernel: eager | sdpa | flex_attention | flash_attention_2 | "
+        "flash_attention_3; unset = the best installed: flash_attention_2 on a GPU in "
+        "bf16/fp16 when flash-attn is installed, else sdpa (a model without it keeps its own)",
         default=None,
-        metadata={
-            "help": "attention kernel: eager | sdpa | flex_attention | flash_attention_2 | "
-            "flash_attention_3; unset = the best installed: flash_attention_2 on a GPU in "
-            "bf16/fp16 when flash-attn is installed, else sdpa (a model without it keeps its own)"
-        },
     )
-    device_memory_gib: float | None = field(
+    device_memory_gib: float | None = setting(
+        "device memory the memory preflight may plan for, GiB; unset = the whole "
+        "GPU; lower it on a shared GPU",
         default=None,
-        metadata={
-            "help": "device memory the memory preflight may plan for, GiB; unset = the whole "
-            "GPU; lower it on a shared GPU"
-        },
     )
-    seed: int = field(
-        default=42, metadata={"help": "seed of the weights' init, data order, dropout"}
-    )
+    seed: int = setting("seed of the weights' init, data order, dropout", default=42)
 
     def __post_init__(self) -> None:
-        _check_choice("--precision", self.precision, ("auto", "fp32", "bf16", "fp16"))
-        _check_choice(
-            "--gradient-checkpointing", self.gradient_checkpointing, CHECKPOINTING_CHOICES
-        )
-        self.mini_batch_size = _auto_or_positive_int("--mini-batch-size", self.mini_batch_size)
-        if self.global_batch < 1:
-            raise InputError(f"--global-batch must be positive, got {self.global_batch}")
-        if self.mini_batch_tokens is not None and self.mini_batch_tokens < 1:
-            raise InputError(f"--mini-batch-tokens must be positive, got {self.mini_batch_tokens}")
+        check_choice("precision", self.precision, ("auto", "fp32", "bf16", "fp16"))
+        check_choice("gradient_checkpointing", self.gradient_checkpointing, CHECKPOINTING_CHOICES)
+        self.mini_batch_size = _auto_or_positive_int("mini_batch_size", self.mini_batch_size)
+        check_positive(self, "global_batch", "mini_batch_tokens")
         if self.device_memory_gib is not None and self.device_memory_gib <= 0:
-            raise InputError(f"--device-memory-gib must be positive, got {self.device_memory_gib}")
+            raise InputError(
+                f"{flag_name('device_memory_gib')} must be positive, got {self.device_memory_gib}"
+            )
 
     @property
     def mini_batch_rows(self) -> int | None:
@@ -167,7 +152,8 @@ class ComputeSettings:
         n = int(n_processes or world_size())
         if self.global_batch % n:
             raise InputError(
-                f"--global-batch {self.global_batch} is not divisible by the {n} processes: "
+                f"{flag_name('global_batch')} {self.global_batch} is not divisible by the {n} "
+                "processes: "
                 f"use a multiple of {n} (each process embeds global/{n} rows)"
             )
         info = info if info is not None else device_info()
@@ -223,36 +209,27 @@ class TrainingSettings(ComputeSettings):
     ``epochs``. ``record_batches`` keeps the row indices of every batch (tests, audits).
     """
 
-    model: str = field(metadata={"help": "short name, checkpoint id or local folder"})
-    config: str = field(metadata={"help": "begin | middle | end | uniform | b:m:e | ips"})
-    data: str = field(metadata={"help": "training-set repo/folder (the pool for ips)"})
-    out: str = field(metadata={"help": "output folder of the final checkpoint"})
-    max_steps: int | None = field(default=None, metadata={"help": "stop after N steps"})
-    epochs: float = field(default=3.0, metadata={"help": "passes over the training set"})
-    lr: float | None = field(
-        default=None,
-        metadata={
-            "help": "learning rate; unset = the model's (4e-5 below 400M parameters, else 2e-5)"
-        },
+    model: str = setting("short name, checkpoint id or local folder")
+    config: str = setting("begin | middle | end | uniform | b:m:e | ips")
+    data: str = setting("training-set repo/folder (the pool for ips)")
+    out: str = setting("output folder of the final checkpoint")
+    max_steps: int | None = setting("stop after N steps", default=None)
+    epochs: float = setting("passes over the training set", default=3.0)
+    lr: float | None = setting(
+        "learning rate; unset = the model's (4e-5 below 400M parameters, else 2e-5)", default=None
     )
-    pooling: PoolingName | None = field(
-        default=None, metadata={"help": "override the model's pooling"}
+    pooling: PoolingName | None = setting("override the model's pooling", default=None)
+    max_length: int | None = setting("max tokens per text; unset = the model's", default=None)
+    warmup_ratio: float = setting("linear warm-up share of steps", default=0.1)
+    scale: float = setting("InfoNCE scale = 1 / temperature", default=20.0)
+    logging_steps: int = setting("log the loss every N steps", default=10)
+    push_to_hub: str | None = setting(
+        "upload checkpoint + card to this model repo id", default=None
     )
-    max_length: int | None = field(
-        default=None, metadata={"help": "max tokens per text; unset = the model's"}
-    )
-    warmup_ratio: float = field(default=0.1, metadata={"help": "linear warm-up share of steps"})
-    scale: float = field(default=20.0, metadata={"help": "InfoNCE scale = 1 / temperature"})
-    logging_steps: int = field(default=10, metadata={"help": "log the loss every N steps"})
-    push_to_hub: str | None = field(
-        default=None, metadata={"help": "upload checkpoint + card to this model repo id"}
-    )
-    hub_token: str | None = field(
-        default=None, metadata={"help": "Hub token; unset = HF_TOKEN or the stored login"}
-    )
-    card: bool = field(default=True, metadata={"help": "write the model card README.md"})
-    record_batches: bool = field(
-        default=False, metadata={"help": "keep every batch's row indices in the result (audits)"}
+    hub_token: str | None = setting("Hub token; unset = HF_TOKEN or the stored login", default=None)
+    card: bool = setting("write the model card README.md", default=True)
+    record_batches: bool = setting(
+        "keep every batch's row indices in the result (audits)", default=False
     )
 
     def __post_init__(self) -> None:
@@ -260,54 +237,38 @@ class TrainingSettings(ComputeSettings):
         if self.pooling is not None:
             from hf_posbias.training.models import POOLINGS
 
-            _check_choice("--pooling", self.pooling, POOLINGS)
-        if self.max_steps is not None and self.max_steps < 1:
-            raise InputError(f"--max-steps must be positive, got {self.max_steps}")
-        if self.max_length is not None and self.max_length < 1:
-            raise InputError(f"--max-length must be positive, got {self.max_length}")
+            check_choice("pooling", self.pooling, POOLINGS)
+        check_positive(self, "max_steps", "max_length")
 
 
 TrainConfig = TrainingSettings
 """Former name of :class:`TrainingSettings` (kept for existing callers)."""
 
 
-def _check_choice(flag: str, value: Any, choices: Sequence[str]) -> None:
-    if value not in choices:
-        raise InputError(f"{flag} must be one of {', '.join(choices)}, got {value!r}")
-
-
-def _auto_or_positive_int(flag: str, value: Any) -> str:
+def _auto_or_positive_int(field_name: str, value: Any) -> str:
     """``"auto"`` or a positive integer's decimal string (ints are accepted)."""
     text = str(value).strip().lower()
     if text == AUTO:
         return AUTO
     if not text.isdigit() or int(text) < 1:
-        raise InputError(f"{flag} must be a positive integer or auto, got {value!r}")
+        raise InputError(
+            f"{flag_name(field_name)} must be a positive integer or auto, got {value!r}"
+        )
     return str(int(text))
 
 
 # --------------------------------------------------------------------------- parsing
 
 
-def settings_parser(
-    settings_cls: type[ComputeSettings] = TrainingSettings, **kwargs: Any
-) -> HfArgumentParser:
-    """An ``HfArgumentParser`` of ``settings_cls`` (kwargs go to ``argparse.ArgumentParser``)."""
-    from transformers import HfArgumentParser
-
-    return HfArgumentParser(settings_cls, **kwargs)
-
-
 def parse_settings(
     argv: Sequence[str] | None,
-    settings_cls: type[ComputeSettings] = TrainingSettings,
+    settings_cls: type[S] = TrainingSettings,  # type: ignore[assignment]
     **kwargs: Any,
-) -> Any:
-    """Parse command-line flags into ``settings_cls``.
+) -> S:
+    """Parse flags into ``settings_cls`` (:func:`hf_posbias.settings.parse_settings_args`).
 
     A bad value or an unknown flag is a one-line :class:`~hf_posbias.errors.InputError` (not
     argparse's usage dump), so the matrix scripts can validate every run's flags up front.
-    ``--help`` prints the generated help and exits as usual.
 
     Example:
         >>> parse_settings(["--model", "m", "--config", "c", "--data", "d", "--out", "o",
@@ -316,92 +277,4 @@ def parse_settings(
         ...
         hf_posbias.errors.InputError: argument --precision: invalid choice: 'fp8' ...
     """
-    parser = settings_parser(settings_cls, exit_on_error=False, **kwargs)
-    try:
-        namespace, unknown = parser.parse_known_args(list(argv) if argv is not None else None)
-    except argparse.ArgumentError as err:
-        raise InputError(str(err)) from None
-    if unknown:
-        raise InputError(f"unknown training flag(s): {' '.join(unknown)}")
-    return settings_from_namespace(settings_cls, namespace)
-
-
-def launch_main(
-    argv: Sequence[str] | None,
-    settings_cls: type[S],
-    *,
-    prog: str,
-    description: str,
-    run: Callable[[S], Any],
-    report: Callable[[Any], str],
-) -> int:
-    """The body of a trainer's module entry point (``python -m …``, ``accelerate launch -m …``).
-
-    Parses the flags into ``settings_cls``, calls ``run(settings)`` and prints
-    ``report(result)`` on rank 0 (``result.world_size``, ``$RANK``); a user mistake prints one
-    ``error:`` line to stderr and returns 2.
-
-    Example:
-        >>> launch_main(["--model", "m", "--config", "c", "--data", "d", "--out", "o",
-        ...              "--precision", "fp8"], TrainingSettings, prog="t", description="",
-        ...             run=print, report=str)
-        2
-    """
-    import logging
-    import os
-    import sys
-
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        settings = parse_settings(argv, settings_cls, prog=prog, description=description)
-        result = run(settings)
-    except PosbiasError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    if result.world_size == 1 or int(os.environ.get("RANK", "0")) == 0:
-        print(report(result))
-    return 0
-
-
-def settings_from_namespace(settings_cls: type[S], namespace: argparse.Namespace) -> S:
-    """Build ``settings_cls`` from a namespace parsed by a parser that holds its flags."""
-    names = [f.name for f in dataclasses.fields(settings_cls) if f.init]
-    return settings_cls(**{name: getattr(namespace, name) for name in names})
-
-
-def defer_settings_arguments(
-    parser: argparse.ArgumentParser, settings_cls: type[ComputeSettings]
-) -> argparse.ArgumentParser:
-    """Give ``parser`` the flags of ``settings_cls`` when it first parses, not now.
-
-    ``posbias --help`` builds every verb's parser and must not import transformers (the
-    ``HfArgumentParser`` home); a sub-command parser only parses when its verb was chosen, so
-    the flags are generated by ``HfArgumentParser`` at that moment — then ``posbias train --help``
-    lists them like any flag.
-    """
-    original = parser.parse_known_args
-
-    def parse_known_args(args: Any = None, namespace: Any = None) -> Any:
-        if not getattr(parser, "_posbias_settings", None):
-            source = settings_parser(settings_cls, add_help=False)
-            # What ArgumentParser(parents=[source]) does, after construction.
-            parser._add_container_actions(source)
-            parser._posbias_settings = settings_cls  # type: ignore[attr-defined]
-        return original(args, namespace)
-
-    parser.parse_known_args = parse_known_args  # type: ignore[method-assign]
-    return parser
-
-
-def settings_record(settings: ComputeSettings) -> dict[str, Any]:
-    """The settings as a plain dict, secrets removed (for cards and logs).
-
-    Example:
-        >>> settings_record(TrainingSettings(model="m", config="c", data="d", out="o",
-        ...                                   hub_token="hf_x"))["hub_token"] is None
-        True
-    """
-    record = dataclasses.asdict(settings)
-    if "hub_token" in record:
-        record["hub_token"] = None
-    return record
+    return parse_settings_args(settings_cls, argv, **kwargs)

@@ -193,9 +193,9 @@ def _local_rows(data: str, repo_config: str) -> int | None:
     files = sorted((Path(data) / "data" / repo_config).glob("**/*.parquet"))
     if not files:
         return None
-    import pyarrow.parquet as pq
+    from hf_posbias.rows import parquet_num_rows
 
-    return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+    return sum(parquet_num_rows(f) for f in files)
 
 
 def load_training_rows(data: str, config: str) -> TrainingRows:
@@ -707,7 +707,7 @@ def report(result: TrainResult) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Module entry point; user mistakes print one ``error:`` line and return 2."""
-    from hf_posbias.training.settings import launch_main
+    from hf_posbias.settings import launch_main
 
     return launch_main(
         argv,

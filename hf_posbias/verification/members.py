@@ -21,7 +21,6 @@ Example:
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -198,12 +197,12 @@ class CrossEncoderMember:
 
 
 class BM25Member:
-    """Okapi BM25 (Lucene variant, as ``bm25s``) with statistics fitted on the run's segments.
+    """BM25 as a panel member: :class:`hf_posbias.bm25.BM25PairScorer` fitted on the run's segments.
 
-    ``fit`` counts document frequencies over the unique segments (sorted, so the statistics do
-    not depend on candidate order); ``score_pairs`` then scores a query against any passage
-    directly in ``O(|q| + |d|)`` — unlike a full-index lookup, whose cost grows with the
-    collection. Tokenisation is ``bm25s.tokenize`` (lower-cased words, English stop words).
+    The package's one BM25 formula (Lucene variant, as ``bm25s``), scoring each query against its
+    own segments directly. Unlike evaluation and the listwise commands, the member does not stem
+    (stop words only): its scores are published in the pool and pinned in the verify manifest,
+    and ``posbias build`` on the same input must keep giving the same bytes.
 
     Example:
         >>> member = BM25Member()
@@ -222,6 +221,8 @@ class BM25Member:
         saturation: float = 1.0,
         stopwords: str | None = "en",
     ) -> None:
+        from hf_posbias.bm25 import BM25Analyzer, BM25PairScorer
+
         if normalization not in BM25_NORMALIZATIONS:
             raise InputError(
                 f"normalisation {normalization!r} is not valid for bm25; "
@@ -233,9 +234,7 @@ class BM25Member:
         self.b = b
         self.saturation = saturation
         self.stopwords = stopwords
-        self._df: Counter[str] = Counter()
-        self._n_docs = 0
-        self._avgdl = 0.0
+        self._scorer = BM25PairScorer(BM25Analyzer(stopwords, stemmer=None), k1=k1, b=b)
 
     def describe(self) -> dict[str, Any]:
         """What pins this member's output (for the manifest and the report)."""
@@ -249,53 +248,13 @@ class BM25Member:
             "stopwords": self.stopwords,
         }
 
-    def tokenize(self, texts: list[str]) -> list[list[str]]:
-        """``bm25s`` tokenisation (the same for fitting and scoring)."""
-        import bm25s
-
-        if not texts:
-            return []
-        return bm25s.tokenize(
-            texts, stopwords=self.stopwords or [], return_ids=False, show_progress=False
-        )
-
     def fit(self, passages: Iterable[str]) -> None:
-        """Collection statistics (N, document frequencies, mean length) over unique passages."""
-        unique = sorted(set(passages))
-        if not unique:
-            raise InputError("BM25 needs at least one segment to fit its statistics")
-        tokens = self.tokenize(unique)
-        self._df = Counter()
-        total = 0
-        for toks in tokens:
-            self._df.update(set(toks))
-            total += len(toks)
-        self._n_docs = len(unique)
-        # An all-stop-word collection has mean length 0; 1 keeps the formula defined.
-        self._avgdl = total / len(unique) or 1.0
-
-    def _idf(self, term: str) -> float:
-        df = self._df.get(term, 0)
-        return math.log(1 + (self._n_docs - df + 0.5) / (df + 0.5))
+        """Collection statistics (N, document frequencies, mean length) over unique segments."""
+        self._scorer.fit(passages)
 
     def score_pairs(self, queries: list[str], passages: list[str]) -> np.ndarray:
         """Raw BM25 scores for ``(queries[i], passages[i])`` under the fitted statistics."""
-        if self._n_docs == 0:
-            raise RuntimeError("BM25Member.fit must be called before score_pairs")
-        uq = sorted(set(queries))
-        up = sorted(set(passages))
-        q_tok = dict(zip(uq, self.tokenize(uq)))
-        p_tok = {p: Counter(t) for p, t in zip(up, self.tokenize(up))}
-        p_len = {p: sum(c.values()) for p, c in p_tok.items()}
-        out = np.zeros(len(queries), dtype=np.float64)
-        for i, (q, p) in enumerate(zip(queries, passages)):
-            tf, dl = p_tok[p], p_len[p]
-            norm = self.k1 * (1 - self.b + self.b * dl / self._avgdl)
-            # Repeated query words count once per occurrence, as in bm25s.get_scores.
-            out[i] = sum(
-                self._idf(t) * tf[t] / (tf[t] + norm) for t in q_tok[q] if tf.get(t, 0) > 0
-            )
-        return out
+        return self._scorer.score_pairs(queries, passages)
 
 
 class BiEncoderMember:

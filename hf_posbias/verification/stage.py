@@ -71,7 +71,29 @@ def run_verification(
     ``pairs_total``/``pairs_scored`` count the shards this process scored in this call (0 on a
     complete resume).
     """
-    delta = check_delta(delta, panel)
+    return verify_candidates(
+        candidates,
+        panel,
+        out_dir,
+        delta=check_delta(delta, panel),
+        shard_size=shard_size,
+        progress=progress,
+        overwrite=overwrite,
+    )
+
+
+def verify_candidates(
+    candidates: Sequence[dict[str, Any]],
+    panel: RerankerPanel,
+    out_dir: str | Path,
+    *,
+    delta: float,
+    shard_size: int = 4096,
+    progress: bool = True,
+    overwrite: bool = False,
+) -> tuple[list[dict[str, Any]], VerificationReport]:
+    """:func:`run_verification` with δ already checked against ``panel`` once (by the settings
+    of ``posbias verify``/``build``)."""
     if not candidates:
         raise InputError("no candidates to verify")
     for row in candidates:

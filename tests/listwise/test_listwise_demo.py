@@ -22,7 +22,7 @@ def test_demo_runs_every_step_and_resumes(shared_beir_task, tiny_llm, tmp_path, 
     results = (out / "results.md").read_text()
     assert "| input position | base | DebiasFirst | Δ (DebiasFirst − base) | p |" in results
     assert "| 4 |" in results and "| PSI |" in results
-    assert "posbias listwise train --model" in results  # the commands, to reproduce it
+    assert "    posbias listwise train " in results  # the commands, to reproduce it
     card = json.loads((out / "checkpoint" / "posbias_listwise_training.json").read_text())
     assert card["pos_aug"] == 2 and card["propensity"]["smoothing"] == 0.5 and card["steps"] == 2
     after = json.loads((out / "after" / "positions.json").read_text())
@@ -34,3 +34,19 @@ def test_demo_runs_every_step_and_resumes(shared_beir_task, tiny_llm, tmp_path, 
     assert "[train] done before, skipped" in printed and "[build-train] done before" in printed
     assert (out / "checkpoint" / "model.safetensors").stat().st_mtime_ns == trained_at
     assert (out / "results.md").read_text().split("Wall time")[0] == results.split("Wall time")[0]
+
+
+def test_every_step_runs_the_settings_its_printed_command_parses_to():
+    from hf_posbias.cli import build_parser
+    from hf_posbias.listwise.demo import ListwiseDemoSettings, demo_commands, demo_settings
+    from hf_posbias.settings import settings_from_args
+
+    for progress in (True, False):
+        s = ListwiseDemoSettings(task="v", train_task="t", out="o", steps=3, progress=progress)
+        commands = dict(demo_commands(s))
+        steps = demo_settings(s)
+        assert [step for step, _, _ in steps] == list(commands)
+        for step, verb, settings in steps:
+            assert commands[step][:2] == ["listwise", verb]
+            parsed = settings_from_args(type(settings), build_parser().parse_args(commands[step]))
+            assert parsed == settings, step

@@ -1,4 +1,4 @@
-"""First stage for the listwise commands: BM25 over bm25s and a dense sentence-transformer."""
+"""First stage for the listwise commands: the package BM25 and a dense sentence-transformer."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ def test_bm25_ranks_the_whole_corpus_with_ties_by_id():
     stage = BM25FirstStage(corpus())
     assert stage.size == 4
     ranked = stage.top_k("do dogs bark", 4)
-    assert ranked[:2] == ["d1", "d3"]  # equal scores: document id order, not corpus order
+    # equal scores: id descending (trec_eval's rule, as evaluation's runs), not corpus order
+    assert ranked[:2] == ["d3", "d1"]
     assert sorted(ranked) == ["d0", "d1", "d2", "d3"]
     with pytest.raises(InputError, match="corpus has 4"):
         check_k(5, stage.size)

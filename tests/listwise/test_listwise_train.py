@@ -131,7 +131,7 @@ def test_the_loss_decreases(tmp_path, tiny_llm):
         logging_steps=1,
         passage_tokens=8,
         card=False,
-        no_progress=True,
+        progress=False,
     )
     result = train_listwise(settings)
     losses = [entry["loss"] for entry in result.log_history if "loss" in entry]

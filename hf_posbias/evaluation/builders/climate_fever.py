@@ -29,17 +29,17 @@ Example:
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hf_posbias import citations
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.builders.common import (
+    BuilderOutput,
+    RelativeBuckets,
     TaskAssembler,
-    add_input_output,
-    add_relative_buckets,
     locate,
     split_labels,
 )
@@ -47,6 +47,7 @@ from hf_posbias.evaluation.positions import THIRDS, Anchor, IntervalBuckets, par
 from hf_posbias.evaluation.registry import Benchmark, TaskCard
 from hf_posbias.evaluation.taskdata import PositionTaskData
 from hf_posbias.rows import iter_jsonl_objects
+from hf_posbias.settings import setting
 
 CARD = TaskCard(
     name="ClimateFEVER-Evidence",
@@ -205,25 +206,26 @@ def build_climate_fever(
     )
 
 
-def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_input_output(parser, "climate-fever.jsonl of the official release")
-    parser.add_argument(
-        "--corpus",
+@dataclass(kw_only=True)
+class ClimateFeverSettings(RelativeBuckets, BuilderOutput):
+    """``posbias benchmark climate-fever``."""
+
+    input: str = setting("climate-fever.jsonl of the official release")
+    corpus: str | None = setting(
+        "BEIR corpus.jsonl with full article texts (exact positions); without it articles are "
+        "reconstructed from the release's sentences (approximation)",
         default=None,
-        help="BEIR corpus.jsonl with full article texts (exact positions); without it articles "
-        "are reconstructed from the release's sentences (approximation)",
     )
-    parser.add_argument("--labels", default="SUPPORTS,REFUTES", help="evidence labels to use")
-    add_relative_buckets(parser)
+    labels: str = setting("evidence labels to use", default="SUPPORTS,REFUTES")
 
 
-def _build_from_args(args: argparse.Namespace) -> PositionTaskData:
+def _build_task(settings: ClimateFeverSettings) -> PositionTaskData:
     return build_climate_fever(
-        args.input,
-        corpus=args.corpus,
-        labels=split_labels(args.labels),
-        buckets=args.buckets,
-        anchor=args.anchor,
+        settings.input,
+        corpus=settings.corpus,
+        labels=split_labels(settings.labels),
+        buckets=settings.buckets,
+        anchor=settings.anchor,
     )
 
 
@@ -231,7 +233,7 @@ BENCHMARK = Benchmark(
     cli="climate-fever",
     help="Climate-FEVER release → evidence-position task",
     cards=(CARD,),
-    add_arguments=_add_arguments,
-    build=_build_from_args,
+    settings=ClimateFeverSettings,
+    build=_build_task,
     order=50,
 )

@@ -25,17 +25,17 @@ Example:
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.positions import Anchor, IntervalBuckets, relative_position
 from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
+from hf_posbias.settings import Settings, setting
 
 logger = logging.getLogger(__name__)
 
@@ -310,23 +310,20 @@ class TaskAssembler:
 BUCKETS_HELP = "bucket rule: thirds (default), posir20, or relative edges such as 0,0.2,0.5,1"
 
 
-def add_input_output(
-    parser: argparse.ArgumentParser, input_help: str, default: str | None = None
-) -> None:
-    """The ``--input``/``--out`` options every ``posbias benchmark`` verb has."""
-    parser.add_argument("--input", required=default is None, default=default, help=input_help)
-    parser.add_argument("--out", required=True, help="task folder to write")
+@dataclass(kw_only=True)
+class BuilderOutput(Settings):
+    """The task folder every ``posbias benchmark`` verb writes (each builder adds ``--input``)."""
+
+    out: str = setting("task folder to write")
 
 
-def add_relative_buckets(parser: argparse.ArgumentParser, buckets: bool = True) -> None:
+@dataclass(kw_only=True)
+class RelativeBuckets(Settings):
     """``--buckets`` (a relative rule) and ``--anchor`` (which point of the span is bucketed)."""
-    if buckets:
-        parser.add_argument("--buckets", default="thirds", help=BUCKETS_HELP)
-    parser.add_argument(
-        "--anchor",
-        choices=("start", "center"),
-        default="start",
-        help="which point of the evidence span is bucketed (default: its start)",
+
+    buckets: str = setting(BUCKETS_HELP, default="thirds")
+    anchor: Literal["start", "center"] = setting(
+        "which point of the evidence span is bucketed (default: its start)", default="start"
     )
 
 

@@ -16,22 +16,23 @@ Example:
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from hf_posbias import citations
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.builders.common import (
+    BuilderOutput,
+    RelativeBuckets,
     TaskAssembler,
-    add_input_output,
-    add_relative_buckets,
     split_labels,
 )
 from hf_posbias.evaluation.positions import THIRDS, Anchor, IntervalBuckets, parse_buckets
 from hf_posbias.evaluation.registry import Benchmark, TaskCard
 from hf_posbias.evaluation.taskdata import PositionTaskData
 from hf_posbias.rows import iter_jsonl_objects
+from hf_posbias.settings import setting
 
 CARD = TaskCard(
     name="FEVER-Evidence",
@@ -178,24 +179,24 @@ def build_fever(
     )
 
 
-def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_input_output(parser, "FEVER claims JSONL (e.g. shared_task_dev.jsonl)")
-    parser.add_argument("--wiki-pages", required=True, help="wiki-pages folder or one of its files")
-    parser.add_argument("--labels", default="SUPPORTS,REFUTES", help="claim labels to keep")
-    parser.add_argument(
-        "--evidence-pages-only", action="store_true", help="corpus = evidence pages only"
-    )
-    add_relative_buckets(parser)
+@dataclass(kw_only=True)
+class FeverSettings(RelativeBuckets, BuilderOutput):
+    """``posbias benchmark fever``."""
+
+    input: str = setting("FEVER claims JSONL (e.g. shared_task_dev.jsonl)")
+    wiki_pages: str = setting("wiki-pages folder or one of its files")
+    labels: str = setting("claim labels to keep", default="SUPPORTS,REFUTES")
+    evidence_pages_only: bool = setting("corpus = evidence pages only", default=False)
 
 
-def _build_from_args(args: argparse.Namespace) -> PositionTaskData:
+def _build_task(settings: FeverSettings) -> PositionTaskData:
     return build_fever(
-        args.input,
-        args.wiki_pages,
-        labels=split_labels(args.labels),
-        buckets=args.buckets,
-        anchor=args.anchor,
-        all_pages=not args.evidence_pages_only,
+        settings.input,
+        settings.wiki_pages,
+        labels=split_labels(settings.labels),
+        buckets=settings.buckets,
+        anchor=settings.anchor,
+        all_pages=not settings.evidence_pages_only,
     )
 
 
@@ -203,7 +204,7 @@ BENCHMARK = Benchmark(
     cli="fever",
     help="FEVER claims + wiki-pages → evidence-position task",
     cards=(CARD,),
-    add_arguments=_add_arguments,
-    build=_build_from_args,
+    settings=FeverSettings,
+    build=_build_task,
     order=60,
 )

@@ -30,23 +30,24 @@ Example:
 
 from __future__ import annotations
 
-import argparse
 import random
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hf_posbias import POSITIONS, citations
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.builders.common import (
+    BuilderOutput,
     TaskAssembler,
-    add_input_output,
     load_rows,
     stable_id,
 )
 from hf_posbias.evaluation.positions import THIRDS
 from hf_posbias.evaluation.registry import Benchmark, TaskCard
 from hf_posbias.evaluation.taskdata import PositionTaskData
+from hf_posbias.settings import setting
 
 HUB_ID = "NovaSearch/FineWeb-PosQ"
 
@@ -198,27 +199,30 @@ def build_fineweb_posq(
     )
 
 
-def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_input_output(parser, "Hub id, Hub-layout folder or parquet/JSONL/JSON rows", HUB_ID)
-    parser.add_argument("--tiny", action="store_true", help="--per-position queries per position")
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--per-position", type=int, default=1000)
-    parser.add_argument("--question-column", default="question")
-    parser.add_argument("--passage-column", default="content")
-    parser.add_argument("--label-column", default="span_class")
-    parser.add_argument("--split", default="train")
+@dataclass(kw_only=True)
+class FineWebPosQSettings(BuilderOutput):
+    """``posbias benchmark fineweb-posq``."""
+
+    input: str = setting("Hub id, Hub-layout folder or parquet/JSONL/JSON rows", default=HUB_ID)
+    tiny: bool = setting("--per-position queries per position", default=False)
+    seed: int = setting("seed of the tiny sample", default=42)
+    per_position: int = setting("queries per position of the tiny sample", default=1000)
+    question_column: str = setting("question column", default="question")
+    passage_column: str = setting("passage column", default="content")
+    label_column: str = setting("position label column", default="span_class")
+    split: str = setting("split", default="train")
 
 
-def _build_from_args(args: argparse.Namespace) -> PositionTaskData:
+def _build_task(settings: FineWebPosQSettings) -> PositionTaskData:
     return build_fineweb_posq(
-        args.input,
-        tiny=args.tiny,
-        seed=args.seed,
-        tiny_per_position=args.per_position,
-        question_column=args.question_column,
-        passage_column=args.passage_column,
-        label_column=args.label_column,
-        split=args.split,
+        settings.input,
+        tiny=settings.tiny,
+        seed=settings.seed,
+        tiny_per_position=settings.per_position,
+        question_column=settings.question_column,
+        passage_column=settings.passage_column,
+        label_column=settings.label_column,
+        split=settings.split,
     )
 
 
@@ -226,7 +230,7 @@ BENCHMARK = Benchmark(
     cli="fineweb-posq",
     help="NovaSearch/FineWeb-PosQ rows → FineWeb-PosQ",
     cards=(CARD, TINY_CARD),
-    add_arguments=_add_arguments,
-    build=_build_from_args,
+    settings=FineWebPosQSettings,
+    build=_build_task,
     order=20,
 )

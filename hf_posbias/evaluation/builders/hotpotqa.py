@@ -22,21 +22,22 @@ Example:
 
 from __future__ import annotations
 
-import argparse
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hf_posbias import citations
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.builders.common import (
+    BuilderOutput,
+    RelativeBuckets,
     TaskAssembler,
-    add_input_output,
-    add_relative_buckets,
     load_rows,
 )
 from hf_posbias.evaluation.positions import THIRDS, Anchor, IntervalBuckets, parse_buckets
 from hf_posbias.evaluation.registry import Benchmark, TaskCard
 from hf_posbias.evaluation.taskdata import PositionTaskData
+from hf_posbias.settings import setting
 
 CARD = TaskCard(
     name="HotpotQA-Evidence",
@@ -156,21 +157,25 @@ def build_hotpotqa(
     )
 
 
-def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_input_output(parser, "hotpot_*_distractor JSON, JSONL/parquet rows, or a Hub-layout folder")
-    parser.add_argument("--split", default="validation", help="split of a folder/Hub source")
-    add_relative_buckets(parser)
+@dataclass(kw_only=True)
+class HotpotQASettings(RelativeBuckets, BuilderOutput):
+    """``posbias benchmark hotpotqa``."""
+
+    input: str = setting("hotpot_*_distractor JSON, JSONL/parquet rows, or a Hub-layout folder")
+    split: str = setting("split of a folder/Hub source", default="validation")
 
 
-def _build_from_args(args: argparse.Namespace) -> PositionTaskData:
-    return build_hotpotqa(args.input, buckets=args.buckets, anchor=args.anchor, split=args.split)
+def _build_task(settings: HotpotQASettings) -> PositionTaskData:
+    return build_hotpotqa(
+        settings.input, buckets=settings.buckets, anchor=settings.anchor, split=settings.split
+    )
 
 
 BENCHMARK = Benchmark(
     cli="hotpotqa",
     help="HotpotQA distractor file → evidence-position task",
     cards=(CARD,),
-    add_arguments=_add_arguments,
-    build=_build_from_args,
+    settings=HotpotQASettings,
+    build=_build_task,
     order=70,
 )

@@ -32,22 +32,23 @@ Example:
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.builders.common import (
+    BuilderOutput,
+    RelativeBuckets,
     TaskAssembler,
-    add_input_output,
-    add_relative_buckets,
     stable_id,
 )
 from hf_posbias.evaluation.positions import Anchor, IntervalBuckets, parse_buckets
 from hf_posbias.evaluation.registry import Benchmark
 from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
 from hf_posbias.rows import iter_jsonl_objects
+from hf_posbias.settings import setting
 
 REQUIRED_FIELDS = ("query", "document", "evidence_start")
 OPTIONAL_FIELDS = ("evidence_end", "doc_id", "query_id", "title")
@@ -228,23 +229,24 @@ def build_from_jsonl(
     )
 
 
-def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_input_output(
-        parser,
-        "JSONL with query, document, evidence_start (+ evidence_end, doc_id, query_id, title)",
+@dataclass(kw_only=True)
+class FromJsonlSettings(RelativeBuckets, BuilderOutput):
+    """``posbias benchmark from-jsonl``."""
+
+    input: str = setting(
+        "JSONL with query, document, evidence_start (+ evidence_end, doc_id, query_id, title)"
     )
-    parser.add_argument("--distractors", default=None, help="JSONL of extra documents (id, text)")
-    parser.add_argument("--name", default=None, help="task name (default: the file name)")
-    add_relative_buckets(parser)
+    distractors: str | None = setting("JSONL of extra documents (id, text)", default=None)
+    name: str | None = setting("task name (default: the file name)", default=None)
 
 
-def _build_from_args(args: argparse.Namespace) -> PositionTaskData:
+def _build_task(settings: FromJsonlSettings) -> PositionTaskData:
     return build_from_jsonl(
-        args.input,
-        buckets=args.buckets,
-        name=args.name,
-        distractors=args.distractors,
-        anchor=args.anchor,
+        settings.input,
+        buckets=settings.buckets,
+        name=settings.name,
+        distractors=settings.distractors,
+        anchor=settings.anchor,
     )
 
 
@@ -252,7 +254,7 @@ BENCHMARK = Benchmark(
     cli="from-jsonl",
     help="your own JSONL (query, document, evidence_start[, evidence_end, doc_id]) → task",
     cards=(),
-    add_arguments=_add_arguments,
-    build=_build_from_args,
+    settings=FromJsonlSettings,
+    build=_build_task,
     order=90,
 )

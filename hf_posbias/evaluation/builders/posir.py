@@ -30,15 +30,15 @@ Example:
 
 from __future__ import annotations
 
-import argparse
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from hf_posbias import citations
 from hf_posbias.errors import InputError
-from hf_posbias.evaluation.builders.common import TaskAssembler, add_input_output
+from hf_posbias.evaluation.builders.common import BuilderOutput, TaskAssembler
 from hf_posbias.evaluation.positions import (
     POSIR_RELATIVE_20,
     POSIR_TOKEN_LENGTH,
@@ -49,6 +49,8 @@ from hf_posbias.evaluation.positions import (
 )
 from hf_posbias.evaluation.registry import Benchmark, TaskCard
 from hf_posbias.evaluation.taskdata import PositionTaskData
+from hf_posbias.rows import read_parquet
+from hf_posbias.settings import setting
 
 HUB_ID = "infgrad/PosIR-Benchmark-v1"
 YHP26_DOMAINS = ("Subject Education", "News Media", "Law Judiciary", "Finance Economics")
@@ -77,11 +79,10 @@ def normalise_domain(name: str) -> str:
 
 
 def _read(path: Path, columns: Sequence[str]) -> list[dict[str, Any]]:
-    import pyarrow.parquet as pq
 
     if not path.is_file():
         raise InputError(f"{path}: not found (PosIR layout: <lang>/<domain>/…)")
-    table = pq.read_table(path)
+    table = read_parquet(path)
     missing = [c for c in columns if c not in table.column_names]
     if missing:
         raise InputError(f"{path}: missing column(s) {missing}; has {table.column_names}")
@@ -192,24 +193,26 @@ def build_posir(
     )
 
 
-def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_input_output(parser, "local snapshot folder holding <language>/<domain>/…")
-    parser.add_argument("--language", default="eng-Latn", help="language folder ('' = flat layout)")
-    parser.add_argument(
-        "--domains",
-        default="yhp26",
-        help="yhp26 (Subject Education, News Media, Law Judiciary, Finance Economics), all, "
+@dataclass(kw_only=True)
+class PosIRSettings(BuilderOutput):
+    """``posbias benchmark posir``."""
+
+    input: str = setting("local snapshot folder holding <language>/<domain>/…")
+    language: str = setting("language folder ('' = flat layout)", default="eng-Latn")
+    domains: str = setting(
+        "yhp26 (Subject Education, News Media, Law Judiciary, Finance Economics), all, "
         "or a comma-separated list",
+        default="yhp26",
     )
-    parser.add_argument(
-        "--scheme", default="posir20", help="posir20 (default), token-length, thirds or edges"
+    scheme: str = setting("posir20, token-length, thirds or edges", default="posir20")
+    anchor: Literal["start", "center"] = setting(
+        "which point of the evidence span is bucketed", default="center"
     )
-    parser.add_argument("--anchor", choices=("start", "center"), default="center")
-    parser.add_argument("--name", default=None)
+    name: str | None = setting("task name", default=None)
 
 
-def _build_from_args(args: argparse.Namespace) -> PositionTaskData:
-    spec = args.domains.strip()
+def _build_task(settings: PosIRSettings) -> PositionTaskData:
+    spec = settings.domains.strip()
     domains: Sequence[str] | None
     if spec.lower() == "yhp26":
         domains = YHP26_DOMAINS
@@ -218,12 +221,12 @@ def _build_from_args(args: argparse.Namespace) -> PositionTaskData:
     else:
         domains = [d for d in spec.split(",") if d.strip()]
     return build_posir(
-        args.input,
-        language=args.language or None,
+        settings.input,
+        language=settings.language or None,
         domains=domains,
-        scheme=args.scheme,
-        anchor=args.anchor,
-        name=args.name,
+        scheme=settings.scheme,
+        anchor=settings.anchor,
+        name=settings.name,
     )
 
 
@@ -231,7 +234,7 @@ BENCHMARK = Benchmark(
     cli="posir",
     help="infgrad/PosIR-Benchmark-v1 snapshot → PosIR task",
     cards=(CARD,),
-    add_arguments=_add_arguments,
-    build=_build_from_args,
+    settings=PosIRSettings,
+    build=_build_task,
     order=30,
 )

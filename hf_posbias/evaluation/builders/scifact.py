@@ -27,24 +27,26 @@ Example:
 
 from __future__ import annotations
 
-import argparse
 import ast
 import io
 import tokenize
 from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from hf_posbias import citations
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.builders.common import (
+    BuilderOutput,
+    RelativeBuckets,
     TaskAssembler,
-    add_input_output,
-    add_relative_buckets,
     parse_int_list,
 )
 from hf_posbias.evaluation.positions import THIRDS, Anchor, IntervalBuckets, parse_buckets
 from hf_posbias.evaluation.registry import Benchmark, TaskCard
 from hf_posbias.evaluation.taskdata import PositionTaskData
+from hf_posbias.settings import setting
 
 CARD = TaskCard(
     name="SciFact-Evidence",
@@ -68,19 +70,23 @@ SPLITS = ("train", "validation", "test")
 
 
 def parse_sentence_list(value: str) -> list[str]:
-    """Sentences out of a numpy/Python repr of a list of strings (quotes and escapes intact).
+    """Sentences out of a numpy/Python repr of a list of strings (quotes and escapes intact): the
+    one parser of the SciFact CSV export's ``abstract`` column (the task builder and the
+    evidence-moving pairs read it).
 
-    Python's tokenizer reads each string literal exactly as written, whichever quote style numpy
-    chose, so apostrophes, escaped quotes and backslashes survive.
+    ``ast.literal_eval`` of the whole value would silently concatenate adjacent literals (numpy
+    writes no commas), so each string token is read on its own. Python's tokenizer reads each
+    string literal exactly as written, whichever quote style numpy chose, so apostrophes,
+    escaped quotes and backslashes survive.
     """
     text = str(value).strip()
     if not text.startswith("[") or not text.endswith("]"):
         raise InputError(f"not a list of sentences: {text[:60]!r}")
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
-    except (tokenize.TokenError, SyntaxError) as err:
+        return [ast.literal_eval(t.string) for t in tokens if t.type == tokenize.STRING]
+    except (tokenize.TokenError, SyntaxError, ValueError) as err:
         raise InputError(f"unparseable sentence list ({err})") from None
-    return [ast.literal_eval(t.string) for t in tokens if t.type == tokenize.STRING]
 
 
 def build_scifact(
@@ -189,26 +195,25 @@ def build_scifact(
     )
 
 
-def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_input_output(parser, "folder with claims_<split>.csv and corpus_train.csv")
-    parser.add_argument(
-        "--split",
-        default="validation",
-        choices=("train", "validation"),
-        help="validation = BEIR test (default)",
+@dataclass(kw_only=True)
+class SciFactSettings(RelativeBuckets, BuilderOutput):
+    """``posbias benchmark scifact``."""
+
+    input: str = setting("folder with claims_<split>.csv and corpus_train.csv")
+    split: Literal["train", "validation"] = setting("validation = BEIR test", default="validation")
+
+
+def _build_task(settings: SciFactSettings) -> PositionTaskData:
+    return build_scifact(
+        settings.input, split=settings.split, buckets=settings.buckets, anchor=settings.anchor
     )
-    add_relative_buckets(parser)
-
-
-def _build_from_args(args: argparse.Namespace) -> PositionTaskData:
-    return build_scifact(args.input, split=args.split, buckets=args.buckets, anchor=args.anchor)
 
 
 BENCHMARK = Benchmark(
     cli="scifact",
     help="SciFact CSV export → evidence-position task",
     cards=(CARD,),
-    add_arguments=_add_arguments,
-    build=_build_from_args,
+    settings=SciFactSettings,
+    build=_build_task,
     order=40,
 )

@@ -28,24 +28,24 @@ Example:
 
 from __future__ import annotations
 
-import argparse
-import json
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hf_posbias import citations
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.builders.common import (
+    BuilderOutput,
     TaskAssembler,
-    add_input_output,
     load_rows,
     stable_id,
 )
 from hf_posbias.evaluation.positions import SQUAD_POSQ, SQUAD_POSQ_NOTE, IntervalBuckets
 from hf_posbias.evaluation.registry import Benchmark, TaskCard
 from hf_posbias.evaluation.taskdata import PositionTaskData
+from hf_posbias.settings import setting
 
 HUB_ID = "rajpurkar/squad_v2"
 
@@ -100,10 +100,9 @@ def load_squad_rows(
     """Rows of the requested splits, in order, from any supported source."""
     path = Path(str(source))
     if path.is_file() and path.suffix == ".json":
-        try:
-            return squad_json_rows(json.loads(path.read_text(encoding="utf-8")), str(path))
-        except json.JSONDecodeError as err:
-            raise InputError(f"{path}: malformed JSON ({err.msg})") from None
+        from hf_posbias.rows import read_json
+
+        return squad_json_rows(read_json(path), str(path))
     if path.is_dir() and any((path / f).is_file() for f in JSON_SPLIT_FILES.values()):
         rows = []
         for split in splits:
@@ -196,21 +195,28 @@ def build_squad_posq(
     )
 
 
-def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_input_output(parser, "Hub id, Hub-layout folder, parquet/JSONL rows or SQuAD JSON", HUB_ID)
-    parser.add_argument(
-        "--tiny", action="store_true", help="10,000 sampled queries, corpus unchanged"
+@dataclass(kw_only=True)
+class SquadPosQSettings(BuilderOutput):
+    """``posbias benchmark squad-posq``."""
+
+    input: str = setting(
+        "Hub id, Hub-layout folder, parquet/JSONL rows or SQuAD JSON", default=HUB_ID
     )
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--tiny-size", type=int, default=10_000)
-    parser.add_argument(
-        "--splits", nargs="+", default=["train", "validation"], help="splits to merge, in order"
+    tiny: bool = setting("10,000 sampled queries, corpus unchanged", default=False)
+    seed: int = setting("seed of the tiny sample", default=42)
+    tiny_size: int = setting("queries of the tiny sample", default=10_000)
+    splits: list[str] = setting(
+        "splits to merge, in order", default_factory=lambda: ["train", "validation"]
     )
 
 
-def _build_from_args(args: argparse.Namespace) -> PositionTaskData:
+def _build_task(settings: SquadPosQSettings) -> PositionTaskData:
     return build_squad_posq(
-        args.input, tiny=args.tiny, seed=args.seed, tiny_size=args.tiny_size, splits=args.splits
+        settings.input,
+        tiny=settings.tiny,
+        seed=settings.seed,
+        tiny_size=settings.tiny_size,
+        splits=settings.splits,
     )
 
 
@@ -218,7 +224,7 @@ BENCHMARK = Benchmark(
     cli="squad-posq",
     help="SQuAD v2 → SQuAD-PosQ (Zeng et al. 2025)",
     cards=(CARD, TINY_CARD),
-    add_arguments=_add_arguments,
-    build=_build_from_args,
+    settings=SquadPosQSettings,
+    build=_build_task,
     order=10,
 )

@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass
 
 import pytest
 
 from hf_posbias.cli import build_parser
 from hf_posbias.devices import DeviceInfo, described_device
 from hf_posbias.errors import InputError
+from hf_posbias.settings import setting, settings_parser, settings_record
 from hf_posbias.training.settings import (
     ComputeSettings,
     TrainConfig,
     TrainingSettings,
     parse_settings,
-    settings_parser,
-    settings_record,
 )
 
 REQUIRED = ["--model", "m", "--config", "uniform", "--data", "d", "--out", "o"]
@@ -29,9 +29,9 @@ def _flags(parser) -> set[str]:
 
 def test_every_field_is_a_flag_of_every_entry_point():
     fields = [f.name for f in dataclasses.fields(TrainingSettings)]
-    module_flags = _flags(settings_parser())
+    module_flags = _flags(settings_parser(TrainingSettings))
     cli = build_parser()
-    # the posbias verb gets its flags from the same HfArgumentParser when it parses
+    # the posbias verb gets its flags from the same generic builder
     args = cli.parse_args(["train", *REQUIRED, "--global-batch", "8"])
     train_parser = cli._subparsers._group_actions[0].choices["train"]
     assert _flags(train_parser) - {"-h", "--help"} == module_flags - {"-h", "--help"}
@@ -78,10 +78,10 @@ def test_parse_into_the_dataclass_and_normalise():
     [
         (["--precision", "fp8"], "invalid choice: 'fp8'"),
         (["--mini-batch-size", "many"], "--mini-batch-size must be a positive integer or auto"),
-        (["--mini-batch-tokens", "0"], "--mini-batch-tokens must be positive"),
-        (["--global-batch", "0"], "--global-batch must be positive"),
+        (["--mini-batch-tokens", "0"], "--mini-batch-tokens must be >= 1"),
+        (["--global-batch", "0"], "--global-batch must be >= 1"),
         (["--gradient-checkpointing", "sometimes"], "invalid choice: 'sometimes'"),
-        (["--frobnicate", "1"], "unknown training flag(s): --frobnicate 1"),
+        (["--frobnicate", "1"], "unknown flag(s): --frobnicate 1"),
     ],
 )
 def test_bad_values_are_one_line_input_errors(argv, needle):
@@ -108,8 +108,8 @@ def test_resolve_against_hardware_and_processes():
 def test_another_trainer_inherits_the_compute_settings_without_copying():
     @dataclass(kw_only=True)
     class ListwiseLike(ComputeSettings):
-        model: str = field(metadata={"help": "causal LM"})
-        lam: float = field(default=0.1, metadata={"help": "weight of the ranking loss"})
+        model: str = setting("causal LM")
+        lam: float = setting("weight of the ranking loss", default=0.1)
 
     parsed = parse_settings(
         ["--model", "lm", "--precision", "bf16", "--global-batch", "8", "--lam", "0.5"],
@@ -123,6 +123,18 @@ def test_another_trainer_inherits_the_compute_settings_without_copying():
     )
     assert parsed.resolve(CPU, 2).per_device_batch == 4
     assert "--gradient-checkpointing" in _flags(settings_parser(ListwiseLike))
+
+
+def test_train_usage_shows_dashed_flags_and_the_renamed_batch_flag_still_works(capsys):
+    cli = build_parser()
+    train_parser = cli._subparsers._group_actions[0].choices["train"]
+    usage = train_parser.format_usage()
+    assert "--global-batch" in usage and "--batch-size" not in usage
+    assert not re.search(r"--[a-z-]+_", train_parser.format_help())
+    with pytest.warns(DeprecationWarning, match="--batch-size is deprecated; use --global-batch"):
+        s = parse_settings([*REQUIRED, "--batch-size", "64"])
+    assert s.global_batch == 64
+    assert "warning: --batch-size is deprecated" in capsys.readouterr().err
 
 
 def test_record_hides_the_hub_token():

@@ -1,0 +1,121 @@
+"""The settings of ``posbias analyze …``: one dataclass per verb, from shared option groups.
+
+Example:
+    >>> from hf_posbias.settings import parse_settings_args
+    >>> s = parse_settings_args(EvidenceMovingSettings, ["--pairs", "p", "--out", "o"])
+    >>> s.n, s.models, s.progress
+    (10, ('all-MiniLM-L6-v2',), True)
+    >>> SegmentProfileSettings(corpus="demo", out="o", n=1)
+    Traceback (most recent call last):
+    ...
+    hf_posbias.errors.InputError: --n must be at least 2, got 1
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hf_posbias.errors import InputError
+from hf_posbias.settings import ProgressSettings, Settings, check_positive, flag_name, setting
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+
+
+@dataclass(kw_only=True)
+class AnalysisOptions(ProgressSettings):
+    """What every analysis takes: slots, sample, seed, output, device, length policy."""
+
+    n: int = setting("positions p1…pn", default=10)
+    limit: int = setting("pairs/documents sampled (0 = all)", default=200)
+    seed: int = setting("sampling seed", default=42)
+    out: str = setting("output folder")
+    device: str = setting("torch device", default="cpu")
+    max_seq_length: int | None = setting(
+        "override the model's max_seq_length (tokens)", default=None
+    )
+    allow_truncation: bool = setting(
+        "keep inputs longer than the model's max_seq_length (default: skip and count)",
+        default=False,
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.n < 2:
+            raise InputError(f"{flag_name('n')} must be at least 2, got {self.n}")
+        check_positive(self, "limit", allow_zero=True)
+        check_positive(self, "max_seq_length")
+
+
+@dataclass(kw_only=True)
+class PairSource(Settings):
+    """Claim–evidence pairs (evidence moving)."""
+
+    pairs: str | None = setting(
+        "SciFact folder (claims_*.csv), user .jsonl, training-set .parquet or folder",
+        default=None,
+    )
+    split: str = setting("SciFact split: train|validation|all", default="train")
+    config: str = setting("training-set configuration", default="uniform")
+
+
+@dataclass(kw_only=True)
+class CorpusSource(Settings):
+    """Documents (segment profile)."""
+
+    corpus: str | None = setting(
+        "documents: demo, .jsonl, .parquet, WikiExtractor folder, hf:<id>", default=None
+    )
+    clip_chars: int | None = setting("keep the first N characters", default=None)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self, "clip_chars")
+
+
+def _require(settings: Settings, name: str) -> None:
+    if not getattr(settings, name):
+        raise InputError(f"{flag_name(name)} is required")
+
+
+@dataclass(kw_only=True)
+class ModelsSettings(Settings):
+    """The sentence-transformers compared by an analysis."""
+
+    models: tuple[str, ...] = setting(
+        "[LABEL=]model, one or more, repeatable", default=(DEFAULT_MODEL,), flag="--model"
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.models = tuple(self.models)
+
+
+@dataclass(kw_only=True)
+class EvidenceMovingSettings(ModelsSettings, PairSource, AnalysisOptions):
+    """``posbias analyze evidence-moving``."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _require(self, "pairs")
+
+
+@dataclass(kw_only=True)
+class SegmentProfileSettings(ModelsSettings, CorpusSource, AnalysisOptions):
+    """``posbias analyze segment-profile``."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _require(self, "corpus")
+
+
+@dataclass(kw_only=True)
+class PoolingSettings(PairSource, CorpusSource, AnalysisOptions):
+    """``posbias analyze pooling``."""
+
+    model: str = setting("checkpoint or SentenceTransformer folder")
+    modes: str = setting("comma-separated pooling modes", default="cls,mean,max,lasttoken")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.pairs and not self.corpus:
+            raise InputError(f"give {flag_name('pairs')}, {flag_name('corpus')} or both")

@@ -1,0 +1,132 @@
+"""The settings of ``posbias evaluate`` and ``posbias audit``: one dataclass per verb.
+
+:class:`EvaluationOptions` holds what both verbs share (tasks, output, batch, top-k, device,
+scoring protocol, bootstrap, seed, progress); :class:`EvaluateSettings` and
+:class:`ModelAuditSettings` add their own. Every check runs once, in ``__post_init__``. Light on
+import: the scoring schemes and the task registry are read only when a parser is built.
+
+Example:
+    >>> from hf_posbias.settings import parse_settings_args
+    >>> s = parse_settings_args(EvaluateSettings, ["--model", "bm25", "--task", "t", "--out", "o"])
+    >>> (s.model, s.task, s.top_k, s.progress)
+    ('bm25', ('t',), 100, True)
+    >>> EvaluateSettings(model="m", task=("t",), out="o", top_k=0)
+    Traceback (most recent call last):
+    ...
+    hf_posbias.errors.InputError: --top-k must be >= 1, got 0
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hf_posbias.errors import InputError
+from hf_posbias.settings import ProgressSettings, check_choice, check_positive, flag_name, setting
+
+
+def _scoring_schemes() -> tuple[str, ...]:
+    from hf_posbias.evaluation.position_scoring import SCORING_SCHEMES
+
+    return tuple(SCORING_SCHEMES)
+
+
+def _task_help() -> str:
+    return "task folder(s) from `posbias benchmark` or registered task name(s)"
+
+
+@dataclass(kw_only=True)
+class EvaluationOptions(ProgressSettings):
+    """The options ``evaluate`` and ``audit`` share."""
+
+    task: tuple[str, ...] = setting(_task_help(), metavar="TASK")
+    out: str = setting("output folder")
+    batch_size: int = setting("encoding batch size", default=32)
+    top_k: int = setting("documents retrieved per query", default=100)
+    device: str | None = setting("torch device (default: automatic)", default=None)
+    scoring: str = setting(
+        "per-position protocol: default (pytrec_eval, each query in one bucket), zeng2025 "
+        "(Z25's reference code) or posir (PosIR's 20 relative bins); see docs/evaluation.md",
+        default="default",
+        choices=_scoring_schemes,
+    )
+    bootstrap: int = setting(
+        "bootstrap resamples of the percentile intervals (queries resampled within buckets)",
+        default=1000,
+        metavar="N",
+    )
+    seed: int = setting("seed of the bootstrap", default=0)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        from hf_posbias.evaluation.runner import bootstrap_setting
+
+        self.task = tuple(self.task)
+        check_positive(self, "batch_size", "top_k")
+        check_choice("scoring", self.scoring, _scoring_schemes())
+        bootstrap_setting(self.bootstrap)
+
+
+@dataclass(kw_only=True)
+class EvaluateSettings(EvaluationOptions):
+    """``posbias evaluate``: one model (or a first stage and a reranker) on position tasks."""
+
+    model: str = setting(
+        "bm25, a local model folder, a packaged model (all-MiniLM-L6-v2) or a Hub id; with "
+        "--first-stage, the cross-encoder that reranks it"
+    )
+    reranker: str | None = setting("cross-encoder reranking --model's top-k", default=None)
+    first_stage: str | None = setting(
+        "retriever (bm25 or bi-encoder) whose top-k the cross-encoder --model reranks",
+        default=None,
+    )
+    rerank_k: int = setting("candidates per query for the reranker", default=100)
+    plot: bool = setting("also write per-task position curves (PNG)", default=False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self, "rerank_k")
+        if self.reranker and self.first_stage:
+            raise InputError(
+                f"{flag_name('reranker')} and {flag_name('first_stage')} exclude each other"
+            )
+
+
+@dataclass(kw_only=True)
+class ModelAuditSettings(EvaluationOptions):
+    """``posbias audit``: every position measurement of one model."""
+
+    model: str = setting(
+        "bm25, a local model folder, a packaged model or a Hub id", positional=True
+    )
+    reversal: bool = setting("run the mirror-reversal diagnostic", default=True)
+
+
+@dataclass(kw_only=True)
+class CompareSettings:
+    """``posbias compare RUN_A RUN_B``: a paired test of two evaluation runs."""
+
+    run_a: str = setting("run folder A (the reference, e.g. the base model)", positional=True)
+    run_b: str = setting("run folder B", positional=True)
+    method: str = setting(
+        "paired test", default="bootstrap", choices=("bootstrap", "randomization")
+    )
+    resamples: int = setting("resamples", default=1000)
+    seed: int = setting("seed of the resampling", default=0)
+    out: str | None = setting("also write compare.json and compare.md here", default=None)
+
+    def __post_init__(self) -> None:
+        check_choice("method", self.method, ("bootstrap", "randomization"))
+        check_positive(self, "resamples")
+
+
+@dataclass(kw_only=True)
+class PlotEvidenceSettings:
+    """``posbias benchmark plot-evidence``: where the evidence of task folders sits."""
+
+    task: tuple[str, ...] = setting("task folder(s) (one or more, repeatable)", metavar="TASK")
+    out: str = setting("PNG file to write")
+    bins: int = setting("histogram bins", default=20)
+
+    def __post_init__(self) -> None:
+        self.task = tuple(self.task)
+        check_positive(self, "bins")
