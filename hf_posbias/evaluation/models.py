@@ -2,9 +2,10 @@
 
 :func:`load_model` resolves a model argument once (``bm25`` → :class:`~.search.BM25Model`;
 anything else through :mod:`hf_posbias.modeling`: local path → packaged model → Hub id) and gives
-each model a unique mteb name and revision: OFFLINE_NOTES' pitfall — every local model is
-``no_model_name/available`` unless named, and mteb's result cache would hand a second checkpoint
-the first one's scores. A local folder's revision is a hash of its files (weights included).
+each model a unique mteb name and revision (the mteb pitfall in docs/contributing-notes.md):
+every local model is ``no_model_name/available`` unless named, and mteb's result cache would hand
+a second checkpoint the first one's scores. A local folder's revision is a hash of its files
+(weights included).
 
 Bi-encoders are wrapped in :class:`CountingEncoder`, which forwards every call to mteb's
 ``SentenceTransformerEncoderWrapper`` unchanged and counts the texts encoded per prompt type:
@@ -164,7 +165,7 @@ def _check_model_path(spec: str) -> None:
 
 
 def _model_identity(spec: str, loaded: Any) -> tuple[str, str]:
-    """Unique mteb (name, revision) for a model argument (see OFFLINE_NOTES, mteb pitfalls)."""
+    """Unique mteb (name, revision) for a model argument (see docs/contributing-notes.md, mteb)."""
     from hf_posbias.modeling import PACKAGED_MODELS, model_display_name, resolve_model
 
     resolved = resolve_model(spec)

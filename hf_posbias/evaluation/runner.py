@@ -100,27 +100,36 @@ def run_task(
     batch_size: int = 32,
     results_dir: str | Path | None = None,
     show_progress: bool = False,
+    progress: bool = True,
+    desc: str | None = None,
 ) -> Any:
     """Run ``mteb.evaluate`` on one task and return its ``TaskResult``.
 
     ``results_dir`` is an explicit mteb ``ResultCache`` folder (or ``None``: no cache at all);
-    either way the evaluation always runs — cached scores are never reused.
+    either way the evaluation always runs — cached scores are never reused. ``show_progress``
+    turns on mteb's and sentence-transformers' own bars; ``progress`` prints a plain
+    ``still running`` line every 30 s while mteb works (:class:`hf_posbias.progress.Heartbeat`),
+    labelled ``desc`` (default: model and task).
     """
     import mteb
 
+    from hf_posbias.progress import Heartbeat
+
     task.load_data()
     cache = mteb.ResultCache(cache_path=results_dir) if results_dir is not None else None
+    label = desc or f"evaluating {loaded.name} on {task.metadata.name}"
     try:
-        result = mteb.evaluate(
-            loaded.model,
-            task,
-            cache=cache,
-            overwrite_strategy="always",
-            encode_kwargs={"batch_size": batch_size, "show_progress_bar": show_progress},
-            show_progress_bar=show_progress,
-            co2_tracker=False,
-            raise_error=True,
-        )
+        with Heartbeat(label, disable=not progress):
+            result = mteb.evaluate(
+                loaded.model,
+                task,
+                cache=cache,
+                overwrite_strategy="always",
+                encode_kwargs={"batch_size": batch_size, "show_progress_bar": show_progress},
+                show_progress_bar=show_progress,
+                co2_tracker=False,
+                raise_error=True,
+            )
     except PosbiasError as err:
         # A problem found while scoring (e.g. NaN scores) names the task and the model.
         raise type(err)(f"{task.metadata.name} with {loaded.name}: {err}") from None
@@ -292,6 +301,7 @@ def evaluate_model(
     seed: int = BOOTSTRAP_SEED,
     show_progress: bool = False,
     loaded: LoadedModel | None = None,
+    progress: bool = True,
     model_settings: ModelSettings | None = None,
 ) -> list[EvaluationSummary]:
     """Evaluate ``model`` on position tasks; write summaries, tables and exports in ``out_dir``.
@@ -312,6 +322,7 @@ def evaluate_model(
         seed: seed of the bootstrap.
         show_progress: progress bars from mteb/sentence-transformers.
         loaded: an already loaded model (skips loading; used by the audit).
+        progress: plain progress lines (one per task and every 30 s while mteb works).
         model_settings: remote code, endpoint URL/key/batching (:class:`ModelSettings`).
 
     Returns:
@@ -345,6 +356,7 @@ def evaluate_model(
             batch_size=batch_size,
             results_dir=results_dir,
             show_progress=show_progress,
+            progress=progress,
         )
         summaries.extend(
             summarize_task(

@@ -61,9 +61,9 @@ MAX_DOCUMENT_CHARS = 6000
 MAX_QUERY_CHARS = 1000
 DEFAULT_SLOTS = 10
 
-# Short excerpts of English Wikipedia articles (CC BY-SA 4.0), taken from the WikiExtractor dump
-# in ../shared/data/wikipedia_enwiki_wikiextractor/AA_wiki_00 (graykode/mlm-pipeline @ 4382edec,
-# data/AA/wiki_00; see PROVENANCE.md there): a few sentences per article, extraction artefacts
+# Short excerpts of English Wikipedia articles (CC BY-SA 4.0), taken from a WikiExtractor dump
+# (the file data/AA/wiki_00 of the GitHub repository graykode/mlm-pipeline @ 4382edec): a few
+# sentences per article, extraction artefacts
 # such as empty "()" removed. They are written here so the Space needs no data files at runtime.
 # Each stays under all-MiniLM-L6-v2's 256-token limit with the evidence at any position.
 EXAMPLES: list[dict[str, str]] = [
@@ -234,6 +234,11 @@ def compute(
     case = EvidenceCase.from_text(query, document, evidence)
     case.slots(n)  # fail early with "document too short for n slots"
     result = SpaceResult(case=case, n=n)
+    if case.slot_unit(n) == "word":
+        result.notes.append(
+            f"the document has fewer than {n} sentence boundaries: the evidence moves between "
+            "words instead"
+        )
     for name in models:
         model = get_model(name)
         curve = move_evidence(model, case, n)

@@ -106,7 +106,7 @@ def build_scifact(
         name: task name (default ``SciFact-Evidence``, ``-train`` suffixed for the train split).
 
     Example:
-        >>> data = build_scifact("../shared/data/scifact_allenai")  # doctest: +SKIP
+        >>> data = build_scifact("scifact_csv")  # doctest: +SKIP
         >>> data.bucket_counts()  # doctest: +SKIP
     """
     import pandas as pd
