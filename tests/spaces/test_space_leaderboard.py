@@ -21,10 +21,12 @@ def test_shipped_leaderboard_sorts_filters_and_plots(space_app, monkeypatch):
         by_psi = space_app.leaderboard_table(rows, task, "PSI")
         psis = [float(r[3].split()[0]) for r in by_psi]
         assert psis == sorted(psis)
-    [only] = space_app.leaderboard_table(rows, tasks[0], search="minilm")
+    task = next(r["task"] for r in rows if "MiniLM" in r["model"])
+    [only] = space_app.leaderboard_table(rows, task, search="minilm")
     assert "MiniLM" in only[1]
-    fig = space_app.leaderboard_curve(rows, tasks[0], only[1])
-    curve = json.loads(next(r for r in rows if r["model"] == only[1])["curve"])
+    fig = space_app.leaderboard_curve(rows, task, only[1])
+    row = next(r for r in rows if r["model"] == only[1] and r["task"] == task)
+    curve = json.loads(row["curve"])
     (line,) = fig.axes[0].lines
     assert list(line.get_ydata()) == pytest.approx([c["ndcg_at_10"] for c in curve])
     with pytest.raises(PosbiasError, match="no model"):
