@@ -371,6 +371,8 @@ class AuditContext:
     reversal_skipped: dict[str, str] = field(default_factory=dict)
     loaded: Any = None
     tasks: list[Any] = field(default_factory=list)
+    progress: bool = False
+    """Plain progress lines from the long sections (evidence moving)."""
 
 
 SectionBuilder = Callable[[AuditContext], list[ReportSection]]

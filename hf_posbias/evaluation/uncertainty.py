@@ -77,7 +77,7 @@ class Difference:
 
 @dataclass
 class PositionIntervals:
-    """Bootstrap intervals of per-bucket scores, their macro mean and PSI.
+    """Bootstrap intervals of per-bucket scores, their macro mean, PSI and harmonic mean.
 
     ``psi`` is ``None`` when PSI is undefined for the observed scores (every bucket 0);
     ``psi_undefined`` counts replicates where it was undefined (left out of the interval).
@@ -92,6 +92,7 @@ class PositionIntervals:
     seed: int
     paired: bool
     psi_undefined: int = 0
+    harmonic_mean: Interval | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable form."""
@@ -220,8 +221,11 @@ def bootstrap_positions(
         reps[row, cols] = values[row][idx].mean(axis=1)
 
     _per_bucket_draws(values, n_resamples, paired, lambda r, n: rng.integers(0, n, (r, n)), apply)
+    from hf_posbias.evaluation.psi import harmonic_mean
+
     rep_mean = reps.mean(axis=0)
     rep_psi = psi_columns(reps)
+    rep_hm = harmonic_mean(reps, axis=0)
     buckets = {
         b: Interval(float(observed[i]), *_percentiles(reps[i], confidence))
         for i, b in enumerate(names)
@@ -242,6 +246,7 @@ def bootstrap_positions(
         seed=seed,
         paired=paired,
         psi_undefined=int(np.isnan(rep_psi).sum()),
+        harmonic_mean=Interval(harmonic_mean(observed), *_percentiles(rep_hm, confidence)),
     )
 
 
