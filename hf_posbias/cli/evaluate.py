@@ -103,6 +103,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
             bootstrap=s.bootstrap,
             seed=s.seed,
             show_progress=s.progress,
+            remedy=s,
         )
     if s.plot:
         from hf_posbias.evaluation.report import plot_position_curves
@@ -136,7 +137,7 @@ def run_audit(args: argparse.Namespace) -> int:
     _quiet(args)
     out = Path(s.out)
     tasks = load_tasks(s.task, scoring=s.scoring, top_k=s.top_k)
-    loaded = load_model(s.model, device=s.device)
+    loaded = load_model(s.model, device=s.device, remedy=s)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         summaries = evaluate_model(

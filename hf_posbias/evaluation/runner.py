@@ -44,7 +44,7 @@ import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import BackendError, InputError, PosbiasError, first_line
 from hf_posbias.evaluation.exports import (
@@ -59,6 +59,9 @@ from hf_posbias.evaluation.models import LoadedModel, load_model
 from hf_posbias.evaluation.registry import DEFAULT_TOP_K, SPLIT
 from hf_posbias.evaluation.summary import EvaluationSummary, write_summary_json
 from hf_posbias.settings import flag_name
+
+if TYPE_CHECKING:
+    from hf_posbias.evaluation.settings import RemedySettings
 
 logger = logging.getLogger(__name__)
 
@@ -213,6 +216,7 @@ def summarize_task(
                 reranker=loaded.reranker,
                 first_stage=loaded.first_stage,
                 rerank_k=loaded.rerank_k,
+                remedy=loaded.remedy,
                 encode_stats=loaded.encode_stats(),
                 search_stats=loaded.search_stats(),
                 evaluation_time_s=round(evaluation_time_s, 3),
@@ -275,6 +279,7 @@ def evaluate_model(
     seed: int = BOOTSTRAP_SEED,
     show_progress: bool = False,
     loaded: LoadedModel | None = None,
+    remedy: RemedySettings | None = None,
 ) -> list[EvaluationSummary]:
     """Evaluate ``model`` on position tasks; write summaries, tables and exports in ``out_dir``.
 
@@ -294,6 +299,7 @@ def evaluate_model(
         seed: seed of the bootstrap.
         show_progress: progress bars from mteb/sentence-transformers.
         loaded: an already loaded model (skips loading; used by the audit).
+        remedy: an inference-time remedy wrapping the bi-encoder (``--remedy``).
 
     Returns:
         One :class:`EvaluationSummary` per task (per subset of a multilingual task), in order.
@@ -307,7 +313,12 @@ def evaluate_model(
     task_objects = load_tasks(tasks, scoring=scoring, top_k=top_k)
     if loaded is None:
         loaded = load_model(
-            model, reranker=reranker, first_stage=first_stage, rerank_k=rerank_k, device=device
+            model,
+            reranker=reranker,
+            first_stage=first_stage,
+            rerank_k=rerank_k,
+            device=device,
+            remedy=remedy,
         )
     out = Path(out_dir)
     results_dir = out / RESULTS_DIRNAME

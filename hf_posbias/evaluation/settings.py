@@ -21,7 +21,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hf_posbias.errors import InputError
-from hf_posbias.settings import ProgressSettings, check_choice, check_positive, flag_name, setting
+from hf_posbias.settings import (
+    ProgressSettings,
+    Settings,
+    check_choice,
+    check_positive,
+    flag_name,
+    setting,
+)
+
+REMEDIES = ("none", "maxp", "firstp", "sump", "chunk-mean", "segment-balanced")
+"""Inference-time remedies for bi-encoders (:mod:`hf_posbias.evaluation.remedies`)."""
 
 
 def _scoring_schemes() -> tuple[str, ...]:
@@ -35,7 +45,59 @@ def _task_help() -> str:
 
 
 @dataclass(kw_only=True)
-class EvaluationOptions(ProgressSettings):
+class RemedySettings(Settings):
+    """An inference-time remedy for a bi-encoder: ``--remedy`` and its passage settings.
+
+    The checks that need the model (passage length against the prompt and the model's limit)
+    run when the remedy wraps it, before any encoding
+    (:func:`hf_posbias.evaluation.remedies.check_remedy_fits`).
+
+    Example:
+        >>> RemedySettings(remedy="maxp", passage_tokens=64, stride=32).stride
+        32
+        >>> RemedySettings(remedy="maxp", passage_tokens=64, stride=65)
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: --stride must be at most --passage-tokens (64), got 65
+    """
+
+    remedy: str = setting(
+        "inference-time remedy for a bi-encoder: none, maxp / firstp / sump (score = max / "
+        "first / sum over the document's passages), chunk-mean (document = mean of its passage "
+        "embeddings) or segment-balanced (mean pooling with each of --segments equal segments "
+        "weighted equally); see docs/remedies.md",
+        default="none",
+        choices=REMEDIES,
+    )
+    passage_tokens: int = setting(
+        "passage length in model tokens, special tokens included (maxp/firstp/sump/chunk-mean)",
+        default=128,
+        metavar="N",
+    )
+    stride: int = setting(
+        "tokens between the starts of consecutive passages (at most --passage-tokens)",
+        default=64,
+        metavar="S",
+    )
+    segments: int = setting(
+        "equal segments of the document weighted equally (segment-balanced)",
+        default=4,
+        metavar="K",
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_choice("remedy", self.remedy, REMEDIES)
+        check_positive(self, "passage_tokens", "stride", "segments")
+        if self.stride > self.passage_tokens:
+            raise InputError(
+                f"{flag_name('stride')} must be at most {flag_name('passage_tokens')} "
+                f"({self.passage_tokens}), got {self.stride}"
+            )
+
+
+@dataclass(kw_only=True)
+class EvaluationOptions(RemedySettings, ProgressSettings):
     """The options ``evaluate`` and ``audit`` share."""
 
     task: tuple[str, ...] = setting(_task_help(), metavar="TASK")
@@ -130,3 +192,35 @@ class PlotEvidenceSettings:
     def __post_init__(self) -> None:
         self.task = tuple(self.task)
         check_positive(self, "bins")
+
+
+@dataclass(kw_only=True)
+class RemediesSettings(EvaluationOptions):
+    """``posbias remedies``: the plain model and each remedy on the same queries, with costs.
+
+    ``remedy`` (inherited) is not a flag here: every name in ``remedies`` is run, after
+    ``none``.
+
+    Example:
+        >>> from hf_posbias.settings import parse_settings_args
+        >>> s = parse_settings_args(
+        ...     RemediesSettings, ["--model", "m", "--task", "t", "--out", "o", "--segments", "2"]
+        ... )
+        >>> s.remedies[:2], s.segments
+        (('maxp', 'firstp'), 2)
+    """
+
+    model: str = setting("a local model folder, a packaged model or a Hub id (a bi-encoder)")
+    remedies: tuple[str, ...] = setting(
+        "remedies compared with the plain model (none)",
+        default=REMEDIES[1:],
+        choices=REMEDIES[1:],
+    )
+    remedy: str = setting("(not used: see --remedies)", default="none", cli=False)
+    plot: bool = setting("also write a PNG of PSI against cost per task", default=True)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.remedies = tuple(self.remedies)
+        for name in self.remedies:
+            check_choice("remedies", name, REMEDIES[1:])
