@@ -12,7 +12,8 @@ scored:
 - ``chunk-mean``: the document embedding is the mean of its passage embeddings;
 - ``segment-balanced``: one forward pass (truncated at the model's limit, as the plain model);
   the mean pooling's token weights are chosen so each of ``segments`` equal contiguous segments
-  of the sequence contributes equally (``segments=1`` is plain mean pooling).
+  of the sequence contributes a vector of the same norm (:func:`balanced_pool`;
+  ``segments=1`` is plain mean pooling).
 
 Passages are built from token ids, not decoded text, so one passage covering a document is
 exactly the plain model's input. The cost of a run is counted in :class:`RemedyStats`
@@ -22,8 +23,8 @@ query encoder counts the queries' tokens).
 Example:
     >>> cut_passages(list(range(7)), content=3, stride=2)
     [[0, 1, 2], [2, 3, 4], [4, 5, 6]]
-    >>> segment_weights(6, 2).tolist()
-    [0.25, 0.25, 0.25, 0.25, 0.25, 0.25]
+    >>> segment_bounds(6, 2)
+    [(0, 3), (3, 6)]
 """
 
 from __future__ import annotations
@@ -80,22 +81,41 @@ def cut_passages(ids: list[int], *, content: int, stride: int) -> list[list[int]
         start += stride
 
 
-def segment_weights(length: int, segments: int) -> torch.Tensor:
-    """Token weights summing to 1 with each of ``segments`` equal contiguous parts summing to
-    ``1/segments`` (fewer parts when the sequence is shorter than ``segments``).
+def segment_bounds(length: int, segments: int) -> list[tuple[int, int]]:
+    """``segments`` contiguous, near-equal ``(start, end)`` parts of ``length`` tokens (fewer
+    when the sequence is shorter than ``segments``).
 
     Example:
-        >>> [round(w, 3) for w in segment_weights(3, 2).tolist()]
-        [0.25, 0.25, 0.5]
+        >>> segment_bounds(7, 3)
+        [(0, 2), (2, 5), (5, 7)]
+    """
+    k = max(1, min(segments, length))
+    cuts = [round(i * length / k) for i in range(k + 1)]
+    return list(zip(cuts, cuts[1:], strict=False))
+
+
+def balanced_pool(tokens: torch.Tensor, segments: int) -> torch.Tensor:
+    """Mean pooling whose token weights make each of ``segments`` equal parts contribute equally.
+
+    A segment's contribution is its weighted sum; tokens of segment ``j`` get the weight
+    ``a / (k · n_j · ‖m_j‖)`` (``m_j`` its mean token embedding, ``n_j`` its length, ``a`` the
+    mean of the ``‖m_j‖``), so every segment adds a vector of the same norm ``a / k`` and one
+    segment is exactly mean pooling. Plain mean pooling lets the segments whose token
+    embeddings are larger (often the beginning) dominate.
+
+    Example:
+        >>> import torch
+        >>> t = torch.tensor([[3.0, 0.0], [3.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+        >>> balanced_pool(t, 1).tolist(), balanced_pool(t, 2).tolist()
+        ([[1.5, 0.5]], [[1.0, 1.0]])
     """
     import torch
 
-    k = max(1, min(segments, length))
-    bounds = [round(i * length / k) for i in range(k + 1)]
-    weights = torch.zeros(length, dtype=torch.float64)
-    for lo, hi in zip(bounds, bounds[1:], strict=False):
-        weights[lo:hi] = 1.0 / (k * (hi - lo))
-    return weights
+    means = torch.stack(
+        [tokens[lo:hi].mean(dim=0) for lo, hi in segment_bounds(len(tokens), segments)]
+    )
+    norms = means.norm(dim=1, keepdim=True).clamp_min(torch.finfo(means.dtype).tiny)
+    return (norms.mean() * (means / norms)).mean(dim=0, keepdim=True)
 
 
 def _special_tokens(tokenizer: Any) -> tuple[list[int], list[int]]:
@@ -254,12 +274,14 @@ class RemedySearch:
         for module in modules[: self._pooling]:
             feats = module(feats)
         tokens = feats["token_embeddings"]
-        mask = feats["attention_mask"]
-        weights = torch.zeros(mask.shape, dtype=torch.float64, device=tokens.device)
-        for row, length in enumerate(mask.sum(dim=1).tolist()):
-            # Right padding (the tokenizer's default for encoders): real tokens come first.
-            weights[row, : int(length)] = segment_weights(int(length), self.settings.segments)
-        pooled = (tokens.double() * weights.unsqueeze(-1)).sum(dim=1).to(tokens.dtype)
+        lengths = feats["attention_mask"].sum(dim=1).tolist()
+        # Right padding (the tokenizer's default for encoders): real tokens come first.
+        pooled = torch.cat(
+            [
+                balanced_pool(tokens[row, : int(n)].double(), self.settings.segments)
+                for row, n in enumerate(lengths)
+            ]
+        ).to(tokens.dtype)
         feats["sentence_embedding"] = pooled
         for module in modules[self._pooling + 1 :]:
             feats = module(feats)
