@@ -14,6 +14,8 @@ per-bucket query counts and everything it dropped):
     posbias benchmark from-jsonl    --input mine.jsonl --out DIR [--buckets thirds|0,0.2,0.5,1]
                                     [--distractors docs.jsonl]
     posbias benchmark plot-evidence --task DIR [--task DIR …] --out fig.png
+    posbias benchmark build         --corpus SOURCE --out DIR [--passages N] [--cut-long] …
+                                    (Z25's recipe from any corpus: hf_posbias.cli.benchmark_build)
 
 Example:
     >>> import argparse
@@ -77,6 +79,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         p = verbs.add_parser(name, help=benchmark.help, description=benchmark.help)
         add_settings_arguments(p, benchmark.settings)
         p.set_defaults(func=_build)
+
+    from hf_posbias.cli.benchmark_build import register_build
+
+    register_build(verbs)
 
     p = verbs.add_parser("plot-evidence", help="histogram of relative evidence positions (PNG)")
     add_settings_arguments(p, PlotEvidenceSettings)

@@ -31,20 +31,72 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import InputError
-from hf_posbias.settings import flag_name
+from hf_posbias.settings import Settings, check_choice, check_positive, flag_name, setting
 
 if TYPE_CHECKING:
     import torch
     from mteb.abstasks.task_metadata import TaskMetadata
     from mteb.models.model_meta import ModelMeta
 
-    from hf_posbias.evaluation.settings import RemediesSettings, RemedySettings
-
+REMEDIES = ("none", "maxp", "firstp", "sump", "chunk-mean", "segment-balanced")
+"""The inference-time remedies for bi-encoders (``none``: the plain model)."""
 PASSAGE_REMEDIES = ("maxp", "firstp", "sump", "chunk-mean")
+"""The remedies that cut documents into passages."""
+
+
+@dataclass(kw_only=True)
+class RemedySettings(Settings):
+    """An inference-time remedy for a bi-encoder: ``--remedy`` and its passage settings.
+
+    The checks that need the model (passage length against the prompt and the model's limit)
+    run when the remedy wraps it, before any encoding
+    (:func:`check_remedy_fits`).
+
+    Example:
+        >>> RemedySettings(remedy="maxp", passage_tokens=64, stride=32).stride
+        32
+        >>> RemedySettings(remedy="maxp", passage_tokens=64, stride=65)
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: --stride must be at most --passage-tokens (64), got 65
+    """
+
+    remedy: str = setting(
+        "inference-time remedy for a bi-encoder: none, maxp / firstp / sump (score = max / "
+        "first / sum over the document's passages), chunk-mean (document = mean of its passage "
+        "embeddings) or segment-balanced (mean pooling with each of --segments equal segments "
+        "weighted equally); see docs/remedies.md",
+        default="none",
+        choices=REMEDIES,
+    )
+    passage_tokens: int = setting(
+        "passage length in model tokens, special tokens included (maxp/firstp/sump/chunk-mean)",
+        default=128,
+        metavar="N",
+    )
+    stride: int = setting(
+        "tokens between the starts of consecutive passages (at most --passage-tokens)",
+        default=64,
+        metavar="S",
+    )
+    segments: int = setting(
+        "equal segments of the document weighted equally (segment-balanced)",
+        default=4,
+        metavar="K",
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_choice("remedy", self.remedy, REMEDIES)
+        check_positive(self, "passage_tokens", "stride", "segments")
+        if self.stride > self.passage_tokens:
+            raise InputError(
+                f"{flag_name('stride')} must be at most {flag_name('passage_tokens')} "
+                f"({self.passage_tokens}), got {self.stride}"
+            )
 
 
 @dataclass
@@ -402,132 +454,3 @@ def encoded_token_count(st_model: Any, texts: list[str], prompt: str | None = No
     limit = int(st_model.max_seq_length)
     bodies = tokenizer([t.strip() for t in texts], add_special_tokens=False)["input_ids"]
     return sum(min(limit, fixed + len(ids)) for ids in bodies)
-
-
-# --------------------------------------------------------------------------- the comparison
-
-
-def _harmonic_mean(scores: dict[str, float | None]) -> float | None:
-    """Harmonic mean of the per-position scores (``None`` with an empty bucket; 0 with a 0)."""
-    import statistics
-
-    values = list(scores.values())
-    if not values or any(v is None for v in values):
-        return None
-    return float(statistics.harmonic_mean([float(v) for v in values]))  # type: ignore[arg-type]
-
-
-def remedy_row(
-    remedy: str, summary: Any, encoded_tokens: int | None, comparison: Any = None
-) -> dict[str, Any]:
-    """One row of ``remedies.json``: quality, bias, Δ against no remedy, and cost.
-
-    Example:
-        >>> from hf_posbias.evaluation.summary import EvaluationSummary
-        >>> s = EvaluationSummary.from_scores("m", "T", ["a", "b"], {"a": .5, "b": 1.0},
-        ...                                   n_queries={"a": 1, "b": 1})
-        >>> row = remedy_row("none", s, 100)
-        >>> row["remedy"], round(row["harmonic_mean"], 4), row["delta_mean"]
-        ('none', 0.6667, None)
-    """
-    return {
-        "remedy": remedy,
-        "mean": summary.mean,
-        "psi": summary.psi,
-        "harmonic_mean": _harmonic_mean(summary.ndcg_at_10),
-        "delta_mean": None if comparison is None else comparison.mean.delta,
-        "p_value": None if comparison is None else comparison.mean.p_value,
-        "encoded_tokens": encoded_tokens,
-        "seconds": summary.evaluation_time_s,
-    }
-
-
-def plot_psi_against_cost(rows: list[dict[str, Any]], path: str | Path, title: str) -> Path:
-    """A PNG of PSI (y) against encoded tokens (x), one labelled point per remedy."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for row in rows:
-        if row["psi"] is None or row["encoded_tokens"] is None:
-            continue
-        ax.scatter(row["encoded_tokens"], row["psi"])
-        ax.annotate(row["remedy"], (row["encoded_tokens"], row["psi"]), fontsize=8)
-    ax.set_xlabel("encoded tokens (documents + queries)")
-    ax.set_ylabel("PSI (lower = less position bias)")
-    ax.set_title(title, fontsize=9)
-    fig.tight_layout()
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(target, dpi=120)
-    plt.close(fig)
-    return target
-
-
-def compare_remedies(settings: RemediesSettings) -> dict[str, list[dict[str, Any]]]:
-    """``posbias remedies``: the plain model and every remedy on each task, with their cost.
-
-    The model is loaded once; every remedy is checked against it before anything is encoded.
-    Each run goes to ``<out>/runs/<task>/<remedy>`` (a ``posbias evaluate`` folder); per task,
-    ``<out>/<task>/remedies.json`` (rows of :func:`remedy_row`), ``remedies.md`` and (with
-    ``plot``) ``remedies.png``. Δ and the p-value are paired against ``none`` on the same
-    queries (:func:`hf_posbias.evaluation.compare.compare_runs`).
-
-    Returns:
-        ``{task name: rows}``.
-    """
-    from dataclasses import replace
-
-    from hf_posbias.evaluation.compare import compare_runs
-    from hf_posbias.evaluation.exports import safe_name
-    from hf_posbias.evaluation.models import load_model, with_remedy
-    from hf_posbias.evaluation.runner import evaluate_model, load_tasks
-    from hf_posbias.progress import progress
-    from hf_posbias.shards import write_json, write_text_atomic
-    from hf_posbias.tables import as_table
-
-    s = settings
-    tasks = load_tasks(s.task, scoring=s.scoring, top_k=s.top_k)
-    base = load_model(s.model, device=s.device)
-    names = ["none", *s.remedies]
-    # Every remedy's settings are checked against the model before the first encoding.
-    for name in names:
-        with_remedy(base, replace(s, remedy=name))
-    out = Path(s.out)
-    results: dict[str, list[dict[str, Any]]] = {}
-    bar = progress(
-        total=len(tasks) * len(names), desc="remedies", unit="run", disable=not s.progress
-    )
-    for task in tasks:
-        task_name = task.metadata.name
-        runs = out / "runs" / safe_name(task_name)
-        rows = []
-        for name in names:
-            loaded = with_remedy(base, replace(s, remedy=name))
-            [summary] = evaluate_model(
-                s.model,
-                [task],
-                runs / name,
-                batch_size=s.batch_size,
-                top_k=s.top_k,
-                scoring=s.scoring,
-                bootstrap=s.bootstrap,
-                seed=s.seed,
-                loaded=loaded,
-            )
-            comparison = None
-            if name != "none":
-                [paired] = compare_runs(runs / "none", runs / name, seed=s.seed)
-                comparison = paired.comparison
-            rows.append(remedy_row(name, summary, loaded.encoded_tokens(), comparison))
-            bar.update(1)
-        folder = out / safe_name(task_name)
-        write_json(folder / "remedies.json", rows)
-        write_text_atomic(folder / "remedies.md", as_table(rows).to_markdown() + "\n")
-        if s.plot:
-            plot_psi_against_cost(rows, folder / "remedies.png", f"{task_name}: {s.model}")
-        results[task_name] = rows
-    bar.close()
-    return results

@@ -21,17 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hf_posbias.errors import InputError
-from hf_posbias.settings import (
-    ProgressSettings,
-    Settings,
-    check_choice,
-    check_positive,
-    flag_name,
-    setting,
-)
-
-REMEDIES = ("none", "maxp", "firstp", "sump", "chunk-mean", "segment-balanced")
-"""Inference-time remedies for bi-encoders (:mod:`hf_posbias.evaluation.remedies`)."""
+from hf_posbias.evaluation.remedies import REMEDIES, RemedySettings
+from hf_posbias.modeling import ModelSettings
+from hf_posbias.settings import ProgressSettings, check_choice, check_positive, flag_name, setting
 
 
 def _scoring_schemes() -> tuple[str, ...]:
@@ -45,60 +37,10 @@ def _task_help() -> str:
 
 
 @dataclass(kw_only=True)
-class RemedySettings(Settings):
-    """An inference-time remedy for a bi-encoder: ``--remedy`` and its passage settings.
-
-    The checks that need the model (passage length against the prompt and the model's limit)
-    run when the remedy wraps it, before any encoding
-    (:func:`hf_posbias.evaluation.remedies.check_remedy_fits`).
-
-    Example:
-        >>> RemedySettings(remedy="maxp", passage_tokens=64, stride=32).stride
-        32
-        >>> RemedySettings(remedy="maxp", passage_tokens=64, stride=65)
-        Traceback (most recent call last):
-        ...
-        hf_posbias.errors.InputError: --stride must be at most --passage-tokens (64), got 65
-    """
-
-    remedy: str = setting(
-        "inference-time remedy for a bi-encoder: none, maxp / firstp / sump (score = max / "
-        "first / sum over the document's passages), chunk-mean (document = mean of its passage "
-        "embeddings) or segment-balanced (mean pooling with each of --segments equal segments "
-        "weighted equally); see docs/remedies.md",
-        default="none",
-        choices=REMEDIES,
-    )
-    passage_tokens: int = setting(
-        "passage length in model tokens, special tokens included (maxp/firstp/sump/chunk-mean)",
-        default=128,
-        metavar="N",
-    )
-    stride: int = setting(
-        "tokens between the starts of consecutive passages (at most --passage-tokens)",
-        default=64,
-        metavar="S",
-    )
-    segments: int = setting(
-        "equal segments of the document weighted equally (segment-balanced)",
-        default=4,
-        metavar="K",
-    )
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_choice("remedy", self.remedy, REMEDIES)
-        check_positive(self, "passage_tokens", "stride", "segments")
-        if self.stride > self.passage_tokens:
-            raise InputError(
-                f"{flag_name('stride')} must be at most {flag_name('passage_tokens')} "
-                f"({self.passage_tokens}), got {self.stride}"
-            )
-
-
-@dataclass(kw_only=True)
-class EvaluationOptions(RemedySettings, ProgressSettings):
-    """The options ``evaluate`` and ``audit`` share."""
+class EvaluationOptions(RemedySettings, ProgressSettings, ModelSettings):
+    """The options ``evaluate`` and ``audit`` share (with how models load:
+    :class:`~hf_posbias.modeling.ModelSettings`, and an inference-time remedy:
+    :class:`~hf_posbias.evaluation.remedies.RemedySettings`)."""
 
     task: tuple[str, ...] = setting(_task_help(), metavar="TASK")
     out: str = setting("output folder")
@@ -133,8 +75,10 @@ class EvaluateSettings(EvaluationOptions):
     """``posbias evaluate``: one model (or a first stage and a reranker) on position tasks."""
 
     model: str = setting(
-        "bm25, a local model folder, a packaged model (all-MiniLM-L6-v2) or a Hub id; with "
-        "--first-stage, the cross-encoder that reranks it"
+        "bm25; openai:<model> (with --base-url); a local folder (SentenceTransformer, "
+        "SparseEncoder or MultiVectorEncoder); a packaged model (all-MiniLM-L6-v2); a name in "
+        "mteb's model registry (loaded with its prompts); or a Hub id (--trust-remote-code to run "
+        "its code); with --first-stage, the cross-encoder that reranks it"
     )
     reranker: str | None = setting("cross-encoder reranking --model's top-k", default=None)
     first_stage: str | None = setting(
@@ -157,9 +101,7 @@ class EvaluateSettings(EvaluationOptions):
 class ModelAuditSettings(EvaluationOptions):
     """``posbias audit``: every position measurement of one model."""
 
-    model: str = setting(
-        "bm25, a local model folder, a packaged model or a Hub id", positional=True
-    )
+    model: str = setting("a model as for `posbias evaluate --model`", positional=True)
     reversal: bool = setting("run the mirror-reversal diagnostic", default=True)
 
 

@@ -24,7 +24,14 @@ from hf_posbias.verification.audit import (
     AuditReport,
     AuditStratum,
     audit_segments,
+)
+from hf_posbias.verification.judge import (
+    RELEVANCE_0_4,
+    SEGMENT_AUDIT,
+    JudgePrompt,
+    judge_pairs,
     parse_judge_reply,
+    parse_relevance_score,
     parse_yes_no,
 )
 from hf_posbias.verification.members import (
@@ -57,6 +64,11 @@ from hf_posbias.verification.stage import load_scored_pool, run_verification
 
 __all__ = [
     "AUDIT_SCHEMA",
+    "RELEVANCE_0_4",
+    "SEGMENT_AUDIT",
+    "JudgePrompt",
+    "judge_pairs",
+    "parse_relevance_score",
     "BM25_NORMALIZATIONS",
     "CROSS_ENCODER_NORMALIZATIONS",
     "DEFAULT_DELTA",

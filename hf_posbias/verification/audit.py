@@ -6,101 +6,53 @@ segment (the judge never learns which segment is the target). TargetYes = the ta
 judged answering; DistractorNo = a non-target segment judged not answering; Exclusive = target
 yes and both distractors no. Unparseable replies and failed calls are counted, never guessed.
 
-The chat backend is called in one place, :func:`ask_judge`. By default the judge answers under
+The judge is :mod:`hf_posbias.verification.judge`'s with its ``SEGMENT_AUDIT`` prompt (the
+benchmark builder's 0–4 relevance judge is the same code with another prompt); the chat backend
+is called in one place, ``judge.ask_judge``. By default the judge answers under
 :data:`AUDIT_SCHEMA` (``{"answer": "yes"|"no"}``), the same schema-constrained decoding as query
 generation (:mod:`hf_posbias.generation.constrained` for a local LM, ``response_format`` for an
 endpoint, with the endpoint's counted free-form fallback); ``constrained=False`` asks for one
 free-form word, as YHP26 did. :func:`parse_judge_reply` reads either.
 
 Example:
-    >>> parse_yes_no("Yes, it can."), audit_messages("q?", "passage")[1]["role"]
-    (True, 'user')
+    >>> audit_messages("q?", "passage")[1]["role"]
+    'user'
     >>> parse_judge_reply('{"answer":"no"}'), parse_judge_reply("yes")
     (False, True)
 """
 
 from __future__ import annotations
 
-import json
 import random
-import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias import POSITIONS
 from hf_posbias.errors import InputError
-from hf_posbias.generation.backends import complete_all, reply_decoding
-from hf_posbias.generation.base import stable_seed
+from hf_posbias.generation.backends import reply_decoding
 from hf_posbias.tables import as_table
+from hf_posbias.verification.judge import (
+    SEGMENT_AUDIT,
+    ask_judge,
+    parse_judge_reply,
+)
 from hf_posbias.verification.panel import check_candidate, target_index
 from hf_posbias.verification.report import DEFAULT_DELTA, margin_stratum, stratum_labels
 
 if TYPE_CHECKING:
     from hf_posbias.generation.backends import ChatBackend
 
-AUDIT_SYSTEM = "You are a careful annotator of question answering data."
-AUDIT_PROMPT = (
-    "Passage:\n{segment}\n\nQuestion: {query}\n\n"
-    "Can the question be answered using only the information in this passage? "
-    "Reply with exactly one word: yes or no."
-)
-_YES_NO = re.compile(r"\b(yes|no)\b", re.I)
-
-AUDIT_SCHEMA: dict[str, Any] = {
-    "title": "segment audit",
-    "type": "object",
-    "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
-    "required": ["answer"],
-    "additionalProperties": False,
-}
+AUDIT_SCHEMA: dict[str, Any] = SEGMENT_AUDIT.schema
 """The judge's reply under constrained decoding: ``{"answer": "yes"}`` or ``{"answer": "no"}``."""
 
-CONSTRAINED_MAX_TOKENS = 16
-"""Token budget of a constrained reply: ``{"answer":"yes"}`` is 5–8 tokens in common tokenizers
-(the free-form budget, 4 tokens, would cut it)."""
-
-FREE_FORM_MAX_TOKENS = 4
-"""Token budget of a free-form reply (one word, YHP26)."""
+CONSTRAINED_MAX_TOKENS = SEGMENT_AUDIT.constrained_max_tokens
+FREE_FORM_MAX_TOKENS = SEGMENT_AUDIT.free_form_max_tokens
 
 
 def audit_messages(query: str, segment: str) -> list[dict[str, str]]:
     """The judge's chat messages for one segment (the target position is never revealed)."""
-    return [
-        {"role": "system", "content": AUDIT_SYSTEM},
-        {"role": "user", "content": AUDIT_PROMPT.format(segment=segment, query=query)},
-    ]
-
-
-def parse_yes_no(text: str) -> bool | None:
-    """``True``/``False`` for the first yes/no word of a reply, ``None`` when there is none.
-
-    Example:
-        >>> parse_yes_no("Yes."), parse_yes_no(" no, it cannot"), parse_yes_no("maybe")
-        (True, False, None)
-    """
-    match = _YES_NO.search(text or "")
-    return None if match is None else match.group(1).lower() == "yes"
-
-
-def parse_judge_reply(text: str) -> bool | None:
-    """The judge's answer: the ``answer`` of a :data:`AUDIT_SCHEMA` reply, else the first
-    yes/no word (a free-form reply, or an endpoint that fell back to free-form).
-
-    Example:
-        >>> parse_judge_reply('{"answer":"yes"}'), parse_judge_reply('{"answer":"maybe"}')
-        (True, None)
-        >>> parse_judge_reply("No."), parse_judge_reply("")
-        (False, None)
-    """
-    try:
-        reply = json.loads(text)
-    except (TypeError, ValueError):
-        return parse_yes_no(text)
-    if isinstance(reply, dict):
-        answer = str(reply.get("answer", "")).strip().lower()
-        return {"yes": True, "no": False}.get(answer)
-    return parse_yes_no(text)
+    return SEGMENT_AUDIT.messages(query, segment)
 
 
 @dataclass
@@ -244,10 +196,11 @@ def audit_segments(
         requests,
         seed=seed,
         temperature=temperature,
-        max_tokens=max_tokens,
+        max_tokens=SEGMENT_AUDIT.max_tokens(constrained) if max_tokens is None else max_tokens,
         batch_size=batch_size,
         progress=progress,
         json_schema=AUDIT_SCHEMA if constrained else None,
+        tag=SEGMENT_AUDIT.name,
     )
 
     for reply in replies:
@@ -294,38 +247,6 @@ def audit_segments(
         s.distractor_no = _ratio(t["dn"])
         s.exclusive = _ratio(t["ex"])
     return report
-
-
-def ask_judge(
-    backend: ChatBackend,
-    requests: Sequence[list[dict[str, str]]],
-    *,
-    seed: int,
-    temperature: float,
-    max_tokens: int | None,
-    batch_size: int,
-    progress: bool = True,
-    json_schema: dict[str, Any] | None = None,
-) -> list[str | Exception]:
-    """Send the judge's requests through ``backend``, in batches; one reply (or error) each.
-
-    The one place the audit talks to a chat model: each request gets its own seed, stable
-    across reruns and batch sizes; with ``json_schema`` every reply is decoded under it.
-    """
-    if max_tokens is None:
-        max_tokens = FREE_FORM_MAX_TOKENS if json_schema is None else CONSTRAINED_MAX_TOKENS
-    return complete_all(
-        backend,
-        requests,
-        [stable_seed("audit", seed, i) for i in range(len(requests))],
-        chunk=batch_size,
-        desc="audit",
-        unit="call",
-        progress=progress,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        json_schema=json_schema,
-    )
 
 
 def _ratio(hits_total: list[int]) -> float | None:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 CROSS_ENCODER_NORMALIZATIONS = ("sigmoid", "none", "softmax")
 BM25_NORMALIZATIONS = ("share", "softmax", "saturate", "none")
+BI_ENCODER_NORMALIZATIONS = ("clip", "none")
 
 
 # The scale each normalisation maps scores to: a margin (target minus best other segment) lies
@@ -42,6 +43,7 @@ _SCORE_RANGES: dict[str, tuple[float, float]] = {
     "softmax": (0.0, 1.0),
     "share": (0.0, 1.0),
     "saturate": (0.0, 1.0),
+    "clip": (0.0, 1.0),
     "none": (-math.inf, math.inf),
 }
 
@@ -88,6 +90,8 @@ def normalize_scores(raw: np.ndarray, method: str, saturation: float = 1.0) -> n
         if (x < 0).any():
             raise InputError("'saturate' normalisation needs non-negative scores (BM25)")
         return x / (x + saturation)
+    if method == "clip":
+        return np.clip(x, 0.0, 1.0)
     raise InputError(f"unknown normalisation {method!r}")
 
 
@@ -251,6 +255,64 @@ class BM25Member:
     def score_pairs(self, queries: list[str], passages: list[str]) -> np.ndarray:
         """Raw BM25 scores for ``(queries[i], passages[i])`` under the fitted statistics."""
         return self._scorer.score_pairs(queries, passages)
+
+
+class BiEncoderMember:
+    """A sentence-transformers bi-encoder (embedding model) as a panel member: the cosine
+    similarity of the query and passage embeddings; ``clip`` (default) maps it to [0, 1].
+
+    A stand-in where no cross-encoder can load (offline: the packaged all-MiniLM-L6-v2). Its
+    name is ``bi:<model>`` (the spec :func:`~hf_posbias.verification.panel.parse_panel` reads).
+
+    Example:
+        >>> member = BiEncoderMember("all-MiniLM-L6-v2")
+        >>> member.name, member.describe()["normalization"]
+        ('bi:all-MiniLM-L6-v2', 'clip')
+    """
+
+    def __init__(
+        self,
+        model: str,
+        normalization: str = "clip",
+        batch_size: int = 32,
+        device: str | None = None,
+    ) -> None:
+        if normalization not in BI_ENCODER_NORMALIZATIONS:
+            raise InputError(
+                f"normalisation {normalization!r} is not valid for bi-encoder {model!r}; "
+                f"choose one of {', '.join(BI_ENCODER_NORMALIZATIONS)}"
+            )
+        self.model_name = str(model)
+        self.name = f"bi:{self.model_name}"
+        self.normalization = normalization
+        self.batch_size = batch_size
+        self.device = device
+        self._model: Any = None
+
+    def load(self) -> Any:
+        """Load the model once (raises :class:`ModelLoadError` with a one-line message)."""
+        if self._model is None:
+            from hf_posbias.modeling import load_sentence_transformer
+
+            self._model = load_sentence_transformer(self.model_name, device=self.device)
+        return self._model
+
+    def describe(self) -> dict[str, Any]:
+        """What pins this member's output (for the manifest and the report)."""
+        return {"name": self.name, "kind": "bi-encoder", "normalization": self.normalization}
+
+    def score_pairs(self, queries: list[str], passages: list[str]) -> np.ndarray:
+        """Cosine similarities of ``(queries[i], passages[i])`` (each unique text encoded once)."""
+        if not queries:
+            return np.zeros(0, dtype=np.float64)
+        model = self.load()
+        uq, up = sorted(set(queries)), sorted(set(passages))
+        encode = dict(
+            batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False
+        )
+        q_emb = dict(zip(uq, np.asarray(model.encode(uq, **encode), dtype=np.float64)))
+        p_emb = dict(zip(up, np.asarray(model.encode(up, **encode), dtype=np.float64)))
+        return np.array([float(q_emb[q] @ p_emb[p]) for q, p in zip(queries, passages)])
 
 
 def member_saturation(member: PanelMember) -> float:

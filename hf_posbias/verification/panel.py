@@ -32,8 +32,10 @@ from hf_posbias import POSITIONS
 from hf_posbias.errors import InputError, PosbiasError
 from hf_posbias.progress import progress as progress_bar
 from hf_posbias.verification.members import (
+    BI_ENCODER_NORMALIZATIONS,
     BM25_NORMALIZATIONS,
     CROSS_ENCODER_NORMALIZATIONS,
+    BiEncoderMember,
     BM25Member,
     CrossEncoderMember,
     PanelMember,
@@ -251,7 +253,8 @@ def parse_panel(
 ) -> RerankerPanel:
     """Build a panel from a comma-separated spec.
 
-    Members: ``bm25``; any cross-encoder Hub id or local path; ``paper`` = YHP26's three
+    Members: ``bm25``; ``bi:<embedding model>`` (a bi-encoder's cosine, a stand-in where no
+    cross-encoder loads); any cross-encoder Hub id or local path; ``paper`` = YHP26's three
     rerankers (:data:`PAPER_PANEL`). A member may carry its own normalisation after ``@``
     (``bm25@softmax``, ``BAAI/bge-reranker-v2-m3@none``); otherwise ``normalization`` applies
     where it is valid for the member kind, else the kind's default (cross-encoder ``sigmoid``,
@@ -279,6 +282,16 @@ def parse_panel(
             chosen = norm or (normalization if normalization in BM25_NORMALIZATIONS else "share")
             members.append(BM25Member(normalization=chosen))
             continue
+        if name.lower().startswith("bi:"):
+            chosen = norm or (
+                normalization if normalization in BI_ENCODER_NORMALIZATIONS else "clip"
+            )
+            members.append(
+                BiEncoderMember(
+                    name[3:], normalization=chosen, batch_size=batch_size, device=device
+                )
+            )
+            continue
         names = list(PAPER_PANEL) if name.lower() == "paper" else [name]
         for model in names:
             chosen = norm or (
@@ -298,7 +311,8 @@ def parse_panel(
         raise InputError(
             f"normalisation {normalization!r} applies to no member of panel {spec!r} "
             f"(cross-encoder: {', '.join(CROSS_ENCODER_NORMALIZATIONS)}; "
-            f"bm25: {', '.join(BM25_NORMALIZATIONS)})"
+            f"bm25: {', '.join(BM25_NORMALIZATIONS)}; "
+            f"bi-encoder: {', '.join(BI_ENCODER_NORMALIZATIONS)})"
         )
     panel = RerankerPanel(members)
     if load:

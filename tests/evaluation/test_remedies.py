@@ -11,8 +11,9 @@ from test_tasks_fixtures import wiki_task
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.exports import read_trec_run
 from hf_posbias.evaluation.models import load_model, with_remedy
+from hf_posbias.evaluation.remedies import RemedySettings
 from hf_posbias.evaluation.runner import evaluate_model
-from hf_posbias.evaluation.settings import RemediesSettings, RemedySettings
+from hf_posbias.evaluation.settings import RemediesSettings
 
 N_DOCS = 9
 
@@ -130,7 +131,7 @@ def test_model_free_checks_and_bm25():
 def test_remedies_table_pairs_every_remedy_with_the_plain_model(
     tiny_sentence_transformer, task_folder, tmp_path
 ):
-    from hf_posbias.evaluation.remedies import compare_remedies
+    from hf_posbias.evaluation.remedy_table import compare_remedies
 
     s = RemediesSettings(
         model=tiny_sentence_transformer,

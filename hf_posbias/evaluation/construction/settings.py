@@ -1,0 +1,181 @@
+"""Settings of ``posbias benchmark build``: every model, threshold, size of Z25's recipe.
+
+Each default is the paper's value where the paper gives one. Where it names a model that cannot
+run offline, the default is the offline stand-in and the help names the paper's choice: the
+packaged SmolLM2-135M (``smollm2-135m``) for summary, FAQ and judges, and BM25 plus the packaged
+all-MiniLM-L6-v2 for rerankers and the recall embedder — a smoke-scale stand-in, not the paper's
+quality (``docs/benchmark_build.md``).
+
+Example:
+    >>> s = BuildSettings(corpus="demo", out="task")
+    >>> s.chunk_words, s.min_words, s.max_words, s.recall_k, s.tiny_size
+    (256, 500, 1024, 1000, 1000)
+    >>> BuildSettings(corpus="demo", out="t", chunk_words=2000)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    hf_posbias.errors.InputError: --chunk-words (2000) is larger than the passage range ...
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from hf_posbias.errors import InputError
+from hf_posbias.settings import check_positive, flag_name, setting
+
+OFFLINE_LLM = "smollm2-135m"
+OFFLINE_RERANKERS = "bm25,bi:all-MiniLM-L6-v2"
+OFFLINE_EMBEDDER = "all-MiniLM-L6-v2"
+
+
+@dataclass(kw_only=True)
+class BuildSettings:
+    """Everything ``posbias benchmark build`` depends on (pinned in every stage's manifest)."""
+
+    corpus: str = setting(
+        "corpus source: .jsonl/.json/.parquet, a WikiExtractor folder, a datasets folder, "
+        "hf:<id>[:<config>] or demo"
+    )
+    out: str = setting("task folder to write (stage folders go to <out>/stages)")
+    hub_folder: str | None = setting(
+        "Hub dataset repo folder to write beside the task (default: <out>-hub)", default=None
+    )
+    task_name: str = setting("task name (task.json, card)", default="PosQ-Build")
+    id_field: str = setting("corpus id field", default="id")
+    text_field: str = setting("corpus text field", default="text")
+    limit: int | None = setting("read at most this many corpus records", default=None)
+    passages: int | None = setting(
+        "build from a seeded sample of this many passages (default: all)", default=None
+    )
+    min_words: int = setting("shortest passage in words (Z25: 500)", default=500)
+    max_words: int = setting("longest passage in words (Z25: 1,024)", default=1024)
+    cut_long: bool = setting(
+        "cut records longer than --max-words at paragraph breaks into passages in range "
+        "(Z25 selects passages in range and drops the rest; long articles need this)",
+        default=False,
+    )
+    chunk_words: int = setting(
+        "chunk size of the recursive splitter in words (Z25: 256)", default=256
+    )
+    llm_backend: Literal["local-lm", "openai"] = setting(
+        "chat backend of every LLM step: local-lm (transformers, here) or openai (any "
+        "OpenAI-compatible endpoint: vLLM, TGI …)",
+        default="local-lm",
+    )
+    llm_model: str = setting(
+        "LLM for summary, FAQ and the Stage 1 judge (offline stand-in: the packaged "
+        "SmolLM2-135M; Z25 used a large instruct LLM)",
+        default=OFFLINE_LLM,
+    )
+    base_url: str | None = setting("endpoint URL for --llm-backend openai", default=None)
+    api_key_env: str = setting(
+        "environment variable holding the endpoint key", default="OPENAI_API_KEY"
+    )
+    max_concurrency: int = setting("concurrent requests to the endpoint", default=16)
+    constrained: bool = setting(
+        "decode every LLM reply under its JSON schema (local LM: llguidance; endpoint: "
+        "response_format)",
+        default=True,
+    )
+    temperature: float = setting("sampling temperature of summary and FAQ", default=0.7)
+    judge_temperature: float = setting("sampling temperature of the judges", default=0.0)
+    summary_max_tokens: int = setting("token budget of a summary", default=192)
+    faq_max_tokens: int = setting("token budget of one chunk's FAQ list", default=384)
+    faq_max_items: int = setting("most FAQ items per chunk", default=4)
+    rerankers: str = setting(
+        "reranker panel of Stage 1 and Stage 2 (parse_panel spec; Z25: three cross-encoder "
+        "rerankers, e.g. `paper` = bge-reranker-v2-m3, gte-multilingual-reranker-base, "
+        "jina-reranker-v2-base-multilingual; offline stand-in: BM25 + MiniLM cosine)",
+        default=OFFLINE_RERANKERS,
+    )
+    judge_min_score: int = setting(
+        "Stage 1: the labelled segment's least 0-4 grade (Z25: 3)", default=3
+    )
+    judge_min_gap: int = setting(
+        "Stage 1: how far the labelled segment's grade must lie above every other (Z25: 1)",
+        default=1,
+    )
+    embedder: str = setting(
+        "Stage 2 recall embedding model (offline stand-in: the packaged all-MiniLM-L6-v2)",
+        default=OFFLINE_EMBEDDER,
+    )
+    recall_k: int = setting("Stage 2: passages recalled per question (Z25: 1,000)", default=1000)
+    prelabel_threshold: float = setting(
+        "Stage 2: normalised reranker score a majority must reach (Z25: 0.5)", default=0.5
+    )
+    fn_judges: str = setting(
+        "Stage 2: comma-separated LLM judges (Z25: three LLMs; offline: SmolLM2 three times — "
+        "at --judge-temperature 0 identical judges are asked once and vote alike)",
+        default=f"{OFFLINE_LLM},{OFFLINE_LLM},{OFFLINE_LLM}",
+    )
+    fn_min_score: int = setting(
+        "Stage 2: a judge's grade that counts as relevant (Z25: 3)", default=3
+    )
+    fn_min_votes: int = setting("Stage 2: judges needed for a false negative (Z25: 2)", default=2)
+    tiny_size: int = setting(
+        "questions per position in the tiny version (Z25: 1,000)", default=1000
+    )
+    seed: int = setting("seed of every sample and LLM request", default=42)
+    shard_size: int = setting("work items per shard (the unit of resumption)", default=8)
+    batch_size: int = setting("requests per backend call / pairs per model batch", default=8)
+    overwrite: bool = setting("replace stage folders pinned to other settings", default=False)
+    progress: bool = setting("report progress on stderr", default=True)
+
+    def __post_init__(self) -> None:
+        check_positive(
+            self,
+            "limit",
+            "passages",
+            "min_words",
+            "max_words",
+            "chunk_words",
+            "max_concurrency",
+            "summary_max_tokens",
+            "faq_max_tokens",
+            "faq_max_items",
+            "recall_k",
+            "fn_min_votes",
+            "tiny_size",
+            "shard_size",
+            "batch_size",
+        )
+        if self.min_words > self.max_words:
+            raise InputError(
+                f"{flag_name('min_words')} ({self.min_words}) is above "
+                f"{flag_name('max_words')} ({self.max_words})"
+            )
+        if self.chunk_words > self.max_words:
+            raise InputError(
+                f"{flag_name('chunk_words')} ({self.chunk_words}) is larger than the passage "
+                f"range ({flag_name('max_words')} {self.max_words}): every passage would be "
+                "one chunk tagged middle"
+            )
+        for name in ("judge_min_score", "fn_min_score"):
+            if not 0 <= getattr(self, name) <= 4:
+                raise InputError(f"{flag_name(name)} must lie in 0-4, got {getattr(self, name)}")
+        if self.judge_min_gap < 0:
+            raise InputError(f"{flag_name('judge_min_gap')} must be >= 0, got {self.judge_min_gap}")
+        if not 0.0 <= self.prelabel_threshold <= 1.0:
+            raise InputError(
+                f"{flag_name('prelabel_threshold')} must lie in [0, 1], "
+                f"got {self.prelabel_threshold}"
+            )
+        if self.fn_min_votes > len(self.judge_models):
+            raise InputError(
+                f"{flag_name('fn_min_votes')} ({self.fn_min_votes}) is more than the "
+                f"{len(self.judge_models)} judge(s) of {flag_name('fn_judges')}"
+            )
+
+    @property
+    def judge_models(self) -> list[str]:
+        """The Stage 2 judges, in order."""
+        models = [m.strip() for m in self.fn_judges.split(",") if m.strip()]
+        if not models:
+            raise InputError(f"{flag_name('fn_judges')} names no judge")
+        return models
+
+    @property
+    def hub_dir(self) -> str:
+        """The Hub dataset repo folder (``<out>-hub`` unless given)."""
+        return self.hub_folder or f"{str(self.out).rstrip('/')}-hub"
