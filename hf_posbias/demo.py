@@ -227,7 +227,7 @@ def run_demo(settings: DemoSettings, echo: Echo = print) -> DemoResult:
     cells = read_report(study.report or out / "study")["cells"]
     for config, ckpt in checkpoints.items():
         mine = [c for c in cells if c["config"] == config]
-        write_checkpoint_card(ckpt, f"local/posbias-{models[config].name}", mine)
+        write_checkpoint_card(ckpt, f"local/{models[config].name}", mine)
     verdicts = [
         {"vs base (p < 0.05)": "—" if name == "base" else ", ".join(differences[name]) or "none"}
         for name in summaries

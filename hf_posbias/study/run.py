@@ -274,7 +274,12 @@ def run_study(spec: StudySpec, settings: StudyRunSettings, echo: Echo = print) -
         if evaluated or model.name in outcome.trained:
             durations.append(seconds)
         left = len(models) - index
-        eta = _eta(sum(durations) / len(durations) * left) if durations and left else "0 s"
+        if not left:
+            eta = "0 s"
+        elif durations:
+            eta = _eta(sum(durations) / len(durations) * left)
+        else:
+            eta = "n/a (nothing measured yet)"
         line = (
             f"[{index}/{len(models)}] {model.name}: {'; '.join(what)} ({seconds:.1f} s, ETA {eta})"
         )
