@@ -22,16 +22,6 @@ if TYPE_CHECKING:
     from hf_posbias.evaluation.settings import RemediesSettings
 
 
-def _harmonic_mean(scores: dict[str, float | None]) -> float | None:
-    """Harmonic mean of the per-position scores (``None`` with an empty bucket; 0 with a 0)."""
-    import statistics
-
-    values = list(scores.values())
-    if not values or any(v is None for v in values):
-        return None
-    return float(statistics.harmonic_mean([float(v) for v in values]))  # type: ignore[arg-type]
-
-
 def remedy_row(
     remedy: str, summary: Any, encoded_tokens: int | None, comparison: Any = None
 ) -> dict[str, Any]:
@@ -45,11 +35,17 @@ def remedy_row(
         >>> row["remedy"], round(row["harmonic_mean"], 4), row["delta_mean"]
         ('none', 0.6667, None)
     """
+    from hf_posbias.evaluation.psi import harmonic_mean
+
+    harmonic = summary.harmonic_mean
+    values = list(summary.ndcg_at_10.values())
+    if harmonic is None and values and None not in values:
+        harmonic = harmonic_mean(values)
     return {
         "remedy": remedy,
         "mean": summary.mean,
         "psi": summary.psi,
-        "harmonic_mean": _harmonic_mean(summary.ndcg_at_10),
+        "harmonic_mean": harmonic,
         "delta_mean": None if comparison is None else comparison.mean.delta,
         "p_value": None if comparison is None else comparison.mean.p_value,
         "encoded_tokens": encoded_tokens,

@@ -78,8 +78,8 @@ def normalize_propensity(
 
     Example:
         >>> omega = [[0.5, 0.5], [0.25, 0.25]]
-        >>> normalize_propensity(omega, [[0, 1], [1, 0]], "mean1").tolist()  # × √8
-        [[1.414213562373095, 1.414213562373095], [0.7071067811865476, 0.7071067811865476]]
+        >>> normalize_propensity(omega, [[0, 1], [1, 0]], "mean1").round(4).tolist()  # × √8
+        [[1.4142, 1.4142], [0.7071, 0.7071]]
     """
     import numpy as np
 
