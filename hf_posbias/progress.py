@@ -152,3 +152,60 @@ def progress(
     return LineProgress(
         iterable, total=total, desc=desc, unit=unit, disable=disable, file=file, interval=interval
     )
+
+
+class Heartbeat:
+    """Plain ``desc: still running (1m30s)`` lines every ``interval`` seconds while a block runs.
+
+    For work whose loop lives inside a library (``mteb.evaluate`` encoding a corpus): the thread
+    prints from outside, so no long verb is silent for more than ``interval`` seconds, and the
+    closing line says how long it took. ``disable=True`` (``--no-progress``) prints nothing.
+
+    Example:
+        >>> import io
+        >>> out = io.StringIO()
+        >>> with Heartbeat("demo", interval=0.01, file=out):
+        ...     time.sleep(0.05)
+        >>> lines = out.getvalue().splitlines()
+        >>> lines[0].startswith("demo: still running"), lines[-1].startswith("demo: done in")
+        (True, True)
+    """
+
+    def __init__(
+        self,
+        desc: str,
+        *,
+        interval: float = LOG_INTERVAL_S,
+        file: IO[str] | None = None,
+        disable: bool = False,
+    ) -> None:
+        import threading
+
+        self.desc = desc
+        self.interval = interval
+        self.file = file
+        self.disable = disable
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._start = time.monotonic()
+
+    def _print(self, text: str) -> None:
+        print(f"{self.desc}: {text}", file=self.file or sys.stderr, flush=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._print(f"still running ({_duration(time.monotonic() - self._start)})")
+
+    def __enter__(self) -> Heartbeat:
+        self._start = time.monotonic()
+        if not self.disable:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.disable:
+            return
+        self._stop.set()
+        self._thread.join()
+        if exc[0] is None:
+            self._print(f"done in {_duration(time.monotonic() - self._start)}")

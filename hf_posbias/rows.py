@@ -352,11 +352,28 @@ def read_dataset(
         message = " ".join(str(exc).split())
         if config and config in message and "vailable" in message:
             raise InputError(f"{repo_or_folder} has no config {config!r}: {message}") from exc
-        raise InputError(f"cannot load {repo_or_folder} ({config}): {first_line(exc)}") from exc
+        raise InputError(_cannot_load(repo_or_folder, config, exc)) from exc
     except (ConnectionError, OSError) as exc:
-        raise BackendError(f"cannot load {repo_or_folder} ({config}): {first_line(exc)}") from exc
+        raise BackendError(_cannot_load(repo_or_folder, config, exc)) from exc
     except Exception as exc:  # e.g. DatasetNotFoundError: a missing repo is the user's input
-        raise InputError(f"cannot load {repo_or_folder} ({config}): {first_line(exc)}") from exc
+        raise InputError(_cannot_load(repo_or_folder, config, exc)) from exc
+
+
+def _cannot_load(source: object, config: str | None, exc: BaseException) -> str:
+    """One line for a Hub dataset that did not load: the config only when one was asked for, and
+    why the Hub was not asked when offline mode is on.
+
+    Example:
+        >>> _cannot_load("rajpurkar/squad_v2", None, OSError("no network")).split(" (HF_HUB")[0]
+        'cannot load rajpurkar/squad_v2: no network'
+    """
+    import os
+
+    where = f"{source} (config {config})" if config else str(source)
+    reason = first_line(exc) or type(exc).__name__
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes", "on"}:
+        reason += " (HF_HUB_OFFLINE is set: the Hub is not contacted)"
+    return f"cannot load {where}: {reason}"
 
 
 # --------------------------------------------------------------------------- any source

@@ -260,7 +260,7 @@ def build_tiny_checkpoint(
         seed: torch seed for the random weights.
         head: ``"base"`` (AutoModel), ``"causal-lm"`` (decoders: the ``*ForCausalLM`` class, as
             real decoder checkpoints are saved) or ``"sequence-classification"`` (one label: a
-            tiny cross-encoder).
+            tiny cross-encoder) or ``"masked-lm"`` (encoders: an MLM head, what SPLADE reads).
         max_positions: maximum sequence length of the model.
         extra_text: more text for the tokenizer's training corpus.
 
@@ -268,7 +268,12 @@ def build_tiny_checkpoint(
         The folder path as a string.
     """
     import torch
-    from transformers import AutoModel, AutoModelForCausalLM, AutoModelForSequenceClassification
+    from transformers import (
+        AutoModel,
+        AutoModelForCausalLM,
+        AutoModelForMaskedLM,
+        AutoModelForSequenceClassification,
+    )
 
     torch.manual_seed(seed)
     out = Path(out_dir)
@@ -289,6 +294,8 @@ def build_tiny_checkpoint(
         model = AutoModelForSequenceClassification.from_config(config)
     elif head == "causal-lm":
         model = AutoModelForCausalLM.from_config(config)
+    elif head == "masked-lm":
+        model = AutoModelForMaskedLM.from_config(config)
     else:
         model = AutoModel.from_config(config)
     model.save_pretrained(out)
@@ -316,3 +323,26 @@ def build_tiny_sentence_transformer(
 def build_tiny_cross_encoder(out_dir: str | Path, seed: int = 0) -> str:
     """Save a tiny random BERT cross-encoder (one relevance logit) and return its folder."""
     return build_tiny_checkpoint("bert", out_dir, seed=seed, head="sequence-classification")
+
+
+def build_tiny_sparse_encoder(out_dir: str | Path, seed: int = 0) -> str:
+    """Save a tiny random SPLADE-style ``SparseEncoder`` (MLM head + max pooling); its folder."""
+    from sentence_transformers import SparseEncoder
+    from sentence_transformers.sparse_encoder.modules import MLMTransformer, SpladePooling
+
+    base = build_tiny_checkpoint("bert", Path(out_dir) / "_base", seed=seed, head="masked-lm")
+    model = SparseEncoder(modules=[MLMTransformer(base), SpladePooling("max")], device="cpu")
+    model.save(str(out_dir))
+    return str(out_dir)
+
+
+def build_tiny_multi_vector_encoder(out_dir: str | Path, seed: int = 0) -> str:
+    """Save a tiny random late-interaction ``MultiVectorEncoder`` (ColBERT-style: one vector per
+    token, MaxSim); its folder."""
+    from sentence_transformers import MultiVectorEncoder
+    from sentence_transformers.sentence_transformer.modules import Transformer
+
+    base = build_tiny_checkpoint("bert", Path(out_dir) / "_base", seed=seed)
+    model = MultiVectorEncoder(modules=[Transformer(base)], device="cpu")
+    model.save(str(out_dir))
+    return str(out_dir)

@@ -1,4 +1,8 @@
-"""A real OpenAI-compatible chat server on 127.0.0.1 for tests (POST /v1/chat/completions).
+"""A real OpenAI-compatible server on 127.0.0.1 for tests: POST /v1/chat/completions and, when
+given an ``embed`` function, POST /v1/embeddings (:class:`LocalChatServer`).
+
+``embed(texts) -> list of vectors`` plays the embedding model: the server answers an
+``embedding`` list object, one ``{"index", "embedding"}`` entry per input, in order.
 
 Each test gives it an ``answer(path, body) -> (status, content)`` function; the server wraps
 ``content`` in a chat.completion (status 200) or an error object (other statuses).
@@ -25,6 +29,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 Answer = Callable[[str, dict[str, Any]], tuple[int, str]]
+Embed = Callable[[list[str]], list[list[float]]]
 
 RESPONSE_FORMAT_MODES = ("accept", "refuse")
 
@@ -48,10 +53,16 @@ def check_response_format(value: Any) -> str | None:
 class LocalChatServer:
     """Threaded HTTP server; use as a context manager, its ``url`` ends in ``/v1``."""
 
-    def __init__(self, answer: Answer, response_format: str = "accept") -> None:
+    def __init__(
+        self,
+        answer: Answer | None = None,
+        response_format: str = "accept",
+        embed: Embed | None = None,
+    ) -> None:
         if response_format not in RESPONSE_FORMAT_MODES:
             raise ValueError(f"response_format must be one of {RESPONSE_FORMAT_MODES}")
         self.answer = answer
+        self.embed = embed
         self.response_format = response_format
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
@@ -63,6 +74,27 @@ class LocalChatServer:
 
             def do_POST(self) -> None:  # noqa: N802 (http.server API)
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if self.path.endswith("/embeddings") and owner.embed is not None:
+                    with owner._lock:
+                        owner.requests.append(body)
+                    texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+                    vectors = owner.embed([str(t) for t in texts])
+                    self._send(
+                        200,
+                        {
+                            "object": "list",
+                            "model": body.get("model", ""),
+                            "data": [
+                                {"object": "embedding", "index": i, "embedding": list(v)}
+                                for i, v in enumerate(vectors)
+                            ],
+                            "usage": {"prompt_tokens": 1, "total_tokens": 1},
+                        },
+                    )
+                    return
+                if owner.answer is None:
+                    self._send(404, {"error": {"message": "no chat model", "type": "not_found"}})
+                    return
                 status, content = owner.respond(self.path, body)
                 payload = (
                     {
@@ -82,6 +114,9 @@ class LocalChatServer:
                     if status == 200
                     else {"error": {"message": content, "type": "invalid_request_error"}}
                 )
+                self._send(status, payload)
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -103,6 +138,7 @@ class LocalChatServer:
             problem = check_response_format(body["response_format"])
             if problem:
                 return 400, problem
+        assert self.answer is not None
         return self.answer(path, body)
 
     def __enter__(self) -> LocalChatServer:

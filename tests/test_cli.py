@@ -140,3 +140,34 @@ def test_the_listwise_window_lives_in_one_settings_object() -> None:
     assert (s.window, s.step) == (6, 3)
     with pytest.raises(InputError, match="--step must lie in 1..--window"):
         settings_from_args(ListwiseTestSettings, args, step=7)
+
+
+def test_a_log_file_gets_no_library_bars_or_debug_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import logging
+    import os
+
+    from hf_posbias.cli import _quiet_libraries
+
+    for name in ("TQDM_DISABLE", "HF_HUB_DISABLE_PROGRESS_BARS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(sys, "stderr", io.StringIO())  # not a terminal: a log file
+    for name in ("bm25s", "huggingface_hub", "urllib3"):
+        monkeypatch.setattr(logging.getLogger(name), "level", logging.NOTSET)
+    _quiet_libraries()
+    assert os.environ["TQDM_DISABLE"] == "1" and os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1"
+    assert not logging.getLogger("bm25s").isEnabledFor(logging.DEBUG)
+    assert not logging.getLogger("huggingface_hub").isEnabledFor(logging.INFO)
+
+
+def test_hub_warnings_are_printed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import logging
+
+    from huggingface_hub.utils import logging as hub_logging
+
+    hub_logging.get_logger("huggingface_hub")  # the library logger with its own handler
+    monkeypatch.setattr(logging.getLogger("huggingface_hub"), "propagate", True)
+    monkeypatch.setattr(sys, "argv", ["posbias"])
+    main([])  # no verb: prints help, after configuring logging
+    hub = logging.getLogger("huggingface_hub")
+    assert hub.handlers and not hub.propagate, "its own handler prints; the root must not again"

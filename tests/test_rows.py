@@ -175,3 +175,22 @@ def test_load_dataset_and_snapshot_over_http(olah_endpoint) -> None:
     ]
     assert result["missing"] is not None and "balanced" in result["missing"]
     assert "uniform" in result["missing"]
+
+
+def test_a_hub_dataset_that_does_not_load_names_no_none_config(monkeypatch) -> None:
+    import datasets
+
+    from hf_posbias.errors import BackendError
+
+    def offline(*args, **kwargs):
+        raise ConnectionError("Couldn't reach 'rajpurkar/squad_v2' on the Hub (LocalEntryNotFound)")
+
+    monkeypatch.setattr(datasets, "load_dataset", offline)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(BackendError) as info:
+        read_dataset("rajpurkar/squad_v2", None)
+    message = str(info.value)
+    assert "(None)" not in message and message.startswith("cannot load rajpurkar/squad_v2: ")
+    assert "HF_HUB_OFFLINE is set" in message
+    with pytest.raises(BackendError, match=r"cannot load rajpurkar/squad_v2 \(config v2\): "):
+        read_dataset("rajpurkar/squad_v2", "v2")

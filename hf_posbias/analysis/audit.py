@@ -58,8 +58,14 @@ def task_cases(data: Any) -> tuple[list[Any], dict[str, int]]:
 
 
 def evidence_moving_section(ctx: Any, max_pairs: int = MAX_PAIRS) -> list[Any]:
-    """Audit section builder (see :func:`hf_posbias.evaluation.report.register_audit_section`)."""
+    """Audit section builder (see :func:`hf_posbias.evaluation.report.register_audit_section`).
+
+    Each task's paragraph states how many queries gave a pair, how many were sampled, how many
+    the curve used and how many it skipped by reason; a curve under
+    :data:`~hf_posbias.analysis.evidence_moving.MIN_RELIABLE_PAIRS` pairs is marked unreliable.
+    """
     from hf_posbias.analysis.evidence_moving import (
+        pairs_cell,
         run_evidence_moving,
         sample_pairs,
         save_evidence_moving_plot,
@@ -72,7 +78,8 @@ def evidence_moving_section(ctx: Any, max_pairs: int = MAX_PAIRS) -> list[Any]:
         paragraphs=[
             "The evidence span of each sampled (query, gold document) pair is moved to 10 evenly "
             "spaced sentence boundaries (p1 = start … p10 = end) with the rest of the document "
-            "fixed; the curve is the mean cosine(query, document) per position. Δ = (peak − "
+            "fixed (word boundaries where a document has fewer than 10 sentence boundaries); "
+            "the curve is the mean cosine(query, document) per position. Δ = (peak − "
             "lowest) × 10³ (YHP26 §6)."
         ],
     )
@@ -83,13 +90,16 @@ def evidence_moving_section(ctx: Any, max_pairs: int = MAX_PAIRS) -> list[Any]:
     for task in ctx.tasks:
         name = task.metadata.name
         cases, skipped = task_cases(task.task_data)
-        cases = sample_pairs(cases, max_pairs, seed=42)
+        sampled = sample_pairs(cases, max_pairs, seed=42)
+        source = (
+            f"{name}: {len(cases)} queries with an evidence span in their gold document"
+            + "".join(f", {v} without ({k.replace('_', ' ')})" for k, v in sorted(skipped.items()))
+            + f"; {len(sampled)} sampled (seed 42)."
+        )
         try:
-            summary = run_evidence_moving(
-                model, cases, label=ctx.model, load_skipped=skipped, progress=False
-            )
+            summary = run_evidence_moving(model, sampled, label=ctx.model, progress=ctx.progress)
         except InputError as err:
-            section.paragraphs.append(f"{name}: not run — {err}")
+            section.paragraphs.append(f"{source} Not run — {err}")
             continue
         safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
         png = save_evidence_moving_plot(
@@ -97,13 +107,19 @@ def evidence_moving_section(ctx: Any, max_pairs: int = MAX_PAIRS) -> list[Any]:
             ctx.out_dir / "plots" / f"evidence-moving-{safe}.png",
             title=f"Evidence moving — {name}",
         )
-        section.paragraphs.append(f"{name}: {summary.headline()} over {summary.n_pairs} pairs.")
+        section.paragraphs.append(source)
+        section.paragraphs.append(summary.usage_line())
+        section.paragraphs.append(
+            f"{name}: {summary.headline()} over {summary.n_pairs} pairs"
+            + ("." if summary.reliable else " (unreliable: too few pairs).")
+        )
         section.tables.append(
             MarkdownTable(
-                ["task", *summary.positions, "peak", "lowest", "Δ×10³"],
+                ["task", "pairs", *summary.positions, "peak", "lowest", "Δ×10³"],
                 [
                     [
                         name,
+                        pairs_cell(summary),
                         *(f"{v:.4f}" for v in summary.mean),
                         summary.peak_position,
                         summary.lowest_position,

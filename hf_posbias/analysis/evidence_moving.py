@@ -8,7 +8,11 @@ curve is its peak position, its lowest position and ``Δ = (peak − lowest) × 
 
 Insertion points are sentence boundaries of the document-without-evidence (the start, the end and
 every sentence start), chosen as close as possible to ``i · len / (n − 1)``; the evidence is
-therefore never inserted inside a word or a sentence.
+therefore never inserted inside a word or a sentence. A document with fewer than ``n`` sentence
+boundaries (a short abstract) falls back to word boundaries, so the evidence may land inside a
+sentence but never inside a word; every report counts the pairs moved that way
+(:attr:`EvidenceMovingSummary.n_word_slots`). A curve averaged over fewer than
+:data:`MIN_RELIABLE_PAIRS` pairs is marked unreliable in tables, reports and plots.
 
 Pairs come from a span (:meth:`EvidenceCase.from_span`), from an evidence text found in the
 document (:meth:`EvidenceCase.from_text`), or from a dataset (:func:`load_pairs`: SciFact,
@@ -35,7 +39,7 @@ import random
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +53,16 @@ if TYPE_CHECKING:
 
 DEFAULT_SLOTS = 10
 """YHP26 moves the evidence to ten insertion points p1…p10."""
+
+MIN_RELIABLE_PAIRS = 20
+"""A mean curve over fewer pairs than this is marked unreliable (its s.e. is itself noisy)."""
+
+SKIP_REASONS = {
+    "too_short_for_slots": "too short for the slots (fewer word boundaries than positions)",
+    "longer_than_model_max_seq_length": "longer than the model's max sequence length",
+    "not_usable_by_every_model": "not usable by every compared model",
+}
+"""Human-readable text of the skip reasons this module counts (other reasons print as keys)."""
 
 
 def slot_names(n: int) -> tuple[str, ...]:
@@ -76,6 +90,18 @@ def sentence_boundaries(text: str) -> list[int]:
     from hf_posbias.generation.ict import split_sentences
 
     return sorted({0, len(text), *(start for start, _ in split_sentences(text))})
+
+
+def word_boundaries(text: str) -> list[int]:
+    """Offsets of 0, every word start after whitespace, and ``len(text)``.
+
+    Example:
+        >>> word_boundaries("Short text here.")
+        [0, 6, 11, 16]
+    """
+    cuts = {0, len(text)}
+    cuts.update(m.start() for m in re.finditer(r"(?<=\s)\S", text))
+    return sorted(cuts)
 
 
 def _is_word_char(ch: str) -> bool:
@@ -222,20 +248,39 @@ class EvidenceCase:
             return [p for p in points if 0 <= p <= len(self.base)]
         return sentence_boundaries(self.base)
 
+    def slot_unit(self, n: int = DEFAULT_SLOTS) -> str:
+        """``"sentence"`` when the document has ``n`` sentence boundaries, else ``"word"``.
+
+        Raises:
+            InputError: "document too short for n slots" when even the word boundaries are fewer
+                than ``n``.
+
+        Example:
+            >>> EvidenceCase("q", "One two three four. Five six.", "Ev.").slot_unit(5)
+            'word'
+        """
+        if n < 2:
+            raise InputError(f"need at least 2 slots, got {n}")
+        if len(self.insertion_points()) >= n:
+            return "sentence"
+        words = len(word_boundaries(self.base))
+        if words >= n:
+            return "word"
+        raise InputError(
+            f"document too short for {n} slots ({words} word boundaries including start and end)"
+        )
+
     def slots(self, n: int = DEFAULT_SLOTS) -> list[int]:
         """The ``n`` insertion offsets used for ``p1…pn`` (p1 = start, pn = end).
+
+        Sentence boundaries where the document has ``n`` of them, word boundaries otherwise
+        (:meth:`slot_unit`).
 
         Raises:
             InputError: "document too short for n slots" when fewer than ``n`` boundaries exist.
         """
-        if n < 2:
-            raise InputError(f"need at least 2 slots, got {n}")
-        points = self.insertion_points()
-        if len(points) < n:
-            raise InputError(
-                f"document too short for {n} slots "
-                f"({len(points)} sentence boundaries including start and end)"
-            )
+        unit = self.slot_unit(n)
+        points = self.insertion_points() if unit == "sentence" else word_boundaries(self.base)
         return _choose_slots(points, len(self.base), n)
 
     def placements(self, n: int = DEFAULT_SLOTS) -> list[Placement]:
@@ -305,6 +350,10 @@ class EvidenceCurve(PositionCurve):
     pair_id: str = ""
     n_truncated: int = 0
     """How many variants exceed the model's maximum sequence length (their ends are not seen)."""
+    unit: str = "sentence"
+    """``"word"`` when the document was too short for sentence slots (see :meth:`slot_unit`)."""
+    index: int = -1
+    """Position of the pair in the input list: the key that lines up curves across models."""
 
     @property
     def values(self) -> tuple[float, ...]:
@@ -333,6 +382,43 @@ class EvidenceMovingSummary(PositionCurve):
     def values(self) -> tuple[float, ...]:
         return self.mean
 
+    @property
+    def n_word_slots(self) -> int:
+        """Pairs whose evidence moved between words (document too short for sentence slots)."""
+        return sum(1 for c in self.curves if c.unit == "word")
+
+    @property
+    def reliable(self) -> bool:
+        """Whether the curve averages at least :data:`MIN_RELIABLE_PAIRS` pairs."""
+        return self.n_pairs >= MIN_RELIABLE_PAIRS
+
+    def usage_line(self) -> str:
+        """How many pairs the curve used, skipped (by reason) and moved at word boundaries.
+
+        Example:
+            >>> s = EvidenceMovingSummary("B", (0.6, 0.5), (0, 0), n_pairs=1, n_input=100,
+            ...     skipped={"too_short_for_slots": 63, "longer_than_model_max_seq_length": 36})
+            >>> print(s.usage_line())  # doctest: +NORMALIZE_WHITESPACE
+            B: used 1 of 100 pairs; skipped 36 longer than the model's max sequence length,
+            63 too short for the slots (fewer word boundaries than positions). UNRELIABLE:
+            fewer than 20 pairs.
+        """
+        total = self.n_input or self.n_pairs + sum(self.skipped.values())
+        text = f"{self.model}: used {self.n_pairs} of {total} pairs"
+        if self.skipped:
+            text += "; skipped " + ", ".join(
+                f"{v} {SKIP_REASONS.get(k, k)}" for k, v in sorted(self.skipped.items())
+            )
+        if self.n_word_slots:
+            text += (
+                f"; {self.n_word_slots} moved at word boundaries (fewer sentence boundaries "
+                "than positions)"
+            )
+        text += "."
+        if not self.reliable:
+            text += f" UNRELIABLE: fewer than {MIN_RELIABLE_PAIRS} pairs."
+        return text
+
     def headline(self) -> str:
         """YHP26 style: ``"<model> peaks at p1 (Δ 21.5)"``."""
         return f"{self.model} peaks at {self.peak_position} (Δ {self.delta:.1f})"
@@ -347,6 +433,8 @@ class EvidenceMovingSummary(PositionCurve):
             lowest=self.lowest_position,
             delta_e3=round(self.delta, 2),
             skipped=";".join(f"{k}={v}" for k, v in sorted(self.skipped.items())),
+            word_slot_pairs=self.n_word_slots,
+            reliable=self.reliable,
         )
         return row
 
@@ -437,6 +525,7 @@ def move_evidence(
         offsets=tuple(p.offset for p in placements),
         pair_id=case.id,
         n_truncated=count_truncated(model, texts),
+        unit=case.slot_unit(n),
     )
 
 
@@ -451,17 +540,19 @@ def run_evidence_moving(
 ) -> EvidenceMovingSummary:
     """Average the evidence-moving curve of ``model`` over ``cases``.
 
-    Pairs too short for ``n`` slots, and (unless ``allow_truncation``) pairs whose longest variant
-    exceeds the model's maximum sequence length, are skipped and counted in ``skipped``;
-    ``load_skipped`` (from :func:`load_pairs`) is added to the same counts.
+    Pairs too short for ``n`` slots even at word boundaries, and (unless ``allow_truncation``)
+    pairs whose longest variant exceeds the model's maximum sequence length, are skipped and
+    counted in ``skipped``; ``load_skipped`` (from :func:`load_pairs`) is added to the same counts.
+    Pairs with fewer than ``n`` sentence boundaries move at word boundaries (counted in
+    :attr:`EvidenceMovingSummary.n_word_slots`).
 
     Raises:
         InputError: when no pair is left to average.
     """
     skipped: Counter[str] = Counter(load_skipped or {})
     curves: list[EvidenceCurve] = []
-    for case in progress_bar(
-        cases, desc=f"evidence moving [{label}]", unit="pair", disable=not progress
+    for index, case in enumerate(
+        progress_bar(cases, desc=f"evidence moving [{label}]", unit="pair", disable=not progress)
     ):
         try:
             case.slots(n)
@@ -473,7 +564,7 @@ def run_evidence_moving(
             if count_truncated(model, [longest]):
                 skipped["longer_than_model_max_seq_length"] += 1
                 continue
-        curves.append(move_evidence(model, case, n))
+        curves.append(replace(move_evidence(model, case, n), index=index))
     if not curves:
         reasons = ", ".join(f"{k}: {v}" for k, v in sorted(skipped.items())) or "no pairs given"
         raise InputError(f"no usable pairs for {label} ({reasons})")
@@ -489,36 +580,106 @@ def run_evidence_moving(
     )
 
 
+def common_pairs(summaries: Sequence[EvidenceMovingSummary]) -> list[EvidenceMovingSummary]:
+    """Every summary restricted to the pairs that every model could use, so that compared curves
+    average the same pairs; the others are counted as ``not_usable_by_every_model``.
+
+    Pairs are matched by their index in the input list (:attr:`EvidenceCurve.index`).
+
+    Example:
+        >>> a = EvidenceMovingSummary("A", (0.5, 0.5), (0, 0), 2, 2, curves=[
+        ...     EvidenceCurve((0.5, 0.4), index=0), EvidenceCurve((0.5, 0.6), index=1)])
+        >>> b = EvidenceMovingSummary("B", (0.2, 0.1), (0, 0), 1, 2,
+        ...     skipped={"too_short_for_slots": 1}, curves=[EvidenceCurve((0.2, 0.1), index=1)])
+        >>> a2, b2 = common_pairs([a, b])
+        >>> a2.mean, a2.n_pairs, a2.skipped, b2 == b
+        ((0.5, 0.6), 1, {'not_usable_by_every_model': 1}, True)
+    """
+    if len(summaries) < 2:
+        return list(summaries)
+    shared = set.intersection(*({c.index for c in s.curves} for s in summaries))
+    if not shared:
+        raise InputError(
+            "no pair is usable by every model: " + "; ".join(s.usage_line() for s in summaries)
+        )
+    out = []
+    for s in summaries:
+        curves = [c for c in s.curves if c.index in shared]
+        if len(curves) == len(s.curves):
+            out.append(s)
+            continue
+        mean, stderr = mean_and_stderr([c.cosines for c in curves])
+        skipped = dict(s.skipped)
+        skipped["not_usable_by_every_model"] = len(s.curves) - len(curves)
+        out.append(
+            replace(
+                s, mean=mean, stderr=stderr, n_pairs=len(curves), skipped=skipped, curves=curves
+            )
+        )
+    return out
+
+
 def save_evidence_moving_plot(
     summaries: Sequence[EvidenceMovingSummary], path: str | Path, title: str = "Evidence moving"
 ) -> Path:
-    """Mean cosine per slot (± standard error), one line per model, written as PNG."""
+    """Mean cosine per slot (± standard error), one line per model, written as PNG.
+
+    A curve from fewer than :data:`MIN_RELIABLE_PAIRS` pairs is marked unreliable on the plot.
+    """
     from hf_posbias.analysis.plots import CurveSeries, curve_figure, save_figure
 
+    pairs = sorted({s.n_pairs for s in summaries})
     fig = curve_figure(
-        [CurveSeries(s.model, s.mean, s.stderr) for s in summaries],
-        f"{title} ({summaries[0].n_pairs} pairs; mean ± s.e.)",
+        [
+            CurveSeries(s.model if s.reliable else f"{s.model} (unreliable)", s.mean, s.stderr)
+            for s in summaries
+        ],
+        f"{title} ({'/'.join(map(str, pairs))} pairs; mean ± s.e.)",
         ylabel="cosine(query, document)",
         xlabel="evidence position",
     )
+    if not all(s.reliable for s in summaries):
+        fig.axes[0].text(
+            0.5,
+            0.5,
+            f"UNRELIABLE: fewer than {MIN_RELIABLE_PAIRS} pairs",
+            transform=fig.axes[0].transAxes,
+            ha="center",
+            va="center",
+            color="red",
+            alpha=0.6,
+            fontsize=14,
+        )
     return save_figure(fig, path)
+
+
+def pairs_cell(summary: EvidenceMovingSummary) -> str:
+    """The pair count for a table, flagged when below :data:`MIN_RELIABLE_PAIRS`.
+
+    Example:
+        >>> pairs_cell(EvidenceMovingSummary("B", (0.6, 0.58), (0.0, 0.0), 5))
+        '5 (unreliable: < 20)'
+    """
+    if summary.reliable:
+        return str(summary.n_pairs)
+    return f"{summary.n_pairs} (unreliable: < {MIN_RELIABLE_PAIRS})"
 
 
 def summary_table(summaries: Sequence[EvidenceMovingSummary], digits: int = 4) -> str:
     """A markdown table: model, pairs, p1…pn, peak, lowest, Δ×10³.
 
     Example:
-        >>> s = EvidenceMovingSummary("B", (0.6, 0.58), (0.0, 0.0), 5)
+        >>> s = EvidenceMovingSummary("B", (0.6, 0.58), (0.0, 0.0), 25)
         >>> print(summary_table([s], digits=2))
         | model | pairs | p1 | p2 | peak | lowest | Δ×10³ |
         |---|---|---|---|---|---|---|
-        | B | 5 | 0.60 | 0.58 | p1 | p2 | 20.0 |
+        | B | 25 | 0.60 | 0.58 | p1 | p2 | 20.0 |
     """
     from hf_posbias.tables import MarkdownTable
 
     head = ["model", "pairs", *summaries[0].positions, "peak", "lowest", "Δ×10³"]
     rows = [
-        [s.model, str(s.n_pairs), *(f"{v:.{digits}f}" for v in s.mean)]
+        [s.model, pairs_cell(s), *(f"{v:.{digits}f}" for v in s.mean)]
         + [s.peak_position, s.lowest_position, f"{s.delta:.1f}"]
         for s in summaries
     ]

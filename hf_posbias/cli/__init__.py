@@ -31,7 +31,9 @@ COMMAND_MODULES: tuple[str, ...] = (
     "hf_posbias.cli.benchmark",
     "hf_posbias.cli.evaluate",
     "hf_posbias.cli.compare",
+    "hf_posbias.cli.leaderboard",
     "hf_posbias.cli.analyze",
+    "hf_posbias.cli.study",
     "hf_posbias.cli.demo",
     "hf_posbias.cli.listwise",
 )
@@ -60,13 +62,23 @@ def build_parser() -> argparse.ArgumentParser:
 def _quiet_libraries() -> None:
     # Libraries print load reports and advisory warnings on every call; users want the stage
     # reports. -v restores them.
+    from hf_posbias.progress import is_interactive
+
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+    if not is_interactive():
+        # Carriage-return bars (tqdm in mteb, sentence-transformers, huggingface_hub) turn a log
+        # file into one long line; hf_posbias.progress prints plain lines there instead.
+        os.environ.setdefault("TQDM_DISABLE", "1")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     for name in ("transformers", "sentence_transformers", "datasets", "mteb", "httpx"):
         logging.getLogger(name).setLevel(logging.ERROR)
+    # bm25s logs every index build at DEBUG; huggingface_hub and urllib3 log each offline retry.
+    for name in ("bm25s", "huggingface_hub", "urllib3"):
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -77,6 +89,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    # huggingface_hub prints through a handler of its own AND propagates to the root handler
+    # configured above: every offline retry warning would appear twice.
+    logging.getLogger("huggingface_hub").propagate = False
     if not args.verbose:
         _quiet_libraries()
     if not getattr(args, "func", None):

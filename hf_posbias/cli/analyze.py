@@ -143,6 +143,7 @@ def _skipped_lines(label: str, skipped: dict[str, int], total: int) -> list[str]
 def run_evidence_moving_cmd(ns: argparse.Namespace) -> int:
     """Handler of ``posbias analyze evidence-moving``."""
     from hf_posbias.analysis.evidence_moving import (
+        common_pairs,
         run_evidence_moving,
         save_evidence_moving_plot,
         summary_table,
@@ -160,6 +161,14 @@ def run_evidence_moving_cmd(ns: argparse.Namespace) -> int:
                 model, cases, args.n, label, args.allow_truncation, progress=args.progress
             )
         )
+    # Compared curves average the same pairs: each model keeps only the pairs all could use.
+    summaries = common_pairs(summaries)
+    usage = [s.usage_line() for s in summaries]
+    if len(summaries) > 1:
+        usage.append(
+            f"All models averaged over the same {summaries[0].n_pairs} pairs (those every "
+            "model could use)."
+        )
     table = summary_table(summaries)
     _write_csv(out / "evidence_moving.csv", [s.to_row() for s in summaries])
     per_pair = [
@@ -169,15 +178,19 @@ def run_evidence_moving_cmd(ns: argparse.Namespace) -> int:
     ]
     _write_csv(out / "evidence_moving_pairs.csv", per_pair)
     (out / "evidence_moving.md").write_text(
-        f"{source_line}\n\n{table}\n\n" + "\n".join(s.headline() for s in summaries) + "\n",
+        f"{source_line}\n\n"
+        + "\n\n".join(usage)
+        + f"\n\n{table}\n\n"
+        + "\n".join(s.headline() for s in summaries)
+        + "\n",
         encoding="utf-8",
     )
     save_evidence_moving_plot(summaries, out / "evidence_moving.png")
     print(table)
     for s in summaries:
         print(s.headline())
-        for line in _skipped_lines(s.model, s.skipped, len(cases)):
-            print(line)
+    for line in usage:
+        print(line)
     print(f"wrote {out}/evidence_moving.csv, evidence_moving_pairs.csv, .md, .png")
     return 0
 

@@ -62,6 +62,14 @@ def _quiet(args: argparse.Namespace) -> None:
     datasets.disable_progress_bars()
 
 
+def _library_bars(args: argparse.Namespace, progress: bool) -> bool:
+    """mteb's and sentence-transformers' carriage-return bars: progress on a terminal, or ``-v``;
+    a log file gets the plain progress lines of :mod:`hf_posbias.progress` only."""
+    from hf_posbias.progress import is_interactive
+
+    return bool(getattr(args, "verbose", False)) or (progress and is_interactive())
+
+
 def _print_summaries(summaries: list) -> None:
     from hf_posbias.evaluation.report import with_interval
 
@@ -102,7 +110,9 @@ def run_evaluate(args: argparse.Namespace) -> int:
             scoring=s.scoring,
             bootstrap=s.bootstrap,
             seed=s.seed,
-            show_progress=s.progress,
+            show_progress=_library_bars(args, s.progress),
+            progress=s.progress,
+            model_settings=s,
         )
     if s.plot:
         from hf_posbias.evaluation.report import plot_position_curves
@@ -136,7 +146,7 @@ def run_audit(args: argparse.Namespace) -> int:
     _quiet(args)
     out = Path(s.out)
     tasks = load_tasks(s.task, scoring=s.scoring, top_k=s.top_k)
-    loaded = load_model(s.model, device=s.device)
+    loaded = load_model(s.model, device=s.device, settings=s)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         summaries = evaluate_model(
@@ -148,10 +158,18 @@ def run_audit(args: argparse.Namespace) -> int:
             scoring=s.scoring,
             bootstrap=s.bootstrap,
             seed=s.seed,
-            show_progress=s.progress,
+            show_progress=_library_bars(args, s.progress),
+            progress=s.progress,
             loaded=loaded,
         )
-    ctx = AuditContext(model=s.model, out_dir=out, summaries=summaries, loaded=loaded, tasks=tasks)
+    ctx = AuditContext(
+        model=s.model,
+        out_dir=out,
+        summaries=summaries,
+        loaded=loaded,
+        tasks=tasks,
+        progress=s.progress,
+    )
     if s.reversal:
         for task in tasks:
             name = task.metadata.name
@@ -164,6 +182,7 @@ def run_audit(args: argparse.Namespace) -> int:
                         out / "reversal" / safe,
                         batch_size=s.batch_size,
                         top_k=s.top_k,
+                        progress=s.progress,
                     )
                 )
             except InputError as err:

@@ -2,9 +2,10 @@
 
 :func:`load_model` resolves a model argument once (``bm25`` → :class:`~.search.BM25Model`;
 anything else through :mod:`hf_posbias.modeling`: local path → packaged model → Hub id) and gives
-each model a unique mteb name and revision: OFFLINE_NOTES' pitfall — every local model is
-``no_model_name/available`` unless named, and mteb's result cache would hand a second checkpoint
-the first one's scores. A local folder's revision is a hash of its files (weights included).
+each model a unique mteb name and revision (the mteb pitfall in docs/contributing-notes.md):
+every local model is ``no_model_name/available`` unless named, and mteb's result cache would hand
+a second checkpoint the first one's scores. A local folder's revision is a hash of its files
+(weights included).
 
 Bi-encoders are wrapped in :class:`CountingEncoder`, which forwards every call to mteb's
 ``SentenceTransformerEncoderWrapper`` unchanged and counts the texts encoded per prompt type:
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import InputError, ModelLoadError
+from hf_posbias.modeling import ModelSettings
 
 if TYPE_CHECKING:
     from mteb.models.model_meta import ModelMeta
@@ -142,7 +144,7 @@ class LoadedModel:
 
         The analyses (evidence moving, segment profile) need the raw model.
         """
-        if self.kind != "bi-encoder" or self.encoder is None:
+        if self.kind not in ("bi-encoder", "registry") or self.encoder is None:
             return None
         # CountingEncoder → mteb SentenceTransformerEncoderWrapper → SentenceTransformer
         return self.encoder.model.model
@@ -163,7 +165,7 @@ def _check_model_path(spec: str) -> None:
 
 
 def _model_identity(spec: str, loaded: Any) -> tuple[str, str]:
-    """Unique mteb (name, revision) for a model argument (see OFFLINE_NOTES, mteb pitfalls)."""
+    """Unique mteb (name, revision) for a model argument (see docs/contributing-notes.md, mteb)."""
     from hf_posbias.modeling import PACKAGED_MODELS, model_display_name, resolve_model
 
     resolved = resolve_model(spec)
@@ -181,27 +183,110 @@ def _model_identity(spec: str, loaded: Any) -> tuple[str, str]:
     return name, revision or "no_revision_available"
 
 
-def _load_retriever(spec: str, *, device: str | None) -> tuple[Any, str, str, Any, Any]:
-    """(mteb model, name, revision, encoder-or-None, search-or-None) for a first-stage spec."""
+def _wrap_sentence_transformer(st_model: Any, name: str, revision: str) -> tuple[Any, str]:
+    """mteb's wrapper for a loaded sentence-transformers model (dense, sparse, multi-vector)."""
+    from sentence_transformers import MultiVectorEncoder, SparseEncoder
+
+    if isinstance(st_model, SparseEncoder):
+        from mteb.models.sentence_transformer_wrapper import SparseEncoderWrapper
+
+        wrapper, kind = SparseEncoderWrapper(st_model), "sparse"
+    elif isinstance(st_model, MultiVectorEncoder):
+        from mteb.models.sentence_transformer_wrapper import MultiVectorWrapper
+
+        wrapper, kind = MultiVectorWrapper(st_model), "multi-vector"
+    else:
+        from mteb.models import SentenceTransformerEncoderWrapper
+
+        wrapper, kind = SentenceTransformerEncoderWrapper(st_model), "bi-encoder"
+    wrapper.mteb_model_meta = unique_model_meta(wrapper.mteb_model_meta, name, revision)
+    return wrapper, kind
+
+
+def _load_registry_model(meta: ModelMeta, *, device: str | None) -> Any:
+    """mteb's own loader for a registry entry (its prompts and loader arguments)."""
+    from hf_posbias.modeling import _load_failure
+
+    try:
+        return meta.load_model(device=device)
+    except Exception as err:  # download, remote code, missing extra: one line either way
+        raise _load_failure("embedding model", str(meta.name), err) from None
+
+
+def _load_retriever(
+    spec: str, *, device: str | None, settings: ModelSettings
+) -> tuple[Any, str, str, Any, Any, str]:
+    """(mteb model, name, revision, encoder-or-None, search-or-None, kind) for a retriever spec
+    (the order of :mod:`hf_posbias.modeling`)."""
     from hf_posbias.bm25 import is_bm25
+    from hf_posbias.evaluation.endpoint import parse_endpoint_model
     from hf_posbias.evaluation.search import BM25Model
+    from hf_posbias.modeling import (
+        PACKAGED_MODELS,
+        load_sentence_transformer,
+        registry_meta,
+        with_suggestions,
+    )
 
     if is_bm25(spec):
         bm25 = BM25Model()
         meta = bm25.mteb_model_meta
-        return bm25, str(meta.name), str(meta.revision), None, bm25
+        return bm25, str(meta.name), str(meta.revision), None, bm25, "bm25"
     _check_model_path(spec)
-    from mteb.models import SentenceTransformerEncoderWrapper
-
-    from hf_posbias.modeling import load_sentence_transformer
-
-    st_model = load_sentence_transformer(spec, device=device)
+    if parse_endpoint_model(spec) is not None:
+        endpoint_encoder, name, revision = load_endpoint_encoder(spec, settings)
+        encoder = CountingEncoder(endpoint_encoder)
+        return encoder, name, revision, encoder, None, "endpoint"
+    local = Path(spec).expanduser().exists() or spec in PACKAGED_MODELS
+    reg = None if local else registry_meta(spec)
+    if reg is not None:
+        model = _load_registry_model(reg, device=device)
+        meta = unique_model_meta(model.mteb_model_meta, str(reg.name), str(reg.revision))
+        model.mteb_model_meta = meta
+        encoder = CountingEncoder(model, meta=meta)
+        kind = "registry"
+        return encoder, str(reg.name), str(reg.revision), encoder, None, kind
+    try:
+        st_model = load_sentence_transformer(
+            spec, device=device, trust_remote_code=settings.trust_remote_code
+        )
+    except ModelLoadError as err:
+        if local or "--trust-remote-code" in str(err):
+            raise
+        raise with_suggestions(err, spec) from None
     name, revision = _model_identity(spec, st_model)
-    wrapper = SentenceTransformerEncoderWrapper(st_model)
-    meta = unique_model_meta(wrapper.mteb_model_meta, name, revision)
-    wrapper.mteb_model_meta = meta
-    encoder = CountingEncoder(wrapper, meta=meta)
-    return encoder, name, revision, encoder, None
+    wrapper, kind = _wrap_sentence_transformer(st_model, name, revision)
+    if kind == "multi-vector":  # mteb searches it itself (MaxSim index): nothing to count
+        return wrapper, name, revision, None, None, kind
+    encoder = CountingEncoder(wrapper, meta=wrapper.mteb_model_meta)
+    return encoder, name, revision, encoder, None, kind
+
+
+def load_endpoint_encoder(spec: str, settings: ModelSettings) -> tuple[Any, str, str]:
+    """``(encoder, mteb name, revision)`` for ``openai:<model>``; the revision names the URL."""
+    from hf_posbias.evaluation.endpoint import (
+        EmbeddingEndpoint,
+        EndpointEncoder,
+        parse_endpoint_model,
+    )
+
+    model = parse_endpoint_model(spec)
+    if model is None:
+        raise ModelLoadError(f"{spec!r}: give the endpoint's model as openai:<model>")
+    endpoint = EmbeddingEndpoint(
+        model,
+        settings.base_url,
+        batch_size=settings.endpoint_batch_size,
+        api_key_env=settings.api_key_env,
+        max_concurrency=settings.max_concurrency,
+        max_retries=settings.max_retries,
+    )
+    name = model if "/" in model else f"openai/{model}"
+    revision = f"endpoint-{endpoint.url}"
+    from mteb.models.model_meta import ScoringFunction
+
+    meta = unique_model_meta(None, name, revision, similarity_fn_name=ScoringFunction.COSINE)
+    return EndpointEncoder(endpoint, meta), name, revision
 
 
 def load_model(
@@ -211,6 +296,7 @@ def load_model(
     first_stage: str | None = None,
     rerank_k: int = 100,
     device: str | None = None,
+    settings: ModelSettings | None = None,
 ) -> LoadedModel:
     """Load a retriever (``bm25`` or a bi-encoder) or a two-stage reranking pipeline.
 
@@ -227,9 +313,11 @@ def load_model(
         retriever_spec, reranker_spec = first_stage, model
     else:
         retriever_spec, reranker_spec = model, reranker
-    retriever, name, revision, encoder, search = _load_retriever(retriever_spec, device=device)
+    settings = settings or ModelSettings()
+    retriever, name, revision, encoder, search, kind = _load_retriever(
+        retriever_spec, device=device, settings=settings
+    )
     if not reranker_spec:
-        kind = "bm25" if search is not None else "bi-encoder"
         return LoadedModel(
             spec=model,
             model=retriever,

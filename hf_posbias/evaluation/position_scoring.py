@@ -154,6 +154,10 @@ class PositionScores:
     empty_buckets: list[str]
     strata: dict[str, dict[str, Any]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    harmonic_mean: float | None = None
+    """Harmonic mean of the non-empty buckets' nDCG@10 (:mod:`~hf_posbias.evaluation.levels`)."""
+    trend: dict[str, float | None] = field(default_factory=dict)
+    """Slope, R², Spearman's ρ and p of per-query nDCG@10 on the relative evidence position."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable form (what the mteb task adds to its scores)."""
@@ -459,6 +463,10 @@ def summarize_rows(
             }
     elif scoring == "posir":
         notes.append("posir: the task gives no document token lengths (doc_tokens): no strata")
+    from hf_posbias.evaluation.levels import position_trend
+    from hf_posbias.evaluation.psi import harmonic_mean
+
+    placed = [r for r in rows if r.relative_position is not None]
     return PositionScores(
         scoring=scoring,
         buckets=list(buckets),
@@ -473,4 +481,8 @@ def summarize_rows(
         empty_buckets=empty,
         strata=strata,
         notes=notes,
+        harmonic_mean=harmonic_mean(list(present.values())) if present else None,
+        trend=position_trend(
+            [float(r.relative_position or 0.0) for r in placed], [r.ndcg_at_10 for r in placed]
+        ),
     )

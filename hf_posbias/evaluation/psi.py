@@ -117,3 +117,20 @@ def summarize_positions(
         worst_bucket=min(present, key=present.__getitem__),
         empty_buckets=empty,
     )
+
+
+def harmonic_mean(values: Any, axis: int = 0) -> Any:
+    """Harmonic mean ``n / Σ 1/v`` along ``axis`` (0 where some value is 0; values ≥ 0).
+
+    Example:
+        >>> round(harmonic_mean([0.9, 0.3]), 4)
+        0.45
+    """
+    import numpy as np
+
+    arr = np.asarray(values, dtype=float)
+    n = arr.shape[axis]
+    with np.errstate(divide="ignore"):
+        inv = np.where(arr > 0, 1.0 / np.where(arr > 0, arr, 1.0), np.inf)
+    out = n / inv.sum(axis=axis)
+    return float(out) if np.ndim(out) == 0 else out

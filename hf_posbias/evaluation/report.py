@@ -178,11 +178,13 @@ def plot_position_curves(
     *,
     title: str | None = None,
     labels: dict[int, str] | None = None,
-) -> Path:
+    ax: Any = None,
+) -> Path | None:
     """nDCG@10 per position bucket with interval error bars, one line per model/config.
 
     PSI (with its interval) and the mean are in the legend. Summaries should share a task (same
-    buckets); empty buckets are gaps in the line.
+    buckets); empty buckets are gaps in the line. With ``ax`` (a matplotlib axes, e.g. a panel
+    of a grid) the curves are drawn there and nothing is saved (``path`` is ignored).
 
     Example:
         >>> # plot_position_curves(read_summaries("runs/a/summary.json"), "squad.png")
@@ -195,7 +197,9 @@ def plot_position_curves(
     if not summaries:
         raise ValueError("nothing to plot")
     buckets = list(summaries[0].buckets)
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(buckets) + 2), 3.6), dpi=110)
+    fig = None
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(buckets) + 2), 3.6), dpi=110)
     for index, s in enumerate(summaries):
         ys = [s.ndcg_at_10.get(b) for b in buckets]
         values = [float("nan") if y is None else y for y in ys]
@@ -217,7 +221,7 @@ def plot_position_curves(
     ax.set_title(title or summaries[0].task)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="best")
-    return save_png(fig, path)
+    return None if fig is None else save_png(fig, path)
 
 
 def plot_relative_curve(
@@ -367,6 +371,8 @@ class AuditContext:
     reversal_skipped: dict[str, str] = field(default_factory=dict)
     loaded: Any = None
     tasks: list[Any] = field(default_factory=list)
+    progress: bool = False
+    """Plain progress lines from the long sections (evidence moving)."""
 
 
 SectionBuilder = Callable[[AuditContext], list[ReportSection]]

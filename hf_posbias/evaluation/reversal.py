@@ -256,6 +256,23 @@ class ReversalResult:
             skipped=dict(skipped or {}),
         )
 
+    def usage_line(self) -> str:
+        """How many queries the diagnostic used and skipped, by reason.
+
+        Example:
+            >>> r = ReversalResult.from_scores("T", "m", {}, {}, n_front=3, n_back=2,
+            ...                                skipped={"middle": 4, "no span": 0})
+            >>> r.usage_line()
+            'T: used 5 queries (3 front, 2 back); skipped 4 (middle: 4).'
+        """
+        skipped = {k: v for k, v in self.skipped.items() if v}
+        text = f"{self.task}: used {self.n_front + self.n_back} queries ({self.n_front} front, "
+        text += f"{self.n_back} back)"
+        if skipped:
+            reasons = ", ".join(f"{k}: {v}" for k, v in sorted(skipped.items()))
+            text += f"; skipped {sum(skipped.values())} ({reasons})"
+        return text + "."
+
     def table_row(self) -> dict[str, Any]:
         """A row for the audit table."""
         return {
@@ -282,6 +299,7 @@ def mirror_reversal(
     k: int = N_SEGMENTS,
     batch_size: int = 32,
     top_k: int = 100,
+    progress: bool = True,
 ) -> ReversalResult:
     """Run the mirror-reversal diagnostic of ``model`` on ``task``.
 
@@ -290,6 +308,7 @@ def mirror_reversal(
             :class:`~hf_posbias.evaluation.models.LoadedModel`.
         task: a task folder, name or task object; queries need character spans.
         out_dir: where the two derived task folders and ``reversal.json`` are written.
+        progress: plain progress lines while each of the two evaluations runs.
 
     Example:
         >>> # mirror_reversal("bm25", "tasks/scifact-evidence", "runs/rev").delta_rev
@@ -308,7 +327,14 @@ def mirror_reversal(
     scores: dict[str, dict[str, float | None]] = {}
     for label, folder in (("before", split.original), ("after", split.mirrored)):
         derived = get_task(folder, top_k=top_k)
-        run_task(loaded, derived, batch_size=batch_size, results_dir=None)
+        run_task(
+            loaded,
+            derived,
+            batch_size=batch_size,
+            results_dir=None,
+            progress=progress,
+            desc=f"mirror reversal of {data.info.name} ({label})",
+        )
         [kept] = derived.last_evaluation.values()
         scores[label] = {g: kept.scores.ndcg_at_10.get(g) for g in (FRONT, BACK)}
     outcome = ReversalResult.from_scores(
@@ -368,6 +394,7 @@ def reversal_section(ctx: AuditContext) -> list[ReportSection]:
         "back-origin queries (4–5) to the front (B→F). Δrev = nDCG@10(B→F) − nDCG@10(F→B); "
         "a front-biased model has Δrev > 0."
     ]
+    paragraphs += [r.usage_line() for r in ctx.reversals]
     paragraphs += [f"{task}: not run — {why}" for task, why in ctx.reversal_skipped.items()]
     section = ReportSection("Mirror reversal", paragraphs=paragraphs)
     if ctx.reversals:

@@ -29,7 +29,8 @@ Summary dict keys: those of :class:`~hf_posbias.evaluation.summary.EvaluationSum
 (``ndcg_at_100``, ``recall_at_10``, ``recall_at_100``, ``mrr_at_10`` per bucket), ``intervals``,
 ``per_query_path``, ``run_path``, ``n_documents``, ``top_k``, ``reranker``, ``first_stage``,
 ``rerank_k``, ``encode_stats``, ``search_stats``, ``evaluation_time_s``, ``mteb_version``,
-``mteb_result_path``, ``strata`` (posir), ``warnings``.
+``mteb_result_path``, ``strata`` (posir), ``warnings``, ``harmonic_mean``, ``trend``
+(``slope``, ``r2``, ``spearman_rho``, ``spearman_p``), ``psi_by_length``.
 
 Example:
     >>> from hf_posbias.evaluation.runner import bootstrap_setting
@@ -58,6 +59,7 @@ from hf_posbias.evaluation.exports import (
 from hf_posbias.evaluation.models import LoadedModel, load_model
 from hf_posbias.evaluation.registry import DEFAULT_TOP_K, SPLIT
 from hf_posbias.evaluation.summary import EvaluationSummary, write_summary_json
+from hf_posbias.modeling import ModelSettings
 from hf_posbias.settings import flag_name
 
 logger = logging.getLogger(__name__)
@@ -98,27 +100,36 @@ def run_task(
     batch_size: int = 32,
     results_dir: str | Path | None = None,
     show_progress: bool = False,
+    progress: bool = True,
+    desc: str | None = None,
 ) -> Any:
     """Run ``mteb.evaluate`` on one task and return its ``TaskResult``.
 
     ``results_dir`` is an explicit mteb ``ResultCache`` folder (or ``None``: no cache at all);
-    either way the evaluation always runs — cached scores are never reused.
+    either way the evaluation always runs — cached scores are never reused. ``show_progress``
+    turns on mteb's and sentence-transformers' own bars; ``progress`` prints a plain
+    ``still running`` line every 30 s while mteb works (:class:`hf_posbias.progress.Heartbeat`),
+    labelled ``desc`` (default: model and task).
     """
     import mteb
 
+    from hf_posbias.progress import Heartbeat
+
     task.load_data()
     cache = mteb.ResultCache(cache_path=results_dir) if results_dir is not None else None
+    label = desc or f"evaluating {loaded.name} on {task.metadata.name}"
     try:
-        result = mteb.evaluate(
-            loaded.model,
-            task,
-            cache=cache,
-            overwrite_strategy="always",
-            encode_kwargs={"batch_size": batch_size, "show_progress_bar": show_progress},
-            show_progress_bar=show_progress,
-            co2_tracker=False,
-            raise_error=True,
-        )
+        with Heartbeat(label, disable=not progress):
+            result = mteb.evaluate(
+                loaded.model,
+                task,
+                cache=cache,
+                overwrite_strategy="always",
+                encode_kwargs={"batch_size": batch_size, "show_progress_bar": show_progress},
+                show_progress_bar=show_progress,
+                co2_tracker=False,
+                raise_error=True,
+            )
     except PosbiasError as err:
         # A problem found while scoring (e.g. NaN scores) names the task and the model.
         raise type(err)(f"{task.metadata.name} with {loaded.name}: {err}") from None
@@ -132,10 +143,19 @@ def _intervals(
 ) -> dict[str, Any] | None:
     if n_resamples is None or not rows:
         return None
+    from hf_posbias.evaluation.levels import trend_intervals
     from hf_posbias.evaluation.uncertainty import bootstrap_positions
 
     per_bucket = per_bucket_from_table(rows)
-    return bootstrap_positions(per_bucket, n_resamples=n_resamples, seed=seed).to_dict()
+    out = bootstrap_positions(per_bucket, n_resamples=n_resamples, seed=seed).to_dict()
+    placed = [r for r in rows if r.get("relative_position") is not None]
+    out["trend"] = trend_intervals(
+        [float(r["relative_position"]) for r in placed],
+        [float(r["ndcg_at_10"]) for r in placed],
+        n_resamples=n_resamples,
+        seed=seed,
+    )
+    return out
 
 
 def summarize_task(
@@ -155,6 +175,8 @@ def summarize_task(
     task give the intervals and (with ``out_dir``) the per-query table and the TREC run.
     """
     import mteb
+
+    from hf_posbias.evaluation.levels import psi_by_length
 
     subsets = scores_by_subset(task_result)
     name = task.metadata.name
@@ -204,6 +226,7 @@ def summarize_task(
                 metrics=dict(position["metrics"]),
                 model_name=loaded.name,
                 model_revision=loaded.revision,
+                model_kind=loaded.kind,
                 task_path=str(task.folder),
                 task_revision=str(task.metadata.revision),
                 hf_subset=subset,
@@ -223,6 +246,9 @@ def summarize_task(
                 run_path=run_path,
                 strata=dict(position.get("strata") or {}),
                 warnings=[f"{label}: {n}" for n in notes],
+                harmonic_mean=position.get("harmonic_mean"),
+                trend=dict(position.get("trend") or {}),
+                psi_by_length=psi_by_length(table, n_resamples=bootstrap, seed=seed),
             )
         )
         for note in summaries[-1].warnings:
@@ -275,6 +301,8 @@ def evaluate_model(
     seed: int = BOOTSTRAP_SEED,
     show_progress: bool = False,
     loaded: LoadedModel | None = None,
+    progress: bool = True,
+    model_settings: ModelSettings | None = None,
 ) -> list[EvaluationSummary]:
     """Evaluate ``model`` on position tasks; write summaries, tables and exports in ``out_dir``.
 
@@ -294,6 +322,8 @@ def evaluate_model(
         seed: seed of the bootstrap.
         show_progress: progress bars from mteb/sentence-transformers.
         loaded: an already loaded model (skips loading; used by the audit).
+        progress: plain progress lines (one per task and every 30 s while mteb works).
+        model_settings: remote code, endpoint URL/key/batching (:class:`ModelSettings`).
 
     Returns:
         One :class:`EvaluationSummary` per task (per subset of a multilingual task), in order.
@@ -307,7 +337,12 @@ def evaluate_model(
     task_objects = load_tasks(tasks, scoring=scoring, top_k=top_k)
     if loaded is None:
         loaded = load_model(
-            model, reranker=reranker, first_stage=first_stage, rerank_k=rerank_k, device=device
+            model,
+            reranker=reranker,
+            first_stage=first_stage,
+            rerank_k=rerank_k,
+            device=device,
+            settings=model_settings,
         )
     out = Path(out_dir)
     results_dir = out / RESULTS_DIRNAME
@@ -321,6 +356,7 @@ def evaluate_model(
             batch_size=batch_size,
             results_dir=results_dir,
             show_progress=show_progress,
+            progress=progress,
         )
         summaries.extend(
             summarize_task(

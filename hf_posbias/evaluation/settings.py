@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hf_posbias.errors import InputError
+from hf_posbias.modeling import ModelSettings
 from hf_posbias.settings import ProgressSettings, check_choice, check_positive, flag_name, setting
 
 
@@ -35,8 +36,9 @@ def _task_help() -> str:
 
 
 @dataclass(kw_only=True)
-class EvaluationOptions(ProgressSettings):
-    """The options ``evaluate`` and ``audit`` share."""
+class EvaluationOptions(ProgressSettings, ModelSettings):
+    """The options ``evaluate`` and ``audit`` share (with how models load:
+    :class:`~hf_posbias.modeling.ModelSettings`)."""
 
     task: tuple[str, ...] = setting(_task_help(), metavar="TASK")
     out: str = setting("output folder")
@@ -71,8 +73,10 @@ class EvaluateSettings(EvaluationOptions):
     """``posbias evaluate``: one model (or a first stage and a reranker) on position tasks."""
 
     model: str = setting(
-        "bm25, a local model folder, a packaged model (all-MiniLM-L6-v2) or a Hub id; with "
-        "--first-stage, the cross-encoder that reranks it"
+        "bm25; openai:<model> (with --base-url); a local folder (SentenceTransformer, "
+        "SparseEncoder or MultiVectorEncoder); a packaged model (all-MiniLM-L6-v2); a name in "
+        "mteb's model registry (loaded with its prompts); or a Hub id (--trust-remote-code to run "
+        "its code); with --first-stage, the cross-encoder that reranks it"
     )
     reranker: str | None = setting("cross-encoder reranking --model's top-k", default=None)
     first_stage: str | None = setting(
@@ -95,9 +99,7 @@ class EvaluateSettings(EvaluationOptions):
 class ModelAuditSettings(EvaluationOptions):
     """``posbias audit``: every position measurement of one model."""
 
-    model: str = setting(
-        "bm25, a local model folder, a packaged model or a Hub id", positional=True
-    )
+    model: str = setting("a model as for `posbias evaluate --model`", positional=True)
     reversal: bool = setting("run the mirror-reversal diagnostic", default=True)
 
 

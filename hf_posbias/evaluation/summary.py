@@ -64,6 +64,16 @@ class EvaluationSummary:
     run_path: str | None = None
     strata: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    harmonic_mean: float | None = None
+    """Harmonic mean of the per-position nDCG@10 (interval: ``intervals["harmonic_mean"]``)."""
+    trend: dict[str, Any] = field(default_factory=dict)
+    """``{slope, r2, spearman_rho, spearman_p, n_queries}`` of per-query nDCG@10 on the relative
+    evidence position (intervals: ``intervals["trend"]``)."""
+    psi_by_length: dict[str, Any] = field(default_factory=dict)
+    model_kind: str = ""
+    """How the model loaded: ``bm25``, ``bi-encoder``, ``sparse``, ``multi-vector``,
+    ``registry`` (mteb's loader), ``endpoint`` or ``rerank``."""
+    """PSI within document-length tertiles (:func:`~hf_posbias.evaluation.levels.psi_by_length`)."""
 
     @classmethod
     def from_scores(
@@ -144,7 +154,8 @@ class EvaluationSummary:
     def interval(
         self, bucket: str | None = None, what: str = "bucket"
     ) -> tuple[float, float] | None:
-        """``(low, high)`` of a bucket's interval (``what="mean"``/``"psi"`` for those).
+        """``(low, high)`` of a bucket's interval (``what="mean"``/``"psi"``/``"harmonic_mean"``
+        for those; ``"slope"``, ``"r2"``, ``"spearman_rho"`` for the trend's).
 
         Example:
             >>> s = EvaluationSummary.from_scores("m", "T", ["a"], {"a": .5}, n_queries={"a": 1},
@@ -155,7 +166,12 @@ class EvaluationSummary:
         """
         if not self.intervals:
             return None
-        entry = self.intervals["buckets"].get(bucket) if what == "bucket" else self.intervals[what]
+        if what == "bucket":
+            entry = self.intervals["buckets"].get(bucket)
+        elif what in self.intervals:
+            entry = self.intervals[what]
+        else:
+            entry = (self.intervals.get("trend") or {}).get(what)
         return None if not entry else (float(entry["low"]), float(entry["high"]))
 
 

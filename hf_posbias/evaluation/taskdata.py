@@ -198,9 +198,12 @@ class PositionTaskData:
 
     @classmethod
     def load(cls, folder: str | Path) -> PositionTaskData:
-        """Read and validate a task folder written by :meth:`save`."""
+        """Read and validate a task folder written by :meth:`save`, or a plain BEIR/MS MARCO
+        folder (:func:`plain_task_data`: every query in one bucket, ``all``)."""
         path = Path(folder)
         info = read_task_info(path)
+        if info.bucket_scheme == PLAIN_SCHEME:
+            return plain_task_data(path)
         data = cls(
             info=info,
             corpus=read_parquet_rows(path / "corpus.parquet"),
@@ -211,13 +214,88 @@ class PositionTaskData:
         return data
 
 
+PLAIN_SCHEME = "none"
+"""``bucket_scheme`` of a plain retrieval folder read as a task: one bucket, no positions."""
+
+PLAIN_BUCKET = "all"
+
+
+def _plain_info(path: Path, fmt: str) -> TaskInfo:
+    return TaskInfo(
+        name=path.name,
+        description=f"{fmt.upper()} retrieval folder {path.name} (standard scoring, no positions)",
+        buckets=[PLAIN_BUCKET],
+        bucket_scheme=PLAIN_SCHEME,
+        source=str(path),
+        extra={"format": fmt, "split": "test"},
+    )
+
+
+def plain_task_data(folder: str | Path, split: str | None = None) -> PositionTaskData:
+    """A plain BEIR/MS MARCO folder (:mod:`hf_posbias.evaluation.beir`) as a one-bucket task.
+
+    Every judged query lies in bucket ``all`` with no evidence span (``evidence_start = -1``),
+    so evaluation reports standard nDCG@10/Recall@100 with the same intervals, per-query table
+    and TREC run. Queries without a relevant document and judgements naming unknown queries or
+    documents are dropped; the counts are kept in ``info.extra["dropped"]``.
+
+    Example:
+        >>> import tempfile
+        >>> from hf_posbias.evaluation.beir import write_beir_folder
+        >>> d = write_beir_folder(tempfile.mkdtemp(), {"d": ("", "x")}, {"q": "x?", "r": "y"},
+        ...                       {"q": {"d": 1}})
+        >>> data = plain_task_data(d)
+        >>> data.bucket_counts(), data.info.extra["dropped"]
+        ({'all': 1}, {'queries without a relevant document': 1})
+    """
+    from hf_posbias.evaluation.beir import read_plain_folder
+
+    path = Path(folder)
+    plain = read_plain_folder(path, split)
+    judged = plain.judged_queries()
+    dropped = dict(plain.dropped)
+    if len(judged) < len(plain.queries):
+        dropped["queries without a relevant document"] = len(plain.queries) - len(judged)
+    info = _plain_info(path, plain.format)
+    info.extra.update(split=plain.split, dropped=dropped)
+    data = PositionTaskData(
+        info=info,
+        corpus=[{"id": i, "title": t, "text": x} for i, (t, x) in plain.corpus.items()],
+        queries=[
+            {
+                "id": q,
+                "text": plain.queries[q],
+                "bucket": PLAIN_BUCKET,
+                "evidence_start": -1,
+                "evidence_end": -1,
+                "doc_length": -1,
+            }
+            for q in judged
+        ],
+        qrels=[
+            {"query_id": q, "doc_id": d, "score": s}
+            for q in judged
+            for d, s in plain.qrels[q].items()
+        ],
+    )
+    data.validate(str(path))
+    return data
+
+
 def read_task_info(folder: str | Path) -> TaskInfo:
     """Read and check ``task.json`` of a task folder (cheap: no parquet is read); the one reader
-    of a folder's header, for the mteb metadata and for :meth:`PositionTaskData.load`."""
+    of a folder's header, for the mteb metadata and for :meth:`PositionTaskData.load`. A plain
+    BEIR/MS MARCO folder gets a one-bucket header (:func:`plain_task_data`)."""
     path = Path(folder)
     meta_path = path / "task.json"
     if not path.is_dir():
         raise InputError(f"task folder {path} does not exist")
+    if not meta_path.exists():
+        from hf_posbias.evaluation.beir import plain_format
+
+        fmt = plain_format(path)
+        if fmt is not None:
+            return _plain_info(path, fmt)
     if not meta_path.exists():
         raise InputError(f"{path} is not a position task folder (no task.json)")
     for name in ("corpus.parquet", "queries.parquet", "qrels.parquet"):

@@ -287,6 +287,9 @@ class PositionRetrievalTask(AbsTaskRetrieval):
         notes = [
             f"{data.info.name}: {n} queries: {reason} (kept; relative positions clipped)"
             for reason, n in data.span_problems().items()
+        ] + [
+            f"{n} {reason} (dropped)"
+            for reason, n in (data.info.extra.get("dropped") or {}).items()
         ]
         corpus = Dataset.from_dict(
             {
@@ -369,6 +372,8 @@ class PositionRetrievalTask(AbsTaskRetrieval):
             "psi": summary.psi,
             "position_mean": summary.mean,
             "worst_drop": summary.worst_drop,
+            "harmonic_mean": summary.harmonic_mean,
+            "position_slope": summary.trend.get("slope"),
         }
 
     # -- accessors used by the runner / reversal / reports ---------------------------------

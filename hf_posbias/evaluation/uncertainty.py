@@ -33,7 +33,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -77,7 +77,7 @@ class Difference:
 
 @dataclass
 class PositionIntervals:
-    """Bootstrap intervals of per-bucket scores, their macro mean and PSI.
+    """Bootstrap intervals of per-bucket scores, their macro mean, PSI and harmonic mean.
 
     ``psi`` is ``None`` when PSI is undefined for the observed scores (every bucket 0);
     ``psi_undefined`` counts replicates where it was undefined (left out of the interval).
@@ -92,6 +92,7 @@ class PositionIntervals:
     seed: int
     paired: bool
     psi_undefined: int = 0
+    harmonic_mean: Interval | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable form."""
@@ -220,8 +221,11 @@ def bootstrap_positions(
         reps[row, cols] = values[row][idx].mean(axis=1)
 
     _per_bucket_draws(values, n_resamples, paired, lambda r, n: rng.integers(0, n, (r, n)), apply)
+    from hf_posbias.evaluation.psi import harmonic_mean
+
     rep_mean = reps.mean(axis=0)
     rep_psi = psi_columns(reps)
+    rep_hm = harmonic_mean(reps, axis=0)
     buckets = {
         b: Interval(float(observed[i]), *_percentiles(reps[i], confidence))
         for i, b in enumerate(names)
@@ -242,6 +246,7 @@ def bootstrap_positions(
         seed=seed,
         paired=paired,
         psi_undefined=int(np.isnan(rep_psi).sum()),
+        harmonic_mean=Interval(harmonic_mean(observed), *_percentiles(rep_hm, confidence)),
     )
 
 
@@ -380,6 +385,59 @@ def paired_comparison(
         paired=paired,
         notes=notes,
     )
+
+
+def bootstrap_statistic(
+    runs: Sequence[PerQueryScores],
+    statistic: Callable[[list[np.ndarray]], np.ndarray],
+    *,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
+    seed: int = 0,
+) -> Difference:
+    """A statistic of several runs' bucket means, with a joint bootstrap interval and p-value.
+
+    The runs are scored on the same task: each bucket keeps the queries every run scored, and
+    one set of query draws per bucket is shared by all runs (so paired differences keep their
+    pairing). ``statistic`` maps one ``(buckets × replicates)`` array of bucket means per run
+    to one value per replicate. The p-value tests "the statistic is 0" two-sidedly with the
+    bootstrap distribution shifted to the null, as :func:`paired_comparison` does.
+
+    Example:
+        >>> a = {"x": {"q1": 0.9, "q2": 0.7}, "y": {"q3": 0.3, "q4": 0.5}}
+        >>> b = {"x": {"q1": 0.6, "q2": 0.6}, "y": {"q3": 0.5, "q4": 0.5}}
+        >>> d = bootstrap_statistic([a, b], lambda m: 1 - psi_columns(m[1]) / psi_columns(m[0]),
+        ...                         n_resamples=200, seed=0)
+        >>> round(d.delta, 3), d.low <= d.delta <= d.high
+        (0.667, True)
+    """
+    check_resampling(n_resamples, confidence)
+    if not runs:
+        raise InputError("bootstrap_statistic: no run given")
+    arrays = [_as_arrays(r, f"run {i + 1}") for i, r in enumerate(runs)]
+    buckets = [b for b in arrays[0] if all(b in a for a in arrays[1:])]
+    values: list[list[np.ndarray]] = [[] for _ in runs]
+    for bucket in buckets:
+        common = sorted(set.intersection(*(set(a[bucket][0]) for a in arrays)))
+        if not common:
+            continue
+        for i, a in enumerate(arrays):
+            position = {q: k for k, q in enumerate(a[bucket][0])}
+            values[i].append(a[bucket][1][[position[q] for q in common]])
+    if not values[0]:
+        raise InputError("the runs share no query: no joint statistic (same task?)")
+    observed = float(statistic([np.array([v.mean() for v in run])[:, None] for run in values])[0])
+    rng = np.random.default_rng(seed)
+    reps = [np.empty((len(values[0]), n_resamples)) for _ in runs]
+
+    def apply(row: int, idx: np.ndarray, cols: slice) -> None:
+        for i in range(len(runs)):
+            reps[i][row, cols] = values[i][row][idx].mean(axis=1)
+
+    _per_bucket_draws(values[0], n_resamples, False, lambda r, n: rng.integers(0, n, (r, n)), apply)
+    boot = np.asarray(statistic(reps), dtype=float)
+    low, high = _percentiles(boot, confidence)
+    return Difference(observed, low, high, _p_two_sided(boot - observed, observed))
 
 
 def _per_bucket_draws(

@@ -37,7 +37,7 @@ import random
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -181,26 +181,14 @@ class ChatBackend(Protocol):
     def params(self) -> dict[str, Any]: ...
 
 
-class OpenAIChatBackend:
-    """Any OpenAI-compatible chat endpoint through the official ``openai`` client.
+class OpenAIEndpoint:
+    """The client side every OpenAI-compatible endpoint shares: key, retries, concurrency.
 
-    Works with the OpenAI API and with local servers that speak the same protocol (vLLM,
-    TGI, ``transformers serve``, llama.cpp): pass their ``base_url`` (``http://host:port/v1``).
     The API key is read from the environment variable ``api_key_env``; local servers usually
-    accept any key, so a missing key is only an error for the default OpenAI URL.
-
-    Connection errors, timeouts, HTTP 408/409/429 and 5xx are retried ``max_retries`` times
-    with exponential backoff (``backoff`` seconds, doubled each time, with jitter); the client's
-    own retries are disabled so that this is the only retry policy. Requests run concurrently
-    on ``max_concurrency`` threads.
-
-    Example:
-        >>> OpenAIChatBackend("m", base_url="http://127.0.0.1:9/v1", max_retries=0,
-        ...                   backoff=0).complete([{"role": "user", "content": "hi"}])
-        ... # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        hf_posbias.generation.backends.EndpointUnreachable: cannot reach ... endpoint http...
+    accept any key, so a missing key is only an error for the default OpenAI URL. Connection
+    errors, timeouts, HTTP 408/409/429 and 5xx are retried ``max_retries`` times with
+    exponential backoff (:meth:`call`); :class:`OpenAIChatBackend` and the embeddings encoder
+    (:class:`hf_posbias.evaluation.endpoint.EndpointEncoder`) build on it.
     """
 
     def __init__(
@@ -222,16 +210,11 @@ class OpenAIChatBackend:
         self.backoff = float(backoff)
         self._client: Any = None
         self._lock = threading.Lock()
-        self._schema_refused: str | None = None
 
     @property
     def url(self) -> str:
         """The endpoint's base URL, for messages."""
         return self.base_url or "https://api.openai.com/v1"
-
-    def params(self) -> dict[str, Any]:
-        """What identifies this backend's outputs (model and endpoint; not the key)."""
-        return {"backend": "openai", "model": self.model, "base_url": self.base_url}
 
     def _get_client(self) -> Any:
         if self._client is None:
@@ -249,6 +232,68 @@ class OpenAIChatBackend:
                 api_key=key, base_url=self.base_url, max_retries=0, timeout=self.timeout
             )
         return self._client
+
+    def call(self, request: Callable[[Any], Any]) -> Any:
+        """``request(client)`` with this endpoint's retry policy; typed errors on failure."""
+        import openai
+
+        client = self._get_client()
+        attempts = self.max_retries + 1
+        for attempt in range(attempts):
+            try:
+                return request(client)
+            except (openai.APIConnectionError, openai.APIStatusError) as err:
+                status = getattr(err, "status_code", None)
+                retryable = status is None or status in (408, 409, 429) or status >= 500
+                if status in (401, 403):
+                    raise EndpointUnreachable(
+                        f"endpoint {self.url} refused the API key from ${self.api_key_env} "
+                        f"(HTTP {status})"
+                    ) from None
+                if not retryable:
+                    raise RequestRejected(
+                        f"endpoint {self.url} rejected the request (HTTP {status}): "
+                        f"{first_line(err)}"
+                    ) from None
+                if attempt + 1 == attempts:
+                    raise EndpointUnreachable(
+                        f"cannot reach OpenAI-compatible endpoint {self.url} after {attempts} "
+                        f"attempt(s): {type(err).__name__}: {first_line(err)}"
+                    ) from None
+                # Exponential backoff with jitter so concurrent threads do not retry in lockstep.
+                time.sleep(self.backoff * (2**attempt) * (0.5 + random.random() / 2))
+        raise AssertionError("unreachable")  # the loop always returns or raises
+
+
+class OpenAIChatBackend(OpenAIEndpoint):
+    """Any OpenAI-compatible chat endpoint through the official ``openai`` client.
+
+    Works with the OpenAI API and with local servers that speak the same protocol (vLLM,
+    TGI, ``transformers serve``, llama.cpp): pass their ``base_url`` (``http://host:port/v1``).
+    The API key is read from the environment variable ``api_key_env``; local servers usually
+    accept any key, so a missing key is only an error for the default OpenAI URL.
+
+    Connection errors, timeouts, HTTP 408/409/429 and 5xx are retried ``max_retries`` times
+    with exponential backoff (``backoff`` seconds, doubled each time, with jitter); the client's
+    own retries are disabled so that this is the only retry policy. Requests run concurrently
+    on ``max_concurrency`` threads.
+
+    Example:
+        >>> OpenAIChatBackend("m", base_url="http://127.0.0.1:9/v1", max_retries=0,
+        ...                   backoff=0).complete([{"role": "user", "content": "hi"}])
+        ... # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        hf_posbias.generation.backends.EndpointUnreachable: cannot reach ... endpoint http...
+    """
+
+    def __init__(self, model: str, base_url: str | None = None, **options: Any) -> None:
+        super().__init__(model, base_url, **options)
+        self._schema_refused: str | None = None
+
+    def params(self) -> dict[str, Any]:
+        """What identifies this backend's outputs (model and endpoint; not the key)."""
+        return {"backend": "openai", "model": self.model, "base_url": self.base_url}
 
     @property
     def schema_refused(self) -> str | None:
@@ -309,42 +354,17 @@ class OpenAIChatBackend:
         )
 
     def _request(self, messages: Messages, options: dict[str, Any], decoding: str) -> ChatReply:
-        import openai
-
-        client = self._get_client()
-        attempts = self.max_retries + 1
-        for attempt in range(attempts):
-            try:
-                response = client.chat.completions.create(
-                    model=self.model, messages=messages, **options
-                )
-                choice = response.choices[0]
-                return ChatReply(
-                    choice.message.content or "",
-                    decoding=decoding,
-                    finish_reason=getattr(choice, "finish_reason", None),
-                )
-            except (openai.APIConnectionError, openai.APIStatusError) as err:
-                status = getattr(err, "status_code", None)
-                retryable = status is None or status in (408, 409, 429) or status >= 500
-                if status in (401, 403):
-                    raise EndpointUnreachable(
-                        f"endpoint {self.url} refused the API key from ${self.api_key_env} "
-                        f"(HTTP {status})"
-                    ) from None
-                if not retryable:
-                    raise RequestRejected(
-                        f"endpoint {self.url} rejected the request (HTTP {status}): "
-                        f"{first_line(err)}"
-                    ) from None
-                if attempt + 1 == attempts:
-                    raise EndpointUnreachable(
-                        f"cannot reach OpenAI-compatible endpoint {self.url} after {attempts} "
-                        f"attempt(s): {type(err).__name__}: {first_line(err)}"
-                    ) from None
-                # Exponential backoff with jitter so concurrent threads do not retry in lockstep.
-                time.sleep(self.backoff * (2**attempt) * (0.5 + random.random() / 2))
-        raise AssertionError("unreachable")  # the loop always returns or raises
+        response = self.call(
+            lambda client: client.chat.completions.create(
+                model=self.model, messages=messages, **options
+            )
+        )
+        choice = response.choices[0]
+        return ChatReply(
+            choice.message.content or "",
+            decoding=decoding,
+            finish_reason=getattr(choice, "finish_reason", None),
+        )
 
     def complete_many(
         self,

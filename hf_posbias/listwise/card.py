@@ -71,6 +71,8 @@ class ListwiseCardInfo:
     longest_tokens: int
     license: str = "apache-2.0"
     extra: dict[str, Any] = field(default_factory=dict)
+    epochs_trained: float = 0.0
+    """Passes over the training windows actually made (``epochs`` is what was asked for)."""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ListwiseCardInfo:

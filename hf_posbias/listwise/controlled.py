@@ -17,8 +17,8 @@ formula (:func:`hf_posbias.evaluation.psi.psi`). Writes
 ``per_query.jsonl`` reproduces ``positions.json`` exactly.
 
 Example:
-    >>> parse_positions("1,5,20", 20), parse_positions(None, 3)
-    ([1, 5, 20], [1, 2, 3])
+    >>> ControlledTestConfig(k=20, positions="20,1,5").positions  # checked when made
+    [1, 5, 20]
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from hf_posbias.listwise.runs import (
     run_experiment,
     write_jsonl,
 )
-from hf_posbias.listwise.settings import ControlledTestConfig, parse_positions
+from hf_posbias.listwise.settings import ControlledTestConfig
 from hf_posbias.listwise.taskio import RerankTask
 from hf_posbias.shards import write_json
 
@@ -116,7 +116,7 @@ def run_controlled_test(
     Resumable: finished queries are kept in ``out_dir/shards/`` and skipped on a rerun.
     """
     out = Path(out_dir)
-    positions = parse_positions(config.positions, config.k)
+    positions = list(config.positions)  # parsed and checked by the settings
     started = time.perf_counter()
 
     def inputs(query_list: QueryList) -> list[tuple[dict[str, Any], list[str]]]:

@@ -272,13 +272,12 @@ class ControlledTestConfig(ListSettings, ResamplingSettings):
     """Settings of one controlled test (``posbias listwise test``)."""
 
     positions: str | list[int] | None = setting(
-        "comma-separated input slots (default 1..k)", default=None
+        "comma-separated input slots (default 1..k); a list of slots once made", default=None
     )
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.positions is not None:
-            self.positions = parse_positions(self.positions, self.k)
+        self.positions = parse_positions(self.positions, self.k)  # None: every slot 1..k
 
 
 @dataclass(kw_only=True)

@@ -2,21 +2,18 @@
 
 ``--task`` takes either
 
-- a BEIR-format folder: ``corpus.jsonl`` (``_id``, ``title``, ``text``), ``queries.jsonl``
-  (``_id``, ``text``) and ``qrels/<split>.tsv`` (``query-id``, ``corpus-id``, ``score``, with a
-  header line); or
+- a BEIR-format or MS MARCO-style folder, read by the one reader of plain retrieval folders
+  (:func:`hf_posbias.evaluation.beir.read_plain_folder`); or
 - a project task folder (:class:`hf_posbias.evaluation.taskdata.PositionTaskData`), which holds
   one split: the one its ``task.json`` names under ``extra.split`` (``test`` when absent).
 
 A split without qrels is refused in one line, before any model loads.
 
 Example:
-    >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (d / "corpus.jsonl").write_text('{"_id": "d1", "title": "", "text": "cats"}\\n')
-    >>> _ = (d / "queries.jsonl").write_text('{"_id": "q1", "text": "cat?"}\\n')
-    >>> (d / "qrels").mkdir()
-    >>> _ = (d / "qrels" / "test.tsv").write_text("query-id\\tcorpus-id\\tscore\\nq1\\td1\\t1\\n")
+    >>> import tempfile
+    >>> from hf_posbias.evaluation.beir import write_beir_folder
+    >>> d = write_beir_folder(tempfile.mkdtemp(), {"d1": ("", "cats")}, {"q1": "cat?"},
+    ...                       {"q1": {"d1": 1}})
     >>> task = load_rerank_task(d)
     >>> task.split, task.judged_queries(), task.passage("d1").text
     ('test', ['q1'], 'cats')
@@ -24,7 +21,6 @@ Example:
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,50 +59,12 @@ class RerankTask:
         return self.corpus[doc_id]
 
 
-def _beir_qrels(path: Path) -> dict[str, dict[str, int]]:
-    from hf_posbias.rows import read_text
-
-    qrels: dict[str, dict[str, int]] = {}
-    lines = read_text(path).splitlines()  # not UTF-8: one line naming the byte offset
-    for lineno, row in enumerate(csv.reader(lines, delimiter="\t"), start=1):
-        if not row or (lineno == 1 and not row[-1].strip().lstrip("-").isdigit()):
-            continue  # blank line or header
-        if len(row) < 3:
-            raise InputError(f"{path}:{lineno}: expected query-id, corpus-id, score")
-        try:
-            score = int(float(row[2]))
-        except ValueError:
-            raise InputError(f"{path}:{lineno}: score {row[2]!r} is not a number") from None
-        qrels.setdefault(row[0].strip(), {})[row[1].strip()] = score
-    return qrels
-
-
 def _load_beir(folder: Path, split: str | None) -> RerankTask:
-    from hf_posbias.rows import iter_jsonl_objects
+    from hf_posbias.evaluation.beir import read_plain_folder
 
-    split = split or "test"
-    qrels_path = folder / "qrels" / f"{split}.tsv"
-    if not qrels_path.is_file():
-        have = sorted(p.stem for p in (folder / "qrels").glob("*.tsv"))
-        raise InputError(
-            f"{folder} has no qrels for split {split!r} (qrels/{split}.tsv); it has: "
-            f"{', '.join(have) or 'none'}"
-        )
-    corpus: dict[str, Passage] = {}
-    for where, record in iter_jsonl_objects(folder / "corpus.jsonl"):
-        doc_id = record.get("_id", record.get("id"))
-        if doc_id is None or "text" not in record:
-            raise InputError(f"{where}: a corpus line needs '_id' and 'text'")
-        corpus[str(doc_id)] = Passage(
-            str(doc_id), str(record["text"]), str(record.get("title") or "")
-        )
-    queries: dict[str, str] = {}
-    for where, record in iter_jsonl_objects(folder / "queries.jsonl"):
-        query_id = record.get("_id", record.get("id"))
-        if query_id is None or "text" not in record:
-            raise InputError(f"{where}: a query line needs '_id' and 'text'")
-        queries[str(query_id)] = str(record["text"])
-    return RerankTask(folder.name, split, corpus, queries, _beir_qrels(qrels_path), str(folder))
+    plain = read_plain_folder(folder, split)
+    corpus = {i: Passage(i, text, title) for i, (title, text) in plain.corpus.items()}
+    return RerankTask(folder.name, plain.split, corpus, plain.queries, plain.qrels, str(folder))
 
 
 def _load_position_task(folder: Path, split: str | None) -> RerankTask:
@@ -134,13 +92,8 @@ def load_rerank_task(folder: str | Path, split: str | None = None) -> RerankTask
     path = Path(folder)
     if (path / "task.json").is_file():
         task = _load_position_task(path, split)
-    elif (path / "corpus.jsonl").is_file():
+    else:  # BEIR / MS MARCO, or one line saying the folder is neither
         task = _load_beir(path, split)
-    else:
-        raise InputError(
-            f"{path} is neither a BEIR folder (corpus.jsonl, queries.jsonl, qrels/) nor a "
-            "position task folder (task.json)"
-        )
     if not task.judged_queries():
         raise InputError(f"{path}: no query of split {task.split!r} has a relevant document")
     return task

@@ -116,6 +116,8 @@ class ListwiseTrainResult:
     device: str
     card_path: str | None = None
     log_history: list[dict[str, Any]] = field(default_factory=list)
+    epochs_trained: float = 0.0
+    """Passes over the training windows the run made (the Trainer's epoch counter at the end)."""
 
     @property
     def seconds_per_step(self) -> float:
@@ -550,6 +552,7 @@ def train_listwise(
         out_dir=str(run.out),
         model=settings.model,
         steps=int(trainer.state.global_step),
+        epochs_trained=float(trainer.state.epoch or 0.0),
         train_loss=float(output.training_loss),
         rank_loss=rank_total / passes if passes else float("nan"),
         lm_loss=lm_total / passes if passes else float("nan"),
@@ -611,6 +614,7 @@ def card_info(
         world_size=result.world_size,
         lr=settings.lr,
         epochs=settings.epochs,
+        epochs_trained=result.epochs_trained,
         max_steps=settings.max_steps,
         warmup_ratio=settings.warmup_ratio,
         steps=result.steps,

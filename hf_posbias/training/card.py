@@ -49,6 +49,7 @@ class TrainingCardInfo:
     batch_size: int
     lr: float
     epochs: float
+    """The epochs asked for (``--epochs``); :attr:`epochs_trained` is what the run did."""
     max_steps: int | None
     steps: int
     warmup_ratio: float
@@ -77,6 +78,10 @@ class TrainingCardInfo:
     base_model_on_hub: bool = True
     dataset_on_hub: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
+    steps_per_epoch: int = 0
+    """Optimisation steps of one pass over the rows (one length bin per batch)."""
+    epochs_trained: float = 0.0
+    """Passes over the training rows the run made: ``steps / steps_per_epoch``."""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainingCardInfo:

@@ -1,8 +1,9 @@
 """Expand models × configurations (× poolings) into training runs; run them resumably.
 
 The paper's matrix is 8 bases × 4 configurations = 32 runs (``scripts/run_matrix.py``); the
-pooling ablation is ModernBERT-base × 4 poolings × 4 configurations
-(``scripts/pooling_ablation.py``).
+pooling ablation is ModernBERT-base × 4 poolings × 4 configurations (a study with a pooling axis:
+``studies/yhp26-pooling.yaml``). ``posbias study run`` (:mod:`hf_posbias.study.run`) trains
+through this runner and evaluates and reports too.
 Each run is one ``accelerate launch -m hf_posbias.training.train …`` into its own folder
 ``<out>/posbias-<model>-<config>[-<pooling>]``. A run whose folder holds the final model, the card
 and the ``posbias_training.json`` marker (written last) is finished and skipped on rerun, so a
@@ -41,7 +42,6 @@ from hf_posbias.sampling import PAPER_CONFIG_NAMES
 from hf_posbias.settings import add_settings_arguments, setting, settings_from_args
 
 PAPER_CONFIGS: tuple[str, ...] = PAPER_CONFIG_NAMES  # hf_posbias.sampling.PAPER_CONFIGS
-ABLATION_POOLINGS: tuple[str, ...] = ("cls", "mean", "max", "lasttoken")
 FINISHED_FILES: tuple[str, ...] = ("posbias_training.json", "README.md", "modules.json")
 
 
@@ -86,6 +86,17 @@ class Run:
         return all((Path(self.out_dir) / name).is_file() for name in FINISHED_FILES)
 
 
+def run_name(model: str, config: str, pooling: str | None = None) -> str:
+    """The folder name of a run: ``posbias-<model>-<config>[-<pooling>]``.
+
+    Example:
+        >>> run_name("org/My Model", "50:25:25", "mean")
+        'posbias-my-model-50-25-25-mean'
+    """
+    name = f"posbias-{_slug(model)}-{_slug(config)}"
+    return f"{name}-{pooling}" if pooling else name
+
+
 def expand_runs(
     models: Sequence[str],
     configs: Sequence[str],
@@ -97,9 +108,7 @@ def expand_runs(
     for model in models:
         for config in configs:
             for pooling in poolings:
-                name = f"posbias-{_slug(model)}-{_slug(config)}"
-                if pooling:
-                    name += f"-{pooling}"
+                name = run_name(model, config, pooling)
                 runs.append(Run(model, config, str(Path(out_root) / name), pooling))
     return runs
 
@@ -230,8 +239,8 @@ def run_matrix(
 
 @dataclass(kw_only=True)
 class MatrixSettings:
-    """Flags shared by ``scripts/run_matrix.py`` and ``scripts/pooling_ablation.py``; unknown
-    flags (e.g. ``--max-steps 100 --global-batch 64``) are passed on to every run."""
+    """Flags of ``scripts/run_matrix.py`` (training only; ``posbias study run`` also evaluates and
+    reports); unknown flags (e.g. ``--max-steps 100 --global-batch 64``) go to every run."""
 
     data: str = setting("training-set repo/folder (<out>/train)")
     out: str = setting("root folder of the checkpoints")

@@ -18,8 +18,8 @@ activations of *one* mini-batch. The longest length bin is the worst case. The p
 4. picks the fastest by a small cost model: checkpointing costs one more forward (×1.25 on
    forward + backward), and a mini-batch of ``t`` tokens runs at ``t / (t + 8192)`` of the
    saturated speed (below a few thousand tokens per call a GPU is launch-bound — the bf16
-   mini-batch-32 runs in GPU_NOTES.md were slower than fp32 for that reason). The model is a
-   heuristic: it only ranks candidates that the measurement says fit.
+   mini-batch-32 runs measured on an H100, docs/contributing-notes.md, were slower than fp32 for
+   that reason). The model is a heuristic: it only ranks candidates that the measurement says fit.
 
 Fixed settings that do not fit stop the run with a one-line
 :class:`~hf_posbias.errors.BudgetError` naming the option to change; a user never sees a CUDA
@@ -64,9 +64,9 @@ CHECKPOINTING_COST = 1.25
 """Forward + backward time with checkpointing relative to without (one extra forward of three)."""
 ESTIMATE_MARGIN = 1.2
 """Factor on estimated activations: the formula alone came out 5–18% below the three peaks
-measured on an H100 in GPU_NOTES.md (bert-base bf16 128 rows: 27.4 GiB; modernbert-base bf16
-64 rows + checkpointing: 15.0 GiB; qwen3-0.6b bf16 32 rows + checkpointing: 19.7 GiB), taking
-2,000 tokens per row of the longest bin."""
+measured on an H100 (docs/contributing-notes.md; bert-base bf16 128 rows: 27.4 GiB;
+modernbert-base bf16 64 rows + checkpointing: 15.0 GiB; qwen3-0.6b bf16 32 rows +
+checkpointing: 19.7 GiB), taking 2,000 tokens per row of the longest bin."""
 
 Measure = Callable[[bool, "MiniBatching"], "int | None"]
 """``measure(checkpointing, mini_batching)`` → peak bytes of a trial step, None = out of memory."""

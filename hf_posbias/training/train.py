@@ -517,8 +517,12 @@ def train_model(cfg: TrainingSettings, callbacks: Sequence[Any] = ()) -> TrainRe
         lengths=run.row_lengths,
     )
     rank = args.process_index
-    logger.info("posbias-train rank=%d world_size=%d rows=%d", rank, args.world_size, len(rows))
-    print(f"posbias-train rank={rank} world_size={args.world_size}", file=sys.stderr, flush=True)
+    # One line per process (the log's INFO line would repeat it on every rank's stderr).
+    print(
+        f"posbias-train rank={rank} world_size={args.world_size} rows={len(rows)}",
+        file=sys.stderr,
+        flush=True,
+    )
 
     loss = build_loss(
         model,
@@ -647,6 +651,10 @@ def _card_info(cfg, spec, rows, result, truncation, lr, model) -> Any:  # noqa: 
         )
     else:
         description = distribution_label(cfg.config, rows.positions)
+    from hf_posbias.training.planning import steps_per_bin
+
+    rows_per_bin = {b: sum(by_position.values()) for b, by_position in rows.counts().items()}
+    per_epoch = sum(steps_per_bin(rows_per_bin, cfg.global_batch, 1.0).values())
     return TrainingCardInfo(
         base_model=hub_model_id(cfg.model) or hub_model_id(spec.checkpoint) or spec.checkpoint,
         base_model_on_hub=bool(hub_model_id(cfg.model) or hub_model_id(spec.checkpoint)),
@@ -667,6 +675,8 @@ def _card_info(cfg, spec, rows, result, truncation, lr, model) -> Any:  # noqa: 
         epochs=cfg.epochs,
         max_steps=cfg.max_steps,
         steps=result.steps,
+        steps_per_epoch=per_epoch,
+        epochs_trained=result.steps / per_epoch if per_epoch else 0.0,
         warmup_ratio=cfg.warmup_ratio,
         seed=cfg.seed,
         scale=cfg.scale,

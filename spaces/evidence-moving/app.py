@@ -21,6 +21,11 @@ checkpoints (folders with ``posbias_listwise_training.json``) under
 31-passage corpus, plus the judged queries of the task folder in
 ``$POSBIAS_SPACE_LISTWISE_TASK`` (a BEIR or ``posbias benchmark`` folder), BM25 first stage.
 
+The **Leaderboard** tab reads a ``posbias leaderboard`` folder (or its ``hub/`` dataset folder,
+or a Hub dataset repo id) named by ``$POSBIAS_SPACE_LEADERBOARD``; by default the offline
+leaderboard shipped beside this file (``leaderboard/``). A person sorts and filters each task's
+table and picks a model to see its per-position nDCG@10 with its 95% intervals.
+
 Run locally (offline is fine): ``python spaces/evidence-moving/app.py`` — serves on
 ``$GRADIO_SERVER_PORT`` (default 7860) at ``$GRADIO_SERVER_NAME`` (default 127.0.0.1).
 
@@ -56,9 +61,9 @@ MAX_DOCUMENT_CHARS = 6000
 MAX_QUERY_CHARS = 1000
 DEFAULT_SLOTS = 10
 
-# Short excerpts of English Wikipedia articles (CC BY-SA 4.0), taken from the WikiExtractor dump
-# in ../shared/data/wikipedia_enwiki_wikiextractor/AA_wiki_00 (graykode/mlm-pipeline @ 4382edec,
-# data/AA/wiki_00; see PROVENANCE.md there): a few sentences per article, extraction artefacts
+# Short excerpts of English Wikipedia articles (CC BY-SA 4.0), taken from a WikiExtractor dump
+# (the file data/AA/wiki_00 of the GitHub repository graykode/mlm-pipeline @ 4382edec): a few
+# sentences per article, extraction artefacts
 # such as empty "()" removed. They are written here so the Space needs no data files at runtime.
 # Each stays under all-MiniLM-L6-v2's 256-token limit with the evidence at any position.
 EXAMPLES: list[dict[str, str]] = [
@@ -229,6 +234,11 @@ def compute(
     case = EvidenceCase.from_text(query, document, evidence)
     case.slots(n)  # fail early with "document too short for n slots"
     result = SpaceResult(case=case, n=n)
+    if case.slot_unit(n) == "word":
+        result.notes.append(
+            f"the document has fewer than {n} sentence boundaries: the evidence moves between "
+            "words instead"
+        )
     for name in models:
         model = get_model(name)
         curve = move_evidence(model, case, n)
@@ -598,6 +608,141 @@ def listwise_tab() -> None:
     sweep_button.click(sweep, [reranker, query, state], [*outputs, slot])
 
 
+LEADERBOARD_ENV = "POSBIAS_SPACE_LEADERBOARD"
+SHIPPED_LEADERBOARD = Path(__file__).resolve().parent / "leaderboard"
+LEADERBOARD_COLUMNS = ["rank", "model", "mean nDCG@10", "PSI", "harmonic mean", "slope", "queries"]
+LEADERBOARD_SORTS = {
+    "mean nDCG@10": "mean",
+    "PSI": "psi",
+    "harmonic mean": "harmonic_mean",
+    "slope": "slope",
+}
+
+
+def leaderboard_rows(source: str | None = None) -> list[dict[str, Any]]:
+    """Rows of the leaderboard: a folder, a Hub dataset repo id, or the shipped default."""
+    from hf_posbias.evaluation.leaderboard import read_leaderboard
+
+    source = source or os.environ.get(LEADERBOARD_ENV) or str(SHIPPED_LEADERBOARD)
+    if not Path(source).expanduser().exists() and "/" in source and not source.startswith("."):
+        from huggingface_hub import snapshot_download
+
+        source = snapshot_download(source, repo_type="dataset")
+    return read_leaderboard(Path(source).expanduser())
+
+
+def _with_interval(row: dict[str, Any], key: str) -> str:
+    value = row.get(key)
+    if value is None:
+        return "n/a"
+    low, high = row.get(f"{key}_low"), row.get(f"{key}_high")
+    text = f"{value:+.3f}" if key == "slope" else f"{value:.3f}"
+    return text if low is None or high is None else f"{text} [{low:.3f}, {high:.3f}]"
+
+
+def leaderboard_table(
+    rows: list[dict[str, Any]], task: str, sort_by: str = "mean nDCG@10", search: str = ""
+) -> list[list[Any]]:
+    """One task's rows, sorted by a column (PSI ascending, the others descending) and filtered
+    by a model-name substring; a tied rank is marked ``=``."""
+    key = LEADERBOARD_SORTS.get(sort_by, "mean")
+    picked = [r for r in rows if r["task"] == task and search.lower() in str(r["model"]).lower()]
+
+    def order(r: dict[str, Any]) -> float:
+        value = r.get(key)
+        if value is None:
+            return float("inf")
+        return float(value) if key == "psi" else -float(value)
+
+    return [
+        [
+            f"{r['rank']}{' =' if r.get('tied') else ''}",
+            r["model"],
+            _with_interval(r, "mean"),
+            _with_interval(r, "psi"),
+            _with_interval(r, "harmonic_mean"),
+            _with_interval(r, "slope"),
+            r["n_queries"],
+        ]
+        for r in sorted(picked, key=order)
+    ]
+
+
+def leaderboard_curve(rows: list[dict[str, Any]], task: str, model: str) -> Any:
+    """A model's per-position nDCG@10 on a task, with its interval as error bars."""
+    from matplotlib.figure import Figure
+
+    row = next((r for r in rows if r["task"] == task and r["model"] == model), None)
+    if row is None:
+        raise PosbiasError(f"no model {model!r} on {task}")
+    curve = json.loads(row["curve"])
+    fig = Figure(figsize=(7.0, 4.0), dpi=100)
+    ax = fig.add_subplot(1, 1, 1)
+    points = [c for c in curve if c["ndcg_at_10"] is not None]
+    xs = list(range(len(points)))
+    ys = [c["ndcg_at_10"] for c in points]
+    lows = [y - (c["low"] if c["low"] is not None else y) for y, c in zip(ys, points)]
+    highs = [(c["high"] if c["high"] is not None else y) - y for y, c in zip(ys, points)]
+    ax.errorbar(xs, ys, yerr=[lows, highs], marker="o", capsize=4, label=model)
+    ax.set_xticks(xs, [c["bucket"] for c in points])
+    ax.set_ylabel("nDCG@10")
+    ax.set_xlabel("evidence position")
+    ax.set_title(f"{task}: {model}")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def leaderboard_tab() -> None:
+    """The leaderboard tab's components and events (call inside a ``gr.Tab``)."""
+    import gradio as gr
+
+    try:
+        rows = leaderboard_rows()
+    except PosbiasError as err:
+        gr.Markdown(f"**No leaderboard:** {html.escape(str(err))}")
+        return
+    tasks = list(dict.fromkeys(r["task"] for r in rows))
+    gr.Markdown(
+        "# Position-bias leaderboard\n"
+        "Per task: mean nDCG@10, PSI (lower = less position-sensitive), the harmonic mean of "
+        "the per-position nDCG@10 (high only when every position is good) and the slope of "
+        "per-query nDCG@10 on the evidence's relative position, each with a 95% bootstrap "
+        "interval. `=` marks a model a paired test on the shared queries cannot separate from "
+        "the next one. Pick a model to see its per-position curve."
+    )
+    with gr.Row():
+        task = gr.Dropdown(tasks, value=tasks[0], label="Task", elem_id="lb-task")
+        sort_by = gr.Dropdown(
+            list(LEADERBOARD_SORTS), value="mean nDCG@10", label="Sort by", elem_id="lb-sort"
+        )
+        search = gr.Textbox(label="Filter models", value="", elem_id="lb-filter")
+    table = gr.Dataframe(
+        headers=LEADERBOARD_COLUMNS,
+        value=leaderboard_table(rows, tasks[0]),
+        interactive=False,
+        elem_id="lb-table",
+    )
+    models = [r["model"] for r in rows if r["task"] == tasks[0]]
+    model = gr.Dropdown(models, value=models[0], label="Model", elem_id="lb-model")
+    plot = gr.Plot(value=leaderboard_curve(rows, tasks[0], models[0]), elem_id="lb-plot")
+
+    def refresh(t: str, key: str, text: str) -> tuple[Any, Any]:
+        names = [r["model"] for r in rows if r["task"] == t]
+        return leaderboard_table(rows, t, key, text), gr.update(choices=names, value=names[0])
+
+    def show(t: str, name: str) -> Any:
+        try:
+            return leaderboard_curve(rows, t, name)
+        except PosbiasError as err:
+            gr.Warning(str(err))
+            return gr.update()
+
+    for control in (task, sort_by, search):
+        control.change(refresh, [task, sort_by, search], [table, model])
+    model.change(show, [task, model], plot)
+
+
 def build_demo() -> Any:
     """The Gradio Blocks app (not launched)."""
     import gradio as gr
@@ -738,6 +883,8 @@ def build_demo() -> Any:
             position.release(move, [position, state], [doc_view, evidence_plot])
         with gr.Tab("Listwise input position", elem_id="tab-listwise"):
             listwise_tab()
+        with gr.Tab("Leaderboard", elem_id="tab-leaderboard"):
+            leaderboard_tab()
     return demo
 
 

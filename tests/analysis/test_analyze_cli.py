@@ -61,7 +61,10 @@ def test_evidence_moving_verb_compares_models(tmp_path, tiny_sentence_transforme
     assert len(read_csv(out / "evidence_moving_pairs.csv")) == 6
     assert (out / "evidence_moving.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     printed = capsys.readouterr().out
-    assert "| A | 3 |" in printed and "A peaks at p" in printed
+    assert "| A | 3 (unreliable: < 20) |" in printed and "A peaks at p" in printed
+    md = (out / "evidence_moving.md").read_text()
+    for text in ("A: used 3 of 3 pairs.", "UNRELIABLE", "averaged over the same 3 pairs"):
+        assert text in printed and text in md, text
     assert "evidence_not_found 1" in printed  # the bad line is counted, not silently dropped
     assert "skipped: evidence_not_found 1" in (out / "evidence_moving.md").read_text()
 

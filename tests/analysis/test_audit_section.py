@@ -67,7 +67,12 @@ def test_audit_of_an_embedding_model_has_the_evidence_curve(
     md = (out / "audit.md").read_text()
     assert "## Evidence moving" in md
     assert f"over {len(TOPICS)} pairs" in md
-    assert "| FestivalFacts |" in md  # the p1…p10 table row
+    assert "| FestivalFacts | 6 (unreliable: < 20) |" in md  # the p1…p10 table row
+    # What the curve used and what it did not, and that 6 pairs are too few, in both reports.
+    html = (out / "audit.html").read_text()
+    for text in (f"used {len(TOPICS)} of {len(TOPICS)} pairs", "UNRELIABLE: fewer than 20"):
+        assert text in md and text in html
+    assert f"{len(TOPICS)} queries with an evidence span" in md
     png = out / "plots" / "evidence-moving-FestivalFacts.png"
     assert png.read_bytes()[:4] == b"\x89PNG"
 

@@ -110,7 +110,7 @@ def test_from_span_and_from_text_agree() -> None:
         (lambda: EvidenceCase("", "One. Two.", "Two."), "query is empty"),
         (lambda: EvidenceCase.from_span("q", "alphabet soup.", 2, 8), "splits a word"),
         (lambda: EvidenceCase.from_span("q", "One. Two.", 3, 99), "outside the document"),
-        (lambda: make_case(5).slots(10), "document too short for 10 slots"),
+        (lambda: EvidenceCase("q", "Five words only here.", "E.").slots(10), "too short for 10"),
     ],
 )
 def test_user_mistakes_are_one_line_posbias_errors(build, message: str) -> None:
@@ -128,7 +128,8 @@ def test_delta_peak_and_lowest_arithmetic() -> None:
     assert stderr == pytest.approx((0.02, 0.0))  # sd 0.0283 / sqrt(2)
     summary = EvidenceMovingSummary("B", (0.6, 0.5785, 0.59), (0, 0, 0), n_pairs=3)
     assert summary.headline() == "B peaks at p1 (Δ 21.5)"
-    assert "| B | 3 | 0.6000 | 0.5785 | 0.5900 | p1 | p2 | 21.5 |" in summary_table([summary])
+    row = "| B | 3 (unreliable: < 20) | 0.6000 | 0.5785 | 0.5900 | p1 | p2 | 21.5 |"
+    assert row in summary_table([summary])
     assert summary.to_row()["delta_e3"] == 21.5
 
 
@@ -173,15 +174,53 @@ def test_dataset_run_counts_skipped_pairs(tiny_sentence_transformer) -> None:
     from hf_posbias.modeling import load_sentence_transformer
 
     model = load_sentence_transformer(tiny_sentence_transformer, device="cpu")
-    cases = [make_case(14), make_case(3), make_case(12)]
+    tiny = EvidenceCase("Where is the treasure?", "Too few words here.", EVIDENCE)
+    cases = [make_case(14), tiny, make_case(12)]
     summary = run_evidence_moving(model, cases, n=10, label="tiny", progress=False)
     assert summary.n_pairs == 2 and summary.skipped == {"too_short_for_slots": 1}
+    assert [c.index for c in summary.curves] == [0, 2]
+    assert "used 2 of 3 pairs; skipped 1 too short" in summary.usage_line()
+    assert "UNRELIABLE" in summary.usage_line() and not summary.reliable
     assert len(summary.mean) == len(summary.stderr) == 10
     model.max_seq_length = 16  # every variant is now longer than the model reads
     with pytest.raises(InputError, match="longer_than_model_max_seq_length: 2"):
         run_evidence_moving(model, cases, n=10, label="tiny", progress=False)
     kept = run_evidence_moving(model, cases, 10, "tiny", allow_truncation=True, progress=False)
     assert kept.n_pairs == 2 and kept.curves[0].n_truncated == 10
+
+
+def test_short_documents_move_at_word_boundaries_and_say_so(tiny_sentence_transformer) -> None:
+    from hf_posbias.modeling import load_sentence_transformer
+
+    short = make_case(3)  # 3 sentences: 4 sentence boundaries < 10 slots, 21 words
+    assert short.slot_unit(10) == "word" and make_case(14).slot_unit(10) == "sentence"
+    for p in short.placements(10):
+        assert p.text[p.evidence_start : p.evidence_end] == EVIDENCE
+        before, after = p.text[: p.evidence_start], p.text[p.evidence_end :]
+        assert before == "" or before.endswith(" "), "the evidence must start a word"
+        assert after == "" or after.startswith(" "), "the evidence must end a word"
+        assert (before + after[1:]).strip() == short.base or (before.strip() == short.base)
+    model = load_sentence_transformer(tiny_sentence_transformer, device="cpu")
+    summary = run_evidence_moving(model, [short, make_case(14)], 10, "tiny", progress=False)
+    assert summary.n_pairs == 2 and summary.n_word_slots == 1
+    assert "1 moved at word boundaries" in summary.usage_line()
+    assert summary.to_row()["word_slot_pairs"] == 1
+
+
+def test_compared_models_average_the_same_pairs(tiny_sentence_transformer) -> None:
+    from hf_posbias.analysis.evidence_moving import common_pairs
+    from hf_posbias.modeling import load_sentence_transformer
+
+    model = load_sentence_transformer(tiny_sentence_transformer, device="cpu")
+    cases = [make_case(14), make_case(12), make_case(13)]
+    wide = run_evidence_moving(model, cases, 10, "wide", progress=False)
+    model.max_seq_length = len(model.tokenizer(make_case(12).placements(10)[0].text)["input_ids"])
+    narrow = run_evidence_moving(model, cases, 10, "narrow", progress=False)
+    assert wide.n_pairs == 3 and narrow.n_pairs == 1
+    wide2, narrow2 = common_pairs([wide, narrow])
+    assert wide2.n_pairs == narrow2.n_pairs == 1
+    assert wide2.skipped == {"not_usable_by_every_model": 2}
+    assert wide2.mean == wide.curves[1].cosines and narrow2 is narrow
 
 
 def test_jsonl_pairs_count_bad_lines(tmp_path) -> None:

@@ -99,7 +99,11 @@ def test_audit_writes_markdown_html_and_pngs(task_folder, tmp_path, capsys):
     assert page.count("data:image/png;base64,") == 3  # curves, relative curve, reversal bars
     assert (out / "plots" / "relative-WikiSentences.png").read_bytes()[:4] == b"\x89PNG"
     assert (out / "plots" / "WikiSentences.png").read_bytes()[:4] == b"\x89PNG"
-    assert json.loads((out / "reversal.json").read_text())[0]["task"] == "WikiSentences"
+    reversal = json.loads((out / "reversal.json").read_text())[0]
+    assert reversal["task"] == "WikiSentences"
+    # what the diagnostic used and skipped, in both reports
+    used = f"WikiSentences: used {reversal['n_front'] + reversal['n_back']} queries"
+    assert used in md and used in page
     assert "mirror reversal" in capsys.readouterr().out
 
 

@@ -61,6 +61,7 @@ def test_comparing_a_run_with_itself_finds_nothing(runs):
 def test_runs_of_different_tasks_are_refused_in_one_line(runs, shared_data, tmp_path, capsys):
     other = wiki_task(shared_data, tmp_path / "other", n_docs=6, name="OtherTask")
     evaluate_model("bm25", [other], tmp_path / "other-run", bootstrap=10)
+    capsys.readouterr()  # the evaluation's progress lines are not the compare's output
     assert main(["compare", str(runs / "bm25"), str(tmp_path / "other-run")]) == 2
     assert "are runs of different tasks (WikiSentences vs OtherTask)" in _one_error_line(capsys)
     # Same task name, different data: the task fingerprint tells them apart.

@@ -4,6 +4,7 @@ checks that run before any weight loads, and ``posbias listwise test`` on the re
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -82,7 +83,10 @@ def test_cli_train_writes_checkpoint_facts_and_card(trained, train_set, tiny_llm
     assert (info.pos_aug, info.source_rows, info.data_rows) == (2, source_rows, 2 * source_rows)
     assert info.propensity["file"].endswith("propensity.json") and info.propensity["smoothing"]
     assert info.steps == 3 and info.global_batch == 2 and np.isfinite(info.train_loss)
+    # The card states the passes actually made: 3 steps of 2 windows over data_rows windows.
+    assert info.epochs_trained == pytest.approx(3 / math.ceil(info.data_rows / 2))
     card = (trained / "README.md").read_text()
+    assert f"| epochs | {info.epochs_trained:.2f} trained (3 steps); " in card
     for fact in (
         tiny_llm,  # base
         "L = 0.5 · L_Rank-IPS + L_LM",  # λ and the IPS objective

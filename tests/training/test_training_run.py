@@ -254,6 +254,8 @@ def test_card_content_and_push(tiny_models, train_repo, tmp_path, monkeypatch):
         "| mini-batch size (gradient cache) | "
         + ("4" if result.memory.method == "cpu" else result.memory.mini_batching.describe()),
         "| optimisation steps | 2 |",
+        # 8 rows in two bins of 4 at batch 4: 2 steps a pass; max_steps 2 = one pass
+        "| epochs | 1.00 trained (2 steps, 2 per pass over the rows); 3.0 requested, capped at 2",
         '`"query: "`',
         "| pooling | cls |",
         "Not evaluated yet",

@@ -102,7 +102,7 @@ def build_climate_fever(
         name: task name.
 
     Example:
-        >>> data = build_climate_fever("../shared/data/climate_fever/climate-fever.jsonl")
+        >>> data = build_climate_fever("climate-fever.jsonl")
         ... # doctest: +SKIP
     """
     wanted = {str(label).upper() for label in labels}

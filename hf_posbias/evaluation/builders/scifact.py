@@ -106,7 +106,7 @@ def build_scifact(
         name: task name (default ``SciFact-Evidence``, ``-train`` suffixed for the train split).
 
     Example:
-        >>> data = build_scifact("../shared/data/scifact_allenai")  # doctest: +SKIP
+        >>> data = build_scifact("scifact_csv")  # doctest: +SKIP
         >>> data.bucket_counts()  # doctest: +SKIP
     """
     import pandas as pd
@@ -217,3 +217,42 @@ BENCHMARK = Benchmark(
     build=_build_task,
     order=40,
 )
+
+
+def build_scifact_beir(folder: str | Path, out: str | Path, split: str = "validation") -> Path:
+    """Write BEIR's SciFact folder for one split from the CSV export (standard retrieval).
+
+    BEIR's SciFact: the corpus is every abstract (sentences joined by one space, the title
+    apart); every claim of the split is a query; its cited documents are its qrels (score 1).
+    The ``validation`` split is BEIR's ``test`` split (300 claims, 339 judgements) and is
+    written as ``qrels/test.tsv``; ``train`` is written as ``qrels/train.tsv``.
+
+    Example:
+        >>> build_scifact_beir("../shared/data/scifact_allenai", "scifact-beir")  # doctest: +SKIP
+    """
+    import pandas as pd
+
+    from hf_posbias.evaluation.beir import write_beir_folder
+
+    folder = Path(folder)
+    if split not in ("train", "validation"):
+        raise InputError(f"SciFact BEIR split must be train or validation, got {split!r}")
+    claims_path, corpus_path = folder / f"claims_{split}.csv", folder / "corpus_train.csv"
+    for path in (claims_path, corpus_path):
+        if not path.is_file():
+            raise InputError(f"{path}: not found (expected the allenai/scifact CSV export)")
+    claims = pd.read_csv(claims_path, dtype={"cited_doc_ids": str})
+    corpus: dict[str, tuple[str, str]] = {}
+    for row in pd.read_csv(corpus_path).itertuples(index=False):
+        title = "" if pd.isna(row.title) else str(row.title)
+        corpus[str(int(row.doc_id))] = (title, " ".join(parse_sentence_list(row.abstract)))
+    queries: dict[str, str] = {}
+    qrels: dict[str, dict[str, int]] = {}
+    for row in claims.itertuples(index=False):
+        qid = str(int(row.id))
+        queries[qid] = str(row.claim)
+        for doc_id in parse_int_list(row.cited_doc_ids):
+            qrels.setdefault(qid, {})[str(doc_id)] = 1
+    return write_beir_folder(
+        out, corpus, queries, qrels, split="test" if split == "validation" else split
+    )

@@ -1,0 +1,158 @@
+"""Where a study keeps what: its models, their folders, its tasks and the evaluation markers.
+
+Shared by :mod:`~hf_posbias.study.run`, :mod:`~hf_posbias.study.report` and
+:mod:`~hf_posbias.study.publish` (see ``docs/study.md`` for the folder layout).
+
+Example:
+    >>> from hf_posbias.study.spec import StudySpec
+    >>> spec = StudySpec(bases=["bert-base", "gpt2-medium"], data="d", tasks=["SQuAD-PosQ"])
+    >>> [m.name for m in study_models(spec, "out")][:3]
+    ['posbias-bert-base-base', 'posbias-bert-base-begin', 'posbias-bert-base-middle']
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from hf_posbias.study.spec import StudySpec
+
+BASE_CONFIG = "base"
+OFF_THE_SHELF = "off-the-shelf"
+BASE_MARKER = "posbias_study_base.json"
+EVAL_MARKER = "posbias_study_eval.json"
+
+
+@dataclass(frozen=True)
+class StudyModel:
+    """One model of the study: a checkpoint to train or an untrained base."""
+
+    base: str
+    config: str
+    pooling: str | None
+    folder: str
+    """The model folder (for ``off-the-shelf``: the model argument of ``posbias evaluate``)."""
+
+    @property
+    def name(self) -> str:
+        """``posbias-<base>-<config>[-<pooling>]`` (the folder name under ``eval/``)."""
+        from hf_posbias.training.matrix import run_name
+
+        return run_name(self.base, self.config, self.pooling)
+
+    @property
+    def trained(self) -> bool:
+        """Whether this model is a checkpoint the study trains."""
+        return self.config not in (BASE_CONFIG, OFF_THE_SHELF)
+
+
+def study_models(spec: StudySpec, out: str | Path) -> list[StudyModel]:
+    """Every model of the study, base-major: the base (then off-the-shelf), then its runs."""
+    from hf_posbias.training.matrix import expand_runs, run_name
+
+    root = Path(out)
+    poolings: list[str | None] = list(spec.poolings) or [None]
+    models = []
+    for base in spec.bases:
+        for pooling in poolings:
+            folder = root / "bases" / run_name(base, BASE_CONFIG, pooling)
+            models.append(StudyModel(base, BASE_CONFIG, pooling, str(folder)))
+        if spec.off_the_shelf:
+            models.append(StudyModel(base, OFF_THE_SHELF, None, _published_model(base)))
+        for run in expand_runs([base], spec.configs, root / "models", poolings):
+            models.append(StudyModel(base, run.config, run.pooling, run.out_dir))
+    return models
+
+
+def base_label(base: str) -> str:
+    """The name a base goes by in reports: its spec's name (what a checkpoint's card records).
+
+    Example:
+        >>> base_label("bert-base"), base_label("someone/new-model")
+        ('bert-base', 'someone/new-model')
+    """
+    from hf_posbias.errors import PosbiasError
+    from hf_posbias.modeling import model_display_name
+    from hf_posbias.training.models import get_model_spec
+
+    try:
+        return get_model_spec(base).name
+    except PosbiasError:
+        return model_display_name(base)
+
+
+def _published_model(base: str) -> str:
+    """The model argument of ``posbias evaluate`` for a base as published."""
+    from hf_posbias.training.models import model_names
+
+    if base in model_names():
+        from hf_posbias.training.models import get_model_spec
+
+        return get_model_spec(base).checkpoint
+    return base
+
+
+METADATA_FILES = frozenset({"README.md", "posbias_training.json", BASE_MARKER})
+"""Files of a model folder that are not the model: the card and its facts (publishing rewrites
+them; the evaluation stands)."""
+
+
+def model_fingerprint(model: StudyModel) -> str:
+    """Content hash of a local model folder (weights, config, tokenizer; not the card); the
+    model argument itself for a model that is not a local folder."""
+    from hf_posbias.hashing import folder_digest
+    from hf_posbias.modeling import resolve_model
+
+    path = Path(resolve_model(model.folder))
+    if not path.is_dir():
+        return model.folder
+    names = sorted(
+        p.relative_to(path).as_posix()
+        for p in path.rglob("*")
+        if p.is_file()
+        and p.name not in METADATA_FILES
+        and not any(part.startswith(".") for part in p.relative_to(path).parts)
+    )
+    return folder_digest(path, names=names, sample_bytes=4 << 20)[:12]
+
+
+@dataclass(frozen=True)
+class StudyTask:
+    """An evaluation task of the study, resolved to its folder and fingerprint."""
+
+    spec: str
+    name: str
+    folder: str
+    fingerprint: str
+
+
+def resolve_tasks(specs: Sequence[str]) -> list[StudyTask]:
+    """Load every task once (fails fast, one line) and fingerprint its data."""
+    from hf_posbias.evaluation.runner import load_tasks
+
+    out = []
+    for spec, task in zip(specs, load_tasks(list(specs)), strict=True):
+        out.append(
+            StudyTask(spec, task.metadata.name, str(task.folder), str(task.metadata.revision))
+        )
+    return out
+
+
+def eval_dir(out: str | Path, model: StudyModel, task: StudyTask) -> Path:
+    """``<out>/eval/<model>/<task>/``: one ``posbias evaluate`` run folder."""
+    from hf_posbias.evaluation.exports import safe_name
+
+    return Path(out) / "eval" / model.name / safe_name(task.name)
+
+
+def evaluation_done(folder: Path, model_fp: str, task: StudyTask) -> bool:
+    """Whether ``folder`` holds this model's evaluation on this task's data."""
+    marker = folder / EVAL_MARKER
+    if not marker.is_file():
+        return False
+    data = json.loads(marker.read_text())
+    return data.get("model_fingerprint") == model_fp and data.get("task_fingerprint") == (
+        task.fingerprint
+    )

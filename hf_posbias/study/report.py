@@ -1,0 +1,644 @@
+"""The study report: YHP26's Table 3 per task, PSI reductions, the direction check, curves.
+
+One implementation for ``posbias study report DIR`` (a study folder) and ``posbias report RUN
+…`` (any ``posbias evaluate`` run folders; each model's base and configuration are read from its
+checkpoint's card facts, an untrained model is the ``base``). Every number is recomputed from the
+per-query tables (``per_query/<task>.parquet``) with :mod:`hf_posbias.evaluation.uncertainty`:
+
+- a **cell** per (task, model, configuration[, pooling]): nDCG@10 per position, their mean and
+  PSI, each with its percentile bootstrap interval (queries resampled within positions);
+- a **PSI reduction** per (task, model[, pooling]):
+  ``1 − PSI(uniform) / max(PSI(begin), PSI(middle), PSI(end))`` with a joint bootstrap interval
+  and a p-value (H0: no reduction) on the queries all four runs share;
+- the **direction check**: does each skewed configuration raise the score of its own position
+  against the untrained base (paired bootstrap test on that position's queries);
+- per task a table with a row per base (per base · pooling in a pooling study) and a column per
+  configuration plus the base (mean nDCG@10 and PSI), the average over tasks, and a grid of
+  per-position curves (a panel per base, a line per configuration).
+
+Files: ``report.md``, ``report.csv`` (one row per cell and position), ``curves-<task>.png``, and
+``report.json`` = ``{"cells": [{task, model, config, pooling, per_position, mean, psi, ci,
+n_queries, per_query}, …], "psi_reductions": [{task, model, pooling, psi_reduction, ci,
+p_value, worst}, …], "direction": […], "averages": […]}``.
+
+Example:
+    >>> psi_reduction({"uniform": 0.1, "begin": 0.4, "middle": 0.2, "end": 0.3})
+    (0.75, 'begin')
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hf_posbias.errors import InputError
+from hf_posbias.sampling import PAPER_CONFIG_NAMES
+from hf_posbias.settings import check_positive, setting
+
+SKEWED: tuple[str, ...] = PAPER_CONFIG_NAMES[:3]
+"""begin, middle, end: the skewed configurations PSI(uniform) is compared with."""
+UNIFORM = PAPER_CONFIG_NAMES[3]
+BASE = "base"
+REPORT_DIRNAME = "report"
+
+
+@dataclass(kw_only=True)
+class StudyReportSettings:
+    """``posbias study report DIR``."""
+
+    folder: str = setting("study folder of `posbias study run`", positional=True)
+
+
+@dataclass(kw_only=True)
+class ReportSettings:
+    """``posbias report RUN …``: the study report over any `posbias evaluate` run folders."""
+
+    runs: list[str] = setting("`posbias evaluate` run folders (one model each)", positional=True)
+    out: str = setting("output folder of the report")
+    bootstrap: int = setting("bootstrap resamples of every interval and test", default=1000)
+    seed: int = setting("seed of the bootstrap", default=0)
+    title: str = setting("report title", default="Position bias report")
+
+    def __post_init__(self) -> None:
+        check_positive(self, "bootstrap")
+
+
+@dataclass(frozen=True)
+class Source:
+    """One evaluation to report: a task's summary of one model in one run folder."""
+
+    task: str
+    model: str
+    config: str
+    pooling: str | None
+    summary: Any
+    """The :class:`~hf_posbias.evaluation.summary.EvaluationSummary`."""
+    per_query: str
+
+
+@dataclass
+class Cell:
+    """One (task, model, configuration[, pooling]) of the report, from its per-query table."""
+
+    task: str
+    model: str
+    config: str
+    pooling: str | None
+    per_position: dict[str, float]
+    mean: float
+    psi: float | None
+    ci: dict[str, Any]
+    n_queries: dict[str, int]
+    per_query: str
+    ndcg_at_10_all: float = 0.0
+    """Plain retrieval: nDCG@10 averaged over every query of the task (each once)."""
+
+    @property
+    def row(self) -> str:
+        """The table row label: the base, with its pooling in a pooling study."""
+        return _row_label({"model": self.model, "pooling": self.pooling})
+
+
+def _keys(row: Mapping[str, Any]) -> dict[str, str]:
+    return {"task": row["task"], "model": _row_label(row)}
+
+
+def _row_label(row: Mapping[str, Any]) -> str:
+    return row["model"] if not row["pooling"] else f"{row['model']} · {row['pooling']}"
+
+
+@dataclass
+class StudyReport:
+    """Everything ``report.json`` holds."""
+
+    cells: list[Cell]
+    psi_reductions: list[dict[str, Any]] = field(default_factory=list)
+    direction: list[dict[str, Any]] = field(default_factory=list)
+    averages: list[dict[str, Any]] = field(default_factory=list)
+    bootstrap: int = 1000
+    seed: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form (the ``report.json`` schema)."""
+        return asdict(self)
+
+
+def psi_reduction(psi: Mapping[str, float | None]) -> tuple[float | None, str | None]:
+    """``1 − PSI(uniform) / max(skewed PSI)`` and the worst skewed configuration."""
+    skewed = {c: psi[c] for c in SKEWED if psi.get(c) is not None}
+    if psi.get(UNIFORM) is None or not skewed:
+        return None, None
+    worst = max(skewed, key=lambda c: skewed[c])  # type: ignore[arg-type,return-value]
+    top = skewed[worst]
+    if not top:
+        return None, worst
+    return 1.0 - float(psi[UNIFORM]) / float(top), worst  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- sources
+
+
+def _per_query_path(summary: Any, run_folder: Path) -> str:
+    from hf_posbias.evaluation.exports import PER_QUERY_DIRNAME, safe_name
+
+    path = summary.per_query_path
+    if path and Path(path).is_file():
+        return str(path)
+    local = run_folder / PER_QUERY_DIRNAME / f"{safe_name(summary.task)}.parquet"
+    if local.is_file():
+        return str(local)
+    raise InputError(f"{run_folder}: {summary.task} has no per-query table (rerun the evaluation)")
+
+
+def model_facts(model: str) -> tuple[str, str, str | None]:
+    """(base, configuration, pooling) of an evaluated model, from its folder's facts.
+
+    A posbias-trained checkpoint names its base and configuration (``posbias_training.json``);
+    a study's untrained base names its base; anything else is a ``base`` under its own name.
+    """
+    from hf_posbias.modeling import model_display_name
+    from hf_posbias.study.layout import BASE_MARKER
+    from hf_posbias.training.card import TRAINING_INFO, load_training_info
+
+    folder = Path(model)
+    if (folder / TRAINING_INFO).is_file():
+        info = load_training_info(folder)
+        return info.model_name, info.config, info.pooling
+    if (folder / BASE_MARKER).is_file():
+        facts = json.loads((folder / BASE_MARKER).read_text())
+        return str(facts["base"]), BASE, facts.get("pooling")
+    return model_display_name(model), BASE, None
+
+
+def run_sources(runs: Sequence[str | Path]) -> list[Source]:
+    """The evaluations of ``posbias evaluate`` run folders (``posbias report RUN …``).
+
+    Every run must hold the same tasks on the same data: a folder from another task is refused.
+    """
+    from hf_posbias.evaluation.summary import read_summaries
+
+    if not runs:
+        raise InputError("no run folder given")
+    sources: list[Source] = []
+    tasks: dict[str, tuple[str, str]] = {}
+    for run in runs:
+        folder = Path(run)
+        summaries = read_summaries(folder)
+        names = {s.task for s in summaries}
+        if tasks and names != set(tasks):
+            raise InputError(
+                f"{folder} holds task(s) {', '.join(sorted(names))}, the other runs "
+                f"{', '.join(sorted(tasks))}: report runs of the same tasks"
+            )
+        for summary in summaries:
+            seen = tasks.setdefault(summary.task, (summary.task_revision, str(run)))
+            if seen[0] and summary.task_revision and seen[0] != summary.task_revision:
+                raise InputError(
+                    f"{folder} and {seen[1]} hold different data for task {summary.task!r}: "
+                    "report runs of the same task"
+                )
+            base, config, pooling = model_facts(summary.model)
+            sources.append(
+                Source(
+                    summary.task, base, config, pooling, summary, _per_query_path(summary, folder)
+                )
+            )
+    return sources
+
+
+def study_sources(out: str | Path) -> list[Source]:
+    """The evaluations of a study folder (its markers name base, configuration and pooling)."""
+    from hf_posbias.evaluation.summary import read_summaries
+    from hf_posbias.study.layout import (
+        EVAL_MARKER,
+        base_label,
+        eval_dir,
+        resolve_tasks,
+        study_models,
+    )
+    from hf_posbias.study.spec import spec_from_folder
+
+    spec = spec_from_folder(out)
+    tasks = resolve_tasks(spec.tasks)
+    sources = []
+    missing = 0
+    for model in study_models(spec, out):
+        for task in tasks:
+            folder = eval_dir(out, model, task)
+            if not (folder / EVAL_MARKER).is_file():
+                missing += 1
+                continue
+            [summary] = read_summaries(folder)
+            sources.append(
+                Source(
+                    summary.task,
+                    base_label(model.base),
+                    model.config,
+                    model.pooling,
+                    summary,
+                    _per_query_path(summary, folder),
+                )
+            )
+    if missing:
+        raise InputError(
+            f"{out}: {missing} evaluation(s) of the study are missing: rerun `posbias study run`"
+        )
+    return sources
+
+
+def single_pooling(sources: Sequence[Source]) -> list[Source]:
+    """Drop the pooling of models evaluated with one pooling only (it is no axis for them)."""
+    from dataclasses import replace
+
+    poolings: dict[str, set[str | None]] = {}
+    for s in sources:
+        if s.config != "off-the-shelf":
+            poolings.setdefault(s.model, set()).add(s.pooling)
+    return [
+        replace(s, pooling=None) if len(poolings.get(s.model, set())) <= 1 else s for s in sources
+    ]
+
+
+# --------------------------------------------------------------------------- numbers
+
+
+def _scores(source: Source) -> dict[str, dict[str, float]]:
+    from hf_posbias.evaluation.exports import per_bucket_from_table, read_per_query
+
+    return per_bucket_from_table(read_per_query(source.per_query))
+
+
+def compute_cell(source: Source, n_resamples: int, seed: int, root: Path | None = None) -> Cell:
+    """A cell recomputed from its per-query table."""
+    from hf_posbias.evaluation.uncertainty import bootstrap_positions
+
+    scores = _scores(source)
+    ci = bootstrap_positions(scores, n_resamples=n_resamples, seed=seed)
+    every = {(b, q): v for b, per in scores.items() for q, v in per.items()}
+    order = [b for b in source.summary.buckets if b in ci.buckets]
+    per_query = source.per_query
+    if root is not None:
+        per_query = os.path.relpath(Path(per_query).resolve(), root.resolve())
+    return Cell(
+        task=source.task,
+        model=source.model,
+        config=source.config,
+        pooling=source.pooling,
+        per_position={b: ci.buckets[b].estimate for b in order},
+        mean=ci.mean.estimate,
+        psi=None if ci.psi is None else ci.psi.estimate,
+        ci={
+            "per_position": {b: [ci.buckets[b].low, ci.buckets[b].high] for b in order},
+            "mean": [ci.mean.low, ci.mean.high],
+            "psi": None if ci.psi is None else [ci.psi.low, ci.psi.high],
+        },
+        n_queries={b: ci.n_queries[b] for b in order},
+        per_query=per_query,
+        ndcg_at_10_all=sum(every.values()) / len(every),
+    )
+
+
+def _groups(sources: Sequence[Source]) -> dict[tuple[str, str, str | None], dict[str, Source]]:
+    groups: dict[tuple[str, str, str | None], dict[str, Source]] = {}
+    for s in sources:
+        configs = groups.setdefault((s.task, s.model, s.pooling), {})
+        if s.config in configs:
+            raise InputError(
+                f"two runs of {s.model} ({s.config}) on {s.task}: report each model once"
+            )
+        configs[s.config] = s
+    return groups
+
+
+def _reduction_statistic(n_skewed: int) -> Any:
+    import numpy as np
+
+    from hf_posbias.evaluation.psi import psi_columns
+
+    def statistic(means: list[Any]) -> Any:
+        skewed = np.vstack([psi_columns(m) for m in means[:n_skewed]])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return 1.0 - psi_columns(means[n_skewed]) / skewed.max(axis=0)
+
+    return statistic
+
+
+def reductions(
+    sources: Sequence[Source], cells: Sequence[Cell], n_resamples: int, seed: int
+) -> list[dict[str, Any]]:
+    """PSI reduction of uniform against the worst skewed configuration, per task and model."""
+    from hf_posbias.evaluation.uncertainty import bootstrap_statistic
+
+    psi = {(c.task, c.model, c.pooling, c.config): c.psi for c in cells}
+    out = []
+    for (task, model, pooling), configs in _groups(sources).items():
+        skewed = [c for c in SKEWED if c in configs]
+        if UNIFORM not in configs or not skewed:
+            continue
+        value, worst = psi_reduction({c: psi[(task, model, pooling, c)] for c in configs})
+        if value is None:
+            continue
+        runs = [_scores(configs[c]) for c in (*skewed, UNIFORM)]
+        joint = bootstrap_statistic(
+            runs, _reduction_statistic(len(skewed)), n_resamples=n_resamples, seed=seed
+        )
+        out.append(
+            {
+                "task": task,
+                "model": model,
+                "pooling": pooling,
+                "psi_reduction": joint.delta,
+                "ci": [joint.low, joint.high],
+                "p_value": joint.p_value,
+                "worst": worst,
+            }
+        )
+    return out
+
+
+def direction_checks(sources: Sequence[Source], n_resamples: int, seed: int) -> list[dict]:
+    """Does each skewed configuration raise its own position against the untrained base?"""
+    from hf_posbias.evaluation.compare import ALPHA
+    from hf_posbias.evaluation.uncertainty import paired_comparison
+
+    out = []
+    for (task, model, pooling), configs in _groups(sources).items():
+        if BASE not in configs:
+            continue
+        base_scores = _scores(configs[BASE])
+        for config in SKEWED:
+            if config not in configs or config not in base_scores:
+                continue
+            comparison = paired_comparison(
+                base_scores, _scores(configs[config]), n_resamples=n_resamples, seed=seed
+            )
+            diff = comparison.buckets[config]
+            out.append(
+                {
+                    "task": task,
+                    "model": model,
+                    "pooling": pooling,
+                    "config": config,
+                    "position": config,
+                    "delta": diff.delta,
+                    "ci": [diff.low, diff.high],
+                    "p_value": diff.p_value,
+                    "raised": diff.delta > 0 and diff.p_value < ALPHA,
+                }
+            )
+    return out
+
+
+def task_averages(cells: Sequence[Cell]) -> list[dict[str, Any]]:
+    """The plain-retrieval table: nDCG@10 over all queries per model, configuration and task,
+    and its average over the tasks."""
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for cell in cells:
+        row = rows.setdefault((cell.row, cell.config), {"model": cell.row, "config": cell.config})
+        row[cell.task] = cell.ndcg_at_10_all
+    tasks = sorted({c.task for c in cells})
+    for row in rows.values():
+        values = [row[t] for t in tasks if t in row]
+        row["average"] = sum(values) / len(values)
+    return list(rows.values())
+
+
+def build_report(
+    sources: Sequence[Source], n_resamples: int, seed: int, root: Path | None = None
+) -> StudyReport:
+    """Cells, PSI reductions, direction checks and averages of ``sources``."""
+    from hf_posbias.progress import progress
+
+    cells = [
+        compute_cell(s, n_resamples, seed, root)
+        for s in progress(
+            sources, total=len(sources), desc="report cells", disable=len(sources) < 8
+        )
+    ]
+    return StudyReport(
+        cells=cells,
+        psi_reductions=reductions(sources, cells, n_resamples, seed),
+        direction=direction_checks(sources, n_resamples, seed),
+        averages=task_averages(cells),
+        bootstrap=n_resamples,
+        seed=seed,
+    )
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _configs_in_order(cells: Sequence[Cell]) -> list[str]:
+    seen = list(dict.fromkeys(c.config for c in cells))
+    trained = [c for c in seen if c not in (BASE, "off-the-shelf")]
+    return trained + [c for c in (BASE, "off-the-shelf") if c in seen]
+
+
+def _ci(value: float | None, interval: Sequence[float] | None) -> str | None:
+    from hf_posbias.evaluation.report import with_interval
+
+    return with_interval(value, tuple(interval) if interval else None)  # type: ignore[arg-type]
+
+
+def task_tables(report: StudyReport) -> dict[str, dict[str, Any]]:
+    """Per task: ``{"mean": table, "psi": table}`` (rows = bases, columns = configurations)."""
+    from hf_posbias.tables import as_table
+
+    out: dict[str, dict[str, Any]] = {}
+    for task in dict.fromkeys(c.task for c in report.cells):
+        cells = [c for c in report.cells if c.task == task]
+        configs = _configs_in_order(cells)
+        tables = {}
+        for what in ("mean", "psi"):
+            rows = []
+            for label in dict.fromkeys(c.row for c in cells):
+                row: dict[str, Any] = {"model": label}
+                for config in configs:
+                    match = [c for c in cells if c.row == label and c.config == config]
+                    row[config] = _ci(getattr(match[0], what), match[0].ci[what]) if match else "—"
+                rows.append(row)
+            tables[what] = as_table(rows)
+        out[task] = tables
+    return out
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def report_markdown(report: StudyReport, title: str) -> str:
+    """The human report (tables, reductions, direction check, averages, curve images)."""
+    from hf_posbias.evaluation.exports import safe_name
+    from hf_posbias.tables import as_table
+
+    parts = [f"# {title}", ""]
+    parts.append(
+        f"Brackets: 95% percentile bootstrap intervals ({report.bootstrap} resamples, seed "
+        f"{report.seed}; queries resampled within positions), recomputed from the per-query "
+        "tables listed in report.json."
+    )
+    for task, tables in task_tables(report).items():
+        parts += ["", f"## {task}", "", "Mean nDCG@10:", "", tables["mean"].to_markdown()]
+        parts += ["", "PSI:", "", tables["psi"].to_markdown()]
+        parts += ["", f"![per-position curves](curves-{safe_name(task)}.png)"]
+    if report.psi_reductions:
+        parts += ["", "## PSI reduction: 1 − PSI(uniform) / max(PSI(begin), PSI(middle), PSI(end))"]
+        rows = [
+            {
+                **_keys(r),
+                "worst skewed": r["worst"],
+                "PSI reduction": _ci(r["psi_reduction"], r["ci"]),
+                "p (H0: none)": _fmt(r["p_value"], 4),
+            }
+            for r in report.psi_reductions
+        ]
+        parts += ["", as_table(rows).to_markdown()]
+    if report.direction:
+        parts += [
+            "",
+            "## Direction check: Δ nDCG@10 at each skewed configuration's own position vs the "
+            "untrained base (paired bootstrap)",
+        ]
+        rows = [
+            {
+                **_keys(r),
+                "config": r["config"],
+                "Δ at own position": _ci(r["delta"], r["ci"]),
+                "p": _fmt(r["p_value"], 4),
+                "raised (p < 0.05)": "yes" if r["raised"] else "no",
+            }
+            for r in report.direction
+        ]
+        parts += ["", as_table(rows).to_markdown()]
+    if report.averages:
+        parts += [
+            "",
+            "## Plain retrieval: nDCG@10 over all queries of each task (each query once) and "
+            "the average over the tasks",
+            "",
+        ]
+        parts.append(as_table(report.averages).to_markdown())
+    return "\n".join(parts) + "\n"
+
+
+def write_csv(report: StudyReport, path: Path) -> Path:
+    """One row per cell and position (plus its mean and PSI)."""
+    fields = ["task", "model", "pooling", "config", "position", "ndcg_at_10", "ci_low", "ci_high"]
+    fields += ["n_queries", "mean", "mean_low", "mean_high", "psi", "psi_low", "psi_high"]
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields)
+        writer.writeheader()
+        for c in report.cells:
+            psi_ci = c.ci["psi"] or ["", ""]
+            for position, value in c.per_position.items():
+                low, high = c.ci["per_position"][position]
+                writer.writerow(
+                    {
+                        "task": c.task,
+                        "model": c.model,
+                        "pooling": c.pooling or "",
+                        "config": c.config,
+                        "position": position,
+                        "ndcg_at_10": value,
+                        "ci_low": low,
+                        "ci_high": high,
+                        "n_queries": c.n_queries[position],
+                        "mean": c.mean,
+                        "mean_low": c.ci["mean"][0],
+                        "mean_high": c.ci["mean"][1],
+                        "psi": "" if c.psi is None else c.psi,
+                        "psi_low": psi_ci[0],
+                        "psi_high": psi_ci[1],
+                    }
+                )
+    return path
+
+
+def plot_grid(sources: Sequence[Source], cells: Sequence[Cell], task: str, path: Path) -> Path:
+    """Per-position curves of one task: a panel per base (· pooling), a line per configuration."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from hf_posbias.evaluation.report import plot_position_curves, save_png
+
+    rows = list(dict.fromkeys(c.row for c in cells if c.task == task))
+    order = _configs_in_order([c for c in cells if c.task == task])
+    ncols = min(len(rows), 4)
+    nrows = -(-len(rows) // ncols)
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(5.2 * ncols, 3.8 * nrows), dpi=100, squeeze=False
+    )
+    for index, label in enumerate(rows):
+        ax = axes[index // ncols][index % ncols]
+        mine = {
+            s.config: s.summary
+            for s in sources
+            if s.task == task and _row_label({"model": s.model, "pooling": s.pooling}) == label
+        }
+        configs = [c for c in order if c in mine]
+        plot_position_curves(
+            [mine[c] for c in configs], path, title=label, labels=dict(enumerate(configs)), ax=ax
+        )
+    for index in range(len(rows), nrows * ncols):
+        axes[index // ncols][index % ncols].axis("off")
+    fig.suptitle(f"{task}: nDCG@10 per position (95% bootstrap intervals)")
+    fig.tight_layout()
+    return save_png(fig, path)
+
+
+def write_report(
+    sources: Sequence[Source],
+    out_dir: str | Path,
+    *,
+    n_resamples: int,
+    seed: int,
+    title: str = "Position bias study",
+    root: Path | None = None,
+) -> Path:
+    """Write ``report.md``, ``report.csv``, ``report.json`` and ``curves-<task>.png``."""
+    from hf_posbias.evaluation.exports import safe_name
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    sources = single_pooling(sources)
+    report = build_report(sources, n_resamples, seed, root)
+    for task in dict.fromkeys(c.task for c in report.cells):
+        plot_grid(sources, report.cells, task, out / f"curves-{safe_name(task)}.png")
+    write_csv(report, out / "report.csv")
+    (out / "report.md").write_text(report_markdown(report, title))
+    target = out / "report.json"
+    target.write_text(json.dumps(report.to_dict(), indent=2, sort_keys=True) + "\n")
+    return target
+
+
+def write_study_report(out: str | Path) -> Path:
+    """The report of a study folder into ``<out>/report/`` (per-query paths relative to it)."""
+    from hf_posbias.study.layout import base_label
+    from hf_posbias.study.spec import spec_from_folder
+
+    spec = spec_from_folder(out)
+    bases = ", ".join(base_label(b) for b in spec.bases)
+    return write_report(
+        study_sources(out),
+        Path(out) / REPORT_DIRNAME,
+        n_resamples=spec.bootstrap,
+        seed=spec.seed,
+        title=f"Position bias study: {bases} × {', '.join(spec.configs)}",
+        root=Path(out),
+    )
+
+
+def read_report(path: str | Path) -> dict[str, Any]:
+    """``report.json`` of a report folder or study folder (or the file itself)."""
+    target = Path(path)
+    for candidate in (target, target / "report.json", target / REPORT_DIRNAME / "report.json"):
+        if candidate.is_file():
+            return json.loads(candidate.read_text())
+    raise InputError(f"{path}: no report.json (run `posbias study report`)")

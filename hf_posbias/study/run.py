@@ -1,0 +1,309 @@
+"""``posbias study run SPEC --out DIR``: train every run, evaluate every model once, report.
+
+The steps of a study, in order, each one resumable:
+
+1. every (base, configuration[, pooling]) run is trained through the matrix runner
+   (:func:`hf_posbias.training.matrix.run_matrix`: ``accelerate launch`` per run, or in this
+   process with ``in_process``) into ``<out>/models/posbias-<base>-<config>[-<pooling>]``; a run
+   whose folder holds the trainer's final marker is skipped;
+2. every untrained base is saved with exactly the settings its checkpoints get — the trainer's
+   own :func:`~hf_posbias.training.builder.build_sentence_transformer` with the study's pooling
+   and max length, so the same query prefix, sequence length and pooling — into
+   ``<out>/bases/posbias-<base>-base[-<pooling>]``; with ``off_the_shelf`` the base as published
+   is evaluated too (config ``off-the-shelf``);
+3. every model is evaluated on every task by :func:`hf_posbias.evaluation.runner.evaluate_model`
+   (the code of ``posbias evaluate``) into ``<out>/eval/<model folder>/<task>/``; the marker
+   ``posbias_study_eval.json`` (written last) holds the model's and the task's fingerprints, so a
+   rerun evaluates nothing that is done and re-evaluates a model whose weights changed;
+4. when every evaluation of the study is there, the report (:mod:`hf_posbias.study.report`).
+
+``shard="i/n"`` takes runs ``i, i+n, …`` (and bases ``i, i+n, …``) for node ``i`` of ``n``; the
+node that finishes last writes the report (or run ``posbias study report DIR``).
+
+Example:
+    >>> StudyRunSettings(spec="s.yaml", out="o", shard="1/4").shard
+    '1/4'
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hf_posbias.errors import InputError
+from hf_posbias.settings import check_positive, setting
+from hf_posbias.study.layout import (
+    BASE_CONFIG,
+    BASE_MARKER,
+    EVAL_MARKER,
+    StudyModel,
+    StudyTask,
+    base_label,
+    eval_dir,
+    evaluation_done,
+    model_fingerprint,
+    resolve_tasks,
+    study_models,
+)
+from hf_posbias.study.spec import StudySpec, check_inputs, save_spec, training_argv
+
+Echo = Callable[[str], None]
+
+
+@dataclass(kw_only=True)
+class StudyRunSettings:
+    """How one invocation of ``posbias study run`` runs the study (the spec says what)."""
+
+    spec: str = setting("study spec file (YAML or JSON), e.g. studies/yhp26.yaml", positional=True)
+    out: str | None = setting(
+        "study folder (a rerun resumes it); required unless --dry-run", default=None
+    )
+    shard: str | None = setting("i/n: this node's share of the runs (0-based)", default=None)
+    dry_run: bool = setting(
+        "print every run, its settings after the memory plan and the projected hours; run nothing",
+        default=False,
+    )
+    in_process: bool = setting(
+        "train in this process instead of `accelerate launch`", default=False
+    )
+    num_processes: int | None = setting("accelerate processes per run (DDP)", default=None)
+    plan_for: str | None = setting(
+        "dry run: plan for this GPU (h100, h200, a100-80gb, …, cpu); default: this machine",
+        default=None,
+        metavar="DEVICE",
+    )
+    throughput: str | None = setting(
+        "dry run: seconds per step from benchmarks/train_throughput.py --json",
+        default=None,
+        metavar="JSON",
+    )
+    hub_token: str | None = setting(
+        "Hub token for hub_org; unset = HF_TOKEN or the stored login", default=None
+    )
+
+    def __post_init__(self) -> None:
+        from hf_posbias.training.matrix import select_shard
+
+        select_shard([], self.shard)  # validates i/n
+        if self.out is None and not self.dry_run:
+            raise InputError("--out is required (the study folder)")
+        check_positive(self, "num_processes")
+
+
+def save_untrained_base(model: StudyModel, spec: StudySpec) -> None:
+    """Save the base as the trainer builds it before step 1 (same pooling, length, prompts)."""
+    folder = Path(model.folder)
+    if (folder / BASE_MARKER).is_file():
+        return
+    from hf_posbias.training.builder import build_sentence_transformer
+    from hf_posbias.training.models import get_model_spec
+
+    model_spec = get_model_spec(model.base)
+    st = build_sentence_transformer(
+        model_spec,
+        pooling=model.pooling or spec.training.get("pooling"),
+        max_length=spec.training.get("max_length"),
+    )
+    st.save(str(folder))
+    facts = {
+        "base": base_label(model.base),
+        "pooling": st[1].pooling_mode if len(st) > 1 else None,
+        "max_seq_length": st.max_seq_length,
+        "query_prefix": st.prompts.get("query", ""),
+    }
+    (folder / BASE_MARKER).write_text(json.dumps(facts, indent=2, sort_keys=True) + "\n")
+
+
+def evaluate_study_model(
+    model: StudyModel, tasks: Sequence[StudyTask], spec: StudySpec, out: str | Path
+) -> tuple[int, int]:
+    """Evaluate ``model`` on every task not done yet; returns (evaluated, skipped)."""
+    from hf_posbias.evaluation.runner import evaluate_model
+
+    fingerprint = model_fingerprint(model)
+    todo = [t for t in tasks if not evaluation_done(eval_dir(out, model, t), fingerprint, t)]
+    loaded = None
+    for task in todo:
+        folder = eval_dir(out, model, task)
+        if loaded is None:
+            from hf_posbias.evaluation.models import load_model
+
+            loaded = load_model(model.folder)
+        evaluate_model(
+            model.folder,
+            [task.folder],
+            folder,
+            bootstrap=spec.bootstrap,
+            seed=spec.seed,
+            loaded=loaded,
+        )
+        marker = {
+            "base": model.base,
+            "config": model.config,
+            "pooling": model.pooling,
+            "model": model.folder,
+            "model_fingerprint": fingerprint,
+            "task": task.name,
+            "task_fingerprint": task.fingerprint,
+        }
+        (folder / EVAL_MARKER).write_text(json.dumps(marker, indent=2, sort_keys=True) + "\n")
+    return len(todo), len(tasks) - len(todo)
+
+
+@dataclass
+class StudyOutcome:
+    """What one ``study run`` invocation did."""
+
+    trained: list[str]
+    evaluated: int
+    skipped: int
+    report: Path | None
+    lines: list[str]
+
+
+def _eta(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
+
+
+def select_models(models: Sequence[StudyModel], shard: str | None) -> list[StudyModel]:
+    """This node's models: runs ``i, i+n, …`` and bases ``i, i+n, …`` (all without a shard)."""
+    from hf_posbias.training.matrix import select_shard
+
+    if not shard:
+        return list(models)
+    bases = [m for m in models if not m.trained]
+    runs = [m for m in models if m.trained]
+    # select_shard validates "i/n" and slices any sequence the same way.
+    return select_shard(bases, shard) + select_shard(runs, shard)  # type: ignore[arg-type]
+
+
+def _matrix_run(model: StudyModel) -> Any:
+    from hf_posbias.training.matrix import Run
+
+    return Run(model.base, model.config, model.folder, model.pooling)
+
+
+def dry_run_lines(spec: StudySpec, settings: StudyRunSettings) -> list[str]:
+    """Every training run with its launch command, its settings after the memory plan and its
+    projected time, then the evaluations and the projected total."""
+    from hf_posbias.training.matrix import run_matrix
+
+    check_inputs(spec, None)
+    models = select_models(study_models(spec, settings.out or "study"), settings.shard)
+    runs = [_matrix_run(m) for m in models if m.trained]
+    report = run_matrix(
+        runs,
+        spec.data,
+        training_argv(spec),
+        dry_run=True,
+        num_processes=settings.num_processes,
+        plan_for=settings.plan_for,
+        throughput=settings.throughput,
+    )
+    lines = []
+    for index, (command, plan) in enumerate(zip(report.commands, report.plans), start=1):
+        lines.append(f"run {index}/{len(runs)}: {runs[index - 1].name}")
+        lines.append(f"  {command}")
+        lines.append(f"  # {plan}")
+    n_eval = len(models) * len(spec.tasks)
+    untrained = len(models) - len(runs)
+    lines.append(
+        f"# {len(runs)} runs to train, {untrained} untrained base model(s), "
+        f"{n_eval} evaluations ({len(models)} models × {len(spec.tasks)} tasks)"
+    )
+    if report.projected_seconds is not None:
+        lines.append(f"# training projected {report.projected_seconds / 3600:.1f} h in all")
+    else:
+        lines.append(
+            "# pass --throughput FILE (benchmarks/train_throughput.py --json FILE) for a "
+            "projected time"
+        )
+    return lines
+
+
+def run_study(spec: StudySpec, settings: StudyRunSettings, echo: Echo = print) -> StudyOutcome:
+    """Train, evaluate and report the study (see the module docstring); resumable."""
+    from hf_posbias.training.matrix import run_matrix
+
+    out, shard, hub_token = str(settings.out), settings.shard, settings.hub_token
+    num_processes, in_process = settings.num_processes, settings.in_process
+    check_inputs(spec, out, hub_token)
+    tasks = resolve_tasks(spec.tasks)
+    save_spec(spec, out)
+    models = select_models(study_models(spec, out), shard)
+    extra = training_argv(spec)
+    # Every run's flags are checked before the first run starts.
+    from hf_posbias.training.settings import parse_settings
+
+    for model in models:
+        if model.trained:
+            parse_settings(_matrix_run(model).train_args(spec.data, extra))
+    outcome = StudyOutcome([], 0, 0, None, [])
+    durations: list[float] = []
+    for index, model in enumerate(models, start=1):
+        start = time.perf_counter()
+        what = []
+        if model.trained:
+            run = _matrix_run(model)
+            if run.is_finished():
+                what.append("training skipped (done)")
+            else:
+                run_matrix(
+                    [run], spec.data, extra, num_processes=num_processes, in_process=in_process
+                )
+                outcome.trained.append(model.name)
+                facts = json.loads((Path(model.folder) / "posbias_training.json").read_text())
+                what.append(
+                    f"trained {facts['steps']} steps in {facts['train_seconds']:.1f} s "
+                    f"({facts['train_seconds'] / max(facts['steps'], 1):.2f} s/step)"
+                )
+        elif model.config == BASE_CONFIG:
+            save_untrained_base(model, spec)
+        evaluated, skipped = evaluate_study_model(model, tasks, spec, out)
+        outcome.evaluated += evaluated
+        outcome.skipped += skipped
+        if evaluated:
+            what.append(f"evaluated on {evaluated} task(s)")
+        if skipped:
+            what.append(f"{skipped} evaluation(s) skipped (done)")
+        seconds = time.perf_counter() - start
+        if evaluated or model.name in outcome.trained:
+            durations.append(seconds)
+        left = len(models) - index
+        if not left:
+            eta = "0 s"
+        elif durations:
+            eta = _eta(sum(durations) / len(durations) * left)
+        else:
+            eta = "n/a (nothing measured yet)"
+        line = (
+            f"[{index}/{len(models)}] {model.name}: {'; '.join(what)} ({seconds:.1f} s, ETA {eta})"
+        )
+        outcome.lines.append(line)
+        echo(line)
+    if study_complete(spec, out, tasks):
+        from hf_posbias.study.report import write_study_report
+
+        outcome.report = write_study_report(out)
+        echo(f"report: {outcome.report}")
+        if spec.hub_org:
+            from hf_posbias.study.publish import publish_study
+
+            for line in publish_study(out, spec.hub_org, hub_token):
+                echo(line)
+    else:
+        echo("report: waiting for the other shards' evaluations (or run `posbias study report`)")
+    return outcome
+
+
+def study_complete(spec: StudySpec, out: str | Path, tasks: Sequence[StudyTask]) -> bool:
+    """Whether every model of the study (all shards) has every evaluation."""
+    return all(
+        (eval_dir(out, m, t) / EVAL_MARKER).is_file()
+        for m in study_models(spec, out)
+        for t in tasks
+    )

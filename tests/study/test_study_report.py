@@ -1,0 +1,86 @@
+"""The study report's numbers against a hand recomputation from synthetic per-query tables."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from hf_posbias.evaluation.exports import write_per_query
+from hf_posbias.evaluation.summary import EvaluationSummary
+from hf_posbias.study.report import Source, write_report
+
+BUCKETS = ["begin", "middle", "end"]
+# Per configuration: the mean nDCG@10 the queries of each bucket are drawn around.
+PROFILES = {
+    "base": (0.8, 0.5, 0.6),
+    "begin": (0.9, 0.4, 0.5),
+    "middle": (0.6, 0.7, 0.5),
+    "end": (0.5, 0.45, 0.8),
+    "uniform": (0.75, 0.65, 0.7),
+}
+
+
+def _sources(tmp_path, pooling=None, model="m"):
+    rng = np.random.default_rng(0)
+    sources = []
+    for config, means in PROFILES.items():
+        rows = [
+            {"query_id": f"{b}{q}", "bucket": b,
+             "ndcg_at_10": float(np.clip(rng.normal(mean, 0.15), 0, 1))}
+            for b, mean in zip(BUCKETS, means)
+            for q in range(40)
+        ]  # fmt: skip
+        path = write_per_query(rows, tmp_path / f"{model}-{config}-{pooling}.parquet")
+        summary = EvaluationSummary.from_scores(
+            model, "T", BUCKETS, dict(zip(BUCKETS, means)), n_queries={b: 40 for b in BUCKETS}
+        )
+        sources.append(Source("T", model, config, pooling, summary, str(path)))
+    return sources
+
+
+def test_cells_reductions_and_direction_recompute(tmp_path):
+    import pyarrow.parquet as pq
+
+    sources = _sources(tmp_path)
+    target = write_report(sources, tmp_path / "r", n_resamples=200, seed=1)
+    report = json.loads(target.read_text())
+    psi = {}
+    for cell in report["cells"]:
+        rows = pq.read_table(cell["per_query"]).to_pylist()
+        means = {b: np.mean([r["ndcg_at_10"] for r in rows if r["bucket"] == b]) for b in BUCKETS}
+        assert cell["per_position"] == pytest.approx(means)
+        assert cell["mean"] == pytest.approx(np.mean(list(means.values())))
+        assert cell["psi"] == pytest.approx(1 - min(means.values()) / max(means.values()))
+        assert cell["ndcg_at_10_all"] == pytest.approx(np.mean([r["ndcg_at_10"] for r in rows]))
+        low, high = cell["ci"]["psi"]
+        assert low <= cell["psi"] <= high
+        psi[cell["config"]] = cell["psi"]
+    [reduction] = report["psi_reductions"]
+    worst = max(("begin", "middle", "end"), key=psi.get)
+    assert reduction["worst"] == worst
+    assert reduction["psi_reduction"] == pytest.approx(1 - psi["uniform"] / psi[worst])
+    assert reduction["ci"][0] <= reduction["psi_reduction"] <= reduction["ci"][1]
+    assert reduction["p_value"] < 0.05  # uniform's profile is much flatter than the skewed ones
+    direction = {r["config"]: r for r in report["direction"]}
+    assert direction["begin"]["raised"] and direction["end"]["raised"]
+    assert direction["middle"]["raised"]  # 0.7 against the base's 0.5 at middle
+    assert direction["begin"]["delta"] == pytest.approx(
+        report["cells"][1]["per_position"]["begin"] - report["cells"][0]["per_position"]["begin"]
+    )
+    text = (tmp_path / "r" / "report.md").read_text()
+    assert "| m |" in text and "PSI reduction" in text
+    csv_lines = (tmp_path / "r" / "report.csv").read_text().splitlines()
+    assert len(csv_lines) == 1 + len(PROFILES) * len(BUCKETS)
+
+
+def test_pooling_axis_rows(tmp_path):
+    sources = _sources(tmp_path, "cls") + _sources(tmp_path, "mean")
+    report = json.loads(write_report(sources, tmp_path / "r", n_resamples=50, seed=1).read_text())
+    assert {(c["pooling"], c["config"]) for c in report["cells"]} == {
+        (p, c) for p in ("cls", "mean") for c in PROFILES
+    }
+    assert len(report["psi_reductions"]) == 2
+    psi_table = (tmp_path / "r" / "report.md").read_text().split("PSI:")[1]
+    assert "| m · cls |" in psi_table and "| m · mean |" in psi_table

@@ -1,0 +1,103 @@
+"""`posbias study run` end to end on CPU: 2 bases × 4 configurations, killed and resumed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from study_fixtures import files_with_mtimes
+
+from hf_posbias.cli import main
+
+pytestmark = pytest.mark.slow  # a 2 × 4 study: trains 8 runs, evaluates 10 models
+
+
+def test_study_trains_evaluates_every_model_once_and_reports(study, study_inputs, capsys):
+    from hf_posbias.study.layout import EVAL_MARKER, study_models
+    from hf_posbias.study.spec import spec_from_folder
+
+    spec = spec_from_folder(study)
+    models = study_models(spec, study)
+    assert len(models) == 10  # 2 bases × (untrained + 4 configurations)
+    assert sum(m.trained for m in models) == 8
+    markers = sorted(study.glob(f"eval/*/*/{EVAL_MARKER}"))
+    assert len(markers) == 10
+    for model in models:
+        assert (Path(model.folder) / ("posbias_training.json" if model.trained else
+                                      "posbias_study_base.json")).is_file()  # fmt: skip
+    # The untrained base has the checkpoints' settings: prefix, length, pooling.
+    minilm = [m for m in models if m.base == study_inputs["minilm"]]
+    base = json.loads((Path(minilm[0].folder) / "posbias_study_base.json").read_text())
+    trained = json.loads((Path(minilm[1].folder) / "posbias_training.json").read_text())
+    assert base["query_prefix"] == trained["query_prefix"] == "query: "
+    assert base["max_seq_length"] == trained["max_length"]
+    assert base["pooling"] == trained["pooling"]
+    report = json.loads((study / "report" / "report.json").read_text())
+    assert len(report["cells"]) == 10 and len(report["psi_reductions"]) == 2
+    assert {c["config"] for c in report["cells"]} == {"base", "begin", "middle", "end", "uniform"}
+    assert (study / "report" / "curves-TinyStudyTask.png").read_bytes()[:4] == b"\x89PNG"
+    assert "| model |" in (study / "report" / "report.md").read_text()
+
+    # A rerun does nothing and leaves every file as it was.
+    before = files_with_mtimes(study)
+    capsys.readouterr()
+    assert main(["study", "run", study_inputs["spec"], "--out", str(study), "--in-process"]) == 0
+    out = capsys.readouterr().out
+    assert "0 run(s) trained, 0 evaluation(s) run, 10 skipped" in out
+    after = files_with_mtimes(study)
+    assert set(after) == set(before)
+    changed = [p for p in after if after[p] != before[p] and not p.startswith("report/")]
+    assert changed == ["study.json"] or changed == []
+
+
+def test_report_cells_recompute_from_per_query_tables(study):
+    import pyarrow.parquet as pq
+
+    report = json.loads((study / "report" / "report.json").read_text())
+    for cell in report["cells"]:
+        rows = pq.read_table(study / cell["per_query"]).to_pylist()
+        for bucket, value in cell["per_position"].items():
+            scores = [r["ndcg_at_10"] for r in rows if r["bucket"] == bucket]
+            assert value == pytest.approx(sum(scores) / len(scores))
+            assert cell["n_queries"][bucket] == len(scores)
+            low, high = cell["ci"]["per_position"][bucket]
+            assert low <= value + 1e-12 and value <= high + 1e-12
+        everything = [r["ndcg_at_10"] for r in rows]
+        assert cell["ndcg_at_10_all"] == pytest.approx(sum(everything) / len(everything))
+        values = list(cell["per_position"].values())
+        assert cell["mean"] == pytest.approx(sum(values) / len(values))
+        if max(values) > 0:
+            assert cell["psi"] == pytest.approx(1 - min(values) / max(values))
+    psi = {(c["model"], c["config"]): c["psi"] for c in report["cells"]}
+    for row in report["psi_reductions"]:
+        worst = max(psi[(row["model"], c)] for c in ("begin", "middle", "end"))
+        assert row["psi_reduction"] == pytest.approx(1 - psi[(row["model"], "uniform")] / worst)
+        assert 0 < row["p_value"] <= 1
+    assert len(report["direction"]) == 6  # 2 bases × begin/middle/end
+
+
+def test_report_over_run_folders_reads_base_and_config_from_cards(study, tmp_path, capsys):
+    runs = sorted(str(p.parent) for p in study.glob("eval/*/*/summary.json"))
+    assert main(["report", *runs, "--out", str(tmp_path / "r"), "--bootstrap", "50",
+                 "--seed", "3"]) == 0  # fmt: skip
+    mine = json.loads((tmp_path / "r" / "report.json").read_text())
+    theirs = json.loads((study / "report" / "report.json").read_text())
+    assert sorted((c["config"], round(c["psi"] or 0, 9)) for c in mine["cells"]) == sorted(
+        (c["config"], round(c["psi"] or 0, 9)) for c in theirs["cells"]
+    )
+    assert {c["model"] for c in mine["cells"]} == {"tiny-bert", "all-MiniLM-L6-v2"}
+
+
+def test_report_refuses_a_run_of_another_task(study, study_inputs, tmp_path, capsys):
+    from study_fixtures import write_task
+
+    from hf_posbias.evaluation.runner import evaluate_model
+
+    other = write_task(tmp_path / "other", n_docs=6, name="OtherTask")
+    evaluate_model("bm25", [other], tmp_path / "bm25", bootstrap=10)
+    run = next(str(p.parent) for p in study.glob("eval/*/*/summary.json"))
+    capsys.readouterr()
+    assert main(["report", run, str(tmp_path / "bm25"), "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "report runs of the same tasks" in err[0]

@@ -1,0 +1,111 @@
+"""The study spec: files, flag overrides, the paper's spec, and one-line errors on bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hf_posbias.cli import main
+from hf_posbias.errors import InputError
+from hf_posbias.study.spec import StudySpec, load_spec
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _one_error(capsys) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith("error: ")
+    return err[0]
+
+
+def _spec_file(tmp_path: Path, **changes) -> str:
+    spec = {"bases": ["bert-base"], "data": "org/train", "tasks": ["SciFact-Evidence"]}
+    spec.update(changes)
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(spec))
+    return str(path)
+
+
+def test_yaml_and_json_read_the_same_and_flags_override(tmp_path):
+    yaml_path = tmp_path / "s.yaml"
+    yaml_path.write_text(
+        "bases: [bert-base]\ndata: org/train\ntasks: [SciFact-Evidence]\n"
+        "training:\n  max_steps: 3\n  global_batch: 8\n"
+    )
+    json_path = _spec_file(tmp_path, training={"max_steps": 3, "global_batch": 8})
+    assert load_spec(yaml_path) == load_spec(json_path)
+    spec = load_spec(yaml_path, {"configs": ["uniform"], "seed": 7, "bases": None})
+    assert spec.configs == ["uniform"] and spec.seed == 7 and spec.bases == ["bert-base"]
+    assert spec.training == {"max_steps": 3, "global_batch": 8}
+
+
+def test_paper_spec_dry_run_prints_32_runs(capsys):
+    assert main(["study", "run", "--dry-run", str(REPO / "studies" / "yhp26.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert sum(line.startswith("run ") for line in out.splitlines()) == 32
+    assert "accelerate launch -m hf_posbias.training.train --model qwen3-0.6b" in out
+    assert "# 32 runs to train, 8 untrained base model(s)" in out
+    assert out.count("global batch 256") == 32  # each run's settings after the memory plan
+
+
+def test_pooling_ablation_is_a_study_with_a_pooling_axis(capsys):
+    from hf_posbias.study.layout import study_models
+    from hf_posbias.study.spec import load_spec
+
+    spec = load_spec(REPO / "studies" / "yhp26-pooling.yaml")
+    models = study_models(spec, "out")
+    assert [m.name for m in models if not m.trained] == [
+        f"posbias-modernbert-base-base-{p}" for p in ("cls", "mean", "max", "lasttoken")
+    ]
+    assert len([m for m in models if m.trained]) == 16
+    assert {m.pooling for m in models} == {"cls", "mean", "max", "lasttoken"}
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"bases": ["bert-bose"]}, "unknown model 'bert-bose'"),
+        ({"tasks": ["SQuAD-PosX"]}, "unknown task 'SQuAD-PosX'"),
+        ({"configs": ["begin", "sideways"]}, "unknown configuration 'sideways'"),
+        ({"training": {"max_stepz": 3}}, "unknown training setting 'max_stepz'"),
+        ({"training": {"model": "x"}}, "'model' is set by the study per run"),
+        ({"colour": "red"}, "unknown key(s) colour"),
+    ],
+)
+def test_bad_spec_is_one_line_before_anything_runs(tmp_path, capsys, changes, message):
+    path = _spec_file(tmp_path, **changes)
+    assert main(["study", "run", path, "--out", str(tmp_path / "out")]) == 2
+    assert message in _one_error(capsys)
+    assert not (tmp_path / "out").exists()
+
+
+def test_data_lacking_a_config_hub_org_without_token_and_foreign_out(
+    study_inputs, tmp_path, capsys, monkeypatch
+):
+    data = study_inputs["data"]
+    path = _spec_file(tmp_path, data=data, configs=["begin", "60:20:20"])
+    assert main(["study", "run", path, "--out", str(tmp_path / "a")]) == 2
+    assert "config '60:20:20' is not in" in _one_error(capsys)
+
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    path = _spec_file(tmp_path, data=data, hub_org="my-org")
+    assert main(["study", "run", path, "--out", str(tmp_path / "b")]) == 2
+    assert "no Hub token" in _one_error(capsys)
+
+    spec = StudySpec(bases=["bert-base"], data=data, tasks=[study_inputs["task"]])
+    from hf_posbias.study.spec import check_out_folder, save_spec
+
+    save_spec(spec, tmp_path / "c")
+    other = _spec_file(tmp_path, data=data, tasks=[study_inputs["task"]], seed=1)
+    assert main(["study", "run", other, "--out", str(tmp_path / "c")]) == 2
+    assert "holds another study (different seed)" in _one_error(capsys)
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "x.txt").write_text("mine")
+    with pytest.raises(InputError, match="not empty and holds no study"):
+        check_out_folder(spec, tmp_path / "d")
+    # bootstrap and hub_org may change on a rerun: same study.
+    check_out_folder(StudySpec(**{**spec.__dict__, "bootstrap": 10}), tmp_path / "c")
