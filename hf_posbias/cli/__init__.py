@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "hf_posbias.cli.train",
     "hf_posbias.cli.benchmark",
     "hf_posbias.cli.evaluate",
+    "hf_posbias.cli.remedies",
     "hf_posbias.cli.compare",
     "hf_posbias.cli.leaderboard",
     "hf_posbias.cli.analyze",

@@ -113,6 +113,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
             show_progress=_library_bars(args, s.progress),
             progress=s.progress,
             model_settings=s,
+            remedy=s,
         )
     if s.plot:
         from hf_posbias.evaluation.report import plot_position_curves
@@ -146,7 +147,7 @@ def run_audit(args: argparse.Namespace) -> int:
     _quiet(args)
     out = Path(s.out)
     tasks = load_tasks(s.task, scoring=s.scoring, top_k=s.top_k)
-    loaded = load_model(s.model, device=s.device, settings=s)
+    loaded = load_model(s.model, device=s.device, settings=s, remedy=s)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         summaries = evaluate_model(

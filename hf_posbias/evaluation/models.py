@@ -20,7 +20,8 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,8 @@ from hf_posbias.modeling import ModelSettings
 if TYPE_CHECKING:
     from mteb.models.model_meta import ModelMeta
 
+    from hf_posbias.evaluation.remedies import RemedySettings
+
 
 @dataclass
 class EncodeStats:
@@ -38,6 +41,7 @@ class EncodeStats:
     calls: int = 0
     texts_encoded: int = 0
     encoded_by_type: dict[str, int] = field(default_factory=dict)
+    tokens_encoded: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable form."""
@@ -61,10 +65,16 @@ class CountingEncoder:
         ((2, 2), {'document': 2})
     """
 
-    def __init__(self, model: Any, meta: ModelMeta | None = None) -> None:
+    def __init__(
+        self,
+        model: Any,
+        meta: ModelMeta | None = None,
+        token_counter: Callable[[list[str]], int] | None = None,
+    ) -> None:
         self.model = model
         self._meta = meta if meta is not None else getattr(model, "mteb_model_meta", None)
         self.stats = EncodeStats()
+        self.token_counter = token_counter
 
     @property
     def mteb_model_meta(self) -> ModelMeta | None:
@@ -78,6 +88,10 @@ class CountingEncoder:
         self.stats.calls += 1
         self.stats.texts_encoded += n
         self.stats.encoded_by_type[kind] = self.stats.encoded_by_type.get(kind, 0) + n
+        if self.token_counter is not None and "text" in getattr(inputs.dataset, "column_names", ()):
+            self.stats.tokens_encoded += self.token_counter(
+                [str(t) for t in inputs.dataset["text"]]
+            )
         return self.model.encode(inputs, prompt_type=prompt_type, **kwargs)
 
     def similarity(self, embeddings1: Any, embeddings2: Any) -> Any:
@@ -137,6 +151,7 @@ class LoadedModel:
     reranker: str | None = None
     first_stage: str | None = None
     rerank_k: int | None = None
+    remedy: str | None = None
 
     @property
     def sentence_transformer(self) -> Any:
@@ -152,6 +167,16 @@ class LoadedModel:
     def encode_stats(self) -> dict[str, Any] | None:
         """Texts encoded so far by prompt type (``None`` for BM25)."""
         return self.encoder.stats.to_dict() if self.encoder is not None else None
+
+    def encoded_tokens(self) -> int | None:
+        """Tokens the bi-encoder fed through itself so far (queries, documents or passages);
+        ``None`` for BM25 and reranking pipelines."""
+        if self.kind != "bi-encoder":
+            return None
+        tokens = int(self.encoder.stats.tokens_encoded)
+        if self.remedy:
+            tokens += int(self.search.stats.document_tokens)
+        return tokens
 
     def search_stats(self) -> dict[str, Any] | None:
         """Counters of the search model (index builds, pairs reranked …)."""
@@ -214,7 +239,11 @@ def _load_registry_model(meta: ModelMeta, *, device: str | None) -> Any:
 
 
 def _load_retriever(
-    spec: str, *, device: str | None, settings: ModelSettings
+    spec: str,
+    *,
+    device: str | None,
+    settings: ModelSettings,
+    remedy: RemedySettings | None = None,
 ) -> tuple[Any, str, str, Any, Any, str]:
     """(mteb model, name, revision, encoder-or-None, search-or-None, kind) for a retriever spec
     (the order of :mod:`hf_posbias.modeling`)."""
@@ -229,6 +258,8 @@ def _load_retriever(
     )
 
     if is_bm25(spec):
+        if remedy is not None and remedy.remedy != "none":
+            raise InputError("--remedy needs a bi-encoder, not BM25")
         bm25 = BM25Model()
         meta = bm25.mteb_model_meta
         return bm25, str(meta.name), str(meta.revision), None, bm25, "bm25"
@@ -258,8 +289,36 @@ def _load_retriever(
     wrapper, kind = _wrap_sentence_transformer(st_model, name, revision)
     if kind == "multi-vector":  # mteb searches it itself (MaxSim index): nothing to count
         return wrapper, name, revision, None, None, kind
-    encoder = CountingEncoder(wrapper, meta=wrapper.mteb_model_meta)
-    return encoder, name, revision, encoder, None, kind
+    if kind != "bi-encoder" and remedy is not None and remedy.remedy != "none":
+        raise InputError(f"--remedy needs a dense bi-encoder, not a {kind} model")
+    model, encoder, search = _remedied(st_model, wrapper, remedy)
+    return model, name, revision, encoder, search, kind
+
+
+def _remedied(st_model: Any, wrapper: Any, remedy: RemedySettings | None) -> tuple[Any, Any, Any]:
+    """(mteb model, counting encoder, remedy-search-or-None) of a wrapped SentenceTransformer."""
+    from hf_posbias.evaluation.remedies import RemedySearch, encoded_token_count
+
+    meta = wrapper.mteb_model_meta
+    encoder = CountingEncoder(
+        wrapper, meta=meta, token_counter=lambda texts: encoded_token_count(st_model, texts)
+    )
+    if remedy is None or remedy.remedy == "none":
+        return encoder, encoder, None
+    search = RemedySearch(st_model, encoder, remedy, meta)
+    return search, encoder, search
+
+
+def with_remedy(loaded: LoadedModel, remedy: RemedySettings) -> LoadedModel:
+    """The same loaded bi-encoder (no reload) behind another remedy, with fresh counters.
+
+    The remedy's settings are checked against the model here, before any encoding.
+    """
+    if loaded.kind != "bi-encoder" or loaded.encoder is None:
+        raise InputError("--remedy needs a bi-encoder, not BM25 or a reranking pipeline")
+    model, encoder, search = _remedied(loaded.sentence_transformer, loaded.encoder.model, remedy)
+    name = remedy.remedy if remedy.remedy != "none" else None
+    return replace(loaded, model=model, encoder=encoder, search=search, remedy=name)
 
 
 def load_endpoint_encoder(spec: str, settings: ModelSettings) -> tuple[Any, str, str]:
@@ -297,8 +356,12 @@ def load_model(
     rerank_k: int = 100,
     device: str | None = None,
     settings: ModelSettings | None = None,
+    remedy: RemedySettings | None = None,
 ) -> LoadedModel:
     """Load a retriever (``bm25`` or a bi-encoder) or a two-stage reranking pipeline.
+
+    ``remedy`` wraps the bi-encoder (the retriever) in an inference-time remedy
+    (:class:`hf_posbias.evaluation.remedies.RemedySearch`); checked before any encoding.
 
     Two spellings of the same pipeline: ``load_model("bm25", reranker=CE)`` and
     ``load_model(CE, first_stage="bm25")`` — the cross-encoder reranks the first stage's top
@@ -315,8 +378,9 @@ def load_model(
         retriever_spec, reranker_spec = model, reranker
     settings = settings or ModelSettings()
     retriever, name, revision, encoder, search, kind = _load_retriever(
-        retriever_spec, device=device, settings=settings
+        retriever_spec, device=device, settings=settings, remedy=remedy
     )
+    remedy_name = remedy.remedy if remedy is not None and remedy.remedy != "none" else None
     if not reranker_spec:
         return LoadedModel(
             spec=model,
@@ -326,6 +390,7 @@ def load_model(
             revision=revision,
             encoder=encoder,
             search=search,
+            remedy=remedy_name,
         )
     _check_model_path(reranker_spec)
     from mteb.models import CrossEncoderWrapper
@@ -351,4 +416,5 @@ def load_model(
         reranker=reranker_spec,
         first_stage=retriever_spec,
         rerank_k=rerank_k,
+        remedy=remedy_name,
     )

@@ -45,7 +45,7 @@ import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import BackendError, InputError, PosbiasError, first_line
 from hf_posbias.evaluation.exports import (
@@ -61,6 +61,9 @@ from hf_posbias.evaluation.registry import DEFAULT_TOP_K, SPLIT
 from hf_posbias.evaluation.summary import EvaluationSummary, write_summary_json
 from hf_posbias.modeling import ModelSettings
 from hf_posbias.settings import flag_name
+
+if TYPE_CHECKING:
+    from hf_posbias.evaluation.remedies import RemedySettings
 
 logger = logging.getLogger(__name__)
 
@@ -236,6 +239,7 @@ def summarize_task(
                 reranker=loaded.reranker,
                 first_stage=loaded.first_stage,
                 rerank_k=loaded.rerank_k,
+                remedy=loaded.remedy,
                 encode_stats=loaded.encode_stats(),
                 search_stats=loaded.search_stats(),
                 evaluation_time_s=round(evaluation_time_s, 3),
@@ -303,6 +307,7 @@ def evaluate_model(
     loaded: LoadedModel | None = None,
     progress: bool = True,
     model_settings: ModelSettings | None = None,
+    remedy: RemedySettings | None = None,
 ) -> list[EvaluationSummary]:
     """Evaluate ``model`` on position tasks; write summaries, tables and exports in ``out_dir``.
 
@@ -324,6 +329,7 @@ def evaluate_model(
         loaded: an already loaded model (skips loading; used by the audit).
         progress: plain progress lines (one per task and every 30 s while mteb works).
         model_settings: remote code, endpoint URL/key/batching (:class:`ModelSettings`).
+        remedy: an inference-time remedy wrapping the bi-encoder (``--remedy``).
 
     Returns:
         One :class:`EvaluationSummary` per task (per subset of a multilingual task), in order.
@@ -343,6 +349,7 @@ def evaluate_model(
             rerank_k=rerank_k,
             device=device,
             settings=model_settings,
+            remedy=remedy,
         )
     out = Path(out_dir)
     results_dir = out / RESULTS_DIRNAME

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hf_posbias.errors import InputError
+from hf_posbias.evaluation.remedies import REMEDIES, RemedySettings
 from hf_posbias.modeling import ModelSettings
 from hf_posbias.settings import ProgressSettings, check_choice, check_positive, flag_name, setting
 
@@ -36,9 +37,10 @@ def _task_help() -> str:
 
 
 @dataclass(kw_only=True)
-class EvaluationOptions(ProgressSettings, ModelSettings):
+class EvaluationOptions(RemedySettings, ProgressSettings, ModelSettings):
     """The options ``evaluate`` and ``audit`` share (with how models load:
-    :class:`~hf_posbias.modeling.ModelSettings`)."""
+    :class:`~hf_posbias.modeling.ModelSettings`, and an inference-time remedy:
+    :class:`~hf_posbias.evaluation.remedies.RemedySettings`)."""
 
     task: tuple[str, ...] = setting(_task_help(), metavar="TASK")
     out: str = setting("output folder")
@@ -132,3 +134,35 @@ class PlotEvidenceSettings:
     def __post_init__(self) -> None:
         self.task = tuple(self.task)
         check_positive(self, "bins")
+
+
+@dataclass(kw_only=True)
+class RemediesSettings(EvaluationOptions):
+    """``posbias remedies``: the plain model and each remedy on the same queries, with costs.
+
+    ``remedy`` (inherited) is not a flag here: every name in ``remedies`` is run, after
+    ``none``.
+
+    Example:
+        >>> from hf_posbias.settings import parse_settings_args
+        >>> s = parse_settings_args(
+        ...     RemediesSettings, ["--model", "m", "--task", "t", "--out", "o", "--segments", "2"]
+        ... )
+        >>> s.remedies[:2], s.segments
+        (('maxp', 'firstp'), 2)
+    """
+
+    model: str = setting("a local model folder, a packaged model or a Hub id (a bi-encoder)")
+    remedies: tuple[str, ...] = setting(
+        "remedies compared with the plain model (none)",
+        default=REMEDIES[1:],
+        choices=REMEDIES[1:],
+    )
+    remedy: str = setting("(not used: see --remedies)", default="none", cli=False)
+    plot: bool = setting("also write a PNG of PSI against cost per task", default=True)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.remedies = tuple(self.remedies)
+        for name in self.remedies:
+            check_choice("remedies", name, REMEDIES[1:])

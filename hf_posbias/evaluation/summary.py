@@ -54,6 +54,7 @@ class EvaluationSummary:
     reranker: str | None = None
     first_stage: str | None = None
     rerank_k: int | None = None
+    remedy: str | None = None
     encode_stats: dict[str, Any] | None = None
     search_stats: dict[str, Any] | None = None
     evaluation_time_s: float = 0.0
@@ -149,7 +150,8 @@ class EvaluationSummary:
         if self.reranker:
             return f"{self.first_stage} → {self.reranker}@{self.rerank_k}"
         # The display name (e.g. "models/posbias-minilm-begin"), not a long absolute path.
-        return self.model_name or self.model
+        name = self.model_name or self.model
+        return f"{name} +{self.remedy}" if self.remedy else name
 
     def interval(
         self, bucket: str | None = None, what: str = "bucket"

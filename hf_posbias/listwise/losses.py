@@ -29,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,55 @@ if TYPE_CHECKING:
 
 DEFAULT_LAMBDA = 0.1
 """λ of the DebiasFirst loss (Q26)."""
+
+IPS_NORMALIZATIONS = ("paper", "mean1")
+"""How the IPS pair weights ``1/(ω[i, r_i] · ω[j, r_j])`` are scaled: ``paper`` as Eq. 4 with
+Σω = 1 (weights of 10⁵–10⁷ on k = 20, so λ·L_Rank-IPS swamps L_LM), ``mean1`` divided by their
+mean over the training pairs (self-normalised IPS: the average pair weighs 1, as in L_Rank)."""
+
+
+def mean_ips_weight(propensity: Any, windows_ranks: Sequence[Sequence[int]]) -> float:
+    """Mean of ``1/(ω[i, r_i] · ω[j, r_j])`` over every pair ``r_i < r_j`` of every window.
+
+    Example:
+        >>> mean_ips_weight([[0.5, 0.5], [0.25, 0.25]], [[0, 1], [1, 0]])  # 1/(.5·.25) twice
+        8.0
+    """
+    import numpy as np
+
+    omega = np.asarray(propensity, dtype=np.float64)
+    total, pairs = 0.0, 0
+    for ranks in windows_ranks:
+        r = np.asarray(ranks)
+        valid = r >= 0
+        w = np.where(valid, omega[np.arange(len(r)), np.clip(r, 0, None)], 1.0)
+        mask = (r[:, None] < r[None, :]) & valid[:, None] & valid[None, :]
+        total += float((1.0 / (w[:, None] * w[None, :]))[mask].sum())
+        pairs += int(mask.sum())
+    if pairs == 0:
+        raise InputError("the training windows hold no ranked pair to normalise the IPS weights")
+    return total / pairs
+
+
+def normalize_propensity(
+    propensity: Any, windows_ranks: Sequence[Sequence[int]], how: str = "paper"
+) -> Any:
+    """ω for :func:`rank_loss` under ``--ips-normalization``: ``paper`` unchanged, ``mean1``
+    scaled by √c (c = :func:`mean_ips_weight`), so every pair weight is divided by c.
+
+    Example:
+        >>> omega = [[0.5, 0.5], [0.25, 0.25]]
+        >>> normalize_propensity(omega, [[0, 1], [1, 0]], "mean1").round(4).tolist()  # × √8
+        [[1.4142, 1.4142], [0.7071, 0.7071]]
+    """
+    import numpy as np
+
+    if how not in IPS_NORMALIZATIONS:
+        raise InputError(f"--ips-normalization must be one of paper, mean1, got {how!r}")
+    omega = np.asarray(propensity, dtype=np.float64)
+    if how == "paper":
+        return omega
+    return omega * np.sqrt(mean_ips_weight(omega, windows_ranks))
 
 
 def rank_loss(

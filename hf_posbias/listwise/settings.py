@@ -83,6 +83,13 @@ class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
         "none (FIRST's L_Rank); its k must be the training windows' size",
         default=NO_PROPENSITY,
     )
+    ips_normalization: str | None = setting(
+        "scale of the IPS pair weights (needs --propensity): paper (Eq. 4 with Σω = 1; "
+        "the default with a propensity file) or mean1 (divided by their mean over the "
+        "training pairs, self-normalised IPS)",
+        default=None,
+        choices=("paper", "mean1"),
+    )
     lam: float = setting(
         "λ of λ·L_Rank(-IPS) + L_LM (Q26: 0.1)",
         default=DEFAULT_LAMBDA,
@@ -137,6 +144,13 @@ class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
             if not ok:
                 raise InputError(f"{flag} must be {rule}, got {value}")
         check_choice("identifiers", self.identifiers, ("letters", "numbers"))
+        if self.ips_normalization is not None:
+            check_choice("ips_normalization", self.ips_normalization, ("paper", "mean1"))
+            if self.propensity_file is None:
+                raise InputError(
+                    f"{flag_name('ips_normalization')} scales IPS weights: give --propensity "
+                    "propensity.json (posbias listwise propensity)"
+                )
 
     @property
     def propensity_file(self) -> str | None:

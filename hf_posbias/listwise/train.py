@@ -166,6 +166,7 @@ def _pos_aug_rows(
 def _propensity(
     settings: ListwiseTrainingSettings, rows: Sequence[dict[str, Any]], sizes: list[int]
 ) -> tuple[Any, dict[str, Any] | None]:
+    from hf_posbias.listwise.losses import mean_ips_weight, normalize_propensity
     from hf_posbias.listwise.propensity import check_propensity_support, load_propensity
     from hf_posbias.listwise.trainset import target_ranks
     from hf_posbias.rows import read_json
@@ -179,13 +180,15 @@ def _propensity(
             f"{settings.data} holds windows of {', '.join(map(str, sizes))} passages"
         )
     omega = load_propensity(path, sizes[0])
-    check_propensity_support(
-        omega, [target_ranks(row) for row in rows], where=f"the training data {settings.data}"
-    )
+    ranks = [target_ranks(row) for row in rows]
+    check_propensity_support(omega, ranks, where=f"the training data {settings.data}")
     raw = read_json(path)  # load_propensity read and checked it a moment ago
     keys = ("k", "n", "queries", "smoothing", "diagonal_mass", "empty_cells", "reranker", "task")
     details = {key: raw[key] for key in keys if isinstance(raw, dict) and key in raw}
-    return omega, {"file": str(path), **details}
+    how = settings.ips_normalization or "paper"
+    details["ips_normalization"] = how
+    details["mean_ips_weight"] = mean_ips_weight(omega, ranks)
+    return normalize_propensity(omega, ranks, how), {"file": str(path), **details}
 
 
 def prepare_listwise_run(

@@ -205,3 +205,47 @@ def test_a_few_steps_lower_the_loss(tiny_llm):
         optimizer.step()
         losses.append(float(parts.loss.detach()))
     assert losses[-1] < losses[0]
+
+
+def test_mean1_divides_every_ips_pair_weight_by_their_mean_over_the_training_pairs():
+    from hf_posbias.listwise.losses import mean_ips_weight, normalize_propensity
+
+    gen = torch.Generator().manual_seed(1)
+    k = 5
+    logits = torch.randn(4, k, generator=gen)
+    ranks = torch.stack([torch.randperm(k, generator=gen) for _ in range(4)])
+    ranks[3, 4] = -1  # a padded slot: its pairs are not training pairs
+    omega = torch.rand(k, k, generator=gen) + 0.05
+    omega = (omega / omega.sum()).tolist()
+    # The mean by hand: every pair r_i < r_j of every window, padding left out.
+    weights = [
+        1.0 / (omega[i][r[i]] * omega[j][r[j]])
+        for r in ranks.tolist()
+        for i in range(k)
+        for j in range(k)
+        if r[i] >= 0 and r[j] >= 0 and r[i] < r[j]
+    ]
+    assert len(weights) == 3 * 10 + 6
+    c = sum(weights) / len(weights)
+    assert mean_ips_weight(omega, ranks.tolist()) == pytest.approx(c, rel=1e-12)
+    assert c > 1e3  # Σω = 1: the paper's weights are huge
+
+    def by_hand(scale):
+        total = 0.0
+        for s, r in zip(logits.tolist(), ranks.tolist()):
+            for i in range(k):
+                for j in range(k):
+                    if r[i] < 0 or r[j] < 0 or not r[i] < r[j]:
+                        continue
+                    w = omega[i][r[i]] * omega[j][r[j]] * scale
+                    total += math.log1p(math.exp(s[j] - s[i])) / ((r[i] + r[j] + 2) * w)
+        return total / len(logits)
+
+    paper = normalize_propensity(omega, ranks.tolist(), "paper")
+    mean1 = normalize_propensity(omega, ranks.tolist(), "mean1")
+    assert float(rank_loss(logits, ranks, paper)) == pytest.approx(by_hand(1.0), rel=1e-5)
+    got = float(rank_loss(logits, ranks, mean1))
+    assert got == pytest.approx(by_hand(c), rel=1e-5)
+    assert got == pytest.approx(float(rank_loss(logits, ranks, paper)) / c, rel=1e-5)
+    with pytest.raises(InputError, match="--ips-normalization must be one of paper, mean1"):
+        normalize_propensity(omega, ranks.tolist(), "sum1")

@@ -206,6 +206,41 @@ def test_bad_settings_are_one_line(tmp_path, capsys, tiny_llm, train_set, flags,
     assert message in err
 
 
+def test_ips_normalization_needs_a_propensity_file_and_mean1_scales_omega(
+    tmp_path, capsys, tiny_llm, train_set
+):
+    from hf_posbias.listwise.losses import mean_ips_weight
+    from hf_posbias.listwise.train import prepare_listwise_run
+    from hf_posbias.listwise.trainset import target_ranks
+
+    err = _one_line_error(
+        capsys,
+        train_args(tiny_llm, train_set, tmp_path / "o", "--ips-normalization", "mean1"),
+    )
+    assert "--ips-normalization scales IPS weights: give --propensity" in err
+    omega = uniform_omega(K)
+    propensity = str(write_propensity(tmp_path / "p.json", omega))
+    runs = {
+        how: prepare_listwise_run(
+            ListwiseTrainingSettings(
+                model=tiny_llm,
+                data=str(train_set),
+                out=str(tmp_path / how),
+                propensity=propensity,
+                ips_normalization=how,
+            ),
+            show_progress=False,
+        )
+        for how in ("paper", "mean1")
+    }
+    c = mean_ips_weight(omega, [target_ranks(row) for row in runs["paper"].rows])
+    assert c == pytest.approx(K**4)  # uniform ω = 1/k²: every pair weighs k⁴
+    np.testing.assert_allclose(runs["paper"].omega, omega)
+    np.testing.assert_allclose(runs["mean1"].omega, omega * np.sqrt(c))
+    assert runs["mean1"].propensity_info["ips_normalization"] == "mean1"
+    assert runs["mean1"].propensity_info["mean_ips_weight"] == pytest.approx(c)
+
+
 def test_windows_larger_than_window_are_refused(tiny_llm, train_set, tmp_path):
     from hf_posbias.listwise.train import prepare_listwise_run
 

@@ -69,7 +69,7 @@ def test_a_debiasfirst_checkpoint_and_a_task_folder(space_app, monkeypatch, tmp_
     root = tmp_path / "ckpts"
     settings = ListwiseTrainingSettings(
         model=tiny_llm, data=str(data), out=str(root / "tuned"), global_batch=1, max_steps=1,
-        passage_tokens=6, no_progress=True,
+        passage_tokens=6, progress=False,
     )  # fmt: skip
     train_listwise(settings)
     monkeypatch.setenv("POSBIAS_SPACE_CHECKPOINTS", str(root))

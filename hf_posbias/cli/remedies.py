@@ -1,0 +1,55 @@
+"""``posbias remedies``: every inference-time remedy of a bi-encoder against the plain model.
+
+Example:
+    >>> import argparse
+    >>> from hf_posbias.cli.remedies import register
+    >>> parser = argparse.ArgumentParser(); sub = parser.add_subparsers()
+    >>> register(sub)
+    >>> args = parser.parse_args(["remedies", "--model", "m", "--task", "t", "--out", "o"])
+    >>> (args.model, args.passage_tokens, args.stride, args.segments)
+    ('m', 128, 64, 4)
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from hf_posbias.evaluation.settings import RemediesSettings
+from hf_posbias.settings import add_settings_arguments, settings_from_args
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``remedies`` verb."""
+    remedies = subparsers.add_parser(
+        "remedies",
+        help="the plain model and each inference-time remedy on the same queries, with costs",
+        description="Run the plain bi-encoder (remedy none) and each remedy (maxp, firstp, sump, "
+        "chunk-mean, segment-balanced) on the same position tasks and write, per task, "
+        "<out>/<task>/remedies.json (remedy, mean, psi, harmonic_mean, delta_mean, p_value, "
+        "encoded_tokens, seconds), remedies.md and a PNG of PSI against cost; Δ and p are "
+        "paired against none on the same queries. Every run is a `posbias evaluate` folder "
+        "under <out>/runs/.",
+    )
+    add_settings_arguments(remedies, RemediesSettings)
+    remedies.set_defaults(func=run_remedies)
+
+
+def run_remedies(args: argparse.Namespace) -> int:
+    """Handler of ``posbias remedies``."""
+    import warnings
+
+    from hf_posbias.cli.evaluate import _quiet
+    from hf_posbias.evaluation.remedy_table import compare_remedies
+    from hf_posbias.tables import as_table
+
+    s = settings_from_args(RemediesSettings, args)
+    _quiet(args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        results = compare_remedies(s)
+    for task, rows in results.items():
+        print(f"{task}:")
+        print(as_table(rows).to_markdown())
+    print(f"wrote {Path(s.out)}/<task>/remedies.json")
+    return 0

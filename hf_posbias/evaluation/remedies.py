@@ -1,0 +1,456 @@
+"""Inference-time remedies for bi-encoders, as mteb search models (no retraining).
+
+:class:`RemedySearch` wraps a SentenceTransformer (queries still go through mteb's own encoder
+wrapper, so their prompts and counting are unchanged) and changes how documents are embedded and
+scored:
+
+- ``maxp`` / ``firstp`` / ``sump`` (Dai & Callan, SIGIR 2019): each document is cut into
+  passages of ``passage_tokens`` model tokens (special tokens and the document prompt included)
+  whose starts are ``stride`` content tokens apart; the document's score is the max / the first
+  / the sum of its passages' scores. Every passage is embedded once per corpus (``firstp``
+  embeds only the first);
+- ``chunk-mean``: the document embedding is the mean of its passage embeddings;
+- ``segment-balanced``: one forward pass (truncated at the model's limit, as the plain model);
+  the mean pooling's token weights are chosen so each of ``segments`` equal contiguous segments
+  of the sequence contributes a vector of the same norm (:func:`balanced_pool`;
+  ``segments=1`` is plain mean pooling).
+
+Passages are built from token ids, not decoded text, so one passage covering a document is
+exactly the plain model's input. The cost of a run is counted in :class:`RemedyStats`
+(``document_tokens``: every non-padding token of every passage fed through the model; the
+query encoder counts the queries' tokens).
+
+Example:
+    >>> cut_passages(list(range(7)), content=3, stride=2)
+    [[0, 1, 2], [2, 3, 4], [4, 5, 6]]
+    >>> segment_bounds(6, 2)
+    [(0, 3), (3, 6)]
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from hf_posbias.errors import InputError
+from hf_posbias.settings import Settings, check_choice, check_positive, flag_name, setting
+
+if TYPE_CHECKING:
+    import torch
+    from mteb.abstasks.task_metadata import TaskMetadata
+    from mteb.models.model_meta import ModelMeta
+
+REMEDIES = ("none", "maxp", "firstp", "sump", "chunk-mean", "segment-balanced")
+"""The inference-time remedies for bi-encoders (``none``: the plain model)."""
+PASSAGE_REMEDIES = ("maxp", "firstp", "sump", "chunk-mean")
+"""The remedies that cut documents into passages."""
+
+
+@dataclass(kw_only=True)
+class RemedySettings(Settings):
+    """An inference-time remedy for a bi-encoder: ``--remedy`` and its passage settings.
+
+    The checks that need the model (passage length against the prompt and the model's limit)
+    run when the remedy wraps it, before any encoding
+    (:func:`check_remedy_fits`).
+
+    Example:
+        >>> RemedySettings(remedy="maxp", passage_tokens=64, stride=32).stride
+        32
+        >>> RemedySettings(remedy="maxp", passage_tokens=64, stride=65)
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: --stride must be at most --passage-tokens (64), got 65
+    """
+
+    remedy: str = setting(
+        "inference-time remedy for a bi-encoder: none, maxp / firstp / sump (score = max / "
+        "first / sum over the document's passages), chunk-mean (document = mean of its passage "
+        "embeddings) or segment-balanced (mean pooling with each of --segments equal segments "
+        "weighted equally); see docs/remedies.md",
+        default="none",
+        choices=REMEDIES,
+    )
+    passage_tokens: int = setting(
+        "passage length in model tokens, special tokens included (maxp/firstp/sump/chunk-mean)",
+        default=128,
+        metavar="N",
+    )
+    stride: int = setting(
+        "tokens between the starts of consecutive passages (at most --passage-tokens)",
+        default=64,
+        metavar="S",
+    )
+    segments: int = setting(
+        "equal segments of the document weighted equally (segment-balanced)",
+        default=4,
+        metavar="K",
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_choice("remedy", self.remedy, REMEDIES)
+        check_positive(self, "passage_tokens", "stride", "segments")
+        if self.stride > self.passage_tokens:
+            raise InputError(
+                f"{flag_name('stride')} must be at most {flag_name('passage_tokens')} "
+                f"({self.passage_tokens}), got {self.stride}"
+            )
+
+
+@dataclass
+class RemedyStats:
+    """What a remedy cost on the document side (queries are counted by the query encoder)."""
+
+    documents: int = 0
+    passages: int = 0
+    document_tokens: int = 0
+    index_seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form."""
+        return asdict(self)
+
+
+def cut_passages(ids: list[int], *, content: int, stride: int) -> list[list[int]]:
+    """Windows of ``content`` ids starting every ``stride`` ids, the last one reaching the end.
+
+    A document no longer than ``content`` is one passage (an empty one too).
+
+    Example:
+        >>> cut_passages([1, 2], content=3, stride=1)
+        [[1, 2]]
+    """
+    if len(ids) <= content:
+        return [list(ids)]
+    out = []
+    start = 0
+    while True:
+        out.append(list(ids[start : start + content]))
+        if start + content >= len(ids):
+            return out
+        start += stride
+
+
+def segment_bounds(length: int, segments: int) -> list[tuple[int, int]]:
+    """``segments`` contiguous, near-equal ``(start, end)`` parts of ``length`` tokens (fewer
+    when the sequence is shorter than ``segments``).
+
+    Example:
+        >>> segment_bounds(7, 3)
+        [(0, 2), (2, 5), (5, 7)]
+    """
+    k = max(1, min(segments, length))
+    cuts = [round(i * length / k) for i in range(k + 1)]
+    return list(zip(cuts, cuts[1:], strict=False))
+
+
+def balanced_pool(tokens: torch.Tensor, segments: int) -> torch.Tensor:
+    """Mean pooling whose token weights make each of ``segments`` equal parts contribute equally.
+
+    A segment's contribution is its weighted sum; tokens of segment ``j`` get the weight
+    ``a / (k · n_j · ‖m_j‖)`` (``m_j`` its mean token embedding, ``n_j`` its length, ``a`` the
+    mean of the ``‖m_j‖``), so every segment adds a vector of the same norm ``a / k`` and one
+    segment is exactly mean pooling. Plain mean pooling lets the segments whose token
+    embeddings are larger (often the beginning) dominate.
+
+    Example:
+        >>> import torch
+        >>> t = torch.tensor([[3.0, 0.0], [3.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+        >>> balanced_pool(t, 1).tolist(), balanced_pool(t, 2).tolist()
+        ([[1.5, 0.5]], [[1.0, 1.0]])
+    """
+    import torch
+
+    means = torch.stack(
+        [tokens[lo:hi].mean(dim=0) for lo, hi in segment_bounds(len(tokens), segments)]
+    )
+    norms = means.norm(dim=1, keepdim=True).clamp_min(torch.finfo(means.dtype).tiny)
+    return (norms.mean() * (means / norms)).mean(dim=0, keepdim=True)
+
+
+def _special_tokens(tokenizer: Any) -> tuple[list[int], list[int]]:
+    """The ids the tokenizer puts before and after a text (``[CLS]`` / ``[SEP]`` for BERT)."""
+    probe = tokenizer("a", add_special_tokens=False)["input_ids"]
+    full = tokenizer("a", add_special_tokens=True)["input_ids"]
+    for i in range(len(full) - len(probe) + 1):
+        if full[i : i + len(probe)] == probe:
+            return list(full[:i]), list(full[i + len(probe) :])
+    return [], []
+
+
+def _prompt_ids(st_model: Any, tokenizer: Any, prompt: str | None) -> list[int]:
+    return list(tokenizer(prompt, add_special_tokens=False)["input_ids"]) if prompt else []
+
+
+def _longest_prompt(st_model: Any, tokenizer: Any) -> int:
+    prompts = dict(getattr(st_model, "prompts", None) or {})
+    return max((len(_prompt_ids(st_model, tokenizer, p)) for p in prompts.values()), default=0)
+
+
+def check_remedy_fits(st_model: Any, settings: RemedySettings) -> None:
+    """One-line :class:`InputError` when the passage settings cannot work with this model.
+
+    A passage must hold the special tokens, the longest prompt (query prefix) and at least one
+    content token, and must fit the model's limit (``max_seq_length``).
+    """
+    if settings.remedy not in PASSAGE_REMEDIES:
+        return
+    tokenizer = st_model.tokenizer
+    head, tail = _special_tokens(tokenizer)
+    prefix = len(head) + len(tail) + _longest_prompt(st_model, tokenizer)
+    n = settings.passage_tokens
+    if n <= prefix:
+        raise InputError(
+            f"{flag_name('passage_tokens')} {n} leaves no room for text after the model's "
+            f"special tokens and prompt ({prefix} tokens); use more than {prefix}"
+        )
+    limit = int(st_model.max_seq_length)
+    if n > limit:
+        raise InputError(
+            f"{flag_name('passage_tokens')} {n} is above the model's limit of {limit} tokens"
+        )
+    content = n - prefix
+    if settings.stride > content:
+        raise InputError(
+            f"{flag_name('stride')} {settings.stride} is above the passage's {content} text "
+            f"tokens (--passage-tokens {n} minus {prefix} special/prompt tokens): text would be "
+            "skipped"
+        )
+
+
+def _mean_pooling_index(st_model: Any) -> int:
+    """Position of the model's mean-pooling module (one-line error when it pools otherwise)."""
+    for i, module in enumerate(st_model):
+        mode = getattr(module, "pooling_mode", None)
+        if mode is not None:
+            modes = (mode,) if isinstance(mode, str) else tuple(mode)
+            if modes == ("mean",):
+                return i
+            raise InputError(
+                f"--remedy segment-balanced needs a mean-pooling model; this one pools with "
+                f"{'+'.join(modes)}"
+            )
+    raise InputError("--remedy segment-balanced needs a model with a Pooling module")
+
+
+class RemedySearch:
+    """A bi-encoder with an inference-time remedy, as an mteb search model.
+
+    Args:
+        st_model: the SentenceTransformer.
+        encoder: mteb's encoder wrapper of the same model (encodes the queries; similarity).
+        settings: the remedy and its passage settings (checked against the model here).
+        meta: the mteb metadata of the plain model; the remedy goes into ``experiment_kwargs``
+            so mteb files each remedy's results separately.
+    """
+
+    def __init__(
+        self, st_model: Any, encoder: Any, settings: RemedySettings, meta: ModelMeta
+    ) -> None:
+        if settings.remedy == "none":
+            raise ValueError("RemedySearch needs a remedy; use the plain encoder for none")
+        check_remedy_fits(st_model, settings)
+        if settings.remedy == "segment-balanced":
+            self._pooling = _mean_pooling_index(st_model)
+        self.st_model = st_model
+        self.encoder = encoder
+        self.settings = settings
+        self.stats = RemedyStats()
+        self._tokenizer = st_model.tokenizer
+        self._head, self._tail = _special_tokens(self._tokenizer)
+        experiment = dict(meta.experiment_kwargs or {})
+        experiment["remedy"] = settings.remedy
+        if settings.remedy in PASSAGE_REMEDIES:
+            experiment.update(passage_tokens=settings.passage_tokens, stride=settings.stride)
+        else:
+            experiment["segments"] = settings.segments
+        self._meta = meta.model_copy(update={"experiment_kwargs": experiment})
+        self._embeddings: Any = None
+        self._owner: Any = None
+        self._doc_ids: list[str] = []
+
+    @property
+    def mteb_model_meta(self) -> ModelMeta:
+        """The plain model's metadata with the remedy as experiment settings."""
+        return self._meta
+
+    # ----------------------------------------------------------------- encoding
+
+    def _sequences(self, texts: list[str], prompt: str | None) -> list[list[list[int]]]:
+        """Per document, its passages as full model inputs (special tokens and prompt added)."""
+        s = self.settings
+        prompt_ids = _prompt_ids(self.st_model, self._tokenizer, prompt)
+        fixed = len(self._head) + len(self._tail) + len(prompt_ids)
+        limit = int(self.st_model.max_seq_length)
+        bodies = self._tokenizer([t.strip() for t in texts], add_special_tokens=False)["input_ids"]
+        out = []
+        for ids in bodies:
+            if s.remedy == "segment-balanced":
+                passages = [list(ids[: max(0, limit - fixed)])]
+            else:
+                passages = cut_passages(ids, content=s.passage_tokens - fixed, stride=s.stride)
+                if s.remedy == "firstp":
+                    passages = passages[:1]
+            out.append([self._head + prompt_ids + p + self._tail for p in passages])
+        return out
+
+    def _forward(self, sequences: list[list[int]], batch_size: int) -> torch.Tensor:
+        """Sentence embeddings of token-id sequences (segment-balanced pooling if chosen)."""
+        import torch
+
+        device = self.st_model.device
+        order = sorted(range(len(sequences)), key=lambda i: -len(sequences[i]))
+        out: list[Any] = [None] * len(sequences)
+        for start in range(0, len(order), batch_size):
+            idx = order[start : start + batch_size]
+            feats = self._tokenizer.pad(
+                {"input_ids": [sequences[i] for i in idx]}, return_tensors="pt"
+            )
+            feats = {k: v.to(device) for k, v in feats.items()}
+            self.stats.document_tokens += int(feats["attention_mask"].sum())
+            with torch.inference_mode():
+                if self.settings.remedy == "segment-balanced":
+                    emb = self._segment_balanced(feats)
+                else:
+                    emb = self.st_model(feats)["sentence_embedding"]
+            for row, i in enumerate(idx):
+                out[i] = emb[row].float().cpu()
+        return torch.stack(out) if out else torch.zeros(0)
+
+    def _segment_balanced(self, feats: dict[str, Any]) -> torch.Tensor:
+        import torch
+
+        modules = list(self.st_model)
+        for module in modules[: self._pooling]:
+            feats = module(feats)
+        tokens = feats["token_embeddings"]
+        lengths = feats["attention_mask"].sum(dim=1).tolist()
+        # Right padding (the tokenizer's default for encoders): real tokens come first.
+        pooled = torch.cat(
+            [
+                balanced_pool(tokens[row, : int(n)].double(), self.settings.segments)
+                for row, n in enumerate(lengths)
+            ]
+        ).to(tokens.dtype)
+        feats["sentence_embedding"] = pooled
+        for module in modules[self._pooling + 1 :]:
+            feats = module(feats)
+        return feats["sentence_embedding"]
+
+    # ----------------------------------------------------------------- mteb protocol
+
+    def index(
+        self,
+        corpus: Any,
+        *,
+        task_metadata: TaskMetadata,
+        hf_split: str,
+        hf_subset: str,
+        encode_kwargs: dict[str, Any],
+        num_proc: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Embed every passage of the corpus once (mteb calls this once per subset)."""
+        import torch
+        from mteb._create_dataloaders import create_dataloader
+        from mteb.types import PromptType
+
+        start = time.perf_counter()
+        loader = create_dataloader(
+            corpus, task_metadata=task_metadata, prompt_type=PromptType.document, batch_size=1
+        )
+        texts = [str(t) for t in loader.dataset["text"]]
+        prompt = self._prompt(task_metadata, PromptType.document)
+        per_doc = self._sequences(texts, prompt)
+        flat = [seq for passages in per_doc for seq in passages]
+        owner = torch.tensor([d for d, passages in enumerate(per_doc) for _ in passages])
+        embeddings = self._forward(flat, int(encode_kwargs.get("batch_size", 32)))
+        if self.settings.remedy == "chunk-mean":
+            summed = torch.zeros(len(per_doc), embeddings.shape[1], dtype=embeddings.dtype)
+            summed.index_add_(0, owner, embeddings)
+            counts = torch.bincount(owner, minlength=len(per_doc)).unsqueeze(1)
+            embeddings = summed / counts.to(embeddings.dtype)
+            owner = torch.arange(len(per_doc))
+        self._embeddings, self._owner = embeddings, owner
+        self._doc_ids = [str(i) for i in corpus["id"]]
+        self.stats.documents += len(per_doc)
+        self.stats.passages += len(flat)
+        self.stats.index_seconds += time.perf_counter() - start
+
+    def _prompt(self, task_metadata: TaskMetadata, prompt_type: Any) -> str | None:
+        from mteb.models.sentence_transformer_wrapper import _resolve_prompt
+
+        prompts = getattr(getattr(self.encoder, "model", None), "model_prompts", None)
+        return _resolve_prompt(prompts, task_metadata, prompt_type) if prompts else None
+
+    def search(
+        self,
+        queries: Any,
+        *,
+        task_metadata: TaskMetadata,
+        hf_split: str,
+        hf_subset: str,
+        top_k: int,
+        encode_kwargs: dict[str, Any],
+        top_ranked: dict[str, list[str]] | None = None,
+        num_proc: int | None = None,
+        **kwargs: Any,
+    ) -> dict[str, dict[str, float]]:
+        """Top ``top_k`` documents per query, scored by the remedy."""
+        import torch
+        from mteb._create_dataloaders import create_dataloader
+        from mteb.types import PromptType
+
+        if self._embeddings is None:
+            raise RuntimeError("RemedySearch.index must be called before search")
+        loader = create_dataloader(
+            queries, task_metadata=task_metadata, prompt_type=PromptType.query, **encode_kwargs
+        )
+        q = self.encoder.encode(
+            loader,
+            task_metadata=task_metadata,
+            hf_split=hf_split,
+            hf_subset=hf_subset,
+            prompt_type=PromptType.query,
+            **encode_kwargs,
+        )
+        sims = torch.as_tensor(
+            self.encoder.similarity(torch.as_tensor(q).float(), self._embeddings)
+        ).double()
+        n_docs = len(self._doc_ids)
+        owner = self._owner.unsqueeze(0).expand(sims.shape[0], -1)
+        if self.settings.remedy == "sump":
+            scores = torch.zeros(sims.shape[0], n_docs, dtype=sims.dtype)
+            scores.scatter_add_(1, owner, sims)
+        else:  # maxp; firstp and chunk-mean have one vector per document
+            scores = torch.full((sims.shape[0], n_docs), -torch.inf, dtype=sims.dtype)
+            scores.scatter_reduce_(1, owner, sims, reduce="amax")
+        out: dict[str, dict[str, float]] = {}
+        for row, qid in enumerate(queries["id"]):
+            allowed = set(top_ranked.get(qid, [])) if top_ranked else None
+            values, idx = torch.sort(scores[row], descending=True, stable=True)
+            ranked: dict[str, float] = {}
+            for v, d in zip(values.tolist(), idx.tolist(), strict=True):
+                doc = self._doc_ids[d]
+                if allowed is None or doc in allowed:
+                    ranked[doc] = float(v)
+                if len(ranked) >= top_k:
+                    break
+            out[qid] = ranked
+        return out
+
+
+def encoded_token_count(st_model: Any, texts: list[str], prompt: str | None = None) -> int:
+    """Tokens the plain model feeds through itself for ``texts`` (truncated at its limit).
+
+    Example:
+        >>> # encoded_token_count(model, ["a query"]) → 4 for BERT ([CLS] a query [SEP])
+    """
+    tokenizer = st_model.tokenizer
+    head, tail = _special_tokens(tokenizer)
+    fixed = len(head) + len(tail) + len(_prompt_ids(st_model, tokenizer, prompt))
+    limit = int(st_model.max_seq_length)
+    bodies = tokenizer([t.strip() for t in texts], add_special_tokens=False)["input_ids"]
+    return sum(min(limit, fixed + len(ids)) for ids in bodies)

@@ -1,0 +1,161 @@
+"""Inference-time remedies: the invariants against the plain model, bad input, the comparison."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_tasks_fixtures import wiki_task
+
+from hf_posbias.errors import InputError
+from hf_posbias.evaluation.exports import read_trec_run
+from hf_posbias.evaluation.models import load_model, with_remedy
+from hf_posbias.evaluation.remedies import RemedySettings
+from hf_posbias.evaluation.runner import evaluate_model
+from hf_posbias.evaluation.settings import RemediesSettings
+
+N_DOCS = 9
+
+
+@pytest.fixture(scope="module")
+def task_folder(shared_data, tmp_path_factory) -> Path:
+    # Short documents: one passage of the model's limit covers every one of them.
+    return wiki_task(
+        shared_data, tmp_path_factory.mktemp("wiki") / "task", n_docs=N_DOCS, max_chars=700
+    )
+
+
+@pytest.fixture(scope="module")
+def base(tiny_sentence_transformer):
+    return load_model(tiny_sentence_transformer, device="cpu")
+
+
+def _run(loaded, task_folder: Path, out: Path) -> tuple[object, dict[str, dict[str, float]]]:
+    [summary] = evaluate_model("tiny", [task_folder], out, bootstrap=None, loaded=loaded)
+    return summary, read_trec_run(summary.run_path)
+
+
+def _same_scores(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    for qid in a:
+        assert a[qid].keys() == b[qid].keys()
+        for doc, score in a[qid].items():
+            assert b[qid][doc] == pytest.approx(score, abs=1e-5)
+
+
+def test_one_passage_covering_every_document_scores_as_the_plain_model(base, task_folder, tmp_path):
+    plain, plain_run = _run(with_remedy(base, RemedySettings()), task_folder, tmp_path / "none")
+    limit = base.sentence_transformer.max_seq_length
+    for name in ("maxp", "firstp", "sump", "chunk-mean"):
+        loaded = with_remedy(base, RemedySettings(remedy=name, passage_tokens=limit, stride=8))
+        summary, run = _run(loaded, task_folder, tmp_path / name)
+        assert loaded.search.stats.passages == loaded.search.stats.documents == N_DOCS
+        _same_scores(plain_run, run)
+        assert summary.ndcg_at_10 == pytest.approx(plain.ndcg_at_10)
+        assert summary.remedy == name
+    # One segment is plain mean pooling.
+    one = with_remedy(base, RemedySettings(remedy="segment-balanced", segments=1))
+    _same_scores(plain_run, _run(one, task_folder, tmp_path / "seg1")[1])
+
+
+def test_firstp_at_n_is_the_plain_model_truncated_at_n(base, task_folder, tmp_path):
+    from dataclasses import replace
+
+    from hf_posbias.evaluation.models import CountingEncoder
+
+    n = 24
+    st = base.sentence_transformer
+    limit = st.max_seq_length
+
+    class DocumentsTruncated(CountingEncoder):
+        """The plain model with its documents (not its queries) truncated at ``n`` tokens."""
+
+        def encode(self, inputs, *, prompt_type=None, **kwargs):
+            st.max_seq_length = n if getattr(prompt_type, "value", None) == "document" else limit
+            try:
+                return super().encode(inputs, prompt_type=prompt_type, **kwargs)
+            finally:
+                st.max_seq_length = limit
+
+    plain = DocumentsTruncated(base.encoder.model)
+    _, plain_run = _run(replace(base, model=plain, encoder=plain), task_folder, tmp_path / "plain")
+    firstp = with_remedy(base, RemedySettings(remedy="firstp", passage_tokens=n, stride=n - 2))
+    _, run = _run(firstp, task_folder, tmp_path / "firstp")
+    _same_scores(plain_run, run)
+    assert firstp.search.stats.passages == N_DOCS
+    # MaxP at the same length embeds more passages, costs more tokens, and scores differently.
+    maxp = with_remedy(base, RemedySettings(remedy="maxp", passage_tokens=n, stride=n - 2))
+    _, maxp_run = _run(maxp, task_folder, tmp_path / "maxp")
+    assert maxp.search.stats.passages > N_DOCS
+    assert maxp.encoded_tokens() > firstp.encoded_tokens()
+    assert maxp_run != run
+
+
+def test_segment_balanced_pooling_on_a_real_model(minilm_path, task_folder, tmp_path):
+    real = load_model(minilm_path, device="cpu")
+    _, plain_run = _run(real, task_folder, tmp_path / "none")
+    one = with_remedy(real, RemedySettings(remedy="segment-balanced", segments=1))
+    _same_scores(plain_run, _run(one, task_folder, tmp_path / "seg1")[1])  # Normalize kept
+    four = with_remedy(real, RemedySettings(remedy="segment-balanced", segments=4))
+    _, run = _run(four, task_folder, tmp_path / "seg4")
+    assert four.search.stats.passages == N_DOCS  # one forward pass per document
+    diffs = [abs(run[q][d] - plain_run[q][d]) for q in run for d in run[q] if d in plain_run[q]]
+    assert max(diffs) > 1e-3
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"passage_tokens": 2}, "leaves no room for text"),
+        ({"passage_tokens": 100_000, "stride": 8}, "above the model's limit"),
+        ({"passage_tokens": 10, "stride": 9}, "--stride 9 is above the passage's 8 text tokens"),
+    ],
+)
+def test_passage_settings_the_model_cannot_take_are_one_line_before_encoding(base, kwargs, message):
+    with pytest.raises(InputError, match=message) as err:
+        with_remedy(base, RemedySettings(remedy="maxp", **{"stride": 1, **kwargs}))
+    assert "\n" not in str(err.value)
+    assert base.encoder.stats.calls == 0
+
+
+def test_model_free_checks_and_bm25():
+    with pytest.raises(InputError, match="--stride must be >= 1, got 0"):
+        RemedySettings(remedy="maxp", stride=0)
+    with pytest.raises(InputError, match="at most --passage-tokens"):
+        RemedySettings(remedy="sump", passage_tokens=16, stride=17)
+    with pytest.raises(InputError, match="needs a bi-encoder"):
+        load_model("bm25", remedy=RemedySettings(remedy="maxp"))
+
+
+def test_remedies_table_pairs_every_remedy_with_the_plain_model(
+    tiny_sentence_transformer, task_folder, tmp_path
+):
+    from hf_posbias.evaluation.remedy_table import compare_remedies
+
+    s = RemediesSettings(
+        model=tiny_sentence_transformer,
+        task=(str(task_folder),),
+        out=str(tmp_path / "out"),
+        remedies=("maxp", "segment-balanced"),
+        passage_tokens=32,
+        stride=16,
+        bootstrap=50,
+        progress=False,
+    )
+    [(task, rows)] = compare_remedies(s).items()
+    assert [r["remedy"] for r in rows] == ["none", "maxp", "segment-balanced"]
+    on_disk = json.loads((tmp_path / "out" / task / "remedies.json").read_text())
+    assert on_disk == rows
+    assert set(rows[0]) == {
+        "remedy", "mean", "psi", "harmonic_mean", "delta_mean", "p_value", "encoded_tokens",
+        "seconds",
+    }  # fmt: skip
+    assert rows[0]["delta_mean"] is None and rows[0]["p_value"] is None
+    for row in rows[1:]:
+        assert row["delta_mean"] == pytest.approx(row["mean"] - rows[0]["mean"])
+        assert 0.0 <= row["p_value"] <= 1.0
+    assert rows[1]["encoded_tokens"] > rows[0]["encoded_tokens"] > 0
+    assert all(row["harmonic_mean"] <= row["mean"] + 1e-12 for row in rows)
+    assert (tmp_path / "out" / task / "remedies.png").stat().st_size > 0
+    assert "| remedy |" in (tmp_path / "out" / task / "remedies.md").read_text()
