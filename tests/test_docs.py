@@ -70,6 +70,10 @@ def commands(body: str) -> list[list[str]]:
         words = shlex.split(line, comments=True)
         while words and re.fullmatch(r"[A-Z_]+=\S*", words[0]):
             words = words[1:]  # VAR=value prefixes
+        for i, word in enumerate(words):
+            if word in {"&", "&&", "|", ";"} or word.startswith(("&", ">", "2>")):
+                words = words[:i]  # redirections and the next command of the line
+                break
         if words:
             out.append(words)
     return out
@@ -175,7 +179,10 @@ def test_every_block_is_run_or_says_what_it_needs() -> None:
             if mark not in NOT_HERE and mark not in data_marks:
                 problems.append(f"{at}: unknown mark {mark!r} (not in NOT_HERE or docs/data.md)")
         if lang == "json":
-            json.loads(body)
+            try:
+                json.loads(body)
+            except json.JSONDecodeError as err:
+                problems.append(f"{at}: json block does not parse ({err})")
         if lang == "bash" and not needs:
             for words in commands(body):
                 if words[0] != "posbias":
@@ -197,8 +204,8 @@ def test_documented_posbias_commands_parse() -> None:
         if lang != "bash":
             continue
         for words in commands(body):
-            if words[0] != "posbias":
-                continue
+            if words[0] != "posbias" or any("$" in w for w in words):
+                continue  # shell variables have no value until a shell runs the loop
             try:
                 parser.parse_args(words[1:])
             except SystemExit:
