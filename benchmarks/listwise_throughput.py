@@ -1,6 +1,7 @@
 """Throughput and MFU of the FIRST listwise scorer: batch 1 vs batched windows.
 
-Scores the same 20-passage windows twice through :class:`hf_posbias.listwise.first.FirstReranker`
+Scores the same 20-passage windows twice through
+:class:`hf_posbias.listwise.rerankers.first.FirstReranker`
 (the production path: prompt, left padding, ``logits_to_keep=1``) — once one window per forward
 pass, once ``--batch-size`` windows per pass — and prints windows/s, prompt tokens/s and the
 scoring MFU:
@@ -197,8 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from hf_posbias.devices import default_device, device_info, resolve_inference_dtype
-    from hf_posbias.listwise.first import FirstReranker, ScoringStats
     from hf_posbias.listwise.records import Passage
+    from hf_posbias.listwise.rerankers.first import FirstReranker, ScoringStats
 
     device = args.device or default_device()
     if args.random_7b:

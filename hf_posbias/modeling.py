@@ -3,9 +3,9 @@
 For every CLI verb, the evaluation tasks, the analyses, the listwise first stage and the Space,
 a model argument is, in order (:func:`model_source`):
 
-1. ``bm25`` (the lexical baseline; loaded by :mod:`hf_posbias.evaluation.search`);
+1. ``bm25`` (the lexical baseline; loaded by :mod:`hf_posbias.evaluation.runs.search`);
 2. ``openai:<model>`` — an OpenAI-compatible ``/v1/embeddings`` endpoint
-   (:mod:`hf_posbias.evaluation.endpoint`; ``--base-url``, key from ``--api-key-env``);
+   (:mod:`hf_posbias.evaluation.runs.endpoint`; ``--base-url``, key from ``--api-key-env``);
 3. a local folder — a sentence-transformers ``SentenceTransformer``, ``SparseEncoder``
    (SPLADE) or ``MultiVectorEncoder`` (late interaction, ColBERT-style), told apart by its
    ``config_sentence_transformers.json`` (:func:`encoder_kind`);

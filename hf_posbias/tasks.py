@@ -1,6 +1,6 @@
 """Public home of the position tasks: ``from hf_posbias.tasks import SciFactEvidence, get_task``.
 
-Re-exports :mod:`hf_posbias.evaluation.tasks` (importing it imports mteb): the task base class
+Re-exports :mod:`hf_posbias.evaluation.data.tasks` (importing it imports mteb): the task base class
 :class:`PositionRetrievalTask`, one class per registered task, and :func:`get_task`.
 
 Example:
@@ -11,7 +11,7 @@ Example:
 
 from __future__ import annotations
 
-from hf_posbias.evaluation.tasks import (
+from hf_posbias.evaluation.data.tasks import (
     NAMED_TASKS,
     ClimateFEVEREvidence,
     FEVEREvidence,

@@ -17,13 +17,13 @@ MAX_PAIRS = 100
 
 
 def task_cases(data: Any) -> tuple[list[Any], dict[str, int]]:
-    """Evidence-moving cases from a :class:`~hf_posbias.evaluation.taskdata.PositionTaskData`.
+    """Evidence-moving cases from a :class:`~hf_posbias.evaluation.data.taskdata.PositionTaskData`.
 
     A query yields a case when it has a non-empty evidence span inside its first relevant
     document; the others are counted by reason.
 
     Example:
-        >>> from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
+        >>> from hf_posbias.evaluation.data.taskdata import PositionTaskData, TaskInfo
         >>> doc = "One fact here. Two facts here. Three facts here."
         >>> data = PositionTaskData(TaskInfo("t", "t", ["begin"]),
         ...     [{"id": "d", "title": "", "text": doc}],
@@ -58,7 +58,9 @@ def task_cases(data: Any) -> tuple[list[Any], dict[str, int]]:
 
 
 def evidence_moving_section(ctx: Any, max_pairs: int = MAX_PAIRS) -> list[Any]:
-    """Audit section builder (see :func:`hf_posbias.evaluation.report.register_audit_section`).
+    """Audit section builder.
+
+    See :func:`hf_posbias.evaluation.reports.report.register_audit_section`.
 
     Each task's paragraph states how many queries gave a pair, how many were sampled, how many
     the curve used and how many it skipped by reason; a curve under
@@ -70,7 +72,7 @@ def evidence_moving_section(ctx: Any, max_pairs: int = MAX_PAIRS) -> list[Any]:
         sample_pairs,
         save_evidence_moving_plot,
     )
-    from hf_posbias.evaluation.report import ReportSection
+    from hf_posbias.evaluation.reports.report import ReportSection
     from hf_posbias.tables import MarkdownTable
 
     section = ReportSection(

@@ -37,7 +37,7 @@ from hf_posbias.settings import add_settings_arguments, settings_from_args
 
 def _build(args: argparse.Namespace) -> int:
     from hf_posbias.evaluation.builders.common import format_report
-    from hf_posbias.evaluation.registry import benchmarks
+    from hf_posbias.evaluation.data.registry import benchmarks
 
     bench = benchmarks()[args.benchmark]
     settings = settings_from_args(bench.settings, args)
@@ -49,7 +49,7 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _plot(args: argparse.Namespace) -> int:
-    from hf_posbias.evaluation.evidence_plot import plot_evidence_distribution
+    from hf_posbias.evaluation.reports.evidence_plot import plot_evidence_distribution
 
     s = settings_from_args(PlotEvidenceSettings, args)
     summary = plot_evidence_distribution(list(s.task), s.out, bins=s.bins)
@@ -63,7 +63,7 @@ def _plot(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``posbias benchmark`` and its verbs."""
-    from hf_posbias.evaluation.registry import benchmarks
+    from hf_posbias.evaluation.data.registry import benchmarks
 
     bench = subparsers.add_parser(
         "benchmark",
@@ -73,7 +73,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     verbs = bench.add_subparsers(dest="benchmark", metavar="NAME")
 
-    # One verb per registered benchmark (hf_posbias.evaluation.registry): adding a benchmark
+    # One verb per registered benchmark (hf_posbias.evaluation.data.registry): adding a benchmark
     # module under evaluation/builders adds its verb here.
     for name, benchmark in benchmarks().items():
         p = verbs.add_parser(name, help=benchmark.help, description=benchmark.help)

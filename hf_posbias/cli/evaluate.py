@@ -71,7 +71,7 @@ def _library_bars(args: argparse.Namespace, progress: bool) -> bool:
 
 
 def _print_summaries(summaries: list) -> None:
-    from hf_posbias.evaluation.report import with_interval
+    from hf_posbias.evaluation.reports.report import with_interval
 
     for s in summaries:
         scores = ", ".join(
@@ -89,7 +89,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     """Handler of ``posbias evaluate``."""
     import warnings
 
-    from hf_posbias.evaluation.runner import evaluate_model
+    from hf_posbias.evaluation.runs.runner import evaluate_model
     from hf_posbias.evaluation.settings import EvaluateSettings
 
     s = settings_from_args(EvaluateSettings, args)
@@ -116,7 +116,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
             remedy=s,
         )
     if s.plot:
-        from hf_posbias.evaluation.report import plot_position_curves
+        from hf_posbias.evaluation.reports.report import plot_position_curves
 
         for summary in summaries:
             safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in summary.task)
@@ -132,14 +132,14 @@ def run_audit(args: argparse.Namespace) -> int:
 
     from hf_posbias.analysis.audit import evidence_moving_section
     from hf_posbias.errors import InputError
-    from hf_posbias.evaluation.models import load_model
-    from hf_posbias.evaluation.report import (
+    from hf_posbias.evaluation.reports.report import (
         AuditContext,
         register_audit_section,
         write_audit_report,
     )
-    from hf_posbias.evaluation.reversal import mirror_reversal
-    from hf_posbias.evaluation.runner import evaluate_model, load_tasks
+    from hf_posbias.evaluation.runs.models import load_model
+    from hf_posbias.evaluation.runs.reversal import mirror_reversal
+    from hf_posbias.evaluation.runs.runner import evaluate_model, load_tasks
     from hf_posbias.evaluation.settings import ModelAuditSettings
     from hf_posbias.shards import write_json
 

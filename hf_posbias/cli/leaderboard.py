@@ -17,7 +17,7 @@ import argparse
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``leaderboard`` verb."""
-    from hf_posbias.evaluation.leaderboard import LeaderboardSettings
+    from hf_posbias.evaluation.reports.leaderboard import LeaderboardSettings
     from hf_posbias.settings import add_settings_arguments
 
     parser = subparsers.add_parser(
@@ -36,7 +36,7 @@ def run_leaderboard(args: argparse.Namespace) -> int:
     """Handler of ``posbias leaderboard``."""
     from pathlib import Path
 
-    from hf_posbias.evaluation.leaderboard import (
+    from hf_posbias.evaluation.reports.leaderboard import (
         LeaderboardSettings,
         markdown,
         write_leaderboard,

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.loading import load_task_and_reranker
+from hf_posbias.listwise.rerankers.loading import load_task_and_reranker
 from hf_posbias.listwise.settings import (
     AugmentSettings,
     BuildTrainSettings,
@@ -62,7 +62,7 @@ def _echo(text: str) -> None:
 
 
 def _test(args: argparse.Namespace) -> int:
-    from hf_posbias.listwise.controlled import run_controlled_test
+    from hf_posbias.listwise.experiments.controlled import run_controlled_test
 
     s = settings_from_args(ListwiseTestSettings, args)
     task, reranker, out = load_task_and_reranker(s)
@@ -84,7 +84,7 @@ def _test(args: argparse.Namespace) -> int:
 
 
 def _shuffle_eval(args: argparse.Namespace) -> int:
-    from hf_posbias.listwise.shuffle import run_shuffle_eval
+    from hf_posbias.listwise.experiments.shuffle import run_shuffle_eval
 
     s = settings_from_args(ShuffleEvalSettings, args)
     task, reranker, out = load_task_and_reranker(s)
@@ -102,7 +102,7 @@ def _shuffle_eval(args: argparse.Namespace) -> int:
 
 
 def _propensity(args: argparse.Namespace) -> int:
-    from hf_posbias.listwise.propensity import run_propensity
+    from hf_posbias.listwise.experiments.propensity import run_propensity
 
     s = settings_from_args(PropensitySettings, args)
     task, reranker, out = load_task_and_reranker(s)
@@ -122,8 +122,8 @@ def _propensity(args: argparse.Namespace) -> int:
 
 
 def _augment(args: argparse.Namespace) -> int:
-    from hf_posbias.listwise.augment import augment_rows
-    from hf_posbias.listwise.trainset import read_train_set, write_train_set
+    from hf_posbias.listwise.training.augment import augment_rows
+    from hf_posbias.listwise.training.trainset import read_train_set, write_train_set
 
     s = settings_from_args(AugmentSettings, args)
     rows = read_train_set(s.data)
@@ -146,7 +146,7 @@ def _augment(args: argparse.Namespace) -> int:
 
 
 def _build_train(args: argparse.Namespace) -> int:
-    from hf_posbias.listwise.trainset import build_train_set
+    from hf_posbias.listwise.training.trainset import build_train_set
 
     s = settings_from_args(BuildTrainSettings, args)
     rows, info, out = build_train_set(s)
@@ -158,7 +158,7 @@ def _build_train(args: argparse.Namespace) -> int:
 
 
 def _convert(args: argparse.Namespace) -> int:
-    from hf_posbias.listwise.trainset import (
+    from hf_posbias.listwise.training.trainset import (
         load_conversations,
         rows_from_conversations,
         write_train_set,
@@ -181,8 +181,12 @@ def _convert(args: argparse.Namespace) -> int:
 
 
 def _rerank(args: argparse.Namespace) -> int:
-    from hf_posbias.listwise.exchange import read_requests, rerank_requests, write_results
-    from hf_posbias.listwise.loading import load_reranker
+    from hf_posbias.listwise.experiments.exchange import (
+        read_requests,
+        rerank_requests,
+        write_results,
+    )
+    from hf_posbias.listwise.rerankers.loading import load_reranker
 
     s = settings_from_args(RerankSettings, args)
     requests = read_requests(s.requests)
@@ -216,7 +220,7 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from hf_posbias.listwise.compare import compare_from_settings
+    from hf_posbias.listwise.experiments.compare import compare_from_settings
     from hf_posbias.tables import as_table
 
     s = settings_from_args(ListwiseCompareSettings, args)

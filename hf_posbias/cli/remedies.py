@@ -40,7 +40,7 @@ def run_remedies(args: argparse.Namespace) -> int:
     import warnings
 
     from hf_posbias.cli.evaluate import _quiet
-    from hf_posbias.evaluation.remedy_table import compare_remedies
+    from hf_posbias.evaluation.runs.remedy_table import compare_remedies
     from hf_posbias.tables import as_table
 
     s = settings_from_args(RemediesSettings, args)

@@ -21,13 +21,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hf_posbias.errors import InputError
-from hf_posbias.evaluation.remedies import REMEDIES, RemedySettings
+from hf_posbias.evaluation.runs.remedies import REMEDIES, RemedySettings
 from hf_posbias.modeling import ModelSettings
 from hf_posbias.settings import ProgressSettings, check_choice, check_positive, flag_name, setting
 
 
 def _scoring_schemes() -> tuple[str, ...]:
-    from hf_posbias.evaluation.position_scoring import SCORING_SCHEMES
+    from hf_posbias.evaluation.statistics.position_scoring import SCORING_SCHEMES
 
     return tuple(SCORING_SCHEMES)
 
@@ -40,7 +40,7 @@ def _task_help() -> str:
 class EvaluationOptions(RemedySettings, ProgressSettings, ModelSettings):
     """The options ``evaluate`` and ``audit`` share (with how models load:
     :class:`~hf_posbias.modeling.ModelSettings`, and an inference-time remedy:
-    :class:`~hf_posbias.evaluation.remedies.RemedySettings`)."""
+    :class:`~hf_posbias.evaluation.runs.remedies.RemedySettings`)."""
 
     task: tuple[str, ...] = setting(_task_help(), metavar="TASK")
     out: str = setting("output folder")
@@ -62,7 +62,7 @@ class EvaluationOptions(RemedySettings, ProgressSettings, ModelSettings):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        from hf_posbias.evaluation.runner import bootstrap_setting
+        from hf_posbias.evaluation.runs.runner import bootstrap_setting
 
         self.task = tuple(self.task)
         check_positive(self, "batch_size", "top_k")

@@ -188,7 +188,7 @@ class OpenAIEndpoint:
     accept any key, so a missing key is only an error for the default OpenAI URL. Connection
     errors, timeouts, HTTP 408/409/429 and 5xx are retried ``max_retries`` times with
     exponential backoff (:meth:`call`); :class:`OpenAIChatBackend` and the embeddings encoder
-    (:class:`hf_posbias.evaluation.endpoint.EndpointEncoder`) build on it.
+    (:class:`hf_posbias.evaluation.runs.endpoint.EndpointEncoder`) build on it.
     """
 
     def __init__(

@@ -4,39 +4,52 @@ hf-posbias measures where in a document the evidence sits; this package measures
 reranker's *input list* the relevant passage sits, and provides the pieces to train that bias
 away. Modules, one concept each:
 
-- :mod:`~hf_posbias.listwise.records`, :mod:`~hf_posbias.listwise.base` — passages, window
+- :mod:`~hf_posbias.listwise.records`, :mod:`~hf_posbias.listwise.rerankers.base` — passages, window
   rankings, and the reranker protocol (``rank_windows``);
-- :mod:`~hf_posbias.listwise.identifiers` — passage identifiers ([A]…[T] or [1]…[20]), the
+- :mod:`~hf_posbias.listwise.rerankers.identifiers` — passage identifiers ([A]…[T] or [1]…[20]), the
   single-token check, permutation strings and their parsing (with the input-order fallback);
-- :mod:`~hf_posbias.listwise.prompt` — the RankZephyr/FIRST prompt, passage truncation;
-- :mod:`~hf_posbias.listwise.first` — the FIRST scorer (first-token identifier logits, windows
-  batched); :mod:`~hf_posbias.listwise.generative` — the model writes the permutation (local LM
-  or OpenAI-compatible endpoint); :mod:`~hf_posbias.listwise.pointwise` — the position-free
-  control (BM25, cross-encoders); :mod:`~hf_posbias.listwise.loading` — one name → one reranker;
-- :mod:`~hf_posbias.listwise.window` — rank_llm's sliding window (20, step 10, back to front);
-- :mod:`~hf_posbias.listwise.exchange` — rank_llm ``Request``/``Candidate``/``Result`` JSON;
-- :mod:`~hf_posbias.listwise.taskio`, :mod:`~hf_posbias.listwise.firststage`,
-  :mod:`~hf_posbias.listwise.lists` — task folders (BEIR or the project's own), the first stage
+- :mod:`~hf_posbias.listwise.rerankers.prompt` — the RankZephyr/FIRST prompt, passage truncation;
+- :mod:`~hf_posbias.listwise.rerankers.first` — the FIRST scorer (first-token identifier logits,
+  windows
+  batched); :mod:`~hf_posbias.listwise.rerankers.generative` — the model writes the permutation
+  (local LM
+  or OpenAI-compatible endpoint); :mod:`~hf_posbias.listwise.rerankers.pointwise` — the
+  position-free
+  control (BM25, cross-encoders); :mod:`~hf_posbias.listwise.rerankers.loading` — one name → one
+  reranker;
+- :mod:`~hf_posbias.listwise.rerankers.window` — rank_llm's sliding window (20, step 10, back to
+  front);
+- :mod:`~hf_posbias.listwise.experiments.exchange` — rank_llm ``Request``/``Candidate``/``Result``
+  JSON;
+- :mod:`~hf_posbias.listwise.experiments.taskio`,
+  :mod:`~hf_posbias.listwise.experiments.firststage`,
+  :mod:`~hf_posbias.listwise.experiments.lists` — task folders (BEIR or the project's own), the
+  first stage
   (the package BM25, :mod:`hf_posbias.bm25`, or dense), query selection and the controlled lists;
-- :mod:`~hf_posbias.listwise.runs` — the resumable per-query loop every experiment shares;
-  :mod:`~hf_posbias.listwise.controlled` (the 1…k test), :mod:`~hf_posbias.listwise.shuffle`
-  (original vs shuffled order), :mod:`~hf_posbias.listwise.propensity` (Eq. 5),
-  :mod:`~hf_posbias.listwise.aggregate` (Borda, Kemeny local search),
-  :mod:`~hf_posbias.listwise.plots`;
-- :mod:`~hf_posbias.listwise.augment` (Pos-Aug), :mod:`~hf_posbias.listwise.trainset`
-  (``build-train``, RankZephyr/FIRST data), :mod:`~hf_posbias.listwise.losses` (L_Rank,
-  L_Rank-IPS, the DebiasFirst joint loss), :mod:`~hf_posbias.listwise.collate` (training batches);
+- :mod:`~hf_posbias.listwise.experiments.runs` — the resumable per-query loop every experiment
+  shares;
+  :mod:`~hf_posbias.listwise.experiments.controlled` (the 1…k test),
+  :mod:`~hf_posbias.listwise.experiments.shuffle`
+  (original vs shuffled order), :mod:`~hf_posbias.listwise.experiments.propensity` (Eq. 5),
+  :mod:`~hf_posbias.listwise.experiments.aggregate` (Borda, Kemeny local search),
+  :mod:`~hf_posbias.listwise.experiments.plots`;
+- :mod:`~hf_posbias.listwise.training.augment` (Pos-Aug),
+  :mod:`~hf_posbias.listwise.training.trainset`
+  (``build-train``, RankZephyr/FIRST data), :mod:`~hf_posbias.listwise.training.losses` (L_Rank,
+  L_Rank-IPS, the DebiasFirst joint loss), :mod:`~hf_posbias.listwise.training.collate` (training
+  batches);
 - :mod:`~hf_posbias.listwise.settings`, :mod:`~hf_posbias.listwise.train`,
-  :mod:`~hf_posbias.listwise.card` — the DebiasFirst fine-tune (``posbias listwise train``,
+  :mod:`~hf_posbias.listwise.training.card` — the DebiasFirst fine-tune (``posbias listwise train``,
   ``accelerate launch -m hf_posbias.listwise.train``), its checkpoint and model card;
-  :mod:`~hf_posbias.listwise.compare` — two ``test`` runs against each other (paired);
-  :mod:`~hf_posbias.listwise.demo` — the before/after demo; :mod:`~hf_posbias.listwise.slider`
+  :mod:`~hf_posbias.listwise.experiments.compare` — two ``test`` runs against each other (paired);
+  :mod:`~hf_posbias.listwise.demo` — the before/after demo;
+  :mod:`~hf_posbias.listwise.experiments.slider`
   — the 1…k test one (query, position) at a time (the Space's listwise tab).
 
 Nothing heavy is imported here.
 
 Example:
-    >>> from hf_posbias.listwise.identifiers import identifier_labels
+    >>> from hf_posbias.listwise.rerankers.identifiers import identifier_labels
     >>> identifier_labels(3)
     ['A', 'B', 'C']
 """

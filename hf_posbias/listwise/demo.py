@@ -166,12 +166,12 @@ def demo_commands(s: ListwiseDemoSettings) -> list[tuple[str, list[str]]]:
 
 def _run_step(verb: str, settings: Any) -> None:
     """The library call behind ``posbias listwise <verb>`` (what its CLI handler calls)."""
-    from hf_posbias.listwise.compare import compare_from_settings
-    from hf_posbias.listwise.controlled import run_controlled_test
-    from hf_posbias.listwise.loading import load_task_and_reranker
-    from hf_posbias.listwise.propensity import run_propensity
+    from hf_posbias.listwise.experiments.compare import compare_from_settings
+    from hf_posbias.listwise.experiments.controlled import run_controlled_test
+    from hf_posbias.listwise.experiments.propensity import run_propensity
+    from hf_posbias.listwise.rerankers.loading import load_task_and_reranker
     from hf_posbias.listwise.train import train_listwise
-    from hf_posbias.listwise.trainset import build_train_set
+    from hf_posbias.listwise.training.trainset import build_train_set
 
     if verb in ("test", "propensity"):
         task, reranker, out = load_task_and_reranker(settings)
@@ -187,8 +187,8 @@ def _run_step(verb: str, settings: Any) -> None:
 
 def _done(step: str, out: Path) -> bool:
     """Whether a step that cannot resume by itself already finished."""
-    from hf_posbias.listwise.card import TRAINING_INFO
-    from hf_posbias.listwise.trainset import INFO_FILE
+    from hf_posbias.listwise.training.card import TRAINING_INFO
+    from hf_posbias.listwise.training.trainset import INFO_FILE
 
     if step == "build-train":
         return (out / "train" / INFO_FILE).is_file()

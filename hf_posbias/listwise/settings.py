@@ -37,8 +37,8 @@ from typing import Literal
 from hf_posbias.devices import INFERENCE_DTYPES
 from hf_posbias.errors import InputError
 from hf_posbias.generation.backends import EndpointSettings
-from hf_posbias.listwise.losses import DEFAULT_LAMBDA
-from hf_posbias.listwise.window import DEFAULT_WINDOW
+from hf_posbias.listwise.rerankers.window import DEFAULT_WINDOW
+from hf_posbias.listwise.training.losses import DEFAULT_LAMBDA
 from hf_posbias.settings import (
     ProgressSettings,
     Settings,
@@ -199,7 +199,7 @@ class ResamplingSettings(Settings):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        from hf_posbias.evaluation.uncertainty import check_resampling
+        from hf_posbias.evaluation.statistics.uncertainty import check_resampling
 
         check_resampling(self.n_resamples, self.confidence)
 
@@ -343,7 +343,7 @@ class TaskRunSettings(ProgressSettings):
 
 @dataclass(kw_only=True)
 class RerankerName(Settings):
-    """Which reranker a verb loads (:func:`hf_posbias.listwise.loading.load_reranker`)."""
+    """Which reranker a verb loads (:func:`hf_posbias.listwise.rerankers.loading.load_reranker`)."""
 
     reranker: str = setting(
         "smollm2-135m (packaged), a causal-LM folder or Hub id (FIRST scoring), bm25 or "

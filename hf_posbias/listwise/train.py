@@ -7,13 +7,13 @@ from it, the hardware ones shared with every trainer of hf-posbias).
 
 The run: a causal LM is fine-tuned with the transformers ``Trainer`` on listwise windows —
 prompt (the exact FIRST scoring prompt) + the target permutation ``"[C] > [A] > …"`` — with
-the loss λ·L_Rank(-IPS) + L_LM (:func:`hf_posbias.listwise.losses.model_loss`): L_LM is the
+the loss λ·L_Rank(-IPS) + L_LM (:func:`hf_posbias.listwise.training.losses.model_loss`): L_LM is the
 next-token loss on the answer tokens only, L_Rank reads the identifier logits at the answer's
 ``[``, where FIRST scoring reads them, and with ``--propensity`` each pair is divided by
 ω[i, r_i]·ω[j, r_j] (Eq. 4). NEFTune is the Trainer's ``neftune_noise_alpha``.
 
 **Pos-Aug on the fly.** ``--pos-aug n`` turns every window into its n rotated permutations
-(:func:`hf_posbias.listwise.augment.augment_rows`, the function behind ``posbias listwise
+(:func:`hf_posbias.listwise.training.augment.augment_rows`, the function behind ``posbias listwise
 augment``, seeded by ``--seed``) when the run starts; data already written by ``augment``
 (rows with ``rotation``) is refused with ``--pos-aug`` (that would rotate the rotations), and
 its n is read from the folder's ``info.json`` for the card. Either way the same rows are
@@ -62,8 +62,8 @@ from hf_posbias.listwise.settings import ListwiseTrainingSettings
 if TYPE_CHECKING:
     import numpy as np
 
-    from hf_posbias.listwise.card import ListwiseCardInfo
-    from hf_posbias.listwise.collate import ListwiseCollator
+    from hf_posbias.listwise.training.card import ListwiseCardInfo
+    from hf_posbias.listwise.training.collate import ListwiseCollator
     from hf_posbias.training.memory import Measure, MemoryPlan
     from hf_posbias.training.settings import ResolvedCompute
 
@@ -129,7 +129,7 @@ class ListwiseTrainResult:
 
 
 def _data_info(data: str) -> dict[str, Any]:
-    from hf_posbias.listwise.trainset import INFO_FILE
+    from hf_posbias.listwise.training.trainset import INFO_FILE
     from hf_posbias.rows import read_json
 
     path = Path(data) / INFO_FILE
@@ -145,7 +145,7 @@ def _pos_aug_rows(
     settings: ListwiseTrainingSettings, rows: list[dict[str, Any]], info: dict[str, Any]
 ) -> tuple[list[dict[str, Any]], int, str]:
     """The rows to train on, their rotations per window, and where the rotations come from."""
-    from hf_posbias.listwise.augment import augment_rows
+    from hf_posbias.listwise.training.augment import augment_rows
 
     in_data = int(info.get("pos_aug_groups") or 0)
     already = any("rotation" in row for row in rows)
@@ -166,9 +166,9 @@ def _pos_aug_rows(
 def _propensity(
     settings: ListwiseTrainingSettings, rows: Sequence[dict[str, Any]], sizes: list[int]
 ) -> tuple[Any, dict[str, Any] | None]:
-    from hf_posbias.listwise.losses import mean_ips_weight, normalize_propensity
-    from hf_posbias.listwise.propensity import check_propensity_support, load_propensity
-    from hf_posbias.listwise.trainset import target_ranks
+    from hf_posbias.listwise.experiments.propensity import check_propensity_support, load_propensity
+    from hf_posbias.listwise.training.losses import mean_ips_weight, normalize_propensity
+    from hf_posbias.listwise.training.trainset import target_ranks
     from hf_posbias.rows import read_json
 
     path = settings.propensity_file
@@ -195,8 +195,8 @@ def prepare_listwise_run(
     settings: ListwiseTrainingSettings, *, show_progress: bool = True
 ) -> ListwiseRunInputs:
     """Every check that needs no model weights (see the module docstring)."""
-    from hf_posbias.listwise.collate import ListwiseCollator
-    from hf_posbias.listwise.trainset import read_train_set
+    from hf_posbias.listwise.training.collate import ListwiseCollator
+    from hf_posbias.listwise.training.trainset import read_train_set
     from hf_posbias.modeling import causal_lm_folder, context_length, load_tokenizer_config
     from hf_posbias.progress import progress
     from hf_posbias.training.builder import model_attn_implementation
@@ -348,13 +348,14 @@ def cuda_window_trial(
     """A ``measure`` for the preflight: forward + backward of the longest windows on the GPU.
 
     ``measure(checkpointing, mini_batching)`` pads as many of the longest encoded windows as
-    the candidate holds, runs :func:`~hf_posbias.listwise.losses.model_loss` under autocast in
+    the candidate holds, runs :func:`~hf_posbias.listwise.training.losses.model_loss` under
+    autocast in
     ``precision`` and backpropagates; the peak is ``torch.cuda.max_memory_allocated`` (None on
     an out-of-memory error).
     """
     import torch
 
-    from hf_posbias.listwise.losses import model_loss
+    from hf_posbias.listwise.training.losses import model_loss
     from hf_posbias.training.builder import set_activation_checkpointing
     from hf_posbias.training.memory import cuda_peak_bytes
 
@@ -388,7 +389,7 @@ def _plan_of(mini: Any) -> MemoryPlan:
 def _trainer_class() -> type:
     from transformers import Trainer
 
-    from hf_posbias.listwise.losses import model_loss
+    from hf_posbias.listwise.training.losses import model_loss
 
     class DebiasFirstTrainer(Trainer):
         """The transformers ``Trainer`` with the DebiasFirst loss (λ·L_Rank(-IPS) + L_LM).
@@ -581,7 +582,7 @@ def card_info(
     settings: ListwiseTrainingSettings, run: ListwiseRunInputs, result: ListwiseTrainResult
 ) -> ListwiseCardInfo:
     """The card's facts from the settings, the checked inputs and the measured result."""
-    from hf_posbias.listwise.card import ListwiseCardInfo, describe_base
+    from hf_posbias.listwise.training.card import ListwiseCardInfo, describe_base
 
     base, on_hub, description = describe_base(settings.model)
     return ListwiseCardInfo(
@@ -638,7 +639,7 @@ def save_checkpoint(
     result: ListwiseTrainResult,
 ) -> None:
     """Save model + tokenizer, then the card and the facts (the facts file last)."""
-    from hf_posbias.listwise.card import save_listwise_info, write_listwise_card
+    from hf_posbias.listwise.training.card import save_listwise_info, write_listwise_card
 
     model.config.use_cache = True  # inference wants it back
     model.save_pretrained(str(run.out))

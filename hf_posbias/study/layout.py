@@ -130,7 +130,7 @@ class StudyTask:
 
 def resolve_tasks(specs: Sequence[str]) -> list[StudyTask]:
     """Load every task once (fails fast, one line) and fingerprint its data."""
-    from hf_posbias.evaluation.runner import load_tasks
+    from hf_posbias.evaluation.runs.runner import load_tasks
 
     out = []
     for spec, task in zip(specs, load_tasks(list(specs)), strict=True):
@@ -142,7 +142,7 @@ def resolve_tasks(specs: Sequence[str]) -> list[StudyTask]:
 
 def eval_dir(out: str | Path, model: StudyModel, task: StudyTask) -> Path:
     """``<out>/eval/<model>/<task>/``: one ``posbias evaluate`` run folder."""
-    from hf_posbias.evaluation.exports import safe_name
+    from hf_posbias.evaluation.runs.exports import safe_name
 
     return Path(out) / "eval" / model.name / safe_name(task.name)
 

@@ -95,7 +95,7 @@ def write_checkpoint_card(folder: str | Path, repo_name: str, cells: Sequence[Ma
 
 def write_results_repo(out: str | Path) -> Path:
     """The study's results as a Hub dataset repo folder ``<out>/hub/results``."""
-    from hf_posbias.evaluation.exports import read_per_query
+    from hf_posbias.evaluation.runs.exports import read_per_query
     from hf_posbias.publish.repo import front_matter_yaml, write_dataset_repo
     from hf_posbias.study.report import read_report
 

@@ -3,7 +3,8 @@
 One implementation for ``posbias study report DIR`` (a study folder) and ``posbias report RUN
 …`` (any ``posbias evaluate`` run folders; each model's base and configuration are read from its
 checkpoint's card facts, an untrained model is the ``base``). Every number is recomputed from the
-per-query tables (``per_query/<task>.parquet``) with :mod:`hf_posbias.evaluation.uncertainty`:
+per-query tables (``per_query/<task>.parquet``) with
+:mod:`hf_posbias.evaluation.statistics.uncertainty`:
 
 - a **cell** per (task, model, configuration[, pooling]): nDCG@10 per position, their mean and
   PSI, each with its percentile bootstrap interval (queries resampled within positions);
@@ -77,7 +78,7 @@ class Source:
     config: str
     pooling: str | None
     summary: Any
-    """The :class:`~hf_posbias.evaluation.summary.EvaluationSummary`."""
+    """The :class:`~hf_posbias.evaluation.statistics.summary.EvaluationSummary`."""
     per_query: str
 
 
@@ -144,7 +145,7 @@ def psi_reduction(psi: Mapping[str, float | None]) -> tuple[float | None, str | 
 
 
 def _per_query_path(summary: Any, run_folder: Path) -> str:
-    from hf_posbias.evaluation.exports import PER_QUERY_DIRNAME, safe_name
+    from hf_posbias.evaluation.runs.exports import PER_QUERY_DIRNAME, safe_name
 
     path = summary.per_query_path
     if path and Path(path).is_file():
@@ -180,7 +181,7 @@ def run_sources(runs: Sequence[str | Path]) -> list[Source]:
 
     Every run must hold the same tasks on the same data: a folder from another task is refused.
     """
-    from hf_posbias.evaluation.summary import read_summaries
+    from hf_posbias.evaluation.statistics.summary import read_summaries
 
     if not runs:
         raise InputError("no run folder given")
@@ -213,7 +214,7 @@ def run_sources(runs: Sequence[str | Path]) -> list[Source]:
 
 def study_sources(out: str | Path) -> list[Source]:
     """The evaluations of a study folder (its markers name base, configuration and pooling)."""
-    from hf_posbias.evaluation.summary import read_summaries
+    from hf_posbias.evaluation.statistics.summary import read_summaries
     from hf_posbias.study.layout import (
         EVAL_MARKER,
         base_label,
@@ -268,14 +269,14 @@ def single_pooling(sources: Sequence[Source]) -> list[Source]:
 
 
 def _scores(source: Source) -> dict[str, dict[str, float]]:
-    from hf_posbias.evaluation.exports import per_bucket_from_table, read_per_query
+    from hf_posbias.evaluation.runs.exports import per_bucket_from_table, read_per_query
 
     return per_bucket_from_table(read_per_query(source.per_query))
 
 
 def compute_cell(source: Source, n_resamples: int, seed: int, root: Path | None = None) -> Cell:
     """A cell recomputed from its per-query table."""
-    from hf_posbias.evaluation.uncertainty import bootstrap_positions
+    from hf_posbias.evaluation.statistics.uncertainty import bootstrap_positions
 
     scores = _scores(source)
     ci = bootstrap_positions(scores, n_resamples=n_resamples, seed=seed)
@@ -318,7 +319,7 @@ def _groups(sources: Sequence[Source]) -> dict[tuple[str, str, str | None], dict
 def _reduction_statistic(n_skewed: int) -> Any:
     import numpy as np
 
-    from hf_posbias.evaluation.psi import psi_columns
+    from hf_posbias.evaluation.statistics.psi import psi_columns
 
     def statistic(means: list[Any]) -> Any:
         skewed = np.vstack([psi_columns(m) for m in means[:n_skewed]])
@@ -332,7 +333,7 @@ def reductions(
     sources: Sequence[Source], cells: Sequence[Cell], n_resamples: int, seed: int
 ) -> list[dict[str, Any]]:
     """PSI reduction of uniform against the worst skewed configuration, per task and model."""
-    from hf_posbias.evaluation.uncertainty import bootstrap_statistic
+    from hf_posbias.evaluation.statistics.uncertainty import bootstrap_statistic
 
     psi = {(c.task, c.model, c.pooling, c.config): c.psi for c in cells}
     out = []
@@ -363,8 +364,8 @@ def reductions(
 
 def direction_checks(sources: Sequence[Source], n_resamples: int, seed: int) -> list[dict]:
     """Does each skewed configuration raise its own position against the untrained base?"""
-    from hf_posbias.evaluation.compare import ALPHA
-    from hf_posbias.evaluation.uncertainty import paired_comparison
+    from hf_posbias.evaluation.statistics.compare import ALPHA
+    from hf_posbias.evaluation.statistics.uncertainty import paired_comparison
 
     out = []
     for (task, model, pooling), configs in _groups(sources).items():
@@ -440,7 +441,7 @@ def _configs_in_order(cells: Sequence[Cell]) -> list[str]:
 
 
 def _ci(value: float | None, interval: Sequence[float] | None) -> str | None:
-    from hf_posbias.evaluation.report import with_interval
+    from hf_posbias.evaluation.reports.report import with_interval
 
     return with_interval(value, tuple(interval) if interval else None)  # type: ignore[arg-type]
 
@@ -473,7 +474,7 @@ def _fmt(value: float | None, digits: int = 3) -> str:
 
 def report_markdown(report: StudyReport, title: str) -> str:
     """The human report (tables, reductions, direction check, averages, curve images)."""
-    from hf_posbias.evaluation.exports import safe_name
+    from hf_posbias.evaluation.runs.exports import safe_name
     from hf_posbias.tables import as_table
 
     parts = [f"# {title}", ""]
@@ -566,7 +567,7 @@ def plot_grid(sources: Sequence[Source], cells: Sequence[Cell], task: str, path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from hf_posbias.evaluation.report import plot_position_curves, save_png
+    from hf_posbias.evaluation.reports.report import plot_position_curves, save_png
 
     rows = list(dict.fromkeys(c.row for c in cells if c.task == task))
     order = _configs_in_order([c for c in cells if c.task == task])
@@ -603,7 +604,7 @@ def write_report(
     root: Path | None = None,
 ) -> Path:
     """Write ``report.md``, ``report.csv``, ``report.json`` and ``curves-<task>.png``."""
-    from hf_posbias.evaluation.exports import safe_name
+    from hf_posbias.evaluation.runs.exports import safe_name
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,8 @@ The steps of a study, in order, each one resumable:
    and max length, so the same query prefix, sequence length and pooling — into
    ``<out>/bases/posbias-<base>-base[-<pooling>]``; with ``off_the_shelf`` the base as published
    is evaluated too (config ``off-the-shelf``);
-3. every model is evaluated on every task by :func:`hf_posbias.evaluation.runner.evaluate_model`
+3. every model is evaluated on every task by
+:func:`hf_posbias.evaluation.runs.runner.evaluate_model`
    (the code of ``posbias evaluate``) into ``<out>/eval/<model folder>/<task>/``; the marker
    ``posbias_study_eval.json`` (written last) holds the model's and the task's fingerprints, so a
    rerun evaluates nothing that is done and re-evaluates a model whose weights changed;
@@ -122,7 +123,7 @@ def evaluate_study_model(
     model: StudyModel, tasks: Sequence[StudyTask], spec: StudySpec, out: str | Path
 ) -> tuple[int, int]:
     """Evaluate ``model`` on every task not done yet; returns (evaluated, skipped)."""
-    from hf_posbias.evaluation.runner import evaluate_model
+    from hf_posbias.evaluation.runs.runner import evaluate_model
 
     fingerprint = model_fingerprint(model)
     todo = [t for t in tasks if not evaluation_done(eval_dir(out, model, t), fingerprint, t)]
@@ -130,7 +131,7 @@ def evaluate_study_model(
     for task in todo:
         folder = eval_dir(out, model, task)
         if loaded is None:
-            from hf_posbias.evaluation.models import load_model
+            from hf_posbias.evaluation.runs.models import load_model
 
             loaded = load_model(model.folder)
         evaluate_model(

@@ -6,7 +6,8 @@ shows cosine(document, segment i) for the same document, without any query.
 
 The **listwise input position** tab does the same for a listwise LLM reranker's *input list*
 (Q26): pick a query, slide its relevant passage through the 20 input slots, see where the
-reranker puts it and the nDCG@10 curve so far (:mod:`hf_posbias.listwise.slider`, the 1…k test
+reranker puts it and the nDCG@10 curve so far (:mod:`hf_posbias.listwise.experiments.slider`, the
+1…k test
 of ``posbias listwise test`` one position at a time).
 
 Models come from an allow-list only (never a user-typed path):
@@ -52,7 +53,7 @@ from typing import Any
 
 from hf_posbias.analysis.evidence_moving import EvidenceCase, EvidenceCurve, slot_names
 from hf_posbias.errors import PosbiasError, first_line
-from hf_posbias.listwise.slider import SliderCase, SliderCurve
+from hf_posbias.listwise.experiments.slider import SliderCase, SliderCurve
 
 logger = logging.getLogger("evidence-moving-space")
 
@@ -344,8 +345,8 @@ def examples_task() -> Any:
     """The built-in listwise task: every sentence of the three examples is a passage (titled by
     its article), each example's query has its evidence sentence as the relevant passage."""
     from hf_posbias.analysis.evidence_moving import sentence_boundaries
+    from hf_posbias.listwise.experiments.taskio import RerankTask
     from hf_posbias.listwise.records import Passage
-    from hf_posbias.listwise.taskio import RerankTask
 
     corpus: dict[str, Passage] = {}
     queries: dict[str, str] = {}
@@ -366,7 +367,7 @@ def listwise_rerankers() -> dict[str, str]:
     """Display name → reranker argument, for every listwise reranker the Space may use."""
     import importlib.util
 
-    from hf_posbias.listwise.card import TRAINING_INFO
+    from hf_posbias.listwise.training.card import TRAINING_INFO
     from hf_posbias.modeling import PACKAGED_CHAT_MODELS
 
     rerankers = {BM25: "bm25"}
@@ -387,8 +388,8 @@ def listwise_task(key: str) -> tuple[Any, Any]:
     """``(task, BM25 first stage)`` of the examples or of ``$POSBIAS_SPACE_LISTWISE_TASK``."""
     with _LISTWISE_LOCK:
         if key not in _TASKS:
-            from hf_posbias.listwise.firststage import load_first_stage
-            from hf_posbias.listwise.taskio import load_rerank_task
+            from hf_posbias.listwise.experiments.firststage import load_first_stage
+            from hf_posbias.listwise.experiments.taskio import load_rerank_task
 
             task = examples_task() if key == EXAMPLES_TASK else load_rerank_task(key)
             _TASKS[key] = (task, load_first_stage("bm25", task.corpus))
@@ -422,7 +423,7 @@ def get_listwise_reranker(display_name: str, task_key: str) -> Any:
     task, _ = listwise_task(task_key)
     with _LISTWISE_LOCK:
         if key not in _RERANKERS:
-            from hf_posbias.listwise.loading import load_reranker
+            from hf_posbias.listwise.rerankers.loading import load_reranker
 
             _RERANKERS[key] = load_reranker(
                 name,
@@ -435,7 +436,7 @@ def get_listwise_reranker(display_name: str, task_key: str) -> Any:
 
 def _passage_tokens(name: str) -> int:
     """The passage budget a DebiasFirst checkpoint was trained with, else the default."""
-    from hf_posbias.listwise.card import TRAINING_INFO, load_listwise_info
+    from hf_posbias.listwise.training.card import TRAINING_INFO, load_listwise_info
 
     if (Path(name) / TRAINING_INFO).is_file():
         return load_listwise_info(name).passage_tokens or LISTWISE_PASSAGE_TOKENS
@@ -444,7 +445,7 @@ def _passage_tokens(name: str) -> int:
 
 def listwise_case(query_label: str) -> SliderCase:
     """The chosen query's first-stage top-k (k = 20, or the corpus size if smaller)."""
-    from hf_posbias.listwise.slider import slider_case
+    from hf_posbias.listwise.experiments.slider import slider_case
 
     queries = listwise_queries()
     if query_label not in queries:
@@ -478,7 +479,7 @@ def slide(
     Returns the status line, the reranked list (HTML), the curve figure, the curve as JSON and
     the new state (a new curve when the reranker or the query changed).
     """
-    from hf_posbias.listwise.slider import rerank_at, slider_figure
+    from hf_posbias.listwise.experiments.slider import rerank_at, slider_figure
 
     case = listwise_case(query_label)
     reranker = get_listwise_reranker(reranker_name, listwise_queries()[query_label][0])
@@ -621,7 +622,7 @@ LEADERBOARD_SORTS = {
 
 def leaderboard_rows(source: str | None = None) -> list[dict[str, Any]]:
     """Rows of the leaderboard: a folder, a Hub dataset repo id, or the shipped default."""
-    from hf_posbias.evaluation.leaderboard import read_leaderboard
+    from hf_posbias.evaluation.reports.leaderboard import read_leaderboard
 
     source = source or os.environ.get(LEADERBOARD_ENV) or str(SHIPPED_LEADERBOARD)
     if not Path(source).expanduser().exists() and "/" in source and not source.startswith("."):

@@ -8,7 +8,7 @@ import pytest
 
 from hf_posbias.analysis.audit import task_cases
 from hf_posbias.cli import main
-from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
+from hf_posbias.evaluation.data.taskdata import PositionTaskData, TaskInfo
 
 TOPICS = ["river", "mountain", "castle", "harbour", "forest", "desert"]
 

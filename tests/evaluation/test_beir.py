@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from hf_posbias.errors import InputError
-from hf_posbias.evaluation.beir import read_plain_folder, write_beir_folder
-from hf_posbias.evaluation.exports import read_trec_run
-from hf_posbias.listwise.taskio import load_rerank_task
+from hf_posbias.evaluation.data.beir import read_plain_folder, write_beir_folder
+from hf_posbias.evaluation.runs.exports import read_trec_run
+from hf_posbias.listwise.experiments.taskio import load_rerank_task
 
 N_QUERIES = 20
 
@@ -47,7 +47,7 @@ def _ndcg_at_10(ranked: list[str], relevant: dict[str, int]) -> float:
 
 
 def test_bm25_on_a_beir_folder_matches_an_independent_ndcg(scifact_small, tmp_path):
-    from hf_posbias.evaluation.runner import evaluate_model
+    from hf_posbias.evaluation.runs.runner import evaluate_model
 
     [summary] = evaluate_model("bm25", [scifact_small], tmp_path / "out", bootstrap=200)
     assert summary.buckets == ["all"] and summary.n_queries == {"all": N_QUERIES}

@@ -8,7 +8,7 @@ from hf_posbias.cli import main
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.builders.fineweb import build_fineweb_posq
 from hf_posbias.evaluation.builders.jsonl import build_from_records
-from hf_posbias.evaluation.evidence_plot import plot_evidence_distribution
+from hf_posbias.evaluation.reports.evidence_plot import plot_evidence_distribution
 
 
 def test_plot_evidence_cli_writes_a_png(tmp_path, capsys):

@@ -10,7 +10,7 @@ from hf_posbias.cli import main
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.builders.common import stable_id
 from hf_posbias.evaluation.builders.jsonl import build_from_records
-from hf_posbias.evaluation.taskdata import PositionTaskData
+from hf_posbias.evaluation.data.taskdata import PositionTaskData
 
 DOC_A = "Alpha facts open the page. " + "filler text " * 20 + "Omega facts close it."
 DOC_B = "Beta passage about something else entirely, with the key fact in the middle. " * 2

@@ -14,8 +14,8 @@ import pytest
 from hf_posbias.cli import main
 from hf_posbias.evaluation.builders.climate_fever import build_climate_fever
 from hf_posbias.evaluation.builders.scifact import build_scifact, parse_sentence_list
-from hf_posbias.evaluation.positions import THIRDS
-from hf_posbias.evaluation.taskdata import PositionTaskData
+from hf_posbias.evaluation.data.positions import THIRDS
+from hf_posbias.evaluation.data.taskdata import PositionTaskData
 
 pytestmark = pytest.mark.shared_data
 

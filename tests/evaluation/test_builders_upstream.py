@@ -15,7 +15,7 @@ from hf_posbias.evaluation.builders.fineweb import build_fineweb_posq
 from hf_posbias.evaluation.builders.hotpotqa import build_hotpotqa
 from hf_posbias.evaluation.builders.posir import build_posir
 from hf_posbias.evaluation.builders.squad import build_squad_posq
-from hf_posbias.evaluation.taskdata import PositionTaskData
+from hf_posbias.evaluation.data.taskdata import PositionTaskData
 
 # ---------------------------------------------------------------------------------- SQuAD v2
 

@@ -11,8 +11,8 @@ from test_tasks_fixtures import wiki_task
 
 from hf_posbias.cli import main
 from hf_posbias.errors import InputError
-from hf_posbias.evaluation.compare import compare_runs
-from hf_posbias.evaluation.runner import evaluate_model
+from hf_posbias.evaluation.runs.runner import evaluate_model
+from hf_posbias.evaluation.statistics.compare import compare_runs
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +67,7 @@ def test_runs_of_different_tasks_are_refused_in_one_line(runs, shared_data, tmp_
     # Same task name, different data: the task fingerprint tells them apart.
     copy = tmp_path / "copy"
     shutil.copytree(runs / "task", copy)
-    from hf_posbias.evaluation.taskdata import PositionTaskData
+    from hf_posbias.evaluation.data.taskdata import PositionTaskData
 
     data = PositionTaskData.load(copy)
     data.queries, data.qrels = data.queries[:-1], data.qrels[:-1]
@@ -99,7 +99,7 @@ def test_evaluate_cli_refuses_bootstrap_zero_and_takes_a_scoring(runs, tmp_path,
 
 
 def test_a_model_returning_nan_scores_is_a_one_line_error(runs, tmp_path):
-    from hf_posbias.evaluation.models import LoadedModel, unique_model_meta
+    from hf_posbias.evaluation.runs.models import LoadedModel, unique_model_meta
 
     class NaNEncoder:
         mteb_model_meta = unique_model_meta(None, "test/nan", "nan")

@@ -18,7 +18,7 @@ from hf_posbias.errors import InputError
 from hf_posbias.evaluation.construction import build as build_module
 from hf_posbias.evaluation.construction.build import build_benchmark
 from hf_posbias.evaluation.construction.settings import BuildSettings
-from hf_posbias.evaluation.taskdata import PositionTaskData
+from hf_posbias.evaluation.data.taskdata import PositionTaskData
 from hf_posbias.shards import read_parquet_rows
 
 FILLER = "alpha beta gamma delta epsilon zeta eta theta iota"

@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from hf_posbias.evaluation.levels import (
+from hf_posbias.evaluation.statistics.levels import (
     position_trend,
     psi_by_length,
     trend_intervals,
 )
-from hf_posbias.evaluation.psi import harmonic_mean
-from hf_posbias.evaluation.uncertainty import bootstrap_positions
+from hf_posbias.evaluation.statistics.psi import harmonic_mean
+from hf_posbias.evaluation.statistics.uncertainty import bootstrap_positions
 
 
 def test_trend_matches_scipy_and_its_interval_covers_it():

@@ -11,8 +11,8 @@ from openai_server import LocalChatServer
 from test_tasks_fixtures import wiki_task
 
 from hf_posbias.errors import BackendError, ModelLoadError
-from hf_posbias.evaluation.models import load_model
-from hf_posbias.evaluation.runner import evaluate_model
+from hf_posbias.evaluation.runs.models import load_model
+from hf_posbias.evaluation.runs.runner import evaluate_model
 from hf_posbias.modeling import ModelSettings
 
 N_DOCS = 9

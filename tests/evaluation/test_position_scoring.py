@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from hf_posbias.errors import InputError
-from hf_posbias.evaluation.position_scoring import (
+from hf_posbias.evaluation.data.positions import POSIR_RELATIVE_20, SQUAD_POSQ, THIRDS
+from hf_posbias.evaluation.statistics.position_scoring import (
     QueryPosition,
     first_relevant_rank,
     mean_exact,
@@ -16,7 +17,6 @@ from hf_posbias.evaluation.position_scoring import (
     summarize_rows,
     zeng2025_ndcg,
 )
-from hf_posbias.evaluation.positions import POSIR_RELATIVE_20, SQUAD_POSQ, THIRDS
 
 
 def test_zeng2025_ndcg_equals_sklearn_ndcg_score_with_ties():
@@ -37,7 +37,7 @@ def test_zeng2025_ndcg_equals_sklearn_ndcg_score_with_ties():
 
 
 def test_zeng2025_scores_zero_outside_the_top_100_and_differs_from_trec_eval():
-    from hf_posbias.evaluation.scoring import per_query_metrics
+    from hf_posbias.evaluation.statistics.scoring import per_query_metrics
 
     docs = {f"d{i:03d}": 1000.0 - i for i in range(150)}
     assert zeng2025_ndcg(docs, {"d120": 1}) == 0.0  # rank 121: outside Z25's top-100
@@ -67,7 +67,7 @@ def test_zeng2025_counts_boundary_queries_in_both_buckets_and_multilabels_in_eac
     run = {q: {f"doc-{q}": 1.0, "other": 0.5} for q in positions}
     qrels = {q: {f"doc-{q}": 1} for q in positions}
     extra = {"buckets": SQUAD_POSQ.describe()}
-    from hf_posbias.evaluation.position_scoring import rule_from_extra
+    from hf_posbias.evaluation.statistics.position_scoring import rule_from_extra
 
     rule = rule_from_extra(extra)
     buckets = [*SQUAD_POSQ.labels, "begin", "end"]

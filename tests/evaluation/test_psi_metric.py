@@ -6,7 +6,7 @@ import pytest
 
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.metrics import psi_metric_path
-from hf_posbias.evaluation.psi import psi, summarize_positions, worst_relative_drop
+from hf_posbias.evaluation.statistics.psi import psi, summarize_positions, worst_relative_drop
 
 
 def test_psi_known_values():

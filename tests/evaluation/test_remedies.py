@@ -9,10 +9,10 @@ import pytest
 from test_tasks_fixtures import wiki_task
 
 from hf_posbias.errors import InputError
-from hf_posbias.evaluation.exports import read_trec_run
-from hf_posbias.evaluation.models import load_model, with_remedy
-from hf_posbias.evaluation.remedies import RemedySettings
-from hf_posbias.evaluation.runner import evaluate_model
+from hf_posbias.evaluation.runs.exports import read_trec_run
+from hf_posbias.evaluation.runs.models import load_model, with_remedy
+from hf_posbias.evaluation.runs.remedies import RemedySettings
+from hf_posbias.evaluation.runs.runner import evaluate_model
 from hf_posbias.evaluation.settings import RemediesSettings
 
 N_DOCS = 9
@@ -62,7 +62,7 @@ def test_one_passage_covering_every_document_scores_as_the_plain_model(base, tas
 def test_firstp_at_n_is_the_plain_model_truncated_at_n(base, task_folder, tmp_path):
     from dataclasses import replace
 
-    from hf_posbias.evaluation.models import CountingEncoder
+    from hf_posbias.evaluation.runs.models import CountingEncoder
 
     n = 24
     st = base.sentence_transformer
@@ -131,7 +131,7 @@ def test_model_free_checks_and_bm25():
 def test_remedies_table_pairs_every_remedy_with_the_plain_model(
     tiny_sentence_transformer, task_folder, tmp_path
 ):
-    from hf_posbias.evaluation.remedy_table import compare_remedies
+    from hf_posbias.evaluation.runs.remedy_table import compare_remedies
 
     s = RemediesSettings(
         model=tiny_sentence_transformer,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import warnings
 
-from hf_posbias.evaluation.report import (
+from hf_posbias.evaluation.reports.report import (
     AUDIT_SECTIONS,
     AuditContext,
     ReportSection,
@@ -15,8 +15,8 @@ from hf_posbias.evaluation.report import (
     write_audit_report,
     write_summary_tables,
 )
-from hf_posbias.evaluation.reversal import ReversalResult
-from hf_posbias.evaluation.summary import EvaluationSummary
+from hf_posbias.evaluation.runs.reversal import ReversalResult
+from hf_posbias.evaluation.statistics.summary import EvaluationSummary
 
 BUCKETS = ["begin", "middle", "end"]
 

@@ -10,10 +10,10 @@ import pytest
 from test_tasks_fixtures import wiki_task
 
 from hf_posbias.errors import InputError, ModelLoadError
-from hf_posbias.evaluation.exports import read_per_query, read_trec_run
-from hf_posbias.evaluation.psi import summarize_positions
-from hf_posbias.evaluation.runner import evaluate_model
-from hf_posbias.evaluation.summary import EvaluationSummary, read_summaries
+from hf_posbias.evaluation.runs.exports import read_per_query, read_trec_run
+from hf_posbias.evaluation.runs.runner import evaluate_model
+from hf_posbias.evaluation.statistics.psi import summarize_positions
+from hf_posbias.evaluation.statistics.summary import EvaluationSummary, read_summaries
 
 N_DOCS = 15
 
@@ -89,7 +89,7 @@ def test_bm25_finds_verbatim_sentences_in_every_bucket(task_folder, tmp_path):
 
 
 def test_per_query_table_and_trec_run_average_back_exactly(task_folder, tmp_path):
-    from hf_posbias.evaluation.position_scoring import mean_exact
+    from hf_posbias.evaluation.statistics.position_scoring import mean_exact
 
     [summary] = evaluate_model("bm25", [task_folder], tmp_path / "bm25", bootstrap=200)
     rows = read_per_query(summary.per_query_path)
@@ -153,7 +153,7 @@ def test_cross_encoder_reranks_bm25_top_k(task_folder, tiny_cross_encoder, tmp_p
     assert all(v == pytest.approx(1.0) for v in summary.metrics["recall_at_10"].values())
     assert "experiments" in summary.mteb_result_path  # filed apart from the plain reranker
     # The same pipeline spelled the other way round: the cross-encoder is the model.
-    from hf_posbias.evaluation.runner import load_model
+    from hf_posbias.evaluation.runs.runner import load_model
 
     same = load_model(tiny_cross_encoder, first_stage="bm25", rerank_k=5)
     assert (same.kind, same.reranker, same.first_stage) == ("rerank", tiny_cross_encoder, "bm25")

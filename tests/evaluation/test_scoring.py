@@ -1,4 +1,4 @@
-"""Per-query IR metrics (hf_posbias.evaluation.scoring) against hand-computed values."""
+"""Per-query IR metrics (hf_posbias.evaluation.statistics.scoring) against hand-computed values."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import pytest
 
 from hf_posbias.errors import InputError
-from hf_posbias.evaluation.scoring import per_query_metrics, ranking_to_run
+from hf_posbias.evaluation.statistics.scoring import per_query_metrics, ranking_to_run
 
 
 def test_ndcg_at_10_by_hand() -> None:

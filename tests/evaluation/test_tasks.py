@@ -9,8 +9,8 @@ import pytest
 from test_tasks_fixtures import wiki_task
 
 from hf_posbias.errors import BackendError, InputError
-from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
-from hf_posbias.evaluation.tasks import TASKS_DIR_ENV, get_task, named_task_class, task_names
+from hf_posbias.evaluation.data.taskdata import PositionTaskData, TaskInfo
+from hf_posbias.evaluation.data.tasks import TASKS_DIR_ENV, get_task, named_task_class, task_names
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +47,8 @@ def test_all_queries_are_one_subset(folder):
 def test_mteb_evaluate_alone_returns_psi_and_the_position_scores(folder, tmp_path):
     import mteb
 
-    from hf_posbias.evaluation.psi import psi
-    from hf_posbias.evaluation.search import BM25Model
+    from hf_posbias.evaluation.runs.search import BM25Model
+    from hf_posbias.evaluation.statistics.psi import psi
 
     task = get_task(folder)
     cache = mteb.ResultCache(cache_path=tmp_path)
@@ -220,12 +220,12 @@ def test_public_classes_are_ordinary_classes_one_per_card():
     import inspect
 
     import hf_posbias.tasks as public
-    from hf_posbias.evaluation.registry import benchmarks, cards, mteb_license
+    from hf_posbias.evaluation.data.registry import benchmarks, cards, mteb_license
     from hf_posbias.tasks import ClimateFEVEREvidence, SciFactEvidence
 
     assert public.get_task is get_task
     assert SciFactEvidence is named_task_class("SciFact-Evidence")
-    assert SciFactEvidence.__module__ == "hf_posbias.evaluation.tasks"
+    assert SciFactEvidence.__module__ == "hf_posbias.evaluation.data.tasks"
     assert "class SciFactEvidence(PositionRetrievalTask)" in inspect.getsource(SciFactEvidence)
     assert issubclass(ClimateFEVEREvidence, public.PositionRetrievalTask)
     # One registry: every card has a class (and vice versa) and a builder verb.

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from hf_posbias.corpus import read_wikiextractor, segment_spans
-from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
+from hf_posbias.evaluation.data.taskdata import PositionTaskData, TaskInfo
 
 THIRDS = ["begin", "middle", "end"]
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]")

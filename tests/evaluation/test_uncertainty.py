@@ -1,4 +1,7 @@
-"""Bootstrap intervals and paired tests over queries (hf_posbias.evaluation.uncertainty)."""
+"""Bootstrap intervals and paired tests over queries.
+
+The module under test: hf_posbias.evaluation.statistics.uncertainty.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +11,8 @@ import numpy as np
 import pytest
 
 from hf_posbias.errors import InputError
-from hf_posbias.evaluation.psi import psi
-from hf_posbias.evaluation.uncertainty import bootstrap_positions, paired_comparison
+from hf_posbias.evaluation.statistics.psi import psi
+from hf_posbias.evaluation.statistics.uncertainty import bootstrap_positions, paired_comparison
 
 
 def _scores(rng: np.random.Generator, n: int, means: dict[str, float]) -> dict:

@@ -10,7 +10,7 @@ import pytest
 
 from hf_posbias.cli import main
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.aggregate import borda, kemeny_local_search, kendall_distance
+from hf_posbias.listwise.experiments.aggregate import borda, kemeny_local_search, kendall_distance
 
 
 def test_borda_counts_points_and_breaks_ties_by_id():

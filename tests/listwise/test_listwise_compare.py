@@ -9,7 +9,7 @@ import pytest
 
 from hf_posbias.cli import main
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.compare import compare_rows, compare_runs
+from hf_posbias.listwise.experiments.compare import compare_rows, compare_runs
 from hf_posbias.rows import read_rows
 
 

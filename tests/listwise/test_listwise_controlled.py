@@ -8,14 +8,14 @@ import pytest
 
 from hf_posbias.cli import main
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.controlled import (
+from hf_posbias.listwise.experiments.controlled import (
     ControlledTestConfig,
     run_controlled_test,
     summarize_positions_rows,
 )
-from hf_posbias.listwise.loading import load_reranker
-from hf_posbias.listwise.runs import ndcg_at_10
-from hf_posbias.listwise.taskio import load_rerank_task
+from hf_posbias.listwise.experiments.runs import ndcg_at_10
+from hf_posbias.listwise.experiments.taskio import load_rerank_task
+from hf_posbias.listwise.rerankers.loading import load_reranker
 
 
 def read_rows(path):
@@ -190,7 +190,7 @@ def test_identifiers_error_comes_before_any_output(
 
 
 def test_position_task_folder_and_its_split(tmp_path, capsys):
-    from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
+    from hf_posbias.evaluation.data.taskdata import PositionTaskData, TaskInfo
 
     corpus = [
         {"id": f"d{i}", "title": "", "text": f"topic{i} text about topic{i}"} for i in range(8)

@@ -8,8 +8,13 @@ import pytest
 
 from hf_posbias.cli import main
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.exchange import Request, read_requests, rerank_requests, write_results
-from hf_posbias.listwise.loading import load_reranker
+from hf_posbias.listwise.experiments.exchange import (
+    Request,
+    read_requests,
+    rerank_requests,
+    write_results,
+)
+from hf_posbias.listwise.rerankers.loading import load_reranker
 
 TEXTS = [
     "cats purr softly",
@@ -95,8 +100,8 @@ def test_rerank_cli_and_its_errors(tmp_path, capsys):
 
 
 def test_local_generation_mode_returns_a_permutation_and_counts(tiny_llm):
-    from hf_posbias.listwise.generative import LocalGenerationReranker, ranking_from_text
     from hf_posbias.listwise.records import Passage
+    from hf_posbias.listwise.rerankers.generative import LocalGenerationReranker, ranking_from_text
 
     reranker = load_reranker(
         tiny_llm,

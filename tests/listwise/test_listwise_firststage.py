@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.firststage import BM25FirstStage, check_k, load_first_stage
+from hf_posbias.listwise.experiments.firststage import BM25FirstStage, check_k, load_first_stage
 from hf_posbias.listwise.records import Passage
 
 

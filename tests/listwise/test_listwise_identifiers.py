@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.identifiers import (
+from hf_posbias.listwise.records import Passage
+from hf_posbias.listwise.rerankers.identifiers import (
     format_permutation,
     identifier_labels,
     identifier_token_ids,
     parse_permutation,
 )
-from hf_posbias.listwise.prompt import ListwisePrompt, user_message
-from hf_posbias.listwise.records import Passage
+from hf_posbias.listwise.rerankers.prompt import ListwisePrompt, user_message
 
 
 def test_letters_pass_and_numbers_fail_on_a_byte_level_tokenizer(tiny_llm):

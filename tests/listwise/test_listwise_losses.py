@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.collate import ListwiseCollator
-from hf_posbias.listwise.losses import debiasfirst_loss, lm_loss, model_loss, rank_loss
+from hf_posbias.listwise.training.collate import ListwiseCollator
+from hf_posbias.listwise.training.losses import debiasfirst_loss, lm_loss, model_loss, rank_loss
 
 
 def reference(logits, ranks, omega=None):
@@ -120,9 +120,9 @@ def test_collation_marks_the_answer_and_the_identifier_position(model_and_tokeni
 
 
 def test_training_reads_the_logits_inference_reads(model_and_tokenizer):
-    from hf_posbias.listwise.first import FirstReranker
-    from hf_posbias.listwise.losses import identifier_logits
     from hf_posbias.listwise.records import Passage
+    from hf_posbias.listwise.rerankers.first import FirstReranker
+    from hf_posbias.listwise.training.losses import identifier_logits
 
     model, tokenizer = model_and_tokenizer
     collator = ListwiseCollator(tokenizer, max_window=4, passage_tokens=6)
@@ -208,7 +208,7 @@ def test_a_few_steps_lower_the_loss(tiny_llm):
 
 
 def test_mean1_divides_every_ips_pair_weight_by_their_mean_over_the_training_pairs():
-    from hf_posbias.listwise.losses import mean_ips_weight, normalize_propensity
+    from hf_posbias.listwise.training.losses import mean_ips_weight, normalize_propensity
 
     gen = torch.Generator().manual_seed(1)
     k = 5

@@ -6,10 +6,15 @@ import pytest
 
 from hf_posbias.cli import main
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.firststage import load_first_stage
-from hf_posbias.listwise.loading import load_reranker
-from hf_posbias.listwise.slider import SliderCurve, rerank_at, slider_case, slider_figure
-from hf_posbias.listwise.taskio import load_rerank_task
+from hf_posbias.listwise.experiments.firststage import load_first_stage
+from hf_posbias.listwise.experiments.slider import (
+    SliderCurve,
+    rerank_at,
+    slider_case,
+    slider_figure,
+)
+from hf_posbias.listwise.experiments.taskio import load_rerank_task
+from hf_posbias.listwise.rerankers.loading import load_reranker
 from hf_posbias.rows import read_rows
 
 

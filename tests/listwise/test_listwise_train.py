@@ -12,9 +12,9 @@ import pytest
 
 from hf_posbias.cli import main
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.card import TRAINING_INFO, load_listwise_info
 from hf_posbias.listwise.settings import ListwiseTrainingSettings
-from hf_posbias.listwise.trainset import read_train_set, write_train_set
+from hf_posbias.listwise.training.card import TRAINING_INFO, load_listwise_info
+from hf_posbias.listwise.training.trainset import read_train_set, write_train_set
 
 K = 8  # window size of the training sets below (--pos-aug 2 and 4 divide it, 3 does not)
 
@@ -209,9 +209,9 @@ def test_bad_settings_are_one_line(tmp_path, capsys, tiny_llm, train_set, flags,
 def test_ips_normalization_needs_a_propensity_file_and_mean1_scales_omega(
     tmp_path, capsys, tiny_llm, train_set
 ):
-    from hf_posbias.listwise.losses import mean_ips_weight
     from hf_posbias.listwise.train import prepare_listwise_run
-    from hf_posbias.listwise.trainset import target_ranks
+    from hf_posbias.listwise.training.losses import mean_ips_weight
+    from hf_posbias.listwise.training.trainset import target_ranks
 
     err = _one_line_error(
         capsys,

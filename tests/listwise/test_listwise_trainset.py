@@ -9,8 +9,8 @@ import pytest
 
 from hf_posbias.cli import main
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.augment import augment_rows, pos_aug
-from hf_posbias.listwise.trainset import (
+from hf_posbias.listwise.training.augment import augment_rows, pos_aug
+from hf_posbias.listwise.training.trainset import (
     read_train_set,
     rows_from_conversations,
     target_ranks,

@@ -39,7 +39,7 @@ def study_inputs(tmp_path_factory: pytest.TempPathFactory, minilm_path: str) -> 
 @pytest.fixture(scope="session")
 def study(study_inputs, tmp_path_factory):
     """The study, interrupted after its first evaluation and resumed; returns its folder."""
-    import hf_posbias.evaluation.runner as runner
+    import hf_posbias.evaluation.runs.runner as runner
 
     out = tmp_path_factory.mktemp("study") / "s"
     original = runner.evaluate_model

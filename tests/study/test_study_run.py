@@ -92,7 +92,7 @@ def test_report_over_run_folders_reads_base_and_config_from_cards(study, tmp_pat
 def test_report_refuses_a_run_of_another_task(study, study_inputs, tmp_path, capsys):
     from study_fixtures import write_task
 
-    from hf_posbias.evaluation.runner import evaluate_model
+    from hf_posbias.evaluation.runs.runner import evaluate_model
 
     other = write_task(tmp_path / "other", n_docs=6, name="OtherTask")
     evaluate_model("bm25", [other], tmp_path / "bm25", bootstrap=10)

@@ -2,15 +2,17 @@
 
 A builder reads its source format, then feeds documents and evidence-located queries into a
 :class:`TaskAssembler`. The assembler assigns each query to exactly one bucket of its
-:class:`~hf_posbias.evaluation.positions.IntervalBuckets` rule, counts every record it has to drop
+:class:`~hf_posbias.evaluation.data.positions.IntervalBuckets` rule, counts every record it has to
+drop
 (with the reason) and finally returns a validated
-:class:`~hf_posbias.evaluation.taskdata.PositionTaskData` whose ``task.json`` ``extra`` carries the
+:class:`~hf_posbias.evaluation.data.taskdata.PositionTaskData` whose ``task.json`` ``extra``
+carries the
 bucket rule and the build report. Nothing is dropped silently.
 
 Example:
     >>> from hf_posbias.evaluation.builders.common import TaskAssembler
-    >>> from hf_posbias.evaluation.positions import THIRDS
-    >>> from hf_posbias.evaluation.taskdata import TaskInfo
+    >>> from hf_posbias.evaluation.data.positions import THIRDS
+    >>> from hf_posbias.evaluation.data.taskdata import TaskInfo
     >>> asm = TaskAssembler(THIRDS)
     >>> asm.add_document("d1", "alpha beta gamma delta epsilon zeta")
     'd1'
@@ -33,8 +35,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from hf_posbias.errors import InputError
-from hf_posbias.evaluation.positions import Anchor, IntervalBuckets, relative_position
-from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
+from hf_posbias.evaluation.data.positions import Anchor, IntervalBuckets, relative_position
+from hf_posbias.evaluation.data.taskdata import PositionTaskData, TaskInfo
 from hf_posbias.settings import Settings, setting
 
 logger = logging.getLogger(__name__)
@@ -121,7 +123,7 @@ def format_report(data: PositionTaskData) -> str:
     """Human-readable summary of a built task: sizes, per-bucket counts, drops, notes.
 
     Example:
-        >>> from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
+        >>> from hf_posbias.evaluation.data.taskdata import PositionTaskData, TaskInfo
         >>> d = PositionTaskData(TaskInfo("T", "t", ["a"]), [{"id": "d", "title": "", "text": "x"}],
         ...     [{"id": "q", "text": "x", "bucket": "a", "evidence_start": 0, "evidence_end": 1,
         ...       "doc_length": 1}], [{"query_id": "q", "doc_id": "d", "score": 1}])

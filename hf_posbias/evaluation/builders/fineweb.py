@@ -44,9 +44,9 @@ from hf_posbias.evaluation.builders.common import (
     load_rows,
     stable_id,
 )
-from hf_posbias.evaluation.positions import THIRDS
-from hf_posbias.evaluation.registry import Benchmark, TaskCard
-from hf_posbias.evaluation.taskdata import PositionTaskData
+from hf_posbias.evaluation.data.positions import THIRDS
+from hf_posbias.evaluation.data.registry import Benchmark, TaskCard
+from hf_posbias.evaluation.data.taskdata import PositionTaskData
 from hf_posbias.settings import setting
 
 HUB_ID = "NovaSearch/FineWeb-PosQ"

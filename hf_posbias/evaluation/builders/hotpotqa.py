@@ -34,9 +34,9 @@ from hf_posbias.evaluation.builders.common import (
     TaskAssembler,
     load_rows,
 )
-from hf_posbias.evaluation.positions import THIRDS, Anchor, IntervalBuckets, parse_buckets
-from hf_posbias.evaluation.registry import Benchmark, TaskCard
-from hf_posbias.evaluation.taskdata import PositionTaskData
+from hf_posbias.evaluation.data.positions import THIRDS, Anchor, IntervalBuckets, parse_buckets
+from hf_posbias.evaluation.data.registry import Benchmark, TaskCard
+from hf_posbias.evaluation.data.taskdata import PositionTaskData
 from hf_posbias.settings import setting
 
 CARD = TaskCard(

@@ -44,9 +44,9 @@ from hf_posbias.evaluation.builders.common import (
     TaskAssembler,
     stable_id,
 )
-from hf_posbias.evaluation.positions import Anchor, IntervalBuckets, parse_buckets
-from hf_posbias.evaluation.registry import Benchmark
-from hf_posbias.evaluation.taskdata import PositionTaskData, TaskInfo
+from hf_posbias.evaluation.data.positions import Anchor, IntervalBuckets, parse_buckets
+from hf_posbias.evaluation.data.registry import Benchmark
+from hf_posbias.evaluation.data.taskdata import PositionTaskData, TaskInfo
 from hf_posbias.rows import iter_jsonl_objects
 from hf_posbias.settings import setting
 

@@ -39,7 +39,7 @@ from typing import Any, Literal
 from hf_posbias import citations
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.builders.common import BuilderOutput, TaskAssembler
-from hf_posbias.evaluation.positions import (
+from hf_posbias.evaluation.data.positions import (
     POSIR_RELATIVE_20,
     POSIR_TOKEN_LENGTH,
     Anchor,
@@ -47,8 +47,8 @@ from hf_posbias.evaluation.positions import (
     parse_buckets,
     relative_position,
 )
-from hf_posbias.evaluation.registry import Benchmark, TaskCard
-from hf_posbias.evaluation.taskdata import PositionTaskData
+from hf_posbias.evaluation.data.registry import Benchmark, TaskCard
+from hf_posbias.evaluation.data.taskdata import PositionTaskData
 from hf_posbias.rows import read_parquet
 from hf_posbias.settings import setting
 

@@ -43,9 +43,9 @@ from hf_posbias.evaluation.builders.common import (
     TaskAssembler,
     parse_int_list,
 )
-from hf_posbias.evaluation.positions import THIRDS, Anchor, IntervalBuckets, parse_buckets
-from hf_posbias.evaluation.registry import Benchmark, TaskCard
-from hf_posbias.evaluation.taskdata import PositionTaskData
+from hf_posbias.evaluation.data.positions import THIRDS, Anchor, IntervalBuckets, parse_buckets
+from hf_posbias.evaluation.data.registry import Benchmark, TaskCard
+from hf_posbias.evaluation.data.taskdata import PositionTaskData
 from hf_posbias.settings import setting
 
 CARD = TaskCard(
@@ -232,7 +232,7 @@ def build_scifact_beir(folder: str | Path, out: str | Path, split: str = "valida
     """
     import pandas as pd
 
-    from hf_posbias.evaluation.beir import write_beir_folder
+    from hf_posbias.evaluation.data.beir import write_beir_folder
 
     folder = Path(folder)
     if split not in ("train", "validation"):

@@ -14,7 +14,7 @@ keeps the first 10,000 — the same sample as Z25's ``--query_sampling`` when th
 Hub's order; the corpus is unchanged.
 
 Bucket boundaries: half-open ``[lo, hi)``, last closed — see
-:data:`hf_posbias.evaluation.positions.SQUAD_POSQ` (a start of exactly 100 is in ``100-200``
+:data:`hf_posbias.evaluation.data.positions.SQUAD_POSQ` (a start of exactly 100 is in ``100-200``
 only; Z25's ``lo <= start <= hi`` counted it twice, so sizes differ slightly from Z25's).
 
 Example:
@@ -42,9 +42,9 @@ from hf_posbias.evaluation.builders.common import (
     load_rows,
     stable_id,
 )
-from hf_posbias.evaluation.positions import SQUAD_POSQ, SQUAD_POSQ_NOTE, IntervalBuckets
-from hf_posbias.evaluation.registry import Benchmark, TaskCard
-from hf_posbias.evaluation.taskdata import PositionTaskData
+from hf_posbias.evaluation.data.positions import SQUAD_POSQ, SQUAD_POSQ_NOTE, IntervalBuckets
+from hf_posbias.evaluation.data.registry import Benchmark, TaskCard
+from hf_posbias.evaluation.data.taskdata import PositionTaskData
 from hf_posbias.settings import setting
 
 HUB_ID = "rajpurkar/squad_v2"

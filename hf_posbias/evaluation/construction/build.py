@@ -56,7 +56,7 @@ from hf_posbias.shards import (
 )
 
 if TYPE_CHECKING:
-    from hf_posbias.evaluation.taskdata import PositionTaskData
+    from hf_posbias.evaluation.data.taskdata import PositionTaskData
     from hf_posbias.generation.backends import ChatBackend
     from hf_posbias.verification.panel import RerankerPanel
 
@@ -662,8 +662,8 @@ def _task(
     tiny: bool,
 ) -> PositionTaskData:
     from hf_posbias.evaluation.builders.common import TaskAssembler
-    from hf_posbias.evaluation.positions import THIRDS
-    from hf_posbias.evaluation.taskdata import TaskInfo
+    from hf_posbias.evaluation.data.positions import THIRDS
+    from hf_posbias.evaluation.data.taskdata import TaskInfo
 
     asm = TaskAssembler(THIRDS, source=str(settings.corpus))
     for p in passages:

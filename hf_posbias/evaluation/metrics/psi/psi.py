@@ -7,7 +7,8 @@ Load it by local path (works offline; ``evaluate.load("psi")`` would look on the
     psi = evaluate.load(str(psi_metric_path()))
     psi.compute(scores=[0.5, 0.4, 0.25], positions=["begin", "middle", "end"])
 
-The computation is :func:`hf_posbias.evaluation.psi.summarize_positions` — this module only
+The computation is :func:`hf_posbias.evaluation.statistics.psi.summarize_positions` — this module
+only
 adapts inputs and outputs, so there is one PSI formula in the project.
 """
 
@@ -18,7 +19,7 @@ import evaluate
 
 from hf_posbias import citations
 from hf_posbias.errors import InputError
-from hf_posbias.evaluation.psi import summarize_positions
+from hf_posbias.evaluation.statistics.psi import summarize_positions
 
 _DESCRIPTION = """\
 The Position Sensitivity Index (Zeng et al., 2025) measures how much a retriever's quality

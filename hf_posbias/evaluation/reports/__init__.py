@@ -1,0 +1,3 @@
+"""People-facing outputs: tables and plots, the audit report, the leaderboard and the evidence-
+position figure.
+"""

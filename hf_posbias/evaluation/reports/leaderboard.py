@@ -1,0 +1,286 @@
+"""``posbias leaderboard RUN ... --out DIR``: models ranked per task, with honest ties.
+
+Each ``RUN`` is a ``posbias evaluate`` folder (``summary.json`` + per-query tables); a run
+may cover some of the tasks, but one that shares no task with the others is refused. Per task, one
+row per model: mean nDCG@10, PSI, harmonic mean of the per-position nDCG@10 and the position
+slope, each with its bootstrap interval (from the run's summary), sorted by ``sort_by``. Two
+neighbours in that order are compared on their shared queries with
+:func:`~hf_posbias.evaluation.statistics.uncertainty.paired_comparison` (the test of ``posbias
+compare``);
+when it cannot separate them (p ≥ ``alpha``) they are marked tied and share a rank — most
+adjacent pairs of a public leaderboard are not statistically separable (mteb issue 5208).
+
+Written to ``DIR``: ``leaderboard.md``, ``leaderboard.csv``, ``leaderboard.parquet`` (one row per
+task × model; ``curve`` holds the per-position nDCG@10 with intervals as JSON, for plots) and
+``hub/``, a Hub dataset repo folder (one config per task, a card with the tables) ready for
+:func:`hf_posbias.hub.upload_folder`.
+
+Example:
+    >>> rank_groups([True, False, False])  # model 1 ties model 2; 2 and 3 differ
+    [1, 1, 3]
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from hf_posbias.errors import InputError
+from hf_posbias.settings import Settings, check_positive, setting
+
+SortKey = Literal["mean", "harmonic_mean", "psi", "slope"]
+LOWER_IS_BETTER = {"psi"}
+"""Sort keys where a smaller value ranks first (PSI: less position sensitivity)."""
+
+TABLE_COLUMNS = ("rank", "model", "mean", "psi", "harmonic_mean", "slope", "n_queries", "tied")
+
+
+@dataclass(kw_only=True)
+class LeaderboardSettings(Settings):
+    """Settings of ``posbias leaderboard``.
+
+    Example:
+        >>> LeaderboardSettings(runs=["a"], out="o", alpha=2)
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: --alpha must be in (0, 1), got 2
+    """
+
+    runs: list[str] = setting("`posbias evaluate` run folders", positional=True, metavar="RUN")
+    out: str = setting("output folder (markdown, CSV, parquet and a Hub dataset folder)")
+    sort_by: SortKey = setting("column that orders each task's table", default="mean")
+    alpha: float = setting(
+        "significance level of the paired test that separates neighbours", default=0.05
+    )
+    resamples: int = setting("paired-bootstrap resamples per neighbour pair", default=1000)
+    seed: int = setting("seed of the paired test", default=0)
+    title: str = setting(
+        "title of the tables and the dataset card", default="Position-bias leaderboard"
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.runs:
+            raise InputError("give at least one run folder")
+        if not 0 < self.alpha < 1:
+            raise InputError(f"--alpha must be in (0, 1), got {self.alpha}")
+        check_positive(self, "resamples")
+
+
+def rank_groups(tied_with_next: Sequence[bool]) -> list[int]:
+    """Competition ranks where a model tied with the one above shares its rank."""
+    ranks: list[int] = []
+    for i in range(len(tied_with_next)):
+        ranks.append(ranks[-1] if i and tied_with_next[i - 1] else i + 1)
+    return ranks
+
+
+def _interval(summary: Any, what: str) -> tuple[float | None, float | None]:
+    bounds = summary.interval(what=what)
+    return (None, None) if bounds is None else bounds
+
+
+def _row(summary: Any) -> dict[str, Any]:
+    mean_lo, mean_hi = _interval(summary, "mean")
+    psi_lo, psi_hi = _interval(summary, "psi")
+    hm_lo, hm_hi = _interval(summary, "harmonic_mean")
+    slope_lo, slope_hi = _interval(summary, "slope")
+    curve = [
+        {
+            "bucket": b,
+            "ndcg_at_10": summary.ndcg_at_10.get(b),
+            "low": (summary.interval(b) or (None, None))[0],
+            "high": (summary.interval(b) or (None, None))[1],
+            "n_queries": summary.n_queries.get(b, 0),
+        }
+        for b in summary.buckets
+    ]
+    return {
+        "task": summary.task,
+        "model": summary.label,
+        "model_revision": summary.model_revision,
+        "model_kind": summary.model_kind,
+        "mean": summary.mean,
+        "mean_low": mean_lo,
+        "mean_high": mean_hi,
+        "psi": summary.psi,
+        "psi_low": psi_lo,
+        "psi_high": psi_hi,
+        "harmonic_mean": summary.harmonic_mean,
+        "harmonic_mean_low": hm_lo,
+        "harmonic_mean_high": hm_hi,
+        "slope": (summary.trend or {}).get("slope"),
+        "slope_low": slope_lo,
+        "slope_high": slope_hi,
+        "n_queries": sum(summary.n_queries.values()),
+        "curve": json.dumps(curve),
+    }
+
+
+def _by_task(runs: Sequence[str | Path]) -> dict[str, list[Any]]:
+    from hf_posbias.evaluation.statistics.compare import _same_task
+    from hf_posbias.evaluation.statistics.summary import read_summaries
+
+    tasks_of: dict[str, list[str]] = {}
+    grouped: dict[str, list[tuple[Any, str]]] = {}
+    for run in runs:
+        summaries = read_summaries(run)
+        tasks_of[str(run)] = sorted(s.task for s in summaries)
+        for s in summaries:
+            grouped.setdefault(s.task, []).append((s, str(run)))
+    # A run may cover a subset of the tasks (one run per task is common), but a run that shares
+    # no task with any other run belongs to a different leaderboard.
+    if len(tasks_of) > 1:
+        for run, tasks in tasks_of.items():
+            others = {t for r, ts in tasks_of.items() if r != run for t in ts}
+            if not others & set(tasks):
+                listing = "; ".join(f"{r}: {', '.join(t)}" for r, t in tasks_of.items())
+                raise InputError(
+                    f"the runs cover different tasks ({listing}): {run} shares no task with the "
+                    "others"
+                )
+    out: dict[str, list[Any]] = {}
+    for task, entries in grouped.items():
+        first, where = entries[0]
+        for other, other_where in entries[1:]:
+            _same_task(first, other, where, other_where)
+        labels = [s.label for s, _ in entries]
+        if len(set(labels)) < len(labels):
+            dup = next(x for x in labels if labels.count(x) > 1)
+            raise InputError(f"task {task!r}: model {dup!r} appears in two runs; give it once")
+        out[task] = [s for s, _ in entries]
+    return out
+
+
+def _sort_value(row: dict[str, Any], key: str) -> float:
+    value = row[key]
+    if value is None:
+        return float("inf")
+    return float(value) if key in LOWER_IS_BETTER else -float(value)
+
+
+def task_table(summaries: Sequence[Any], settings: LeaderboardSettings) -> list[dict[str, Any]]:
+    """Sorted rows of one task, neighbours compared on shared queries (``tied``, ``p_next``)."""
+    from hf_posbias.evaluation.runs.exports import per_bucket_from_table, read_per_query
+    from hf_posbias.evaluation.statistics.uncertainty import paired_comparison
+
+    pairs = sorted(
+        ((_row(s), s) for s in summaries), key=lambda rs: _sort_value(rs[0], settings.sort_by)
+    )
+    rows = [r for r, _ in pairs]
+    scores = []
+    for _, s in pairs:
+        if not s.per_query_path or not Path(s.per_query_path).is_file():
+            raise InputError(f"{s.task} / {s.label}: no per-query table (rerun the evaluation)")
+        scores.append(per_bucket_from_table(read_per_query(s.per_query_path)))
+    tied: list[bool] = []
+    for i, row in enumerate(rows):
+        if i + 1 == len(rows):
+            row["p_next"] = None
+            tied.append(False)
+            continue
+        cmp = paired_comparison(
+            scores[i], scores[i + 1], n_resamples=settings.resamples, seed=settings.seed
+        )
+        diff = cmp.psi if settings.sort_by == "psi" else cmp.mean
+        p_value = None if diff is None else float(diff.p_value)
+        row["p_next"] = p_value
+        tied.append(p_value is None or p_value >= settings.alpha)
+    for row, rank, is_tied in zip(rows, rank_groups(tied), tied, strict=True):
+        row["rank"] = rank
+        row["tied"] = is_tied
+    return rows
+
+
+def build_leaderboard(settings: LeaderboardSettings) -> dict[str, list[dict[str, Any]]]:
+    """``{task: sorted rows}`` over the settings' runs (see the module docstring)."""
+    return {task: task_table(s, settings) for task, s in _by_task(settings.runs).items()}
+
+
+def _cell(row: dict[str, Any], key: str) -> str:
+    value = row[key]
+    if value is None:
+        return "n/a"
+    low, high = row.get(f"{key}_low"), row.get(f"{key}_high")
+    text = f"{value:+.3f}" if key == "slope" else f"{value:.3f}"
+    return f"{text} [{low:.3f}, {high:.3f}]" if low is not None and high is not None else text
+
+
+def markdown(tables: dict[str, list[dict[str, Any]]], settings: LeaderboardSettings) -> str:
+    """The leaderboard as markdown: one table per task."""
+    lines = [f"# {settings.title}", ""]
+    lines.append(
+        f"Sorted by {settings.sort_by}; `=` marks a model a paired bootstrap on the shared "
+        f"queries cannot separate from the next one (p ≥ {settings.alpha}). Intervals: 95% "
+        "bootstrap over queries."
+    )
+    for task, rows in tables.items():
+        lines += ["", f"## {task}", ""]
+        lines.append(
+            "| rank | model | mean nDCG@10 | PSI | harmonic mean | slope | queries | p (next) |"
+        )
+        lines.append("|---:|---|---|---|---|---|---:|---:|")
+        for r in rows:
+            p = "" if r["p_next"] is None else f"{r['p_next']:.3f}"
+            mark = " =" if r["tied"] else ""
+            lines.append(
+                f"| {r['rank']}{mark} | {r['model']} | {_cell(r, 'mean')} | {_cell(r, 'psi')} | "
+                f"{_cell(r, 'harmonic_mean')} | {_cell(r, 'slope')} | {r['n_queries']} | {p} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def _config_name(task: str) -> str:
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in task)
+    return safe if safe[:1].isalnum() else f"t{safe}"
+
+
+def write_leaderboard(settings: LeaderboardSettings) -> dict[str, list[dict[str, Any]]]:
+    """Build the leaderboard and write every output into ``settings.out``."""
+    from hf_posbias.publish.repo import front_matter_yaml, write_dataset_repo
+    from hf_posbias.shards import write_parquet
+
+    tables = build_leaderboard(settings)
+    out = Path(settings.out)
+    out.mkdir(parents=True, exist_ok=True)
+    text = markdown(tables, settings)
+    (out / "leaderboard.md").write_text(text, encoding="utf-8")
+    flat = [row for rows in tables.values() for row in rows]
+    write_parquet(flat, out / "leaderboard.parquet")
+    import csv
+
+    with open(out / "leaderboard.csv", "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=list(flat[0]))
+        writer.writeheader()
+        writer.writerows(flat)
+    configs = {_config_name(t): rows for t, rows in tables.items()}
+    names = list(configs)
+    header = front_matter_yaml(
+        names, default_config=names[0], pretty_name=settings.title, tags=["position-bias"]
+    )
+    card = f"---\n{header}---\n{text}\nWritten by `posbias leaderboard` (hf-posbias).\n"
+    write_dataset_repo(out / "hub", configs, card, overwrite=True)
+    return tables
+
+
+def read_leaderboard(folder: str | Path) -> list[dict[str, Any]]:
+    """Rows of a leaderboard folder (``leaderboard.parquet``) or its Hub dataset folder
+    (``data/<task>/*.parquet``), for the Space.
+
+    Example:
+        >>> read_leaderboard("/no/such/folder")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: /no/such/folder holds no leaderboard ...
+    """
+    from hf_posbias.shards import read_parquet_rows
+
+    path = Path(folder)
+    files = [path / "leaderboard.parquet"] if (path / "leaderboard.parquet").is_file() else []
+    files = files or sorted(path.glob("data/*/*.parquet"))
+    if not files:
+        raise InputError(f"{path} holds no leaderboard (leaderboard.parquet or data/*/*.parquet)")
+    return [row for f in files for row in read_parquet_rows(f)]

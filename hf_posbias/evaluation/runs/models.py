@@ -1,0 +1,420 @@
+"""Models for ``mteb.evaluate`` on position tasks: BM25, bi-encoders, reranking pipelines.
+
+:func:`load_model` resolves a model argument once (``bm25`` → :class:`~.search.BM25Model`;
+anything else through :mod:`hf_posbias.modeling`: local path → packaged model → Hub id) and gives
+each model a unique mteb name and revision (the mteb pitfall in docs/contributing-notes.md):
+every local model is ``no_model_name/available`` unless named, and mteb's result cache would hand
+a second checkpoint the first one's scores. A local folder's revision is a hash of its files
+(weights included).
+
+Bi-encoders are wrapped in :class:`CountingEncoder`, which forwards every call to mteb's
+``SentenceTransformerEncoderWrapper`` unchanged and counts the texts encoded per prompt type:
+the summaries report them (each corpus text is encoded once, by mteb itself, since a position
+task is one subset).
+
+Example:
+    >>> from hf_posbias.evaluation.runs.models import unique_model_meta
+    >>> unique_model_meta(None, "my-model", "local-abc").name
+    'local/my-model'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hf_posbias.errors import InputError, ModelLoadError
+from hf_posbias.modeling import ModelSettings
+
+if TYPE_CHECKING:
+    from mteb.models.model_meta import ModelMeta
+
+    from hf_posbias.evaluation.runs.remedies import RemedySettings
+
+
+@dataclass
+class EncodeStats:
+    """Texts the model encoded, by prompt type (``query``/``document``)."""
+
+    calls: int = 0
+    texts_encoded: int = 0
+    encoded_by_type: dict[str, int] = field(default_factory=dict)
+    tokens_encoded: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form."""
+        return asdict(self)
+
+
+class CountingEncoder:
+    """An mteb encoder that forwards to another and counts what it encodes (no caching).
+
+    Example:
+        >>> import numpy as np
+        >>> class Toy:
+        ...     mteb_model_meta = None
+        ...     def encode(self, inputs, **kwargs): return np.ones((len(inputs.dataset), 2))
+        ...     def similarity(self, a, b): return a @ b.T
+        ...     def similarity_pairwise(self, a, b): return (a * b).sum(-1)
+        >>> class Loader:  # what mteb passes: a DataLoader over a dataset
+        ...     dataset = ["a", "b"]
+        >>> enc = CountingEncoder(Toy())
+        >>> enc.encode(Loader(), prompt_type="document").shape, enc.stats.encoded_by_type
+        ((2, 2), {'document': 2})
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        meta: ModelMeta | None = None,
+        token_counter: Callable[[list[str]], int] | None = None,
+    ) -> None:
+        self.model = model
+        self._meta = meta if meta is not None else getattr(model, "mteb_model_meta", None)
+        self.stats = EncodeStats()
+        self.token_counter = token_counter
+
+    @property
+    def mteb_model_meta(self) -> ModelMeta | None:
+        """The metadata mteb files results under (unique name + revision)."""
+        return self._meta
+
+    def encode(self, inputs: Any, *, prompt_type: Any = None, **kwargs: Any) -> Any:
+        """Forward to the wrapped encoder; count the texts by prompt type."""
+        n = len(inputs.dataset)
+        kind = "none" if prompt_type is None else str(getattr(prompt_type, "value", prompt_type))
+        self.stats.calls += 1
+        self.stats.texts_encoded += n
+        self.stats.encoded_by_type[kind] = self.stats.encoded_by_type.get(kind, 0) + n
+        if self.token_counter is not None and "text" in getattr(inputs.dataset, "column_names", ()):
+            self.stats.tokens_encoded += self.token_counter(
+                [str(t) for t in inputs.dataset["text"]]
+            )
+        return self.model.encode(inputs, prompt_type=prompt_type, **kwargs)
+
+    def similarity(self, embeddings1: Any, embeddings2: Any) -> Any:
+        """Delegates to the wrapped model."""
+        return self.model.similarity(embeddings1, embeddings2)
+
+    def similarity_pairwise(self, embeddings1: Any, embeddings2: Any) -> Any:
+        """Delegates to the wrapped model."""
+        return self.model.similarity_pairwise(embeddings1, embeddings2)
+
+
+def folder_fingerprint(folder: str | Path, sample_bytes: int = 4 << 20) -> str:
+    """A content hash of a model folder: file names, sizes and bytes (head+tail of big files).
+
+    Two checkpoints trained from the same base have the same config and the same
+    ``model_card_data``; only their weights differ, so the weights must be in the hash.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "w.bin").write_bytes(b"abc")
+        >>> folder_fingerprint(d) == folder_fingerprint(d)
+        True
+    """
+    from hf_posbias.hashing import folder_digest
+
+    return folder_digest(folder, sample_bytes=sample_bytes)[:12]
+
+
+def unique_model_meta(
+    meta: ModelMeta | None, name: str, revision: str, **overrides: Any
+) -> ModelMeta:
+    """A copy of ``meta`` (or an empty one) with the given unique ``name``/``revision``.
+
+    mteb requires a ``/`` in model names; a bare name gets a ``local/`` prefix.
+    """
+    from mteb.models.model_meta import ModelMeta
+
+    if "/" not in name:
+        name = f"local/{name}"
+    update = {"name": name, "revision": revision, **overrides}
+    if meta is None:
+        return ModelMeta.create_empty(overwrites=update)
+    return meta.model_copy(update=update)
+
+
+@dataclass
+class LoadedModel:
+    """A model ready for ``mteb.evaluate`` plus what the summaries report about it."""
+
+    spec: str
+    model: Any
+    kind: str
+    name: str
+    revision: str
+    encoder: Any = None
+    search: Any = None
+    reranker: str | None = None
+    first_stage: str | None = None
+    rerank_k: int | None = None
+    remedy: str | None = None
+
+    @property
+    def sentence_transformer(self) -> Any:
+        """The SentenceTransformer behind a bi-encoder (``None`` for BM25 and rerankers).
+
+        The analyses (evidence moving, segment profile) need the raw model.
+        """
+        if self.kind not in ("bi-encoder", "registry") or self.encoder is None:
+            return None
+        # CountingEncoder → mteb SentenceTransformerEncoderWrapper → SentenceTransformer
+        return self.encoder.model.model
+
+    def encode_stats(self) -> dict[str, Any] | None:
+        """Texts encoded so far by prompt type (``None`` for BM25)."""
+        return self.encoder.stats.to_dict() if self.encoder is not None else None
+
+    def encoded_tokens(self) -> int | None:
+        """Tokens the bi-encoder fed through itself so far (queries, documents or passages);
+        ``None`` for BM25 and reranking pipelines."""
+        if self.kind != "bi-encoder":
+            return None
+        tokens = int(self.encoder.stats.tokens_encoded)
+        if self.remedy:
+            tokens += int(self.search.stats.document_tokens)
+        return tokens
+
+    def search_stats(self) -> dict[str, Any] | None:
+        """Counters of the search model (index builds, pairs reranked …)."""
+        return self.search.stats.to_dict() if self.search is not None else None
+
+
+def _check_model_path(spec: str) -> None:
+    text = str(spec)
+    if text.startswith(("/", "./", "../", "~")) and not Path(text).expanduser().exists():
+        raise ModelLoadError(f"model path {text} does not exist")
+
+
+def _model_identity(spec: str, loaded: Any) -> tuple[str, str]:
+    """Unique mteb (name, revision) for a model argument (see docs/contributing-notes.md, mteb)."""
+    from hf_posbias.modeling import PACKAGED_MODELS, model_display_name, resolve_model
+
+    resolved = resolve_model(spec)
+    if spec in PACKAGED_MODELS:
+        name = spec if "/" in spec else f"sentence-transformers/{spec}"
+    else:
+        name = model_display_name(spec)
+    if Path(resolved).exists():
+        return name, f"local-{folder_fingerprint(resolved)}"
+    revision = None
+    try:  # transformers records the Hub commit it loaded
+        revision = loaded[0].auto_model.config._commit_hash
+    except (AttributeError, IndexError, KeyError, TypeError):
+        revision = getattr(getattr(loaded, "config", None), "_commit_hash", None)
+    return name, revision or "no_revision_available"
+
+
+def _wrap_sentence_transformer(st_model: Any, name: str, revision: str) -> tuple[Any, str]:
+    """mteb's wrapper for a loaded sentence-transformers model (dense, sparse, multi-vector)."""
+    from sentence_transformers import MultiVectorEncoder, SparseEncoder
+
+    if isinstance(st_model, SparseEncoder):
+        from mteb.models.sentence_transformer_wrapper import SparseEncoderWrapper
+
+        wrapper, kind = SparseEncoderWrapper(st_model), "sparse"
+    elif isinstance(st_model, MultiVectorEncoder):
+        from mteb.models.sentence_transformer_wrapper import MultiVectorWrapper
+
+        wrapper, kind = MultiVectorWrapper(st_model), "multi-vector"
+    else:
+        from mteb.models import SentenceTransformerEncoderWrapper
+
+        wrapper, kind = SentenceTransformerEncoderWrapper(st_model), "bi-encoder"
+    wrapper.mteb_model_meta = unique_model_meta(wrapper.mteb_model_meta, name, revision)
+    return wrapper, kind
+
+
+def _load_registry_model(meta: ModelMeta, *, device: str | None) -> Any:
+    """mteb's own loader for a registry entry (its prompts and loader arguments)."""
+    from hf_posbias.modeling import _load_failure
+
+    try:
+        return meta.load_model(device=device)
+    except Exception as err:  # download, remote code, missing extra: one line either way
+        raise _load_failure("embedding model", str(meta.name), err) from None
+
+
+def _load_retriever(
+    spec: str,
+    *,
+    device: str | None,
+    settings: ModelSettings,
+    remedy: RemedySettings | None = None,
+) -> tuple[Any, str, str, Any, Any, str]:
+    """(mteb model, name, revision, encoder-or-None, search-or-None, kind) for a retriever spec
+    (the order of :mod:`hf_posbias.modeling`)."""
+    from hf_posbias.bm25 import is_bm25
+    from hf_posbias.evaluation.runs.endpoint import parse_endpoint_model
+    from hf_posbias.evaluation.runs.search import BM25Model
+    from hf_posbias.modeling import (
+        PACKAGED_MODELS,
+        load_sentence_transformer,
+        registry_meta,
+        with_suggestions,
+    )
+
+    if is_bm25(spec):
+        if remedy is not None and remedy.remedy != "none":
+            raise InputError("--remedy needs a bi-encoder, not BM25")
+        bm25 = BM25Model()
+        meta = bm25.mteb_model_meta
+        return bm25, str(meta.name), str(meta.revision), None, bm25, "bm25"
+    _check_model_path(spec)
+    if parse_endpoint_model(spec) is not None:
+        endpoint_encoder, name, revision = load_endpoint_encoder(spec, settings)
+        encoder = CountingEncoder(endpoint_encoder)
+        return encoder, name, revision, encoder, None, "endpoint"
+    local = Path(spec).expanduser().exists() or spec in PACKAGED_MODELS
+    reg = None if local else registry_meta(spec)
+    if reg is not None:
+        model = _load_registry_model(reg, device=device)
+        meta = unique_model_meta(model.mteb_model_meta, str(reg.name), str(reg.revision))
+        model.mteb_model_meta = meta
+        encoder = CountingEncoder(model, meta=meta)
+        kind = "registry"
+        return encoder, str(reg.name), str(reg.revision), encoder, None, kind
+    try:
+        st_model = load_sentence_transformer(
+            spec, device=device, trust_remote_code=settings.trust_remote_code
+        )
+    except ModelLoadError as err:
+        if local or "--trust-remote-code" in str(err):
+            raise
+        raise with_suggestions(err, spec) from None
+    name, revision = _model_identity(spec, st_model)
+    wrapper, kind = _wrap_sentence_transformer(st_model, name, revision)
+    if kind == "multi-vector":  # mteb searches it itself (MaxSim index): nothing to count
+        return wrapper, name, revision, None, None, kind
+    if kind != "bi-encoder" and remedy is not None and remedy.remedy != "none":
+        raise InputError(f"--remedy needs a dense bi-encoder, not a {kind} model")
+    model, encoder, search = _remedied(st_model, wrapper, remedy)
+    return model, name, revision, encoder, search, kind
+
+
+def _remedied(st_model: Any, wrapper: Any, remedy: RemedySettings | None) -> tuple[Any, Any, Any]:
+    """(mteb model, counting encoder, remedy-search-or-None) of a wrapped SentenceTransformer."""
+    from hf_posbias.evaluation.runs.remedies import RemedySearch, encoded_token_count
+
+    meta = wrapper.mteb_model_meta
+    encoder = CountingEncoder(
+        wrapper, meta=meta, token_counter=lambda texts: encoded_token_count(st_model, texts)
+    )
+    if remedy is None or remedy.remedy == "none":
+        return encoder, encoder, None
+    search = RemedySearch(st_model, encoder, remedy, meta)
+    return search, encoder, search
+
+
+def with_remedy(loaded: LoadedModel, remedy: RemedySettings) -> LoadedModel:
+    """The same loaded bi-encoder (no reload) behind another remedy, with fresh counters.
+
+    The remedy's settings are checked against the model here, before any encoding.
+    """
+    if loaded.kind != "bi-encoder" or loaded.encoder is None:
+        raise InputError("--remedy needs a bi-encoder, not BM25 or a reranking pipeline")
+    model, encoder, search = _remedied(loaded.sentence_transformer, loaded.encoder.model, remedy)
+    name = remedy.remedy if remedy.remedy != "none" else None
+    return replace(loaded, model=model, encoder=encoder, search=search, remedy=name)
+
+
+def load_endpoint_encoder(spec: str, settings: ModelSettings) -> tuple[Any, str, str]:
+    """``(encoder, mteb name, revision)`` for ``openai:<model>``; the revision names the URL."""
+    from hf_posbias.evaluation.runs.endpoint import (
+        EmbeddingEndpoint,
+        EndpointEncoder,
+        parse_endpoint_model,
+    )
+
+    model = parse_endpoint_model(spec)
+    if model is None:
+        raise ModelLoadError(f"{spec!r}: give the endpoint's model as openai:<model>")
+    endpoint = EmbeddingEndpoint(
+        model,
+        settings.base_url,
+        batch_size=settings.endpoint_batch_size,
+        api_key_env=settings.api_key_env,
+        max_concurrency=settings.max_concurrency,
+        max_retries=settings.max_retries,
+    )
+    name = model if "/" in model else f"openai/{model}"
+    revision = f"endpoint-{endpoint.url}"
+    from mteb.models.model_meta import ScoringFunction
+
+    meta = unique_model_meta(None, name, revision, similarity_fn_name=ScoringFunction.COSINE)
+    return EndpointEncoder(endpoint, meta), name, revision
+
+
+def load_model(
+    model: str,
+    *,
+    reranker: str | None = None,
+    first_stage: str | None = None,
+    rerank_k: int = 100,
+    device: str | None = None,
+    settings: ModelSettings | None = None,
+    remedy: RemedySettings | None = None,
+) -> LoadedModel:
+    """Load a retriever (``bm25`` or a bi-encoder) or a two-stage reranking pipeline.
+
+    ``remedy`` wraps the bi-encoder (the retriever) in an inference-time remedy
+    (:class:`hf_posbias.evaluation.runs.remedies.RemedySearch`); checked before any encoding.
+
+    Two spellings of the same pipeline: ``load_model("bm25", reranker=CE)`` and
+    ``load_model(CE, first_stage="bm25")`` — the cross-encoder reranks the first stage's top
+    ``rerank_k``.
+
+    Raises:
+        ModelLoadError: a model path that does not exist or a model that cannot load.
+    """
+    if reranker and first_stage:
+        raise InputError("give either a reranker (model = first stage) or a first stage, not both")
+    if first_stage:
+        retriever_spec, reranker_spec = first_stage, model
+    else:
+        retriever_spec, reranker_spec = model, reranker
+    settings = settings or ModelSettings()
+    retriever, name, revision, encoder, search, kind = _load_retriever(
+        retriever_spec, device=device, settings=settings, remedy=remedy
+    )
+    remedy_name = remedy.remedy if remedy is not None and remedy.remedy != "none" else None
+    if not reranker_spec:
+        return LoadedModel(
+            spec=model,
+            model=retriever,
+            kind=kind,
+            name=name,
+            revision=revision,
+            encoder=encoder,
+            search=search,
+            remedy=remedy_name,
+        )
+    _check_model_path(reranker_spec)
+    from mteb.models import CrossEncoderWrapper
+
+    from hf_posbias.evaluation.runs.search import RerankSearch
+    from hf_posbias.modeling import load_cross_encoder
+
+    ce = load_cross_encoder(reranker_spec, device=device)
+    ce_name, ce_revision = _model_identity(reranker_spec, ce)
+    ce_wrapper = CrossEncoderWrapper(ce)
+    ce_wrapper.mteb_model_meta = unique_model_meta(ce_wrapper.mteb_model_meta, ce_name, ce_revision)
+    pipeline = RerankSearch(
+        retriever, ce_wrapper, rerank_k=rerank_k, first_stage_name=f"{name}@{revision}"
+    )
+    return LoadedModel(
+        spec=model,
+        model=pipeline,
+        kind="rerank",
+        name=ce_name,
+        revision=ce_revision,
+        encoder=encoder,
+        search=pipeline,
+        reranker=reranker_spec,
+        first_stage=retriever_spec,
+        rerank_k=rerank_k,
+        remedy=remedy_name,
+    )

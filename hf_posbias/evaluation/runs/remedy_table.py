@@ -1,0 +1,145 @@
+"""``posbias remedies``: the plain bi-encoder and each inference-time remedy on the same queries.
+
+Per task, one row per remedy (``none`` first): mean nDCG@10, PSI, the harmonic mean of the
+per-position scores, Δ mean against ``none`` with a paired p-value
+(:func:`hf_posbias.evaluation.statistics.compare.compare_runs`), and the cost measured in the same
+run
+(tokens through the model, seconds of the evaluation).
+
+Example:
+    >>> from hf_posbias.evaluation.statistics.summary import EvaluationSummary
+    >>> s = EvaluationSummary.from_scores("m", "T", ["a", "b"], {"a": .5, "b": 1.0},
+    ...                                   n_queries={"a": 1, "b": 1})
+    >>> sorted(remedy_row("none", s, 10))[:3]
+    ['delta_mean', 'encoded_tokens', 'harmonic_mean']
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hf_posbias.evaluation.settings import RemediesSettings
+
+
+def remedy_row(
+    remedy: str, summary: Any, encoded_tokens: int | None, comparison: Any = None
+) -> dict[str, Any]:
+    """One row of ``remedies.json``: quality, bias, Δ against no remedy, and cost.
+
+    Example:
+        >>> from hf_posbias.evaluation.statistics.summary import EvaluationSummary
+        >>> s = EvaluationSummary.from_scores("m", "T", ["a", "b"], {"a": .5, "b": 1.0},
+        ...                                   n_queries={"a": 1, "b": 1})
+        >>> row = remedy_row("none", s, 100)
+        >>> row["remedy"], round(row["harmonic_mean"], 4), row["delta_mean"]
+        ('none', 0.6667, None)
+    """
+    from hf_posbias.evaluation.statistics.psi import harmonic_mean
+
+    harmonic = summary.harmonic_mean
+    values = list(summary.ndcg_at_10.values())
+    if harmonic is None and values and None not in values:
+        harmonic = harmonic_mean(values)
+    return {
+        "remedy": remedy,
+        "mean": summary.mean,
+        "psi": summary.psi,
+        "harmonic_mean": harmonic,
+        "delta_mean": None if comparison is None else comparison.mean.delta,
+        "p_value": None if comparison is None else comparison.mean.p_value,
+        "encoded_tokens": encoded_tokens,
+        "seconds": summary.evaluation_time_s,
+    }
+
+
+def plot_psi_against_cost(rows: list[dict[str, Any]], path: str | Path, title: str) -> Path:
+    """A PNG of PSI (y) against encoded tokens (x), one labelled point per remedy."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for row in rows:
+        if row["psi"] is None or row["encoded_tokens"] is None:
+            continue
+        ax.scatter(row["encoded_tokens"], row["psi"])
+        ax.annotate(row["remedy"], (row["encoded_tokens"], row["psi"]), fontsize=8)
+    ax.set_xlabel("encoded tokens (documents + queries)")
+    ax.set_ylabel("PSI (lower = less position bias)")
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(target, dpi=120)
+    plt.close(fig)
+    return target
+
+
+def compare_remedies(settings: RemediesSettings) -> dict[str, list[dict[str, Any]]]:
+    """``posbias remedies``: the plain model and every remedy on each task, with their cost.
+
+    The model is loaded once; every remedy is checked against it before anything is encoded.
+    Each run goes to ``<out>/runs/<task>/<remedy>`` (a ``posbias evaluate`` folder); per task,
+    ``<out>/<task>/remedies.json`` (rows of :func:`remedy_row`), ``remedies.md`` and (with
+    ``plot``) ``remedies.png``. Δ and the p-value are paired against ``none`` on the same
+    queries (:func:`hf_posbias.evaluation.statistics.compare.compare_runs`).
+
+    Returns:
+        ``{task name: rows}``.
+    """
+    from dataclasses import replace
+
+    from hf_posbias.evaluation.runs.exports import safe_name
+    from hf_posbias.evaluation.runs.models import load_model, with_remedy
+    from hf_posbias.evaluation.runs.runner import evaluate_model, load_tasks
+    from hf_posbias.evaluation.statistics.compare import compare_runs
+    from hf_posbias.progress import progress
+    from hf_posbias.shards import write_json, write_text_atomic
+    from hf_posbias.tables import as_table
+
+    s = settings
+    tasks = load_tasks(s.task, scoring=s.scoring, top_k=s.top_k)
+    base = load_model(s.model, device=s.device)
+    names = ["none", *s.remedies]
+    # Every remedy's settings are checked against the model before the first encoding.
+    for name in names:
+        with_remedy(base, replace(s, remedy=name))
+    out = Path(s.out)
+    results: dict[str, list[dict[str, Any]]] = {}
+    bar = progress(
+        total=len(tasks) * len(names), desc="remedies", unit="run", disable=not s.progress
+    )
+    for task in tasks:
+        task_name = task.metadata.name
+        runs = out / "runs" / safe_name(task_name)
+        rows = []
+        for name in names:
+            loaded = with_remedy(base, replace(s, remedy=name))
+            [summary] = evaluate_model(
+                s.model,
+                [task],
+                runs / name,
+                batch_size=s.batch_size,
+                top_k=s.top_k,
+                scoring=s.scoring,
+                bootstrap=s.bootstrap,
+                seed=s.seed,
+                loaded=loaded,
+            )
+            comparison = None
+            if name != "none":
+                [paired] = compare_runs(runs / "none", runs / name, seed=s.seed)
+                comparison = paired.comparison
+            rows.append(remedy_row(name, summary, loaded.encoded_tokens(), comparison))
+            bar.update(1)
+        folder = out / safe_name(task_name)
+        write_json(folder / "remedies.json", rows)
+        write_text_atomic(folder / "remedies.md", as_table(rows).to_markdown() + "\n")
+        if s.plot:
+            plot_psi_against_cost(rows, folder / "remedies.png", f"{task_name}: {s.model}")
+        results[task_name] = rows
+    bar.close()
+    return results

@@ -1,0 +1,245 @@
+"""Search models for position tasks: BM25 and cross-encoder reranking, usable in ``mteb.evaluate``.
+
+- :class:`BM25Model` is the package's one BM25 (:class:`hf_posbias.bm25.BM25Index`, the language's
+  stop words and Snowball stemmer taken from the task's ``eval_langs``) behind mteb's search
+  protocol, named ``mteb/baseline-bm25s``: for a language with a stop-word list it indexes,
+  tokenises and retrieves exactly as mteb's own ``BM25Search``, and the listwise first stage
+  ranks with the same index. It counts index builds; a missing ``PyStemmer`` is a one-line
+  error. mteb calls ``index`` once per ``hf_subset``; a position task evaluates all its queries
+  in one subset, so the corpus is indexed once per task.
+- :class:`RerankSearch` is a two-stage pipeline: a first stage (BM25, or any mteb encoder)
+  retrieves the top ``rerank_k``
+  documents, mteb's ``SearchCrossEncoderWrapper`` rescores them with a cross-encoder — the setting
+  of Zeng et al. (2025) Table 1 (rerankers over a top-100). Its ``mteb_model_meta`` is the
+  reranker's with ``experiment_kwargs`` naming the first stage and ``k``, so mteb's result cache
+  files each pipeline separately.
+
+Example:
+    >>> from hf_posbias.evaluation.runs.search import BM25Model
+    >>> BM25Model().mteb_model_meta.name
+    'mteb/baseline-bm25s'
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mteb.abstasks.task_metadata import TaskMetadata
+    from mteb.models.model_meta import ModelMeta
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class SearchStats:
+    """How often the search model did its expensive work."""
+
+    index_builds: int = 0
+    searches: int = 0
+    queries: int = 0
+    pairs_scored: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form."""
+        return asdict(self)
+
+
+def _task_language(task_metadata: TaskMetadata, hf_subset: str) -> str:
+    """The ISO 639-3 language of a task subset (English when it has several), as mteb's BM25."""
+    langs = task_metadata.eval_langs
+    codes = {
+        lang.split("-")[0]
+        for lang in (langs.get(hf_subset, []) if isinstance(langs, dict) else langs)
+    }
+    return next(iter(codes)) if len(codes) == 1 else "eng"
+
+
+class BM25Model:
+    """:class:`hf_posbias.bm25.BM25Index` as an mteb search model (``mteb.evaluate``-ready).
+
+    Example:
+        >>> BM25Model().stats.index_builds
+        0
+    """
+
+    def __init__(self) -> None:
+        import mteb
+
+        self.stats = SearchStats()
+        self._index: Any = None
+        self._doc_ids: list[str] = []
+        self._meta = mteb.get_model_meta("mteb/baseline-bm25s")
+
+    @property
+    def mteb_model_meta(self) -> ModelMeta:
+        """``mteb/baseline-bm25s`` (the name the MTEB leaderboard uses for BM25)."""
+        return self._meta
+
+    def index(
+        self,
+        corpus: Any,
+        *,
+        task_metadata: TaskMetadata,
+        hf_split: str,
+        hf_subset: str,
+        encode_kwargs: dict[str, Any],
+        num_proc: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Index the corpus (mteb calls this once per subset)."""
+        from hf_posbias.bm25 import BM25Analyzer, BM25Index, document_text
+
+        analyzer = BM25Analyzer.for_language(_task_language(task_metadata, hf_subset))
+        texts = [document_text(doc.get("title") or "", doc["text"]) for doc in corpus]
+        self._index = BM25Index(texts, analyzer)
+        self._doc_ids = [str(row["id"]) for row in corpus]
+        self.stats.index_builds += 1
+
+    def search(
+        self,
+        queries: Any,
+        *,
+        task_metadata: TaskMetadata,
+        hf_split: str,
+        hf_subset: str,
+        top_k: int,
+        encode_kwargs: dict[str, Any],
+        top_ranked: dict[str, list[str]] | None = None,
+        num_proc: int | None = None,
+        **kwargs: Any,
+    ) -> dict[str, dict[str, float]]:
+        """Top ``top_k`` documents per query with their BM25 scores."""
+        if self._index is None:
+            raise RuntimeError("BM25Model.index must be called before search")
+        self.stats.searches += 1
+        self.stats.queries += len(queries)
+        texts = list(queries["text"])
+        if "instruction" in queries.column_names:
+            texts = [
+                t + " " + i if i is not None else t
+                for t, i in zip(texts, queries["instruction"], strict=True)
+            ]
+        docs, scores = self._index.retrieve(texts, top_k)
+        out: dict[str, dict[str, float]] = {}
+        for qid, row_docs, row_scores in zip(queries["id"], docs, scores, strict=True):
+            allowed = top_ranked.get(qid) if top_ranked else None
+            out[qid] = {
+                self._doc_ids[d]: float(v)
+                for d, v in zip(row_docs, row_scores, strict=True)
+                if allowed is None or self._doc_ids[d] in allowed
+            }
+        return out
+
+
+def _as_search_model(model: Any) -> Any:
+    """A first stage as a search model: encoders get mteb's own ``SearchEncoderWrapper``."""
+    from mteb.models import SearchEncoderWrapper, SearchProtocol
+
+    if isinstance(model, SearchProtocol) and hasattr(model, "index"):
+        return model
+    return SearchEncoderWrapper(model)
+
+
+class RerankSearch:
+    """First-stage retrieval of ``rerank_k`` candidates, reordered by a cross-encoder.
+
+    Args:
+        first_stage: a search model (:class:`BM25Model`) or an mteb encoder.
+        reranker: an mteb ``CrossEncoderProtocol`` (e.g. ``mteb.models.CrossEncoderWrapper``).
+        rerank_k: candidates per query handed to the reranker (Z25: 100).
+        first_stage_name: how the first stage is named in the results.
+
+    Example:
+        >>> # RerankSearch(BM25Model(), CrossEncoderWrapper(ce), rerank_k=100)
+    """
+
+    def __init__(
+        self,
+        first_stage: Any,
+        reranker: Any,
+        *,
+        rerank_k: int = 100,
+        first_stage_name: str | None = None,
+    ) -> None:
+        from mteb.models import SearchCrossEncoderWrapper
+
+        if rerank_k < 1:
+            raise ValueError(f"rerank_k must be >= 1, got {rerank_k}")
+        self.first_stage = _as_search_model(first_stage)
+        self.reranker = reranker
+        self._rerank_search = SearchCrossEncoderWrapper(reranker)
+        self.rerank_k = rerank_k
+        self.stats = SearchStats()
+        first_meta = getattr(first_stage, "mteb_model_meta", None)
+        self.first_stage_name = first_stage_name or getattr(first_meta, "name", "first-stage")
+        reranker_meta = reranker.mteb_model_meta
+        experiment = dict(reranker_meta.experiment_kwargs or {})
+        experiment.update(
+            {
+                "first_stage": self.first_stage_name,
+                "first_stage_revision": getattr(first_meta, "revision", None),
+                "rerank_k": rerank_k,
+            }
+        )
+        self._meta = reranker_meta.model_copy(update={"experiment_kwargs": experiment})
+
+    @property
+    def mteb_model_meta(self) -> ModelMeta:
+        """The reranker's metadata, with the first stage and ``k`` as experiment settings."""
+        return self._meta
+
+    def index(self, corpus: Any, **kwargs: Any) -> None:
+        """Index for the first stage; the reranker reads documents from the same corpus."""
+        self.first_stage.index(corpus, **kwargs)
+        self._rerank_search.index(corpus, **kwargs)
+
+    def search(
+        self,
+        queries: Any,
+        *,
+        task_metadata: TaskMetadata,
+        hf_split: str,
+        hf_subset: str,
+        top_k: int,
+        encode_kwargs: dict[str, Any],
+        top_ranked: dict[str, list[str]] | None = None,
+        num_proc: int | None = None,
+        **kwargs: Any,
+    ) -> dict[str, dict[str, float]]:
+        """Rerank the first stage's top ``rerank_k``; returns at most ``top_k`` per query."""
+        first = self.first_stage.search(
+            queries,
+            task_metadata=task_metadata,
+            hf_split=hf_split,
+            hf_subset=hf_subset,
+            top_k=self.rerank_k,
+            encode_kwargs=encode_kwargs,
+            num_proc=num_proc,
+        )
+        candidates = {
+            qid: [doc for doc, _ in sorted(docs.items(), key=lambda kv: (-kv[1], kv[0]))][
+                : self.rerank_k
+            ]
+            for qid, docs in first.items()
+        }
+        self.stats.searches += 1
+        self.stats.queries += len(queries)
+        self.stats.pairs_scored += sum(len(v) for v in candidates.values())
+        reranked = self._rerank_search.search(
+            queries,
+            task_metadata=task_metadata,
+            hf_split=hf_split,
+            hf_subset=hf_subset,
+            top_k=top_k,
+            encode_kwargs=encode_kwargs,
+            top_ranked=candidates,
+            num_proc=num_proc,
+        )
+        out: dict[str, dict[str, float]] = {}
+        for qid, docs in reranked.items():
+            ranked = sorted(docs.items(), key=lambda kv: (-kv[1], kv[0]))[:top_k]
+            out[qid] = dict(ranked)
+        return out

@@ -1,0 +1,184 @@
+"""The controlled input-position test (Q26 RQ1): the relevant passage at each input slot 1…k.
+
+Per judged query: the first-stage top-k (a relevant document missing from it replaces the
+k-th); for each position p, the relevant passage at input position p and the other k−1 in
+first-stage order; rerank; nDCG@10 against the qrels. Every query is scored at every position,
+so the per-position confidence intervals come from a *paired* bootstrap over queries
+(:func:`hf_posbias.evaluation.statistics.uncertainty.bootstrap_positions`), and PSI is the
+project's one
+formula (:func:`hf_posbias.evaluation.statistics.psi.psi`). Writes
+
+- ``positions.json`` — ``{"k", "reranker", "positions": [{"position", "ndcg_at_10", "ci_low",
+  "ci_high", "n_queries"}, …], "psi", "fallback_rate", …}``;
+- ``per_query.jsonl`` — one row per (query, position): ``query_id``, ``position``, ``input``,
+  ``ranking``, ``scores`` (ranking order), ``ndcg_at_10`` and the window counts;
+- ``positions.png`` — nDCG@10 against input position with the CI band.
+
+:func:`summarize_positions_rows` recomputes the table from the per-query rows, so
+``per_query.jsonl`` reproduces ``positions.json`` exactly.
+
+Example:
+    >>> ControlledTestConfig(k=20, positions="20,1,5").positions  # checked when made
+    [1, 5, 20]
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from hf_posbias.errors import InputError
+from hf_posbias.listwise.experiments.lists import QueryList, controlled_list, describe_lists
+from hf_posbias.listwise.experiments.runs import (
+    fallback_stats,
+    ndcg_at_10,
+    run_experiment,
+    write_jsonl,
+)
+from hf_posbias.listwise.experiments.taskio import RerankTask
+from hf_posbias.listwise.rerankers.base import ListwiseReranker
+from hf_posbias.listwise.settings import ControlledTestConfig
+from hf_posbias.shards import write_json
+
+
+def summarize_positions_rows(
+    rows: Sequence[dict[str, Any]],
+    *,
+    k: int,
+    reranker: str,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The positions table (means, paired-bootstrap CIs, PSI, fallback rate) of per-query rows.
+
+    Rows need ``query_id``, ``position``, ``ndcg_at_10`` and the window counts.
+    """
+    from hf_posbias.evaluation.statistics.psi import psi
+    from hf_posbias.evaluation.statistics.uncertainty import bootstrap_positions
+
+    per_position: dict[int, dict[str, float]] = {}
+    for row in rows:
+        per_position.setdefault(int(row["position"]), {})[str(row["query_id"])] = float(
+            row["ndcg_at_10"]
+        )
+    if not per_position:
+        raise InputError("no scored (query, position) rows to summarise")
+    positions = sorted(per_position)
+    intervals = bootstrap_positions(
+        {str(p): per_position[p] for p in positions},
+        n_resamples=n_resamples,
+        confidence=confidence,
+        seed=seed,
+        paired=True,
+    )
+    means = [intervals.buckets[str(p)].estimate for p in positions]
+    fallback = fallback_stats(rows)
+    return {
+        "k": k,
+        "reranker": reranker,
+        "positions": [
+            {
+                "position": p,
+                "ndcg_at_10": intervals.buckets[str(p)].estimate,
+                "ci_low": intervals.buckets[str(p)].low,
+                "ci_high": intervals.buckets[str(p)].high,
+                "n_queries": intervals.n_queries[str(p)],
+            }
+            for p in positions
+        ],
+        "mean": intervals.mean.estimate,
+        "mean_ci": [intervals.mean.low, intervals.mean.high],
+        "psi": psi(means) if max(means) > 0 else None,
+        "psi_ci": [intervals.psi.low, intervals.psi.high] if intervals.psi else None,
+        "fallback_rate": fallback.rate,
+        "fallback": fallback.to_dict(),
+        "bootstrap": {
+            "n_resamples": n_resamples,
+            "confidence": confidence,
+            "seed": seed,
+            "paired": True,
+        },
+    }
+
+
+def run_controlled_test(
+    reranker: ListwiseReranker,
+    task: RerankTask,
+    out_dir: str | Path,
+    config: ControlledTestConfig,
+    *,
+    show_progress: bool = True,
+) -> dict[str, Any]:
+    """Run the test, write the three outputs, return the ``positions.json`` payload.
+
+    Resumable: finished queries are kept in ``out_dir/shards/`` and skipped on a rerun.
+    """
+    out = Path(out_dir)
+    positions = list(config.positions)  # parsed and checked by the settings
+    started = time.perf_counter()
+
+    def inputs(query_list: QueryList) -> list[tuple[dict[str, Any], list[str]]]:
+        return [
+            (
+                {"position": p, "relevant": query_list.relevant, "injected": query_list.injected},
+                controlled_list(query_list.candidates, query_list.relevant, p),
+            )
+            for p in positions
+        ]
+
+    lists, rows = run_experiment(
+        reranker,
+        task,
+        out,
+        inputs,
+        config,
+        experiment="controlled-test",
+        settings={"positions": positions},
+        show_progress=show_progress,
+    )
+    for row, score in zip(rows, ndcg_at_10(rows, task.qrels)):
+        row["ndcg_at_10"] = score
+    summary = summarize_positions_rows(
+        rows,
+        k=config.k,
+        reranker=reranker.name,
+        n_resamples=config.n_resamples,
+        confidence=config.confidence,
+        seed=config.seed,
+    )
+    summary.update(
+        {
+            "reranker_details": reranker.describe(),
+            "task": task.name,
+            "task_source": task.source,
+            "split": task.split,
+            "first_stage": config.first_stage,
+            **describe_lists(lists),
+            "seed": config.seed,
+            "seconds_this_run": round(time.perf_counter() - started, 3),
+        }
+    )
+    write_jsonl(out / "per_query.jsonl", rows)
+    write_json(out / "positions.json", summary)
+    _plot(summary, out / "positions.png")
+    return summary
+
+
+def _plot(summary: dict[str, Any], path: Path) -> None:
+    from hf_posbias.listwise.experiments.plots import positions_figure, save_png
+
+    table = summary["positions"]
+    psi_text = f"PSI {summary['psi']:.3f}" if summary["psi"] is not None else "PSI undefined"
+    fig = positions_figure(
+        [r["position"] for r in table],
+        [r["ndcg_at_10"] for r in table],
+        [r["ci_low"] for r in table],
+        [r["ci_high"] for r in table],
+        f"{summary['reranker']} on {summary.get('task', '')}\n"
+        f"k={summary['k']}, {table[0]['n_queries']} queries, {psi_text}",
+        band_label=f"{summary['bootstrap']['confidence']:.0%} CI (paired bootstrap)",
+    )
+    save_png(fig, path)

@@ -1,0 +1,116 @@
+"""First stage for the listwise commands: the top-k document ids of a query.
+
+- :class:`BM25FirstStage` — the package's one BM25 (:class:`hf_posbias.bm25.BM25Index`: English
+  stop words and Snowball stemmer, title and text indexed as ``posbias evaluate --model bm25``
+  indexes them), the corpus indexed once; every document is scored, so any k up to the corpus
+  size is available.
+- :class:`DenseFirstStage` — any sentence-transformers model (cosine similarity), the corpus
+  encoded once.
+
+Both break score ties as evaluation's runs do (document id descending, trec_eval's rule:
+:func:`hf_posbias.evaluation.statistics.position_scoring.ranked`), so the list never depends on
+corpus order
+and a BM25 list is the head of ``posbias evaluate --model bm25``'s run for the same query.
+
+Example:
+    >>> from hf_posbias.listwise.records import Passage
+    >>> corpus = {d: Passage(d, t) for d, t in
+    ...           [("d1", "cats purr softly"), ("d2", "dogs bark loudly"), ("d3", "dogs run")]}
+    >>> BM25FirstStage(corpus).top_k("why do dogs bark", 2)
+    ['d2', 'd3']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from hf_posbias.errors import InputError
+from hf_posbias.listwise.records import Passage
+
+
+class FirstStage(Protocol):
+    """Anything that lists the top-k documents of a query."""
+
+    name: str
+    size: int
+
+    def top_k(self, query: str, k: int) -> list[str]: ...
+
+
+def _ranked(scores: Any, doc_ids: Sequence[str], k: int) -> list[str]:
+    from hf_posbias.evaluation.statistics.position_scoring import ranked
+
+    return [doc for doc, _ in ranked(dict(zip(doc_ids, map(float, scores))))[:k]]
+
+
+class BM25FirstStage:
+    """BM25 (:class:`hf_posbias.bm25.BM25Index`) over a corpus ``{doc_id: Passage}``."""
+
+    name = "bm25"
+
+    def __init__(self, corpus: Mapping[str, Passage]) -> None:
+        from hf_posbias.bm25 import BM25Index, document_text
+
+        if not corpus:
+            raise InputError("the first stage needs a non-empty corpus")
+        self.doc_ids = sorted(corpus)
+        self.size = len(self.doc_ids)
+        self._index = BM25Index(
+            [document_text(corpus[d].title, corpus[d].text) for d in self.doc_ids]
+        )
+
+    def top_k(self, query: str, k: int) -> list[str]:
+        """The ``k`` best documents (ties by document id, descending)."""
+        return _ranked(self._index.scores(query), self.doc_ids, k)
+
+
+class DenseFirstStage:
+    """A sentence-transformers model: cosine similarity of query and passage embeddings."""
+
+    def __init__(self, model: str, corpus: Mapping[str, Passage], *, batch_size: int = 64) -> None:
+        from hf_posbias.modeling import load_sentence_transformer
+
+        self.name = model
+        self.doc_ids = sorted(corpus)
+        self.size = len(self.doc_ids)
+        self._model = load_sentence_transformer(model)
+        self._embeddings = self._model.encode(
+            [corpus[d].content() for d in self.doc_ids],
+            batch_size=batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+
+    def top_k(self, query: str, k: int) -> list[str]:
+        """The ``k`` most similar documents (ties by document id, descending)."""
+        q = self._model.encode([query], normalize_embeddings=True, convert_to_numpy=True)[0]
+        return _ranked(self._embeddings @ q, self.doc_ids, k)
+
+
+def load_first_stage(name: str, corpus: Mapping[str, Passage]) -> FirstStage:
+    """``bm25`` or a sentence-transformers model name/folder."""
+    from hf_posbias.bm25 import is_bm25
+
+    if is_bm25(name):
+        return BM25FirstStage(corpus)
+    return DenseFirstStage(name, corpus)
+
+
+def check_k(k: int, corpus_size: int) -> None:
+    """Refuse a k larger than the first stage can list (it ranks the whole corpus).
+
+    Example:
+        >>> try:
+        ...     check_k(30, 20)
+        ... except InputError as err:
+        ...     print(err)
+        --k 30 is larger than the first-stage list: the corpus has 20 document(s)
+    """
+    if k < 1:
+        raise InputError(f"--k must be at least 1, got {k}")
+    if k > corpus_size:
+        raise InputError(
+            f"--k {k} is larger than the first-stage list: the corpus has {corpus_size} document(s)"
+        )

@@ -1,0 +1,210 @@
+"""Position propensities of a reranker (Q26 Eq. 5) and their checks for IPS training.
+
+Shuffle each query's first-stage top-k n times (seeded Fisher–Yates), rerank every shuffle with
+a reference reranker and count transitions (input position i → output position π):
+
+    ω[i, π] = #(i → π) / (|Q| · k · n)
+
+Rows are input positions, columns output positions, both 0-based; Σω = 1. ``smoothing`` α adds
+α to every count before normalising, ``(#(i → π) + α) / (|Q|·k·n + α·k²)`` (α = 0: Eq. 5
+exactly): a small estimate leaves cells empty, and the IPS weight 1/ω is then infinite.
+``propensity.json`` holds ``{"k", "n", "queries", "omega", "smoothing", "counts", …}``;
+``propensity.png`` is the heatmap.
+
+:func:`load_propensity` reads such a file back for training and
+:func:`check_propensity_support` refuses a matrix with zeros on cells the training data visits
+(naming ``--smoothing``).
+
+Example:
+    >>> counts = transition_counts([{"input": ["a", "b"], "ranking": ["b", "a"]}], 2)
+    >>> counts.tolist()
+    [[0, 1], [1, 0]]
+    >>> omega_from_counts(counts, 0.0).tolist()
+    [[0.0, 0.5], [0.5, 0.0]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hf_posbias.errors import InputError
+from hf_posbias.listwise.experiments.lists import QueryList, describe_lists
+from hf_posbias.listwise.experiments.lists import shuffled as shuffle_list
+from hf_posbias.listwise.experiments.runs import fallback_stats, run_experiment, write_jsonl
+from hf_posbias.listwise.experiments.taskio import RerankTask
+from hf_posbias.listwise.rerankers.base import ListwiseReranker
+from hf_posbias.listwise.settings import PropensityConfig
+from hf_posbias.rows import read_json
+from hf_posbias.shards import write_json
+
+
+def transition_counts(rows: Sequence[dict[str, Any]], k: int) -> np.ndarray:
+    """``counts[i, π]``: how often the passage at input position i came out at position π."""
+    counts = np.zeros((k, k), dtype=np.int64)
+    for row in rows:
+        where = {d: i for i, d in enumerate(row["input"])}
+        if len(where) != k or len(row["ranking"]) != k:
+            raise InputError(f"a reranked list of query {row.get('query_id')!r} is not of k={k}")
+        for out_pos, doc in enumerate(row["ranking"]):
+            counts[where[doc], out_pos] += 1
+    return counts
+
+
+def omega_from_counts(counts: np.ndarray, smoothing: float = 0.0) -> np.ndarray:
+    """Normalise transition counts into ω (Σω = 1), adding ``smoothing`` to every cell first."""
+    if smoothing < 0:
+        raise InputError(f"--smoothing must be >= 0, got {smoothing}")
+    smoothed = counts.astype(np.float64) + smoothing
+    total = smoothed.sum()
+    if total <= 0:
+        raise InputError("no transitions were counted: nothing to estimate")
+    return smoothed / total
+
+
+def check_smoothing_needed(omega: np.ndarray) -> int:
+    """Number of empty cells (0 where 1/ω would be infinite)."""
+    return int((omega <= 0).sum())
+
+
+def run_propensity(
+    reranker: ListwiseReranker,
+    task: RerankTask,
+    out_dir: str | Path,
+    config: PropensityConfig,
+    *,
+    show_progress: bool = True,
+) -> dict[str, Any]:
+    """Estimate ω, write ``propensity.json``, ``propensity.png`` and ``rankings.jsonl``.
+
+    Resumable: finished queries are kept in ``out_dir/shards/`` and skipped on a rerun.
+    """
+    out = Path(out_dir)
+
+    def inputs(query_list: QueryList) -> list[tuple[dict[str, Any], list[str]]]:
+        return [
+            (
+                {"shuffle": j},
+                shuffle_list(query_list.candidates, config.seed, query_list.query_id, j),
+            )
+            for j in range(config.shuffles)
+        ]
+
+    # Smoothing only changes the normalisation: it is not pinned, so one set of reranked
+    # shuffles can be normalised with several α.
+    lists, rows = run_experiment(
+        reranker,
+        task,
+        out,
+        inputs,
+        config,
+        experiment="propensity",
+        settings={"shuffles": config.shuffles},
+        show_progress=show_progress,
+    )
+    counts = transition_counts(rows, config.k)
+    omega = omega_from_counts(counts, config.smoothing)
+    payload = {
+        "k": config.k,
+        "n": config.shuffles,
+        "queries": len(lists),
+        "omega": omega.tolist(),
+        "smoothing": config.smoothing,
+        "counts": counts.tolist(),
+        "diagonal_mass": float(np.trace(omega)),
+        "empty_cells": check_smoothing_needed(omega),
+        "reranker": reranker.name,
+        "reranker_details": reranker.describe(),
+        "task": task.name,
+        "split": task.split,
+        "first_stage": config.first_stage,
+        "seed": config.seed,
+        "fallback": fallback_stats(rows).to_dict(),
+        **{f"lists_{key}": value for key, value in describe_lists(lists).items()},
+        "definition": "omega[i][p] = #(input position i -> output position p) / (|Q|*k*n), "
+        "0-based; with smoothing a: (# + a) / (|Q|*k*n + a*k^2)",
+    }
+    write_jsonl(out / "rankings.jsonl", rows)
+    write_json(out / "propensity.json", payload)
+    _plot(payload, out / "propensity.png")
+    return payload
+
+
+def _plot(payload: dict[str, Any], path: Path) -> None:
+    from hf_posbias.listwise.experiments.plots import heatmap_figure, save_png
+
+    fig = heatmap_figure(
+        payload["omega"],
+        f"{payload['reranker']}: ω over {payload['queries']} queries × {payload['n']} shuffles\n"
+        f"diagonal mass {payload['diagonal_mass']:.3f}, smoothing {payload['smoothing']}",
+    )
+    save_png(fig, path)
+
+
+def load_propensity(path: str | Path, k: int | None = None) -> np.ndarray:
+    """Read ω from ``propensity.json`` (or a JSON k×k list); check shape, values and Σω = 1.
+
+    Example:
+        >>> import json, tempfile, os
+        >>> f = os.path.join(tempfile.mkdtemp(), "p.json")
+        >>> _ = open(f, "w").write(json.dumps({"k": 2, "omega": [[0.5, 0.1], [0.1, 0.3]]}))
+        >>> load_propensity(f, 2).shape
+        (2, 2)
+        >>> try:
+        ...     load_propensity(f, 3)
+        ... except InputError as err:
+        ...     print(str(err).split(" but ")[1])
+        the training windows hold 3 passages
+    """
+    path = Path(path)
+    data = read_json(path)
+    raw = data.get("omega") if isinstance(data, dict) else data
+    try:
+        omega = np.asarray(raw, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError(f"{path}: 'omega' is not a numeric matrix") from None
+    if omega.ndim != 2 or omega.shape[0] != omega.shape[1]:
+        raise InputError(f"{path}: 'omega' must be a square k×k matrix, got shape {omega.shape}")
+    if k is not None and omega.shape[0] != k:
+        raise InputError(
+            f"propensity matrix {path} is {omega.shape[0]}×{omega.shape[1]} but the training "
+            f"windows hold {k} passages"
+        )
+    if not np.all(np.isfinite(omega)) or np.any(omega < 0):
+        raise InputError(f"{path}: 'omega' must hold finite, non-negative numbers")
+    if not np.isclose(omega.sum(), 1.0, atol=1e-6):
+        raise InputError(f"{path}: 'omega' must sum to 1, sums to {omega.sum():.6f}")
+    return omega
+
+
+def check_propensity_support(
+    omega: np.ndarray, target_ranks: Sequence[Sequence[int]], where: str = "the training data"
+) -> None:
+    """Refuse zeros on cells (input position i, target rank r_i) that the data visits.
+
+    Example:
+        >>> try:
+        ...     check_propensity_support(np.array([[0.5, 0.0], [0.0, 0.5]]), [[1, 0]])
+        ... except InputError as err:
+        ...     print(str(err).split(": ")[-1])
+        re-estimate it with --smoothing > 0
+    """
+    visited: set[tuple[int, int]] = set()
+    k = omega.shape[0]
+    for ranks in target_ranks:
+        for i, r in enumerate(ranks):
+            if r < 0:
+                continue  # padding
+            if i >= k or r >= k:
+                raise InputError(f"{where} has a window larger than the {k}×{k} propensity matrix")
+            visited.add((i, int(r)))
+    empty = sorted(cell for cell in visited if omega[cell] <= 0)
+    if empty:
+        i, r = empty[0]
+        raise InputError(
+            f"the propensity matrix is 0 on {len(empty)} cell(s) {where} visits "
+            f"(first: input {i} -> output {r}): re-estimate it with --smoothing > 0"
+        )

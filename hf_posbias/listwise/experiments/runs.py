@@ -1,0 +1,193 @@
+"""The resumable loop every listwise experiment shares: rerank input lists query by query.
+
+An experiment turns each query's first-stage list into input lists (the relevant passage at
+position p; n shuffles …). :func:`rerank_queries` reranks them with sliding windows, one query
+per shard through :func:`hf_posbias.shards.run_sharded`: a killed run keeps every finished
+query and a rerun skips them; a rerun with other parameters is refused. Each output row is
+``{query_id, <tags>, input, ranking, scores, windows, windows_with_fallback, appended, cut,
+identifiers}`` with ``scores`` in ranking order.
+
+Example:
+    >>> from hf_posbias.listwise.records import Passage
+    >>> rows = [{"query_id": "q", "ranking": ["d2", "d1"]}]
+    >>> ndcg_at_10(rows, {"q": {"d1": 1}})
+    [0.6309297535714575]
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from hf_posbias.listwise.experiments.lists import QueryList
+from hf_posbias.listwise.experiments.taskio import RerankTask
+from hf_posbias.listwise.records import FallbackStats, RerankedList
+from hf_posbias.listwise.rerankers.base import ListwiseReranker
+from hf_posbias.listwise.rerankers.window import rerank_lists
+from hf_posbias.listwise.settings import LIST_PARAMS, ListSettings
+
+InputsFn = Callable[[QueryList], list[tuple[dict[str, Any], list[str]]]]
+"""One query's list → ``[(tags, input doc ids), …]`` (tags become row columns)."""
+
+
+def rerank_queries(
+    reranker: ListwiseReranker,
+    task: RerankTask,
+    lists: Sequence[QueryList],
+    inputs: InputsFn,
+    out_dir: str | Path,
+    params: dict[str, Any],
+    *,
+    window: int | None = None,
+    step: int | None = None,
+    desc: str = "rerank",
+    show_progress: bool = True,
+) -> list[dict[str, Any]]:
+    """Rerank every input list of every query, resumably; rows in query then input order."""
+    from hf_posbias.shards import run_sharded
+
+    def one_shard(shard: list[QueryList]) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = []
+        for query_list in shard:
+            jobs = inputs(query_list)
+            query = task.queries[query_list.query_id]
+            windows = [(query, [task.passage(d) for d in doc_ids]) for _, doc_ids in jobs]
+            reranked = rerank_lists(reranker, windows, window=window, step=step)
+            for (tags, doc_ids), result in zip(jobs, reranked):
+                rows.append(_row(query_list.query_id, tags, doc_ids, result))
+        return rows
+
+    # One query per shard: the unit of resumption (the progress counts queries).
+    return run_sharded(
+        list(lists),
+        one_shard,
+        out_dir,
+        shard_size=1,
+        params=params,
+        desc=desc,
+        progress=show_progress,
+    )
+
+
+def run_experiment(
+    reranker: ListwiseReranker,
+    task: RerankTask,
+    out_dir: str | Path,
+    inputs: InputsFn,
+    lists_from: ListSettings,
+    *,
+    experiment: str,
+    settings: dict[str, Any],
+    show_progress: bool = True,
+) -> tuple[list[QueryList], list[dict[str, Any]]]:
+    """Select queries, list their first-stage top-k, rerank their inputs (resumably).
+
+    The reranker, task, list settings, ``settings`` and query ids are pinned in the manifest: a
+    rerun with other settings is refused instead of mixing outputs.
+    """
+    from hf_posbias.listwise.experiments.lists import first_stage_lists, select_queries
+
+    s = lists_from
+    query_ids = select_queries(task, s.max_queries, s.seed)
+    lists = first_stage_lists(
+        task, query_ids, s.first_stage, s.k, out_dir, show_progress=show_progress
+    )
+    params = {
+        "experiment": experiment,
+        "reranker": reranker.describe(),
+        "task": task.source,
+        "split": task.split,
+        **{name: getattr(s, name) for name in LIST_PARAMS},
+        **settings,
+        "queries": query_ids,
+    }
+    rows = rerank_queries(
+        reranker,
+        task,
+        lists,
+        inputs,
+        out_dir,
+        params,
+        window=s.window,
+        step=s.step,
+        desc=experiment,
+        show_progress=show_progress,
+    )
+    return lists, rows
+
+
+def _row(
+    query_id: str, tags: dict[str, Any], doc_ids: list[str], result: RerankedList
+) -> dict[str, Any]:
+    return {
+        "query_id": query_id,
+        **tags,
+        "input": list(doc_ids),
+        "ranking": result.ranking,
+        "scores": result.ranked_scores(),
+        "windows": result.windows,
+        "windows_with_fallback": result.windows_with_fallback,
+        "appended": result.appended,
+        "cut": result.cut,
+        "identifiers": result.identifiers,
+    }
+
+
+def fallback_stats(rows: Sequence[dict[str, Any]]) -> FallbackStats:
+    """Sum the rows' window counts (generation fallbacks, endpoint top-n cuts)."""
+    stats = FallbackStats()
+    for row in rows:
+        stats.add(
+            RerankedList(
+                ranking=[],
+                scores={},
+                windows=int(row["windows"]),
+                windows_with_fallback=int(row["windows_with_fallback"]),
+                appended=int(row["appended"]),
+                cut=int(row["cut"]),
+                identifiers=int(row["identifiers"]),
+            )
+        )
+    return stats
+
+
+def ndcg_at_10(rows: Sequence[dict[str, Any]], qrels: dict[str, dict[str, int]]) -> list[float]:
+    """nDCG@10 of each row's ``ranking`` (the project's one scorer), in row order."""
+    from hf_posbias.evaluation.statistics.scoring import per_query_metrics, ranking_to_run
+
+    out: list[float] = [0.0] * len(rows)
+    # One pytrec_eval call per group of rows with distinct query ids (a run maps a query once).
+    pending: dict[str, int] = {}
+
+    def flush() -> None:
+        run = {q: ranking_to_run(rows[i]["ranking"]) for q, i in pending.items()}
+        scores = per_query_metrics(run, {q: qrels[q] for q in pending})
+        for q, i in pending.items():
+            out[i] = scores[q]["ndcg_at_10"]
+        pending.clear()
+
+    for i, row in enumerate(rows):
+        qid = str(row["query_id"])
+        if qid in pending:
+            flush()
+        pending[qid] = i
+    if pending:
+        flush()
+    return out
+
+
+def write_jsonl(path: str | Path, rows: Sequence[dict[str, Any]]) -> None:
+    """One JSON object per line (atomic: :func:`hf_posbias.shards.atomic_path`)."""
+    from hf_posbias.shards import atomic_path
+
+    with atomic_path(path) as tmp, tmp.open("w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False, default=_plain) + "\n")
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
