@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
+from hf_posbias.rows import read_json
 from hf_posbias.sampling import PAPER_CONFIG_NAMES
 from hf_posbias.settings import ProgressSettings, setting
 
@@ -192,7 +193,7 @@ def run_demo(settings: DemoSettings, echo: Echo = print) -> DemoResult:
 
     echo(f"== 2/4 evaluation task from held-out documents → {out / 'eval-task'}")
     task_dir = build_heldout_task(built.work_dir, out / "eval-task", settings.seed)
-    counts = json.loads((task_dir / "task.json").read_text())["bucket_counts"]
+    counts = read_json(task_dir / "task.json")["bucket_counts"]
     echo(f"  queries per evidence position: {counts}")
 
     echo(f"== 3/4 training {settings.base_model} × {', '.join(settings.configs)} (a 1-base study)")

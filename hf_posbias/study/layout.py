@@ -12,11 +12,11 @@ Example:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from hf_posbias.rows import read_json
 from hf_posbias.study.spec import StudySpec
 
 BASE_CONFIG = "base"
@@ -152,7 +152,7 @@ def evaluation_done(folder: Path, model_fp: str, task: StudyTask) -> bool:
     marker = folder / EVAL_MARKER
     if not marker.is_file():
         return False
-    data = json.loads(marker.read_text())
+    data = read_json(marker)
     return data.get("model_fingerprint") == model_fp and data.get("task_fingerprint") == (
         task.fingerprint
     )

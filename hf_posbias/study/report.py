@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
+from hf_posbias.rows import read_json
 from hf_posbias.sampling import PAPER_CONFIG_NAMES
 from hf_posbias.settings import check_positive, setting
 
@@ -171,7 +172,7 @@ def model_facts(model: str) -> tuple[str, str, str | None]:
         info = load_training_info(folder)
         return info.model_name, info.config, info.pooling
     if (folder / BASE_MARKER).is_file():
-        facts = json.loads((folder / BASE_MARKER).read_text())
+        facts = read_json(folder / BASE_MARKER)
         return str(facts["base"]), BASE, facts.get("pooling")
     return model_display_name(model), BASE, None
 
@@ -641,5 +642,5 @@ def read_report(path: str | Path) -> dict[str, Any]:
     target = Path(path)
     for candidate in (target, target / "report.json", target / REPORT_DIRNAME / "report.json"):
         if candidate.is_file():
-            return json.loads(candidate.read_text())
+            return read_json(candidate)
     raise InputError(f"{path}: no report.json (run `posbias study report`)")

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
+from hf_posbias.rows import read_json
 from hf_posbias.settings import check_positive, setting
 from hf_posbias.study.layout import (
     BASE_CONFIG,
@@ -257,7 +258,7 @@ def run_study(spec: StudySpec, settings: StudyRunSettings, echo: Echo = print) -
                     [run], spec.data, extra, num_processes=num_processes, in_process=in_process
                 )
                 outcome.trained.append(model.name)
-                facts = json.loads((Path(model.folder) / "posbias_training.json").read_text())
+                facts = read_json(Path(model.folder) / "posbias_training.json")
                 what.append(
                     f"trained {facts['steps']} steps in {facts['train_seconds']:.1f} s "
                     f"({facts['train_seconds'] / max(facts['steps'], 1):.2f} s/step)"

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError, PosbiasError
+from hf_posbias.rows import read_json
 from hf_posbias.sampling import PAPER_CONFIG_NAMES
 from hf_posbias.settings import check_positive, setting, settings_record
 
@@ -189,7 +190,7 @@ def spec_from_folder(out: str | Path) -> StudySpec:
     target = Path(out) / SPEC_FILE
     if not target.is_file():
         raise InputError(f"{out}: not a study folder (no {SPEC_FILE}; run `posbias study run`)")
-    return StudySpec(**json.loads(target.read_text())["spec"])
+    return StudySpec(**read_json(target)["spec"])
 
 
 def check_inputs(spec: StudySpec, out: str | Path | None, hub_token: str | None = None) -> None:
@@ -228,7 +229,7 @@ def check_out_folder(spec: StudySpec, out: str | Path) -> None:
     folder = Path(out)
     target = folder / SPEC_FILE
     if target.is_file():
-        previous = StudySpec(**json.loads(target.read_text())["spec"]).identity()
+        previous = StudySpec(**read_json(target)["spec"]).identity()
         if previous != spec.identity():
             changed = [k for k in previous if previous[k] != spec.identity()[k]]
             raise InputError(

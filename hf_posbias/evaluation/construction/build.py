@@ -45,6 +45,7 @@ from hf_posbias import POSITIONS
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.construction import recipe
 from hf_posbias.evaluation.construction.settings import BuildSettings
+from hf_posbias.rows import read_json
 from hf_posbias.shards import (
     fingerprint,
     pin_parameters,
@@ -294,7 +295,7 @@ class _Build:
         from hf_posbias.shards import wait_for_everyone
 
         wait_for_everyone()
-        self.drops["passages"] = json.loads(report_path.read_text())
+        self.drops["passages"] = read_json(report_path)
         return read_parquet_rows(path)
 
     # -- 2. summaries ----------------------------------------------------------------------
