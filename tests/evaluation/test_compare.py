@@ -60,8 +60,7 @@ def test_comparing_a_run_with_itself_finds_nothing(runs):
 
 def test_runs_of_different_tasks_are_refused_in_one_line(runs, shared_data, tmp_path, capsys):
     other = wiki_task(shared_data, tmp_path / "other", n_docs=6, name="OtherTask")
-    evaluate_model("bm25", [other], tmp_path / "other-run", bootstrap=10)
-    capsys.readouterr()  # the evaluation's progress lines are not the compare's output
+    evaluate_model("bm25", [other], tmp_path / "other-run", bootstrap=10, progress=False)
     assert main(["compare", str(runs / "bm25"), str(tmp_path / "other-run")]) == 2
     assert "are runs of different tasks (WikiSentences vs OtherTask)" in _one_error_line(capsys)
     # Same task name, different data: the task fingerprint tells them apart.
@@ -72,7 +71,7 @@ def test_runs_of_different_tasks_are_refused_in_one_line(runs, shared_data, tmp_
     data = PositionTaskData.load(copy)
     data.queries, data.qrels = data.queries[:-1], data.qrels[:-1]
     data.save(copy)
-    evaluate_model("bm25", [copy], tmp_path / "copy-run", bootstrap=10)
+    evaluate_model("bm25", [copy], tmp_path / "copy-run", bootstrap=10, progress=False)
     with pytest.raises(InputError, match="differ in task data"):
         compare_runs(runs / "bm25", tmp_path / "copy-run")
     assert main(["compare", str(runs / "bm25"), str(tmp_path / "nowhere")]) == 2
@@ -116,7 +115,7 @@ def test_a_model_returning_nan_scores_is_a_one_line_error(runs, tmp_path):
     loaded = LoadedModel(spec="nan", model=NaNEncoder(), kind="bi-encoder", name="nan",
                          revision="nan")  # fmt: skip
     with pytest.raises(InputError) as err:
-        evaluate_model("nan", [runs / "task"], tmp_path, loaded=loaded, bootstrap=10)
+        evaluate_model("nan", [runs / "task"], tmp_path, loaded=loaded, bootstrap=10, progress=False)
     message = str(err.value)
     assert "\n" not in message
     assert "NaN or infinite scores for 12 of 12 queries" in message
