@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import ModelLoadError, first_line
-from hf_posbias.rows import read_json
 from hf_posbias.settings import Settings, check_positive, setting
 
 if TYPE_CHECKING:
@@ -174,12 +173,13 @@ def encoder_kind(folder: str | os.PathLike[str]) -> str:
         >>> encoder_kind("/tmp")
         'bi-encoder'
     """
+    import json
 
     path = Path(folder) / "config_sentence_transformers.json"
     if not path.is_file():
         return "bi-encoder"
     try:
-        model_type = read_json(path).get("model_type", "SentenceTransformer")
+        model_type = json.loads(path.read_text()).get("model_type", "SentenceTransformer")
     except (OSError, ValueError):
         return "bi-encoder"
     return ENCODER_KINDS.get(str(model_type), "bi-encoder")
@@ -246,6 +246,7 @@ def needs_remote_code(resolved: str) -> bool:
         >>> needs_remote_code("/tmp")
         False
     """
+    import json
 
     path = Path(resolved) / "config.json"
     if Path(resolved).exists():
@@ -262,7 +263,7 @@ def needs_remote_code(resolved: str) -> bool:
             return False
         path = Path(cached)
     try:
-        return bool(read_json(path).get("auto_map"))
+        return bool(json.loads(path.read_text()).get("auto_map"))
     except (OSError, ValueError):
         return False
 
