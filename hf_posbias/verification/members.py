@@ -31,6 +31,8 @@ from hf_posbias.errors import InputError, ModelLoadError
 if TYPE_CHECKING:
     from sentence_transformers import CrossEncoder
 
+    from hf_posbias.verification.pair_inputs import PairEncoder
+
 CROSS_ENCODER_NORMALIZATIONS = ("sigmoid", "none", "softmax")
 BM25_NORMALIZATIONS = ("share", "softmax", "saturate", "none")
 BI_ENCODER_NORMALIZATIONS = ("clip", "none")
@@ -152,6 +154,8 @@ class CrossEncoderMember:
         self.device = device
         self.trust_remote_code = trust_remote_code
         self._model: CrossEncoder | None = None
+        self._encoder: PairEncoder | None = None
+        self._encoder_checked = False
 
     def load(self) -> CrossEncoder:
         """Load the model once (raises :class:`ModelLoadError` with a one-line message)."""
@@ -180,12 +184,24 @@ class CrossEncoderMember:
         }
 
     def score_pairs(self, queries: list[str], passages: list[str]) -> np.ndarray:
-        """Raw logits for ``(queries[i], passages[i])``."""
-        import torch
+        """Raw logits for ``(queries[i], passages[i])``.
 
+        Where the model's inputs can be rebuilt exactly (:func:`fast_inputs`), each distinct
+        text is tokenized once, pairs are assembled with the tokenizer's template and
+        truncation, and batches hold pairs of nearly equal token length; elsewhere
+        ``CrossEncoder.predict``. Both give the same scores (the tests compare them).
+        """
         if not queries:
             return np.zeros(0, dtype=np.float64)
         model = self.load()
+        if not self._encoder_checked:
+            self._encoder, self._encoder_checked = fast_inputs(model), True
+        if self._encoder is not None:
+            return score_pair_inputs(
+                model, self._encoder.encode(queries, passages), self.batch_size
+            )
+        import torch
+
         scores = model.predict(
             list(zip(queries, passages)),
             batch_size=self.batch_size,
@@ -194,6 +210,76 @@ class CrossEncoderMember:
             convert_to_numpy=True,
         )
         return np.asarray(scores, dtype=np.float64).reshape(-1)
+
+
+def fast_inputs(model: CrossEncoder) -> PairEncoder | None:
+    """A :class:`~hf_posbias.verification.pair_inputs.PairEncoder` that builds exactly the
+    inputs ``model.predict`` would, or ``None`` where the model needs more than a text-pair
+    tokenizer (a prompt, a chat template, processor overrides, flattened flash-attention
+    batches, a slow tokenizer).
+    """
+    from hf_posbias.verification.pair_inputs import pair_encoder_for
+
+    module = model[0] if len(model) else None
+    modalities = getattr(module, "modality_config", None) or {}
+    if (
+        module is None
+        or list(modalities) != ["text"]
+        or getattr(module, "transformer_task", None) != "sequence-classification"
+        or model.default_prompt_name is not None
+    ):
+        return None
+    merge = getattr(module, "_merge_processing_kwargs", None)
+    overrides = merge(None) if callable(merge) else {}
+    text = dict(overrides.get("text") or {})
+    if set(overrides) - {"text"} or set(text) - {"max_length"}:
+        return None
+    flatten = getattr(module, "_should_flatten_inputs", None)
+    if callable(flatten) and flatten("text", {"text": [("a", "b")]}):
+        return None
+    return pair_encoder_for(getattr(module, "tokenizer", None), text.get("max_length"))
+
+
+def score_pair_inputs(
+    model: CrossEncoder, inputs: list[tuple[list[int], list[int]]], batch_size: int
+) -> np.ndarray:
+    """Raw scores of unpadded pair inputs (``(input_ids, token_type_ids)``), batched longest
+    first so each batch pads to nearly its own length; returned in input order."""
+    import torch
+
+    tokenizer = model[0].tokenizer
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    pad_type = int(getattr(tokenizer, "pad_token_type_id", 0) or 0)
+    left = getattr(tokenizer, "padding_side", "right") == "left"
+    order = sorted(range(len(inputs)), key=lambda i: -len(inputs[i][0]))
+    out = np.zeros(len(inputs), dtype=np.float64)
+    model.eval()
+    with torch.inference_mode():
+        for start in range(0, len(order), batch_size):
+            idx = order[start : start + batch_size]
+            width = len(inputs[idx[0]][0])
+            ids, mask, types = [], [], []
+            for i in idx:
+                row, row_types = inputs[i]
+                pad = width - len(row)
+                fill, ones = [pad_id] * pad, [1] * len(row)
+                ids.append(fill + row if left else row + fill)
+                mask.append([0] * pad + ones if left else ones + [0] * pad)
+                if row_types:
+                    tfill = [pad_type] * pad
+                    types.append(tfill + row_types if left else row_types + tfill)
+            features: dict[str, Any] = {
+                "input_ids": torch.tensor(ids, device=model.device),
+                "attention_mask": torch.tensor(mask, device=model.device),
+                "modality": "text",
+            }
+            if types:
+                features["token_type_ids"] = torch.tensor(types, device=model.device)
+            scores = model(features)["scores"]
+            if torch.is_floating_point(scores) and torch.finfo(scores.dtype).bits < 32:
+                scores = scores.float()
+            out[idx] = scores.reshape(len(idx), -1)[:, 0].double().cpu().numpy()
+    return out
 
 
 class BM25Member:

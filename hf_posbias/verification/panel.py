@@ -7,8 +7,9 @@ consensus margin of YHP26 is the minimum over members. A candidate is kept iff `
 (default 0.3). :func:`parse_panel` builds a panel from a spec (``bm25``, cross-encoder ids,
 ``paper``); :func:`check_delta` refuses a δ the panel's score scale cannot reach.
 
-Throughput: each unique (query, segment) text pair is scored once per member, and pairs are
-sorted by length before batching so batches hold similar lengths (less padding).
+Throughput: each unique (query, segment) text pair is scored once per member, pairs are sorted
+by length once for all members, and a cross-encoder member tokenizes each distinct text once
+and batches pairs of nearly equal token length (:mod:`~hf_posbias.verification.pair_inputs`).
 
 Example:
     >>> import numpy as np
@@ -179,10 +180,12 @@ class RerankerPanel:
             member.fit(segments)  # type: ignore[attr-defined]
 
     def _score_member(
-        self, member: PanelMember, pairs: list[tuple[str, str]], progress: bool
+        self,
+        member: PanelMember,
+        pairs: list[tuple[str, str]],
+        order: list[int],
+        progress: bool,
     ) -> np.ndarray:
-        # Longest first: similar lengths share a batch, and an out-of-memory batch fails early.
-        order = sorted(range(len(pairs)), key=lambda i: -(len(pairs[i][0]) + len(pairs[i][1])))
         step = max(1, int(getattr(member, "batch_size", 256)) * self.chunk_batches)
         out = np.zeros(len(pairs), dtype=np.float64)
         bar = progress_bar(
@@ -205,6 +208,41 @@ class RerankerPanel:
         bar.close()
         return out
 
+    def pair_scores(
+        self, queries: Sequence[str], passages: Sequence[str], progress: bool = False
+    ) -> tuple[np.ndarray, int]:
+        """Raw scores of every member on the pairs ``(queries[i], passages[i])``.
+
+        Each unique pair is scored once per member, in one length order shared by all members
+        (longest first: similar lengths share a call, and an out-of-memory batch fails early).
+
+        Returns:
+            ``(raw, unique)``: ``raw[r, i]`` is member r's score of pair i; ``unique`` pairs
+            were scored.
+
+        Example:
+            >>> panel = RerankerPanel([BM25Member(normalization="none")])
+            >>> panel.prepare([{"segments": ["owls nest in trees", "fish swim"]}])
+            >>> raw, unique = panel.pair_scores(["owls", "owls"], ["owls nest in trees"] * 2)
+            >>> raw.shape, unique, bool(raw[0, 0] == raw[0, 1] > 0)
+            ((1, 2), 1, True)
+        """
+        if len(queries) != len(passages):
+            raise ValueError(f"{len(queries)} queries but {len(passages)} passages")
+        index: dict[tuple[str, str], int] = {}
+        cell = np.fromiter(
+            (index.setdefault(pair, len(index)) for pair in zip(queries, passages)),
+            dtype=np.int64,
+            count=len(queries),
+        )
+        pairs = list(index)
+        order = sorted(range(len(pairs)), key=lambda i: -(len(pairs[i][0]) + len(pairs[i][1])))
+        raw = np.zeros((len(self.members), len(queries)), dtype=np.float64)
+        for r, member in enumerate(self.members):
+            if pairs:
+                raw[r] = self._score_member(member, pairs, order, progress)[cell]
+        return raw, len(pairs)
+
     def score(self, candidates: Sequence[dict[str, Any]], progress: bool = True) -> PanelScores:
         """Score every candidate's query against its segments with every member.
 
@@ -214,17 +252,14 @@ class RerankerPanel:
         n, k = len(candidates), len(POSITIONS)
         for row in candidates:
             check_candidate(row)
-        index: dict[tuple[str, str], int] = {}
-        cell_pair = np.zeros((n, k), dtype=np.int64)
-        for i, row in enumerate(candidates):
-            for j, seg in enumerate(row["segments"]):
-                cell_pair[i, j] = index.setdefault((row["query"], seg), len(index))
-        pairs = list(index)
-        raw = np.zeros((n, len(self.members), k), dtype=np.float64)
+        flat, unique = self.pair_scores(
+            [row["query"] for row in candidates for _ in range(k)],
+            [seg for row in candidates for seg in row["segments"]],
+            progress,
+        )
+        raw = flat.reshape(len(self.members), n, k).transpose(1, 0, 2).copy()
         norm = np.zeros_like(raw)
         for r, member in enumerate(self.members):
-            unique_scores = self._score_member(member, pairs, progress) if pairs else np.zeros(0)
-            raw[:, r, :] = unique_scores[cell_pair] if n else 0.0
             norm[:, r, :] = normalize_scores(
                 raw[:, r, :], member.normalization, member_saturation(member)
             )
@@ -236,7 +271,7 @@ class RerankerPanel:
         best_other = np.where(is_target, -np.inf, norm).max(axis=2)
         member_margins = target_scores - best_other
         margin = member_margins.min(axis=1) if n else np.zeros(0)
-        return PanelScores(raw, norm, member_margins, margin, n * k, len(pairs))
+        return PanelScores(raw, norm, member_margins, margin, n * k, unique)
 
 
 # --------------------------------------------------------------------------- panel specs

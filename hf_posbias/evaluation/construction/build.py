@@ -529,7 +529,6 @@ class _Build:
     ) -> list[dict[str, Any]]:
         from hf_posbias.modeling import load_sentence_transformer
         from hf_posbias.verification.judge import RELEVANCE_0_4
-        from hf_posbias.verification.members import normalize_scores
 
         s = self.s
         texts = [p["text"] for p in passages]
@@ -558,30 +557,24 @@ class _Build:
                 convert_to_numpy=True,
             )
             sims = q_emb @ doc_emb[0].T
-            rows = []
+            recalled = []
             for i, q in enumerate(shard):
                 top = [int(j) for j in np.argsort(-sims[i], kind="stable")[:k]]
-                others = [j for j in top if ids[j] != q["passage_id"]]
-                norm = np.zeros((len(panel.members), len(others)))
-                for r, member in enumerate(panel.members):
-                    raw = member.score_pairs(
-                        [q["question"]] * len(others), [texts[j] for j in others]
-                    )
-                    method = _NORMALIZATION_FOR_PAIRS.get(
-                        member.normalization, member.normalization
-                    )
-                    norm[r] = normalize_scores(
-                        raw.reshape(-1, 1), method, getattr(member, "saturation", 1.0)
-                    ).reshape(-1)
-                positive = [
-                    ids[j]
-                    for c, j in enumerate(others)
-                    if recipe.prelabel_positive(norm[:, c].tolist(), s.prelabel_threshold)
-                ]
-                rows.append(
-                    {"qid": q["qid"], "recalled": len(others), "positives": json.dumps(positive)}
-                )
-            return rows
+                recalled.append([j for j in top if ids[j] != q["passage_id"]])
+            positives, _ = stage2_prelabel(
+                panel,
+                [q["question"] for q in shard],
+                [[texts[j] for j in others] for others in recalled],
+                s.prelabel_threshold,
+            )
+            return [
+                {
+                    "qid": q["qid"],
+                    "recalled": len(others),
+                    "positives": json.dumps([ids[others[c]] for c in positive]),
+                }
+                for q, others, positive in zip(shard, recalled, positives)
+            ]
 
         params = {
             "embedder": s.embedder,
@@ -653,6 +646,65 @@ class _Build:
         )
         self.record("stage2_false_negatives", kept)
         return kept
+
+
+def stage2_prelabel(
+    panel: RerankerPanel,
+    questions: Sequence[str],
+    passages: Sequence[Sequence[str]],
+    threshold: float,
+    progress: bool = False,
+) -> tuple[list[list[int]], np.ndarray]:
+    """Stage 2's reranker pre-label: which recalled passages a panel majority calls positive.
+
+    All pairs of all questions go to the panel at once (each unique pair scored once per
+    member, batched by length across questions); each member's raw score is normalised per
+    pair (:data:`_NORMALIZATION_FOR_PAIRS`), and :func:`recipe.prelabel_positive` votes.
+
+    Args:
+        panel: the rerankers (BM25 members already fitted on the corpus).
+        questions: one text per question.
+        passages: per question, the texts of its recalled passages.
+        threshold: the normalised score a member's vote needs.
+        progress: show the panel's progress bars.
+
+    Returns:
+        ``(positives, normalized)``: per question, the indices into its ``passages`` that are
+        pre-labelled positive; ``normalized[r, j]`` is member r's score of the j-th pair in
+        question-then-passage order.
+
+    Example:
+        >>> from hf_posbias.verification.panel import parse_panel
+        >>> panel = parse_panel("bm25@saturate")
+        >>> panel.prepare([{"segments": ["owls nest in old trees", "fish swim in rivers"]}])
+        >>> positives, norm = stage2_prelabel(
+        ...     panel, ["where do owls nest"],
+        ...     [["owls nest in old trees", "fish swim in rivers"]], 0.5)
+        >>> positives, norm.shape
+        ([[0]], (1, 2))
+    """
+    from hf_posbias.verification.members import member_saturation, normalize_scores
+
+    raw, _ = panel.pair_scores(
+        [q for q, texts in zip(questions, passages) for _ in texts],
+        [t for texts in passages for t in texts],
+        progress,
+    )
+    normalized = np.empty_like(raw)
+    for r, member in enumerate(panel.members):
+        method = _NORMALIZATION_FOR_PAIRS.get(member.normalization, member.normalization)
+        normalized[r] = normalize_scores(
+            raw[r].reshape(-1, 1), method, member_saturation(member)
+        ).reshape(-1)
+    positives: list[list[int]] = []
+    start = 0
+    for texts in passages:
+        block = normalized[:, start : start + len(texts)]
+        positives.append(
+            [c for c in range(len(texts)) if recipe.prelabel_positive(block[:, c], threshold)]
+        )
+        start += len(texts)
+    return positives, normalized
 
 
 def _task(
