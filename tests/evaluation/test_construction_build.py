@@ -193,3 +193,39 @@ def test_cli_reports_a_bad_chunk_size_in_one_line(capsys: pytest.CaptureFixture[
         "error: --chunk-words (2000) is larger than the passage range (--max-words 1024): "
         "every passage would be one chunk tagged middle"
     ]
+
+
+def test_build_through_an_openai_compatible_endpoint(
+    tmp_path: Path, tiny_sentence_transformer: str
+) -> None:
+    """Summary, FAQ and every judge through a local OpenAI-compatible server (structured output,
+    4 concurrent requests): the same construction as the in-process build above."""
+    from openai_server import LocalChatServer
+
+    def answer(path: str, body: dict) -> tuple[int, str]:
+        schema = body["response_format"]["json_schema"]["schema"]
+        return 200, ScriptedLLM._reply(body["messages"][-1]["content"], schema.get("title"))
+
+    corpus = _corpus(tmp_path / "corpus.jsonl")
+    with LocalChatServer(answer) as server:
+        settings = _settings(
+            tmp_path,
+            corpus,
+            embedder=tiny_sentence_transformer,
+            llm_backend="openai",
+            llm_model="served-llm",
+            base_url=server.url,
+            max_concurrency=4,
+        )
+        report = build_benchmark(settings)
+    table = json.loads((tmp_path / "task" / "construction.json").read_text())
+    assert [(r["stage"], r["begin"], r["middle"], r["end"]) for r in table][-2:] == [
+        ("stage2_false_negatives", 3, 3, 4),
+        ("tiny", 3, 3, 3),
+    ]
+    assert {r["model"] for r in server.requests} == {"served-llm", "j1", "j2", "j3"}
+    assert all("response_format" in r for r in server.requests)
+    asked = report["llm_requests"]
+    assert len(server.requests) == sum(asked.values()) - asked.get("stage2_reranker_pairs", 0)
+    manifest = json.loads((tmp_path / "task/stages/02-summary/manifest.json").read_text())
+    assert manifest["params"]["llm"]["base_url"] == server.url
