@@ -37,7 +37,7 @@ from typing import Any
 
 from hf_posbias.errors import InputError
 from hf_posbias.rows import read_json
-from hf_posbias.settings import check_positive, setting
+from hf_posbias.settings import check_positive, flag_name, setting
 from hf_posbias.study.layout import (
     BASE_CONFIG,
     BASE_MARKER,
@@ -92,7 +92,7 @@ class StudyRunSettings:
 
         select_shard([], self.shard)  # validates i/n
         if self.out is None and not self.dry_run:
-            raise InputError("--out is required (the study folder)")
+            raise InputError(f"{flag_name('out')} is required (the study folder)")
         check_positive(self, "num_processes")
 
 
