@@ -20,11 +20,12 @@ import math
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import InputError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def _finite(values: Sequence[float]) -> list[float]:
@@ -43,6 +44,8 @@ def psi(scores: Sequence[float] | Mapping[str, float]) -> float:
     values = _finite(list(scores.values()) if isinstance(scores, Mapping) else list(scores))
     if max(values) <= 0:
         raise InputError("PSI is undefined when every per-position score is 0 (max(s) = 0)")
+    import numpy as np
+
     return float(psi_columns(np.asarray(values, dtype=np.float64)[:, None])[0])
 
 
@@ -51,9 +54,12 @@ def psi_columns(means: np.ndarray) -> np.ndarray:
     the one formula, vectorised for bootstrap replicates.
 
     Example:
+        >>> import numpy as np
         >>> psi_columns(np.array([[0.5, 0.0], [0.25, 0.0]])).tolist()
         [0.5, nan]
     """
+    import numpy as np
+
     top = means.max(axis=0)
     low = means.min(axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
