@@ -51,7 +51,7 @@ from hf_posbias.evaluation.data.positions import (
     relative_position,
 )
 from hf_posbias.evaluation.data.taskdata import PositionTaskData
-from hf_posbias.evaluation.statistics.psi import summarize_positions
+from hf_posbias.evaluation.statistics.psi import UNDEFINED_PSI, summarize_positions
 from hf_posbias.evaluation.statistics.scoring import Qrels, Run, per_query_metrics
 
 if TYPE_CHECKING:
@@ -446,15 +446,11 @@ def summarize_rows(
     present = {b: v for b, v in ndcg.items() if v is not None}
     if present:
         # Only scored buckets go in, so summarize_positions has no empty bucket to warn about.
-        try:
-            summary = summarize_positions(present)
-            mean, psi_value, drop = summary.mean, summary.psi, summary.worst_drop
-            best, worst = summary.best_bucket, summary.worst_bucket
-        except InputError as err:
-            notes.append(str(err))
-            mean = mean_exact(list(present.values()))
-            drop, best = 0.0, next(iter(present))
-            worst = best
+        summary = summarize_positions(present, allow_undefined_psi=True)
+        mean, psi_value, drop = summary.mean, summary.psi, summary.worst_drop
+        best, worst = summary.best_bucket, summary.worst_bucket
+        if psi_value is None:
+            notes.append(UNDEFINED_PSI)
     if empty:
         notes.append(f"buckets without queries: {', '.join(empty)}")
     strata: dict[str, dict[str, Any]] = {}
