@@ -2,6 +2,8 @@
 
 - :mod:`~hf_posbias.verification.members` — the :class:`PanelMember` protocol, the cross-encoder
   and BM25 members, score normalisations and their ranges;
+- :mod:`~hf_posbias.verification.pair_inputs` — cross-encoder pair inputs built from texts
+  tokenized once, identical to the tokenizer's (the cross-encoder member's fast path);
 - :mod:`~hf_posbias.verification.panel` — :class:`RerankerPanel` (consensus margin, each unique
   pair scored once), the spec parser :func:`parse_panel`, the δ check :func:`check_delta`;
 - :mod:`~hf_posbias.verification.report` — :class:`VerificationReport`: YHP26 Table 6, the

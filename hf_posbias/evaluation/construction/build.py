@@ -677,12 +677,11 @@ def stage2_prelabel(
     Example:
         >>> from hf_posbias.verification.panel import parse_panel
         >>> panel = parse_panel("bm25@saturate")
-        >>> panel.prepare([{"segments": ["owls nest in old trees", "fish swim in rivers"]}])
-        >>> positives, norm = stage2_prelabel(
-        ...     panel, ["where do owls nest"],
-        ...     [["owls nest in old trees", "fish swim in rivers"]], 0.5)
-        >>> positives, norm.shape
-        ([[0]], (1, 2))
+        >>> passages = ["owls nest in old trees", "fish swim in rivers", "lions hunt at dusk"]
+        >>> panel.prepare([{"segments": passages}])
+        >>> positives, norm = stage2_prelabel(panel, ["where do owls nest"], [passages], 0.4)
+        >>> positives, norm.shape, bool(norm[0, 0] >= 0.4 > norm[0, 1])
+        ([[0]], (1, 3), True)
     """
     from hf_posbias.verification.members import member_saturation, normalize_scores
 
