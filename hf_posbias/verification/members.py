@@ -217,16 +217,31 @@ def fast_inputs(model: CrossEncoder) -> PairEncoder | None:
     inputs ``model.predict`` would, or ``None`` where the model needs more than a text-pair
     tokenizer (a prompt, a chat template, processor overrides, flattened flash-attention
     batches, a slow tokenizer).
+
+    Example:
+        >>> import tempfile, torch
+        >>> from hf_posbias.modeling import load_cross_encoder
+        >>> from hf_posbias.testing import build_tiny_cross_encoder
+        >>> model = load_cross_encoder(build_tiny_cross_encoder(tempfile.mkdtemp()))
+        >>> pairs = [("a query", "a passage"), ("owls", "owls nest in old trees")]
+        >>> inputs = fast_inputs(model).encode([q for q, _ in pairs], [p for _, p in pairs])
+        >>> fast = score_pair_inputs(model, inputs, batch_size=8)
+        >>> slow = model.predict(pairs, activation_fn=torch.nn.Identity())
+        >>> bool(abs(fast - slow).max() < 1e-6)
+        True
     """
     from hf_posbias.verification.pair_inputs import pair_encoder_for
 
-    module = model[0] if len(model) else None
+    try:  # a CrossEncoder that is no module list (older sentence-transformers) takes predict()
+        module = model[0] if len(model) else None
+    except (TypeError, IndexError, KeyError, AttributeError):
+        return None
     modalities = getattr(module, "modality_config", None) or {}
     if (
         module is None
         or list(modalities) != ["text"]
         or getattr(module, "transformer_task", None) != "sequence-classification"
-        or model.default_prompt_name is not None
+        or getattr(model, "default_prompt_name", None) is not None
     ):
         return None
     merge = getattr(module, "_merge_processing_kwargs", None)
@@ -244,7 +259,10 @@ def score_pair_inputs(
     model: CrossEncoder, inputs: list[tuple[list[int], list[int]]], batch_size: int
 ) -> np.ndarray:
     """Raw scores of unpadded pair inputs (``(input_ids, token_type_ids)``), batched longest
-    first so each batch pads to nearly its own length; returned in input order."""
+    first so each batch pads to nearly its own length; returned in input order.
+
+    Example: see :func:`fast_inputs`.
+    """
     import torch
 
     tokenizer = model[0].tokenizer

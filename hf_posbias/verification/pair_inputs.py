@@ -121,6 +121,17 @@ class PairEncoder:
         tokenizer: a fast (``tokenizers``-backed) Hugging Face tokenizer.
         template: its pair template (:func:`pair_encoder_for` reads it).
         max_length: the truncation length (``None``: the tokenizer's ``model_max_length``).
+
+    Example:
+        >>> from hf_posbias.testing import build_wordpiece_tokenizer
+        >>> tok = build_wordpiece_tokenizer()
+        >>> encoder = pair_encoder_for(tok, max_length=8)
+        >>> ids, _ = encoder.encode(["position bias"], ["a long passage about position bias"])[0]
+        >>> ids == tok([("position bias", "a long passage about position bias")],
+        ...            truncation="longest_first", max_length=8)["input_ids"][0]
+        True
+        >>> tok.convert_ids_to_tokens(ids)
+        ['[CLS]', 'position', 'bias', '[SEP]', 'a', 'long', 'p', '[SEP]']
     """
 
     def __init__(self, tokenizer: Any, template: PairTemplate, max_length: int | None) -> None:
@@ -175,7 +186,14 @@ class PairEncoder:
 def pair_encoder_for(tokenizer: Any, max_length: int | None = None) -> PairEncoder | None:
     """A :class:`PairEncoder` for ``tokenizer``, or ``None`` where its pairs cannot be rebuilt
     exactly (a slow tokenizer, a pair template that is not prefix/A/middle/B/suffix, a budget
-    smaller than the special tokens)."""
+    smaller than the special tokens).
+
+    Example:
+        >>> from hf_posbias.testing import build_wordpiece_tokenizer
+        >>> encoder = pair_encoder_for(build_wordpiece_tokenizer())
+        >>> encoder.template.n_special, pair_encoder_for(build_wordpiece_tokenizer(), 3)
+        (3, None)
+    """
     if tokenizer is None or not getattr(tokenizer, "is_fast", False):
         return None
     template = _read_template(tokenizer)
