@@ -197,9 +197,8 @@ class CrossEncoderMember:
         if not self._encoder_checked:
             self._encoder, self._encoder_checked = fast_inputs(model), True
         if self._encoder is not None:
-            return score_pair_inputs(
-                model, self._encoder.encode(queries, passages), self.batch_size
-            )
+            pairs = self._encoder.encode(queries, passages)
+            return score_pair_inputs(model, self._encoder, pairs, self.batch_size)
         import torch
 
         scores = model.predict(
@@ -224,8 +223,9 @@ def fast_inputs(model: CrossEncoder) -> PairEncoder | None:
         >>> from hf_posbias.testing import build_tiny_cross_encoder
         >>> model = load_cross_encoder(build_tiny_cross_encoder(tempfile.mkdtemp()))
         >>> pairs = [("a query", "a passage"), ("owls", "owls nest in old trees")]
-        >>> inputs = fast_inputs(model).encode([q for q, _ in pairs], [p for _, p in pairs])
-        >>> fast = score_pair_inputs(model, inputs, batch_size=8)
+        >>> encoder = fast_inputs(model)
+        >>> inputs = encoder.encode([q for q, _ in pairs], [p for _, p in pairs])
+        >>> fast = score_pair_inputs(model, encoder, inputs, batch_size=8)
         >>> slow = model.predict(pairs, activation_fn=torch.nn.Identity())
         >>> bool(abs(fast - slow).max() < 1e-6)
         True
@@ -256,43 +256,29 @@ def fast_inputs(model: CrossEncoder) -> PairEncoder | None:
 
 
 def score_pair_inputs(
-    model: CrossEncoder, inputs: list[tuple[list[int], list[int]]], batch_size: int
+    model: CrossEncoder,
+    encoder: PairEncoder,
+    pairs: list[tuple[np.ndarray, np.ndarray]],
+    batch_size: int,
 ) -> np.ndarray:
-    """Raw scores of unpadded pair inputs (``(input_ids, token_type_ids)``), batched longest
-    first so each batch pads to nearly its own length; returned in input order.
+    """Raw scores of encoded pairs (:meth:`PairEncoder.encode`), batched longest first so each
+    batch pads to nearly its own length; returned in input order.
 
     Example: see :func:`fast_inputs`.
     """
     import torch
 
-    tokenizer = model[0].tokenizer
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    pad_type = int(getattr(tokenizer, "pad_token_type_id", 0) or 0)
-    left = getattr(tokenizer, "padding_side", "right") == "left"
-    order = sorted(range(len(inputs)), key=lambda i: -len(inputs[i][0]))
-    out = np.zeros(len(inputs), dtype=np.float64)
+    order = sorted(range(len(pairs)), key=lambda i: -encoder.length(pairs[i]))
+    out = np.zeros(len(pairs), dtype=np.float64)
     model.eval()
     with torch.inference_mode():
         for start in range(0, len(order), batch_size):
             idx = order[start : start + batch_size]
-            width = len(inputs[idx[0]][0])
-            ids, mask, types = [], [], []
-            for i in idx:
-                row, row_types = inputs[i]
-                pad = width - len(row)
-                fill, ones = [pad_id] * pad, [1] * len(row)
-                ids.append(fill + row if left else row + fill)
-                mask.append([0] * pad + ones if left else ones + [0] * pad)
-                if row_types:
-                    tfill = [pad_type] * pad
-                    types.append(tfill + row_types if left else row_types + tfill)
             features: dict[str, Any] = {
-                "input_ids": torch.tensor(ids, device=model.device),
-                "attention_mask": torch.tensor(mask, device=model.device),
-                "modality": "text",
+                key: torch.from_numpy(value).to(model.device)
+                for key, value in encoder.batch([pairs[i] for i in idx]).items()
             }
-            if types:
-                features["token_type_ids"] = torch.tensor(types, device=model.device)
+            features["modality"] = "text"
             scores = model(features)["scores"]
             if torch.is_floating_point(scores) and torch.finfo(scores.dtype).bits < 32:
                 scores = scores.float()

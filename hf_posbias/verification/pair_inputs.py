@@ -26,11 +26,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 _PROBE = ("alpha beta gamma", "delta epsilon")
 """Two short texts tokenized as a pair once, to read the tokenizer's pair template off."""
 
-CACHE_LIMIT = 200_000
-"""Distinct texts kept tokenized per encoder; the cache is emptied when it grows past this."""
+CACHE_LIMIT = 50_000
+"""Distinct texts kept tokenized per encoder (int32: 200 MB for 50,000 texts of 1,000 tokens);
+the cache is emptied when it would grow past this."""
 
 
 def longest_first_lengths(n1: int, n2: int, budget: int) -> tuple[int, int]:
@@ -126,7 +129,7 @@ class PairEncoder:
         >>> from hf_posbias.testing import build_wordpiece_tokenizer
         >>> tok = build_wordpiece_tokenizer()
         >>> encoder = pair_encoder_for(tok, max_length=8)
-        >>> ids, _ = encoder.encode(["position bias"], ["a long passage about position bias"])[0]
+        >>> ids, _ = encoder.pair("position bias", "a long passage about position bias")
         >>> ids == tok([("position bias", "a long passage about position bias")],
         ...            truncation="longest_first", max_length=8)["input_ids"][0]
         True
@@ -140,47 +143,77 @@ class PairEncoder:
         self.max_length = int(max_length if max_length is not None else tokenizer.model_max_length)
         self.budget = self.max_length - template.n_special
         self.left = getattr(tokenizer, "truncation_side", "right") == "left"
+        self.pad_left = getattr(tokenizer, "padding_side", "right") == "left"
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        self.pad_type = int(getattr(tokenizer, "pad_token_type_id", 0) or 0)
         self.with_types = "token_type_ids" in getattr(tokenizer, "model_input_names", ())
-        self._cache: dict[str, list[int]] = {}
+        self._cache: dict[str, np.ndarray] = {}
 
-    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
-        """Token ids (no special tokens) of each text; each distinct text is tokenized once."""
+    def token_ids(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """Token ids (no special tokens) of each text; each distinct text is tokenized once and
+        kept (int32) for later calls, up to :data:`CACHE_LIMIT` texts."""
         missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
         if missing:
             if len(self._cache) + len(missing) > CACHE_LIMIT:
                 self._cache.clear()
             encoded = self.tokenizer(missing, add_special_tokens=False, verbose=False)["input_ids"]
-            self._cache.update(zip(missing, encoded))
+            self._cache.update((t, np.asarray(e, dtype=np.int32)) for t, e in zip(missing, encoded))
         cache = self._cache
         return [cache[t] for t in texts]
 
-    def pair(self, a: list[int], b: list[int]) -> tuple[list[int], list[int]]:
-        """``(input_ids, token_type_ids)`` of the pair ``a``, ``b`` (token ids of the texts)."""
-        t = self.template
+    def cut(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The parts of two texts' ids that ``longest_first`` truncation keeps (views)."""
         n1, n2 = longest_first_lengths(len(a), len(b), self.budget)
         if n1 < len(a):
             a = a[len(a) - n1 :] if self.left else a[:n1]
         if n2 < len(b):
             b = b[len(b) - n2 :] if self.left else b[:n2]
-        ids = [*t.prefix, *a, *t.middle, *b, *t.suffix]
-        if not self.with_types:
-            return ids, []
-        types = [
-            *t.prefix_types,
-            *([t.a_type] * len(a)),
-            *t.middle_types,
-            *([t.b_type] * len(b)),
-            *t.suffix_types,
-        ]
-        return ids, types
+        return a, b
 
     def encode(
         self, firsts: Sequence[str], seconds: Sequence[str]
-    ) -> list[tuple[list[int], list[int]]]:
-        """Inputs of the pairs ``(firsts[i], seconds[i])`` without padding, in order."""
-        a_ids = self.token_ids(firsts)
-        b_ids = self.token_ids(seconds)
-        return [self.pair(a, b) for a, b in zip(a_ids, b_ids)]
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The kept ids of the pairs ``(firsts[i], seconds[i])``, in order (:meth:`batch` adds
+        the special tokens and the padding)."""
+        return [self.cut(a, b) for a, b in zip(self.token_ids(firsts), self.token_ids(seconds))]
+
+    def length(self, pair: tuple[np.ndarray, np.ndarray]) -> int:
+        """Tokens of an encoded pair, special tokens included."""
+        return self.template.n_special + len(pair[0]) + len(pair[1])
+
+    def batch(self, pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> dict[str, np.ndarray]:
+        """Padded ``input_ids``, ``attention_mask`` (and ``token_type_ids`` where the tokenizer
+        returns them) of encoded pairs, as the tokenizer pads a batch (int64 arrays)."""
+        t = self.template
+        lengths = [self.length(p) for p in pairs]
+        width = max(lengths, default=0)
+        ids = np.full((len(pairs), width), self.pad_id, dtype=np.int64)
+        mask = np.zeros((len(pairs), width), dtype=np.int64)
+        types = np.full((len(pairs), width), self.pad_type, dtype=np.int64)
+        for row, ((a, b), n) in enumerate(zip(pairs, lengths)):
+            at = width - n if self.pad_left else 0
+            mask[row, at : at + n] = 1
+            for part, part_types in (
+                (t.prefix, t.prefix_types),
+                (a, t.a_type),
+                (t.middle, t.middle_types),
+                (b, t.b_type),
+                (t.suffix, t.suffix_types),
+            ):
+                ids[row, at : at + len(part)] = part
+                types[row, at : at + len(part)] = part_types
+                at += len(part)
+        out = {"input_ids": ids, "attention_mask": mask}
+        if self.with_types:
+            out["token_type_ids"] = types
+        return out
+
+    def pair(self, first: str, second: str) -> tuple[list[int], list[int]]:
+        """``(input_ids, token_type_ids)`` of one pair, unpadded (``[]`` types where the
+        tokenizer returns none): what ``tokenizer([(first, second)], truncation=...)`` gives."""
+        features = self.batch(self.encode([first], [second]))
+        types = features.get("token_type_ids")
+        return features["input_ids"][0].tolist(), [] if types is None else types[0].tolist()
 
 
 def pair_encoder_for(tokenizer: Any, max_length: int | None = None) -> PairEncoder | None:

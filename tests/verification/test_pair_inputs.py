@@ -65,11 +65,25 @@ def _assert_same_ids(
                     max_length=max_length,
                     return_token_type_ids=encoder.with_types,
                 )
-                ids, types = encoder.encode([a], [b])[0]
+                ids, types = encoder.pair(a, b)
                 assert ids == ref["input_ids"][0], (max_length, len(a), len(b))
                 if encoder.with_types:
                     assert types == ref["token_type_ids"][0]
                 checked += 1
+        # The whole grid as one padded batch: padding side, attention mask, pad type ids.
+        pairs = [(a, b) for a in texts for b in texts]
+        ref = tokenizer(
+            pairs,
+            padding=True,
+            truncation="longest_first",
+            max_length=max_length,
+            return_token_type_ids=encoder.with_types,
+            return_tensors="np",
+        )
+        batch = encoder.batch(encoder.encode([a for a, _ in pairs], [b for _, b in pairs]))
+        assert sorted(batch) == sorted(ref.keys())
+        for key, value in batch.items():
+            assert (value == ref[key]).all(), (key, max_length)
     return checked
 
 
@@ -113,9 +127,10 @@ def test_ids_equal_a_real_tokenizer_with_a_two_token_middle_and_left_truncation(
         pair="[CLS] $A [SEP] [SEP] $B:1 [SEP]:1",
         special_tokens=[("[CLS]", cls), ("[SEP]", sep)],
     )
-    tokenizer.truncation_side = "left"
+    tokenizer.truncation_side = tokenizer.padding_side = "left"
     encoder = pair_encoder_for(tokenizer)
-    assert encoder is not None and encoder.template.middle == (sep, sep) and encoder.left
+    assert encoder is not None and encoder.template.middle == (sep, sep)
+    assert encoder.left and encoder.pad_left
     assert _assert_same_ids(tokenizer, encoder, texts) > 300
     assert _assert_same_ids(tokenizer, encoder, _texts(3, (3, *LONG)), (256,)) == 9
 
