@@ -80,6 +80,13 @@ def _test(args: argparse.Namespace) -> int:
     psi = "undefined" if summary["psi"] is None else f"{summary['psi']:.4f}"
     _echo(f"mean {summary['mean']:.4f}  PSI {psi}  fallback rate {summary['fallback_rate']:.4f}")
     _echo(f"wrote {out / 'positions.json'}, per_query.jsonl, positions.png")
+    cal = summary.get("calibrated")
+    if cal:
+        psi = "undefined" if cal["psi"] is None else f"{cal['psi']:.4f}"
+        _echo(
+            f"calibrated: mean {cal['mean']:.4f}  PSI {psi}  (+{cal['extra_windows']} content-free "
+            f"window) → {out / cal['folder'] / 'positions.json'}, prior in calibration.json"
+        )
     return 0
 
 

@@ -288,10 +288,21 @@ class ControlledTestConfig(ListSettings, ResamplingSettings):
     positions: str | list[int] | None = setting(
         "comma-separated input slots (default 1..k); a list of slots once made", default=None
     )
+    calibrate: bool = setting(
+        "also write the slot-calibrated curve (OUT/calibrated/): each slot's identifier-logit "
+        "prior from one content-free window is subtracted from the recorded scores; needs "
+        "k <= --window",
+        default=False,
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
         self.positions = parse_positions(self.positions, self.k)  # None: every slot 1..k
+        if self.calibrate and self.k > self.window:
+            raise InputError(
+                f"{flag_name('calibrate')} reads each list's one window: --k {self.k} is larger "
+                f"than {flag_name('window')} {self.window}"
+            )
 
 
 @dataclass(kw_only=True)

@@ -134,8 +134,11 @@ RUN_OUTPUTS = (
     "propensity.json",
     "propensity.png",
     "shuffle_eval.json",
+    "calibration.json",
 )
 """What an experiment writes in its folder (``overwrite`` removes them, and the shards)."""
+RUN_FOLDERS = ("shards", "calibrated")
+"""Folders an experiment writes (``overwrite`` removes them)."""
 
 
 def prepare_out(out: str | Path, overwrite: bool) -> Path:
@@ -144,7 +147,8 @@ def prepare_out(out: str | Path, overwrite: bool) -> Path:
 
     out = Path(out)
     if overwrite:
-        shutil.rmtree(out / "shards", ignore_errors=True)
+        for folder in RUN_FOLDERS:
+            shutil.rmtree(out / folder, ignore_errors=True)
         for name in RUN_OUTPUTS:
             (out / name).unlink(missing_ok=True)
     out.mkdir(parents=True, exist_ok=True)
