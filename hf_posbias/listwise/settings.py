@@ -323,6 +323,55 @@ class ShuffleEvalConfig(ListSettings, PairedTestSettings):
             )
 
 
+def parse_counts(spec: str | Sequence[int], flag: str) -> list[int]:
+    """``"1,2,5"`` → ``[1, 2, 5]`` (sorted, unique, each ≥ 1).
+
+    Example:
+        >>> parse_counts("5,1,2,5", "--shuffles")
+        [1, 2, 5]
+    """
+    try:
+        values = (
+            [int(x) for x in spec.split(",") if x.strip()]
+            if isinstance(spec, str)
+            else [int(x) for x in spec]
+        )
+    except ValueError:
+        raise InputError(f"{flag} takes comma-separated integers, got {spec!r}") from None
+    if not values or min(values) < 1:
+        raise InputError(f"{flag} takes integers >= 1, got {spec!r}")
+    return sorted(set(values))
+
+
+@dataclass(kw_only=True)
+class ListwiseRemediesConfig(ControlledTestConfig, PairedTestSettings):
+    """Settings of ``posbias listwise remedies``: the remedies on the controlled 1…k harness."""
+
+    shuffles: str | list[int] = setting(
+        "PermSC curve: numbers m of inputs aggregated per ranking, the list as given plus m-1 "
+        "seeded shuffles of it (m=1 is the plain reranker); a sorted list once made",
+        default="1,2,5,10,20",
+    )
+    calibrate: bool = setting(
+        "include slot calibration (one content-free window; needs k <= --window)", default=True
+    )
+    checkpoints: str | None = setting(
+        "comma-separated DebiasFirst checkpoint folders (posbias listwise train), each tested "
+        "on the same queries and positions as a remedy row",
+        default=None,
+    )
+    plot: bool = setting("write remedies.png (PSI against windows per ranking)", default=True)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.shuffles = parse_counts(self.shuffles, flag_name("shuffles"))
+
+    @property
+    def checkpoint_paths(self) -> list[str]:
+        """The ``--checkpoints`` folders, in the order given."""
+        return [p.strip() for p in (self.checkpoints or "").split(",") if p.strip()]
+
+
 @dataclass(kw_only=True)
 class PropensityConfig(ListSettings):
     """Settings of a propensity estimate (``posbias listwise propensity``)."""
@@ -370,6 +419,11 @@ class RerankRunSettings(RerankerName, TaskRunSettings):
 @dataclass(kw_only=True)
 class ListwiseTestSettings(ControlledTestConfig, RerankRunSettings):
     """``posbias listwise test``: one object from argv to the experiment."""
+
+
+@dataclass(kw_only=True)
+class ListwiseRemediesSettings(ListwiseRemediesConfig, RerankRunSettings):
+    """``posbias listwise remedies``."""
 
 
 @dataclass(kw_only=True)

@@ -135,9 +135,13 @@ RUN_OUTPUTS = (
     "propensity.png",
     "shuffle_eval.json",
     "calibration.json",
+    "remedies.json",
+    "remedies_run.json",
+    "remedies.md",
+    "remedies.png",
 )
 """What an experiment writes in its folder (``overwrite`` removes them, and the shards)."""
-RUN_FOLDERS = ("shards", "calibrated")
+RUN_FOLDERS = ("shards", "calibrated", "checkpoints")
 """Folders an experiment writes (``overwrite`` removes them)."""
 
 
