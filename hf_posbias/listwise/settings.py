@@ -38,6 +38,7 @@ from hf_posbias.devices import INFERENCE_DTYPES
 from hf_posbias.errors import InputError
 from hf_posbias.generation.backends import EndpointSettings
 from hf_posbias.listwise.rerankers.window import DEFAULT_WINDOW
+from hf_posbias.listwise.training.augment import AUGMENTATIONS
 from hf_posbias.listwise.training.losses import DEFAULT_LAMBDA
 from hf_posbias.settings import (
     ProgressSettings,
@@ -98,8 +99,20 @@ class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
     )
     pos_aug: int | None = setting(
         "Pos-Aug on the fly: every window becomes n rotated permutations (n must "
-        "divide the window size); unset = the data as it is (e.g. already augmented)",
+        "divide the window size); with --augmentation rand-aug, n random shuffles; unset = the "
+        "data as it is (e.g. already augmented)",
         default=None,
+    )
+    augmentation: str | None = setting(
+        "Q26's augmentation ablation, n from --pos-aug: pos-aug (the default with --pos-aug "
+        "n > 1), rand-aug (n independent seeded shuffles per window: RandAug) or none",
+        default=None,
+        choices=AUGMENTATIONS,
+    )
+    lm_loss: bool = setting(
+        "add L_LM (next-token loss on the answer) to λ·L_Rank(-IPS), Eq. 6; --no-lm-loss "
+        "trains on λ·L_Rank(-IPS) alone (Q26's ablation; L_LM is still logged)",
+        default=True,
     )
     neftune_alpha: float | None = setting(
         "NEFTune noise α on the input embeddings (Q26 trains with it); unset = off", default=None
@@ -144,6 +157,20 @@ class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
             if not ok:
                 raise InputError(f"{flag} must be {rule}, got {value}")
         check_choice("identifiers", self.identifiers, ("letters", "numbers"))
+        if self.augmentation is not None:
+            check_choice("augmentation", self.augmentation, AUGMENTATIONS)
+            n = self.pos_aug
+            if self.augmentation == "none" and n is not None and n > 1:
+                raise InputError(
+                    f"{flag_name('augmentation')} none contradicts {flag_name('pos_aug')} {n}"
+                )
+            if self.augmentation != "none" and n is None:
+                raise InputError(
+                    f"{flag_name('augmentation')} {self.augmentation} needs "
+                    f"{flag_name('pos_aug')} n (copies per window)"
+                )
+        if not self.lm_loss and self.lam == 0:
+            raise InputError(f"{LAMBDA_FLAG} 0 with --no-lm-loss leaves no loss to train")
         if self.ips_normalization is not None:
             check_choice("ips_normalization", self.ips_normalization, ("paper", "mean1"))
             if self.propensity_file is None:
@@ -151,6 +178,22 @@ class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
                     f"{flag_name('ips_normalization')} scales IPS weights: give --propensity "
                     "propensity.json (posbias listwise propensity)"
                 )
+
+    @property
+    def augmentation_method(self) -> str:
+        """``pos-aug``, ``rand-aug`` or ``none``: ``--augmentation``, else Pos-Aug when
+        ``--pos-aug n`` > 1 is given.
+
+        Example:
+            >>> s = ListwiseTrainingSettings(model="m", data="d", out="o", pos_aug=4)
+            >>> s.augmentation_method, ListwiseTrainingSettings(
+            ...     model="m", data="d", out="o", pos_aug=4, augmentation="rand-aug"
+            ... ).augmentation_method
+            ('pos-aug', 'rand-aug')
+        """
+        if self.augmentation is not None:
+            return self.augmentation
+        return "pos-aug" if self.pos_aug is not None and self.pos_aug > 1 else "none"
 
     @property
     def propensity_file(self) -> str | None:

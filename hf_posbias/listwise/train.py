@@ -149,15 +149,19 @@ def _pos_aug_rows(
 
     in_data = int(info.get("pos_aug_groups") or 0)
     already = any("rotation" in row for row in rows)
-    if settings.pos_aug is not None and settings.pos_aug > 1:
+    method = settings.augmentation_method
+    if method != "none":
+        n = int(settings.pos_aug or 1)
         if already:
             groups = f" (--groups {in_data})" if in_data else ""
             raise InputError(
                 f"{settings.data} was already augmented by posbias listwise augment{groups}: "
-                f"drop --pos-aug {settings.pos_aug}, or pass the un-augmented set"
+                f"drop --pos-aug {n}, or pass the un-augmented set"
             )
-        augmented = augment_rows(rows, settings.pos_aug, seed=settings.seed, flag="--pos-aug")
-        return augmented, settings.pos_aug, "on the fly (--pos-aug)"
+        augmented = augment_rows(rows, n, seed=settings.seed, flag="--pos-aug", method=method)
+        if method == "rand-aug":
+            return augmented, n, "RandAug: n seeded random shuffles per window (--augmentation)"
+        return augmented, n, "on the fly (--pos-aug)"
     if already:
         return rows, in_data or 1, "in the data (posbias listwise augment)"
     return rows, 1, "none"
@@ -401,10 +405,13 @@ def _trainer_class() -> type:
 
         loss_is_scaled_for_ga = False
 
-        def __init__(self, *args: Any, lam: float, propensity: Any, **kwargs: Any) -> None:
+        def __init__(
+            self, *args: Any, lam: float, propensity: Any, with_lm: bool = True, **kwargs: Any
+        ) -> None:
             super().__init__(*args, **kwargs)
             self.lam = lam
             self.propensity = propensity
+            self.with_lm = with_lm
             self._since_log = [0.0, 0.0, 0]
             self.run_totals = [0.0, 0.0, 0]
 
@@ -415,7 +422,9 @@ def _trainer_class() -> type:
             return_outputs: bool = False,
             num_items_in_batch: Any = None,
         ) -> Any:
-            parts = model_loss(model, inputs, lam=self.lam, propensity=self.propensity)
+            parts = model_loss(
+                model, inputs, lam=self.lam, propensity=self.propensity, with_lm=self.with_lm
+            )
             for totals in (self._since_log, self.run_totals):
                 totals[0] += parts.rank
                 totals[1] += parts.lm
@@ -540,6 +549,7 @@ def train_listwise(
         callbacks=list(callbacks),
         lam=settings.lam,
         propensity=propensity,
+        with_lm=settings.lm_loss,
     )
     started = time.perf_counter()
     try:
@@ -597,6 +607,8 @@ def card_info(
         propensity=run.propensity_info,
         pos_aug=run.pos_aug,
         pos_aug_source=run.pos_aug_source,
+        augmentation=settings.augmentation_method,
+        with_lm=settings.lm_loss,
         neftune_alpha=settings.neftune_alpha,
         identifiers=settings.identifiers,
         passage_tokens=settings.passage_tokens,

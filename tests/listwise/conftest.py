@@ -79,3 +79,17 @@ def merged_identifier_llm(tmp_path_factory: pytest.TempPathFactory) -> str:
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     return str(out)
+
+
+@pytest.fixture(scope="session")
+def train_set(tmp_path_factory: pytest.TempPathFactory, shared_beir_task: Path) -> Path:
+    """``posbias listwise build-train`` over the tiny BEIR task's train split (k = 8)."""
+    from hf_posbias.cli import main
+
+    root = tmp_path_factory.mktemp("lw-train")
+    code = main(
+        ["listwise", "build-train", "--task", str(shared_beir_task), "--split", "train"]
+        + ["--k", "8", "--out", str(root / "train"), "--no-progress"]
+    )
+    assert code == 0
+    return root / "train"

@@ -16,7 +16,7 @@ from hf_posbias.listwise.settings import ListwiseTrainingSettings
 from hf_posbias.listwise.training.card import TRAINING_INFO, load_listwise_info
 from hf_posbias.listwise.training.trainset import read_train_set, write_train_set
 
-K = 8  # window size of the training sets below (--pos-aug 2 and 4 divide it, 3 does not)
+K = 8  # window size of the train_set fixture (--pos-aug 2 and 4 divide it, 3 does not)
 
 
 def write_propensity(path: Path, omega: np.ndarray) -> Path:
@@ -28,18 +28,6 @@ def write_propensity(path: Path, omega: np.ndarray) -> Path:
 
 def uniform_omega(k: int) -> np.ndarray:
     return np.full((k, k), 1.0 / (k * k))
-
-
-@pytest.fixture(scope="module")
-def train_set(tmp_path_factory: pytest.TempPathFactory, shared_beir_task: Path) -> Path:
-    """``posbias listwise build-train`` over the tiny BEIR task's train split (k = 8)."""
-    root = tmp_path_factory.mktemp("lw-train")
-    code = main(
-        ["listwise", "build-train", "--task", str(shared_beir_task), "--split", "train"]
-        + ["--k", str(K), "--out", str(root / "train"), "--no-progress"]
-    )
-    assert code == 0
-    return root / "train"
 
 
 def train_args(model: str, data: Path, out: Path, *extra: str) -> list[str]:
