@@ -79,6 +79,7 @@ LONG_VERBS = (
     "analyze pooling",
     "demo",
     "listwise test",
+    "listwise remedies",
     "listwise shuffle-eval",
     "listwise propensity",
     "listwise build-train",
