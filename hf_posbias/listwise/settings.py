@@ -217,16 +217,7 @@ def parse_positions(spec: str | Sequence[int] | None, k: int) -> list[int]:
     """
     if spec is None or spec == "":
         return list(range(1, k + 1))
-    try:
-        values = (
-            [int(x) for x in spec.split(",") if x.strip()]
-            if isinstance(spec, str)
-            else [int(x) for x in spec]
-        )
-    except ValueError:
-        raise InputError(
-            f"{flag_name('positions')} takes comma-separated integers, got {spec!r}"
-        ) from None
+    values = _integers(spec, flag_name("positions"))
     bad = [p for p in values if not 1 <= p <= k]
     if bad or not values:
         raise InputError(f"{flag_name('positions')} must lie in 1..{k} (k), got {bad or spec!r}")
@@ -366,6 +357,16 @@ class ShuffleEvalConfig(ListSettings, PairedTestSettings):
             )
 
 
+def _integers(spec: str | Sequence[int], flag: str) -> list[int]:
+    """``"1,5"`` or ``[1, 5]`` → ``[1, 5]``; anything else is a one-line error naming ``flag``."""
+    try:
+        if isinstance(spec, str):
+            return [int(x) for x in spec.split(",") if x.strip()]
+        return [int(x) for x in spec]
+    except ValueError:
+        raise InputError(f"{flag} takes comma-separated integers, got {spec!r}") from None
+
+
 def parse_counts(spec: str | Sequence[int], flag: str) -> list[int]:
     """``"1,2,5"`` → ``[1, 2, 5]`` (sorted, unique, each ≥ 1).
 
@@ -373,14 +374,7 @@ def parse_counts(spec: str | Sequence[int], flag: str) -> list[int]:
         >>> parse_counts("5,1,2,5", "--shuffles")
         [1, 2, 5]
     """
-    try:
-        values = (
-            [int(x) for x in spec.split(",") if x.strip()]
-            if isinstance(spec, str)
-            else [int(x) for x in spec]
-        )
-    except ValueError:
-        raise InputError(f"{flag} takes comma-separated integers, got {spec!r}") from None
+    values = _integers(spec, flag)
     if not values or min(values) < 1:
         raise InputError(f"{flag} takes integers >= 1, got {spec!r}")
     return sorted(set(values))

@@ -93,3 +93,38 @@ def train_set(tmp_path_factory: pytest.TempPathFactory, shared_beir_task: Path) 
     )
     assert code == 0
     return root / "train"
+
+
+class SlotBiased:
+    """A scoring reranker (``kind`` ``first`` unless told) whose score is a strong slot prior
+    plus a small bonus for the given relevant documents: its plain ranking follows the input
+    slots, a calibrated one follows relevance only. Counts its calls and windows."""
+
+    window_size = 20
+
+    def __init__(self, relevant, name="slot-biased", kind="first"):
+        self.relevant, self.name, self.kind = set(relevant), name, kind
+        self.calls = self.windows = 0
+
+    def rank_windows(self, windows):
+        from hf_posbias.listwise.records import WindowRanking, order_by_score
+
+        self.calls += 1
+        self.windows += len(windows)
+        out = []
+        for _, passages in windows:
+            scores = [
+                10.0 - 2.0 * i + (1.0 if p.doc_id in self.relevant else 0.0)
+                for i, p in enumerate(passages)
+            ]
+            out.append(WindowRanking(order_by_score(scores, [p.doc_id for p in passages]), scores))
+        return out
+
+    def describe(self):
+        return {"name": self.name, "kind": self.kind}
+
+
+@pytest.fixture
+def slot_biased() -> type:
+    """The :class:`SlotBiased` test reranker class."""
+    return SlotBiased

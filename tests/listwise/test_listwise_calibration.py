@@ -16,40 +16,15 @@ from hf_posbias.listwise.experiments.calibration import (
 )
 from hf_posbias.listwise.experiments.controlled import run_controlled_test
 from hf_posbias.listwise.experiments.taskio import load_rerank_task
-from hf_posbias.listwise.records import WindowRanking, order_by_score
 from hf_posbias.listwise.settings import ControlledTestConfig
 
 
-class SlotBiased:
-    """A 'FIRST' reranker whose score is a slot prior plus a small bonus for relevant passages:
-    plain ranking follows the slots, the calibrated one only relevance."""
-
-    name, window_size = "slot-biased", 20
-
-    def __init__(self, relevant, kind="first"):
-        self.relevant, self.kind, self.calls = set(relevant), kind, 0
-
-    def rank_windows(self, windows):
-        self.calls += 1
-        out = []
-        for _, passages in windows:
-            scores = [
-                10.0 - 2.0 * i + (1.0 if p.doc_id in self.relevant else 0.0)
-                for i, p in enumerate(passages)
-            ]
-            out.append(WindowRanking(order_by_score(scores, [p.doc_id for p in passages]), scores))
-        return out
-
-    def describe(self):
-        return {"name": self.name, "kind": self.kind}
-
-
-def test_calibration_removes_a_pure_slot_prior(beir_task, tmp_path):
+def test_calibration_removes_a_pure_slot_prior(beir_task, tmp_path, slot_biased):
     task = load_rerank_task(beir_task)
     relevant = {d for q in task.qrels.values() for d, g in q.items() if g > 0}
     config = ControlledTestConfig(k=6, n_resamples=100, calibrate=True)
     summary = run_controlled_test(
-        SlotBiased(relevant), task, tmp_path / "run", config, show_progress=False
+        slot_biased(relevant), task, tmp_path / "run", config, show_progress=False
     )
     plain = [r["ndcg_at_10"] for r in summary["positions"]]
     assert plain[0] == 1.0 and plain[-1] < 0.5  # the slot prior wins without calibration
@@ -78,9 +53,11 @@ def test_bm25_control_stays_flat_under_calibration(beir_task, tmp_path):
     assert rankings(out / "calibrated" / "per_query.jsonl") == rankings(out / "per_query.jsonl")
 
 
-def test_calibration_refuses_rerankers_without_slot_scores_before_scoring(beir_task, tmp_path):
+def test_calibration_refuses_rerankers_without_slot_scores_before_scoring(
+    beir_task, tmp_path, slot_biased
+):
     task = load_rerank_task(beir_task)
-    generated = SlotBiased(set(), kind="generate")
+    generated = slot_biased(set(), kind="generate")
     config = ControlledTestConfig(k=6, calibrate=True)
     with pytest.raises(InputError, match="--calibrate needs a reranker") as err:
         run_controlled_test(generated, task, tmp_path / "g", config, show_progress=False)

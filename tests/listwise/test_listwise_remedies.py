@@ -11,37 +11,13 @@ from hf_posbias.cli import main
 from hf_posbias.errors import InputError
 from hf_posbias.listwise.experiments.remedies import run_listwise_remedies
 from hf_posbias.listwise.experiments.taskio import load_rerank_task
-from hf_posbias.listwise.records import WindowRanking, order_by_score
 from hf_posbias.listwise.settings import ListwiseRemediesConfig
 
 
-class SlotBiased:
-    """Scores = a strong slot prior + a small bonus for relevant passages; counts windows."""
-
-    window_size = 20
-
-    def __init__(self, relevant, name="slot-biased"):
-        self.relevant, self.name, self.windows = set(relevant), name, 0
-
-    def rank_windows(self, windows):
-        self.windows += len(windows)
-        out = []
-        for _, passages in windows:
-            scores = [
-                10.0 - 2.0 * i + (1.0 if p.doc_id in self.relevant else 0.0)
-                for i, p in enumerate(passages)
-            ]
-            out.append(WindowRanking(order_by_score(scores, [p.doc_id for p in passages]), scores))
-        return out
-
-    def describe(self):
-        return {"name": self.name, "kind": "first"}
-
-
-def test_remedies_share_windows_and_count_their_cost(beir_task, tmp_path):
+def test_remedies_share_windows_and_count_their_cost(beir_task, tmp_path, slot_biased):
     task = load_rerank_task(beir_task)
     relevant = {d for q in task.qrels.values() for d, g in q.items() if g > 0}
-    reranker = SlotBiased(relevant)
+    reranker = slot_biased(relevant)
     config = ListwiseRemediesConfig(
         k=6, positions="1,3,6", shuffles="1,2,4", n_resamples=100, checkpoints="ckpt/debiased"
     )
@@ -49,7 +25,7 @@ def test_remedies_share_windows_and_count_their_cost(beir_task, tmp_path):
 
     def load(path):
         loaded.append(path)
-        return SlotBiased(relevant, name=path)
+        return slot_biased(relevant, name=path)
 
     out = tmp_path / "rem"
     table = run_listwise_remedies(
@@ -88,7 +64,7 @@ def test_remedies_share_windows_and_count_their_cost(beir_task, tmp_path):
     assert len(per_query) == len(rows) * n_queries * 3
 
     # A rerun resumes: no window is scored again (the calibration prior is cached too).
-    again = SlotBiased(relevant)
+    again = slot_biased(relevant)
     rerun = run_listwise_remedies(again, task, out, config, load_checkpoint=load)
     assert again.windows == 0
     assert [r["mean"] for r in rerun] == [r["mean"] for r in table]

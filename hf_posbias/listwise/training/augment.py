@@ -51,20 +51,32 @@ def pos_aug(row: dict[str, Any], groups: int, *, seed: int, source_id: str) -> l
     random.Random(f"{seed}:{source_id}").shuffle(order)  # random.shuffle is Fisher–Yates
     size = k // groups
     parts = [order[g * size : (g + 1) * size] for g in range(groups)]
-    out = []
-    for rotation in range(groups):
-        index = [i for part in parts[rotation:] + parts[:rotation] for i in part]
-        out.append(
-            {
-                **{key: value for key, value in row.items() if key not in ("doc_ids", "passages")},
-                "doc_ids": [row["doc_ids"][i] for i in index],
-                "passages": [row["passages"][i] for i in index],
-                "target": list(row["target"]),
-                "source_id": source_id,
-                "rotation": rotation,
-            }
+    return [
+        reordered(
+            row,
+            [i for part in parts[rotation:] + parts[:rotation] for i in part],
+            source_id=source_id,
+            rotation=rotation,
         )
-    return out
+        for rotation in range(groups)
+    ]
+
+
+def reordered(row: dict[str, Any], index: Sequence[int], **tags: Any) -> dict[str, Any]:
+    """``row`` with its passages in the input order ``index`` (target unchanged) plus ``tags``.
+
+    Example:
+        >>> reordered({"doc_ids": ["a", "b"], "passages": ["A", "B"], "target": ["b", "a"]},
+        ...           [1, 0], shuffle=0)
+        {'target': ['b', 'a'], 'doc_ids': ['b', 'a'], 'passages': ['B', 'A'], 'shuffle': 0}
+    """
+    return {
+        **{key: value for key, value in row.items() if key not in ("doc_ids", "passages")},
+        "doc_ids": [row["doc_ids"][i] for i in index],
+        "passages": [row["passages"][i] for i in index],
+        "target": list(row["target"]),
+        **tags,
+    }
 
 
 def rand_aug(
@@ -89,16 +101,7 @@ def rand_aug(
     for copy in range(copies):
         index = list(range(len(row["doc_ids"])))
         random.Random(f"{seed}:{source_id}:rand:{copy}").shuffle(index)
-        out.append(
-            {
-                **{key: value for key, value in row.items() if key not in ("doc_ids", "passages")},
-                "doc_ids": [row["doc_ids"][i] for i in index],
-                "passages": [row["passages"][i] for i in index],
-                "target": list(row["target"]),
-                "source_id": source_id,
-                "shuffle": copy,
-            }
-        )
+        out.append(reordered(row, index, source_id=source_id, shuffle=copy))
     return out
 
 
