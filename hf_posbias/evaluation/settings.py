@@ -13,7 +13,11 @@ Example:
     >>> EvaluateSettings(model="m", task=("t",), out="o", top_k=0)
     Traceback (most recent call last):
     ...
-    hf_posbias.errors.InputError: --top-k must be >= 1, got 0
+    hf_posbias.errors.InputError: --top-k must be >= 10 to compute nDCG@10, got 0
+    >>> EvaluateSettings(model="m", task=("t",), out="o", bootstrap=0)
+    Traceback (most recent call last):
+    ...
+    hf_posbias.errors.InputError: --bootstrap must be at least 1 resample, got 0
 """
 
 from __future__ import annotations
@@ -53,8 +57,9 @@ class EvaluationOptions(RemedySettings, ProgressSettings, ModelSettings):
         default="default",
         choices=_scoring_schemes,
     )
-    bootstrap: int = setting(
-        "bootstrap resamples of the percentile intervals (queries resampled within buckets)",
+    bootstrap: int | None = setting(
+        "bootstrap resamples of the percentile intervals (queries resampled within buckets; "
+        "None in Python: no intervals)",
         default=1000,
         metavar="N",
     )
@@ -62,12 +67,16 @@ class EvaluationOptions(RemedySettings, ProgressSettings, ModelSettings):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        from hf_posbias.evaluation.runs.runner import bootstrap_setting
-
         self.task = tuple(self.task)
-        check_positive(self, "batch_size", "top_k")
+        check_positive(self, "batch_size")
+        if self.top_k < 10:
+            raise InputError(
+                f"{flag_name('top_k')} must be >= 10 to compute nDCG@10, got {self.top_k}"
+            )
         check_choice("scoring", self.scoring, _scoring_schemes())
-        bootstrap_setting(self.bootstrap)
+        b = self.bootstrap
+        if b is not None and (isinstance(b, bool) or not isinstance(b, int) or b < 1):
+            raise InputError(f"{flag_name('bootstrap')} must be at least 1 resample, got {b}")
 
 
 @dataclass(kw_only=True)

@@ -39,7 +39,7 @@ from hf_posbias.errors import InputError
 from hf_posbias.generation.backends import EndpointSettings
 from hf_posbias.listwise.rerankers.window import DEFAULT_WINDOW
 from hf_posbias.listwise.training.augment import AUGMENTATIONS
-from hf_posbias.listwise.training.losses import DEFAULT_LAMBDA
+from hf_posbias.listwise.training.losses import DEFAULT_LAMBDA, IPS_NORMALIZATIONS
 from hf_posbias.settings import (
     ProgressSettings,
     Settings,
@@ -89,7 +89,7 @@ class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
         "the default with a propensity file) or mean1 (divided by their mean over the "
         "training pairs, self-normalised IPS)",
         default=None,
-        choices=("paper", "mean1"),
+        choices=IPS_NORMALIZATIONS,
     )
     lam: float = setting(
         "λ of λ·L_Rank(-IPS) + L_LM (Q26: 0.1)",
@@ -170,13 +170,15 @@ class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
                     f"{flag_name('pos_aug')} n (copies per window)"
                 )
         if not self.lm_loss and self.lam == 0:
-            raise InputError(f"{LAMBDA_FLAG} 0 with --no-lm-loss leaves no loss to train")
+            raise InputError(
+                f"{LAMBDA_FLAG} 0 with {flag_name('lm_loss', negated=True)} leaves no loss to train"
+            )
         if self.ips_normalization is not None:
-            check_choice("ips_normalization", self.ips_normalization, ("paper", "mean1"))
+            check_choice("ips_normalization", self.ips_normalization, IPS_NORMALIZATIONS)
             if self.propensity_file is None:
                 raise InputError(
-                    f"{flag_name('ips_normalization')} scales IPS weights: give --propensity "
-                    "propensity.json (posbias listwise propensity)"
+                    f"{flag_name('ips_normalization')} scales IPS weights: give "
+                    f"{flag_name('propensity')} propensity.json (posbias listwise propensity)"
                 )
 
     @property
@@ -334,8 +336,8 @@ class ControlledTestConfig(ListSettings, ResamplingSettings):
         self.positions = parse_positions(self.positions, self.k)  # None: every slot 1..k
         if self.calibrate and self.k > self.window:
             raise InputError(
-                f"{flag_name('calibrate')} reads each list's one window: --k {self.k} is larger "
-                f"than {flag_name('window')} {self.window}"
+                f"{flag_name('calibrate')} reads each list's one window: "
+                f"{flag_name('k')} {self.k} is larger than {flag_name('window')} {self.window}"
             )
 
 

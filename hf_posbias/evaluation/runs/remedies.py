@@ -215,8 +215,8 @@ def check_remedy_fits(st_model: Any, settings: RemedySettings) -> None:
     if settings.stride > content:
         raise InputError(
             f"{flag_name('stride')} {settings.stride} is above the passage's {content} text "
-            f"tokens (--passage-tokens {n} minus {prefix} special/prompt tokens): text would be "
-            "skipped"
+            f"tokens ({flag_name('passage_tokens')} {n} minus {prefix} special/prompt tokens): "
+            "text would be skipped"
         )
 
 
@@ -229,10 +229,10 @@ def _mean_pooling_index(st_model: Any) -> int:
             if modes == ("mean",):
                 return i
             raise InputError(
-                f"--remedy segment-balanced needs a mean-pooling model; this one pools with "
-                f"{'+'.join(modes)}"
+                f"{flag_name('remedy')} segment-balanced needs a mean-pooling model; this one "
+                f"pools with {'+'.join(modes)}"
             )
-    raise InputError("--remedy segment-balanced needs a model with a Pooling module")
+    raise InputError(f"{flag_name('remedy')} segment-balanced needs a model with a Pooling module")
 
 
 class RemedySearch:

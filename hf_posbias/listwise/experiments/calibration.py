@@ -37,6 +37,7 @@ from typing import Any
 from hf_posbias.errors import InputError
 from hf_posbias.listwise.records import Passage, order_by_score
 from hf_posbias.listwise.rerankers.base import ListwiseReranker
+from hf_posbias.settings import flag_name
 
 CONTENT_FREE = "N/A"
 """The content-free text (query and every passage) of the calibration window."""
@@ -55,8 +56,9 @@ def check_calibratable(reranker: ListwiseReranker) -> None:
     kind = reranker.describe().get("kind")
     if kind not in CALIBRATABLE_KINDS:
         raise InputError(
-            f"--calibrate needs a reranker that scores every input slot (FIRST logits or a "
-            f"pointwise score); {reranker.name} is {kind!r}, whose scores are not per-slot logits"
+            f"{flag_name('calibrate')} needs a reranker that scores every input slot (FIRST "
+            f"logits or a pointwise score); {reranker.name} is {kind!r}, whose scores are not "
+            "per-slot logits"
         )
 
 
@@ -119,7 +121,8 @@ def calibrated_rows(
     for row in rows:
         if int(row.get("windows", 1)) > 1:
             raise InputError(
-                "calibration from recorded scores needs one window per list (k <= --window)"
+                "calibration from recorded scores needs one window per list "
+                f"(k <= {flag_name('window')})"
             )
         doc_ids = list(row["input"])
         prior = priors.get(len(doc_ids))

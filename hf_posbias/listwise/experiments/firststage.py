@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from hf_posbias.errors import InputError
 from hf_posbias.listwise.records import Passage
+from hf_posbias.settings import flag_name
 
 
 class FirstStage(Protocol):
@@ -101,6 +102,8 @@ def load_first_stage(name: str, corpus: Mapping[str, Passage]) -> FirstStage:
 def check_k(k: int, corpus_size: int) -> None:
     """Refuse a k larger than the first stage can list (it ranks the whole corpus).
 
+    ``k`` >= 1 is checked by :class:`~hf_posbias.listwise.settings.ListSource`.
+
     Example:
         >>> try:
         ...     check_k(30, 20)
@@ -108,9 +111,8 @@ def check_k(k: int, corpus_size: int) -> None:
         ...     print(err)
         --k 30 is larger than the first-stage list: the corpus has 20 document(s)
     """
-    if k < 1:
-        raise InputError(f"--k must be at least 1, got {k}")
     if k > corpus_size:
         raise InputError(
-            f"--k {k} is larger than the first-stage list: the corpus has {corpus_size} document(s)"
+            f"{flag_name('k')} {k} is larger than the first-stage list: the corpus has "
+            f"{corpus_size} document(s)"
         )

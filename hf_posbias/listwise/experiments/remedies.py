@@ -47,6 +47,7 @@ from hf_posbias.listwise.experiments.runs import ndcg_at_10, run_experiment, wri
 from hf_posbias.listwise.experiments.taskio import RerankTask
 from hf_posbias.listwise.rerankers.base import ListwiseReranker
 from hf_posbias.listwise.settings import ControlledTestConfig, ListwiseRemediesConfig
+from hf_posbias.settings import flag_name
 
 AGGREGATORS: dict[str, Callable[[Sequence[Sequence[str]]], list[str]]] = {
     "borda": borda,
@@ -93,7 +94,7 @@ def run_listwise_remedies(
     if config.calibrate:
         check_calibratable(reranker)  # before any window is scored
     if config.checkpoint_paths and load_checkpoint is None:
-        raise ValueError("--checkpoints needs load_checkpoint")
+        raise ValueError(f"{flag_name('checkpoints')} needs load_checkpoint")
 
     def inputs(query_list: QueryList) -> list[tuple[dict[str, Any], list[str]]]:
         tags = {"relevant": query_list.relevant, "injected": query_list.injected}
