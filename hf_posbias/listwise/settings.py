@@ -85,9 +85,9 @@ class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
         default=NO_PROPENSITY,
     )
     ips_normalization: str | None = setting(
-        "scale of the IPS pair weights (needs --propensity): paper (Eq. 4 with Σω = 1; "
-        "the default with a propensity file) or mean1 (divided by their mean over the "
-        "training pairs, self-normalised IPS)",
+        "scale of the IPS pair weights (needs --propensity): mean1 (the default with a "
+        "propensity file: divided by their mean over the training pairs, self-normalised IPS, "
+        "so λ still balances L_LM) or paper (Eq. 4 as written with Σω = 1: weights of 10⁵–10⁷)",
         default=None,
         choices=IPS_NORMALIZATIONS,
     )

@@ -174,7 +174,11 @@ def _propensity(
     settings: ListwiseTrainingSettings, rows: Sequence[dict[str, Any]], sizes: list[int]
 ) -> tuple[Any, dict[str, Any] | None]:
     from hf_posbias.listwise.experiments.propensity import check_propensity_support, load_propensity
-    from hf_posbias.listwise.training.losses import mean_ips_weight, normalize_propensity
+    from hf_posbias.listwise.training.losses import (
+        DEFAULT_IPS_NORMALIZATION,
+        mean_ips_weight,
+        normalize_propensity,
+    )
     from hf_posbias.listwise.training.trainset import target_ranks
     from hf_posbias.rows import read_json
 
@@ -192,7 +196,7 @@ def _propensity(
     raw = read_json(path)  # load_propensity read and checked it a moment ago
     keys = ("k", "n", "queries", "smoothing", "diagonal_mass", "empty_cells", "reranker", "task")
     details = {key: raw[key] for key in keys if isinstance(raw, dict) and key in raw}
-    how = settings.ips_normalization or "paper"
+    how = settings.ips_normalization or DEFAULT_IPS_NORMALIZATION
     details["ips_normalization"] = how
     details["mean_ips_weight"] = mean_ips_weight(omega, ranks)
     return normalize_propensity(omega, ranks, how), {"file": str(path), **details}
