@@ -28,6 +28,11 @@ def test_remedies_share_windows_and_count_their_cost(beir_task, tmp_path, slot_b
         return slot_biased(relevant, name=path)
 
     out = tmp_path / "rem"
+    with pytest.raises(InputError, match="--checkpoints: ckpt/debiased is not a folder"):
+        run_listwise_remedies(reranker, task, out, config, load_checkpoint=load)
+    assert reranker.windows == 0  # refused before the first window
+    (tmp_path / "ckpt" / "debiased").mkdir(parents=True)
+    config.checkpoints = str(tmp_path / "ckpt" / "debiased")
     table = run_listwise_remedies(
         reranker, task, out, config, load_checkpoint=load, show_progress=False
     )
@@ -49,7 +54,8 @@ def test_remedies_share_windows_and_count_their_cost(beir_task, tmp_path, slot_b
     assert rows["permsc-borda-m2"]["windows"] == n_queries * (3 + 1)
     assert rows["permsc-kemeny-m4"]["windows"] == n_queries * (3 + 3)
     assert rows["permsc-borda-m4"]["windows_per_ranking"] == 4.0
-    assert rows["debiasfirst:debiased"]["windows"] == n_queries * 3 and loaded == ["ckpt/debiased"]
+    assert rows["debiasfirst:debiased"]["windows"] == n_queries * 3
+    assert loaded == [str(tmp_path / "ckpt" / "debiased")]
     assert all(r["seconds"] >= 0 for r in table)
     # The slot prior dominates the plain curve; calibration removes it exactly.
     assert rows["none"]["ndcg_by_position"][0] == 1.0 and rows["none"]["psi"] > 0.5

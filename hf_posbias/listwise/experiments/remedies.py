@@ -40,6 +40,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from hf_posbias.errors import InputError
 from hf_posbias.listwise.experiments.aggregate import borda, kemeny_local_search
 from hf_posbias.listwise.experiments.lists import QueryList, controlled_list, describe_lists
 from hf_posbias.listwise.experiments.lists import shuffled as shuffle_list
@@ -95,6 +96,12 @@ def run_listwise_remedies(
         check_calibratable(reranker)  # before any window is scored
     if config.checkpoint_paths and load_checkpoint is None:
         raise ValueError(f"{flag_name('checkpoints')} needs load_checkpoint")
+    missing = [p for p in config.checkpoint_paths if not Path(p).expanduser().is_dir()]
+    if missing:  # before the first window, not after the plain run
+        raise InputError(
+            f"{flag_name('checkpoints')}: {missing[0]} is not a folder (give the output folders "
+            "of posbias listwise train)"
+        )
 
     def inputs(query_list: QueryList) -> list[tuple[dict[str, Any], list[str]]]:
         tags = {"relevant": query_list.relevant, "injected": query_list.injected}
