@@ -114,6 +114,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
             progress=s.progress,
             model_settings=s,
             remedy=s,
+            reranker_options=s,
         )
     if s.plot:
         from hf_posbias.evaluation.reports.report import plot_position_curves

@@ -65,6 +65,7 @@ from hf_posbias.settings import flag_name
 
 if TYPE_CHECKING:
     from hf_posbias.evaluation.runs.remedies import RemedySettings
+    from hf_posbias.listwise.settings import RerankerOptions
 
 logger = logging.getLogger(__name__)
 
@@ -309,6 +310,7 @@ def evaluate_model(
     progress: bool = True,
     model_settings: ModelSettings | None = None,
     remedy: RemedySettings | None = None,
+    reranker_options: RerankerOptions | None = None,
 ) -> list[EvaluationSummary]:
     """Evaluate ``model`` on position tasks; write summaries, tables and exports in ``out_dir``.
 
@@ -319,8 +321,9 @@ def evaluate_model(
         out_dir: output folder (see the module docstring for the layout).
         batch_size: encoding batch size.
         top_k: documents retrieved per query (Z25: 100).
-        reranker: a cross-encoder reranking ``model``'s top ``rerank_k``.
-        first_stage: the retriever whose top ``rerank_k`` the cross-encoder ``model`` reranks.
+        reranker: a reranker (cross-encoder, mteb registry reranker, listwise LLM, ``bm25``)
+            reordering ``model``'s top ``rerank_k``.
+        first_stage: the retriever whose top ``rerank_k`` the reranker ``model`` reorders.
         rerank_k: candidates handed to the reranker.
         device: torch device for the models.
         scoring: ``default``, ``zeng2025`` or ``posir``.
@@ -331,6 +334,8 @@ def evaluate_model(
         progress: plain progress lines (one per task and every 30 s while mteb works).
         model_settings: remote code, endpoint URL/key/batching (:class:`ModelSettings`).
         remedy: an inference-time remedy wrapping the bi-encoder (``--remedy``).
+        reranker_options: how a listwise reranker loads and slides (window, passage tokens,
+            dtype; :class:`~hf_posbias.listwise.settings.RerankerOptions`).
 
     Returns:
         One :class:`EvaluationSummary` per task (per subset of a multilingual task), in order.
@@ -351,6 +356,7 @@ def evaluate_model(
             device=device,
             settings=model_settings,
             remedy=remedy,
+            reranker_options=reranker_options,
         )
     out = Path(out_dir)
     results_dir = out / RESULTS_DIRNAME
