@@ -341,6 +341,15 @@ def load_sentence_transformer(
     return model
 
 
+def load_registry_model(meta: ModelMeta, *, device: str | None = None) -> Any:
+    """mteb's own loader for a registry entry (its prompts and loader arguments), with a
+    one-line :class:`ModelLoadError` when it fails."""
+    try:
+        return meta.load_model(device=device)
+    except Exception as err:  # download, remote code, missing extra: one line either way
+        raise _load_failure("embedding model", str(meta.name), err) from None
+
+
 def load_cross_encoder(
     name: str | os.PathLike[str], device: str | None = None, **kwargs: Any
 ) -> CrossEncoder:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from openai_server import LocalChatServer
+from openai_server import LocalChatServer, sentence_transformer_embed
 from test_tasks_fixtures import wiki_task
 
 from hf_posbias.errors import BackendError, ModelLoadError
@@ -37,18 +37,11 @@ def test_sparse_and_late_interaction_encoders_evaluate(kind, task_folder, tmp_pa
         assert s.encode_stats["encoded_by_type"] == {"document": N_DOCS, "query": N_DOCS}
 
 
-def _serve(model_folder: str):
-    from sentence_transformers import SentenceTransformer
-
-    model = SentenceTransformer(model_folder, device="cpu")
-    return lambda texts: model.encode(texts, batch_size=4).tolist()
-
-
 def test_endpoint_scores_equal_the_same_model_loaded_locally(
     task_folder, tiny_sentence_transformer, tmp_path
 ):
     [local] = evaluate_model(tiny_sentence_transformer, [task_folder], tmp_path / "l", bootstrap=50)
-    with LocalChatServer(embed=_serve(tiny_sentence_transformer)) as server:
+    with LocalChatServer(embed=sentence_transformer_embed(tiny_sentence_transformer)) as server:
         settings = ModelSettings(base_url=server.url, endpoint_batch_size=4, max_concurrency=2)
         [remote] = evaluate_model(
             "openai:tiny", [task_folder], tmp_path / "r", bootstrap=50, model_settings=settings

@@ -230,16 +230,6 @@ def _wrap_sentence_transformer(st_model: Any, name: str, revision: str) -> tuple
     return wrapper, kind
 
 
-def _load_registry_model(meta: ModelMeta, *, device: str | None) -> Any:
-    """mteb's own loader for a registry entry (its prompts and loader arguments)."""
-    from hf_posbias.modeling import _load_failure
-
-    try:
-        return meta.load_model(device=device)
-    except Exception as err:  # download, remote code, missing extra: one line either way
-        raise _load_failure("embedding model", str(meta.name), err) from None
-
-
 def _load_retriever(
     spec: str,
     *,
@@ -254,6 +244,7 @@ def _load_retriever(
     from hf_posbias.evaluation.runs.search import BM25Model
     from hf_posbias.modeling import (
         PACKAGED_MODELS,
+        load_registry_model,
         load_sentence_transformer,
         registry_meta,
         with_suggestions,
@@ -273,7 +264,7 @@ def _load_retriever(
     local = Path(spec).expanduser().exists() or spec in PACKAGED_MODELS
     reg = None if local else registry_meta(spec)
     if reg is not None:
-        model = _load_registry_model(reg, device=device)
+        model = load_registry_model(reg, device=device)
         meta = unique_model_meta(model.mteb_model_meta, str(reg.name), str(reg.revision))
         model.mteb_model_meta = meta
         encoder = CountingEncoder(model, meta=meta)
@@ -325,23 +316,10 @@ def with_remedy(loaded: LoadedModel, remedy: RemedySettings) -> LoadedModel:
 
 def load_endpoint_encoder(spec: str, settings: ModelSettings) -> tuple[Any, str, str]:
     """``(encoder, mteb name, revision)`` for ``openai:<model>``; the revision names the URL."""
-    from hf_posbias.evaluation.runs.endpoint import (
-        EmbeddingEndpoint,
-        EndpointEncoder,
-        parse_endpoint_model,
-    )
+    from hf_posbias.evaluation.runs.endpoint import EndpointEncoder, embedding_endpoint
 
-    model = parse_endpoint_model(spec)
-    if model is None:
-        raise ModelLoadError(f"{spec!r}: give the endpoint's model as openai:<model>")
-    endpoint = EmbeddingEndpoint(
-        model,
-        settings.base_url,
-        batch_size=settings.endpoint_batch_size,
-        api_key_env=settings.api_key_env,
-        max_concurrency=settings.max_concurrency,
-        max_retries=settings.max_retries,
-    )
+    endpoint = embedding_endpoint(spec, settings)
+    model = endpoint.model
     name = model if "/" in model else f"openai/{model}"
     revision = f"endpoint-{endpoint.url}"
     from mteb.models.model_meta import ScoringFunction
@@ -383,6 +361,7 @@ def _load_second_stage(
     from hf_posbias.modeling import (
         CROSS_ENCODER_PREFIX,
         load_cross_encoder,
+        load_registry_model,
         registry_reranker,
         reranker_kind,
     )
@@ -393,7 +372,7 @@ def _load_second_stage(
 
         if kind == "registry":
             meta = registry_reranker(spec)
-            ce_wrapper = _load_registry_model(meta, device=device)
+            ce_wrapper = load_registry_model(meta, device=device)
             name, revision = str(meta.name), str(meta.revision)
         else:
             ce_spec = spec.removeprefix(CROSS_ENCODER_PREFIX)
