@@ -11,8 +11,8 @@ its prompts and instructions apply), any other Hub id (remote code only with
 Example:
     >>> import numpy as np
     >>> e = TextEmbedder("toy", lambda texts, kind: np.ones((len(texts), 2)))
-    >>> e.embed(["a"], "query").round(3).tolist()
-    [[0.707, 0.707]]
+    >>> [round(float(x), 3) for x in e.embed(["a"], "query")[0]]
+    [0.707, 0.707]
 """
 
 from __future__ import annotations
