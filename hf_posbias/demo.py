@@ -33,7 +33,7 @@ from typing import Any
 from hf_posbias.errors import InputError
 from hf_posbias.rows import read_json
 from hf_posbias.sampling import PAPER_CONFIG_NAMES
-from hf_posbias.settings import ProgressSettings, setting
+from hf_posbias.settings import ProgressSettings, flag_name, setting
 
 Echo = Callable[[str], None]
 
@@ -91,7 +91,7 @@ def build_heldout_task(work: Path, out: Path, seed: int = 42) -> Path:
 
     documents = load_documents(work / "heldout")
     if not documents:
-        raise InputError(f"{work / 'heldout'} holds no document: raise --holdout")
+        raise InputError(f"{work / 'heldout'} holds no document: raise {flag_name('holdout')}")
     generator = ICTGenerator(seed=seed)
     records: list[dict[str, Any]] = []
     distractors: list[dict[str, Any]] = []

@@ -581,20 +581,21 @@ def check_stage_chain(work: Path) -> None:
     if generation.get("documents_fingerprint") != documents_fingerprint(documents):
         raise InputError(
             f"{work / CANDIDATES} was generated from other documents than {work / CORPUS} "
-            "holds now: rerun `posbias generate --overwrite` (and the stages after it)"
+            f"holds now: rerun `posbias generate {flag_name('overwrite')}` (and the stages after "
+            "it)"
         )
     verification = stage_parameters(work / SCORED, _MADE_BY[SCORED])
     candidates = [c.to_row() for c in load_candidates(work / CANDIDATES)]
     if verification.get("candidates_fingerprint") != candidates_fingerprint(candidates):
         raise InputError(
             f"{work / SCORED} scored other candidates than {work / CANDIDATES} holds now: "
-            "rerun `posbias verify --overwrite` (and the stages after it)"
+            f"rerun `posbias verify {flag_name('overwrite')}` (and the stages after it)"
         )
     sampling = stage_parameters(work / TRAIN, _MADE_BY[TRAIN])
     if sampling.get("pool") != stage_fingerprint(work / SCORED, _MADE_BY[SCORED]):
         raise InputError(
             f"{work / TRAIN} was sampled from another scored pool than {work / SCORED} holds "
-            "now: rerun `posbias sample --overwrite`"
+            f"now: rerun `posbias sample {flag_name('overwrite')}`"
         )
 
 

@@ -86,9 +86,16 @@ def setting(
     return dataclasses.field(default=default, default_factory=default_factory, metadata=meta)
 
 
-def flag_name(field_name: str) -> str:
-    """The command-line spelling of a settings field (the one place that spells it)."""
-    return "--" + field_name.replace("_", "-")
+def flag_name(field_name: str, *, negated: bool = False) -> str:
+    """The command-line spelling of a settings field (the one place that spells it).
+
+    ``negated``: the ``--no-`` form of a ``bool`` field.
+
+    Example:
+        >>> flag_name("cut_long"), flag_name("constrained", negated=True)
+        ('--cut-long', '--no-constrained')
+    """
+    return ("--no-" if negated else "--") + field_name.replace("_", "-")
 
 
 def check_choice(field_name: str, value: Any, choices: Iterable[Any]) -> None:

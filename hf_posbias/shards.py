@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 
 from hf_posbias.errors import InputError
 from hf_posbias.rows import read_json, read_parquet_rows
+from hf_posbias.settings import flag_name
 
 T = TypeVar("T")
 
@@ -190,7 +191,7 @@ def check_parameters(
     changes = _differences(found.get("params"), params) or ["fingerprint"]
     raise InputError(
         f"{out} holds a run with other parameters ({'; '.join(changes)}); "
-        "rerun with --overwrite to replace it, or use a new output folder"
+        f"rerun with {flag_name('overwrite')} to replace it, or use a new output folder"
     )
 
 

@@ -97,25 +97,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     with warnings.catch_warnings():
         # The summaries carry the warnings; they are printed once below.
         warnings.simplefilter("ignore", UserWarning)
-        summaries = evaluate_model(
-            s.model,
-            s.task,
-            s.out,
-            batch_size=s.batch_size,
-            top_k=s.top_k,
-            reranker=s.reranker,
-            first_stage=s.first_stage,
-            rerank_k=s.rerank_k,
-            device=s.device,
-            scoring=s.scoring,
-            bootstrap=s.bootstrap,
-            seed=s.seed,
-            show_progress=_library_bars(args, s.progress),
-            progress=s.progress,
-            model_settings=s,
-            remedy=s,
-            reranker_options=s,
-        )
+        summaries = evaluate_model(s, show_progress=_library_bars(args, s.progress))
     if s.plot:
         from hf_posbias.evaluation.reports.report import plot_position_curves
 
@@ -129,71 +111,13 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
 def run_audit(args: argparse.Namespace) -> int:
     """Handler of ``posbias audit``."""
-    import warnings
-
-    from hf_posbias.analysis.audit import evidence_moving_section
-    from hf_posbias.errors import InputError
-    from hf_posbias.evaluation.reports.report import (
-        AuditContext,
-        register_audit_section,
-        write_audit_report,
-    )
-    from hf_posbias.evaluation.runs.models import load_model
-    from hf_posbias.evaluation.runs.reversal import mirror_reversal
-    from hf_posbias.evaluation.runs.runner import evaluate_model, load_tasks
+    from hf_posbias.evaluation.runs.audit import audit_model
     from hf_posbias.evaluation.settings import ModelAuditSettings
-    from hf_posbias.shards import write_json
 
     s = settings_from_args(ModelAuditSettings, args)
     _quiet(args)
-    out = Path(s.out)
-    tasks = load_tasks(s.task, scoring=s.scoring, top_k=s.top_k)
-    loaded = load_model(s.model, device=s.device, settings=s, remedy=s)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        summaries = evaluate_model(
-            s.model,
-            tasks,
-            out,
-            batch_size=s.batch_size,
-            top_k=s.top_k,
-            scoring=s.scoring,
-            bootstrap=s.bootstrap,
-            seed=s.seed,
-            show_progress=_library_bars(args, s.progress),
-            progress=s.progress,
-            loaded=loaded,
-        )
-    ctx = AuditContext(
-        model=s.model,
-        out_dir=out,
-        summaries=summaries,
-        loaded=loaded,
-        tasks=tasks,
-        progress=s.progress,
-    )
-    if s.reversal:
-        for task in tasks:
-            name = task.metadata.name
-            safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
-            try:
-                ctx.reversals.append(
-                    mirror_reversal(
-                        loaded,
-                        task,
-                        out / "reversal" / safe,
-                        batch_size=s.batch_size,
-                        top_k=s.top_k,
-                        progress=s.progress,
-                    )
-                )
-            except InputError as err:
-                # A task without spans is a limitation of that task, not a failed audit.
-                ctx.reversal_skipped[name] = str(err)
-    write_json(out / "reversal.json", [r.to_dict() for r in ctx.reversals])
-    register_audit_section(evidence_moving_section)
-    md_path, html_path = write_audit_report(ctx)
-    _print_summaries(summaries)
+    ctx, md_path, html_path = audit_model(s, show_progress=_library_bars(args, s.progress))
+    _print_summaries(ctx.summaries)
     for r in ctx.reversals:
         delta = "n/a" if r.delta_rev is None else f"{r.delta_rev:+.4f}"
         print(f"{r.task}: mirror reversal Δrev {delta} (front {r.n_front}, back {r.n_back})")

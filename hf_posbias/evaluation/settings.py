@@ -13,7 +13,11 @@ Example:
     >>> EvaluateSettings(model="m", task=("t",), out="o", top_k=0)
     Traceback (most recent call last):
     ...
-    hf_posbias.errors.InputError: --top-k must be >= 1, got 0
+    hf_posbias.errors.InputError: --top-k must be >= 10 to compute nDCG@10, got 0
+    >>> EvaluateSettings(model="m", task=("t",), out="o", bootstrap=0)
+    Traceback (most recent call last):
+    ...
+    hf_posbias.errors.InputError: --bootstrap must be at least 1 resample, got 0
 """
 
 from __future__ import annotations
@@ -54,8 +58,9 @@ class EvaluationOptions(RemedySettings, ProgressSettings, ModelSettings):
         default="default",
         choices=_scoring_schemes,
     )
-    bootstrap: int = setting(
-        "bootstrap resamples of the percentile intervals (queries resampled within buckets)",
+    bootstrap: int | None = setting(
+        "bootstrap resamples of the percentile intervals (queries resampled within buckets; "
+        "None in Python: no intervals)",
         default=1000,
         metavar="N",
     )
@@ -63,12 +68,16 @@ class EvaluationOptions(RemedySettings, ProgressSettings, ModelSettings):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        from hf_posbias.evaluation.runs.runner import bootstrap_setting
-
         self.task = tuple(self.task)
-        check_positive(self, "batch_size", "top_k")
+        check_positive(self, "batch_size")
+        if self.top_k < 10:
+            raise InputError(
+                f"{flag_name('top_k')} must be >= 10 to compute nDCG@10, got {self.top_k}"
+            )
         check_choice("scoring", self.scoring, _scoring_schemes())
-        bootstrap_setting(self.bootstrap)
+        b = self.bootstrap
+        if b is not None and (isinstance(b, bool) or not isinstance(b, int) or b < 1):
+            raise InputError(f"{flag_name('bootstrap')} must be at least 1 resample, got {b}")
 
 
 @dataclass(kw_only=True)
@@ -192,6 +201,11 @@ class RemediesSettings(EvaluationOptions):
         choices=REMEDIES[1:],
     )
     remedy: str = setting("(not used: see --remedies)", default="none", cli=False)
+
+    @property
+    def uses_passages(self) -> bool:
+        """Every remedy of ``--remedies`` runs: the passage settings are always checked."""
+        return True
     plot: bool = setting("also write a PNG of PSI against cost per task", default=True)
 
     def __post_init__(self) -> None:

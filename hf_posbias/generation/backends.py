@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from hf_posbias.errors import BackendError, InputError, first_line
-from hf_posbias.settings import Settings, setting
+from hf_posbias.settings import Settings, flag_name, setting
 
 Messages = list[dict[str, str]]
 
@@ -225,7 +225,7 @@ class OpenAIEndpoint:
                 if self.base_url is None:
                     raise EndpointUnreachable(
                         f"no API key: set the environment variable {self.api_key_env} "
-                        f"(or give --base-url for a local server)"
+                        f"(or give {flag_name('base_url')} for a local server)"
                     )
                 key = "EMPTY"  # vLLM / TGI / transformers serve accept any key
             self._client = openai.OpenAI(

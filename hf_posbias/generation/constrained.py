@@ -39,6 +39,7 @@ from copy import copy
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import InputError, ModelLoadError, first_line
+from hf_posbias.settings import flag_name
 
 if TYPE_CHECKING:
     import torch
@@ -116,7 +117,7 @@ def grammar_tokenizer(
     if backend is None:
         raise ModelLoadError(
             f"constrained decoding needs a fast (tokenizers) tokenizer; {name or 'the model'} "
-            "has a slow one: pass --no-constrained"
+            f"has a slow one: pass {flag_name('constrained', negated=True)}"
         )
     # Serialise a copy without padding/truncation: llguidance re-creates the Rust tokenizer.
     backend = copy(backend)

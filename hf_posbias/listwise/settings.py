@@ -38,7 +38,7 @@ from hf_posbias.devices import INFERENCE_DTYPES
 from hf_posbias.errors import InputError
 from hf_posbias.generation.backends import EndpointSettings
 from hf_posbias.listwise.rerankers.window import DEFAULT_WINDOW
-from hf_posbias.listwise.training.losses import DEFAULT_LAMBDA
+from hf_posbias.listwise.training.losses import DEFAULT_LAMBDA, IPS_NORMALIZATIONS
 from hf_posbias.settings import (
     ProgressSettings,
     Settings,
@@ -88,7 +88,7 @@ class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
         "the default with a propensity file) or mean1 (divided by their mean over the "
         "training pairs, self-normalised IPS)",
         default=None,
-        choices=("paper", "mean1"),
+        choices=IPS_NORMALIZATIONS,
     )
     lam: float = setting(
         "λ of λ·L_Rank(-IPS) + L_LM (Q26: 0.1)",
@@ -145,11 +145,11 @@ class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
                 raise InputError(f"{flag} must be {rule}, got {value}")
         check_choice("identifiers", self.identifiers, ("letters", "numbers"))
         if self.ips_normalization is not None:
-            check_choice("ips_normalization", self.ips_normalization, ("paper", "mean1"))
+            check_choice("ips_normalization", self.ips_normalization, IPS_NORMALIZATIONS)
             if self.propensity_file is None:
                 raise InputError(
-                    f"{flag_name('ips_normalization')} scales IPS weights: give --propensity "
-                    "propensity.json (posbias listwise propensity)"
+                    f"{flag_name('ips_normalization')} scales IPS weights: give "
+                    f"{flag_name('propensity')} propensity.json (posbias listwise propensity)"
                 )
 
     @property

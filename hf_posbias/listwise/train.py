@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import BackendError, InputError, PosbiasError
 from hf_posbias.listwise.settings import ListwiseTrainingSettings
+from hf_posbias.settings import flag_name
 
 if TYPE_CHECKING:
     import numpy as np
@@ -151,10 +152,10 @@ def _pos_aug_rows(
     already = any("rotation" in row for row in rows)
     if settings.pos_aug is not None and settings.pos_aug > 1:
         if already:
-            groups = f" (--groups {in_data})" if in_data else ""
+            groups = f" ({flag_name('groups')} {in_data})" if in_data else ""
             raise InputError(
                 f"{settings.data} was already augmented by posbias listwise augment{groups}: "
-                f"drop --pos-aug {settings.pos_aug}, or pass the un-augmented set"
+                f"drop {flag_name('pos_aug')} {settings.pos_aug}, or pass the un-augmented set"
             )
         augmented = augment_rows(rows, settings.pos_aug, seed=settings.seed, flag="--pos-aug")
         return augmented, settings.pos_aug, "on the fly (--pos-aug)"
@@ -176,7 +177,7 @@ def _propensity(
         return None, None
     if len(sizes) != 1:
         raise InputError(
-            f"--propensity needs training windows of one size (the matrix is k×k); "
+            f"{flag_name('propensity')} needs training windows of one size (the matrix is k×k); "
             f"{settings.data} holds windows of {', '.join(map(str, sizes))} passages"
         )
     omega = load_propensity(path, sizes[0])
@@ -212,8 +213,8 @@ def prepare_listwise_run(
     sizes = sorted({len(row["doc_ids"]) for row in source})
     if sizes[-1] > settings.window:
         raise InputError(
-            f"{settings.data} holds windows of {sizes[-1]} passages, more than --window "
-            f"{settings.window}"
+            f"{settings.data} holds windows of {sizes[-1]} passages, more than "
+            f"{flag_name('window')} {settings.window}"
         )
     rows, pos_aug, pos_aug_source = _pos_aug_rows(settings, source, info)
     omega, propensity_info = _propensity(settings, rows, sizes)
@@ -309,6 +310,7 @@ def plan_memory(
         (False, 1)
     """
     from hf_posbias.training.memory import (
+        check_checkpointing,
         choose_memory_plan,
         cpu_plan,
         optimizer_state_bytes,
@@ -316,11 +318,7 @@ def plan_memory(
     )
 
     if compute.device.kind != "cuda" or measure is None:
-        if settings.checkpointing_request and not checkpointing_supported:
-            raise InputError(
-                "--gradient-checkpointing on: this model does not support gradient "
-                "checkpointing; use --gradient-checkpointing off or auto"
-            )
+        check_checkpointing(settings, checkpointing_supported)
         return cpu_plan(settings, compute.per_device_batch, default_rows=1)
     return choose_memory_plan(
         settings,

@@ -28,6 +28,7 @@ from typing import Any
 from hf_posbias.errors import InputError
 from hf_posbias.hub import HUB_METADATA_ENTRIES
 from hf_posbias.rows import CARD_FILE, declared_configs, split_front_matter
+from hf_posbias.settings import flag_name
 
 DATA_DIR = "data"
 
@@ -161,7 +162,7 @@ def check_repo_folder(folder: str | Path, overwrite: bool = False) -> Path:
             shown = ", ".join(foreign[:5]) + (" …" if len(foreign) > 5 else "")
             raise InputError(
                 f"{folder} is not empty and does not look like a dataset repo written by "
-                f"posbias (found {shown}); choose another folder or pass --overwrite"
+                f"posbias (found {shown}); choose another folder or pass {flag_name('overwrite')}"
             )
     return folder
 

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
+from hf_posbias.evaluation.data.taskdata import PLAIN_BUCKET
 from hf_posbias.rows import read_json
 from hf_posbias.sampling import PAPER_CONFIG_NAMES
 from hf_posbias.settings import check_positive, setting
@@ -99,6 +100,9 @@ class Cell:
     per_query: str
     ndcg_at_10_all: float = 0.0
     """Plain retrieval: nDCG@10 averaged over every query of the task (each once)."""
+    standard: bool = False
+    """A standard retrieval task (a plain BEIR/MS MARCO folder: one bucket, no evidence
+    positions): reported in the plain-retrieval table only, without PSI or curves."""
 
     @property
     def row(self) -> str:
@@ -302,6 +306,7 @@ def compute_cell(source: Source, n_resamples: int, seed: int, root: Path | None 
         n_queries={b: ci.n_queries[b] for b in order},
         per_query=per_query,
         ndcg_at_10_all=sum(every.values()) / len(every),
+        standard=order == [PLAIN_BUCKET],
     )
 
 
@@ -398,16 +403,34 @@ def direction_checks(sources: Sequence[Source], n_resamples: int, seed: int) -> 
 
 def task_averages(cells: Sequence[Cell]) -> list[dict[str, Any]]:
     """The plain-retrieval table: nDCG@10 over all queries per model, configuration and task,
-    and its average over the tasks."""
+    and its average over the tasks; with standard retrieval tasks in the study (YHP26's Table 4
+    check), also ``average_standard``, the average over those alone.
+
+    Example:
+        >>> cells = [Cell("T", "m", "base", None, {"all": 0.5}, 0.5, 0.0, {}, {}, "", 0.5, True),
+        ...          Cell("P", "m", "base", None, {"begin": 0.9}, 0.9, 0.0, {}, {}, "", 0.7)]
+        >>> row = task_averages(cells)[0]
+        >>> row["T"], row["P"], row["average"], row["average_standard"]
+        (0.5, 0.7, 0.6, 0.5)
+    """
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     for cell in cells:
         row = rows.setdefault((cell.row, cell.config), {"model": cell.row, "config": cell.config})
         row[cell.task] = cell.ndcg_at_10_all
     tasks = sorted({c.task for c in cells})
+    standard = sorted({c.task for c in cells if c.standard})
     for row in rows.values():
         values = [row[t] for t in tasks if t in row]
         row["average"] = sum(values) / len(values)
+        if standard:
+            values = [row[t] for t in standard if t in row]
+            row["average_standard"] = sum(values) / len(values) if values else None
     return list(rows.values())
+
+
+def position_tasks(cells: Sequence[Cell]) -> list[str]:
+    """The tasks with evidence positions (per-position tables, PSI and curves), in order."""
+    return list(dict.fromkeys(c.task for c in cells if not c.standard))
 
 
 def build_report(
@@ -452,7 +475,7 @@ def task_tables(report: StudyReport) -> dict[str, dict[str, Any]]:
     from hf_posbias.tables import as_table
 
     out: dict[str, dict[str, Any]] = {}
-    for task in dict.fromkeys(c.task for c in report.cells):
+    for task in position_tasks(report.cells):
         cells = [c for c in report.cells if c.task == task]
         configs = _configs_in_order(cells)
         tables = {}
@@ -518,12 +541,20 @@ def report_markdown(report: StudyReport, title: str) -> str:
         ]
         parts += ["", as_table(rows).to_markdown()]
     if report.averages:
+        standard = list(dict.fromkeys(c.task for c in report.cells if c.standard))
         parts += [
             "",
             "## Plain retrieval: nDCG@10 over all queries of each task (each query once) and "
             "the average over the tasks",
             "",
         ]
+        if standard:
+            parts += [
+                f"Standard retrieval tasks (no evidence positions): {', '.join(standard)}; "
+                "`average_standard` averages those alone (YHP26's Table 4 check: does the "
+                "training configuration cost quality on the natural distribution?).",
+                "",
+            ]
         parts.append(as_table(report.averages).to_markdown())
     return "\n".join(parts) + "\n"
 
@@ -611,7 +642,7 @@ def write_report(
     out.mkdir(parents=True, exist_ok=True)
     sources = single_pooling(sources)
     report = build_report(sources, n_resamples, seed, root)
-    for task in dict.fromkeys(c.task for c in report.cells):
+    for task in position_tasks(report.cells):
         plot_grid(sources, report.cells, task, out / f"curves-{safe_name(task)}.png")
     write_csv(report, out / "report.csv")
     (out / "report.md").write_text(report_markdown(report, title))

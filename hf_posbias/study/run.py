@@ -37,7 +37,7 @@ from typing import Any
 
 from hf_posbias.errors import InputError
 from hf_posbias.rows import read_json
-from hf_posbias.settings import check_positive, setting
+from hf_posbias.settings import check_positive, flag_name, setting
 from hf_posbias.study.layout import (
     BASE_CONFIG,
     BASE_MARKER,
@@ -92,7 +92,7 @@ class StudyRunSettings:
 
         select_shard([], self.shard)  # validates i/n
         if self.out is None and not self.dry_run:
-            raise InputError("--out is required (the study folder)")
+            raise InputError(f"{flag_name('out')} is required (the study folder)")
         check_positive(self, "num_processes")
 
 
@@ -125,6 +125,7 @@ def evaluate_study_model(
 ) -> tuple[int, int]:
     """Evaluate ``model`` on every task not done yet; returns (evaluated, skipped)."""
     from hf_posbias.evaluation.runs.runner import evaluate_model
+    from hf_posbias.evaluation.settings import EvaluateSettings
 
     fingerprint = model_fingerprint(model)
     todo = [t for t in tasks if not evaluation_done(eval_dir(out, model, t), fingerprint, t)]
@@ -135,14 +136,14 @@ def evaluate_study_model(
             from hf_posbias.evaluation.runs.models import load_model
 
             loaded = load_model(model.folder)
-        evaluate_model(
-            model.folder,
-            [task.folder],
-            folder,
+        settings = EvaluateSettings(
+            model=model.folder,
+            task=(task.folder,),
+            out=str(folder),
             bootstrap=spec.bootstrap,
             seed=spec.seed,
-            loaded=loaded,
         )
+        evaluate_model(settings, loaded=loaded)
         marker = {
             "base": model.base,
             "config": model.config,

@@ -30,7 +30,7 @@ from typing import Any
 from hf_posbias.errors import InputError, PosbiasError
 from hf_posbias.rows import read_json
 from hf_posbias.sampling import PAPER_CONFIG_NAMES
-from hf_posbias.settings import check_positive, setting, settings_record
+from hf_posbias.settings import check_positive, flag_name, setting, settings_record
 
 SPEC_FILE = "study.json"
 """The spec a study folder was run with (its identity: a rerun must match it)."""
@@ -86,11 +86,11 @@ class StudySpec:
         self.poolings, self.tasks = list(self.poolings), list(self.tasks)
         for name, values in (("bases", self.bases), ("configs", self.configs)):
             if not values:
-                raise InputError(f"--{name}: the study names no {name[:-1]}")
+                raise InputError(f"{flag_name(name)}: the study names no {name[:-1]}")
         if not self.tasks:
-            raise InputError("--tasks: the study names no evaluation task")
+            raise InputError(f"{flag_name('tasks')}: the study names no evaluation task")
         if not self.data:
-            raise InputError("--data: the study names no training data")
+            raise InputError(f"{flag_name('data')}: the study names no training data")
         for config in self.configs:
             if config == "ips":
                 continue
@@ -98,12 +98,14 @@ class StudySpec:
                 PositionConfig.parse(config)
             except InputError:
                 raise InputError(
-                    f"--configs: unknown configuration {config!r} (begin, middle, end, uniform, "
-                    "any b:m:e, or ips)"
+                    f"{flag_name('configs')}: unknown configuration {config!r} (begin, middle, "
+                    "end, uniform, any b:m:e, or ips)"
                 ) from None
         for pooling in self.poolings:
             if pooling not in POOLINGS:
-                raise InputError(f"--poolings: unknown pooling {pooling!r} ({', '.join(POOLINGS)})")
+                raise InputError(
+                    f"{flag_name('poolings')}: unknown pooling {pooling!r} ({', '.join(POOLINGS)})"
+                )
         if not isinstance(self.training, Mapping):
             raise InputError("training: must be a mapping of training settings by name")
         self.training = dict(self.training)
@@ -233,10 +235,13 @@ def check_out_folder(spec: StudySpec, out: str | Path) -> None:
         if previous != spec.identity():
             changed = [k for k in previous if previous[k] != spec.identity()[k]]
             raise InputError(
-                f"{folder} holds another study (different {', '.join(changed)}): use another --out"
+                f"{folder} holds another study (different {', '.join(changed)}): use another "
+                f"{flag_name('out')}"
             )
     elif folder.is_dir() and any(folder.iterdir()):
-        raise InputError(f"{folder} is not empty and holds no study: use another --out")
+        raise InputError(
+            f"{folder} is not empty and holds no study: use another {flag_name('out')}"
+        )
 
 
 def save_spec(spec: StudySpec, out: str | Path) -> Path:

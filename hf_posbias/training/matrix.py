@@ -39,7 +39,7 @@ from pathlib import Path
 from hf_posbias.errors import InputError, PosbiasError
 from hf_posbias.progress import progress
 from hf_posbias.sampling import PAPER_CONFIG_NAMES
-from hf_posbias.settings import add_settings_arguments, setting, settings_from_args
+from hf_posbias.settings import add_settings_arguments, flag_name, setting, settings_from_args
 
 PAPER_CONFIGS: tuple[str, ...] = PAPER_CONFIG_NAMES  # hf_posbias.sampling.PAPER_CONFIGS
 FINISHED_FILES: tuple[str, ...] = ("posbias_training.json", "README.md", "modules.json")
@@ -119,7 +119,7 @@ def select_shard(runs: Sequence[Run], shard: str | None) -> list[Run]:
         return list(runs)
     match = re.fullmatch(r"(\d+)/(\d+)", shard)
     if not match or not 0 <= int(match[1]) < int(match[2]):
-        raise InputError(f"--shard must be i/n with 0 <= i < n, got {shard!r}")
+        raise InputError(f"{flag_name('shard')} must be i/n with 0 <= i < n, got {shard!r}")
     i, n = int(match[1]), int(match[2])
     return list(runs[i::n])
 

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import BudgetError, InputError, PosbiasError
+from hf_posbias.settings import flag_name
 
 if TYPE_CHECKING:
     from hf_posbias.training.settings import ComputeSettings
@@ -196,6 +197,24 @@ def candidate_mini_batches(
     return [MiniBatching(tokens=r * longest_tokens) for r in rows]
 
 
+def check_checkpointing(settings: ComputeSettings, checkpointing_supported: bool) -> None:
+    """One-line error when ``--gradient-checkpointing on`` meets a model without it.
+
+    Example:
+        >>> from hf_posbias.training.settings import ComputeSettings
+        >>> try:
+        ...     check_checkpointing(ComputeSettings(gradient_checkpointing="on"), False)
+        ... except InputError as err:
+        ...     print(err)  # doctest: +ELLIPSIS
+        --gradient-checkpointing on: this model does not support gradient checkpointing; use ...
+    """
+    if settings.checkpointing_request is True and not checkpointing_supported:
+        flag = flag_name("gradient_checkpointing")
+        raise InputError(
+            f"{flag} on: this model does not support gradient checkpointing; use {flag} off or auto"
+        )
+
+
 def choose_memory_plan(
     settings: ComputeSettings,
     *,
@@ -214,11 +233,7 @@ def choose_memory_plan(
     Raises a one-line :class:`~hf_posbias.errors.BudgetError` when nothing allowed fits.
     """
     request = settings.checkpointing_request
-    if request is True and not checkpointing_supported:
-        raise InputError(
-            "--gradient-checkpointing on: this model does not support gradient checkpointing; "
-            "use --gradient-checkpointing off or auto"
-        )
+    check_checkpointing(settings, checkpointing_supported)
     options = [request] if request is not None else [False, True]
     if not checkpointing_supported:
         options = [False]

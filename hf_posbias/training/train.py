@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 from hf_posbias import POSITIONS
 from hf_posbias.errors import BackendError, InputError, PosbiasError, first_line
 from hf_posbias.sampling import config_label
+from hf_posbias.settings import flag_name
 from hf_posbias.training.settings import TrainConfig, TrainingSettings
 
 if TYPE_CHECKING:
@@ -427,7 +428,8 @@ def prepare_run(cfg: TrainingSettings) -> RunInputs:
     longest = min(max(truncation.longest, queries.longest), max_seq_length)
     if cfg.mini_batch_tokens is not None and cfg.mini_batch_tokens < longest:
         raise InputError(
-            f"--mini-batch-tokens {cfg.mini_batch_tokens} is smaller than the longest training "
+            f"{flag_name('mini_batch_tokens')} {cfg.mini_batch_tokens} is smaller than the longest "
+            "training "
             f"sequence ({longest} tokens): use at least {longest}"
         )
     attn = model_attn_implementation(

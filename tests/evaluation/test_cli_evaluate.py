@@ -85,7 +85,7 @@ def test_bad_inputs_exit_2_with_one_line(task_folder, tmp_path, capsys):
         )
         == 2
     )
-    assert "--top-k must be >= 1" in _one_error_line(capsys)
+    assert "--top-k must be >= 10 to compute nDCG@10" in _one_error_line(capsys)
 
 
 def test_audit_writes_markdown_html_and_pngs(task_folder, tmp_path, capsys):

@@ -11,6 +11,7 @@ from test_tasks_fixtures import wiki_task
 from hf_posbias.errors import ModelLoadError
 from hf_posbias.evaluation.runs.models import load_model
 from hf_posbias.evaluation.runs.runner import evaluate_model
+from hf_posbias.evaluation.settings import EvaluateSettings
 from hf_posbias.listwise.settings import RerankerOptions
 from hf_posbias.modeling import reranker_kind
 
@@ -20,6 +21,11 @@ N_DOCS = 12
 @pytest.fixture(scope="module")
 def task_folder(shared_data, tmp_path_factory) -> Path:
     return wiki_task(shared_data, tmp_path_factory.mktemp("rerank") / "task", n_docs=N_DOCS)
+
+
+def _evaluate(task: Path, out: Path, **kwargs) -> list:
+    settings = EvaluateSettings(model="bm25", task=(str(task),), out=str(out), **kwargs)
+    return evaluate_model(settings)
 
 
 def _run(path: str) -> dict[str, list[str]]:
@@ -40,10 +46,8 @@ def _scores(path: str) -> dict[tuple[str, str], float]:
 def test_bm25_control_as_second_stage_reproduces_bm25(task_folder, tmp_path):
     """The pointwise BM25 reranker reads each passage alone with the first stage's statistics:
     reranking BM25's own top 5 must give BM25's ranking back, position by position."""
-    [plain] = evaluate_model("bm25", [task_folder], tmp_path / "plain", bootstrap=20)
-    [piped] = evaluate_model(
-        "bm25", [task_folder], tmp_path / "piped", reranker="bm25", rerank_k=5, bootstrap=20
-    )
+    [plain] = _evaluate(task_folder, tmp_path / "plain", bootstrap=20)
+    [piped] = _evaluate(task_folder, tmp_path / "piped", reranker="bm25", rerank_k=5, bootstrap=20)
     assert piped.label == "bm25 → bm25@5" and piped.model_kind == "rerank"
     assert piped.search_stats["windows"] == N_DOCS  # pointwise: one window per query
     assert piped.search_stats["reranker"]["kind"] == "pointwise"
@@ -59,16 +63,10 @@ def test_bm25_control_as_second_stage_reproduces_bm25(task_folder, tmp_path):
 def test_listwise_llm_reorders_only_the_top_k(task_folder, tiny_llm, tmp_path):
     """A tiny random causal LM scored FIRST's way: it permutes BM25's top 6 (window 4, step 2:
     two windows per query); every document below keeps its BM25 rank."""
-    options = RerankerOptions(window=4, step=2, passage_tokens=32, device="cpu", dtype="float32")
-    [plain] = evaluate_model("bm25", [task_folder], tmp_path / "plain", bootstrap=20)
-    [s] = evaluate_model(
-        "bm25",
-        [task_folder],
-        tmp_path / "llm",
-        reranker=tiny_llm,
-        rerank_k=6,
-        bootstrap=20,
-        reranker_options=options,
+    listwise = {"window": 4, "step": 2, "passage_tokens": 32, "device": "cpu", "dtype": "float32"}
+    [plain] = _evaluate(task_folder, tmp_path / "plain", bootstrap=20)
+    [s] = _evaluate(
+        task_folder, tmp_path / "llm", reranker=tiny_llm, rerank_k=6, bootstrap=20, **listwise
     )
     assert s.reranker == tiny_llm and s.first_stage == "bm25" and s.rerank_k == 6
     assert s.model_revision.startswith("local-")
@@ -82,6 +80,7 @@ def test_listwise_llm_reorders_only_the_top_k(task_folder, tiny_llm, tmp_path):
         assert second[qid][6:] == docs[6:]  # below the reranked head: first-stage order
         moved += second[qid][:6] != docs[:6]
     assert moved > 0  # a random LM does reorder
+    options = RerankerOptions(**listwise)
     experiment = load_model("bm25", reranker=tiny_llm, rerank_k=6, reranker_options=options)
     kwargs = experiment.model.mteb_model_meta.experiment_kwargs
     assert (kwargs["reranker_kind"], kwargs["window"], kwargs["rerank_k"]) == ("listwise", 4, 6)
@@ -105,7 +104,7 @@ def test_registry_reranker_resolves_offline(task_folder, tiny_cross_encoder, tmp
     name = "cross-encoder/ms-marco-MiniLM-L6-v2"
     meta = mteb.get_model_meta(name)
     assert reranker_kind(name) == "registry"
-    [s] = evaluate_model("bm25", [task_folder], tmp_path / "o", reranker=name, rerank_k=5)
+    [s] = _evaluate(task_folder, tmp_path / "o", reranker=name, rerank_k=5, bootstrap=20)
     assert asked == [(name, meta.revision)]
     assert (s.model_name, s.model_revision) == (name, meta.revision)
     assert s.search_stats["pairs_scored"] == N_DOCS * 5

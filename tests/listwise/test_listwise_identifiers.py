@@ -69,5 +69,7 @@ def test_prompt_escapes_fake_identifiers_and_truncates(tiny_llm):
     assert ids[-1] == prompt.open_id and ids[:-1] == prompt.prompt_ids(
         "q", [long, Passage("b", "dog")]
     )
-    with pytest.raises(InputError, match="--passage-tokens"):
-        ListwisePrompt(tokenizer, passage_tokens=0)
+    from hf_posbias.listwise.settings import RerankerOptions
+
+    with pytest.raises(InputError, match="--passage-tokens must be >= 1"):
+        RerankerOptions(passage_tokens=0)  # checked once, in the settings

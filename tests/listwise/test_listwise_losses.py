@@ -247,5 +247,9 @@ def test_mean1_divides_every_ips_pair_weight_by_their_mean_over_the_training_pai
     got = float(rank_loss(logits, ranks, mean1))
     assert got == pytest.approx(by_hand(c), rel=1e-5)
     assert got == pytest.approx(float(rank_loss(logits, ranks, paper)) / c, rel=1e-5)
+    from hf_posbias.listwise.settings import ListwiseTrainingSettings
+
     with pytest.raises(InputError, match="--ips-normalization must be one of paper, mean1"):
-        normalize_propensity(omega, ranks.tolist(), "sum1")
+        ListwiseTrainingSettings(
+            model="m", data="d", out="o", propensity="p.json", ips_normalization="sum1"
+        )

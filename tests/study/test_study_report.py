@@ -84,3 +84,34 @@ def test_pooling_axis_rows(tmp_path):
     assert len(report["psi_reductions"]) == 2
     psi_table = (tmp_path / "r" / "report.md").read_text().split("PSI:")[1]
     assert "| m · cls |" in psi_table and "| m · mean |" in psi_table
+
+
+def test_standard_task_is_reported_in_the_plain_retrieval_table_only(tmp_path):
+    """A plain BEIR task (one bucket ``all``): no PSI table, no curves, no reduction; its
+    nDCG@10 sits in the plain-retrieval table with ``average_standard`` over standard tasks."""
+    rng = np.random.default_rng(1)
+    sources = _sources(tmp_path)
+    standard = {}
+    for config in PROFILES:
+        rows = [
+            {"query_id": f"s{q}", "bucket": "all", "ndcg_at_10": float(rng.uniform(0.3, 0.9))}
+            for q in range(30)
+        ]
+        standard[config] = np.mean([r["ndcg_at_10"] for r in rows])
+        path = write_per_query(rows, tmp_path / f"std-{config}.parquet")
+        summary = EvaluationSummary.from_scores(
+            "m", "S", ["all"], {"all": standard[config]}, n_queries={"all": 30}
+        )
+        sources.append(Source("S", "m", config, None, summary, str(path)))
+    report = json.loads(write_report(sources, tmp_path / "r", n_resamples=50, seed=1).read_text())
+    assert {c["task"] for c in report["cells"] if c["standard"]} == {"S"}
+    assert [r["task"] for r in report["psi_reductions"]] == ["T"]
+    assert {r["task"] for r in report["direction"]} == {"T"}
+    for row in report["averages"]:
+        assert row["S"] == pytest.approx(standard[row["config"]])
+        assert row["average_standard"] == pytest.approx(standard[row["config"]])
+        assert row["average"] == pytest.approx((row["S"] + row["T"]) / 2)
+    text = (tmp_path / "r" / "report.md").read_text()
+    assert "## S" not in text and "## T" in text and "average_standard" in text
+    assert not (tmp_path / "r" / "curves-S.png").exists()
+    assert (tmp_path / "r" / "curves-T.png").exists()

@@ -46,6 +46,7 @@ from hf_posbias.errors import InputError
 from hf_posbias.evaluation.construction import recipe
 from hf_posbias.evaluation.construction.settings import BuildSettings
 from hf_posbias.rows import read_json
+from hf_posbias.settings import flag_name
 from hf_posbias.shards import (
     fingerprint,
     pin_parameters,
@@ -288,7 +289,7 @@ class _Build:
                 if not rows:
                     raise InputError(
                         f"{s.corpus}: no passage of {s.min_words}-{s.max_words} words "
-                        f"(dropped: {drops.counts}); try --cut-long for long documents"
+                        f"(dropped: {drops.counts}); try {flag_name('cut_long')} for long documents"
                     )
                 write_json(report_path, drops.counts)
                 write_parquet(rows, path)

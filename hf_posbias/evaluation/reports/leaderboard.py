@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hf_posbias.errors import InputError
-from hf_posbias.settings import Settings, check_positive, setting
+from hf_posbias.settings import Settings, check_positive, flag_name, setting
 
 SortKey = Literal["mean", "harmonic_mean", "psi", "slope"]
 LOWER_IS_BETTER = {"psi"}
@@ -66,7 +66,7 @@ class LeaderboardSettings(Settings):
         if not self.runs:
             raise InputError("give at least one run folder")
         if not 0 < self.alpha < 1:
-            raise InputError(f"--alpha must be in (0, 1), got {self.alpha}")
+            raise InputError(f"{flag_name('alpha')} must be in (0, 1), got {self.alpha}")
         check_positive(self, "resamples")
 
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import InputError, ModelLoadError
 from hf_posbias.modeling import ModelSettings
+from hf_posbias.settings import flag_name
 
 if TYPE_CHECKING:
     from mteb.models.model_meta import ModelMeta
@@ -252,7 +253,7 @@ def _load_retriever(
 
     if is_bm25(spec):
         if remedy is not None and remedy.remedy != "none":
-            raise InputError("--remedy needs a bi-encoder, not BM25")
+            raise InputError(f"{flag_name('remedy')} needs a bi-encoder, not BM25")
         bm25 = BM25Model()
         meta = bm25.mteb_model_meta
         return bm25, str(meta.name), str(meta.revision), None, bm25, "bm25"
@@ -283,7 +284,7 @@ def _load_retriever(
     if kind == "multi-vector":  # mteb searches it itself (MaxSim index): nothing to count
         return wrapper, name, revision, None, None, kind
     if kind != "bi-encoder" and remedy is not None and remedy.remedy != "none":
-        raise InputError(f"--remedy needs a dense bi-encoder, not a {kind} model")
+        raise InputError(f"{flag_name('remedy')} needs a dense bi-encoder, not a {kind} model")
     model, encoder, search = _remedied(st_model, wrapper, remedy)
     return model, name, revision, encoder, search, kind
 
@@ -308,7 +309,9 @@ def with_remedy(loaded: LoadedModel, remedy: RemedySettings) -> LoadedModel:
     The remedy's settings are checked against the model here, before any encoding.
     """
     if loaded.kind != "bi-encoder" or loaded.encoder is None:
-        raise InputError("--remedy needs a bi-encoder, not BM25 or a reranking pipeline")
+        raise InputError(
+            f"{flag_name('remedy')} needs a bi-encoder, not BM25 or a reranking pipeline"
+        )
     model, encoder, search = _remedied(loaded.sentence_transformer, loaded.encoder.model, remedy)
     name = remedy.remedy if remedy.remedy != "none" else None
     return replace(loaded, model=model, encoder=encoder, search=search, remedy=name)

@@ -88,11 +88,18 @@ class RemedySettings(Settings):
         metavar="K",
     )
 
+    @property
+    def uses_passages(self) -> bool:
+        """Whether a remedy will cut passages (``--stride`` is checked against
+        ``--passage-tokens`` only then: ``posbias evaluate`` shares ``--passage-tokens`` with a
+        listwise reranker)."""
+        return self.remedy != "none"
+
     def __post_init__(self) -> None:
         super().__post_init__()
         check_choice("remedy", self.remedy, REMEDIES)
         check_positive(self, "passage_tokens", "stride", "segments")
-        if self.stride > self.passage_tokens:
+        if self.uses_passages and self.stride > self.passage_tokens:
             raise InputError(
                 f"{flag_name('stride')} must be at most {flag_name('passage_tokens')} "
                 f"({self.passage_tokens}), got {self.stride}"
@@ -215,8 +222,8 @@ def check_remedy_fits(st_model: Any, settings: RemedySettings) -> None:
     if settings.stride > content:
         raise InputError(
             f"{flag_name('stride')} {settings.stride} is above the passage's {content} text "
-            f"tokens (--passage-tokens {n} minus {prefix} special/prompt tokens): text would be "
-            "skipped"
+            f"tokens ({flag_name('passage_tokens')} {n} minus {prefix} special/prompt tokens): "
+            "text would be skipped"
         )
 
 
@@ -229,10 +236,10 @@ def _mean_pooling_index(st_model: Any) -> int:
             if modes == ("mean",):
                 return i
             raise InputError(
-                f"--remedy segment-balanced needs a mean-pooling model; this one pools with "
-                f"{'+'.join(modes)}"
+                f"{flag_name('remedy')} segment-balanced needs a mean-pooling model; this one "
+                f"pools with {'+'.join(modes)}"
             )
-    raise InputError("--remedy segment-balanced needs a model with a Pooling module")
+    raise InputError(f"{flag_name('remedy')} segment-balanced needs a model with a Pooling module")
 
 
 class RemedySearch:

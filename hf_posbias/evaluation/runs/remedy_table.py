@@ -118,17 +118,8 @@ def compare_remedies(settings: RemediesSettings) -> dict[str, list[dict[str, Any
         rows = []
         for name in names:
             loaded = with_remedy(base, replace(s, remedy=name))
-            [summary] = evaluate_model(
-                s.model,
-                [task],
-                runs / name,
-                batch_size=s.batch_size,
-                top_k=s.top_k,
-                scoring=s.scoring,
-                bootstrap=s.bootstrap,
-                seed=s.seed,
-                loaded=loaded,
-            )
+            run = replace(s, out=str(runs / name), remedy=name)
+            [summary] = evaluate_model(run, [task], loaded=loaded)
             comparison = None
             if name != "none":
                 [paired] = compare_runs(runs / "none", runs / name, seed=s.seed)

@@ -1,6 +1,7 @@
 """``posbias evaluate`` as a thin layer over ``mteb.evaluate``: summaries, intervals, exports.
 
-The flow for ``evaluate_model(model, tasks, out_dir)``:
+The flow for ``evaluate_model(settings)`` (an
+:class:`~hf_posbias.evaluation.settings.EvaluateSettings`):
 
 1. every task is resolved (:func:`hf_posbias.evaluation.data.tasks.get_task`, with the chosen
    ``scoring``) and its data loaded and validated *before* the model is loaded, so a broken
@@ -34,9 +35,9 @@ Summary dict keys: those of :class:`~hf_posbias.evaluation.statistics.summary.Ev
 (``slope``, ``r2``, ``spearman_rho``, ``spearman_p``), ``psi_by_length``.
 
 Example:
-    >>> from hf_posbias.evaluation.runs.runner import bootstrap_setting
-    >>> bootstrap_setting(1000)
-    1000
+    >>> from hf_posbias.evaluation.runs.runner import RESULTS_DIRNAME
+    >>> RESULTS_DIRNAME
+    'mteb-results'
 """
 
 from __future__ import annotations
@@ -60,34 +61,15 @@ from hf_posbias.evaluation.runs.exports import (
 )
 from hf_posbias.evaluation.runs.models import LoadedModel, load_model
 from hf_posbias.evaluation.statistics.summary import EvaluationSummary, write_summary_json
-from hf_posbias.modeling import ModelSettings
-from hf_posbias.settings import flag_name
 
 if TYPE_CHECKING:
-    from hf_posbias.evaluation.runs.remedies import RemedySettings
-    from hf_posbias.listwise.settings import RerankerOptions
+    from hf_posbias.evaluation.settings import EvaluationOptions
 
 logger = logging.getLogger(__name__)
 
 RESULTS_DIRNAME = "mteb-results"
 DEFAULT_BOOTSTRAP = 1000
 BOOTSTRAP_SEED = 0
-
-
-def bootstrap_setting(n_resamples: int | None) -> int | None:
-    """Validate ``--bootstrap``: ``None`` (off) or at least 1 resample.
-
-    Example:
-        >>> bootstrap_setting(0)
-        Traceback (most recent call last):
-        ...
-        hf_posbias.errors.InputError: --bootstrap must be at least 1 resample, got 0
-    """
-    if n_resamples is None:
-        return None
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 1:
-        raise InputError(f"{flag_name('bootstrap')} must be at least 1 resample, got {n_resamples}")
-    return n_resamples
 
 
 def scores_by_subset(task_result: Any, split: str = SPLIT) -> dict[str, dict[str, Any]]:
@@ -292,73 +274,50 @@ def write_summaries(summaries: Sequence[EvaluationSummary], out_dir: str | Path)
 
 
 def evaluate_model(
-    model: str,
-    tasks: Sequence[str | Path | Any],
-    out_dir: str | Path,
+    settings: EvaluationOptions,
+    tasks: Sequence[Any] | None = None,
     *,
-    batch_size: int = 32,
-    top_k: int = DEFAULT_TOP_K,
-    reranker: str | None = None,
-    first_stage: str | None = None,
-    rerank_k: int = 100,
-    device: str | None = None,
-    scoring: str = "default",
-    bootstrap: int | None = DEFAULT_BOOTSTRAP,
-    seed: int = BOOTSTRAP_SEED,
-    show_progress: bool = False,
     loaded: LoadedModel | None = None,
-    progress: bool = True,
-    model_settings: ModelSettings | None = None,
-    remedy: RemedySettings | None = None,
-    reranker_options: RerankerOptions | None = None,
+    show_progress: bool = False,
 ) -> list[EvaluationSummary]:
-    """Evaluate ``model`` on position tasks; write summaries, tables and exports in ``out_dir``.
+    """Evaluate ``settings.model`` on position tasks; write summaries, tables and exports.
 
     Args:
-        model: ``bm25``, a local folder, a packaged name (``all-MiniLM-L6-v2``) or a Hub id;
-            with ``first_stage`` set, the cross-encoder that reranks it.
-        tasks: task folders, registered task names, or task objects.
-        out_dir: output folder (see the module docstring for the layout).
-        batch_size: encoding batch size.
-        top_k: documents retrieved per query (Z25: 100).
-        reranker: a reranker (cross-encoder, mteb registry reranker, listwise LLM, ``bm25``)
-            reordering ``model``'s top ``rerank_k``.
-        first_stage: the retriever whose top ``rerank_k`` the reranker ``model`` reorders.
-        rerank_k: candidates handed to the reranker.
-        device: torch device for the models.
-        scoring: ``default``, ``zeng2025`` or ``posir``.
-        bootstrap: resamples of the percentile intervals (``None``: no intervals).
-        seed: seed of the bootstrap.
+        settings: the run's settings (:class:`~hf_posbias.evaluation.settings.EvaluateSettings`
+            for ``posbias evaluate``; the audit's and the remedies' settings work too): model,
+            tasks, output folder, batch, top-k, device, scoring, bootstrap (``None``: no
+            intervals), seed, progress lines, how the model loads, a remedy, and (evaluate
+            only) the reranking pipeline.
+        tasks: task objects already loaded (:func:`load_tasks`) in place of ``settings.task``.
+        loaded: an already loaded model (skips loading; used by the audit, the remedies and
+            the study).
         show_progress: progress bars from mteb/sentence-transformers.
-        loaded: an already loaded model (skips loading; used by the audit).
-        progress: plain progress lines (one per task and every 30 s while mteb works).
-        model_settings: remote code, endpoint URL/key/batching (:class:`ModelSettings`).
-        remedy: an inference-time remedy wrapping the bi-encoder (``--remedy``).
-        reranker_options: how a listwise reranker loads and slides (window, passage tokens,
-            dtype; :class:`~hf_posbias.listwise.settings.RerankerOptions`).
 
     Returns:
         One :class:`EvaluationSummary` per task (per subset of a multilingual task), in order.
 
     Example:
-        >>> # evaluate_model("bm25", ["tasks/squad-posq-tiny"], "runs/bm25", bootstrap=1000)
+        >>> from hf_posbias.evaluation.settings import EvaluateSettings
+        >>> s = EvaluateSettings(model="bm25", task=("tasks/squad-posq-tiny",), out="runs/bm25")
+        >>> # evaluate_model(s)  # writes runs/bm25/summary.json
     """
-    bootstrap = bootstrap_setting(bootstrap)
-    if top_k < 10:
-        raise InputError(f"top_k must be >= 10 to compute nDCG@10, got {top_k}")
-    task_objects = load_tasks(tasks, scoring=scoring, top_k=top_k)
+    task_objects = load_tasks(
+        settings.task if tasks is None else tasks, scoring=settings.scoring, top_k=settings.top_k
+    )
     if loaded is None:
+        from hf_posbias.listwise.settings import RerankerOptions
+
         loaded = load_model(
-            model,
-            reranker=reranker,
-            first_stage=first_stage,
-            rerank_k=rerank_k,
-            device=device,
-            settings=model_settings,
-            remedy=remedy,
-            reranker_options=reranker_options,
+            settings.model,
+            reranker=getattr(settings, "reranker", None),
+            first_stage=getattr(settings, "first_stage", None),
+            rerank_k=getattr(settings, "rerank_k", 100),
+            device=settings.device,
+            settings=settings,
+            remedy=settings,
+            reranker_options=settings if isinstance(settings, RerankerOptions) else None,
         )
-    out = Path(out_dir)
+    out = Path(settings.out)
     results_dir = out / RESULTS_DIRNAME
     summaries: list[EvaluationSummary] = []
     for task in task_objects:
@@ -367,10 +326,10 @@ def evaluate_model(
         task_result = run_task(
             loaded,
             task,
-            batch_size=batch_size,
+            batch_size=settings.batch_size,
             results_dir=results_dir,
             show_progress=show_progress,
-            progress=progress,
+            progress=settings.progress,
         )
         summaries.extend(
             summarize_task(
@@ -378,8 +337,8 @@ def evaluate_model(
                 task,
                 task_result,
                 out_dir=out,
-                bootstrap=bootstrap,
-                seed=seed,
+                bootstrap=settings.bootstrap,
+                seed=settings.seed,
                 evaluation_time_s=time.perf_counter() - start,
                 results_dir=results_dir,
             )

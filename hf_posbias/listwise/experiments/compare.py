@@ -32,6 +32,7 @@ from hf_posbias.evaluation.statistics.uncertainty import (
     PairedComparison,
     paired_comparison,
 )
+from hf_posbias.settings import flag_name
 
 COMPARISON_FILE = "comparison.json"
 
@@ -62,8 +63,8 @@ def compare_rows(
     if queries_a != queries_b:
         raise InputError(
             f"the two runs scored different queries ({len(queries_a ^ queries_b)} differ): "
-            "rerun both with the same --task, --max-queries and --seed, or compare the shared "
-            "ones with --common-queries"
+            f"rerun both with the same {flag_name('task')}, {flag_name('max_queries')} and "
+            f"{flag_name('seed')}, or compare the shared ones with {flag_name('common_queries')}"
         )
     return paired_comparison(a, b, method=method, n_resamples=n_resamples, seed=seed, paired=True)
 

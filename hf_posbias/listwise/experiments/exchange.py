@@ -32,6 +32,7 @@ from typing import Any
 
 from hf_posbias.errors import InputError
 from hf_posbias.listwise.records import Passage
+from hf_posbias.settings import flag_name
 
 _TEXT_KEYS = ("text", "segment", "contents", "content", "body", "passage")
 
@@ -157,7 +158,8 @@ def rerank_requests(
         n = len(request.candidates) if top_k is None else top_k
         if n > len(request.candidates):
             raise InputError(
-                f"--k {n} is larger than the first-stage list of query {request.query.qid!r} "
+                f"{flag_name('k')} {n} is larger than the first-stage list of query "
+                f"{request.query.qid!r} "
                 f"({len(request.candidates)} candidates)"
             )
         heads.append((request.query.text, [c.passage() for c in request.candidates[:n]]))

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from hf_posbias.errors import InputError
 from hf_posbias.listwise.records import Passage
+from hf_posbias.settings import flag_name
 
 if TYPE_CHECKING:
     from hf_posbias.modeling import ModelSettings
@@ -112,6 +113,8 @@ def load_first_stage(
 def check_k(k: int, corpus_size: int) -> None:
     """Refuse a k larger than the first stage can list (it ranks the whole corpus).
 
+    ``k`` >= 1 is checked by :class:`~hf_posbias.listwise.settings.ListSource`.
+
     Example:
         >>> try:
         ...     check_k(30, 20)
@@ -119,9 +122,8 @@ def check_k(k: int, corpus_size: int) -> None:
         ...     print(err)
         --k 30 is larger than the first-stage list: the corpus has 20 document(s)
     """
-    if k < 1:
-        raise InputError(f"--k must be at least 1, got {k}")
     if k > corpus_size:
         raise InputError(
-            f"--k {k} is larger than the first-stage list: the corpus has {corpus_size} document(s)"
+            f"{flag_name('k')} {k} is larger than the first-stage list: the corpus has "
+            f"{corpus_size} document(s)"
         )

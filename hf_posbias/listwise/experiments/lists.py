@@ -40,6 +40,8 @@ FIRST_STAGE_FILE = "first_stage.json"
 def select_queries(task: RerankTask, max_queries: int | None, seed: int) -> list[str]:
     """Judged query ids, sorted; a seeded sample of ``max_queries`` when fewer are wanted.
 
+    ``max_queries`` >= 1 is checked by :class:`~hf_posbias.listwise.settings.ListSource`.
+
     Example:
         >>> from hf_posbias.listwise.records import Passage
         >>> t = RerankTask("t", "test", {"d": Passage("d", "x")}, {"a": "?", "b": "?"},
@@ -48,11 +50,8 @@ def select_queries(task: RerankTask, max_queries: int | None, seed: int) -> list
         (['a', 'b'], 1)
     """
     judged = task.judged_queries()
-    if max_queries is not None:
-        if max_queries < 1:
-            raise InputError(f"--max-queries must be at least 1, got {max_queries}")
-        if max_queries < len(judged):
-            judged = sorted(random.Random(seed).sample(judged, max_queries))
+    if max_queries is not None and max_queries < len(judged):
+        judged = sorted(random.Random(seed).sample(judged, max_queries))
     return judged
 
 

@@ -39,6 +39,7 @@ from hf_posbias.listwise.experiments.taskio import RerankTask
 from hf_posbias.listwise.rerankers.base import ListwiseReranker
 from hf_posbias.listwise.settings import PropensityConfig
 from hf_posbias.rows import read_json
+from hf_posbias.settings import flag_name
 from hf_posbias.shards import write_json
 
 
@@ -55,9 +56,10 @@ def transition_counts(rows: Sequence[dict[str, Any]], k: int) -> np.ndarray:
 
 
 def omega_from_counts(counts: np.ndarray, smoothing: float = 0.0) -> np.ndarray:
-    """Normalise transition counts into ω (Σω = 1), adding ``smoothing`` to every cell first."""
-    if smoothing < 0:
-        raise InputError(f"--smoothing must be >= 0, got {smoothing}")
+    """Normalise transition counts into ω (Σω = 1), adding ``smoothing`` to every cell first.
+
+    ``smoothing`` >= 0 is checked by :class:`~hf_posbias.listwise.settings.PropensityConfig`.
+    """
     smoothed = counts.astype(np.float64) + smoothing
     total = smoothed.sum()
     if total <= 0:
@@ -206,5 +208,5 @@ def check_propensity_support(
         i, r = empty[0]
         raise InputError(
             f"the propensity matrix is 0 on {len(empty)} cell(s) {where} visits "
-            f"(first: input {i} -> output {r}): re-estimate it with --smoothing > 0"
+            f"(first: input {i} -> output {r}): re-estimate it with {flag_name('smoothing')} > 0"
         )

@@ -34,6 +34,7 @@ from hf_posbias.listwise.rerankers.base import Window
 from hf_posbias.listwise.rerankers.identifiers import identifier_token_ids
 from hf_posbias.listwise.rerankers.prompt import ListwisePrompt
 from hf_posbias.modeling import context_length
+from hf_posbias.settings import flag_name
 
 
 @dataclass
@@ -101,8 +102,6 @@ class LocalListwiseLM:
         batch_size: int = 8,
         system: str | None = None,
     ) -> None:
-        if batch_size < 1:
-            raise InputError(f"--batch-size must be at least 1, got {batch_size}")
         self.model = model
         self.tokenizer = tokenizer
         self.name = name
@@ -155,7 +154,7 @@ class FirstReranker(LocalListwiseLM):
             if self._max_len and len(ids) > self._max_len:
                 raise InputError(
                     f"a window's prompt has {len(ids)} tokens but {self.name} reads at most "
-                    f"{self._max_len}: lower --passage-tokens"
+                    f"{self._max_len}: lower {flag_name('passage_tokens')}"
                 )
             rows.append(ids)
         return rows

@@ -38,6 +38,7 @@ from hf_posbias.listwise.rerankers.identifiers import (
     parse_permutation,
 )
 from hf_posbias.listwise.rerankers.prompt import messages, truncate_text
+from hf_posbias.settings import flag_name
 
 
 def ranking_from_text(text: str, doc_ids: Sequence[str], style: str = "letters") -> WindowRanking:
@@ -181,7 +182,7 @@ class EndpointReranker:
         if not content or not content[0].top_logprobs:
             raise BackendError(
                 f"endpoint {self.backend.url} returned no logprobs: it cannot score the FIRST "
-                "way; use --mode generate"
+                f"way; use {flag_name('mode')} generate"
             )
         return {
             entry.token.strip(): float(entry.logprob)
@@ -194,7 +195,7 @@ class EndpointReranker:
         try:
             self._top_logprobs(self._messages(window), 2)
         except BackendError as err:
-            raise BackendError(f"{first_line(err)} (use --mode generate)") from None
+            raise BackendError(f"{first_line(err)} (use {flag_name('mode')} generate)") from None
 
     def _first(self, window: Window) -> WindowRanking:
         labels = identifier_labels(len(window[1]), self.style)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hf_posbias.errors import InputError
+from hf_posbias.settings import flag_name
 
 STYLES: tuple[str, ...] = ("letters", "numbers")
 """Identifier styles: ``letters`` ([A]…[Z], at most 26 passages) or ``numbers`` ([1]…[k])."""
@@ -58,7 +59,8 @@ def identifier_labels(k: int, style: str = "letters") -> list[str]:
         if k > 26:
             raise InputError(
                 f"letter identifiers label at most 26 passages, got a window of {k}: "
-                "use a window of at most 26 (--window) or --identifiers numbers"
+                f"use a window of at most 26 ({flag_name('window')}) or "
+                f"{flag_name('identifiers')} numbers"
             )
         return list(string.ascii_uppercase[:k])
     return [str(i + 1) for i in range(k)]
@@ -94,7 +96,8 @@ def identifier_token_ids(tokenizer: Any, k: int, style: str = "letters") -> list
         other = "numbers" if style == "letters" else "letters"
         raise InputError(
             f"identifier(s) {', '.join(bad)} are not single tokens after '[' for this "
-            f"tokenizer, so first-token scoring cannot read them: try --identifiers {other}"
+            f"tokenizer, so first-token scoring cannot read them: try {flag_name('identifiers')} "
+            f"{other}"
         )
     if len(set(ids)) != len(ids):
         raise InputError("two identifiers map to the same token for this tokenizer")

@@ -127,8 +127,6 @@ class ListwisePrompt:
         passage_tokens: int | None = None,
         system: str | None = None,
     ) -> None:
-        if passage_tokens is not None and passage_tokens < 1:
-            raise InputError(f"--passage-tokens must be at least 1, got {passage_tokens}")
         self.tokenizer = tokenizer
         self.style = style
         self.passage_tokens = passage_tokens

@@ -44,6 +44,7 @@ from hf_posbias.listwise.records import Passage
 from hf_posbias.listwise.rerankers.identifiers import format_permutation, identifier_token_ids
 from hf_posbias.listwise.rerankers.prompt import ListwisePrompt
 from hf_posbias.listwise.training.trainset import target_ranks
+from hf_posbias.settings import flag_name
 
 
 class ListwiseCollator:
@@ -90,7 +91,8 @@ class ListwiseCollator:
         k = len(doc_ids)
         if k > self.max_window:
             raise InputError(
-                f"a training window holds {k} passages, more than --window {self.max_window}"
+                f"a training window holds {k} passages, more than {flag_name('window')} "
+                f"{self.max_window}"
             )
         passages = [Passage(d, str(t)) for d, t in zip(doc_ids, row["passages"])]
         ranks = target_ranks(row)
@@ -113,8 +115,8 @@ class ListwiseCollator:
         input_ids = prompt_ids + answer_ids
         if self.max_length is not None and len(input_ids) > self.max_length:
             raise InputError(
-                f"a training sequence has {len(input_ids)} tokens, more than --max-length "
-                f"{self.max_length}: lower --passage-tokens"
+                f"a training sequence has {len(input_ids)} tokens, more than "
+                f"{flag_name('max_length')} {self.max_length}: lower {flag_name('passage_tokens')}"
             )
         return {
             "input_ids": input_ids,

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import InputError
+from hf_posbias.settings import flag_name
 
 if TYPE_CHECKING:
     import torch
@@ -76,6 +77,9 @@ def normalize_propensity(
     """ω for :func:`rank_loss` under ``--ips-normalization``: ``paper`` unchanged, ``mean1``
     scaled by √c (c = :func:`mean_ips_weight`), so every pair weight is divided by c.
 
+    ``how`` is one of :data:`IPS_NORMALIZATIONS`, checked by
+    :class:`~hf_posbias.listwise.settings.ListwiseTrainingSettings`.
+
     Example:
         >>> omega = [[0.5, 0.5], [0.25, 0.25]]
         >>> normalize_propensity(omega, [[0, 1], [1, 0]], "mean1").round(4).tolist()  # × √8
@@ -83,12 +87,10 @@ def normalize_propensity(
     """
     import numpy as np
 
-    if how not in IPS_NORMALIZATIONS:
-        raise InputError(f"--ips-normalization must be one of paper, mean1, got {how!r}")
     omega = np.asarray(propensity, dtype=np.float64)
-    if how == "paper":
-        return omega
-    return omega * np.sqrt(mean_ips_weight(omega, windows_ranks))
+    if how == "mean1":
+        return omega * np.sqrt(mean_ips_weight(omega, windows_ranks))
+    return omega
 
 
 def rank_loss(
@@ -130,7 +132,7 @@ def rank_loss(
         if bool(((w <= 0) & valid).any()):
             raise InputError(
                 "the propensity matrix is 0 on a cell this batch visits (1/ω is infinite): "
-                "re-estimate it with --smoothing > 0"
+                f"re-estimate it with {flag_name('smoothing')} > 0"
             )
         w = torch.where(valid, w, torch.ones_like(w))
         weight = weight / (w[:, :, None] * w[:, None, :])
