@@ -19,18 +19,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import ModelLoadError
 from hf_posbias.modeling import (
-    PACKAGED_MODELS,
     ModelSettings,
+    load_named_sentence_transformer,
     load_registry_model,
-    load_sentence_transformer,
     model_display_name,
-    registry_meta,
-    with_suggestions,
+    registry_entry,
 )
 
 
@@ -157,21 +154,13 @@ def load_embedder(
 
         endpoint = embedding_endpoint(text, settings)
         return TextEmbedder(text, lambda texts, kind: endpoint.embed(texts), kind="endpoint")
-    local = Path(text).expanduser().exists() or text in PACKAGED_MODELS
-    meta = None if local else registry_meta(text)
+    meta = registry_entry(text)
     if meta is not None:
         model = load_registry_model(meta, device=device)
         inner = getattr(model, "model", None)
         st = inner if hasattr(inner, "max_seq_length") else None
         encode = _mteb_encode(model, batch_size)
         return TextEmbedder(str(meta.name), encode, sentence_transformer=st, kind="registry")
-    try:
-        st = load_sentence_transformer(
-            text, device=device, trust_remote_code=settings.trust_remote_code
-        )
-    except ModelLoadError as err:
-        if local or "--trust-remote-code" in str(err):
-            raise
-        raise with_suggestions(err, text) from None
+    st = load_named_sentence_transformer(text, device=device, settings=settings)
     encode = _st_encode(st, batch_size)
     return TextEmbedder(model_display_name(text), encode, sentence_transformer=st)

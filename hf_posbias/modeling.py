@@ -350,6 +350,37 @@ def load_registry_model(meta: ModelMeta, *, device: str | None = None) -> Any:
         raise _load_failure("embedding model", str(meta.name), err) from None
 
 
+def is_local_model(name: str | os.PathLike[str]) -> bool:
+    """Whether a model argument names a local folder or a packaged model (never the Hub).
+
+    Example:
+        >>> is_local_model("all-MiniLM-L6-v2"), is_local_model("intfloat/e5-small-v2")
+        (True, False)
+    """
+    text = str(name)
+    return Path(text).expanduser().exists() or text in PACKAGED_MODELS
+
+
+def registry_entry(name: str) -> ModelMeta | None:
+    """mteb's registry entry for a model argument that is not local (:func:`is_local_model`)."""
+    return None if is_local_model(name) else registry_meta(name)
+
+
+def load_named_sentence_transformer(
+    name: str, *, device: str | None, settings: ModelSettings
+) -> SentenceTransformer:
+    """:func:`load_sentence_transformer` with the settings' remote-code opt-in; a Hub name that
+    cannot load suggests the closest registry names."""
+    try:
+        return load_sentence_transformer(
+            name, device=device, trust_remote_code=settings.trust_remote_code
+        )
+    except ModelLoadError as err:
+        if is_local_model(name) or "--trust-remote-code" in str(err):
+            raise
+        raise with_suggestions(err, name) from None
+
+
 def load_cross_encoder(
     name: str | os.PathLike[str], device: str | None = None, **kwargs: Any
 ) -> CrossEncoder:

@@ -26,21 +26,16 @@ def test_endpoint_first_stage_ranks_as_the_local_model(tiny_sentence_transformer
         assert max(len(r["input"]) for r in server.requests) == 2
 
 
-def test_registry_name_embeds_with_its_prompts(tiny_sentence_transformer, monkeypatch):
+def test_registry_name_embeds_with_its_prompts(tiny_sentence_transformer, offline_hub_weights):
     """intfloat/e5-small-v2 resolved offline (the weights, a Hub download, are the tiny local
     model's): mteb's loader applies the registry's "query: " / "passage: " prompts."""
-    import sentence_transformers
+    from sentence_transformers import SentenceTransformer
 
-    real = sentence_transformers.SentenceTransformer
-
-    class OfflineWeights(real):
-        def __init__(self, name, revision=None, **kwargs):
-            super().__init__(tiny_sentence_transformer, device="cpu")
-
-    monkeypatch.setattr(sentence_transformers, "SentenceTransformer", OfflineWeights)
+    plain = SentenceTransformer(tiny_sentence_transformer, device="cpu")
+    asked = offline_hub_weights("SentenceTransformer", tiny_sentence_transformer)
     embedder = load_embedder("intfloat/e5-small-v2")
     assert (embedder.kind, embedder.name) == ("registry", "intfloat/e5-small-v2")
-    plain = real(tiny_sentence_transformer, device="cpu")
+    assert [name for name, _ in asked] == ["intfloat/e5-small-v2"]
     for kind, prefix in (("query", "query: "), ("document", "passage: ")):
         expected = plain.encode([prefix + TEXTS[0]], normalize_embeddings=True)
         assert np.allclose(embedder.embed([TEXTS[0]], kind), expected, atol=1e-5)

@@ -206,6 +206,7 @@ class RemediesSettings(EvaluationOptions):
     def uses_passages(self) -> bool:
         """Every remedy of ``--remedies`` runs: the passage settings are always checked."""
         return True
+
     plot: bool = setting("also write a PNG of PSI against cost per task", default=True)
 
     def __post_init__(self) -> None:

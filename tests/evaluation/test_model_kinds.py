@@ -86,21 +86,11 @@ def test_endpoint_with_bad_vectors_fails_in_one_line(bad, message, task_folder, 
 
 
 def test_registry_name_loads_with_its_prompts_offline(
-    task_folder, tiny_sentence_transformer, tmp_path, monkeypatch
+    task_folder, tiny_sentence_transformer, tmp_path, offline_hub_weights
 ):
     """intfloat/e5-small-v2 through mteb's registry loader; the weights (the boundary: a Hub
     download) are the tiny local model's."""
-    import sentence_transformers
-
-    real = sentence_transformers.SentenceTransformer
-    asked = []
-
-    class OfflineWeights(real):
-        def __init__(self, name, revision=None, **kwargs):
-            asked.append((name, revision))
-            super().__init__(tiny_sentence_transformer, device="cpu")
-
-    monkeypatch.setattr(sentence_transformers, "SentenceTransformer", OfflineWeights)
+    asked = offline_hub_weights("SentenceTransformer", tiny_sentence_transformer)
     meta = __import__("mteb").get_model_meta("intfloat/e5-small-v2")
     [s] = evaluate_model(
         EvaluateSettings(

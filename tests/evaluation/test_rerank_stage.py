@@ -86,21 +86,14 @@ def test_listwise_llm_reorders_only_the_top_k(task_folder, tiny_llm, tmp_path):
     assert (kwargs["reranker_kind"], kwargs["window"], kwargs["rerank_k"]) == ("listwise", 4, 6)
 
 
-def test_registry_reranker_resolves_offline(task_folder, tiny_cross_encoder, tmp_path, monkeypatch):
+def test_registry_reranker_resolves_offline(
+    task_folder, tiny_cross_encoder, tmp_path, offline_hub_weights
+):
     """cross-encoder/ms-marco-MiniLM-L6-v2 through mteb's registry loader; the weights (the
     boundary: a Hub download) are the tiny local cross-encoder's."""
     import mteb
-    import sentence_transformers
 
-    real = sentence_transformers.CrossEncoder
-    asked = []
-
-    class OfflineWeights(real):
-        def __init__(self, name, revision=None, **kwargs):
-            asked.append((name, revision))
-            super().__init__(tiny_cross_encoder, device="cpu")
-
-    monkeypatch.setattr(sentence_transformers, "CrossEncoder", OfflineWeights)
+    asked = offline_hub_weights("CrossEncoder", tiny_cross_encoder)
     name = "cross-encoder/ms-marco-MiniLM-L6-v2"
     meta = mteb.get_model_meta(name)
     assert reranker_kind(name) == "registry"

@@ -244,11 +244,9 @@ def _load_retriever(
     from hf_posbias.evaluation.runs.endpoint import parse_endpoint_model
     from hf_posbias.evaluation.runs.search import BM25Model
     from hf_posbias.modeling import (
-        PACKAGED_MODELS,
+        load_named_sentence_transformer,
         load_registry_model,
-        load_sentence_transformer,
-        registry_meta,
-        with_suggestions,
+        registry_entry,
     )
 
     if is_bm25(spec):
@@ -262,8 +260,7 @@ def _load_retriever(
         endpoint_encoder, name, revision = load_endpoint_encoder(spec, settings)
         encoder = CountingEncoder(endpoint_encoder)
         return encoder, name, revision, encoder, None, "endpoint"
-    local = Path(spec).expanduser().exists() or spec in PACKAGED_MODELS
-    reg = None if local else registry_meta(spec)
+    reg = registry_entry(spec)
     if reg is not None:
         model = load_registry_model(reg, device=device)
         meta = unique_model_meta(model.mteb_model_meta, str(reg.name), str(reg.revision))
@@ -271,14 +268,7 @@ def _load_retriever(
         encoder = CountingEncoder(model, meta=meta)
         kind = "registry"
         return encoder, str(reg.name), str(reg.revision), encoder, None, kind
-    try:
-        st_model = load_sentence_transformer(
-            spec, device=device, trust_remote_code=settings.trust_remote_code
-        )
-    except ModelLoadError as err:
-        if local or "--trust-remote-code" in str(err):
-            raise
-        raise with_suggestions(err, spec) from None
+    st_model = load_named_sentence_transformer(spec, device=device, settings=settings)
     name, revision = _model_identity(spec, st_model)
     wrapper, kind = _wrap_sentence_transformer(st_model, name, revision)
     if kind == "multi-vector":  # mteb searches it itself (MaxSim index): nothing to count
