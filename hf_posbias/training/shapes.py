@@ -35,7 +35,12 @@ from typing import Any
 
 from hf_posbias.errors import ModelLoadError
 
-# model_type → family name of hf_posbias.testing (tiny configs of the same architecture).
+ENCODER_FAMILIES = ("bert", "longformer", "modernbert")
+DECODER_FAMILIES = ("gpt2", "bloom", "llama", "qwen3")
+FAMILIES = ENCODER_FAMILIES + DECODER_FAMILIES
+"""Architecture families of :func:`tiny_config` (and of ``hf_posbias.testing``'s checkpoints)."""
+
+# registered base → its family (tiny configs of the same architecture).
 FAMILY_OF_BASE: dict[str, str] = {
     "bert-base": "bert",
     "longformer-base": "longformer",
@@ -129,10 +134,107 @@ def real_config(name: str) -> Any:
     raise ModelLoadError(f"no built-in shape for {name!r}: choose from {', '.join(FAMILY_OF_BASE)}")
 
 
+def tiny_config(family: str, vocab_size: int, max_positions: int = 512, **overrides: Any) -> Any:
+    """The transformers config of a tiny (hidden 64, 2 layers) model of ``family``."""
+    from transformers import (
+        BertConfig,
+        BloomConfig,
+        GPT2Config,
+        LlamaConfig,
+        LongformerConfig,
+        ModernBertConfig,
+        Qwen3Config,
+    )
+
+    common: dict[str, Any] = {"vocab_size": vocab_size}
+    if family == "bert":
+        cfg = BertConfig(
+            hidden_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=128,
+            max_position_embeddings=max_positions,
+            pad_token_id=0,
+            **common,
+        )
+    elif family == "longformer":
+        cfg = LongformerConfig(
+            hidden_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=128,
+            max_position_embeddings=max_positions + 2,
+            attention_window=[32, 32],
+            pad_token_id=0,
+            bos_token_id=2,
+            eos_token_id=3,
+            sep_token_id=3,
+            **common,
+        )
+    elif family == "modernbert":
+        cfg = ModernBertConfig(
+            hidden_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=128,
+            max_position_embeddings=max_positions,
+            pad_token_id=0,
+            cls_token_id=2,
+            sep_token_id=3,
+            bos_token_id=2,
+            eos_token_id=3,
+            global_attn_every_n_layers=2,
+            local_attention=32,
+            **common,
+        )
+    elif family == "gpt2":
+        cfg = GPT2Config(
+            n_embd=64,
+            n_layer=2,
+            n_head=4,
+            n_positions=max_positions,
+            bos_token_id=0,
+            eos_token_id=0,
+            **common,
+        )
+    elif family == "bloom":
+        cfg = BloomConfig(
+            hidden_size=64, n_layer=2, n_head=4, bos_token_id=0, eos_token_id=0, **common
+        )
+    elif family == "llama":
+        cfg = LlamaConfig(
+            hidden_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            intermediate_size=128,
+            max_position_embeddings=max_positions,
+            bos_token_id=0,
+            eos_token_id=0,
+            **common,
+        )
+    elif family == "qwen3":
+        cfg = Qwen3Config(
+            hidden_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=16,
+            intermediate_size=128,
+            max_position_embeddings=max_positions,
+            bos_token_id=0,
+            eos_token_id=0,
+            **common,
+        )
+    else:
+        raise ValueError(f"unknown family {family!r}; choose from {', '.join(FAMILIES)}")
+    for key, value in overrides.items():
+        setattr(cfg, key, value)
+    return cfg
+
+
 def tiny_shape_config(name: str, vocab_size: int, max_positions: int = 512) -> Any:
     """A tiny (hidden 64, 2 layers) config of the same architecture as base ``name``."""
-    from hf_posbias.testing import tiny_config
-
     if name not in FAMILY_OF_BASE:
         raise ModelLoadError(
             f"no built-in shape for {name!r}: choose from {', '.join(FAMILY_OF_BASE)}"

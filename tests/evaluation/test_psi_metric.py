@@ -81,3 +81,53 @@ def test_metric_cites_the_one_z25_entry():
 
     assert Z25 in (psi_metric_path() / "README.md").read_text()  # the Hub card: verbatim copy
     assert "_CITATION = citations.Z25" in (psi_metric_path() / "psi.py").read_text()
+
+
+def test_every_per_position_record_uses_the_one_summary():
+    """PositionScores (mteb's scores), EvaluationSummary (summary.json) and the listwise
+    positions table take mean, PSI (None when undefined), drop and best/worst from
+    summarize_positions, including when every bucket scores 0."""
+    import random
+    import warnings
+
+    from hf_posbias.evaluation.statistics.position_scoring import QueryResult, summarize_rows
+    from hf_posbias.evaluation.statistics.psi import UNDEFINED_PSI, defined_psi
+    from hf_posbias.evaluation.statistics.summary import EvaluationSummary
+    from hf_posbias.listwise.experiments.controlled import summarize_positions_rows
+
+    assert defined_psi([0.5, 0.25]) == pytest.approx(0.5) and defined_psi([0.0, 0.0]) is None
+    rng = random.Random(0)
+    buckets = ["begin", "middle", "end"]
+    for case in range(6):
+        zero = case % 3 == 0
+        values = [0.0 if zero else rng.choice([0.0, 0.5, 1.0, rng.random()]) for _ in range(12)]
+        # Query q<j> scored at every position (the listwise test's layout): values[3j + p].
+        rows = [
+            QueryResult(f"q{i // 3}", buckets[i % 3], 1, 2, 0.5, 10, v, 1)
+            for i, v in enumerate(values)
+        ]
+        scores = summarize_rows(rows, buckets)
+        direct = summarize_positions(scores.ndcg_at_10, allow_undefined_psi=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            summary = EvaluationSummary.from_scores(
+                "m", "T", buckets, scores.ndcg_at_10, n_queries=scores.n_queries
+            )
+        listwise = summarize_positions_rows(
+            [{"query_id": r.query_id, "position": 1 + buckets.index(r.bucket),
+              "ndcg_at_10": r.ndcg_at_10, "windows": 1, "windows_with_fallback": 0,
+              "appended": 0, "cut": 0, "identifiers": 3} for r in rows],
+            k=3, reranker="x", n_resamples=20,
+        )  # fmt: skip
+        for record in (scores, summary):
+            assert (record.psi, record.worst_drop) == (direct.psi, direct.worst_drop)
+            assert (record.best_bucket, record.worst_bucket) == (
+                direct.best_bucket,
+                direct.worst_bucket,
+            )
+            assert record.mean == pytest.approx(direct.mean)
+        assert listwise["psi"] == (None if direct.psi is None else pytest.approx(direct.psi))
+        assert (UNDEFINED_PSI in scores.notes) == zero
+        assert any(UNDEFINED_PSI in w for w in summary.warnings) == zero
+    with pytest.raises(InputError, match="undefined"):
+        summarize_positions({"a": 0.0, "b": 0.0})

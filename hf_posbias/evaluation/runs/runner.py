@@ -63,7 +63,11 @@ from hf_posbias.evaluation.runs.models import LoadedModel, load_model
 from hf_posbias.evaluation.statistics.summary import EvaluationSummary, write_summary_json
 
 if TYPE_CHECKING:
-    from hf_posbias.evaluation.settings import EvaluationOptions
+    from hf_posbias.evaluation.settings import (
+        EvaluateSettings,
+        ModelAuditSettings,
+        RemediesSettings,
+    )
 
 logger = logging.getLogger(__name__)
 
@@ -274,7 +278,7 @@ def write_summaries(summaries: Sequence[EvaluationSummary], out_dir: str | Path)
 
 
 def evaluate_model(
-    settings: EvaluationOptions,
+    settings: EvaluateSettings | ModelAuditSettings | RemediesSettings,
     tasks: Sequence[Any] | None = None,
     *,
     loaded: LoadedModel | None = None,
@@ -287,7 +291,7 @@ def evaluate_model(
             for ``posbias evaluate``; the audit's and the remedies' settings work too): model,
             tasks, output folder, batch, top-k, device, scoring, bootstrap (``None``: no
             intervals), seed, progress lines, how the model loads, a remedy, and (evaluate
-            only) the reranking pipeline.
+            only: ``reranker``, ``first_stage``, ``rerank_k``) the reranking pipeline.
         tasks: task objects already loaded (:func:`load_tasks`) in place of ``settings.task``.
         loaded: an already loaded model (skips loading; used by the audit, the remedies and
             the study).

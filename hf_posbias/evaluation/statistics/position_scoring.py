@@ -41,9 +41,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.data.positions import (
@@ -53,8 +51,11 @@ from hf_posbias.evaluation.data.positions import (
     relative_position,
 )
 from hf_posbias.evaluation.data.taskdata import PositionTaskData
-from hf_posbias.evaluation.statistics.psi import summarize_positions
+from hf_posbias.evaluation.statistics.psi import UNDEFINED_PSI, summarize_positions
 from hf_posbias.evaluation.statistics.scoring import Qrels, Run, per_query_metrics
+
+if TYPE_CHECKING:
+    import numpy as np
 
 SCORING_SCHEMES: tuple[str, ...] = ("default", "zeng2025", "posir")
 MAIN_METRIC = "ndcg_at_10"
@@ -196,6 +197,8 @@ def first_relevant_rank(docs: Mapping[str, float], relevant: Mapping[str, int]) 
 
 def _dcg_tie_averaged(gains: np.ndarray, scores: np.ndarray, k: int) -> float:
     """sklearn's ``_tie_averaged_dcg``: tied scores share the mean gain of their group."""
+    import numpy as np
+
     discount = 1.0 / np.log2(np.arange(len(gains)) + 2.0)
     discount[k:] = 0.0
     cumulative = np.cumsum(discount)
@@ -224,6 +227,8 @@ def zeng2025_ndcg(
         >>> zeng2025_ndcg({"a": 1.0}, {"z": 1})
         0.0
     """
+    import numpy as np
+
     top = ranked(docs)[:depth]
     gains = np.array([1.0 if relevant.get(d, 0) > 0 else 0.0 for d, _ in top])
     if not gains.size or gains.sum() == 0:
@@ -441,15 +446,11 @@ def summarize_rows(
     present = {b: v for b, v in ndcg.items() if v is not None}
     if present:
         # Only scored buckets go in, so summarize_positions has no empty bucket to warn about.
-        try:
-            summary = summarize_positions(present)
-            mean, psi_value, drop = summary.mean, summary.psi, summary.worst_drop
-            best, worst = summary.best_bucket, summary.worst_bucket
-        except InputError as err:
-            notes.append(str(err))
-            mean = mean_exact(list(present.values()))
-            drop, best = 0.0, next(iter(present))
-            worst = best
+        summary = summarize_positions(present, allow_undefined_psi=True)
+        mean, psi_value, drop = summary.mean, summary.psi, summary.worst_drop
+        best, worst = summary.best_bucket, summary.worst_bucket
+        if psi_value is None:
+            notes.append(UNDEFINED_PSI)
     if empty:
         notes.append(f"buckets without queries: {', '.join(empty)}")
     strata: dict[str, dict[str, Any]] = {}

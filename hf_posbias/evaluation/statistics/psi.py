@@ -20,11 +20,12 @@ import math
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import InputError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def _finite(values: Sequence[float]) -> list[float]:
@@ -38,11 +39,17 @@ def _finite(values: Sequence[float]) -> list[float]:
     return out
 
 
+UNDEFINED_PSI = "PSI is undefined when every per-position score is 0 (max(s) = 0)"
+"""Why :func:`psi` has no value; the note a summary records when it reports PSI as ``None``."""
+
+
 def psi(scores: Sequence[float] | Mapping[str, float]) -> float:
     """Position Sensitivity Index: ``1 − min/max``; raises :class:`InputError` when max is 0."""
     values = _finite(list(scores.values()) if isinstance(scores, Mapping) else list(scores))
     if max(values) <= 0:
-        raise InputError("PSI is undefined when every per-position score is 0 (max(s) = 0)")
+        raise InputError(UNDEFINED_PSI)
+    import numpy as np
+
     return float(psi_columns(np.asarray(values, dtype=np.float64)[:, None])[0])
 
 
@@ -51,13 +58,27 @@ def psi_columns(means: np.ndarray) -> np.ndarray:
     the one formula, vectorised for bootstrap replicates.
 
     Example:
+        >>> import numpy as np
         >>> psi_columns(np.array([[0.5, 0.0], [0.25, 0.0]])).tolist()
         [0.5, nan]
     """
+    import numpy as np
+
     top = means.max(axis=0)
     low = means.min(axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(top > 0, 1.0 - low / np.where(top > 0, top, 1.0), np.nan)
+
+
+def defined_psi(scores: Sequence[float] | Mapping[str, float]) -> float | None:
+    """:func:`psi`, or ``None`` where it is undefined (every score 0): the one rule for reports.
+
+    Example:
+        >>> defined_psi([0.5, 0.25]), defined_psi([0.0, 0.0])
+        (0.5, None)
+    """
+    values = _finite(list(scores.values()) if isinstance(scores, Mapping) else list(scores))
+    return psi(values) if max(values) > 0 else None
 
 
 def worst_relative_drop(scores: Sequence[float] | Mapping[str, float]) -> float:
@@ -74,11 +95,15 @@ def worst_relative_drop(scores: Sequence[float] | Mapping[str, float]) -> float:
 
 @dataclass
 class PositionSummary:
-    """Per-position scores with mean, PSI and worst drop; empty buckets listed, not hidden."""
+    """Per-position scores with mean, PSI and worst drop; empty buckets listed, not hidden.
+
+    ``psi`` is ``None`` only when the summary was asked to allow an undefined PSI (every score
+    0); the callers that record notes then add :data:`UNDEFINED_PSI`.
+    """
 
     scores: dict[str, float]
     mean: float
-    psi: float
+    psi: float | None
     worst_drop: float
     best_bucket: str
     worst_bucket: str
@@ -90,12 +115,22 @@ class PositionSummary:
 
 
 def summarize_positions(
-    scores: Mapping[str, float | None], empty_buckets: Sequence[str] = ()
+    scores: Mapping[str, float | None],
+    empty_buckets: Sequence[str] = (),
+    *,
+    allow_undefined_psi: bool = False,
 ) -> PositionSummary:
     """Mean, PSI and worst drop over the buckets that have a score.
 
     Buckets whose score is ``None`` (no queries) are listed in ``empty_buckets`` and PSI is
-    computed over the remaining ones with a warning — never silently.
+    computed over the remaining ones with a warning — never silently. When every score is 0,
+    PSI is undefined: an :class:`InputError`, or ``psi=None`` with ``allow_undefined_psi``
+    (drop 0, best = worst = the first bucket).
+
+    Example:
+        >>> s = summarize_positions({"a": 0.0, "b": 0.0}, allow_undefined_psi=True)
+        >>> s.psi, s.mean, s.worst_drop, s.best_bucket, s.worst_bucket
+        (None, 0.0, 0.0, 'a', 'a')
     """
     present = {k: float(v) for k, v in scores.items() if v is not None}
     empty = list(empty_buckets) + [k for k, v in scores.items() if v is None]
@@ -111,7 +146,7 @@ def summarize_positions(
     return PositionSummary(
         scores=present,
         mean=sum(values) / len(values),
-        psi=psi(values),
+        psi=defined_psi(values) if allow_undefined_psi else psi(values),
         worst_drop=worst_relative_drop(values),
         best_bucket=max(present, key=present.__getitem__),
         worst_bucket=min(present, key=present.__getitem__),

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError, first_line
-from hf_posbias.evaluation.statistics.psi import summarize_positions
+from hf_posbias.evaluation.statistics.psi import UNDEFINED_PSI, summarize_positions
 from hf_posbias.shards import write_text_atomic
 
 
@@ -98,24 +98,18 @@ class EvaluationSummary:
         """
         ordered = {b: scores.get(b) for b in buckets}
         notes: list[str] = list(extra.pop("warnings", []))
+        if all(v is None for v in ordered.values()):
+            raise InputError(f"{task}: no bucket has queries, nothing to score")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            try:
-                summary = summarize_positions(ordered)
-                psi_value: float | None = summary.psi
-                mean, worst_drop = summary.mean, summary.worst_drop
-                best, worst = summary.best_bucket, summary.worst_bucket
-                empty = summary.empty_buckets
-            except InputError as err:
-                present = {b: v for b, v in ordered.items() if v is not None}
-                if not present:
-                    raise InputError(f"{task}: no bucket has queries, nothing to score") from None
+            summary = summarize_positions(ordered, allow_undefined_psi=True)
+            psi_value = summary.psi
+            mean, worst_drop = summary.mean, summary.worst_drop
+            best, worst = summary.best_bucket, summary.worst_bucket
+            empty = summary.empty_buckets
+            if psi_value is None:
                 # Every bucket scored 0: PSI is undefined (max = 0); say so instead of failing.
-                notes.append(f"{task}: {err}")
-                psi_value, worst_drop = None, 0.0
-                mean = sum(present.values()) / len(present)
-                best = worst = next(iter(present))
-                empty = [b for b, v in ordered.items() if v is None]
+                notes.append(f"{task}: {UNDEFINED_PSI}")
         notes.extend(f"{task}: {w.message}" for w in caught)
         present_count = sum(v is not None for v in ordered.values())
         if present_count == 1 and len(ordered) > 1:

@@ -56,7 +56,7 @@ def summarize_positions_rows(
 
     Rows need ``query_id``, ``position``, ``ndcg_at_10`` and the window counts.
     """
-    from hf_posbias.evaluation.statistics.psi import psi
+    from hf_posbias.evaluation.statistics.psi import defined_psi
     from hf_posbias.evaluation.statistics.uncertainty import bootstrap_positions
 
     per_position: dict[int, dict[str, float]] = {}
@@ -91,7 +91,7 @@ def summarize_positions_rows(
         ],
         "mean": intervals.mean.estimate,
         "mean_ci": [intervals.mean.low, intervals.mean.high],
-        "psi": psi(means) if max(means) > 0 else None,
+        "psi": defined_psi(means),
         "psi_ci": [intervals.psi.low, intervals.psi.high] if intervals.psi else None,
         "fallback_rate": fallback.rate,
         "fallback": fallback.to_dict(),

@@ -137,12 +137,10 @@ class SliderCurve:
     def psi(self) -> float | None:
         """PSI (the project's formula) over the visited positions; ``None`` below two
         positions or when every nDCG@10 is 0."""
-        from hf_posbias.evaluation.statistics.psi import psi
+        from hf_posbias.evaluation.statistics.psi import defined_psi
 
         scores = [o.ndcg_at_10 for o in self.ordered()]
-        if len(scores) < 2 or max(scores) <= 0:
-            return None
-        return psi(scores)
+        return defined_psi(scores) if len(scores) >= 2 else None
 
     def to_dict(self) -> dict[str, Any]:
         """The curve as plain data (JSON)."""
