@@ -28,7 +28,14 @@ from hf_posbias.errors import InputError
 from hf_posbias.evaluation.runs.remedies import REMEDIES, RemedySettings
 from hf_posbias.listwise.settings import RerankerOptions
 from hf_posbias.modeling import ModelSettings
-from hf_posbias.settings import ProgressSettings, check_choice, check_positive, flag_name, setting
+from hf_posbias.settings import (
+    ProgressSettings,
+    Settings,
+    check_choice,
+    check_positive,
+    flag_name,
+    setting,
+)
 
 
 def _scoring_schemes() -> tuple[str, ...]:
@@ -163,6 +170,28 @@ class CompareSettings:
     def __post_init__(self) -> None:
         check_choice("method", self.method, ("bootstrap", "randomization"))
         check_positive(self, "resamples")
+
+
+@dataclass(kw_only=True)
+class TaskSampleSettings(Settings):
+    """``posbias benchmark sample``: a seeded per-bucket query sample of a task folder.
+
+    Example:
+        >>> TaskSampleSettings(task="t", out="o", per_bucket=0)
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: --per-bucket must be >= 1, got 0
+    """
+
+    task: str = setting("position task folder to sample")
+    out: str = setting("task folder to write")
+    per_bucket: int = setting("queries drawn from every bucket (all of a smaller bucket)")
+    seed: int = setting("sampling seed", default=0)
+    name: str | None = setting("task name of the sample (default: <name>-sample)", default=None)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self, "per_bucket")
 
 
 @dataclass(kw_only=True)
