@@ -100,7 +100,7 @@ def run_experiment(
     s = lists_from
     query_ids = select_queries(task, s.max_queries, s.seed)
     lists = first_stage_lists(
-        task, query_ids, s.first_stage, s.k, out_dir, show_progress=show_progress
+        task, query_ids, s.first_stage, s.k, out_dir, show_progress=show_progress, endpoint=s
     )
     params = {
         "experiment": experiment,
