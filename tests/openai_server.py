@@ -148,3 +148,12 @@ class LocalChatServer:
     def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def sentence_transformer_embed(model_folder: str) -> Embed:
+    """An ``embed`` answer that serves a local SentenceTransformer (the same model a test also
+    loads locally, so served and local scores can be compared)."""
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(model_folder, device="cpu")
+    return lambda texts: model.encode(texts, batch_size=4).tolist()

@@ -467,7 +467,13 @@ def encode_texts(model: SentenceTransformer, texts: Sequence[str], kind: str) ->
 
     ``kind`` is ``"query"`` or ``"document"``: the model's prompt of that name is applied when it
     is non-empty (our trained models carry ``"query: "``; all-MiniLM-L6-v2 has empty prompts).
+    ``model`` may also be a :class:`hf_posbias.embedding.TextEmbedder` (any model argument the
+    resolver loads: registry prompts, endpoints), which applies its own prompts.
     """
+    if hasattr(model, "embed"):
+        if model.kind != "bi-encoder":
+            return model.embed(list(texts), kind)
+        model = model.sentence_transformer  # one encode call, as for a SentenceTransformer
     prompts = getattr(model, "prompts", None) or {}
     kwargs: dict[str, Any] = {"prompt_name": kind} if prompts.get(kind) else {}
     return model.encode(

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hf_posbias.errors import InputError
+from hf_posbias.modeling import ModelSettings
 from hf_posbias.settings import ProgressSettings, Settings, check_positive, flag_name, setting
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -78,11 +79,15 @@ def _require(settings: Settings, name: str) -> None:
 
 
 @dataclass(kw_only=True)
-class ModelsSettings(Settings):
-    """The sentence-transformers compared by an analysis."""
+class ModelsSettings(ModelSettings):
+    """The embedding models compared by an analysis, loaded by the one resolver (a local or
+    packaged model, an mteb registry name with its prompts, a Hub id, ``openai:<model>``)."""
 
     models: tuple[str, ...] = setting(
-        "[LABEL=]model, one or more, repeatable", default=(DEFAULT_MODEL,), flag="--model"
+        "[LABEL=]model, one or more, repeatable: a local folder, a packaged model, an mteb "
+        "registry name, a Hub id or openai:<model> (with --base-url)",
+        default=(DEFAULT_MODEL,),
+        flag="--model",
     )
 
     def __post_init__(self) -> None:

@@ -76,9 +76,12 @@ def parse_model_spec(spec: str) -> tuple[str, str]:
 
 
 def _load(name: str, args: AnalysisOptions) -> Any:
-    from hf_posbias.modeling import load_sentence_transformer
+    """Any embedding model argument, through the one resolver (:func:`load_embedder`)."""
+    from hf_posbias.embedding import load_embedder
+    from hf_posbias.modeling import ModelSettings
 
-    model = load_sentence_transformer(name, device=args.device)
+    settings = args if isinstance(args, ModelSettings) else None
+    model = load_embedder(name, settings=settings, device=args.device)
     if args.max_seq_length:
         model.max_seq_length = args.max_seq_length
     return model

@@ -14,6 +14,7 @@ per-bucket query counts and everything it dropped):
     posbias benchmark from-jsonl    --input mine.jsonl --out DIR [--buckets thirds|0,0.2,0.5,1]
                                     [--distractors docs.jsonl]
     posbias benchmark plot-evidence --task DIR [--task DIR …] --out fig.png
+    posbias benchmark sample        --task DIR --per-bucket N --out DIR [--seed 0] [--name NAME]
     posbias benchmark build         --corpus SOURCE --out DIR [--passages N] [--cut-long] …
                                     (Z25's recipe from any corpus: hf_posbias.cli.benchmark_build)
 
@@ -31,7 +32,7 @@ from __future__ import annotations
 
 import argparse
 
-from hf_posbias.evaluation.settings import PlotEvidenceSettings
+from hf_posbias.evaluation.settings import PlotEvidenceSettings, TaskSampleSettings
 from hf_posbias.settings import add_settings_arguments, settings_from_args
 
 
@@ -61,6 +62,21 @@ def _plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sample(args: argparse.Namespace) -> int:
+    from hf_posbias.evaluation.data.taskdata import PositionTaskData
+
+    s = settings_from_args(TaskSampleSettings, args)
+    full = PositionTaskData.load(s.task)
+    sample = full.sample_queries(s.per_bucket, seed=s.seed, name=s.name)
+    folder = sample.save(s.out)
+    kept, total = sample.bucket_counts(), full.bucket_counts()
+    counts = ", ".join(f"{b} {kept[b]} of {total[b]}" for b in total)
+    n = sum(kept.values())
+    print(f"{sample.info.name}: {n} of {len(full.queries)} queries ({counts}), all documents")
+    print(f"wrote {folder}")
+    return 0
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``posbias benchmark`` and its verbs."""
     from hf_posbias.evaluation.data.registry import benchmarks
@@ -87,5 +103,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = verbs.add_parser("plot-evidence", help="histogram of relative evidence positions (PNG)")
     add_settings_arguments(p, PlotEvidenceSettings)
     p.set_defaults(func=_plot)
+
+    p = verbs.add_parser(
+        "sample",
+        help="a seeded per-bucket query sample of a task folder (all documents kept)",
+        description="Write a task of its own holding at most --per-bucket queries of every "
+        "bucket (seeded) and every document: a costly model (an LLM reranker) scores a subset "
+        "whose ranking problem is the full task's.",
+    )
+    add_settings_arguments(p, TaskSampleSettings)
+    p.set_defaults(func=_sample)
 
     bench.set_defaults(func=lambda args: (bench.print_help(), 1)[1])

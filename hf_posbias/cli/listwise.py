@@ -3,6 +3,8 @@
 Verbs:
 
     posbias listwise test          --reranker R --task DIR --out OUT [--k 20] [--positions 1,5,20]
+    posbias listwise remedies      --reranker R --task DIR --out OUT [--shuffles 1,2,5,10,20]
+                                   [--no-calibrate] [--checkpoints CKPT,…]
     posbias listwise shuffle-eval  --reranker R --task DIR --out OUT [--shuffles m] [--aggregate m]
     posbias listwise propensity    --reranker R --task DIR --out OUT --shuffles n [--smoothing a]
     posbias listwise augment       --data IN --groups n --out OUT [--seed S]
@@ -48,6 +50,7 @@ from hf_posbias.listwise.settings import (
     BuildTrainSettings,
     ConvertSettings,
     ListwiseCompareSettings,
+    ListwiseRemediesSettings,
     ListwiseTestSettings,
     ListwiseTrainingSettings,
     PropensitySettings,
@@ -80,6 +83,13 @@ def _test(args: argparse.Namespace) -> int:
     psi = "undefined" if summary["psi"] is None else f"{summary['psi']:.4f}"
     _echo(f"mean {summary['mean']:.4f}  PSI {psi}  fallback rate {summary['fallback_rate']:.4f}")
     _echo(f"wrote {out / 'positions.json'}, per_query.jsonl, positions.png")
+    cal = summary.get("calibrated")
+    if cal:
+        psi = "undefined" if cal["psi"] is None else f"{cal['psi']:.4f}"
+        _echo(
+            f"calibrated: mean {cal['mean']:.4f}  PSI {psi}  (+{cal['extra_windows']} content-free "
+            f"window) → {out / cal['folder'] / 'positions.json'}, prior in calibration.json"
+        )
     return 0
 
 
@@ -98,6 +108,26 @@ def _shuffle_eval(args: argparse.Namespace) -> int:
             f"p={t['p_value']:.4g} ({t['method']})"
         )
     _echo(f"wrote {out / 'shuffle_eval.json'}")
+    return 0
+
+
+def _remedies(args: argparse.Namespace) -> int:
+    from hf_posbias.listwise.experiments.remedies import markdown_table, run_listwise_remedies
+    from hf_posbias.listwise.rerankers.loading import load_reranker
+
+    s = settings_from_args(ListwiseRemediesSettings, args)
+    task, reranker, out = load_task_and_reranker(s)
+    table = run_listwise_remedies(
+        reranker,
+        task,
+        out,
+        s,
+        load_checkpoint=lambda path: load_reranker(path, s),
+        show_progress=s.progress,
+    )
+    _echo(f"{reranker.name} on {task.name} ({task.split}), k={s.k}: remedies on the 1…k harness")
+    _echo(markdown_table(table))
+    _echo(f"wrote {out / 'remedies.json'}, remedies.md, remedies.png, per_query.jsonl")
     return 0
 
 
@@ -256,6 +286,12 @@ VERBS: tuple[tuple[str, str, type, Any], ...] = (
         ListwiseTestSettings,
         _test,
     ),
+    (
+        "remedies",
+        "plain, slot-calibrated, PermSC (Borda, Kemeny) and DebiasFirst on one 1…k harness",
+        ListwiseRemediesSettings,
+        _remedies,
+    ),
     ("shuffle-eval", "first-stage order vs m seeded shuffles", ShuffleEvalSettings, _shuffle_eval),
     (
         "propensity",
@@ -290,6 +326,11 @@ _DESCRIPTIONS = {
     "train": "Fine-tune a causal LM as a FIRST-style listwise reranker with the DebiasFirst loss, "
     "on one process (multi-GPU: accelerate launch -m hf_posbias.listwise.train with the same "
     "flags). --global-batch counts windows per step (Q26: 8).",
+    "remedies": "On the same queries and windows of the 1…k test: the plain reranker (none), "
+    "slot calibration (one content-free window), PermSC-style aggregation of the list as given "
+    "plus m-1 shared shuffles (Borda and Kemeny, m from --shuffles) and --checkpoints; writes "
+    "OUT/remedies.json (remedy, mean, psi, harmonic_mean, delta_mean, p_value, windows, "
+    "seconds, windows_per_ranking), remedies.md and remedies.png (PSI against cost).",
     "demo": "test → propensity → build-train → train → test → compare, each a posbias listwise "
     "verb in its own folder under --out (a rerun resumes). Smoke-sized defaults: about 15 "
     "minutes on a 2-core CPU (make demo-listwise builds SciFact's task folders first).",

@@ -26,8 +26,16 @@ from dataclasses import dataclass
 
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.runs.remedies import REMEDIES, RemedySettings
+from hf_posbias.listwise.settings import RerankerOptions
 from hf_posbias.modeling import ModelSettings
-from hf_posbias.settings import ProgressSettings, check_choice, check_positive, flag_name, setting
+from hf_posbias.settings import (
+    ProgressSettings,
+    Settings,
+    check_choice,
+    check_positive,
+    flag_name,
+    setting,
+)
 
 
 def _scoring_schemes() -> tuple[str, ...]:
@@ -80,22 +88,54 @@ class EvaluationOptions(RemedySettings, ProgressSettings, ModelSettings):
 
 
 @dataclass(kw_only=True)
-class EvaluateSettings(EvaluationOptions):
-    """``posbias evaluate``: one model (or a first stage and a reranker) on position tasks."""
+class EvaluateSettings(EvaluationOptions, RerankerOptions):
+    """``posbias evaluate``: one model, or a first stage and a reranker, on position tasks.
+
+    A listwise ``--reranker`` is loaded and slid with the listwise verbs' own options
+    (:class:`~hf_posbias.listwise.settings.RerankerOptions`: ``--window``, ``--step``,
+    ``--mode``, ``--dtype``, ``--identifiers``); the settings both groups name once mean the
+    same here: ``--device``, ``--batch-size`` (texts per encoding batch, windows per forward
+    pass), ``--passage-tokens`` (how many tokens of a passage a model reads: a ``--remedy``'s
+    passages, the cut of each passage in a listwise window) and ``--base-url`` (an
+    ``openai:<model>`` embedder or listwise reranker).
+
+    Example:
+        >>> from hf_posbias.settings import parse_settings_args
+        >>> s = parse_settings_args(EvaluateSettings, ["--model", "bm25", "--task", "t", "--out",
+        ...     "o", "--reranker", "smollm2-135m", "--rerank-k", "20", "--window", "10"])
+        >>> (s.reranker, s.rerank_k, s.window, s.step, s.dtype)
+        ('smollm2-135m', 20, 10, None, 'auto')
+    """
 
     model: str = setting(
         "bm25; openai:<model> (with --base-url); a local folder (SentenceTransformer, "
         "SparseEncoder or MultiVectorEncoder); a packaged model (all-MiniLM-L6-v2); a name in "
         "mteb's model registry (loaded with its prompts); or a Hub id (--trust-remote-code to run "
-        "its code); with --first-stage, the cross-encoder that reranks it"
+        "its code); with --first-stage, the reranker that reorders it"
     )
-    reranker: str | None = setting("cross-encoder reranking --model's top-k", default=None)
+    reranker: str | None = setting(
+        "second stage reordering --model's top --rerank-k (the rest keep their first-stage "
+        "order): a cross-encoder (cross-encoder:NAME, or a *ForSequenceClassification model), "
+        "an mteb registry reranker (e.g. cross-encoder/ms-marco-MiniLM-L6-v2), a listwise LLM "
+        "slid over the list (smollm2-135m, a FIRST/DebiasFirst checkpoint folder or Hub causal "
+        "LM; openai:<model> served at --base-url) or bm25 (the position-free control)",
+        default=None,
+    )
     first_stage: str | None = setting(
-        "retriever (bm25 or bi-encoder) whose top-k the cross-encoder --model reranks",
+        "retriever (bm25 or an embedding model) whose top-k the reranker --model reorders",
         default=None,
     )
     rerank_k: int = setting("candidates per query for the reranker", default=100)
     plot: bool = setting("also write per-task position curves (PNG)", default=False)
+    batch_size: int = setting(
+        "texts per encoding batch; windows per forward pass of a listwise reranker", default=32
+    )
+    passage_tokens: int = setting(
+        "passage length in model tokens: a --remedy's passages (special tokens included) and "
+        "the cut of each passage a listwise --reranker reads",
+        default=128,
+        metavar="N",
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -130,6 +170,28 @@ class CompareSettings:
     def __post_init__(self) -> None:
         check_choice("method", self.method, ("bootstrap", "randomization"))
         check_positive(self, "resamples")
+
+
+@dataclass(kw_only=True)
+class TaskSampleSettings(Settings):
+    """``posbias benchmark sample``: a seeded per-bucket query sample of a task folder.
+
+    Example:
+        >>> TaskSampleSettings(task="t", out="o", per_bucket=0)
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: --per-bucket must be >= 1, got 0
+    """
+
+    task: str = setting("position task folder to sample")
+    out: str = setting("task folder to write")
+    per_bucket: int = setting("queries drawn from every bucket (all of a smaller bucket)")
+    seed: int = setting("sampling seed", default=0)
+    name: str | None = setting("task name of the sample (default: <name>-sample)", default=None)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self, "per_bucket")
 
 
 @dataclass(kw_only=True)
@@ -168,6 +230,12 @@ class RemediesSettings(EvaluationOptions):
         choices=REMEDIES[1:],
     )
     remedy: str = setting("(not used: see --remedies)", default="none", cli=False)
+
+    @property
+    def uses_passages(self) -> bool:
+        """Every remedy of ``--remedies`` runs: the passage settings are always checked."""
+        return True
+
     plot: bool = setting("also write a PNG of PSI against cost per task", default=True)
 
     def __post_init__(self) -> None:

@@ -38,6 +38,7 @@ from hf_posbias.devices import INFERENCE_DTYPES
 from hf_posbias.errors import InputError
 from hf_posbias.generation.backends import EndpointSettings
 from hf_posbias.listwise.rerankers.window import DEFAULT_WINDOW
+from hf_posbias.listwise.training.augment import AUGMENTATIONS
 from hf_posbias.listwise.training.losses import DEFAULT_LAMBDA, IPS_NORMALIZATIONS
 from hf_posbias.settings import (
     ProgressSettings,
@@ -84,9 +85,9 @@ class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
         default=NO_PROPENSITY,
     )
     ips_normalization: str | None = setting(
-        "scale of the IPS pair weights (needs --propensity): paper (Eq. 4 with Σω = 1; "
-        "the default with a propensity file) or mean1 (divided by their mean over the "
-        "training pairs, self-normalised IPS)",
+        "scale of the IPS pair weights (needs --propensity): mean1 (the default with a "
+        "propensity file: divided by their mean over the training pairs, self-normalised IPS, "
+        "so λ still balances L_LM) or paper (Eq. 4 as written with Σω = 1: weights of 10⁵–10⁷)",
         default=None,
         choices=IPS_NORMALIZATIONS,
     )
@@ -98,8 +99,20 @@ class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
     )
     pos_aug: int | None = setting(
         "Pos-Aug on the fly: every window becomes n rotated permutations (n must "
-        "divide the window size); unset = the data as it is (e.g. already augmented)",
+        "divide the window size); with --augmentation rand-aug, n random shuffles; unset = the "
+        "data as it is (e.g. already augmented)",
         default=None,
+    )
+    augmentation: str | None = setting(
+        "Q26's augmentation ablation, n from --pos-aug: pos-aug (the default with --pos-aug "
+        "n > 1), rand-aug (n independent seeded shuffles per window: RandAug) or none",
+        default=None,
+        choices=AUGMENTATIONS,
+    )
+    lm_loss: bool = setting(
+        "add L_LM (next-token loss on the answer) to λ·L_Rank(-IPS), Eq. 6; --no-lm-loss "
+        "trains on λ·L_Rank(-IPS) alone (Q26's ablation; L_LM is still logged)",
+        default=True,
     )
     neftune_alpha: float | None = setting(
         "NEFTune noise α on the input embeddings (Q26 trains with it); unset = off", default=None
@@ -144,6 +157,22 @@ class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
             if not ok:
                 raise InputError(f"{flag} must be {rule}, got {value}")
         check_choice("identifiers", self.identifiers, ("letters", "numbers"))
+        if self.augmentation is not None:
+            check_choice("augmentation", self.augmentation, AUGMENTATIONS)
+            n = self.pos_aug
+            if self.augmentation == "none" and n is not None and n > 1:
+                raise InputError(
+                    f"{flag_name('augmentation')} none contradicts {flag_name('pos_aug')} {n}"
+                )
+            if self.augmentation != "none" and n is None:
+                raise InputError(
+                    f"{flag_name('augmentation')} {self.augmentation} needs "
+                    f"{flag_name('pos_aug')} n (copies per window)"
+                )
+        if not self.lm_loss and self.lam == 0:
+            raise InputError(
+                f"{LAMBDA_FLAG} 0 with {flag_name('lm_loss', negated=True)} leaves no loss to train"
+            )
         if self.ips_normalization is not None:
             check_choice("ips_normalization", self.ips_normalization, IPS_NORMALIZATIONS)
             if self.propensity_file is None:
@@ -151,6 +180,22 @@ class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
                     f"{flag_name('ips_normalization')} scales IPS weights: give "
                     f"{flag_name('propensity')} propensity.json (posbias listwise propensity)"
                 )
+
+    @property
+    def augmentation_method(self) -> str:
+        """``pos-aug``, ``rand-aug`` or ``none``: ``--augmentation``, else Pos-Aug when
+        ``--pos-aug n`` > 1 is given.
+
+        Example:
+            >>> s = ListwiseTrainingSettings(model="m", data="d", out="o", pos_aug=4)
+            >>> s.augmentation_method, ListwiseTrainingSettings(
+            ...     model="m", data="d", out="o", pos_aug=4, augmentation="rand-aug"
+            ... ).augmentation_method
+            ('pos-aug', 'rand-aug')
+        """
+        if self.augmentation is not None:
+            return self.augmentation
+        return "pos-aug" if self.pos_aug is not None and self.pos_aug > 1 else "none"
 
     @property
     def propensity_file(self) -> str | None:
@@ -174,16 +219,7 @@ def parse_positions(spec: str | Sequence[int] | None, k: int) -> list[int]:
     """
     if spec is None or spec == "":
         return list(range(1, k + 1))
-    try:
-        values = (
-            [int(x) for x in spec.split(",") if x.strip()]
-            if isinstance(spec, str)
-            else [int(x) for x in spec]
-        )
-    except ValueError:
-        raise InputError(
-            f"{flag_name('positions')} takes comma-separated integers, got {spec!r}"
-        ) from None
+    values = _integers(spec, flag_name("positions"))
     bad = [p for p in values if not 1 <= p <= k]
     if bad or not values:
         raise InputError(f"{flag_name('positions')} must lie in 1..{k} (k), got {bad or spec!r}")
@@ -288,10 +324,21 @@ class ControlledTestConfig(ListSettings, ResamplingSettings):
     positions: str | list[int] | None = setting(
         "comma-separated input slots (default 1..k); a list of slots once made", default=None
     )
+    calibrate: bool = setting(
+        "also write the slot-calibrated curve (OUT/calibrated/): each slot's identifier-logit "
+        "prior from one content-free window is subtracted from the recorded scores; needs "
+        "k <= --window",
+        default=False,
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
         self.positions = parse_positions(self.positions, self.k)  # None: every slot 1..k
+        if self.calibrate and self.k > self.window:
+            raise InputError(
+                f"{flag_name('calibrate')} reads each list's one window: "
+                f"{flag_name('k')} {self.k} is larger than {flag_name('window')} {self.window}"
+            )
 
 
 @dataclass(kw_only=True)
@@ -310,6 +357,58 @@ class ShuffleEvalConfig(ListSettings, PairedTestSettings):
             raise InputError(
                 f"{flag_name('aggregate')} needs at least 2 shuffles (0: off), got {self.aggregate}"
             )
+
+
+def _integers(spec: str | Sequence[int], flag: str) -> list[int]:
+    """``"1,5"`` or ``[1, 5]`` → ``[1, 5]``; anything else is a one-line error naming ``flag``."""
+    try:
+        if isinstance(spec, str):
+            return [int(x) for x in spec.split(",") if x.strip()]
+        return [int(x) for x in spec]
+    except ValueError:
+        raise InputError(f"{flag} takes comma-separated integers, got {spec!r}") from None
+
+
+def parse_counts(spec: str | Sequence[int], flag: str) -> list[int]:
+    """``"1,2,5"`` → ``[1, 2, 5]`` (sorted, unique, each ≥ 1).
+
+    Example:
+        >>> parse_counts("5,1,2,5", "--shuffles")
+        [1, 2, 5]
+    """
+    values = _integers(spec, flag)
+    if not values or min(values) < 1:
+        raise InputError(f"{flag} takes integers >= 1, got {spec!r}")
+    return sorted(set(values))
+
+
+@dataclass(kw_only=True)
+class ListwiseRemediesConfig(ControlledTestConfig, PairedTestSettings):
+    """Settings of ``posbias listwise remedies``: the remedies on the controlled 1…k harness."""
+
+    shuffles: str | list[int] = setting(
+        "PermSC curve: numbers m of inputs aggregated per ranking, the list as given plus m-1 "
+        "seeded shuffles of it (m=1 is the plain reranker); a sorted list once made",
+        default="1,2,5,10,20",
+    )
+    calibrate: bool = setting(
+        "include slot calibration (one content-free window; needs k <= --window)", default=True
+    )
+    checkpoints: str | None = setting(
+        "comma-separated DebiasFirst checkpoint folders (posbias listwise train), each tested "
+        "on the same queries and positions as a remedy row",
+        default=None,
+    )
+    plot: bool = setting("write remedies.png (PSI against windows per ranking)", default=True)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.shuffles = parse_counts(self.shuffles, flag_name("shuffles"))
+
+    @property
+    def checkpoint_paths(self) -> list[str]:
+        """The ``--checkpoints`` folders, in the order given."""
+        return [p.strip() for p in (self.checkpoints or "").split(",") if p.strip()]
 
 
 @dataclass(kw_only=True)
@@ -359,6 +458,11 @@ class RerankRunSettings(RerankerName, TaskRunSettings):
 @dataclass(kw_only=True)
 class ListwiseTestSettings(ControlledTestConfig, RerankRunSettings):
     """``posbias listwise test``: one object from argv to the experiment."""
+
+
+@dataclass(kw_only=True)
+class ListwiseRemediesSettings(ListwiseRemediesConfig, RerankRunSettings):
+    """``posbias listwise remedies``."""
 
 
 @dataclass(kw_only=True)

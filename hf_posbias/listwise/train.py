@@ -150,15 +150,21 @@ def _pos_aug_rows(
 
     in_data = int(info.get("pos_aug_groups") or 0)
     already = any("rotation" in row for row in rows)
-    if settings.pos_aug is not None and settings.pos_aug > 1:
+    method = settings.augmentation_method
+    if method != "none":
+        n = int(settings.pos_aug or 1)
         if already:
             groups = f" ({flag_name('groups')} {in_data})" if in_data else ""
             raise InputError(
                 f"{settings.data} was already augmented by posbias listwise augment{groups}: "
-                f"drop {flag_name('pos_aug')} {settings.pos_aug}, or pass the un-augmented set"
+                f"drop {flag_name('pos_aug')} {n}, or pass the un-augmented set"
             )
-        augmented = augment_rows(rows, settings.pos_aug, seed=settings.seed, flag="--pos-aug")
-        return augmented, settings.pos_aug, "on the fly (--pos-aug)"
+        augmented = augment_rows(
+            rows, n, seed=settings.seed, flag=flag_name("pos_aug"), method=method
+        )
+        if method == "rand-aug":
+            return augmented, n, "RandAug: n seeded random shuffles per window (--augmentation)"
+        return augmented, n, "on the fly (--pos-aug)"
     if already:
         return rows, in_data or 1, "in the data (posbias listwise augment)"
     return rows, 1, "none"
@@ -168,7 +174,11 @@ def _propensity(
     settings: ListwiseTrainingSettings, rows: Sequence[dict[str, Any]], sizes: list[int]
 ) -> tuple[Any, dict[str, Any] | None]:
     from hf_posbias.listwise.experiments.propensity import check_propensity_support, load_propensity
-    from hf_posbias.listwise.training.losses import mean_ips_weight, normalize_propensity
+    from hf_posbias.listwise.training.losses import (
+        DEFAULT_IPS_NORMALIZATION,
+        mean_ips_weight,
+        normalize_propensity,
+    )
     from hf_posbias.listwise.training.trainset import target_ranks
     from hf_posbias.rows import read_json
 
@@ -186,7 +196,7 @@ def _propensity(
     raw = read_json(path)  # load_propensity read and checked it a moment ago
     keys = ("k", "n", "queries", "smoothing", "diagonal_mass", "empty_cells", "reranker", "task")
     details = {key: raw[key] for key in keys if isinstance(raw, dict) and key in raw}
-    how = settings.ips_normalization or "paper"
+    how = settings.ips_normalization or DEFAULT_IPS_NORMALIZATION
     details["ips_normalization"] = how
     details["mean_ips_weight"] = mean_ips_weight(omega, ranks)
     return normalize_propensity(omega, ranks, how), {"file": str(path), **details}
@@ -399,10 +409,13 @@ def _trainer_class() -> type:
 
         loss_is_scaled_for_ga = False
 
-        def __init__(self, *args: Any, lam: float, propensity: Any, **kwargs: Any) -> None:
+        def __init__(
+            self, *args: Any, lam: float, propensity: Any, with_lm: bool = True, **kwargs: Any
+        ) -> None:
             super().__init__(*args, **kwargs)
             self.lam = lam
             self.propensity = propensity
+            self.with_lm = with_lm
             self._since_log = [0.0, 0.0, 0]
             self.run_totals = [0.0, 0.0, 0]
 
@@ -413,7 +426,9 @@ def _trainer_class() -> type:
             return_outputs: bool = False,
             num_items_in_batch: Any = None,
         ) -> Any:
-            parts = model_loss(model, inputs, lam=self.lam, propensity=self.propensity)
+            parts = model_loss(
+                model, inputs, lam=self.lam, propensity=self.propensity, with_lm=self.with_lm
+            )
             for totals in (self._since_log, self.run_totals):
                 totals[0] += parts.rank
                 totals[1] += parts.lm
@@ -538,6 +553,7 @@ def train_listwise(
         callbacks=list(callbacks),
         lam=settings.lam,
         propensity=propensity,
+        with_lm=settings.lm_loss,
     )
     started = time.perf_counter()
     try:
@@ -595,6 +611,8 @@ def card_info(
         propensity=run.propensity_info,
         pos_aug=run.pos_aug,
         pos_aug_source=run.pos_aug_source,
+        augmentation=settings.augmentation_method,
+        with_lm=settings.lm_loss,
         neftune_alpha=settings.neftune_alpha,
         identifiers=settings.identifiers,
         passage_tokens=settings.passage_tokens,

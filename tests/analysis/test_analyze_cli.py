@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import json
 
+import pytest
+
 from hf_posbias.cli import main
 
 SENTENCES = [f"Line {i} of the report mentions harbour {i} and its cranes." for i in range(14)]
@@ -149,3 +151,18 @@ def test_user_mistakes_exit_2_with_one_line(tmp_path, capsys) -> None:
         == 2
     )
     assert "--n must be at least 2" in capsys.readouterr().err
+
+
+def test_analyze_takes_an_endpoint_model(tmp_path, tiny_sentence_transformer):
+    from openai_server import LocalChatServer, sentence_transformer_embed
+
+    pairs = tmp_path / "pairs.jsonl"
+    write_pairs(pairs)
+    with LocalChatServer(embed=sentence_transformer_embed(tiny_sentence_transformer)) as server:
+        argv = ["analyze", "evidence-moving", "--pairs", str(pairs), "--out", str(tmp_path / "o")]
+        models = ["--model", f"L={tiny_sentence_transformer}", "--model", "E=openai:tiny"]
+        assert main([*argv, *models, "--base-url", server.url]) == 0
+    local, served = read_csv(tmp_path / "o" / "evidence_moving.csv")
+    assert (local["model"], served["model"]) == ("L", "E")
+    for p in ("p1", "p5", "p10"):
+        assert float(served[p]) == pytest.approx(float(local[p]), abs=1e-4)

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from openai_server import LocalChatServer
+from openai_server import LocalChatServer, sentence_transformer_embed
 from test_tasks_fixtures import wiki_task
 
 from hf_posbias.errors import BackendError, ModelLoadError
@@ -40,13 +40,6 @@ def test_sparse_and_late_interaction_encoders_evaluate(kind, task_folder, tmp_pa
         assert s.encode_stats["encoded_by_type"] == {"document": N_DOCS, "query": N_DOCS}
 
 
-def _serve(model_folder: str):
-    from sentence_transformers import SentenceTransformer
-
-    model = SentenceTransformer(model_folder, device="cpu")
-    return lambda texts: model.encode(texts, batch_size=4).tolist()
-
-
 def test_endpoint_scores_equal_the_same_model_loaded_locally(
     task_folder, tiny_sentence_transformer, tmp_path
 ):
@@ -55,7 +48,7 @@ def test_endpoint_scores_equal_the_same_model_loaded_locally(
             model=tiny_sentence_transformer, task=(task_folder,), out=tmp_path / "l", bootstrap=50
         )
     )
-    with LocalChatServer(embed=_serve(tiny_sentence_transformer)) as server:
+    with LocalChatServer(embed=sentence_transformer_embed(tiny_sentence_transformer)) as server:
         [remote] = evaluate_model(
             EvaluateSettings(
                 model="openai:tiny",
@@ -93,21 +86,11 @@ def test_endpoint_with_bad_vectors_fails_in_one_line(bad, message, task_folder, 
 
 
 def test_registry_name_loads_with_its_prompts_offline(
-    task_folder, tiny_sentence_transformer, tmp_path, monkeypatch
+    task_folder, tiny_sentence_transformer, tmp_path, offline_hub_weights
 ):
     """intfloat/e5-small-v2 through mteb's registry loader; the weights (the boundary: a Hub
     download) are the tiny local model's."""
-    import sentence_transformers
-
-    real = sentence_transformers.SentenceTransformer
-    asked = []
-
-    class OfflineWeights(real):
-        def __init__(self, name, revision=None, **kwargs):
-            asked.append((name, revision))
-            super().__init__(tiny_sentence_transformer, device="cpu")
-
-    monkeypatch.setattr(sentence_transformers, "SentenceTransformer", OfflineWeights)
+    asked = offline_hub_weights("SentenceTransformer", tiny_sentence_transformer)
     meta = __import__("mteb").get_model_meta("intfloat/e5-small-v2")
     [s] = evaluate_model(
         EvaluateSettings(

@@ -161,3 +161,20 @@ def test_remedies_table_pairs_every_remedy_with_the_plain_model(
     assert all(row["harmonic_mean"] <= row["mean"] + 1e-12 for row in rows)
     assert (tmp_path / "out" / task / "remedies.png").stat().st_size > 0
     assert "| remedy |" in (tmp_path / "out" / task / "remedies.md").read_text()
+    # Every remedy run is a `posbias evaluate` folder labelled "<model> +<remedy>": the
+    # leaderboard takes them as rows, next to any other model's runs.
+    from hf_posbias.evaluation.reports.leaderboard import LeaderboardSettings, build_leaderboard
+
+    runs = sorted(str(p) for p in (tmp_path / "out" / "runs").glob("*/*"))
+    board = build_leaderboard(LeaderboardSettings(runs=runs, out=str(tmp_path / "lb")))
+    [(_, table)] = board.items()
+    models = {row["model"].rsplit(" +", 1)[-1] if " +" in row["model"] else "none" for row in table}
+    assert models == {"none", "maxp", "segment-balanced"}
+    by_model = {row["model"]: row for row in table}
+    for row in rows:
+        label = next(
+            m
+            for m in by_model
+            if m.endswith(f"+{row['remedy']}") or (row["remedy"] == "none" and " +" not in m)
+        )
+        assert by_model[label]["mean"] == pytest.approx(row["mean"])

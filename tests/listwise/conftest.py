@@ -79,3 +79,52 @@ def merged_identifier_llm(tmp_path_factory: pytest.TempPathFactory) -> str:
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     return str(out)
+
+
+@pytest.fixture(scope="session")
+def train_set(tmp_path_factory: pytest.TempPathFactory, shared_beir_task: Path) -> Path:
+    """``posbias listwise build-train`` over the tiny BEIR task's train split (k = 8)."""
+    from hf_posbias.cli import main
+
+    root = tmp_path_factory.mktemp("lw-train")
+    code = main(
+        ["listwise", "build-train", "--task", str(shared_beir_task), "--split", "train"]
+        + ["--k", "8", "--out", str(root / "train"), "--no-progress"]
+    )
+    assert code == 0
+    return root / "train"
+
+
+class SlotBiased:
+    """A scoring reranker (``kind`` ``first`` unless told) whose score is a strong slot prior
+    plus a small bonus for the given relevant documents: its plain ranking follows the input
+    slots, a calibrated one follows relevance only. Counts its calls and windows."""
+
+    window_size = 20
+
+    def __init__(self, relevant, name="slot-biased", kind="first"):
+        self.relevant, self.name, self.kind = set(relevant), name, kind
+        self.calls = self.windows = 0
+
+    def rank_windows(self, windows):
+        from hf_posbias.listwise.records import WindowRanking, order_by_score
+
+        self.calls += 1
+        self.windows += len(windows)
+        out = []
+        for _, passages in windows:
+            scores = [
+                10.0 - 2.0 * i + (1.0 if p.doc_id in self.relevant else 0.0)
+                for i, p in enumerate(passages)
+            ]
+            out.append(WindowRanking(order_by_score(scores, [p.doc_id for p in passages]), scores))
+        return out
+
+    def describe(self):
+        return {"name": self.name, "kind": self.kind}
+
+
+@pytest.fixture
+def slot_biased() -> type:
+    """The :class:`SlotBiased` test reranker class."""
+    return SlotBiased

@@ -16,7 +16,7 @@ from hf_posbias.listwise.settings import ListwiseTrainingSettings
 from hf_posbias.listwise.training.card import TRAINING_INFO, load_listwise_info
 from hf_posbias.listwise.training.trainset import read_train_set, write_train_set
 
-K = 8  # window size of the training sets below (--pos-aug 2 and 4 divide it, 3 does not)
+K = 8  # window size of the train_set fixture (--pos-aug 2 and 4 divide it, 3 does not)
 
 
 def write_propensity(path: Path, omega: np.ndarray) -> Path:
@@ -28,18 +28,6 @@ def write_propensity(path: Path, omega: np.ndarray) -> Path:
 
 def uniform_omega(k: int) -> np.ndarray:
     return np.full((k, k), 1.0 / (k * k))
-
-
-@pytest.fixture(scope="module")
-def train_set(tmp_path_factory: pytest.TempPathFactory, shared_beir_task: Path) -> Path:
-    """``posbias listwise build-train`` over the tiny BEIR task's train split (k = 8)."""
-    root = tmp_path_factory.mktemp("lw-train")
-    code = main(
-        ["listwise", "build-train", "--task", str(shared_beir_task), "--split", "train"]
-        + ["--k", str(K), "--out", str(root / "train"), "--no-progress"]
-    )
-    assert code == 0
-    return root / "train"
 
 
 def train_args(model: str, data: Path, out: Path, *extra: str) -> list[str]:
@@ -239,6 +227,15 @@ def test_ips_normalization_needs_a_propensity_file_and_mean1_scales_omega(
     np.testing.assert_allclose(runs["mean1"].omega, omega * np.sqrt(c))
     assert runs["mean1"].propensity_info["ips_normalization"] == "mean1"
     assert runs["mean1"].propensity_info["mean_ips_weight"] == pytest.approx(c)
+    # A propensity file without --ips-normalization gets mean1 (the measured default).
+    default = prepare_listwise_run(
+        ListwiseTrainingSettings(
+            model=tiny_llm, data=str(train_set), out=str(tmp_path / "d"), propensity=propensity
+        ),
+        show_progress=False,
+    )
+    assert default.propensity_info["ips_normalization"] == "mean1"
+    np.testing.assert_allclose(default.omega, runs["mean1"].omega)
 
 
 def test_windows_larger_than_window_are_refused(tiny_llm, train_set, tmp_path):

@@ -38,9 +38,9 @@ Example:
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from hf_posbias.errors import InputError
 from hf_posbias.rows import read_parquet_rows
@@ -124,6 +124,42 @@ class PositionTaskData:
                 continue
             problems[reason] = problems.get(reason, 0) + 1
         return problems
+
+    def sample_queries(self, per_bucket: int, seed: int = 0, name: str | None = None) -> Self:
+        """A seeded sample of at most ``per_bucket`` queries from every bucket, every document
+        kept (so a costly model scores a subset whose ranking problem is the full one's).
+
+        The copy is named ``name`` (default ``<name>-sample``, a task of its own: its rows are
+        never compared with the full task's) and its description states the sample.
+
+        Example:
+            >>> info = TaskInfo(name="T", description="toy.", buckets=["a", "b"])
+            >>> qs = [{"id": f"q{i}", "text": "x", "bucket": "ab"[i % 2], "evidence_start": 0,
+            ...        "evidence_end": 1, "doc_length": 2} for i in range(6)]
+            >>> data = PositionTaskData(info, [{"id": "d", "title": "", "text": "xy"}], qs,
+            ...     [{"query_id": q["id"], "doc_id": "d", "score": 1} for q in qs])
+            >>> sample = data.sample_queries(2, seed=0)
+            >>> sample.info.name, sample.bucket_counts(), len(sample.qrels), len(sample.corpus)
+            ('T-sample', {'a': 2, 'b': 2}, 4, 1)
+        """
+        import random
+
+        rng = random.Random(seed)
+        kept: set[str] = set()
+        for queries in self.queries_by_bucket().values():
+            kept.update(str(q["id"]) for q in rng.sample(queries, min(per_bucket, len(queries))))
+        note = f" Seeded sample (seed {seed}) of at most {per_bucket} queries per bucket."
+        info = replace(
+            self.info,
+            name=name or f"{self.info.name}-sample",
+            description=self.info.description + note,
+        )
+        return type(self)(
+            info=info,
+            corpus=list(self.corpus),
+            queries=[q for q in self.queries if str(q["id"]) in kept],
+            qrels=[r for r in self.qrels if str(r["query_id"]) in kept],
+        )
 
     def validate(self, where: str = "task") -> None:
         """Check the contract; raise :class:`InputError` naming the first problem."""

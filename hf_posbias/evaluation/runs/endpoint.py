@@ -37,6 +37,24 @@ def parse_endpoint_model(spec: str) -> str | None:
     return text[len(ENDPOINT_PREFIX) :].strip() or None
 
 
+def embedding_endpoint(spec: str, settings: Any) -> EmbeddingEndpoint:
+    """The :class:`EmbeddingEndpoint` of ``openai:<model>`` with a
+    :class:`~hf_posbias.modeling.ModelSettings`' URL, key, batching, concurrency and retries."""
+    from hf_posbias.errors import ModelLoadError
+
+    model = parse_endpoint_model(spec)
+    if model is None:
+        raise ModelLoadError(f"{spec!r}: give the endpoint's model as openai:<model>")
+    return EmbeddingEndpoint(
+        model,
+        settings.base_url,
+        batch_size=settings.endpoint_batch_size,
+        api_key_env=settings.api_key_env,
+        max_concurrency=settings.max_concurrency,
+        max_retries=settings.max_retries,
+    )
+
+
 class EmbeddingEndpoint(OpenAIEndpoint):
     """Batched, concurrent, checked calls to ``/v1/embeddings``."""
 

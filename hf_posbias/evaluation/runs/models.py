@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from mteb.models.model_meta import ModelMeta
 
     from hf_posbias.evaluation.runs.remedies import RemedySettings
+    from hf_posbias.evaluation.runs.search import RerankSearch
+    from hf_posbias.listwise.settings import RerankerOptions
 
 
 @dataclass
@@ -229,16 +231,6 @@ def _wrap_sentence_transformer(st_model: Any, name: str, revision: str) -> tuple
     return wrapper, kind
 
 
-def _load_registry_model(meta: ModelMeta, *, device: str | None) -> Any:
-    """mteb's own loader for a registry entry (its prompts and loader arguments)."""
-    from hf_posbias.modeling import _load_failure
-
-    try:
-        return meta.load_model(device=device)
-    except Exception as err:  # download, remote code, missing extra: one line either way
-        raise _load_failure("embedding model", str(meta.name), err) from None
-
-
 def _load_retriever(
     spec: str,
     *,
@@ -252,10 +244,9 @@ def _load_retriever(
     from hf_posbias.evaluation.runs.endpoint import parse_endpoint_model
     from hf_posbias.evaluation.runs.search import BM25Model
     from hf_posbias.modeling import (
-        PACKAGED_MODELS,
-        load_sentence_transformer,
-        registry_meta,
-        with_suggestions,
+        load_named_sentence_transformer,
+        load_registry_model,
+        registry_entry,
     )
 
     if is_bm25(spec):
@@ -269,23 +260,15 @@ def _load_retriever(
         endpoint_encoder, name, revision = load_endpoint_encoder(spec, settings)
         encoder = CountingEncoder(endpoint_encoder)
         return encoder, name, revision, encoder, None, "endpoint"
-    local = Path(spec).expanduser().exists() or spec in PACKAGED_MODELS
-    reg = None if local else registry_meta(spec)
+    reg = registry_entry(spec)
     if reg is not None:
-        model = _load_registry_model(reg, device=device)
+        model = load_registry_model(reg, device=device)
         meta = unique_model_meta(model.mteb_model_meta, str(reg.name), str(reg.revision))
         model.mteb_model_meta = meta
         encoder = CountingEncoder(model, meta=meta)
         kind = "registry"
         return encoder, str(reg.name), str(reg.revision), encoder, None, kind
-    try:
-        st_model = load_sentence_transformer(
-            spec, device=device, trust_remote_code=settings.trust_remote_code
-        )
-    except ModelLoadError as err:
-        if local or "--trust-remote-code" in str(err):
-            raise
-        raise with_suggestions(err, spec) from None
+    st_model = load_named_sentence_transformer(spec, device=device, settings=settings)
     name, revision = _model_identity(spec, st_model)
     wrapper, kind = _wrap_sentence_transformer(st_model, name, revision)
     if kind == "multi-vector":  # mteb searches it itself (MaxSim index): nothing to count
@@ -326,29 +309,109 @@ def with_remedy(loaded: LoadedModel, remedy: RemedySettings) -> LoadedModel:
 
 def load_endpoint_encoder(spec: str, settings: ModelSettings) -> tuple[Any, str, str]:
     """``(encoder, mteb name, revision)`` for ``openai:<model>``; the revision names the URL."""
-    from hf_posbias.evaluation.runs.endpoint import (
-        EmbeddingEndpoint,
-        EndpointEncoder,
-        parse_endpoint_model,
-    )
+    from hf_posbias.evaluation.runs.endpoint import EndpointEncoder, embedding_endpoint
 
-    model = parse_endpoint_model(spec)
-    if model is None:
-        raise ModelLoadError(f"{spec!r}: give the endpoint's model as openai:<model>")
-    endpoint = EmbeddingEndpoint(
-        model,
-        settings.base_url,
-        batch_size=settings.endpoint_batch_size,
-        api_key_env=settings.api_key_env,
-        max_concurrency=settings.max_concurrency,
-        max_retries=settings.max_retries,
-    )
+    endpoint = embedding_endpoint(spec, settings)
+    model = endpoint.model
     name = model if "/" in model else f"openai/{model}"
     revision = f"endpoint-{endpoint.url}"
     from mteb.models.model_meta import ScoringFunction
 
     meta = unique_model_meta(None, name, revision, similarity_fn_name=ScoringFunction.COSINE)
     return EndpointEncoder(endpoint, meta), name, revision
+
+
+def _listwise_identity(spec: str) -> tuple[str, str]:
+    """Unique mteb (name, revision) of a listwise reranker: a local or packaged causal LM's files
+    are hashed (a fine-tuned checkpoint differs from its base only in its weights)."""
+    from hf_posbias.hashing import folder_digest
+    from hf_posbias.modeling import model_display_name, resolve_chat_model
+
+    folder, gguf = resolve_chat_model(spec)
+    if not Path(folder).exists():
+        return spec, "no_revision_available"
+    if gguf:  # a packaged GGUF file: hash that file only, not the package's code
+        return spec, f"local-{folder_digest(folder, names=[gguf], sample_bytes=4 << 20)[:12]}"
+    return model_display_name(spec), f"local-{folder_fingerprint(folder)}"
+
+
+def _load_second_stage(
+    spec: str,
+    retriever: Any,
+    *,
+    first_stage_name: str,
+    rerank_k: int,
+    device: str | None,
+    settings: ModelSettings,
+    options: RerankerOptions | None,
+) -> tuple[RerankSearch, str, str]:
+    """``(pipeline, reranker name, revision)``: the reranker ``spec`` (resolved by
+    :func:`hf_posbias.modeling.reranker_kind`) over the retriever's top ``rerank_k``."""
+    import dataclasses
+
+    from hf_posbias.evaluation.runs.endpoint import parse_endpoint_model
+    from hf_posbias.evaluation.runs.search import RerankSearch
+    from hf_posbias.modeling import (
+        CROSS_ENCODER_PREFIX,
+        load_cross_encoder,
+        load_registry_model,
+        registry_reranker,
+        reranker_kind,
+    )
+
+    kind = reranker_kind(spec)
+    if kind in ("cross-encoder", "registry"):
+        from mteb.models import CrossEncoderWrapper
+
+        if kind == "registry":
+            meta = registry_reranker(spec)
+            ce_wrapper = load_registry_model(meta, device=device)
+            name, revision = str(meta.name), str(meta.revision)
+        else:
+            ce_spec = spec.removeprefix(CROSS_ENCODER_PREFIX)
+            ce = load_cross_encoder(ce_spec, device=device)
+            name, revision = _model_identity(ce_spec, ce)
+            ce_wrapper = CrossEncoderWrapper(ce)
+        ce_wrapper.mteb_model_meta = unique_model_meta(ce_wrapper.mteb_model_meta, name, revision)
+        pipeline = RerankSearch(
+            retriever, ce_wrapper, rerank_k=rerank_k, first_stage_name=first_stage_name
+        )
+        return pipeline, name, revision
+    from hf_posbias.evaluation.runs.listwise_stage import ListwiseRerankSearch
+    from hf_posbias.listwise.rerankers.loading import load_reranker
+    from hf_posbias.listwise.settings import RerankerOptions
+
+    opts = options if options is not None else RerankerOptions()
+    served = parse_endpoint_model(spec) if kind == "listwise-endpoint" else None
+    # One --base-url: the listwise LLM is served there only when named openai:<model>.
+    opts = dataclasses.replace(
+        opts,
+        device=opts.device or device,
+        base_url=settings.base_url if served else None,
+        api_key_env=settings.api_key_env,
+    )
+    if kind == "bm25":
+        reranker: Any = lambda texts: load_reranker("bm25", opts, corpus_texts=texts)  # noqa: E731
+        name, revision = "local/bm25-reranker", "bm25"
+    elif served:
+        reranker = load_reranker(served, opts)
+        name = served if "/" in served else f"openai/{served}"
+        revision = f"endpoint-{opts.base_url or 'openai'}"
+    else:
+        reranker = load_reranker(spec, opts)
+        name, revision = _listwise_identity(spec)
+    listed = ("mode", "window", "step", "passage_tokens", "identifiers")
+    experiment = {"reranker_kind": kind, **{k: getattr(opts, k) for k in listed}}
+    meta = unique_model_meta(None, name, revision, experiment_kwargs=experiment)
+    pipeline = ListwiseRerankSearch(
+        retriever,
+        reranker,
+        meta=meta,
+        rerank_k=rerank_k,
+        step=opts.step,
+        first_stage_name=first_stage_name,
+    )
+    return pipeline, str(meta.name), revision
 
 
 def load_model(
@@ -360,15 +423,19 @@ def load_model(
     device: str | None = None,
     settings: ModelSettings | None = None,
     remedy: RemedySettings | None = None,
+    reranker_options: RerankerOptions | None = None,
 ) -> LoadedModel:
     """Load a retriever (``bm25`` or a bi-encoder) or a two-stage reranking pipeline.
 
     ``remedy`` wraps the bi-encoder (the retriever) in an inference-time remedy
     (:class:`hf_posbias.evaluation.runs.remedies.RemedySearch`); checked before any encoding.
 
-    Two spellings of the same pipeline: ``load_model("bm25", reranker=CE)`` and
-    ``load_model(CE, first_stage="bm25")`` — the cross-encoder reranks the first stage's top
-    ``rerank_k``.
+    Two spellings of the same pipeline: ``load_model("bm25", reranker=R)`` and
+    ``load_model(R, first_stage="bm25")`` — the reranker ``R`` (any kind
+    :func:`hf_posbias.modeling.reranker_kind` names: a cross-encoder, an mteb registry reranker,
+    a listwise LLM or the BM25 control) reorders the first stage's top ``rerank_k``; a listwise
+    reranker is loaded and slid with ``reranker_options`` (window, step, passage tokens, dtype,
+    mode: :class:`~hf_posbias.listwise.settings.RerankerOptions`).
 
     Raises:
         ModelLoadError: a model path that does not exist or a model that cannot load.
@@ -396,24 +463,21 @@ def load_model(
             remedy=remedy_name,
         )
     _check_model_path(reranker_spec)
-    from mteb.models import CrossEncoderWrapper
-
-    from hf_posbias.evaluation.runs.search import RerankSearch
-    from hf_posbias.modeling import load_cross_encoder
-
-    ce = load_cross_encoder(reranker_spec, device=device)
-    ce_name, ce_revision = _model_identity(reranker_spec, ce)
-    ce_wrapper = CrossEncoderWrapper(ce)
-    ce_wrapper.mteb_model_meta = unique_model_meta(ce_wrapper.mteb_model_meta, ce_name, ce_revision)
-    pipeline = RerankSearch(
-        retriever, ce_wrapper, rerank_k=rerank_k, first_stage_name=f"{name}@{revision}"
+    pipeline, rr_name, rr_revision = _load_second_stage(
+        reranker_spec,
+        retriever,
+        first_stage_name=f"{name}@{revision}",
+        rerank_k=rerank_k,
+        device=device,
+        settings=settings,
+        options=reranker_options,
     )
     return LoadedModel(
         spec=model,
         model=pipeline,
         kind="rerank",
-        name=ce_name,
-        revision=ce_revision,
+        name=rr_name,
+        revision=rr_revision,
         encoder=encoder,
         search=pipeline,
         reranker=reranker_spec,

@@ -88,11 +88,18 @@ class RemedySettings(Settings):
         metavar="K",
     )
 
+    @property
+    def uses_passages(self) -> bool:
+        """Whether a remedy will cut passages (``--stride`` is checked against
+        ``--passage-tokens`` only then: ``posbias evaluate`` shares ``--passage-tokens`` with a
+        listwise reranker)."""
+        return self.remedy != "none"
+
     def __post_init__(self) -> None:
         super().__post_init__()
         check_choice("remedy", self.remedy, REMEDIES)
         check_positive(self, "passage_tokens", "stride", "segments")
-        if self.stride > self.passage_tokens:
+        if self.uses_passages and self.stride > self.passage_tokens:
             raise InputError(
                 f"{flag_name('stride')} must be at most {flag_name('passage_tokens')} "
                 f"({self.passage_tokens}), got {self.stride}"

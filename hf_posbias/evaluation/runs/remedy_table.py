@@ -54,8 +54,16 @@ def remedy_row(
     }
 
 
-def plot_psi_against_cost(rows: list[dict[str, Any]], path: str | Path, title: str) -> Path:
-    """A PNG of PSI (y) against encoded tokens (x), one labelled point per remedy."""
+def plot_psi_against_cost(
+    rows: list[dict[str, Any]],
+    path: str | Path,
+    title: str,
+    *,
+    cost: str = "encoded_tokens",
+    cost_label: str = "encoded tokens (documents + queries)",
+) -> Path:
+    """A PNG of PSI (y) against the ``cost`` column (x), one labelled point per remedy
+    (``posbias remedies``: encoded tokens; ``posbias listwise remedies``: windows)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -63,11 +71,11 @@ def plot_psi_against_cost(rows: list[dict[str, Any]], path: str | Path, title: s
 
     fig, ax = plt.subplots(figsize=(6, 4))
     for row in rows:
-        if row["psi"] is None or row["encoded_tokens"] is None:
+        if row["psi"] is None or row[cost] is None:
             continue
-        ax.scatter(row["encoded_tokens"], row["psi"])
-        ax.annotate(row["remedy"], (row["encoded_tokens"], row["psi"]), fontsize=8)
-    ax.set_xlabel("encoded tokens (documents + queries)")
+        ax.scatter(row[cost], row["psi"])
+        ax.annotate(row["remedy"], (row[cost], row["psi"]), fontsize=8)
+    ax.set_xlabel(cost_label)
     ax.set_ylabel("PSI (lower = less position bias)")
     ax.set_title(title, fontsize=9)
     fig.tight_layout()

@@ -309,6 +309,8 @@ def evaluate_model(
         settings.task if tasks is None else tasks, scoring=settings.scoring, top_k=settings.top_k
     )
     if loaded is None:
+        from hf_posbias.listwise.settings import RerankerOptions
+
         loaded = load_model(
             settings.model,
             reranker=getattr(settings, "reranker", None),
@@ -317,6 +319,7 @@ def evaluate_model(
             device=settings.device,
             settings=settings,
             remedy=settings,
+            reranker_options=settings if isinstance(settings, RerankerOptions) else None,
         )
     out = Path(settings.out)
     results_dir = out / RESULTS_DIRNAME

@@ -144,13 +144,20 @@ def _as_search_model(model: Any) -> Any:
 
 
 class RerankSearch:
-    """First-stage retrieval of ``rerank_k`` candidates, reordered by a cross-encoder.
+    """First-stage retrieval of ``rerank_k`` candidates, reordered by a second stage (here a
+    cross-encoder).
 
     Args:
         first_stage: a search model (:class:`BM25Model`) or an mteb encoder.
         reranker: an mteb ``CrossEncoderProtocol`` (e.g. ``mteb.models.CrossEncoderWrapper``).
-        rerank_k: candidates per query handed to the reranker (Z25: 100).
+        rerank_k: candidates per query handed to the reranker (Z25: 100); the first stage's
+            documents below them follow in first-stage order.
         first_stage_name: how the first stage is named in the results.
+        meta: the reranker's mteb metadata (default: ``reranker.mteb_model_meta``).
+
+    Subclasses change what reorders the candidates by overriding :meth:`rerank` (and
+    :meth:`_search_wrapper`): the listwise stage's
+    :class:`~hf_posbias.evaluation.runs.listwise_stage.ListwiseRerankSearch`.
 
     Example:
         >>> # RerankSearch(BM25Model(), CrossEncoderWrapper(ce), rerank_k=100)
@@ -163,19 +170,17 @@ class RerankSearch:
         *,
         rerank_k: int = 100,
         first_stage_name: str | None = None,
+        meta: ModelMeta | None = None,
     ) -> None:
-        from mteb.models import SearchCrossEncoderWrapper
-
         if rerank_k < 1:
             raise ValueError(f"rerank_k must be >= 1, got {rerank_k}")
         self.first_stage = _as_search_model(first_stage)
         self.reranker = reranker
-        self._rerank_search = SearchCrossEncoderWrapper(reranker)
         self.rerank_k = rerank_k
-        self.stats = SearchStats()
+        self.stats = self._new_stats()
         first_meta = getattr(first_stage, "mteb_model_meta", None)
         self.first_stage_name = first_stage_name or getattr(first_meta, "name", "first-stage")
-        reranker_meta = reranker.mteb_model_meta
+        reranker_meta = meta if meta is not None else reranker.mteb_model_meta
         experiment = dict(reranker_meta.experiment_kwargs or {})
         experiment.update(
             {
@@ -185,6 +190,17 @@ class RerankSearch:
             }
         )
         self._meta = reranker_meta.model_copy(update={"experiment_kwargs": experiment})
+        self._rerank_search = self._search_wrapper(reranker)
+
+    def _new_stats(self) -> SearchStats:
+        return SearchStats()
+
+    def _search_wrapper(self, reranker: Any) -> Any:
+        """mteb's ``SearchCrossEncoderWrapper`` around the cross-encoder (what :meth:`rerank`
+        and :meth:`index` talk to)."""
+        from mteb.models import SearchCrossEncoderWrapper
+
+        return SearchCrossEncoderWrapper(reranker)
 
     @property
     def mteb_model_meta(self) -> ModelMeta:
@@ -209,37 +225,53 @@ class RerankSearch:
         num_proc: int | None = None,
         **kwargs: Any,
     ) -> dict[str, dict[str, float]]:
-        """Rerank the first stage's top ``rerank_k``; returns at most ``top_k`` per query."""
+        """Rerank the first stage's top ``rerank_k``; the first stage's documents below it follow
+        in their first-stage order (scored below the reranked ones). At most ``top_k`` per query.
+        """
+        from hf_posbias.evaluation.statistics.position_scoring import ranked
+
         first = self.first_stage.search(
             queries,
             task_metadata=task_metadata,
             hf_split=hf_split,
             hf_subset=hf_subset,
-            top_k=self.rerank_k,
+            top_k=max(self.rerank_k, top_k),
             encode_kwargs=encode_kwargs,
             num_proc=num_proc,
         )
-        candidates = {
-            qid: [doc for doc, _ in sorted(docs.items(), key=lambda kv: (-kv[1], kv[0]))][
-                : self.rerank_k
-            ]
-            for qid, docs in first.items()
-        }
+        lists = {qid: [doc for doc, _ in ranked(docs)] for qid, docs in first.items()}
+        candidates = {qid: docs[: self.rerank_k] for qid, docs in lists.items()}
         self.stats.searches += 1
         self.stats.queries += len(queries)
         self.stats.pairs_scored += sum(len(v) for v in candidates.values())
-        reranked = self._rerank_search.search(
+        reranked = self.rerank(
             queries,
+            candidates,
             task_metadata=task_metadata,
             hf_split=hf_split,
             hf_subset=hf_subset,
-            top_k=top_k,
             encode_kwargs=encode_kwargs,
-            top_ranked=candidates,
             num_proc=num_proc,
         )
         out: dict[str, dict[str, float]] = {}
-        for qid, docs in reranked.items():
-            ranked = sorted(docs.items(), key=lambda kv: (-kv[1], kv[0]))[:top_k]
-            out[qid] = dict(ranked)
+        for qid, docs in lists.items():
+            head = ranked(reranked.get(qid, {}))[:top_k]
+            floor = min((score for _, score in head), default=0.0)
+            tail = [d for d in docs[self.rerank_k :] if d not in reranked.get(qid, {})]
+            out[qid] = dict(head)
+            for i, doc in enumerate(tail[: top_k - len(head)]):
+                out[qid][doc] = floor - 1.0 - i
         return out
+
+    def rerank(
+        self,
+        queries: Any,
+        candidates: dict[str, list[str]],
+        **context: Any,
+    ) -> dict[str, dict[str, float]]:
+        """Score each query's candidates (first-stage order) with the cross-encoder: mteb's
+        ``SearchCrossEncoderWrapper`` over ``top_ranked``. ``context`` is mteb's search context.
+        """
+        return self._rerank_search.search(
+            queries, top_k=self.rerank_k, top_ranked=candidates, **context
+        )

@@ -119,6 +119,10 @@ def run_controlled_test(
     out = Path(out_dir)
     positions = list(config.positions)  # parsed and checked by the settings
     started = time.perf_counter()
+    if config.calibrate:
+        from hf_posbias.listwise.experiments.calibration import check_calibratable
+
+        check_calibratable(reranker)  # before any window is scored
 
     def inputs(query_list: QueryList) -> list[tuple[dict[str, Any], list[str]]]:
         return [
@@ -161,10 +165,62 @@ def run_controlled_test(
             "seconds_this_run": round(time.perf_counter() - started, 3),
         }
     )
+    if config.calibrate:
+        summary["calibrated"] = _write_calibrated(reranker, task, rows, out, config, summary)
     write_jsonl(out / "per_query.jsonl", rows)
     write_json(out / "positions.json", summary)
     _plot(summary, out / "positions.png")
     return summary
+
+
+def _write_calibrated(
+    reranker: ListwiseReranker,
+    task: RerankTask,
+    rows: list[dict[str, Any]],
+    out: Path,
+    config: ControlledTestConfig,
+    plain: dict[str, Any],
+) -> dict[str, Any]:
+    """The slot-calibrated curve from the recorded scores → ``out/calibrated/`` (a test folder
+    of its own: ``listwise compare OUT OUT/calibrated`` works); returns its headline."""
+    from hf_posbias.listwise.experiments.calibration import (
+        CALIBRATION_FILE,
+        calibrated_rows,
+        estimate_slot_priors,
+    )
+
+    calibration = estimate_slot_priors(reranker, {len(r["input"]) for r in rows}, out)
+    cal_rows = calibrated_rows(rows, calibration["priors"])
+    for row, score in zip(cal_rows, ndcg_at_10(cal_rows, task.qrels)):
+        row["ndcg_at_10"] = score
+    name = f"{reranker.name} (calibrated)"
+    summary = summarize_positions_rows(
+        cal_rows,
+        k=config.k,
+        reranker=name,
+        n_resamples=config.n_resamples,
+        confidence=config.confidence,
+        seed=config.seed,
+    )
+    keep = ("task", "task_source", "split", "first_stage", "queries", "relevant_injected", "seed")
+    summary.update({key: plain[key] for key in keep})
+    summary["calibration"] = {
+        "file": f"../{CALIBRATION_FILE}",
+        "windows": calibration["windows"],
+        "seconds": calibration["seconds"],
+        "priors": {str(k): v for k, v in calibration["priors"].items()},
+    }
+    folder = out / "calibrated"
+    folder.mkdir(parents=True, exist_ok=True)
+    write_jsonl(folder / "per_query.jsonl", cal_rows)
+    write_json(folder / "positions.json", summary)
+    _plot(summary, folder / "positions.png")
+    return {
+        "folder": "calibrated",
+        "mean": summary["mean"],
+        "psi": summary["psi"],
+        "extra_windows": calibration["windows"],
+    }
 
 
 def _plot(summary: dict[str, Any], path: Path) -> None:

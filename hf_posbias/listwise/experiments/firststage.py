@@ -4,8 +4,8 @@
   stop words and Snowball stemmer, title and text indexed as ``posbias evaluate --model bm25``
   indexes them), the corpus indexed once; every document is scored, so any k up to the corpus
   size is available.
-- :class:`DenseFirstStage` — any sentence-transformers model (cosine similarity), the corpus
-  encoded once.
+- :class:`DenseFirstStage` — any embedding model the one resolver loads (cosine similarity;
+  registry prompts and ``openai:`` endpoints included), the corpus encoded once.
 
 Both break score ties as evaluation's runs do (document id descending, trec_eval's rule:
 :func:`hf_posbias.evaluation.statistics.position_scoring.ranked`), so the list never depends on
@@ -23,11 +23,14 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hf_posbias.errors import InputError
 from hf_posbias.listwise.records import Passage
 from hf_posbias.settings import flag_name
+
+if TYPE_CHECKING:
+    from hf_posbias.modeling import ModelSettings
 
 
 class FirstStage(Protocol):
@@ -67,36 +70,44 @@ class BM25FirstStage:
 
 
 class DenseFirstStage:
-    """A sentence-transformers model: cosine similarity of query and passage embeddings."""
+    """Any embedding model the resolver loads (:func:`hf_posbias.embedding.load_embedder`: a
+    sentence-transformers folder or Hub id, a packaged model, an mteb registry name with its
+    prompts, ``openai:<model>``): cosine similarity of query and passage embeddings, each side
+    with the model's own query/document prompt."""
 
-    def __init__(self, model: str, corpus: Mapping[str, Passage], *, batch_size: int = 64) -> None:
-        from hf_posbias.modeling import load_sentence_transformer
+    def __init__(
+        self,
+        model: str,
+        corpus: Mapping[str, Passage],
+        *,
+        batch_size: int = 64,
+        settings: ModelSettings | None = None,
+    ) -> None:
+        from hf_posbias.embedding import load_embedder
 
         self.name = model
         self.doc_ids = sorted(corpus)
         self.size = len(self.doc_ids)
-        self._model = load_sentence_transformer(model)
-        self._embeddings = self._model.encode(
-            [corpus[d].content() for d in self.doc_ids],
-            batch_size=batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
+        self._model = load_embedder(model, settings=settings, batch_size=batch_size)
+        texts = [corpus[d].content() for d in self.doc_ids]
+        self._embeddings = self._model.embed(texts, "document")
 
     def top_k(self, query: str, k: int) -> list[str]:
         """The ``k`` most similar documents (ties by document id, descending)."""
-        q = self._model.encode([query], normalize_embeddings=True, convert_to_numpy=True)[0]
+        q = self._model.embed([query], "query")[0]
         return _ranked(self._embeddings @ q, self.doc_ids, k)
 
 
-def load_first_stage(name: str, corpus: Mapping[str, Passage]) -> FirstStage:
-    """``bm25`` or a sentence-transformers model name/folder."""
+def load_first_stage(
+    name: str, corpus: Mapping[str, Passage], settings: ModelSettings | None = None
+) -> FirstStage:
+    """``bm25`` or any embedding model argument (:class:`DenseFirstStage`); ``settings`` carry
+    an endpoint's URL and key or the remote-code opt-in."""
     from hf_posbias.bm25 import is_bm25
 
     if is_bm25(name):
         return BM25FirstStage(corpus)
-    return DenseFirstStage(name, corpus)
+    return DenseFirstStage(name, corpus, settings=settings)
 
 
 def check_k(k: int, corpus_size: int) -> None:

@@ -23,13 +23,16 @@ import random
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import InputError
 from hf_posbias.listwise.experiments.taskio import RerankTask
 from hf_posbias.progress import progress
 from hf_posbias.rows import read_json
 from hf_posbias.shards import fingerprint, write_json
+
+if TYPE_CHECKING:
+    from hf_posbias.generation.backends import EndpointSettings
 
 FIRST_STAGE_FILE = "first_stage.json"
 
@@ -92,9 +95,15 @@ def first_stage_lists(
     out_dir: str | Path,
     *,
     show_progress: bool = True,
+    endpoint: EndpointSettings | None = None,
 ) -> list[QueryList]:
-    """Each query's top-k from the first stage, cached in ``out_dir/first_stage.json``."""
+    """Each query's top-k from the first stage, cached in ``out_dir/first_stage.json``.
+
+    An ``openai:<model>`` first stage is served at ``endpoint``'s URL (the verb's
+    ``--base-url``) with its key.
+    """
     from hf_posbias.listwise.experiments.firststage import check_k, load_first_stage
+    from hf_posbias.modeling import ModelSettings
 
     check_k(k, len(task.corpus))
     params = {
@@ -109,7 +118,10 @@ def first_stage_lists(
         cached = read_json(path)
         if cached.get("fingerprint") == fingerprint(params):
             return [QueryList(**row) for row in cached["lists"]]
-    first_stage = load_first_stage(first_stage_name, task.corpus)
+    settings = None
+    if endpoint is not None:
+        settings = ModelSettings(base_url=endpoint.base_url, api_key_env=endpoint.api_key_env)
+    first_stage = load_first_stage(first_stage_name, task.corpus, settings)
     lists = []
     for query_id in progress(
         query_ids, desc="first stage", unit="query", disable=not show_progress

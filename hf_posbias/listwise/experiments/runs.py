@@ -5,7 +5,8 @@ position p; n shuffles …). :func:`rerank_queries` reranks them with sliding wi
 per shard through :func:`hf_posbias.shards.run_sharded`: a killed run keeps every finished
 query and a rerun skips them; a rerun with other parameters is refused. Each output row is
 ``{query_id, <tags>, input, ranking, scores, windows, windows_with_fallback, appended, cut,
-identifiers}`` with ``scores`` in ranking order.
+identifiers, seconds}`` with ``scores`` in ranking order and ``seconds`` the measured reranking
+time of the row's query shared out by windows.
 
 Example:
     >>> from hf_posbias.listwise.records import Passage
@@ -17,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -54,9 +56,15 @@ def rerank_queries(
             jobs = inputs(query_list)
             query = task.queries[query_list.query_id]
             windows = [(query, [task.passage(d) for d in doc_ids]) for _, doc_ids in jobs]
+            started = time.perf_counter()
             reranked = rerank_lists(reranker, windows, window=window, step=step)
+            # The query's lists are reranked in lockstep batches: its measured time is shared
+            # out by windows (the cost column of ``listwise remedies``).
+            per_window = (time.perf_counter() - started) / max(sum(r.windows for r in reranked), 1)
             for (tags, doc_ids), result in zip(jobs, reranked):
-                rows.append(_row(query_list.query_id, tags, doc_ids, result))
+                row = _row(query_list.query_id, tags, doc_ids, result)
+                row["seconds"] = round(per_window * result.windows, 6)
+                rows.append(row)
         return rows
 
     # One query per shard: the unit of resumption (the progress counts queries).
@@ -92,7 +100,7 @@ def run_experiment(
     s = lists_from
     query_ids = select_queries(task, s.max_queries, s.seed)
     lists = first_stage_lists(
-        task, query_ids, s.first_stage, s.k, out_dir, show_progress=show_progress
+        task, query_ids, s.first_stage, s.k, out_dir, show_progress=show_progress, endpoint=s
     )
     params = {
         "experiment": experiment,

@@ -20,7 +20,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -28,19 +27,6 @@ from typing import Any
 from hf_posbias.errors import InputError
 from hf_posbias.listwise.rerankers.base import ListwiseReranker
 from hf_posbias.listwise.settings import RerankerOptions
-
-CROSS_ENCODER_PREFIX = "cross-encoder:"
-
-
-def _is_cross_encoder_folder(name: str) -> bool:
-    config = Path(name).expanduser() / "config.json"
-    if not config.is_file():
-        return False
-    try:
-        architectures = json.loads(config.read_text()).get("architectures") or []
-    except (OSError, json.JSONDecodeError):
-        return False
-    return any(str(a).endswith("ForSequenceClassification") for a in architectures)
 
 
 def is_pointwise(name: str) -> bool:
@@ -51,8 +37,9 @@ def is_pointwise(name: str) -> bool:
         (True, True, False)
     """
     from hf_posbias.bm25 import is_bm25
+    from hf_posbias.modeling import is_cross_encoder
 
-    return is_bm25(name) or name.startswith(CROSS_ENCODER_PREFIX) or _is_cross_encoder_folder(name)
+    return is_bm25(name) or is_cross_encoder(name)
 
 
 def load_reranker(
@@ -72,6 +59,7 @@ def load_reranker(
         # A copy (checked again): the caller's options are never written into.
         opts = dataclasses.replace(opts, **overrides)
     from hf_posbias.bm25 import is_bm25
+    from hf_posbias.modeling import CROSS_ENCODER_PREFIX, is_cross_encoder
 
     if is_bm25(name):
         if corpus_texts is None:
@@ -79,7 +67,7 @@ def load_reranker(
         from hf_posbias.listwise.rerankers.pointwise import bm25_reranker
 
         return bm25_reranker(corpus_texts)
-    if name.startswith(CROSS_ENCODER_PREFIX) or _is_cross_encoder_folder(name):
+    if is_cross_encoder(name):
         from hf_posbias.listwise.rerankers.pointwise import cross_encoder_reranker
 
         model = name.removeprefix(CROSS_ENCODER_PREFIX)
@@ -134,8 +122,15 @@ RUN_OUTPUTS = (
     "propensity.json",
     "propensity.png",
     "shuffle_eval.json",
+    "calibration.json",
+    "remedies.json",
+    "remedies_run.json",
+    "remedies.md",
+    "remedies.png",
 )
 """What an experiment writes in its folder (``overwrite`` removes them, and the shards)."""
+RUN_FOLDERS = ("shards", "calibrated", "checkpoints")
+"""Folders an experiment writes (``overwrite`` removes them)."""
 
 
 def prepare_out(out: str | Path, overwrite: bool) -> Path:
@@ -144,7 +139,8 @@ def prepare_out(out: str | Path, overwrite: bool) -> Path:
 
     out = Path(out)
     if overwrite:
-        shutil.rmtree(out / "shards", ignore_errors=True)
+        for folder in RUN_FOLDERS:
+            shutil.rmtree(out / folder, ignore_errors=True)
         for name in RUN_OUTPUTS:
             (out / name).unlink(missing_ok=True)
     out.mkdir(parents=True, exist_ok=True)

@@ -72,6 +72,10 @@ class ListwiseCardInfo:
     license: str = "apache-2.0"
     extra: dict[str, Any] = field(default_factory=dict)
     epochs_trained: float = 0.0
+    augmentation: str = "pos-aug"
+    """``pos-aug``, ``rand-aug`` or ``none`` (``--augmentation``)."""
+    with_lm: bool = True
+    """Whether L_LM is part of the objective (``--no-lm-loss``: λ·L_Rank(-IPS) alone)."""
     """Passes over the training windows actually made (``epochs`` is what was asked for)."""
 
     @classmethod

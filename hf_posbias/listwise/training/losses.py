@@ -46,6 +46,9 @@ IPS_NORMALIZATIONS = ("paper", "mean1")
 """How the IPS pair weights ``1/(ω[i, r_i] · ω[j, r_j])`` are scaled: ``paper`` as Eq. 4 with
 Σω = 1 (weights of 10⁵–10⁷ on k = 20, so λ·L_Rank-IPS swamps L_LM), ``mean1`` divided by their
 mean over the training pairs (self-normalised IPS: the average pair weighs 1, as in L_Rank)."""
+DEFAULT_IPS_NORMALIZATION = "mean1"
+"""What a propensity file gets without ``--ips-normalization`` (measured: docs/listwise.md,
+"Scale of L_Rank-IPS")."""
 
 
 def mean_ips_weight(propensity: Any, windows_ranks: Sequence[Sequence[int]]) -> float:
@@ -195,19 +198,21 @@ def debiasfirst_loss(
     *,
     lam: float = DEFAULT_LAMBDA,
     propensity: Any = None,
+    with_lm: bool = True,
 ) -> LossParts:
     """``λ · L_Rank(-IPS) + L_LM`` of a collated batch (see the module docstring).
 
     ``logits`` is the causal LM's output ``[B, T, V]`` on ``batch["input_ids"]``; the batch comes
     from :class:`~hf_posbias.listwise.training.collate.ListwiseCollator`. ``lam=0`` gives plain SFT
-    on the answer; ``propensity=None`` gives FIRST's joint loss.
+    on the answer; ``propensity=None`` gives FIRST's joint loss; ``with_lm=False`` gives
+    ``λ · L_Rank(-IPS)`` alone (Q26's ablation; L_LM is still computed for the log).
     """
     if lam < 0:
         raise InputError(f"λ must be >= 0, got {lam}")
     scores = identifier_logits(logits, batch["answer_start"], batch["identifier_ids"])
     ranking = rank_loss(scores, batch["target_ranks"], propensity)
     language = lm_loss(logits, batch["labels"])
-    total = lam * ranking + language
+    total = lam * ranking + language if with_lm else lam * ranking
     return LossParts(total, float(ranking.detach()), float(language.detach()))
 
 
@@ -217,6 +222,7 @@ def model_loss(
     *,
     lam: float = DEFAULT_LAMBDA,
     propensity: Any = None,
+    with_lm: bool = True,
 ) -> LossParts:
     """Forward ``model`` on a collated batch; return its :func:`debiasfirst_loss`.
 
@@ -246,4 +252,4 @@ def model_loss(
         "answer_start": batch["answer_start"] - first,
         "labels": batch["labels"][:, first:],
     }
-    return debiasfirst_loss(logits, kept, lam=lam, propensity=propensity)
+    return debiasfirst_loss(logits, kept, lam=lam, propensity=propensity, with_lm=with_lm)

@@ -1,0 +1,166 @@
+"""Embeddings from any model argument: what the listwise dense first stage and ``posbias
+analyze`` encode with.
+
+:func:`load_embedder` follows the one resolver (:mod:`hf_posbias.modeling`): ``openai:<model>``
+(an embeddings endpoint, :mod:`hf_posbias.evaluation.runs.endpoint`), a local folder or packaged
+model, a name in mteb's model registry (loaded by mteb, encoded through mteb's protocol so that
+its prompts and instructions apply), any other Hub id (remote code only with
+``--trust-remote-code``). Evaluation wraps the same loaders for ``mteb.evaluate``
+(:mod:`hf_posbias.evaluation.runs.models`).
+
+Example:
+    >>> import numpy as np
+    >>> e = TextEmbedder("toy", lambda texts, kind: np.ones((len(texts), 2)))
+    >>> [round(float(x), 3) for x in e.embed(["a"], "query")[0]]
+    [0.707, 0.707]
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from hf_posbias.errors import ModelLoadError
+from hf_posbias.modeling import (
+    ModelSettings,
+    load_named_sentence_transformer,
+    load_registry_model,
+    model_display_name,
+    registry_entry,
+)
+
+
+class TextEmbedder:
+    """Unit-norm query/document embeddings from any model argument the resolver takes (except
+    ``bm25``): what the listwise dense first stage and ``posbias analyze`` encode with.
+
+    ``encode_fn(texts, kind)`` returns one row per text (``kind``: ``query`` or ``document``);
+    rows are normalised here. A model backed by a sentence-transformers model exposes its
+    ``tokenizer``, ``prompts`` and ``max_seq_length`` (the analyses' truncation checks); an
+    endpoint has none (``None``).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        encode_fn: Callable[[list[str], str], Any],
+        *,
+        sentence_transformer: Any = None,
+        kind: str = "bi-encoder",
+    ) -> None:
+        self.name = name
+        self.kind = kind
+        self._encode = encode_fn
+        self.sentence_transformer = sentence_transformer
+
+    @property
+    def tokenizer(self) -> Any:
+        """The sentence-transformers model's tokenizer, ``None`` for an endpoint."""
+        return getattr(self.sentence_transformer, "tokenizer", None)
+
+    @property
+    def prompts(self) -> dict[str, str]:
+        """The sentence-transformers model's prompts (``{}`` when it has none)."""
+        return dict(getattr(self.sentence_transformer, "prompts", None) or {})
+
+    @property
+    def max_seq_length(self) -> int | None:
+        """Longest input in tokens (``None``: unknown, e.g. an endpoint)."""
+        return getattr(self.sentence_transformer, "max_seq_length", None)
+
+    @max_seq_length.setter
+    def max_seq_length(self, value: int) -> None:
+        if self.sentence_transformer is None:
+            raise ModelLoadError(f"{self.name}: its maximum sequence length cannot be changed")
+        self.sentence_transformer.max_seq_length = value
+
+    def embed(self, texts: list[str] | tuple[str, ...], kind: str) -> Any:
+        """Unit-norm embeddings of ``texts`` as ``kind`` (``query`` or ``document``)."""
+        import numpy as np
+
+        vectors = np.asarray(self._encode([str(t) for t in texts], kind), dtype=np.float32)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors / np.where(norms > 0, norms, 1.0)
+
+
+def _st_encode(model: Any, batch_size: int) -> Callable[[list[str], str], Any]:
+    def encode(texts: list[str], kind: str) -> Any:
+        prompts = getattr(model, "prompts", None) or {}
+        kwargs: dict[str, Any] = {"prompt_name": kind} if prompts.get(kind) else {}
+        return model.encode(
+            texts, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False, **kwargs
+        )
+
+    return encode
+
+
+def _mteb_encode(model: Any, batch_size: int) -> Callable[[list[str], str], Any]:
+    """Encode through mteb's protocol, so a registry model applies its own prompts and
+    instructions (those of a retrieval task: mteb's SciFact, whose claims and abstracts are what
+    the analyses read)."""
+
+    def encode(texts: list[str], kind: str) -> Any:
+        import mteb
+        from datasets import Dataset
+        from mteb._create_dataloaders import create_dataloader
+        from mteb.types import PromptType
+
+        metadata = mteb.get_task("SciFact").metadata
+        prompt_type = PromptType.query if kind == "query" else PromptType.document
+        loader = create_dataloader(
+            Dataset.from_dict({"id": [str(i) for i in range(len(texts))], "text": texts}),
+            task_metadata=metadata,
+            prompt_type=prompt_type,
+            batch_size=batch_size,
+        )
+        return model.encode(
+            loader,
+            task_metadata=metadata,
+            hf_split="test",
+            hf_subset="default",
+            prompt_type=prompt_type,
+        )
+
+    return encode
+
+
+def load_embedder(
+    name: str | os.PathLike[str],
+    *,
+    settings: ModelSettings | None = None,
+    device: str | None = None,
+    batch_size: int = 32,
+) -> TextEmbedder:
+    """A :class:`TextEmbedder` for a model argument, in the resolver's order: ``openai:<model>``
+    (an embeddings endpoint, ``settings``' URL and key), a local folder or packaged model, a
+    name in mteb's model registry (with its prompts), any other Hub id (remote code only with
+    ``settings.trust_remote_code``). An unknown name suggests the closest registry names.
+
+    Example:
+        >>> load_embedder("bm25")
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.ModelLoadError: bm25 ranks documents but does not embed them
+    """
+    from hf_posbias.bm25 import is_bm25
+
+    text = str(name)
+    settings = settings or ModelSettings()
+    if is_bm25(text):
+        raise ModelLoadError("bm25 ranks documents but does not embed them")
+    if text.startswith("openai:"):
+        from hf_posbias.evaluation.runs.endpoint import embedding_endpoint
+
+        endpoint = embedding_endpoint(text, settings)
+        return TextEmbedder(text, lambda texts, kind: endpoint.embed(texts), kind="endpoint")
+    meta = registry_entry(text)
+    if meta is not None:
+        model = load_registry_model(meta, device=device)
+        inner = getattr(model, "model", None)
+        st = inner if hasattr(inner, "max_seq_length") else None
+        encode = _mteb_encode(model, batch_size)
+        return TextEmbedder(str(meta.name), encode, sentence_transformer=st, kind="registry")
+    st = load_named_sentence_transformer(text, device=device, settings=settings)
+    encode = _st_encode(st, batch_size)
+    return TextEmbedder(model_display_name(text), encode, sentence_transformer=st)

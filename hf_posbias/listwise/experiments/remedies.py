@@ -1,0 +1,346 @@
+"""``posbias listwise remedies``: every listwise remedy on the same 1…k harness, with its cost.
+
+The controlled test (:mod:`~hf_posbias.listwise.experiments.controlled`) puts the relevant
+passage at each input position p of each query's first-stage list. On the *same* queries and
+windows this module scores
+
+- ``none`` — the plain reranker (the controlled test itself);
+- ``calibrated`` — slot calibration from the recorded scores plus one content-free window per
+  window shape (:mod:`~hf_posbias.listwise.experiments.calibration`);
+- ``permsc-borda-m{m}``, ``permsc-kemeny-m{m}`` — PermSC-style aggregation (Q26 RQ4 / Fig. 5):
+  the ranking of the list as given plus the rankings of m−1 seeded shuffles of the same k
+  documents, aggregated by Borda or Kemeny local search
+  (:mod:`~hf_posbias.listwise.experiments.aggregate`). A uniformly random order of the query's k
+  documents does not depend on where the relevant one was put, so the m−1 shuffles of a query
+  are reranked once and shared by every position: the harness pays m−1 extra lists per query,
+  not per (query, position). ``m = 1`` is ``none``;
+- ``debiasfirst:<folder>`` — each ``--checkpoints`` folder, tested on the same queries and
+  positions (``OUT/checkpoints/<folder>/``, a ``listwise test`` folder).
+
+Per remedy: mean nDCG@10 over positions, PSI, the harmonic mean of the per-position means, Δ
+mean against ``none`` with a paired p-value (per query, shared by the positions:
+:func:`~hf_posbias.evaluation.statistics.uncertainty.paired_comparison`), and the cost measured
+in the same run — ``windows`` (forward passes this run spent on the remedy, shared shuffles and
+the calibration window included), ``seconds`` (their measured time, plus the aggregation's),
+and ``windows_per_ranking`` (what one ranked list costs when deployed: m for PermSC; 1 for
+calibration, whose window is paid once per window shape). Writes ``remedies.json`` (the rows),
+``remedies.md``, ``remedies.png`` (PSI against windows per ranking), ``per_query.jsonl`` (one
+row per remedy, query and position) and the resumable shards of the reranked lists.
+
+Example:
+    >>> [name for name, _, _ in permsc_variants([1, 2, 5])]
+    ['permsc-borda-m2', 'permsc-kemeny-m2', 'permsc-borda-m5', 'permsc-kemeny-m5']
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from hf_posbias.errors import InputError
+from hf_posbias.listwise.experiments.aggregate import borda, kemeny_local_search
+from hf_posbias.listwise.experiments.lists import QueryList, controlled_list, describe_lists
+from hf_posbias.listwise.experiments.lists import shuffled as shuffle_list
+from hf_posbias.listwise.experiments.runs import ndcg_at_10, run_experiment, write_jsonl
+from hf_posbias.listwise.experiments.taskio import RerankTask
+from hf_posbias.listwise.rerankers.base import ListwiseReranker
+from hf_posbias.listwise.settings import ControlledTestConfig, ListwiseRemediesConfig
+from hf_posbias.settings import flag_name
+
+AGGREGATORS: dict[str, Callable[[Sequence[Sequence[str]]], list[str]]] = {
+    "borda": borda,
+    "kemeny": kemeny_local_search,
+}
+
+
+def permsc_variants(ms: Sequence[int]) -> list[tuple[str, int, str]]:
+    """``(remedy name, m, aggregator)`` of every PermSC row (m = 1 is the plain reranker)."""
+    return [(f"permsc-{agg}-m{m}", m, agg) for m in ms if m > 1 for agg in AGGREGATORS]
+
+
+@dataclass
+class Variant:
+    """One remedy's per-(query, position) rows and its measured cost."""
+
+    rows: list[dict[str, Any]]
+    windows: int
+    seconds: float
+    windows_per_ranking: float
+    extra: dict[str, Any]
+
+
+def run_listwise_remedies(
+    reranker: ListwiseReranker,
+    task: RerankTask,
+    out_dir: str | Path,
+    config: ListwiseRemediesConfig,
+    *,
+    load_checkpoint: Callable[[str], ListwiseReranker] | None = None,
+    show_progress: bool = True,
+) -> list[dict[str, Any]]:
+    """Run every remedy (see the module docstring), write the outputs, return the rows.
+
+    ``load_checkpoint(path)`` loads a ``--checkpoints`` folder as a reranker (the CLI passes
+    :func:`~hf_posbias.listwise.rerankers.loading.load_reranker` with the run's options).
+    Resumable: the reranked lists are kept per query in ``out_dir/shards/``.
+    """
+    from hf_posbias.listwise.experiments.calibration import check_calibratable
+
+    out = Path(out_dir)
+    positions = list(config.positions)
+    extra_shuffles = max(config.shuffles) - 1
+    if config.calibrate:
+        check_calibratable(reranker)  # before any window is scored
+    if config.checkpoint_paths and load_checkpoint is None:
+        raise ValueError(f"{flag_name('checkpoints')} needs load_checkpoint")
+    missing = [p for p in config.checkpoint_paths if not Path(p).expanduser().is_dir()]
+    if missing:  # before the first window, not after the plain run
+        raise InputError(
+            f"{flag_name('checkpoints')}: {missing[0]} is not a folder (give the output folders "
+            "of posbias listwise train)"
+        )
+
+    def inputs(query_list: QueryList) -> list[tuple[dict[str, Any], list[str]]]:
+        tags = {"relevant": query_list.relevant, "injected": query_list.injected}
+        jobs = [
+            (
+                {"position": p, "shuffle": -1, **tags},
+                controlled_list(query_list.candidates, query_list.relevant, p),
+            )
+            for p in positions
+        ]
+        # Every controlled list orders the same k documents; shuffles of them serve all p.
+        documents = controlled_list(query_list.candidates, query_list.relevant, 1)
+        for j in range(extra_shuffles):
+            order = shuffle_list(documents, config.seed, query_list.query_id, j)
+            jobs.append(({"position": 0, "shuffle": j, **tags}, order))
+        return jobs
+
+    lists, rows = run_experiment(
+        reranker,
+        task,
+        out,
+        inputs,
+        config,
+        experiment="listwise-remedies",
+        settings={"positions": positions, "shuffles": extra_shuffles},
+        show_progress=show_progress,
+    )
+    plain = [r for r in rows if r["shuffle"] < 0]
+    shuffles: dict[str, list[dict[str, Any]]] = {}
+    for row in sorted((r for r in rows if r["shuffle"] >= 0), key=lambda r: r["shuffle"]):
+        shuffles.setdefault(str(row["query_id"]), []).append(row)
+
+    variants: dict[str, Variant] = {
+        "none": Variant(
+            plain,
+            sum(int(r["windows"]) for r in plain),
+            sum(float(r["seconds"]) for r in plain),
+            _per_ranking(plain),
+            {},
+        )
+    }
+    if config.calibrate:
+        variants["calibrated"] = _calibrated(reranker, plain, out, variants["none"])
+    for name, m, aggregator in permsc_variants(config.shuffles):
+        variants[name] = _permsc(plain, shuffles, m, aggregator, variants["none"])
+    for path in config.checkpoint_paths:
+        variants[f"debiasfirst:{Path(path).name}"] = _checkpoint(
+            load_checkpoint(path),
+            task,
+            out,
+            config,
+            show_progress,  # type: ignore[misc]
+        )
+
+    for variant in variants.values():
+        for row, score in zip(variant.rows, ndcg_at_10(variant.rows, task.qrels)):
+            row["ndcg_at_10"] = score
+    table = _table(variants, config)
+    facts = {
+        "reranker": reranker.name,
+        "task": task.name,
+        "split": task.split,
+        "k": config.k,
+        "positions": positions,
+        "shuffles": list(config.shuffles),
+        **describe_lists(lists),
+    }
+    _write(out, table, variants, facts, config)
+    return table
+
+
+def _per_ranking(rows: Sequence[dict[str, Any]]) -> float:
+    return sum(int(r["windows"]) for r in rows) / max(len(rows), 1)
+
+
+def _calibrated(
+    reranker: ListwiseReranker, plain: list[dict[str, Any]], out: Path, none: Variant
+) -> Variant:
+    from hf_posbias.listwise.experiments.calibration import calibrated_rows, estimate_slot_priors
+
+    calibration = estimate_slot_priors(reranker, {len(r["input"]) for r in plain}, out)
+    started = time.perf_counter()
+    rows = calibrated_rows(plain, calibration["priors"])
+    seconds = none.seconds + float(calibration["seconds"]) + time.perf_counter() - started
+    return Variant(
+        rows,
+        none.windows + int(calibration["windows"]),
+        seconds,
+        none.windows_per_ranking,
+        {"calibration_windows": calibration["windows"]},
+    )
+
+
+def _permsc(
+    plain: list[dict[str, Any]],
+    shuffles: dict[str, list[dict[str, Any]]],
+    m: int,
+    aggregator: str,
+    none: Variant,
+) -> Variant:
+    aggregate = AGGREGATORS[aggregator]
+    started = time.perf_counter()
+    rows = []
+    for row in plain:
+        pool = [row["ranking"], *(s["ranking"] for s in shuffles[str(row["query_id"])][: m - 1])]
+        rows.append({**row, "ranking": aggregate(pool)})
+    used = [s for qs in shuffles.values() for s in qs[: m - 1]]
+    return Variant(
+        rows,
+        none.windows + sum(int(s["windows"]) for s in used),
+        none.seconds + sum(float(s["seconds"]) for s in used) + time.perf_counter() - started,
+        none.windows_per_ranking * m,
+        {"m": m, "aggregator": aggregator},
+    )
+
+
+def _checkpoint(
+    reranker: ListwiseReranker,
+    task: RerankTask,
+    out: Path,
+    config: ListwiseRemediesConfig,
+    show_progress: bool,
+) -> Variant:
+    from hf_posbias.listwise.experiments.controlled import run_controlled_test
+    from hf_posbias.rows import read_rows
+
+    values = {f.name: getattr(config, f.name) for f in fields(ControlledTestConfig) if f.init}
+    test = ControlledTestConfig(**{**values, "calibrate": False})
+    folder = out / "checkpoints" / Path(reranker.name).name
+    run_controlled_test(reranker, task, folder, test, show_progress=show_progress)
+    rows = read_rows(folder / "per_query.jsonl")
+    return Variant(
+        rows,
+        sum(int(r["windows"]) for r in rows),
+        sum(float(r["seconds"]) for r in rows),
+        _per_ranking(rows),
+        {"checkpoint": reranker.name},
+    )
+
+
+def _table(variants: dict[str, Variant], config: ListwiseRemediesConfig) -> list[dict[str, Any]]:
+    from hf_posbias.evaluation.statistics.psi import harmonic_mean
+    from hf_posbias.listwise.experiments.compare import compare_rows
+    from hf_posbias.listwise.experiments.controlled import summarize_positions_rows
+
+    table = []
+    for name, variant in variants.items():
+        summary = summarize_positions_rows(
+            variant.rows,
+            k=config.k,
+            reranker=name,
+            n_resamples=config.n_resamples,
+            confidence=config.confidence,
+            seed=config.seed,
+        )
+        curve = [r["ndcg_at_10"] for r in summary["positions"]]
+        cmp = None
+        if name != "none":
+            cmp = compare_rows(
+                variants["none"].rows,
+                variant.rows,
+                method=config.method,  # type: ignore[arg-type]
+                n_resamples=config.n_resamples,
+                seed=config.seed,
+            )
+        table.append(
+            {
+                "remedy": name,
+                "mean": summary["mean"],
+                "psi": summary["psi"],
+                "harmonic_mean": float(harmonic_mean(curve)),
+                "delta_mean": None if cmp is None else cmp.mean.delta,
+                "p_value": None if cmp is None else cmp.mean.p_value,
+                "windows": variant.windows,
+                "seconds": round(variant.seconds, 3),
+                "windows_per_ranking": variant.windows_per_ranking,
+                "ndcg_by_position": curve,
+                **variant.extra,
+            }
+        )
+    return table
+
+
+def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
+    """``remedies.md``: the headline columns of every remedy row (curves left out).
+
+    Example:
+        >>> print(markdown_table([{"remedy": "none", "mean": 0.5, "psi": 0.2,
+        ...     "harmonic_mean": 0.4, "delta_mean": None, "p_value": None, "windows": 4,
+        ...     "seconds": 1.0, "windows_per_ranking": 1.0}]).splitlines()[0])
+        | remedy | mean | psi | harmonic_mean | delta_mean | p_value | windows | seconds | windows_per_ranking |
+    """  # noqa: E501
+    from hf_posbias.tables import as_table
+
+    columns = (
+        "remedy",
+        "mean",
+        "psi",
+        "harmonic_mean",
+        "delta_mean",
+        "p_value",
+        "windows",
+        "seconds",
+        "windows_per_ranking",
+    )
+    return as_table([{c: row.get(c) for c in columns} for row in rows]).to_markdown()
+
+
+def _write(
+    out: Path,
+    table: list[dict[str, Any]],
+    variants: dict[str, Variant],
+    facts: dict[str, Any],
+    config: ListwiseRemediesConfig,
+) -> None:
+    from hf_posbias.shards import write_json, write_text_atomic
+
+    write_json(out / "remedies.json", table)
+    write_json(out / "remedies_run.json", {**facts, "method": config.method, "seed": config.seed})
+    write_text_atomic(out / "remedies.md", markdown_table(table) + "\n")
+    per_query = [
+        {
+            "remedy": name,
+            "query_id": r["query_id"],
+            "position": r["position"],
+            "ranking": r["ranking"],
+            "ndcg_at_10": r["ndcg_at_10"],
+        }
+        for name, variant in variants.items()
+        for r in variant.rows
+    ]
+    write_jsonl(out / "per_query.jsonl", per_query)
+    if config.plot:
+        from hf_posbias.evaluation.runs.remedy_table import plot_psi_against_cost
+
+        plot_psi_against_cost(
+            table,
+            out / "remedies.png",
+            f"{facts['reranker']} on {facts['task']}: k={facts['k']}, {facts['queries']} queries",
+            cost="windows_per_ranking",
+            cost_label="windows (forward passes) per ranked list",
+        )

@@ -1,0 +1,99 @@
+"""``posbias listwise remedies``: same queries and windows for every remedy, shared shuffles,
+costs counted, the BM25 control flat under every remedy, resumable."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hf_posbias.cli import main
+from hf_posbias.errors import InputError
+from hf_posbias.listwise.experiments.remedies import run_listwise_remedies
+from hf_posbias.listwise.experiments.taskio import load_rerank_task
+from hf_posbias.listwise.settings import ListwiseRemediesConfig
+
+
+def test_remedies_share_windows_and_count_their_cost(beir_task, tmp_path, slot_biased):
+    task = load_rerank_task(beir_task)
+    relevant = {d for q in task.qrels.values() for d, g in q.items() if g > 0}
+    reranker = slot_biased(relevant)
+    config = ListwiseRemediesConfig(
+        k=6, positions="1,3,6", shuffles="1,2,4", n_resamples=100, checkpoints="ckpt/debiased"
+    )
+    loaded = []
+
+    def load(path):
+        loaded.append(path)
+        return slot_biased(relevant, name=path)
+
+    out = tmp_path / "rem"
+    with pytest.raises(InputError, match="--checkpoints: ckpt/debiased is not a folder"):
+        run_listwise_remedies(reranker, task, out, config, load_checkpoint=load)
+    assert reranker.windows == 0  # refused before the first window
+    (tmp_path / "ckpt" / "debiased").mkdir(parents=True)
+    config.checkpoints = str(tmp_path / "ckpt" / "debiased")
+    table = run_listwise_remedies(
+        reranker, task, out, config, load_checkpoint=load, show_progress=False
+    )
+    rows = {r["remedy"]: r for r in table}
+    assert list(rows) == [
+        "none",
+        "calibrated",
+        "permsc-borda-m2",
+        "permsc-kemeny-m2",
+        "permsc-borda-m4",
+        "permsc-kemeny-m4",
+        "debiasfirst:debiased",
+    ]
+    n_queries = 4
+    # 3 positions per query + 3 shared shuffles per query (m up to 4) + 1 content-free window.
+    assert reranker.windows == n_queries * (3 + 3) + 1
+    assert rows["none"]["windows"] == n_queries * 3
+    assert rows["calibrated"]["windows"] == n_queries * 3 + 1
+    assert rows["permsc-borda-m2"]["windows"] == n_queries * (3 + 1)
+    assert rows["permsc-kemeny-m4"]["windows"] == n_queries * (3 + 3)
+    assert rows["permsc-borda-m4"]["windows_per_ranking"] == 4.0
+    assert rows["debiasfirst:debiased"]["windows"] == n_queries * 3
+    assert loaded == [str(tmp_path / "ckpt" / "debiased")]
+    assert all(r["seconds"] >= 0 for r in table)
+    # The slot prior dominates the plain curve; calibration removes it exactly.
+    assert rows["none"]["ndcg_by_position"][0] == 1.0 and rows["none"]["psi"] > 0.5
+    assert rows["calibrated"]["psi"] == 0.0 and rows["calibrated"]["mean"] == 1.0
+    assert rows["calibrated"]["delta_mean"] > 0 and rows["none"]["delta_mean"] is None
+    saved = json.loads((out / "remedies.json").read_text())
+    assert [r["remedy"] for r in saved] == list(rows)
+    assert {"mean", "psi", "harmonic_mean", "delta_mean", "p_value", "seconds"} <= set(saved[0])
+    assert (out / "remedies.md").read_text().startswith("| remedy |")
+    assert (out / "remedies.png").stat().st_size > 1000
+    per_query = (out / "per_query.jsonl").read_text().splitlines()
+    assert len(per_query) == len(rows) * n_queries * 3
+
+    # A rerun resumes: no window is scored again (the calibration prior is cached too).
+    again = slot_biased(relevant)
+    rerun = run_listwise_remedies(again, task, out, config, load_checkpoint=load)
+    assert again.windows == 0
+    assert [r["mean"] for r in rerun] == [r["mean"] for r in table]
+
+
+def test_bm25_control_is_flat_under_every_remedy(beir_task, tmp_path):
+    out = tmp_path / "bm25"
+    args = ["listwise", "remedies", "--reranker", "bm25", "--task", str(beir_task), "--k", "6"]
+    assert main([*args, "--shuffles", "1,3", "--out", str(out), "--no-progress"]) == 0
+    table = json.loads((out / "remedies.json").read_text())
+    assert [r["remedy"] for r in table] == [
+        "none",
+        "calibrated",
+        "permsc-borda-m3",
+        "permsc-kemeny-m3",
+    ]
+    for row in table:
+        assert row["psi"] == 0.0 and len(set(row["ndcg_by_position"])) == 1
+        assert row["mean"] == table[0]["mean"]
+
+
+def test_bad_shuffle_counts_are_one_line_errors():
+    with pytest.raises(InputError, match="--shuffles takes integers >= 1"):
+        ListwiseRemediesConfig(shuffles="0,2")
+    with pytest.raises(InputError, match="--shuffles takes comma-separated integers"):
+        ListwiseRemediesConfig(shuffles="a")
