@@ -55,12 +55,20 @@ def steps_per_bin(
 ) -> dict[str, int]:
     """Optimisation steps each bin contributes (``ceil(rows / batch)`` per epoch).
 
-    ``max_steps`` scales every bin down proportionally (the bins are interleaved at random).
+    ``max_steps`` overrides ``epochs`` as it does in the trainer (transformers trains exactly
+    ``max_steps``, cycling the data when that is more than the epochs give): every bin is scaled
+    proportionally to it (the bins are interleaved at random).
+
+    Example:
+        >>> steps_per_bin({"a": 82}, global_batch=16, epochs=1.0)
+        {'a': 6}
+        >>> steps_per_bin({"a": 82}, global_batch=16, epochs=1.0, max_steps=20)
+        {'a': 20}
     """
     per_epoch = {b: math.ceil(n / global_batch) for b, n in rows_per_bin.items() if n > 0}
     steps = {b: round(n * epochs) for b, n in per_epoch.items()}
     total = sum(steps.values())
-    if max_steps and total > max_steps:
+    if max_steps and total:
         steps = {b: round(n * max_steps / total) for b, n in steps.items()}
     return steps
 
