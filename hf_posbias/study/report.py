@@ -32,6 +32,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -621,7 +622,9 @@ def plot_grid(sources: Sequence[Source], cells: Sequence[Cell], task: str, path:
         )
     for index in range(len(rows), nrows * ncols):
         axes[index // ncols][index % ncols].axis("off")
-    fig.suptitle(f"{task}: nDCG@10 per position (95% bootstrap intervals)")
+    # Wrapped to the grid's width: one panel is too narrow for the whole title on one line.
+    title = f"{task}: nDCG@10 per position (95% bootstrap intervals)"
+    fig.suptitle(textwrap.fill(title, width=48 * ncols))
     fig.tight_layout()
     return save_png(fig, path)
 
