@@ -429,8 +429,7 @@ def prepare_run(cfg: TrainingSettings) -> RunInputs:
     if cfg.mini_batch_tokens is not None and cfg.mini_batch_tokens < longest:
         raise InputError(
             f"{flag_name('mini_batch_tokens')} {cfg.mini_batch_tokens} is smaller than the longest "
-            "training "
-            f"sequence ({longest} tokens): use at least {longest}"
+            f"training sequence ({longest} tokens): use at least {longest}"
         )
     attn = model_attn_implementation(
         config, compute.attn_implementation, requested=compute.attn_requested
