@@ -51,6 +51,8 @@ if TYPE_CHECKING:
     import numpy as np
     from sentence_transformers import SentenceTransformer
 
+    from hf_posbias.evaluation.runs.remedies import RemedyScorer
+
 DEFAULT_SLOTS = 10
 """YHP26 moves the evidence to ten insertion points p1…p10."""
 
@@ -462,6 +464,19 @@ def mean_and_stderr(rows: Sequence[Sequence[float]]) -> tuple[tuple[float, ...],
 # --------------------------------------------------------------------------- encoding
 
 
+def model_prompt(model: Any, kind: str) -> str | None:
+    """The model's prompt for ``kind`` (``query`` / ``document``), ``None`` when it has none.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> model_prompt(SimpleNamespace(prompts={"query": "query: ", "document": ""}), "query")
+        'query: '
+        >>> model_prompt(SimpleNamespace(prompts={"document": ""}), "document") is None
+        True
+    """
+    return (getattr(model, "prompts", None) or {}).get(kind) or None
+
+
 def encode_texts(model: SentenceTransformer, texts: Sequence[str], kind: str) -> np.ndarray:
     """Unit-normalised embeddings of ``texts`` in ONE ``model.encode`` call.
 
@@ -474,8 +489,7 @@ def encode_texts(model: SentenceTransformer, texts: Sequence[str], kind: str) ->
         if model.kind != "bi-encoder":
             return model.embed(list(texts), kind)
         model = model.sentence_transformer  # one encode call, as for a SentenceTransformer
-    prompts = getattr(model, "prompts", None) or {}
-    kwargs: dict[str, Any] = {"prompt_name": kind} if prompts.get(kind) else {}
+    kwargs: dict[str, Any] = {"prompt_name": kind} if model_prompt(model, kind) else {}
     return model.encode(
         list(texts),
         batch_size=max(1, len(texts)),
@@ -498,17 +512,40 @@ def count_truncated(
     limit = getattr(model, "max_seq_length", None)
     if tokenizer is None or not limit:
         return 0
-    prompt = (getattr(model, "prompts", None) or {}).get(kind) or ""
+    prompt = model_prompt(model, kind) or ""
     encoded = tokenizer(
         [prompt + t for t in texts], add_special_tokens=True, truncation=False, verbose=False
     )
     return sum(1 for ids in encoded["input_ids"] if len(ids) > limit)
 
 
+def remedy_cosines(remedy: RemedyScorer, query: Any, texts: Sequence[str]) -> list[float]:
+    """Cosine(query, document) of each text under a remedy: the max (``maxp``) / first
+    (``firstp``) / sum (``sump``) of the query–passage cosines, or the cosine with the
+    ``chunk-mean`` / ``segment-balanced`` embedding — the scoring rules of ``--remedy``
+    (:meth:`~hf_posbias.evaluation.runs.remedies.RemedyScorer.score_documents`), with cosine
+    as the similarity, as in the plain curve. The model's document prompt applies.
+    """
+    from sentence_transformers.util import cos_sim
+
+    prompt = model_prompt(remedy.st_model, "document")
+    scores = remedy.score_documents(query, list(texts), prompt, similarity=cos_sim)
+    return [float(v) for v in scores[0]]
+
+
 def move_evidence(
-    model: SentenceTransformer, case: EvidenceCase, n: int = DEFAULT_SLOTS
+    model: SentenceTransformer,
+    case: EvidenceCase,
+    n: int = DEFAULT_SLOTS,
+    remedy: RemedyScorer | None = None,
 ) -> EvidenceCurve:
     """Encode the ``n`` variants of ``case`` in one batch and return the cosine curve.
+
+    With a ``remedy`` (:func:`hf_posbias.evaluation.runs.remedies.remedy_scorer` of ``model``)
+    the documents are scored under it (:func:`remedy_cosines`); the query is encoded as for the
+    plain curve. :attr:`EvidenceCurve.n_truncated` then counts the variants the remedy does not
+    read to their end (past ``firstp``'s first passage, past the limit for
+    ``segment-balanced``; none for ``maxp``, ``sump`` and ``chunk-mean``).
 
     Example:
         >>> from hf_posbias.modeling import load_sentence_transformer
@@ -524,13 +561,18 @@ def move_evidence(
     placements = case.placements(n)
     texts = [p.text for p in placements]
     query = encode_texts(model, [case.query], "query")[0]
-    docs = encode_texts(model, texts, "document")
-    cosines = np.asarray(docs, dtype=np.float64) @ np.asarray(query, dtype=np.float64)
+    if remedy is None:
+        docs = encode_texts(model, texts, "document")
+        cosines = np.asarray(docs, dtype=np.float64) @ np.asarray(query, dtype=np.float64)
+        truncated = count_truncated(model, texts)
+    else:
+        cosines = np.asarray(remedy_cosines(remedy, query, texts))
+        truncated = remedy.count_unread(texts, model_prompt(remedy.st_model, "document"))
     return EvidenceCurve(
         cosines=tuple(float(c) for c in cosines),
         offsets=tuple(p.offset for p in placements),
         pair_id=case.id,
-        n_truncated=count_truncated(model, texts),
+        n_truncated=truncated,
         unit=case.slot_unit(n),
     )
 
@@ -543,12 +585,15 @@ def run_evidence_moving(
     allow_truncation: bool = False,
     load_skipped: dict[str, int] | None = None,
     progress: bool = True,
+    remedy: RemedyScorer | None = None,
 ) -> EvidenceMovingSummary:
     """Average the evidence-moving curve of ``model`` over ``cases``.
 
     Pairs too short for ``n`` slots even at word boundaries, and (unless ``allow_truncation``)
     pairs whose longest variant exceeds the model's maximum sequence length, are skipped and
     counted in ``skipped``; ``load_skipped`` (from :func:`load_pairs`) is added to the same counts.
+    With a passage ``remedy`` (:func:`move_evidence`) no pair is too long: the passages read the
+    whole document (``segment-balanced`` reads one sequence cut at the limit: skipped as plain).
     Pairs with fewer than ``n`` sentence boundaries move at word boundaries (counted in
     :attr:`EvidenceMovingSummary.n_word_slots`).
 
@@ -565,12 +610,12 @@ def run_evidence_moving(
         except InputError:
             skipped["too_short_for_slots"] += 1
             continue
-        if not allow_truncation:
+        if not allow_truncation and (remedy is None or remedy.cut_at_model_limit):
             longest = max((p.text for p in case.placements(n)), key=len)
             if count_truncated(model, [longest]):
                 skipped["longer_than_model_max_seq_length"] += 1
                 continue
-        curves.append(replace(move_evidence(model, case, n), index=index))
+        curves.append(replace(move_evidence(model, case, n, remedy), index=index))
     if not curves:
         reasons = ", ".join(f"{k}: {v}" for k, v in sorted(skipped.items())) or "no pairs given"
         raise InputError(f"no usable pairs for {label} ({reasons})")

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hf_posbias.errors import InputError
+from hf_posbias.evaluation.runs.remedies import RemedySettings
 from hf_posbias.modeling import ModelSettings
 from hf_posbias.settings import ProgressSettings, Settings, check_positive, flag_name, setting
 
@@ -96,8 +97,9 @@ class ModelsSettings(ModelSettings):
 
 
 @dataclass(kw_only=True)
-class EvidenceMovingSettings(ModelsSettings, PairSource, AnalysisOptions):
-    """``posbias analyze evidence-moving``."""
+class EvidenceMovingSettings(ModelsSettings, PairSource, AnalysisOptions, RemedySettings):
+    """``posbias analyze evidence-moving``; with ``--remedy``, every model's curve is also
+    computed under the remedy (a row ``<label> +<remedy>`` beside the plain one)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -151,6 +151,7 @@ def run_evidence_moving_cmd(ns: argparse.Namespace) -> int:
         save_evidence_moving_plot,
         summary_table,
     )
+    from hf_posbias.evaluation.runs.remedies import remedy_label, remedy_scorer
 
     args = settings_from_args(EvidenceMovingSettings, ns)
     out = _out(args)
@@ -159,11 +160,20 @@ def run_evidence_moving_cmd(ns: argparse.Namespace) -> int:
     for spec in args.models:
         label, name = parse_model_spec(spec)
         model = _load(name, args)
-        summaries.append(
-            run_evidence_moving(
-                model, cases, args.n, label, args.allow_truncation, progress=args.progress
+        # Checked against the model (kind, passage length) before anything is encoded.
+        scorer = remedy_scorer(model, args)
+        for remedy in (None, scorer) if scorer else (None,):
+            summaries.append(
+                run_evidence_moving(
+                    model,
+                    cases,
+                    args.n,
+                    remedy_label(label, args.remedy if remedy else None),
+                    args.allow_truncation,
+                    progress=args.progress,
+                    remedy=remedy,
+                )
             )
-        )
     # Compared curves average the same pairs: each model keeps only the pairs all could use.
     summaries = common_pairs(summaries)
     usage = [s.usage_line() for s in summaries]

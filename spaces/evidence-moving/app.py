@@ -47,12 +47,13 @@ import json
 import logging
 import os
 import threading
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hf_posbias.analysis.evidence_moving import EvidenceCase, EvidenceCurve, slot_names
 from hf_posbias.errors import PosbiasError, first_line
+from hf_posbias.evaluation.runs.remedies import REMEDIES, RemedySettings
 from hf_posbias.listwise.experiments.slider import SliderCase, SliderCurve
 
 logger = logging.getLogger("evidence-moving-space")
@@ -61,6 +62,10 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2"
 MAX_DOCUMENT_CHARS = 6000
 MAX_QUERY_CHARS = 1000
 DEFAULT_SLOTS = 10
+# The examples are 150-250 tokens: 64-token passages 32 apart give each one several passages, so a
+# remedy's curve visibly differs from the plain one (the CLI's defaults, 128/64, suit abstracts).
+SPACE_PASSAGE_TOKENS = 64
+SPACE_STRIDE = 32
 
 # Short excerpts of English Wikipedia articles (CC BY-SA 4.0), taken from a WikiExtractor dump
 # (the file data/AA/wiki_00 of the GitHub repository graykode/mlm-pipeline @ 4382edec): a few
@@ -200,6 +205,7 @@ class SpaceResult:
     curves: dict[str, EvidenceCurve] = field(default_factory=dict)
     profiles: dict[str, tuple[float, ...]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    remedy: RemedySettings | None = None
 
 
 def validate_inputs(query: str, document: str, evidence: str) -> None:
@@ -221,12 +227,45 @@ def validate_inputs(query: str, document: str, evidence: str) -> None:
         )
 
 
+def remedy_settings(
+    remedy: str | None,
+    passage_tokens: float = SPACE_PASSAGE_TOKENS,
+    stride: float = SPACE_STRIDE,
+    segments: float = 4,
+) -> RemedySettings | None:
+    """The remedy chosen in the UI (``None`` for ``none``); bad numbers are one-line errors.
+
+    Example:
+        >>> remedy_settings("maxp", 64, 32).stride, remedy_settings("none")
+        (32, None)
+    """
+    if not remedy or remedy == "none":
+        return None
+    return RemedySettings(
+        remedy=remedy,
+        passage_tokens=int(passage_tokens),
+        stride=int(stride),
+        segments=int(segments),
+    )
+
+
 def compute(
-    models: list[str], query: str, document: str, evidence: str, n: int = DEFAULT_SLOTS
+    models: list[str],
+    query: str,
+    document: str,
+    evidence: str,
+    n: int = DEFAULT_SLOTS,
+    remedy: RemedySettings | None = None,
 ) -> SpaceResult:
-    """Evidence-moving curve and segment profile of ``document`` for every chosen model."""
+    """Evidence-moving curve and segment profile of ``document`` for every chosen model.
+
+    With a ``remedy``, each model also gets its curve under the remedy (``<model> +<remedy>``,
+    :func:`hf_posbias.analysis.evidence_moving.move_evidence`), checked against every chosen
+    model before anything is encoded.
+    """
     from hf_posbias.analysis.evidence_moving import move_evidence
     from hf_posbias.analysis.segment_profile import document_profile
+    from hf_posbias.evaluation.runs.remedies import remedy_label, remedy_scorer
 
     validate_inputs(query, document, evidence)
     if not models:
@@ -234,14 +273,15 @@ def compute(
     n = int(n)
     case = EvidenceCase.from_text(query, document, evidence)
     case.slots(n)  # fail early with "document too short for n slots"
-    result = SpaceResult(case=case, n=n)
+    result = SpaceResult(case=case, n=n, remedy=remedy)
     if case.slot_unit(n) == "word":
         result.notes.append(
             f"the document has fewer than {n} sentence boundaries: the evidence moves between "
             "words instead"
         )
-    for name in models:
-        model = get_model(name)
+    loaded = {name: get_model(name) for name in models}
+    scorers = {name: remedy_scorer(model, remedy) for name, model in loaded.items()}
+    for name, model in loaded.items():
         curve = move_evidence(model, case, n)
         result.curves[name] = curve
         if curve.n_truncated:
@@ -249,6 +289,15 @@ def compute(
                 f"{name}: {curve.n_truncated} of {n} variants exceed its "
                 f"{model.max_seq_length}-token limit, so the evidence is cut off there"
             )
+        scorer = scorers[name]
+        if scorer is not None:
+            label = remedy_label(name, scorer.settings.remedy)
+            result.curves[label] = move_evidence(model, case, n, scorer)
+            if result.curves[label].n_truncated:
+                result.notes.append(
+                    f"{label}: {result.curves[label].n_truncated} of {n} variants are not read "
+                    "to their end (past the first passage, or past the model's limit)"
+                )
         try:
             result.profiles[name] = document_profile(model, document.strip(), n)
         except PosbiasError as err:
@@ -301,6 +350,7 @@ def curve_payload(result: SpaceResult) -> str:
     return json.dumps(
         {
             "positions": list(slot_names(result.n)),
+            "remedy": asdict(result.remedy) if result.remedy else None,
             "evidence_moving": {
                 name: {
                     "cosines": [round(c, 6) for c in curve.cosines],
@@ -755,11 +805,14 @@ def build_demo() -> Any:
     def table_headers(n: int) -> list[str]:
         return ["model", "peak", "lowest", "Δ×10³", *slot_names(n)]
 
-    def run(models, query, document, evidence, n, position):
+    def run(models, query, document, evidence, n, position, remedy, passage_tokens, stride, k):
         n = int(n)
         position = min(int(position), n)
         try:
-            result = compute(list(models or []), query or "", document or "", evidence or "", n)
+            settings = remedy_settings(remedy, passage_tokens, stride, k)
+            result = compute(
+                list(models or []), query or "", document or "", evidence or "", n, settings
+            )
         except Exception as err:  # every failure becomes one line in the UI, never a traceback
             message = error_message(err, "evidence moving")
             gr.Warning(message)
@@ -805,6 +858,10 @@ def build_demo() -> Any:
                 "document stays fixed; the plot shows cosine(query, document) per position "
                 "(YHP26 §6). Δ = (peak − lowest) × 10³. The segment profile (right) compares the "
                 "document's embedding with each of its n equal-length segments — no query needed."
+                "\n\nA **remedy** (no retraining; `docs/remedies.md`) adds each model's curve "
+                "under it: MaxP / FirstP / SumP score the document by the max / first / sum of "
+                "its passages of N tokens, S apart; chunk-mean embeds it as the mean of its "
+                "passages; segment-balanced weighs K equal segments equally in one pass."
             )
             with gr.Row():
                 with gr.Column(scale=1):
@@ -830,6 +887,25 @@ def build_demo() -> Any:
                         elem_id="evidence",
                     )
                     n_slots = gr.Slider(3, 20, value=DEFAULT_SLOTS, step=1, label="Positions n")
+                    remedy = gr.Dropdown(
+                        list(REMEDIES),
+                        value="none",
+                        label="Remedy (its curve is drawn next to the plain one)",
+                        elem_id="remedy",
+                    )
+                    with gr.Row():
+                        passage_tokens = gr.Number(
+                            value=SPACE_PASSAGE_TOKENS,
+                            precision=0,
+                            label="Passage tokens N",
+                            elem_id="passage-tokens",
+                        )
+                        stride = gr.Number(
+                            value=SPACE_STRIDE, precision=0, label="Stride S", elem_id="stride"
+                        )
+                        segments = gr.Number(
+                            value=4, precision=0, label="Segments K", elem_id="segments"
+                        )
                     run_button = gr.Button("Run", variant="primary", elem_id="run")
                     gr.Examples(
                         examples=[[e["query"], e["document"], e["evidence"]] for e in EXAMPLES],
@@ -868,7 +944,18 @@ def build_demo() -> Any:
                         label="Curve data (JSON)", interactive=False, lines=2, elem_id="curve-data"
                     )
             state = gr.State(None)
-            inputs = [models, query, document, evidence, n_slots, position]
+            inputs = [
+                models,
+                query,
+                document,
+                evidence,
+                n_slots,
+                position,
+                remedy,
+                passage_tokens,
+                stride,
+                segments,
+            ]
             outputs = [
                 status,
                 doc_view,

@@ -273,8 +273,10 @@ def _load_retriever(
     wrapper, kind = _wrap_sentence_transformer(st_model, name, revision)
     if kind == "multi-vector":  # mteb searches it itself (MaxSim index): nothing to count
         return wrapper, name, revision, None, None, kind
-    if kind != "bi-encoder" and remedy is not None and remedy.remedy != "none":
-        raise InputError(f"{flag_name('remedy')} needs a dense bi-encoder, not a {kind} model")
+    if remedy is not None and remedy.remedy != "none":
+        from hf_posbias.evaluation.runs.remedies import require_bi_encoder
+
+        require_bi_encoder(kind)
     model, encoder, search = _remedied(st_model, wrapper, remedy)
     return model, name, revision, encoder, search, kind
 

@@ -1,8 +1,10 @@
-"""Inference-time remedies for bi-encoders, as mteb search models (no retraining).
+"""Inference-time remedies for bi-encoders (no retraining): scorers, and mteb search models.
 
-:class:`RemedySearch` wraps a SentenceTransformer (queries still go through mteb's own encoder
-wrapper, so their prompts and counting are unchanged) and changes how documents are embedded and
-scored:
+:class:`RemedyScorer` embeds and scores documents under a remedy with a SentenceTransformer and
+nothing else (what ``posbias analyze evidence-moving`` and the Space use:
+:meth:`RemedyScorer.score_documents`); :class:`RemedySearch` is the same scorer as an mteb search
+model (queries still go through mteb's own encoder wrapper, so their prompts and counting are
+unchanged). The remedies change how documents are embedded and scored:
 
 - ``maxp`` / ``firstp`` / ``sump`` (Dai & Callan, SIGIR 2019): each document is cut into
   passages of ``passage_tokens`` model tokens (special tokens and the document prompt included)
@@ -242,60 +244,110 @@ def _mean_pooling_index(st_model: Any) -> int:
     raise InputError(f"{flag_name('remedy')} segment-balanced needs a model with a Pooling module")
 
 
-class RemedySearch:
-    """A bi-encoder with an inference-time remedy, as an mteb search model.
+def remedy_label(name: str, remedy: str | None) -> str:
+    """A model's label under a remedy (tables, plots, leaderboards): ``"<name> +<remedy>"``.
+
+    Example:
+        >>> remedy_label("all-MiniLM-L6-v2", "maxp"), remedy_label("B", None)
+        ('all-MiniLM-L6-v2 +maxp', 'B')
+    """
+    return f"{name} +{remedy}" if remedy and remedy != "none" else name
+
+
+def require_bi_encoder(kind: str) -> None:
+    """The one-line error for a remedy on a model that is not a dense bi-encoder.
+
+    Example:
+        >>> require_bi_encoder("sparse")
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: --remedy needs a dense bi-encoder, not a sparse model
+    """
+    if kind != "bi-encoder":
+        raise InputError(f"{flag_name('remedy')} needs a dense bi-encoder, not a {kind} model")
+
+
+@dataclass
+class PassageIndex:
+    """A corpus embedded under a remedy: one row of ``embeddings`` per passage (per document for
+    ``firstp``, ``chunk-mean`` and ``segment-balanced``), ``owner[i]`` the document of row ``i``."""
+
+    embeddings: torch.Tensor
+    owner: torch.Tensor
+    documents: int
+
+
+class RemedyScorer:
+    """Documents embedded and scored under a remedy by a SentenceTransformer (no mteb).
 
     Args:
-        st_model: the SentenceTransformer.
-        encoder: mteb's encoder wrapper of the same model (encodes the queries; similarity).
-        settings: the remedy and its passage settings (checked against the model here).
-        meta: the mteb metadata of the plain model; the remedy goes into ``experiment_kwargs``
-            so mteb files each remedy's results separately.
+        st_model: the SentenceTransformer (a dense bi-encoder).
+        settings: the remedy and its passage settings, checked against the model here, before
+            any encoding (one-line :class:`InputError`).
+
+    Example:
+        >>> # scorer = RemedyScorer(model, RemedySettings(remedy="maxp", passage_tokens=64,
+        >>> #     stride=32)); scorer.score_documents(query_embeddings, texts)  # (queries, docs)
+        >>> RemedyScorer(None, RemedySettings())
+        Traceback (most recent call last):
+        ...
+        ValueError: a RemedyScorer needs a remedy; use the plain model for none
     """
 
-    def __init__(
-        self, st_model: Any, encoder: Any, settings: RemedySettings, meta: ModelMeta
-    ) -> None:
+    def __init__(self, st_model: Any, settings: RemedySettings) -> None:
         if settings.remedy == "none":
-            raise ValueError("RemedySearch needs a remedy; use the plain encoder for none")
+            raise ValueError("a RemedyScorer needs a remedy; use the plain model for none")
         check_remedy_fits(st_model, settings)
         if settings.remedy == "segment-balanced":
             self._pooling = _mean_pooling_index(st_model)
         self.st_model = st_model
-        self.encoder = encoder
         self.settings = settings
         self.stats = RemedyStats()
         self._tokenizer = st_model.tokenizer
         self._head, self._tail = _special_tokens(self._tokenizer)
-        experiment = dict(meta.experiment_kwargs or {})
-        experiment["remedy"] = settings.remedy
-        if settings.remedy in PASSAGE_REMEDIES:
-            experiment.update(passage_tokens=settings.passage_tokens, stride=settings.stride)
-        else:
-            experiment["segments"] = settings.segments
-        self._meta = meta.model_copy(update={"experiment_kwargs": experiment})
-        self._embeddings: Any = None
-        self._owner: Any = None
-        self._doc_ids: list[str] = []
 
     @property
-    def mteb_model_meta(self) -> ModelMeta:
-        """The plain model's metadata with the remedy as experiment settings."""
-        return self._meta
+    def cut_at_model_limit(self) -> bool:
+        """Whether a document is read in one sequence cut at the model's limit, as the plain
+        model reads it (``segment-balanced``); passage remedies read past it."""
+        return self.settings.remedy not in PASSAGE_REMEDIES
 
     # ----------------------------------------------------------------- encoding
+
+    def _content_tokens(self, prompt: str | None) -> tuple[list[int], int | None]:
+        """(prompt ids, text tokens the remedy reads of a document: the first passage's for
+        ``firstp``, the model limit's for ``segment-balanced``, ``None`` = all)."""
+        prompt_ids = _prompt_ids(self.st_model, self._tokenizer, prompt)
+        fixed = len(self._head) + len(self._tail) + len(prompt_ids)
+        if self.settings.remedy == "segment-balanced":
+            return prompt_ids, max(0, int(self.st_model.max_seq_length) - fixed)
+        content = self.settings.passage_tokens - fixed
+        return prompt_ids, content if self.settings.remedy == "firstp" else None
+
+    def _bodies(self, texts: list[str]) -> list[list[int]]:
+        return self._tokenizer([t.strip() for t in texts], add_special_tokens=False)["input_ids"]
+
+    def count_unread(self, texts: list[str], prompt: str | None = None) -> int:
+        """How many ``texts`` the remedy does not read to their end (beyond ``firstp``'s first
+        passage, or ``segment-balanced``'s model limit; 0 for the other remedies).
+
+        Example:
+            >>> # RemedyScorer(model, RemedySettings(remedy="maxp")).count_unread(texts) → 0
+        """
+        _, readable = self._content_tokens(prompt)
+        if readable is None:
+            return 0
+        return sum(1 for ids in self._bodies(texts) if len(ids) > readable)
 
     def _sequences(self, texts: list[str], prompt: str | None) -> list[list[list[int]]]:
         """Per document, its passages as full model inputs (special tokens and prompt added)."""
         s = self.settings
-        prompt_ids = _prompt_ids(self.st_model, self._tokenizer, prompt)
+        prompt_ids, readable = self._content_tokens(prompt)
         fixed = len(self._head) + len(self._tail) + len(prompt_ids)
-        limit = int(self.st_model.max_seq_length)
-        bodies = self._tokenizer([t.strip() for t in texts], add_special_tokens=False)["input_ids"]
         out = []
-        for ids in bodies:
+        for ids in self._bodies(texts):
             if s.remedy == "segment-balanced":
-                passages = [list(ids[: max(0, limit - fixed)])]
+                passages = [list(ids[:readable])]
             else:
                 passages = cut_passages(ids, content=s.passage_tokens - fixed, stride=s.stride)
                 if s.remedy == "firstp":
@@ -346,6 +398,123 @@ class RemedySearch:
             feats = module(feats)
         return feats["sentence_embedding"]
 
+    def embed_documents(
+        self, texts: list[str], prompt: str | None = None, batch_size: int = 32
+    ) -> PassageIndex:
+        """Embed every passage of ``texts`` once (``chunk-mean``: one mean vector per document);
+        the cost is added to :attr:`stats`."""
+        import torch
+
+        start = time.perf_counter()
+        per_doc = self._sequences(texts, prompt)
+        flat = [seq for passages in per_doc for seq in passages]
+        owner = torch.tensor([d for d, passages in enumerate(per_doc) for _ in passages])
+        embeddings = self._forward(flat, batch_size)
+        if self.settings.remedy == "chunk-mean":
+            summed = torch.zeros(len(per_doc), embeddings.shape[1], dtype=embeddings.dtype)
+            summed.index_add_(0, owner, embeddings)
+            counts = torch.bincount(owner, minlength=len(per_doc)).unsqueeze(1)
+            embeddings = summed / counts.to(embeddings.dtype)
+            owner = torch.arange(len(per_doc))
+        self.stats.documents += len(per_doc)
+        self.stats.passages += len(flat)
+        self.stats.index_seconds += time.perf_counter() - start
+        return PassageIndex(embeddings, owner, len(per_doc))
+
+    def scores(
+        self, query_embeddings: Any, index: PassageIndex, similarity: Any = None
+    ) -> torch.Tensor:
+        """``(queries, documents)`` scores: the max (``maxp``) or sum (``sump``) of the
+        query–passage similarities of each document (its one vector's for the others).
+
+        ``similarity`` defaults to the model's own (``st_model.similarity``: what mteb's
+        wrapper calls); ``query_embeddings`` is one row per query (array or tensor).
+        """
+        import torch
+
+        similarity = similarity or self.st_model.similarity
+        q = torch.as_tensor(query_embeddings).float()
+        sims = torch.as_tensor(similarity(q.reshape(-1, q.shape[-1]), index.embeddings)).double()
+        owner = index.owner.unsqueeze(0).expand(sims.shape[0], -1)
+        if self.settings.remedy == "sump":
+            scores = torch.zeros(sims.shape[0], index.documents, dtype=sims.dtype)
+            scores.scatter_add_(1, owner, sims)
+        else:  # maxp; firstp and chunk-mean have one vector per document
+            scores = torch.full((sims.shape[0], index.documents), -torch.inf, dtype=sims.dtype)
+            scores.scatter_reduce_(1, owner, sims, reduce="amax")
+        return scores
+
+    def score_documents(
+        self,
+        query_embeddings: Any,
+        texts: list[str],
+        prompt: str | None = None,
+        *,
+        batch_size: int = 32,
+        similarity: Any = None,
+    ) -> torch.Tensor:
+        """``(queries, documents)`` scores of ``texts`` under the remedy: the public,
+        mteb-independent entry point (:meth:`embed_documents` then :meth:`scores`, exactly what
+        :class:`RemedySearch` ranks by). ``prompt``: the document prompt text, if any."""
+        return self.scores(
+            query_embeddings, self.embed_documents(texts, prompt, batch_size), similarity
+        )
+
+
+def remedy_scorer(model: Any, settings: RemedySettings | None) -> RemedyScorer | None:
+    """The scorer of a remedy for a loaded model (a SentenceTransformer or a
+    :class:`hf_posbias.embedding.TextEmbedder`); ``None`` for no remedy. A model that is not a
+    dense sentence-transformers bi-encoder (an endpoint, an mteb registry wrapper, a sparse or
+    multi-vector encoder) gets the one-line :func:`require_bi_encoder` error.
+
+    Example:
+        >>> remedy_scorer(object(), RemedySettings()) is None
+        True
+    """
+    if settings is None or settings.remedy == "none":
+        return None
+    require_bi_encoder(getattr(model, "kind", "bi-encoder"))
+    st_model = getattr(model, "sentence_transformer", model)
+    from sentence_transformers import MultiVectorEncoder, SparseEncoder
+
+    if isinstance(st_model, SparseEncoder):
+        require_bi_encoder("sparse")
+    if isinstance(st_model, MultiVectorEncoder):
+        require_bi_encoder("multi-vector")
+    return RemedyScorer(st_model, settings)
+
+
+class RemedySearch(RemedyScorer):
+    """A bi-encoder with an inference-time remedy, as an mteb search model.
+
+    Args:
+        st_model: the SentenceTransformer.
+        encoder: mteb's encoder wrapper of the same model (encodes the queries; similarity).
+        settings: the remedy and its passage settings (checked against the model here).
+        meta: the mteb metadata of the plain model; the remedy goes into ``experiment_kwargs``
+            so mteb files each remedy's results separately.
+    """
+
+    def __init__(
+        self, st_model: Any, encoder: Any, settings: RemedySettings, meta: ModelMeta
+    ) -> None:
+        super().__init__(st_model, settings)
+        self.encoder = encoder
+        experiment = dict(meta.experiment_kwargs or {})
+        experiment["remedy"] = settings.remedy
+        if settings.remedy in PASSAGE_REMEDIES:
+            experiment.update(passage_tokens=settings.passage_tokens, stride=settings.stride)
+        else:
+            experiment["segments"] = settings.segments
+        self._meta = meta.model_copy(update={"experiment_kwargs": experiment})
+        self._index: PassageIndex | None = None
+        self._doc_ids: list[str] = []
+
+    @property
+    def mteb_model_meta(self) -> ModelMeta:
+        """The plain model's metadata with the remedy as experiment settings."""
+        return self._meta
+
     # ----------------------------------------------------------------- mteb protocol
 
     def index(
@@ -360,31 +529,16 @@ class RemedySearch:
         **kwargs: Any,
     ) -> None:
         """Embed every passage of the corpus once (mteb calls this once per subset)."""
-        import torch
         from mteb._create_dataloaders import create_dataloader
         from mteb.types import PromptType
 
-        start = time.perf_counter()
         loader = create_dataloader(
             corpus, task_metadata=task_metadata, prompt_type=PromptType.document, batch_size=1
         )
         texts = [str(t) for t in loader.dataset["text"]]
         prompt = self._prompt(task_metadata, PromptType.document)
-        per_doc = self._sequences(texts, prompt)
-        flat = [seq for passages in per_doc for seq in passages]
-        owner = torch.tensor([d for d, passages in enumerate(per_doc) for _ in passages])
-        embeddings = self._forward(flat, int(encode_kwargs.get("batch_size", 32)))
-        if self.settings.remedy == "chunk-mean":
-            summed = torch.zeros(len(per_doc), embeddings.shape[1], dtype=embeddings.dtype)
-            summed.index_add_(0, owner, embeddings)
-            counts = torch.bincount(owner, minlength=len(per_doc)).unsqueeze(1)
-            embeddings = summed / counts.to(embeddings.dtype)
-            owner = torch.arange(len(per_doc))
-        self._embeddings, self._owner = embeddings, owner
+        self._index = self.embed_documents(texts, prompt, int(encode_kwargs.get("batch_size", 32)))
         self._doc_ids = [str(i) for i in corpus["id"]]
-        self.stats.documents += len(per_doc)
-        self.stats.passages += len(flat)
-        self.stats.index_seconds += time.perf_counter() - start
 
     def _prompt(self, task_metadata: TaskMetadata, prompt_type: Any) -> str | None:
         from mteb.models.sentence_transformer_wrapper import _resolve_prompt
@@ -405,12 +559,12 @@ class RemedySearch:
         num_proc: int | None = None,
         **kwargs: Any,
     ) -> dict[str, dict[str, float]]:
-        """Top ``top_k`` documents per query, scored by the remedy."""
+        """Top ``top_k`` documents per query, scored by the remedy (:meth:`scores`)."""
         import torch
         from mteb._create_dataloaders import create_dataloader
         from mteb.types import PromptType
 
-        if self._embeddings is None:
+        if self._index is None:
             raise RuntimeError("RemedySearch.index must be called before search")
         loader = create_dataloader(
             queries, task_metadata=task_metadata, prompt_type=PromptType.query, **encode_kwargs
@@ -423,17 +577,7 @@ class RemedySearch:
             prompt_type=PromptType.query,
             **encode_kwargs,
         )
-        sims = torch.as_tensor(
-            self.encoder.similarity(torch.as_tensor(q).float(), self._embeddings)
-        ).double()
-        n_docs = len(self._doc_ids)
-        owner = self._owner.unsqueeze(0).expand(sims.shape[0], -1)
-        if self.settings.remedy == "sump":
-            scores = torch.zeros(sims.shape[0], n_docs, dtype=sims.dtype)
-            scores.scatter_add_(1, owner, sims)
-        else:  # maxp; firstp and chunk-mean have one vector per document
-            scores = torch.full((sims.shape[0], n_docs), -torch.inf, dtype=sims.dtype)
-            scores.scatter_reduce_(1, owner, sims, reduce="amax")
+        scores = self.scores(q, self._index, self.encoder.similarity)
         out: dict[str, dict[str, float]] = {}
         for row, qid in enumerate(queries["id"]):
             allowed = set(top_ranked.get(qid, [])) if top_ranked else None

@@ -149,7 +149,9 @@ class EvaluationSummary:
             return f"{self.first_stage} → {self.reranker}@{self.rerank_k}"
         # The display name (e.g. "models/posbias-minilm-begin"), not a long absolute path.
         name = self.model_name or self.model
-        return f"{name} +{self.remedy}" if self.remedy else name
+        from hf_posbias.evaluation.runs.remedies import remedy_label
+
+        return remedy_label(name, self.remedy)
 
     def interval(
         self, bucket: str | None = None, what: str = "bucket"
