@@ -166,3 +166,21 @@ def test_analyze_takes_an_endpoint_model(tmp_path, tiny_sentence_transformer):
     assert (local["model"], served["model"]) == ("L", "E")
     for p in ("p1", "p5", "p10"):
         assert float(served[p]) == pytest.approx(float(local[p]), abs=1e-4)
+
+
+def test_evidence_moving_verb_under_a_remedy(tmp_path, tiny_sentence_transformer, capsys) -> None:
+    pairs = tmp_path / "pairs.jsonl"
+    write_pairs(pairs)
+    argv = ["analyze", "evidence-moving", "--pairs", str(pairs), "--out", str(tmp_path / "o")]
+    model = ["--model", f"A={tiny_sentence_transformer}"]
+    remedy = ["--remedy", "maxp", "--passage-tokens", "32", "--stride", "16"]
+    assert main([*argv, *model, *remedy]) == 0
+    plain, maxp = read_csv(tmp_path / "o" / "evidence_moving.csv")
+    assert (plain["model"], maxp["model"]) == ("A", "A +maxp")
+    assert plain["pairs"] == maxp["pairs"] == "3"
+    assert plain["p1"] != maxp["p1"]
+    assert "A +maxp peaks at p" in capsys.readouterr().out
+    # A passage the model cannot take: one line, exit 2, before anything is encoded.
+    assert main([*argv, *model, "--remedy", "maxp", "--passage-tokens", "2", "--stride", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --passage-tokens 2 leaves no room") and err.count("\n") == 1

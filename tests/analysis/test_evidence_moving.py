@@ -293,3 +293,56 @@ def test_scifact_pairs_with_minilm(shared_data, minilm_path) -> None:
     assert len(summary.mean) == 10
     assert all(math.isfinite(v) and -1.0 <= v <= 1.0 for v in summary.mean)
     assert summary.delta > 0
+
+
+def test_remedy_curves_against_the_plain_curve(tiny_sentence_transformer) -> None:
+    """MaxP with one passage covering every variant is the plain curve; FirstP is flat once the
+    evidence has left the first passage (the passage it reads is then the same text)."""
+    from hf_posbias.evaluation.runs.remedies import RemedySettings, remedy_scorer
+    from hf_posbias.modeling import load_sentence_transformer
+
+    model = load_sentence_transformer(tiny_sentence_transformer, device="cpu")
+    case = make_case(14)
+    plain = move_evidence(model, case, 10)
+    limit = model.max_seq_length
+    whole = remedy_scorer(model, RemedySettings(remedy="maxp", passage_tokens=limit, stride=8))
+    assert move_evidence(model, case, 10, whole).cosines == pytest.approx(plain.cosines, abs=1e-5)
+    first = remedy_scorer(model, RemedySettings(remedy="firstp", passage_tokens=24, stride=8))
+    curve = move_evidence(model, case, 10, first)
+    assert curve.n_truncated == 10  # every variant is longer than its first passage
+    # From p3 on, the first 22 text tokens are the base document's: one value, the floor.
+    assert max(curve.cosines[2:]) - min(curve.cosines[2:]) < 1e-6
+    assert abs(curve.cosines[0] - curve.cosines[-1]) > 1e-4
+    maxp = remedy_scorer(model, RemedySettings(remedy="maxp", passage_tokens=24, stride=8))
+    assert move_evidence(model, case, 10, maxp).n_truncated == 0
+
+
+def test_a_passage_remedy_keeps_pairs_longer_than_the_model(tiny_sentence_transformer) -> None:
+    from hf_posbias.evaluation.runs.remedies import RemedySettings, remedy_scorer
+    from hf_posbias.modeling import load_sentence_transformer
+
+    model = load_sentence_transformer(tiny_sentence_transformer, device="cpu")
+    model.max_seq_length = 32  # every variant is longer than the plain model reads
+    cases = [make_case(14), make_case(12)]
+    with pytest.raises(InputError, match="longer_than_model_max_seq_length: 2"):
+        run_evidence_moving(model, cases, 10, "plain", progress=False)
+    settings = RemedySettings(remedy="sump", passage_tokens=32, stride=16)
+    summary = run_evidence_moving(
+        model, cases, 10, "tiny +sump", progress=False, remedy=remedy_scorer(model, settings)
+    )
+    assert summary.n_pairs == 2 and summary.curves[0].n_truncated == 0
+    balanced = remedy_scorer(model, RemedySettings(remedy="segment-balanced"))
+    with pytest.raises(InputError, match="longer_than_model_max_seq_length: 2"):
+        run_evidence_moving(model, cases, 10, "b", progress=False, remedy=balanced)
+
+
+def test_a_remedy_needs_a_dense_bi_encoder(tiny_sentence_transformer) -> None:
+    import numpy as np
+
+    from hf_posbias.embedding import TextEmbedder
+    from hf_posbias.evaluation.runs.remedies import RemedySettings, remedy_scorer
+
+    endpoint = TextEmbedder("e", lambda texts, kind: np.ones((len(texts), 2)), kind="endpoint")
+    with pytest.raises(InputError, match="^--remedy needs a dense bi-encoder, not an endpoint model$"):
+        remedy_scorer(endpoint, RemedySettings(remedy="maxp"))
+    assert remedy_scorer(endpoint, RemedySettings()) is None

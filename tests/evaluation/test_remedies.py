@@ -106,6 +106,31 @@ def test_segment_balanced_pooling_on_a_real_model(minilm_path, task_folder, tmp_
     assert max(diffs) > 1e-3
 
 
+def test_score_documents_is_what_the_mteb_search_ranks_by(base, task_folder, tmp_path):
+    """The mteb-independent entry point (evidence moving, the Space) and the mteb search path
+    share one implementation: on the same corpus they give the same scores."""
+    from hf_posbias.evaluation.data.taskdata import PositionTaskData
+    from hf_posbias.evaluation.runs.remedies import RemedyScorer
+
+    data = PositionTaskData.load(task_folder)
+    st = base.sentence_transformer
+    doc_ids = [d["id"] for d in data.corpus]
+    queries = st.encode([q["text"] for q in data.queries], convert_to_numpy=True)
+    for name in ("sump", "chunk-mean"):  # both aggregation rules (sum; max of one vector)
+        settings = RemedySettings(remedy=name, passage_tokens=24, stride=12)
+        _, run = _run(with_remedy(base, settings), task_folder, tmp_path / name)
+        scorer = RemedyScorer(st, settings)
+        scores = scorer.score_documents(queries, [d["text"] for d in data.corpus])
+        assert scorer.stats.passages > len(doc_ids) or name == "chunk-mean"
+        assert scores.shape == (len(data.queries), len(doc_ids))
+        for q, row in zip(data.queries, scores.tolist(), strict=True):
+            direct = dict(zip(doc_ids, row, strict=True))
+            ranked = run[q["id"]]  # the run file: mteb's ranking, scores to 6 digits
+            assert list(ranked) == sorted(direct, key=direct.get, reverse=True)
+            for doc, score in ranked.items():
+                assert direct[doc] == pytest.approx(score, rel=1e-5, abs=1e-6)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [

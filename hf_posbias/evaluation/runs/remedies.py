@@ -264,7 +264,10 @@ def require_bi_encoder(kind: str) -> None:
         hf_posbias.errors.InputError: --remedy needs a dense bi-encoder, not a sparse model
     """
     if kind != "bi-encoder":
-        raise InputError(f"{flag_name('remedy')} needs a dense bi-encoder, not a {kind} model")
+        article = "an" if kind[:1] in ("a", "e", "i", "o", "u") else "a"
+        raise InputError(
+            f"{flag_name('remedy')} needs a dense bi-encoder, not {article} {kind} model"
+        )
 
 
 @dataclass
