@@ -1,7 +1,8 @@
 """The evidence-moving Space: its helpers in-process, and the real app driven in Chromium.
 
 The browser test starts ``python spaces/evidence-moving/app.py`` on a free port (offline), waits
-for it, and drives it with Playwright: the first example renders a 10-point curve and a plot, an
+for it, and drives it with Playwright: the first example renders a 10-point curve and a plot, the
+MaxP remedy adds its curve and a passage too short for the model shows its one-line error, an
 empty query shows the error message, and the listwise tab reranks with BM25 at one slot and then
 sweeps all 20 (a flat curve). It skips when /usr/bin/chromium or playwright is missing
 (``apt-get install -y chromium``). Set ``POSBIAS_ARTIFACTS`` to keep the screenshot.
@@ -172,6 +173,33 @@ def test_first_example_renders_a_curve_and_errors_show(space_server, tmp_path, s
                 target = Path(os.environ["POSBIAS_ARTIFACTS"])
                 target.mkdir(parents=True, exist_ok=True)
                 print(f"screenshot copied to: {shutil.copy(screenshot, target)}")
+
+            # A remedy: its curve comes next to the plain one; a passage the model cannot take
+            # is one line in the status.
+            page.locator("#remedy").locator("input").first.click()
+            page.get_by_role("option", name="maxp", exact=True).click()
+            page.locator("#run").click()
+            page.wait_for_function(
+                "() => { const t = document.querySelector('#curve-data textarea');"
+                " return t !== null && t.value.includes('+maxp'); }",
+                timeout=120_000,
+            )
+            data = json.loads(page.locator("#curve-data textarea").input_value())
+            assert set(data["evidence_moving"]) == {"all-MiniLM-L6-v2", "all-MiniLM-L6-v2 +maxp"}
+            assert data["remedy"]["passage_tokens"] == app.SPACE_PASSAGE_TOKENS
+            assert "all-MiniLM-L6-v2 +maxp peaks at p" in page.locator("#status").inner_text()
+            remedy_shot = tmp_path / "evidence-moving-remedy.png"
+            page.screenshot(path=str(remedy_shot), full_page=True)
+            if os.environ.get("POSBIAS_ARTIFACTS"):
+                shutil.copy(remedy_shot, Path(os.environ["POSBIAS_ARTIFACTS"]))
+            page.locator("#passage-tokens").locator("input").first.fill("2")
+            page.locator("#stride").locator("input").first.fill("1")
+            page.locator("#run").click()
+            page.wait_for_function(
+                "() => document.querySelector('#status').innerText.includes('leaves no room')",
+                timeout=60_000,
+            )
+            assert "Error" in page.locator("#status").inner_text()
 
             # A bad input: the empty query is reported in the UI, not as a traceback.
             page.locator("#query").locator("textarea, input").first.fill("")
