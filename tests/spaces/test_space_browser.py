@@ -130,6 +130,15 @@ def log_text(tmp_path: Path) -> str:
     return path.read_text(errors="replace")[-3000:] if path.exists() else ""
 
 
+def run_until_error(page, text: str) -> None:
+    """Click Run and wait until the status line shows ``text`` as an error."""
+    page.locator("#run").click()
+    page.wait_for_function(
+        "t => document.querySelector('#status').innerText.includes(t)", arg=text, timeout=60_000
+    )
+    assert "Error" in page.locator("#status").inner_text()
+
+
 @pytest.mark.browser
 def test_first_example_renders_a_curve_and_errors_show(space_server, tmp_path, space_app) -> None:
     from playwright.sync_api import sync_playwright
@@ -194,21 +203,11 @@ def test_first_example_renders_a_curve_and_errors_show(space_server, tmp_path, s
                 shutil.copy(remedy_shot, Path(os.environ["POSBIAS_ARTIFACTS"]))
             page.locator("#passage-tokens").locator("input").first.fill("2")
             page.locator("#stride").locator("input").first.fill("1")
-            page.locator("#run").click()
-            page.wait_for_function(
-                "() => document.querySelector('#status').innerText.includes('leaves no room')",
-                timeout=60_000,
-            )
-            assert "Error" in page.locator("#status").inner_text()
+            run_until_error(page, "leaves no room")
 
             # A bad input: the empty query is reported in the UI, not as a traceback.
             page.locator("#query").locator("textarea, input").first.fill("")
-            page.locator("#run").click()
-            page.wait_for_function(
-                "() => document.querySelector('#status').innerText.includes('query is empty')",
-                timeout=60_000,
-            )
-            assert "Error" in page.locator("#status").inner_text()
+            run_until_error(page, "query is empty")
 
             # The listwise tab: BM25 (the pointwise control) at slot 5, then every slot.
             page.get_by_role("tab", name="Listwise input position").click()
