@@ -217,7 +217,7 @@ def run_sources(runs: Sequence[str | Path]) -> list[Source]:
                     "report runs of the same task"
                 )
             base, config, pooling = model_facts(summary.model)
-            config = remedy_config(config, getattr(summary, "remedy", None))
+            config = remedy_config(config, summary.remedy)
             sources.append(
                 Source(
                     summary.task, base, config, pooling, summary, _per_query_path(summary, folder)
