@@ -568,53 +568,52 @@ def report_markdown(report: StudyReport, title: str) -> str:
         parts += ["", f"## {task}", "", "Mean nDCG@10:", "", tables["mean"].to_markdown()]
         parts += ["", "PSI:", "", tables["psi"].to_markdown()]
         parts += ["", f"![per-position curves](curves-{safe_name(task)}.png)"]
-    if report.psi_reductions:
-        parts += ["", "## PSI reduction: 1 − PSI(uniform) / max(PSI(begin), PSI(middle), PSI(end))"]
-        rows = [
-            {
-                **_keys(r),
-                "worst skewed": r["worst"],
-                "PSI reduction": _ci(r["psi_reduction"], r["ci"]),
-                "p (H0: none)": _fmt(r["p_value"], 4),
-            }
-            for r in report.psi_reductions
-        ]
-        parts += ["", as_table(rows).to_markdown()]
-    if report.direction:
-        parts += [
-            "",
-            "## Direction check: Δ nDCG@10 at each skewed configuration's own position vs the "
+    sections: list[tuple[str, list[dict[str, Any]]]] = [
+        (
+            "PSI reduction: 1 − PSI(uniform) / max(PSI(begin), PSI(middle), PSI(end))",
+            [
+                {
+                    **_keys(r),
+                    "worst skewed": r["worst"],
+                    "PSI reduction": _ci(r["psi_reduction"], r["ci"]),
+                    "p (H0: none)": _fmt(r["p_value"], 4),
+                }
+                for r in report.psi_reductions
+            ],
+        ),
+        (
+            "Direction check: Δ nDCG@10 at each skewed configuration's own position vs the "
             "untrained base (paired bootstrap)",
-        ]
-        rows = [
-            {
-                **_keys(r),
-                "config": r["config"],
-                "Δ at own position": _ci(r["delta"], r["ci"]),
-                "p": _fmt(r["p_value"], 4),
-                "raised (p < 0.05)": "yes" if r["raised"] else "no",
-            }
-            for r in report.direction
-        ]
-        parts += ["", as_table(rows).to_markdown()]
-    if report.remedies:
-        parts += [
-            "",
-            "## Inference-time remedies: Δ against the same model without the remedy, on the "
+            [
+                {
+                    **_keys(r),
+                    "config": r["config"],
+                    "Δ at own position": _ci(r["delta"], r["ci"]),
+                    "p": _fmt(r["p_value"], 4),
+                    "raised (p < 0.05)": "yes" if r["raised"] else "no",
+                }
+                for r in report.direction
+            ],
+        ),
+        (
+            "Inference-time remedies: Δ against the same model without the remedy, on the "
             "same queries (paired bootstrap; no retraining)",
-        ]
-        rows = [
-            {
-                **_keys(r),
-                "config": r["config"],
-                "Δ mean nDCG@10": _ci(r["delta_mean"], r["ci"]),
-                "p": _fmt(r["p_value"], 4),
-                "Δ PSI": _ci(r["delta_psi"], r["psi_ci"]),
-                "p (PSI)": _fmt(r["psi_p_value"], 4),
-            }
-            for r in report.remedies
-        ]
-        parts += ["", as_table(rows).to_markdown()]
+            [
+                {
+                    **_keys(r),
+                    "config": r["config"],
+                    "Δ mean nDCG@10": _ci(r["delta_mean"], r["ci"]),
+                    "p": _fmt(r["p_value"], 4),
+                    "Δ PSI": _ci(r["delta_psi"], r["psi_ci"]),
+                    "p (PSI)": _fmt(r["psi_p_value"], 4),
+                }
+                for r in report.remedies
+            ],
+        ),
+    ]
+    for heading, rows in sections:
+        if rows:
+            parts += ["", f"## {heading}", "", as_table(rows).to_markdown()]
     if report.averages:
         standard = list(dict.fromkeys(c.task for c in report.cells if c.standard))
         parts += [
