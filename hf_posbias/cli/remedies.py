@@ -29,7 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "<out>/<task>/remedies.json (remedy, mean, psi, harmonic_mean, delta_mean, p_value, "
         "encoded_tokens, seconds), remedies.md and a PNG of PSI against cost; Δ and p are "
         "paired against none on the same queries. Every run is a `posbias evaluate` folder "
-        "under <out>/runs/.",
+        "under <out>/runs/; a rerun reuses every run that finished with the same settings "
+        "(a killed comparison resumes, an added remedy costs only itself).",
     )
     add_settings_arguments(remedies, RemediesSettings)
     remedies.set_defaults(func=run_remedies)
@@ -47,7 +48,7 @@ def run_remedies(args: argparse.Namespace) -> int:
     _quiet(args)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        results = compare_remedies(s)
+        results = compare_remedies(s, echo=print)
     for task, rows in results.items():
         print(f"{task}:")
         print(as_table(rows).to_markdown())

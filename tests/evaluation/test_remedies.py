@@ -178,3 +178,47 @@ def test_remedies_table_pairs_every_remedy_with_the_plain_model(
             if m.endswith(f"+{row['remedy']}") or (row["remedy"] == "none" and " +" not in m)
         )
         assert by_model[label]["mean"] == pytest.approx(row["mean"])
+
+
+def test_a_rerun_reuses_finished_runs_and_evaluates_changed_ones(
+    tiny_sentence_transformer, task_folder, tmp_path, monkeypatch
+):
+    from dataclasses import replace
+
+    from hf_posbias.evaluation.runs import remedy_table
+
+    s = RemediesSettings(
+        model=tiny_sentence_transformer,
+        task=(str(task_folder),),
+        out=str(tmp_path / "out"),
+        remedies=("maxp",),
+        passage_tokens=32,
+        stride=16,
+        bootstrap=20,
+        progress=False,
+    )
+    [(_, first)] = remedy_table.compare_remedies(s).items()
+    evaluated: list[str] = []
+    import hf_posbias.evaluation.runs.runner as runner  # compare_remedies imports it per call
+
+    original = runner.evaluate_model
+
+    def counting(settings, *args, **kwargs):
+        evaluated.append(settings.remedy)
+        return original(settings, *args, **kwargs)
+
+    monkeypatch.setattr(runner, "evaluate_model", counting)
+    said: list[str] = []
+    # Same settings plus one more remedy: only the new one is encoded; the rows reused are
+    # those of the first run, cost included.
+    [(_, second)] = remedy_table.compare_remedies(
+        replace(s, remedies=("maxp", "firstp")), echo=said.append
+    ).items()
+    assert evaluated == ["firstp"]
+    assert second[:2] == first
+    assert sum("reusing" in line for line in said) == 2
+    # A changed passage setting re-evaluates the runs that read it, not the plain model.
+    evaluated.clear()
+    remedy_table.compare_remedies(replace(s, stride=8), echo=said.append)
+    assert evaluated == ["maxp"]
+    assert any("evaluating again" in line for line in said)

@@ -23,6 +23,28 @@ if TYPE_CHECKING:
     from hf_posbias.evaluation.settings import RemediesSettings
 
 
+RUN_MARKER = "remedy-run.json"
+"""Written in a run folder once its evaluation finished: the settings it ran with (a rerun of
+``posbias remedies`` with the same settings reuses the folder instead of encoding again)."""
+
+
+def encoded_tokens(summary: Any) -> int | None:
+    """Tokens a bi-encoder run fed through the model, from its summary: the queries (the
+    encoder's count) plus, under a remedy, every passage (the remedy's count); ``None`` when
+    the run has no encoder counts (BM25).
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> encoded_tokens(SimpleNamespace(encode_stats={"tokens_encoded": 40},
+        ...                                search_stats={"document_tokens": 900}))
+        940
+    """
+    if not summary.encode_stats:
+        return None
+    tokens = int(summary.encode_stats.get("tokens_encoded", 0))
+    return tokens + int((summary.search_stats or {}).get("document_tokens", 0))
+
+
 def remedy_row(
     remedy: str, summary: Any, encoded_tokens: int | None, comparison: Any = None
 ) -> dict[str, Any]:
@@ -86,11 +108,63 @@ def plot_psi_against_cost(
     return target
 
 
-def compare_remedies(settings: RemediesSettings) -> dict[str, list[dict[str, Any]]]:
+def run_settings(settings: RemediesSettings, remedy: str, model: Any, task: Any) -> dict[str, Any]:
+    """What one remedy run's results depend on (kept in its :data:`RUN_MARKER`): the model and
+    task (with their revisions), the evaluation settings, and the settings the remedy reads.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> from hf_posbias.evaluation.settings import RemediesSettings
+        >>> s = RemediesSettings(model="m", task=("t",), out="o", stride=32)
+        >>> model = SimpleNamespace(name="m", revision="r1")
+        >>> task = SimpleNamespace(metadata=SimpleNamespace(name="T", revision="t1"))
+        >>> "stride" in run_settings(s, "none", model, task), run_settings(s, "maxp", model,
+        ...     task)["stride"]
+        (False, 32)
+    """
+    from hf_posbias.evaluation.runs.remedies import PASSAGE_REMEDIES
+
+    record = {
+        "model": settings.model,
+        "model_name": model.name,
+        "model_revision": model.revision,
+        "task": task.metadata.name,
+        "task_revision": task.metadata.revision,
+        "scoring": settings.scoring,
+        "top_k": settings.top_k,
+        "bootstrap": settings.bootstrap,
+        "seed": settings.seed,
+        "remedy": remedy,
+    }
+    if remedy in PASSAGE_REMEDIES:
+        record.update(passage_tokens=settings.passage_tokens, stride=settings.stride)
+    elif remedy == "segment-balanced":
+        record["segments"] = settings.segments
+    return record
+
+
+def _finished_run(folder: Path, record: dict[str, Any]) -> Any:
+    """The summary of a run folder that finished with exactly these settings, else ``None``."""
+    from hf_posbias.evaluation.statistics.summary import EvaluationSummary
+    from hf_posbias.rows import read_json
+
+    marker, summary = folder / RUN_MARKER, folder / "summary.json"
+    if not (marker.exists() and summary.exists()) or read_json(marker) != record:
+        return None
+    return EvaluationSummary.from_dict(read_json(summary))
+
+
+def compare_remedies(
+    settings: RemediesSettings, echo: Any = None
+) -> dict[str, list[dict[str, Any]]]:
     """``posbias remedies``: the plain model and every remedy on each task, with their cost.
 
     The model is loaded once; every remedy is checked against it before anything is encoded.
-    Each run goes to ``<out>/runs/<task>/<remedy>`` (a ``posbias evaluate`` folder); per task,
+    Each run goes to ``<out>/runs/<task>/<remedy>`` (a ``posbias evaluate`` folder). A rerun
+    reuses every run that finished with the same settings (:func:`run_settings`, kept in its
+    :data:`RUN_MARKER`) and its measured cost, and re-evaluates the others (``echo`` says
+    which); so a killed comparison resumes at the run it was in, and adding a remedy costs
+    that remedy only. Per task,
     ``<out>/<task>/remedies.json`` (rows of :func:`remedy_row`), ``remedies.md`` and (with
     ``plot``) ``remedies.png``. Δ and the p-value are paired against ``none`` on the same
     queries (:func:`hf_posbias.evaluation.statistics.compare.compare_runs`).
@@ -125,14 +199,23 @@ def compare_remedies(settings: RemediesSettings) -> dict[str, list[dict[str, Any
         runs = out / "runs" / safe_name(task_name)
         rows = []
         for name in names:
-            loaded = with_remedy(base, replace(s, remedy=name))
-            run = replace(s, out=str(runs / name), remedy=name)
-            [summary] = evaluate_model(run, [task], loaded=loaded)
+            record = run_settings(s, name, base, task)
+            summary = _finished_run(runs / name, record)
+            if summary is None:
+                if (runs / name).exists() and echo is not None:
+                    echo(f"{task_name}/{name}: evaluating again (unfinished or other settings)")
+                loaded = with_remedy(base, replace(s, remedy=name))
+                run = replace(s, out=str(runs / name), remedy=name)
+                (runs / name / RUN_MARKER).unlink(missing_ok=True)
+                [summary] = evaluate_model(run, [task], loaded=loaded)
+                write_json(runs / name / RUN_MARKER, record)
+            elif echo is not None:
+                echo(f"{task_name}/{name}: reusing the finished run in {runs / name}")
             comparison = None
             if name != "none":
                 [paired] = compare_runs(runs / "none", runs / name, seed=s.seed)
                 comparison = paired.comparison
-            rows.append(remedy_row(name, summary, loaded.encoded_tokens(), comparison))
+            rows.append(remedy_row(name, summary, encoded_tokens(summary), comparison))
             bar.update(1)
         folder = out / safe_name(task_name)
         write_json(folder / "remedies.json", rows)
