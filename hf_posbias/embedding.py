@@ -48,11 +48,13 @@ class TextEmbedder:
         *,
         sentence_transformer: Any = None,
         kind: str = "bi-encoder",
+        source: dict[str, Any] | None = None,
     ) -> None:
         self.name = name
         self.kind = kind
         self._encode = encode_fn
         self.sentence_transformer = sentence_transformer
+        self.source = dict(source or {})
 
     @property
     def tokenizer(self) -> Any:
@@ -74,6 +76,24 @@ class TextEmbedder:
         if self.sentence_transformer is None:
             raise ModelLoadError(f"{self.name}: its maximum sequence length cannot be changed")
         self.sentence_transformer.max_seq_length = value
+
+    def describe(self) -> dict[str, Any]:
+        """What the embeddings depend on besides the texts: the model's name and kind, where it
+        came from (``source``: a local folder's content hash, a registry revision and prompts,
+        an endpoint's URL), its prompts and its maximum length in tokens. What a cache of its
+        results is keyed on (the listwise first stage's lists, ``first_stage.json``).
+
+        Example:
+            >>> TextEmbedder("toy", lambda texts, kind: [[1.0]], source={"x": 1}).describe()
+            {'model': 'toy', 'kind': 'bi-encoder', 'prompts': {}, 'max_seq_length': None, 'x': 1}
+        """
+        return {
+            "model": self.name,
+            "kind": self.kind,
+            "prompts": self.prompts,
+            "max_seq_length": self.max_seq_length,
+            **self.source,
+        }
 
     def embed(self, texts: list[str] | tuple[str, ...], kind: str) -> Any:
         """Unit-norm embeddings of ``texts`` as ``kind`` (``query`` or ``document``)."""
@@ -153,14 +173,42 @@ def load_embedder(
         from hf_posbias.evaluation.runs.endpoint import embedding_endpoint
 
         endpoint = embedding_endpoint(text, settings)
-        return TextEmbedder(text, lambda texts, kind: endpoint.embed(texts), kind="endpoint")
+        return TextEmbedder(
+            text,
+            lambda texts, kind: endpoint.embed(texts),
+            kind="endpoint",
+            source={"base_url": settings.base_url},
+        )
     meta = registry_entry(text)
     if meta is not None:
         model = load_registry_model(meta, device=device)
         inner = getattr(model, "model", None)
         st = inner if hasattr(inner, "max_seq_length") else None
         encode = _mteb_encode(model, batch_size)
-        return TextEmbedder(str(meta.name), encode, sentence_transformer=st, kind="registry")
+        source = {
+            "revision": meta.revision,
+            "registry_prompts": (meta.loader_kwargs or {}).get("model_prompts"),
+        }
+        return TextEmbedder(
+            str(meta.name), encode, sentence_transformer=st, kind="registry", source=source
+        )
     st = load_named_sentence_transformer(text, device=device, settings=settings)
     encode = _st_encode(st, batch_size)
-    return TextEmbedder(model_display_name(text), encode, sentence_transformer=st)
+    return TextEmbedder(
+        model_display_name(text), encode, sentence_transformer=st, source=_st_source(text)
+    )
+
+
+def _st_source(name: str) -> dict[str, Any]:
+    """A local (or packaged) folder's content hash: retrained weights in the same folder are
+    another model. A Hub id is known by its name."""
+    from pathlib import Path
+
+    from hf_posbias.modeling import resolve_model
+
+    resolved = Path(resolve_model(name))
+    if not resolved.is_dir():
+        return {}
+    from hf_posbias.hashing import folder_fingerprint
+
+    return {"content": folder_fingerprint(resolved)}

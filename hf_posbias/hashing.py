@@ -72,4 +72,19 @@ def folder_digest(
     return digest.hexdigest()
 
 
-__all__ = ["folder_digest"]
+def folder_fingerprint(folder: str | Path, sample_bytes: int = 4 << 20) -> str:
+    """A content hash of a model folder: file names, sizes and bytes (head+tail of big files).
+
+    Two checkpoints trained from the same base have the same config and the same
+    ``model_card_data``; only their weights differ, so the weights must be in the hash.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "w.bin").write_bytes(b"abc")
+        >>> folder_fingerprint(d) == folder_fingerprint(d)
+        True
+    """
+    return folder_digest(folder, sample_bytes=sample_bytes)[:12]
+
+
+__all__ = ["folder_digest", "folder_fingerprint"]

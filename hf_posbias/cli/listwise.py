@@ -330,7 +330,8 @@ _DESCRIPTIONS = {
     "slot calibration (one content-free window), PermSC-style aggregation of the list as given "
     "plus m-1 shared shuffles (Borda and Kemeny, m from --shuffles) and --checkpoints; writes "
     "OUT/remedies.json (remedy, mean, psi, harmonic_mean, delta_mean, p_value, windows, "
-    "seconds, windows_per_ranking), remedies.md and remedies.png (PSI against cost).",
+    "seconds, windows_per_ranking), remedies.md and remedies.png (PSI against cost). A rerun "
+    "with a larger --shuffles reranks only the new shuffles (OUT/shuffles-SSS-EEE/).",
     "demo": "test → propensity → build-train → train → test → compare, each a posbias listwise "
     "verb in its own folder under --out (a rerun resumes). Smoke-sized defaults: about 15 "
     "minutes on a 2-core CPU (make demo-listwise builds SciFact's task folders first).",

@@ -31,3 +31,45 @@ def test_dense_first_stage(tiny_sentence_transformer):
     ranked = stage.top_k("dogs bark", 3)
     assert len(ranked) == 3 and len(set(ranked)) == 3
     assert stage.top_k("dogs bark", 3) == ranked  # deterministic
+
+
+def test_cached_lists_are_keyed_on_the_dense_encoding(
+    tiny_sentence_transformer, beir_task, tmp_path, monkeypatch
+):
+    """A changed prompt of the dense first stage recomputes ``first_stage.json``; the same
+    settings reuse it without encoding the corpus."""
+    import json
+    import shutil
+
+    from hf_posbias.embedding import TextEmbedder
+    from hf_posbias.listwise.experiments.lists import FIRST_STAGE_FILE, first_stage_lists
+    from hf_posbias.listwise.experiments.taskio import load_rerank_task
+
+    task = load_rerank_task(beir_task)
+    model = shutil.copytree(tiny_sentence_transformer, tmp_path / "model")
+    embedded = []
+    original = TextEmbedder.embed
+    monkeypatch.setattr(
+        TextEmbedder,
+        "embed",
+        lambda self, texts, kind: embedded.append(kind) or original(self, texts, kind),
+    )
+
+    def lists(out):
+        found = first_stage_lists(
+            task, task.judged_queries(), str(model), 5, out, show_progress=False
+        )
+        return [x.candidates for x in found]
+
+    first = lists(tmp_path / "out")
+    assert embedded.count("document") == 1
+    assert lists(tmp_path / "out") == first and embedded.count("document") == 1  # cached
+    config = model / "config_sentence_transformers.json"
+    found = json.loads(config.read_text())
+    found["prompts"] = {"query": "find the passage that supports: ", "document": ""}
+    config.write_text(json.dumps(found))
+    changed = lists(tmp_path / "out")
+    assert embedded.count("document") == 2  # recomputed, not the stale lists
+    assert changed == lists(tmp_path / "fresh")
+    cached = json.loads((tmp_path / "out" / FIRST_STAGE_FILE).read_text())
+    assert cached["params"]["encoding"]["prompts"]["query"].startswith("find the passage")

@@ -97,3 +97,48 @@ def test_bad_shuffle_counts_are_one_line_errors():
         ListwiseRemediesConfig(shuffles="0,2")
     with pytest.raises(InputError, match="--shuffles takes comma-separated integers"):
         ListwiseRemediesConfig(shuffles="a")
+
+
+def test_a_larger_m_reranks_only_the_new_shuffles(beir_task, tmp_path, slot_biased):
+    task = load_rerank_task(beir_task)
+    relevant = {d for q in task.qrels.values() for d, g in q.items() if g > 0}
+    n_queries = 4
+
+    def run(out, shuffles, **overrides):
+        reranker = slot_biased(relevant)
+        settings = {"k": 6, "positions": "1,3,6", "n_resamples": 50, "plot": False}
+        config = ListwiseRemediesConfig(shuffles=shuffles, **{**settings, **overrides})
+        table = run_listwise_remedies(reranker, task, out, config, show_progress=False)
+        return reranker.windows, table, (out / "per_query.jsonl").read_text()
+
+    def timeless(table):
+        return [{k: v for k, v in row.items() if k != "seconds"} for row in table]
+
+    grown = tmp_path / "grown"
+    assert run(grown, "1,3")[0] == n_queries * (3 + 2) + 1  # + the content-free window
+    windows, table, per_query = run(grown, "1,3,5")
+    assert windows == n_queries * 2  # shuffles 2 and 3 only
+    assert (grown / "shuffles-002-004" / "manifest.json").is_file()
+    fresh_windows, fresh_table, fresh_per_query = run(tmp_path / "fresh", "1,3,5")
+    assert fresh_windows == n_queries * (3 + 4) + 1
+    assert timeless(table) == timeless(fresh_table) and per_query == fresh_per_query
+    rows = {r["remedy"]: r for r in table}
+    assert rows["permsc-borda-m5"]["windows"] == n_queries * (3 + 4)
+    assert rows["permsc-borda-m3"]["windows"] == n_queries * (3 + 2)
+
+    # A smaller m reads a subset; the same m again reranks nothing.
+    windows, small, _ = run(grown, "1,2")
+    assert windows == 0
+    assert timeless(small) == timeless(run(tmp_path / "small", "1,2")[1])
+    assert run(grown, "1,3,5")[0] == 0
+    # Grown further: one more block after the existing one.
+    assert run(grown, "1,7")[0] == n_queries * 2
+    assert (grown / "shuffles-004-006").is_dir()
+    # Any other change is still refused.
+    with pytest.raises(InputError, match="positions"):
+        run(grown, "1,3,5", positions="1,6")
+    # --overwrite discards the blocks with the main stage.
+    from hf_posbias.listwise.rerankers.loading import prepare_out
+
+    prepare_out(grown, overwrite=True)
+    assert not list(grown.glob("shuffles-*")) and not (grown / "manifest.json").exists()

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import InputError, ModelLoadError
+from hf_posbias.hashing import folder_fingerprint
 from hf_posbias.modeling import ModelSettings
 from hf_posbias.settings import flag_name
 
@@ -104,23 +105,6 @@ class CountingEncoder:
     def similarity_pairwise(self, embeddings1: Any, embeddings2: Any) -> Any:
         """Delegates to the wrapped model."""
         return self.model.similarity_pairwise(embeddings1, embeddings2)
-
-
-def folder_fingerprint(folder: str | Path, sample_bytes: int = 4 << 20) -> str:
-    """A content hash of a model folder: file names, sizes and bytes (head+tail of big files).
-
-    Two checkpoints trained from the same base have the same config and the same
-    ``model_card_data``; only their weights differ, so the weights must be in the hash.
-
-    Example:
-        >>> import tempfile, pathlib
-        >>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "w.bin").write_bytes(b"abc")
-        >>> folder_fingerprint(d) == folder_fingerprint(d)
-        True
-    """
-    from hf_posbias.hashing import folder_digest
-
-    return folder_digest(folder, sample_bytes=sample_bytes)[:12]
 
 
 def unique_model_meta(

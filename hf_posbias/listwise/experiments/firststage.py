@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
 from hf_posbias.errors import InputError
@@ -38,6 +39,8 @@ class FirstStage(Protocol):
 
     name: str
     size: int
+    encoding: dict[str, Any] | None
+    """What the ranking depends on besides the name and the corpus (``None``: nothing)."""
 
     def top_k(self, query: str, k: int) -> list[str]: ...
 
@@ -52,16 +55,22 @@ class BM25FirstStage:
     """BM25 (:class:`hf_posbias.bm25.BM25Index`) over a corpus ``{doc_id: Passage}``."""
 
     name = "bm25"
+    encoding = None
 
     def __init__(self, corpus: Mapping[str, Passage]) -> None:
-        from hf_posbias.bm25 import BM25Index, document_text
-
         if not corpus:
             raise InputError("the first stage needs a non-empty corpus")
+        self._corpus = corpus
         self.doc_ids = sorted(corpus)
         self.size = len(self.doc_ids)
-        self._index = BM25Index(
-            [document_text(corpus[d].title, corpus[d].text) for d in self.doc_ids]
+
+    @cached_property
+    def _index(self) -> Any:
+        """The corpus index, built on the first query (a cached list needs none)."""
+        from hf_posbias.bm25 import BM25Index, document_text
+
+        return BM25Index(
+            [document_text(self._corpus[d].title, self._corpus[d].text) for d in self.doc_ids]
         )
 
     def top_k(self, query: str, k: int) -> list[str]:
@@ -73,7 +82,9 @@ class DenseFirstStage:
     """Any embedding model the resolver loads (:func:`hf_posbias.embedding.load_embedder`: a
     sentence-transformers folder or Hub id, a packaged model, an mteb registry name with its
     prompts, ``openai:<model>``): cosine similarity of query and passage embeddings, each side
-    with the model's own query/document prompt."""
+    with the model's own query/document prompt. The corpus is encoded on the first query: the
+    model's ``encoding`` settings (:meth:`hf_posbias.embedding.TextEmbedder.describe`) are known
+    before, so a cache of its lists is checked without encoding anything."""
 
     def __init__(
         self,
@@ -88,9 +99,14 @@ class DenseFirstStage:
         self.name = model
         self.doc_ids = sorted(corpus)
         self.size = len(self.doc_ids)
+        self._corpus = corpus
         self._model = load_embedder(model, settings=settings, batch_size=batch_size)
-        texts = [corpus[d].content() for d in self.doc_ids]
-        self._embeddings = self._model.embed(texts, "document")
+        self.encoding: dict[str, Any] | None = self._model.describe()
+
+    @cached_property
+    def _embeddings(self) -> Any:
+        """The corpus embeddings, encoded once on the first query."""
+        return self._model.embed([self._corpus[d].content() for d in self.doc_ids], "document")
 
     def top_k(self, query: str, k: int) -> list[str]:
         """The ``k`` most similar documents (ties by document id, descending)."""

@@ -100,28 +100,34 @@ def first_stage_lists(
     """Each query's top-k from the first stage, cached in ``out_dir/first_stage.json``.
 
     An ``openai:<model>`` first stage is served at ``endpoint``'s URL (the verb's
-    ``--base-url``) with its key.
+    ``--base-url``) with its key. The cache is keyed on the task, the first stage, k, the
+    queries and a dense first stage's encoding settings (its prompts, maximum length, folder
+    content, registry revision or endpoint URL: the model is loaded, not run, to read them):
+    a cache made with other ones is recomputed.
     """
     from hf_posbias.listwise.experiments.firststage import check_k, load_first_stage
     from hf_posbias.modeling import ModelSettings
 
     check_k(k, len(task.corpus))
-    params = {
+    params: dict[str, Any] = {
         "task": task.source,
         "split": task.split,
         "first_stage": first_stage_name,
         "k": k,
         "queries": list(query_ids),
     }
+    settings = None
+    if endpoint is not None:
+        settings = ModelSettings(base_url=endpoint.base_url, api_key_env=endpoint.api_key_env)
+    # Loading indexes or encodes nothing yet; a dense model's settings join the key.
+    first_stage = load_first_stage(first_stage_name, task.corpus, settings)
+    if first_stage.encoding is not None:
+        params["encoding"] = first_stage.encoding
     path = Path(out_dir) / FIRST_STAGE_FILE
     if path.is_file():
         cached = read_json(path)
         if cached.get("fingerprint") == fingerprint(params):
             return [QueryList(**row) for row in cached["lists"]]
-    settings = None
-    if endpoint is not None:
-        settings = ModelSettings(base_url=endpoint.base_url, api_key_env=endpoint.api_key_env)
-    first_stage = load_first_stage(first_stage_name, task.corpus, settings)
     lists = []
     for query_id in progress(
         query_ids, desc="first stage", unit="query", disable=not show_progress

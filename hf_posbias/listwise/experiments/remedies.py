@@ -13,7 +13,9 @@ windows this module scores
   (:mod:`~hf_posbias.listwise.experiments.aggregate`). A uniformly random order of the query's k
   documents does not depend on where the relevant one was put, so the m−1 shuffles of a query
   are reranked once and shared by every position: the harness pays m−1 extra lists per query,
-  not per (query, position). ``m = 1`` is ``none``;
+  not per (query, position). ``m = 1`` is ``none``. Shuffle j of a query is always
+  ``shuffled(documents, seed, query, j)``, so a rerun with a larger m reranks only the new
+  shuffles (in ``OUT/shuffles-SSS-EEE/`` blocks) and gives the rows of a fresh run with that m;
 - ``debiasfirst:<folder>`` — each ``--checkpoints`` folder, tested on the same queries and
   positions (``OUT/checkpoints/<folder>/``, a ``listwise test`` folder).
 
@@ -35,7 +37,7 @@ Example:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -44,11 +46,22 @@ from hf_posbias.errors import InputError
 from hf_posbias.listwise.experiments.aggregate import borda, kemeny_local_search
 from hf_posbias.listwise.experiments.lists import QueryList, controlled_list, describe_lists
 from hf_posbias.listwise.experiments.lists import shuffled as shuffle_list
-from hf_posbias.listwise.experiments.runs import ndcg_at_10, run_experiment, write_jsonl
+from hf_posbias.listwise.experiments.runs import (
+    experiment_params,
+    ndcg_at_10,
+    rerank_queries,
+    run_experiment,
+    write_jsonl,
+)
 from hf_posbias.listwise.experiments.taskio import RerankTask
 from hf_posbias.listwise.rerankers.base import ListwiseReranker
 from hf_posbias.listwise.settings import ControlledTestConfig, ListwiseRemediesConfig
 from hf_posbias.settings import flag_name
+
+EXPERIMENT = "listwise-remedies"
+"""The main stage's ``experiment`` in its manifest."""
+SHUFFLE_BLOCK_PREFIX = "shuffles-"
+"""Folders ``OUT/shuffles-SSS-EEE`` hold the PermSC shuffles [SSS, EEE) beyond the main stage's."""
 
 AGGREGATORS: dict[str, Callable[[Sequence[Sequence[str]]], list[str]]] = {
     "borda": borda,
@@ -85,13 +98,23 @@ def run_listwise_remedies(
 
     ``load_checkpoint(path)`` loads a ``--checkpoints`` folder as a reranker (the CLI passes
     :func:`~hf_posbias.listwise.rerankers.loading.load_reranker` with the run's options).
-    Resumable: the reranked lists are kept per query in ``out_dir/shards/``.
+    Resumable: the reranked lists are kept per query in ``out_dir/shards/``. A rerun with
+    another ``--shuffles`` reranks only the shuffles no stage holds yet: the main stage keeps
+    the number of shuffles it was first pinned with, shuffles beyond it go to blocks
+    ``out_dir/shuffles-SSS-EEE/`` (:func:`shuffle_blocks`); a smaller m reads a subset.
     """
     from hf_posbias.listwise.experiments.calibration import check_calibratable
+    from hf_posbias.shards import read_manifest
 
     out = Path(out_dir)
     positions = list(config.positions)
-    extra_shuffles = max(config.shuffles) - 1
+    needed = max(config.shuffles) - 1
+    # The main stage keeps the shuffle count it was first pinned with (a rerun with another m
+    # reuses it); shuffles beyond it live in blocks of their own (see shuffle_blocks).
+    pinned = read_manifest(out)
+    main_shuffles = needed
+    if pinned is not None and pinned["params"].get("experiment") == EXPERIMENT:
+        main_shuffles = int(pinned["params"].get("shuffles", needed))
     if config.calibrate:
         check_calibratable(reranker)  # before any window is scored
     if config.checkpoint_paths and load_checkpoint is None:
@@ -112,12 +135,7 @@ def run_listwise_remedies(
             )
             for p in positions
         ]
-        # Every controlled list orders the same k documents; shuffles of them serve all p.
-        documents = controlled_list(query_list.candidates, query_list.relevant, 1)
-        for j in range(extra_shuffles):
-            order = shuffle_list(documents, config.seed, query_list.query_id, j)
-            jobs.append(({"position": 0, "shuffle": j, **tags}, order))
-        return jobs
+        return jobs + shuffle_inputs(query_list, config.seed, range(main_shuffles))
 
     lists, rows = run_experiment(
         reranker,
@@ -125,14 +143,26 @@ def run_listwise_remedies(
         out,
         inputs,
         config,
-        experiment="listwise-remedies",
-        settings={"positions": positions, "shuffles": extra_shuffles},
+        experiment=EXPERIMENT,
+        settings={"positions": positions, "shuffles": main_shuffles},
         show_progress=show_progress,
     )
     plain = [r for r in rows if r["shuffle"] < 0]
+    shuffle_rows = [r for r in rows if 0 <= r["shuffle"] < needed]
+    blocks = shuffle_blocks(out, main_shuffles, needed)
+    for start, stop in blocks:
+        shuffle_rows += _shuffle_block(
+            reranker, task, lists, out, config, start, stop, show_progress
+        )
     shuffles: dict[str, list[dict[str, Any]]] = {}
-    for row in sorted((r for r in rows if r["shuffle"] >= 0), key=lambda r: r["shuffle"]):
+    for row in sorted(
+        (r for r in shuffle_rows if r["shuffle"] < needed), key=lambda r: r["shuffle"]
+    ):
         shuffles.setdefault(str(row["query_id"]), []).append(row)
+    for query_list in lists:  # every query has shuffles 0 … needed-1, each once
+        got = [r["shuffle"] for r in shuffles.get(query_list.query_id, [])]
+        if got != list(range(needed)):
+            raise RuntimeError(f"query {query_list.query_id}: shuffles {got}, not 0..{needed - 1}")
 
     variants: dict[str, Variant] = {
         "none": Variant(
@@ -161,6 +191,7 @@ def run_listwise_remedies(
             row["ndcg_at_10"] = score
     table = _table(variants, config)
     facts = {
+        "shuffle_stages": [".", *(shuffle_block_dir(out, *b).name for b in blocks)],
         "reranker": reranker.name,
         "task": task.name,
         "split": task.split,
@@ -171,6 +202,99 @@ def run_listwise_remedies(
     }
     _write(out, table, variants, facts, config)
     return table
+
+
+def shuffle_inputs(
+    query_list: QueryList, seed: int, indices: Iterable[int]
+) -> list[tuple[dict[str, Any], list[str]]]:
+    """The PermSC shuffles ``indices`` of one query: ``shuffled(documents, seed, query, j)``.
+
+    Every controlled list orders the same k documents, so a shuffle of them serves every
+    position; shuffle j is the same list whichever stage (main or block) reranks it.
+
+    Example:
+        >>> q = QueryList("q", ["d1", "d2", "d3"], "d2", False)
+        >>> [(tags["shuffle"], order) for tags, order in shuffle_inputs(q, 0, [1])] == [
+        ...     (1, shuffle_list(["d2", "d1", "d3"], 0, "q", 1))]
+        True
+    """
+    tags = {"position": 0, "relevant": query_list.relevant, "injected": query_list.injected}
+    documents = controlled_list(query_list.candidates, query_list.relevant, 1)
+    return [
+        ({**tags, "shuffle": j}, shuffle_list(documents, seed, query_list.query_id, j))
+        for j in indices
+    ]
+
+
+def shuffle_block_dir(out: Path, start: int, stop: int) -> Path:
+    """The stage folder of shuffle indices [start, stop) (``OUT/shuffles-009-019``).
+
+    Example:
+        >>> shuffle_block_dir(Path("out"), 9, 19).as_posix()
+        'out/shuffles-009-019'
+    """
+    return out / f"{SHUFFLE_BLOCK_PREFIX}{start:03d}-{stop:03d}"
+
+
+def shuffle_blocks(out: Path, covered: int, needed: int) -> list[tuple[int, int]]:
+    """The shuffle blocks ``[start, stop)`` that, after the main stage's ``covered`` shuffles,
+    give shuffles up to ``needed``: blocks already in ``out`` first (the longest one that does
+    not overshoot, else the shortest one), a new block for the rest.
+
+    Example:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> (folder / "shuffles-009-019").mkdir()
+        >>> [shuffle_blocks(folder, 9, needed) for needed in (4, 25, 14)]
+        [[], [(9, 19), (19, 25)], [(9, 19)]]
+    """
+    found: dict[int, list[int]] = {}
+    for folder in out.glob(f"{SHUFFLE_BLOCK_PREFIX}*-*"):
+        try:
+            start, stop = (int(x) for x in folder.name[len(SHUFFLE_BLOCK_PREFIX) :].split("-"))
+        except ValueError:
+            continue
+        if folder.is_dir() and stop > start:
+            found.setdefault(start, []).append(stop)
+    blocks = []
+    while covered < needed:
+        stops = found.get(covered, [])
+        fitting = [s for s in stops if s <= needed]
+        stop = max(fitting) if fitting else min(stops, default=needed)
+        blocks.append((covered, stop))
+        covered = stop
+    return blocks
+
+
+def _shuffle_block(
+    reranker: ListwiseReranker,
+    task: RerankTask,
+    lists: Sequence[QueryList],
+    out: Path,
+    config: ListwiseRemediesConfig,
+    start: int,
+    stop: int,
+    show_progress: bool,
+) -> list[dict[str, Any]]:
+    """Rerank shuffles [start, stop) of every query (resumable, one query per shard), on the
+    main stage's first-stage lists; the block pins the main stage's parameters and its range."""
+    query_ids = [q.query_id for q in lists]
+    settings = {"shuffles": [start, stop]}
+    params = experiment_params(
+        reranker, task, config, query_ids, f"{EXPERIMENT}-shuffles", settings
+    )
+    return rerank_queries(
+        reranker,
+        task,
+        lists,
+        lambda query_list: shuffle_inputs(query_list, config.seed, range(start, stop)),
+        shuffle_block_dir(out, start, stop),
+        params,
+        window=config.window,
+        step=config.step,
+        desc=f"{EXPERIMENT} shuffles {start}-{stop - 1}",
+        show_progress=show_progress,
+    )
 
 
 def _per_ranking(rows: Sequence[dict[str, Any]]) -> float:

@@ -102,15 +102,7 @@ def run_experiment(
     lists = first_stage_lists(
         task, query_ids, s.first_stage, s.k, out_dir, show_progress=show_progress, endpoint=s
     )
-    params = {
-        "experiment": experiment,
-        "reranker": reranker.describe(),
-        "task": task.source,
-        "split": task.split,
-        **{name: getattr(s, name) for name in LIST_PARAMS},
-        **settings,
-        "queries": query_ids,
-    }
+    params = experiment_params(reranker, task, s, query_ids, experiment, settings)
     rows = rerank_queries(
         reranker,
         task,
@@ -124,6 +116,29 @@ def run_experiment(
         show_progress=show_progress,
     )
     return lists, rows
+
+
+def experiment_params(
+    reranker: ListwiseReranker,
+    task: RerankTask,
+    lists_from: ListSettings,
+    query_ids: Sequence[str],
+    experiment: str,
+    settings: dict[str, Any],
+) -> dict[str, Any]:
+    """What a stage of an experiment pins in its manifest: the reranker, the task, the list
+    settings (:data:`~hf_posbias.listwise.settings.LIST_PARAMS`), the experiment's own
+    ``settings`` and the query ids (:func:`run_experiment`, and the extra stages that extend one,
+    e.g. ``listwise remedies``' shuffle blocks)."""
+    return {
+        "experiment": experiment,
+        "reranker": reranker.describe(),
+        "task": task.source,
+        "split": task.split,
+        **{name: getattr(lists_from, name) for name in LIST_PARAMS},
+        **settings,
+        "queries": list(query_ids),
+    }
 
 
 def _row(

@@ -129,8 +129,9 @@ RUN_OUTPUTS = (
     "remedies.png",
 )
 """What an experiment writes in its folder (``overwrite`` removes them, and the shards)."""
-RUN_FOLDERS = ("shards", "calibrated", "checkpoints")
-"""Folders an experiment writes (``overwrite`` removes them)."""
+RUN_FOLDERS = ("shards", "calibrated", "checkpoints", "shuffles-*")
+"""Folders an experiment writes, as glob patterns (``overwrite`` removes them;
+``shuffles-SSS-EEE``: the PermSC shuffle blocks of ``listwise remedies``)."""
 
 
 def prepare_out(out: str | Path, overwrite: bool) -> Path:
@@ -139,8 +140,9 @@ def prepare_out(out: str | Path, overwrite: bool) -> Path:
 
     out = Path(out)
     if overwrite:
-        for folder in RUN_FOLDERS:
-            shutil.rmtree(out / folder, ignore_errors=True)
+        for pattern in RUN_FOLDERS:
+            for folder in out.glob(pattern):
+                shutil.rmtree(folder, ignore_errors=True)
         for name in RUN_OUTPUTS:
             (out / name).unlink(missing_ok=True)
     out.mkdir(parents=True, exist_ok=True)
