@@ -539,8 +539,10 @@ def train_listwise(
         file=sys.stderr,
         flush=True,
     )
+    augmentation = "RandAug" if settings.augmentation_method == "rand-aug" else "Pos-Aug"
     say(
-        f"  {len(run.rows)} windows ({run.source_rows} in the data, Pos-Aug n={run.pos_aug}), "
+        f"  {len(run.rows)} windows ({run.source_rows} in the data, {augmentation} "
+        f"n={run.pos_aug}), "
         f"longest {run.longest_tokens} tokens; {compute.precision} on "
         f"{compute.device.describe()}; {micro} window(s) per pass × {accumulation} × "
         f"{compute.world_size} process(es) = {settings.global_batch} per step"

@@ -8,6 +8,9 @@ Example:
     >>> spec = StudySpec(bases=["bert-base", "gpt2-medium"], data="d", tasks=["SQuAD-PosQ"])
     >>> [m.name for m in study_models(spec, "out")][:3]
     ['posbias-bert-base-base', 'posbias-bert-base-begin', 'posbias-bert-base-middle']
+    >>> spec = StudySpec(bases=["bert-base"], data="d", tasks=["t"], remedies=["maxp"])
+    >>> [(m.name, m.config) for m in study_models(spec, "out")][1]
+    ('posbias-bert-base-base-maxp', 'base +maxp')
 """
 
 from __future__ import annotations
@@ -34,6 +37,9 @@ class StudyModel:
     pooling: str | None
     folder: str
     """The model folder (for ``off-the-shelf``: the model argument of ``posbias evaluate``)."""
+    remedy: str | None = None
+    """An inference-time remedy the model is evaluated with (config ``base +<remedy>``: the
+    untrained base's folder behind the remedy)."""
 
     @property
     def name(self) -> str:
@@ -45,11 +51,34 @@ class StudyModel:
     @property
     def trained(self) -> bool:
         """Whether this model is a checkpoint the study trains."""
-        return self.config not in (BASE_CONFIG, OFF_THE_SHELF)
+        return self.config not in (BASE_CONFIG, OFF_THE_SHELF) and self.remedy is None
+
+
+def remedy_config(config: str, remedy: str | None) -> str:
+    """The configuration label of a model evaluated with a remedy (as the leaderboard labels a
+    remedy run: ``<name> +<remedy>``).
+
+    Example:
+        >>> remedy_config("base", "maxp"), remedy_config("begin", None)
+        ('base +maxp', 'begin')
+    """
+    return f"{config} +{remedy}" if remedy else config
+
+
+def split_remedy(config: str) -> tuple[str, str | None]:
+    """``(configuration, remedy or None)`` of a configuration label.
+
+    Example:
+        >>> split_remedy("base +maxp"), split_remedy("uniform")
+        (('base', 'maxp'), ('uniform', None))
+    """
+    plain, _, remedy = config.partition(" +")
+    return plain, remedy or None
 
 
 def study_models(spec: StudySpec, out: str | Path) -> list[StudyModel]:
-    """Every model of the study, base-major: the base (then off-the-shelf), then its runs."""
+    """Every model of the study, base-major: the base (then the base under each remedy, then
+    off-the-shelf), then its runs."""
     from hf_posbias.training.matrix import expand_runs, run_name
 
     root = Path(out)
@@ -59,6 +88,9 @@ def study_models(spec: StudySpec, out: str | Path) -> list[StudyModel]:
         for pooling in poolings:
             folder = root / "bases" / run_name(base, BASE_CONFIG, pooling)
             models.append(StudyModel(base, BASE_CONFIG, pooling, str(folder)))
+            for remedy in spec.remedies:
+                config = remedy_config(BASE_CONFIG, remedy)
+                models.append(StudyModel(base, config, pooling, str(folder), remedy))
         if spec.off_the_shelf:
             models.append(StudyModel(base, OFF_THE_SHELF, None, _published_model(base)))
         for run in expand_runs([base], spec.configs, root / "models", poolings):
@@ -147,8 +179,18 @@ def eval_dir(out: str | Path, model: StudyModel, task: StudyTask) -> Path:
     return Path(out) / "eval" / model.name / safe_name(task.name)
 
 
+def evaluation_fingerprint(model: StudyModel, spec: StudySpec) -> str:
+    """What an evaluation of ``model`` depends on: its :func:`model_fingerprint`, plus for a
+    remedy row the remedy and the settings it reads (``+maxp/128/64``)."""
+    fingerprint = model_fingerprint(model)
+    if model.remedy is None:
+        return fingerprint
+    return f"{fingerprint}+{spec.remedy_settings(model.remedy).key}"
+
+
 def evaluation_done(folder: Path, model_fp: str, task: StudyTask) -> bool:
-    """Whether ``folder`` holds this model's evaluation on this task's data."""
+    """Whether ``folder`` holds this model's evaluation on this task's data (``model_fp``: its
+    :func:`evaluation_fingerprint`)."""
     marker = folder / EVAL_MARKER
     if not marker.is_file():
         return False

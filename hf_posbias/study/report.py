@@ -13,6 +13,10 @@ per-query tables (``per_query/<task>.parquet``) with
   and a p-value (H0: no reduction) on the queries all four runs share;
 - the **direction check**: does each skewed configuration raise the score of its own position
   against the untrained base (paired bootstrap test on that position's queries);
+- with inference-time remedies (the study's ``remedies``, or ``posbias evaluate --remedy`` runs
+  in ``posbias report``), a **row per remedy** (configuration ``base +<remedy>``, placed after
+  the base) and its paired Δ mean nDCG@10 and Δ PSI against the base on the same queries;
+  remedy rows are no training configuration (no PSI reduction, no direction check);
 - per task a table with a row per base (per base · pooling in a pooling study) and a column per
   configuration plus the base (mean nDCG@10 and PSI), the average over tasks, and a grid of
   per-position curves (a panel per base, a line per configuration).
@@ -20,7 +24,8 @@ per-query tables (``per_query/<task>.parquet``) with
 Files: ``report.md``, ``report.csv`` (one row per cell and position), ``curves-<task>.png``, and
 ``report.json`` = ``{"cells": [{task, model, config, pooling, per_position, mean, psi, ci,
 n_queries, per_query}, …], "psi_reductions": [{task, model, pooling, psi_reduction, ci,
-p_value, worst}, …], "direction": […], "averages": […]}``.
+p_value, worst}, …], "direction": […], "remedies": [{task, model, pooling, config, remedy,
+delta_mean, ci, p_value, delta_psi, psi_ci, psi_p_value}, …], "averages": […]}``.
 
 Example:
     >>> psi_reduction({"uniform": 0.1, "begin": 0.4, "middle": 0.2, "end": 0.3})
@@ -126,6 +131,7 @@ class StudyReport:
     cells: list[Cell]
     psi_reductions: list[dict[str, Any]] = field(default_factory=list)
     direction: list[dict[str, Any]] = field(default_factory=list)
+    remedies: list[dict[str, Any]] = field(default_factory=list)
     averages: list[dict[str, Any]] = field(default_factory=list)
     bootstrap: int = 1000
     seed: int = 0
@@ -188,6 +194,7 @@ def run_sources(runs: Sequence[str | Path]) -> list[Source]:
     Every run must hold the same tasks on the same data: a folder from another task is refused.
     """
     from hf_posbias.evaluation.statistics.summary import read_summaries
+    from hf_posbias.study.layout import remedy_config
 
     if not runs:
         raise InputError("no run folder given")
@@ -210,6 +217,7 @@ def run_sources(runs: Sequence[str | Path]) -> list[Source]:
                     "report runs of the same task"
                 )
             base, config, pooling = model_facts(summary.model)
+            config = remedy_config(config, summary.remedy)
             sources.append(
                 Source(
                     summary.task, base, config, pooling, summary, _per_query_path(summary, folder)
@@ -402,6 +410,40 @@ def direction_checks(sources: Sequence[Source], n_resamples: int, seed: int) -> 
     return out
 
 
+def remedy_deltas(sources: Sequence[Source], n_resamples: int, seed: int) -> list[dict]:
+    """Each remedy row against its own row without the remedy (``base +maxp`` − ``base``): Δ
+    mean nDCG@10 and Δ PSI with paired bootstrap intervals and p-values, on the same queries."""
+    from hf_posbias.evaluation.statistics.uncertainty import paired_comparison
+    from hf_posbias.study.layout import split_remedy
+
+    out = []
+    for (task, model, pooling), configs in _groups(sources).items():
+        for config, source in configs.items():
+            plain, remedy = split_remedy(config)
+            if remedy is None or plain not in configs:
+                continue
+            comparison = paired_comparison(
+                _scores(configs[plain]), _scores(source), n_resamples=n_resamples, seed=seed
+            )
+            psi = comparison.psi
+            out.append(
+                {
+                    "task": task,
+                    "model": model,
+                    "pooling": pooling,
+                    "config": config,
+                    "remedy": remedy,
+                    "delta_mean": comparison.mean.delta,
+                    "ci": [comparison.mean.low, comparison.mean.high],
+                    "p_value": comparison.mean.p_value,
+                    "delta_psi": None if psi is None else psi.delta,
+                    "psi_ci": None if psi is None else [psi.low, psi.high],
+                    "psi_p_value": None if psi is None else psi.p_value,
+                }
+            )
+    return out
+
+
 def task_averages(cells: Sequence[Cell]) -> list[dict[str, Any]]:
     """The plain-retrieval table: nDCG@10 over all queries per model, configuration and task,
     and its average over the tasks; with standard retrieval tasks in the study (YHP26's Table 4
@@ -450,6 +492,7 @@ def build_report(
         cells=cells,
         psi_reductions=reductions(sources, cells, n_resamples, seed),
         direction=direction_checks(sources, n_resamples, seed),
+        remedies=remedy_deltas(sources, n_resamples, seed),
         averages=task_averages(cells),
         bootstrap=n_resamples,
         seed=seed,
@@ -460,9 +503,22 @@ def build_report(
 
 
 def _configs_in_order(cells: Sequence[Cell]) -> list[str]:
+    """Trained configurations, the base, remedy rows, off-the-shelf.
+
+    Example:
+        >>> cells = [Cell("T", "m", c, None, {}, 0.0, None, {}, {}, "")
+        ...          for c in ("base", "off-the-shelf", "base +maxp", "begin")]
+        >>> _configs_in_order(cells)
+        ['begin', 'base', 'base +maxp', 'off-the-shelf']
+    """
+    from hf_posbias.study.layout import split_remedy
+
     seen = list(dict.fromkeys(c.config for c in cells))
-    trained = [c for c in seen if c not in (BASE, "off-the-shelf")]
-    return trained + [c for c in (BASE, "off-the-shelf") if c in seen]
+    remedied = [c for c in seen if split_remedy(c)[1] is not None]
+    plain = [c for c in seen if c not in remedied]
+    trained = [c for c in plain if c not in (BASE, "off-the-shelf")]
+    tail = [c for c in ("off-the-shelf",) if c in seen]
+    return trained + [c for c in (BASE,) if c in seen] + remedied + tail
 
 
 def _ci(value: float | None, interval: Sequence[float] | None) -> str | None:
@@ -512,35 +568,52 @@ def report_markdown(report: StudyReport, title: str) -> str:
         parts += ["", f"## {task}", "", "Mean nDCG@10:", "", tables["mean"].to_markdown()]
         parts += ["", "PSI:", "", tables["psi"].to_markdown()]
         parts += ["", f"![per-position curves](curves-{safe_name(task)}.png)"]
-    if report.psi_reductions:
-        parts += ["", "## PSI reduction: 1 − PSI(uniform) / max(PSI(begin), PSI(middle), PSI(end))"]
-        rows = [
-            {
-                **_keys(r),
-                "worst skewed": r["worst"],
-                "PSI reduction": _ci(r["psi_reduction"], r["ci"]),
-                "p (H0: none)": _fmt(r["p_value"], 4),
-            }
-            for r in report.psi_reductions
-        ]
-        parts += ["", as_table(rows).to_markdown()]
-    if report.direction:
-        parts += [
-            "",
-            "## Direction check: Δ nDCG@10 at each skewed configuration's own position vs the "
+    sections: list[tuple[str, list[dict[str, Any]]]] = [
+        (
+            "PSI reduction: 1 − PSI(uniform) / max(PSI(begin), PSI(middle), PSI(end))",
+            [
+                {
+                    **_keys(r),
+                    "worst skewed": r["worst"],
+                    "PSI reduction": _ci(r["psi_reduction"], r["ci"]),
+                    "p (H0: none)": _fmt(r["p_value"], 4),
+                }
+                for r in report.psi_reductions
+            ],
+        ),
+        (
+            "Direction check: Δ nDCG@10 at each skewed configuration's own position vs the "
             "untrained base (paired bootstrap)",
-        ]
-        rows = [
-            {
-                **_keys(r),
-                "config": r["config"],
-                "Δ at own position": _ci(r["delta"], r["ci"]),
-                "p": _fmt(r["p_value"], 4),
-                "raised (p < 0.05)": "yes" if r["raised"] else "no",
-            }
-            for r in report.direction
-        ]
-        parts += ["", as_table(rows).to_markdown()]
+            [
+                {
+                    **_keys(r),
+                    "config": r["config"],
+                    "Δ at own position": _ci(r["delta"], r["ci"]),
+                    "p": _fmt(r["p_value"], 4),
+                    "raised (p < 0.05)": "yes" if r["raised"] else "no",
+                }
+                for r in report.direction
+            ],
+        ),
+        (
+            "Inference-time remedies: Δ against the same model without the remedy, on the "
+            "same queries (paired bootstrap; no retraining)",
+            [
+                {
+                    **_keys(r),
+                    "config": r["config"],
+                    "Δ mean nDCG@10": _ci(r["delta_mean"], r["ci"]),
+                    "p": _fmt(r["p_value"], 4),
+                    "Δ PSI": _ci(r["delta_psi"], r["psi_ci"]),
+                    "p (PSI)": _fmt(r["psi_p_value"], 4),
+                }
+                for r in report.remedies
+            ],
+        ),
+    ]
+    for heading, rows in sections:
+        if rows:
+            parts += ["", f"## {heading}", "", as_table(rows).to_markdown()]
     if report.averages:
         standard = list(dict.fromkeys(c.task for c in report.cells if c.standard))
         parts += [

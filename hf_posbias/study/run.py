@@ -11,11 +11,14 @@ The steps of a study, in order, each one resumable:
    and max length, so the same query prefix, sequence length and pooling — into
    ``<out>/bases/posbias-<base>-base[-<pooling>]``; with ``off_the_shelf`` the base as published
    is evaluated too (config ``off-the-shelf``);
-3. every model is evaluated on every task by
+3. every model — and with ``remedies``, each untrained base once more per inference-time remedy
+   (:mod:`hf_posbias.evaluation.runs.remedies`, config ``base +<remedy>``, no retraining) — is
+   evaluated on every task by
 :func:`hf_posbias.evaluation.runs.runner.evaluate_model`
    (the code of ``posbias evaluate``) into ``<out>/eval/<model folder>/<task>/``; the marker
-   ``posbias_study_eval.json`` (written last) holds the model's and the task's fingerprints, so a
-   rerun evaluates nothing that is done and re-evaluates a model whose weights changed;
+   ``posbias_study_eval.json`` (written last) holds the model's and the task's fingerprints (a
+   remedy row's names the remedy and its passage settings), so a rerun evaluates nothing that is
+   done and re-evaluates a model whose weights (or remedy settings) changed;
 4. when every evaluation of the study is there, the report (:mod:`hf_posbias.study.report`).
 
 ``shard="i/n"`` takes runs ``i, i+n, …`` (and bases ``i, i+n, …``) for node ``i`` of ``n``; the
@@ -47,7 +50,7 @@ from hf_posbias.study.layout import (
     base_label,
     eval_dir,
     evaluation_done,
-    model_fingerprint,
+    evaluation_fingerprint,
     resolve_tasks,
     study_models,
 )
@@ -127,21 +130,26 @@ def evaluate_study_model(
     from hf_posbias.evaluation.runs.runner import evaluate_model
     from hf_posbias.evaluation.settings import EvaluateSettings
 
-    fingerprint = model_fingerprint(model)
+    fingerprint = evaluation_fingerprint(model, spec)
     todo = [t for t in tasks if not evaluation_done(eval_dir(out, model, t), fingerprint, t)]
+    remedy = spec.remedy_settings(model.remedy or "none")
     loaded = None
     for task in todo:
         folder = eval_dir(out, model, task)
         if loaded is None:
             from hf_posbias.evaluation.runs.models import load_model
 
-            loaded = load_model(model.folder)
+            loaded = load_model(model.folder, remedy=remedy)
         settings = EvaluateSettings(
             model=model.folder,
             task=(task.folder,),
             out=str(folder),
             bootstrap=spec.bootstrap,
             seed=spec.seed,
+            remedy=remedy.remedy,
+            passage_tokens=remedy.passage_tokens,
+            stride=remedy.stride,
+            segments=remedy.segments,
         )
         evaluate_model(settings, loaded=loaded)
         marker = {
@@ -149,12 +157,37 @@ def evaluate_study_model(
             "config": model.config,
             "pooling": model.pooling,
             "model": model.folder,
+            "remedy": model.remedy,
             "model_fingerprint": fingerprint,
             "task": task.name,
             "task_fingerprint": task.fingerprint,
         }
         (folder / EVAL_MARKER).write_text(json.dumps(marker, indent=2, sort_keys=True) + "\n")
     return len(todo), len(tasks) - len(todo)
+
+
+def check_remedies(
+    models: Sequence[StudyModel], tasks: Sequence[StudyTask], spec: StudySpec, out: str | Path
+) -> None:
+    """Every remedy row still to evaluate against its base (passage length, stride, pooling),
+    before anything trains or evaluates: one line for the first that cannot work (saves the
+    untrained bases it needs, as step 2 would)."""
+    from hf_posbias.evaluation.runs.models import load_model, with_remedy
+
+    pending = [
+        m
+        for m in models
+        if m.remedy is not None
+        and not all(
+            evaluation_done(eval_dir(out, m, t), evaluation_fingerprint(m, spec), t) for t in tasks
+        )
+    ]
+    for folder in dict.fromkeys(m.folder for m in pending):
+        mine = [m for m in pending if m.folder == folder]
+        save_untrained_base(mine[0], spec)
+        loaded = load_model(folder)
+        for model in mine:
+            with_remedy(loaded, spec.remedy_settings(str(model.remedy)))
 
 
 @dataclass
@@ -173,15 +206,19 @@ def _eta(seconds: float) -> str:
 
 
 def select_models(models: Sequence[StudyModel], shard: str | None) -> list[StudyModel]:
-    """This node's models: runs ``i, i+n, …`` and bases ``i, i+n, …`` (all without a shard)."""
+    """This node's models: runs ``i, i+n, …`` and bases ``i, i+n, …`` (all without a shard);
+    a base's remedy rows go with it (they read the folder it saves)."""
     from hf_posbias.training.matrix import select_shard
 
     if not shard:
         return list(models)
-    bases = [m for m in models if not m.trained]
+    bases = [m for m in models if not m.trained and m.remedy is None]
     runs = [m for m in models if m.trained]
     # select_shard validates "i/n" and slices any sequence the same way.
-    return select_shard(bases, shard) + select_shard(runs, shard)  # type: ignore[arg-type]
+    mine = select_shard(bases, shard)  # type: ignore[arg-type]
+    folders = {m.folder for m in mine if m.config == BASE_CONFIG}
+    remedied = [m for m in models if m.remedy is not None and m.folder in folders]
+    return mine + remedied + select_shard(runs, shard)  # type: ignore[arg-type]
 
 
 def _matrix_run(model: StudyModel) -> Any:
@@ -212,11 +249,20 @@ def dry_run_lines(spec: StudySpec, settings: StudyRunSettings) -> list[str]:
         lines.append(f"run {index}/{len(runs)}: {runs[index - 1].name}")
         lines.append(f"  {command}")
         lines.append(f"  # {plan}")
+    remedied = [m for m in models if m.remedy is not None]
+    for index, model in enumerate(remedied, start=1):
+        key = spec.remedy_settings(model.remedy or "none").key
+        lines.append(
+            f"remedy {index}/{len(remedied)}: {model.name}: the untrained base "
+            f"{Path(model.folder).name} under {key}, evaluated on {len(spec.tasks)} task(s), "
+            "no training"
+        )
     n_eval = len(models) * len(spec.tasks)
-    untrained = len(models) - len(runs)
+    untrained = len(models) - len(runs) - len(remedied)
     lines.append(
         f"# {len(runs)} runs to train, {untrained} untrained base model(s), "
-        f"{n_eval} evaluations ({len(models)} models × {len(spec.tasks)} tasks)"
+        f"{len(remedied)} remedy row(s), {n_eval} evaluations ({len(models)} models × "
+        f"{len(spec.tasks)} tasks)"
     )
     if report.projected_seconds is not None:
         lines.append(f"# training projected {report.projected_seconds / 3600:.1f} h in all")
@@ -245,6 +291,7 @@ def run_study(spec: StudySpec, settings: StudyRunSettings, echo: Echo = print) -
     for model in models:
         if model.trained:
             parse_settings(_matrix_run(model).train_args(spec.data, extra))
+    check_remedies(models, tasks, spec, out)
     outcome = StudyOutcome([], 0, 0, None, [])
     durations: list[float] = []
     for index, model in enumerate(models, start=1):
@@ -264,8 +311,8 @@ def run_study(spec: StudySpec, settings: StudyRunSettings, echo: Echo = print) -
                     f"trained {facts['steps']} steps in {facts['train_seconds']:.1f} s "
                     f"({facts['train_seconds'] / max(facts['steps'], 1):.2f} s/step)"
                 )
-        elif model.config == BASE_CONFIG:
-            save_untrained_base(model, spec)
+        elif model.config == BASE_CONFIG or model.remedy:
+            save_untrained_base(model, spec)  # a remedy row: done by its base row already
         evaluated, skipped = evaluate_study_model(model, tasks, spec, out)
         outcome.evaluated += evaluated
         outcome.skipped += skipped

@@ -3,8 +3,9 @@
 Top-level keys (every one a field of :class:`StudySpec`): ``bases``, ``configs``, ``poolings``,
 ``data``, ``tasks``, ``training`` (a mapping of
 :class:`~hf_posbias.training.settings.TrainingSettings` fields by name, e.g. ``max_steps: 3``),
-``bootstrap``, ``hub_org``, ``seed``, ``off_the_shelf``. The paper's study is
-``studies/yhp26.yaml``.
+``bootstrap``, ``hub_org``, ``seed``, ``off_the_shelf``, ``remedies`` with ``passage_tokens``,
+``stride``, ``segments`` (inference-time remedies evaluated on each untrained base: rows
+``base +<remedy>``). The paper's study is ``studies/yhp26.yaml``.
 
 Example:
     >>> spec = StudySpec(bases=["bert-base"], data="d", tasks=["SQuAD-PosQ"],
@@ -16,6 +17,11 @@ Example:
     Traceback (most recent call last):
     ...
     hf_posbias.errors.InputError: --configs: unknown configuration 'sideways' (begin, ...)
+    >>> StudySpec(bases=["bert-base"], data="d", tasks=["t"], remedies=["maxq"])
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    hf_posbias.errors.InputError: --remedies must be one of maxp, firstp, ..., got 'maxq'
 """
 
 from __future__ import annotations
@@ -28,21 +34,31 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError, PosbiasError
+from hf_posbias.evaluation.runs.remedies import PASSAGE_REMEDIES, REMEDIES, PassageSettings
 from hf_posbias.rows import read_json
 from hf_posbias.sampling import PAPER_CONFIG_NAMES
-from hf_posbias.settings import check_positive, flag_name, setting, settings_record
+from hf_posbias.settings import check_choice, check_positive, flag_name, setting, settings_record
 
 SPEC_FILE = "study.json"
 """The spec a study folder was run with (its identity: a rerun must match it)."""
 RUN_FIELDS = ("model", "config", "data", "out", "pooling")
 """Training settings the study sets per run (not allowed under ``training``)."""
 IDENTITY_FIELDS = ("bases", "configs", "poolings", "data", "tasks", "training", "seed")
-"""What makes two specs the same study (``bootstrap``/``hub_org`` may change on a rerun)."""
+"""What makes two specs the same study (``bootstrap``/``hub_org`` may change on a rerun, and
+``remedies`` and the passage settings: they change no trained model, a rerun only evaluates the
+remedy rows it lacks, and the evaluation markers name the remedy's settings, so a changed setting
+re-evaluates that remedy's rows)."""
+BIENCODER_REMEDIES = REMEDIES[1:]
+"""The remedies a study can evaluate (``none`` is the base row itself)."""
 
 
 @dataclass(kw_only=True)
-class StudySpec:
-    """Which bases, configurations, training data, tasks and settings make up one study."""
+class StudySpec(PassageSettings):
+    """Which bases, configurations, training data, tasks and settings make up one study.
+
+    The passage settings (``passage_tokens``, ``stride``, ``segments``) are those of
+    :class:`~hf_posbias.evaluation.runs.remedies.PassageSettings`, read by ``remedies``.
+    """
 
     bases: list[str] = setting(
         "base models: registry short names, local folders or Hub ids", default_factory=list
@@ -77,6 +93,17 @@ class StudySpec:
         "the checkpoints' settings",
         default=False,
     )
+    remedies: list[str] = setting(
+        "inference-time remedies evaluated on each untrained base (rows `base +<remedy>`, with "
+        "--passage-tokens/--stride/--segments; no retraining): " + ", ".join(BIENCODER_REMEDIES),
+        default_factory=list,
+        choices=BIENCODER_REMEDIES,
+    )
+
+    @property
+    def uses_passages(self) -> bool:
+        """Whether a remedy of the study cuts passages (``stride`` is checked only then)."""
+        return any(r in PASSAGE_REMEDIES for r in self.remedies)
 
     def __post_init__(self) -> None:
         from hf_posbias.sampling import PositionConfig
@@ -111,6 +138,12 @@ class StudySpec:
         self.training = dict(self.training)
         _check_training_keys(self.training)
         check_positive(self, "bootstrap")
+        self.remedies = list(self.remedies)
+        for remedy in self.remedies:
+            check_choice("remedies", remedy, BIENCODER_REMEDIES)
+        if len(set(self.remedies)) < len(self.remedies):
+            raise InputError(f"{flag_name('remedies')}: a remedy is named twice")
+        super().__post_init__()
 
     def identity(self) -> dict[str, Any]:
         """The fields that make two specs the same study."""
@@ -173,7 +206,10 @@ def read_spec_file(path: str | Path) -> dict[str, Any]:
 
 
 def _field_names() -> list[str]:
-    return [f.name for f in dataclasses.fields(StudySpec)]
+    """The spec's keys, its own first (the passage settings it inherits last)."""
+    names = [f.name for f in dataclasses.fields(StudySpec)]
+    inherited = {f.name for f in dataclasses.fields(PassageSettings)}
+    return [n for n in names if n not in inherited] + [n for n in names if n in inherited]
 
 
 def load_spec(path: str | Path, overrides: Mapping[str, Any] | None = None) -> StudySpec:

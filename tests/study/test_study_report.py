@@ -115,3 +115,36 @@ def test_standard_task_is_reported_in_the_plain_retrieval_table_only(tmp_path):
     assert "## S" not in text and "## T" in text and "average_standard" in text
     assert not (tmp_path / "r" / "curves-S.png").exists()
     assert (tmp_path / "r" / "curves-T.png").exists()
+
+
+def test_remedy_rows_follow_the_base_and_leave_reductions_alone(tmp_path):
+    """A ``base +maxp`` row: a cell like any other, placed after the base, with a paired Δ
+    against the base; the PSI reduction and the direction check are those without it."""
+    plain = _sources(tmp_path)
+    without = json.loads(write_report(plain, tmp_path / "a", n_resamples=100, seed=1).read_text())
+    rows = [
+        {"query_id": f"{b}{q}", "bucket": b, "ndcg_at_10": 0.7 + 0.001 * q}
+        for b in BUCKETS
+        for q in range(40)
+    ]  # flat: every position 0.7195
+    path = write_per_query(rows, tmp_path / "m-base-maxp.parquet")
+    summary = EvaluationSummary.from_scores(
+        "m", "T", BUCKETS, dict.fromkeys(BUCKETS, 0.7195), n_queries={b: 40 for b in BUCKETS}
+    )
+    remedied = [*plain, Source("T", "m", "base +maxp", None, summary, str(path))]
+    target = write_report(remedied, tmp_path / "b", n_resamples=100, seed=1)
+    report = json.loads(target.read_text())
+    assert report["psi_reductions"] == without["psi_reductions"]
+    assert report["direction"] == without["direction"]
+    cells = {c["config"]: c for c in report["cells"]}
+    assert cells["base +maxp"]["psi"] == pytest.approx(0.0)
+    [delta] = report["remedies"]
+    assert (delta["config"], delta["remedy"]) == ("base +maxp", "maxp")
+    assert delta["delta_mean"] == pytest.approx(cells["base +maxp"]["mean"] - cells["base"]["mean"])
+    assert delta["delta_psi"] == pytest.approx(-cells["base"]["psi"])
+    assert delta["psi_ci"][1] < 0 and delta["psi_p_value"] < 0.05  # the base's PSI is ~0.38
+    text = (tmp_path / "b" / "report.md").read_text()
+    header = next(line for line in text.splitlines() if line.startswith("| model |"))
+    assert header.index("| base |") < header.index("| base +maxp |")
+    assert "## Inference-time remedies" in text
+    assert "base +maxp" in (tmp_path / "b" / "report.csv").read_text()

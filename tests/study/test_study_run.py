@@ -104,3 +104,52 @@ def test_report_refuses_a_run_of_another_task(study, study_inputs, tmp_path, cap
     assert main(["report", run, str(tmp_path / "bm25"), "--out", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "report runs of the same tasks" in err[0]
+
+
+def test_remedies_extend_a_finished_study_as_rows_without_retraining(
+    study, study_inputs, tmp_path, capsys
+):
+    """Adding ``remedies`` to a finished study evaluates each untrained base once per remedy
+    (nothing trains, nothing done is redone); the report gains ``base +firstp`` rows and keeps
+    its PSI reductions and direction checks; changed passage settings redo the remedy rows only."""
+    import shutil
+
+    from hf_posbias.study.layout import EVAL_MARKER
+
+    out = tmp_path / "s"
+    shutil.copytree(study, out)
+    before = json.loads((out / "report" / "report.json").read_text())
+    argv = ["study", "run", study_inputs["spec"], "--out", str(out), "--in-process",
+            "--remedies", "firstp", "--passage-tokens", "32", "--stride", "16"]  # fmt: skip
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert "0 run(s) trained, 2 evaluation(s) run, 10 skipped" in capsys.readouterr().out
+    markers = sorted(out.glob(f"eval/*-base-firstp/*/{EVAL_MARKER}"))
+    assert len(markers) == 2
+    assert json.loads(markers[0].read_text())["model_fingerprint"].endswith("+firstp/32/16")
+    report = json.loads((out / "report" / "report.json").read_text())
+    assert len(report["cells"]) == 12
+    assert sorted(c["model"] for c in report["cells"] if c["config"] == "base +firstp") == [
+        "all-MiniLM-L6-v2", "tiny-bert"]  # fmt: skip
+    assert report["psi_reductions"] == before["psi_reductions"]
+    assert report["direction"] == before["direction"]
+    cells = {(c["model"], c["config"]): c for c in report["cells"]}
+    for row in report["remedies"]:
+        plain, remedied = cells[(row["model"], "base")], cells[(row["model"], "base +firstp")]
+        assert row["delta_mean"] == pytest.approx(remedied["mean"] - plain["mean"])
+    assert len(report["remedies"]) == 2
+    assert "| base | base +firstp |" in (out / "report" / "report.md").read_text()
+    # `posbias report` over the run folders reads the remedy from each run: the same rows.
+    runs = sorted(str(p.parent) for p in out.glob("eval/*/*/summary.json"))
+    assert main(["report", *runs, "--out", str(tmp_path / "r"), "--bootstrap", "50"]) == 0
+    mine = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert sorted((c["model"], c["config"]) for c in mine["cells"]) == sorted(cells)
+
+    # A rerun redoes nothing; other passage settings redo the remedy rows and nothing else.
+    first = files_with_mtimes(out)
+    assert main(argv) == 0
+    assert "0 evaluation(s) run, 12 skipped" in capsys.readouterr().out
+    assert all(files_with_mtimes(out)[str(m.relative_to(out))] == first[str(m.relative_to(out))]
+               for m in markers)  # fmt: skip
+    assert main([*argv, "--passage-tokens", "40"]) == 0
+    assert "0 run(s) trained, 2 evaluation(s) run, 10 skipped" in capsys.readouterr().out

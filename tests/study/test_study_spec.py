@@ -51,6 +51,30 @@ def test_paper_spec_dry_run_prints_32_runs(capsys):
     assert out.count("global batch 256") == 32  # each run's settings after the memory plan
 
 
+def test_dry_run_lists_remedy_rows_without_training_them(capsys):
+    spec = str(REPO / "studies" / "yhp26.yaml")
+    assert main(["study", "run", "--dry-run", spec, "--remedies", "maxp", "segment-balanced",
+                 "--passage-tokens", "96", "--stride", "48"]) == 0  # fmt: skip
+    out = capsys.readouterr().out.splitlines()
+    remedies = [line for line in out if line.startswith("remedy ")]
+    assert len(remedies) == 16  # 8 bases × 2 remedies, each evaluated with no training
+    assert remedies[0].startswith("remedy 1/16: posbias-bert-base-base-maxp: ")
+    assert "under maxp/96/48" in remedies[0] and "under segment-balanced/4" in remedies[1]
+    assert sum(line.startswith("run ") for line in out) == 32
+    assert "# 32 runs to train, 8 untrained base model(s), 16 remedy row(s)" in out[-2]
+
+
+def test_remedies_extend_a_study_without_changing_its_identity(tmp_path):
+    from hf_posbias.study.spec import check_out_folder, save_spec
+
+    spec = StudySpec(bases=["bert-base"], data="d", tasks=["t"])
+    save_spec(spec, tmp_path)
+    more = StudySpec(bases=["bert-base"], data="d", tasks=["t"], remedies=["maxp"], stride=8)
+    check_out_folder(more, tmp_path)  # adding a remedy: the same study, extended
+    assert more.identity() == spec.identity()
+    assert more.remedy_settings("maxp").key == "maxp/128/8"
+
+
 def test_pooling_ablation_is_a_study_with_a_pooling_axis(capsys):
     from hf_posbias.study.layout import study_models
     from hf_posbias.study.spec import load_spec
@@ -73,6 +97,10 @@ def test_pooling_ablation_is_a_study_with_a_pooling_axis(capsys):
         ({"training": {"max_stepz": 3}}, "unknown training setting 'max_stepz'"),
         ({"training": {"model": "x"}}, "'model' is set by the study per run"),
         ({"colour": "red"}, "unknown key(s) colour"),
+        ({"remedies": ["maxp", "maxq"]}, "--remedies must be one of maxp, firstp, sump"),
+        ({"remedies": ["none"]}, "--remedies must be one of maxp"),
+        ({"remedies": ["sump", "sump"]}, "--remedies: a remedy is named twice"),
+        ({"remedies": ["maxp"], "passage_tokens": 16, "stride": 17}, "--stride must be at most"),
     ],
 )
 def test_bad_spec_is_one_line_before_anything_runs(tmp_path, capsys, changes, message):

@@ -50,30 +50,19 @@ PASSAGE_REMEDIES = ("maxp", "firstp", "sump", "chunk-mean")
 
 
 @dataclass(kw_only=True)
-class RemedySettings(Settings):
-    """An inference-time remedy for a bi-encoder: ``--remedy`` and its passage settings.
-
-    The checks that need the model (passage length against the prompt and the model's limit)
-    run when the remedy wraps it, before any encoding
-    (:func:`check_remedy_fits`).
+class PassageSettings(Settings):
+    """How the remedies cut and weigh a document: ``--passage-tokens``, ``--stride``,
+    ``--segments`` (declared once: :class:`RemedySettings` and the study spec take them from here).
 
     Example:
-        >>> RemedySettings(remedy="maxp", passage_tokens=64, stride=32).stride
-        32
-        >>> RemedySettings(remedy="maxp", passage_tokens=64, stride=65)
+        >>> PassageSettings(passage_tokens=64, stride=65)
         Traceback (most recent call last):
         ...
         hf_posbias.errors.InputError: --stride must be at most --passage-tokens (64), got 65
+        >>> PassageSettings(passage_tokens=64, stride=32).remedy_settings("maxp").remedy
+        'maxp'
     """
 
-    remedy: str = setting(
-        "inference-time remedy for a bi-encoder: none, maxp / firstp / sump (score = max / "
-        "first / sum over the document's passages), chunk-mean (document = mean of its passage "
-        "embeddings) or segment-balanced (mean pooling with each of --segments equal segments "
-        "weighted equally); see docs/remedies.md",
-        default="none",
-        choices=REMEDIES,
-    )
     passage_tokens: int = setting(
         "passage length in model tokens, special tokens included (maxp/firstp/sump/chunk-mean)",
         default=128,
@@ -92,20 +81,73 @@ class RemedySettings(Settings):
 
     @property
     def uses_passages(self) -> bool:
-        """Whether a remedy will cut passages (``--stride`` is checked against
-        ``--passage-tokens`` only then: ``posbias evaluate`` shares ``--passage-tokens`` with a
-        listwise reranker)."""
-        return self.remedy != "none"
+        """Whether passages will be cut (``--stride`` is checked against ``--passage-tokens``
+        only then)."""
+        return True
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_choice("remedy", self.remedy, REMEDIES)
         check_positive(self, "passage_tokens", "stride", "segments")
         if self.uses_passages and self.stride > self.passage_tokens:
             raise InputError(
                 f"{flag_name('stride')} must be at most {flag_name('passage_tokens')} "
                 f"({self.passage_tokens}), got {self.stride}"
             )
+
+    def remedy_settings(self, remedy: str) -> RemedySettings:
+        """``remedy`` with these passage settings."""
+        return RemedySettings(
+            remedy=remedy,
+            passage_tokens=self.passage_tokens,
+            stride=self.stride,
+            segments=self.segments,
+        )
+
+
+@dataclass(kw_only=True)
+class RemedySettings(PassageSettings):
+    """An inference-time remedy for a bi-encoder: ``--remedy`` and its passage settings.
+
+    The checks that need the model (passage length against the prompt and the model's limit)
+    run when the remedy wraps it, before any encoding
+    (:func:`check_remedy_fits`).
+
+    Example:
+        >>> RemedySettings(remedy="maxp", passage_tokens=64, stride=32).stride
+        32
+        >>> RemedySettings(remedy="maxp", passage_tokens=64, stride=32).key
+        'maxp/64/32'
+    """
+
+    remedy: str = setting(
+        "inference-time remedy for a bi-encoder: none, maxp / firstp / sump (score = max / "
+        "first / sum over the document's passages), chunk-mean (document = mean of its passage "
+        "embeddings) or segment-balanced (mean pooling with each of --segments equal segments "
+        "weighted equally); see docs/remedies.md",
+        default="none",
+        choices=REMEDIES,
+    )
+
+    @property
+    def uses_passages(self) -> bool:
+        """Whether a remedy will cut passages (``--stride`` is checked against
+        ``--passage-tokens`` only then: ``posbias evaluate`` shares ``--passage-tokens`` with a
+        listwise reranker)."""
+        return self.remedy != "none"
+
+    @property
+    def key(self) -> str:
+        """The remedy and the settings it reads, e.g. ``maxp/128/64`` or
+        ``segment-balanced/4`` (what a stored result of this remedy depends on)."""
+        if self.remedy in PASSAGE_REMEDIES:
+            return f"{self.remedy}/{self.passage_tokens}/{self.stride}"
+        if self.remedy == "segment-balanced":
+            return f"{self.remedy}/{self.segments}"
+        return self.remedy
+
+    def __post_init__(self) -> None:
+        check_choice("remedy", self.remedy, REMEDIES)
+        super().__post_init__()
 
 
 @dataclass
