@@ -151,6 +151,8 @@ def test_model_free_checks_and_bm25():
         RemedySettings(remedy="maxp", stride=0)
     with pytest.raises(InputError, match="at most --passage-tokens"):
         RemedySettings(remedy="sump", passage_tokens=16, stride=17)
+    # Segment-balanced cuts no passages: the passage flags it does not read are not checked.
+    assert RemedySettings(remedy="segment-balanced", passage_tokens=16, stride=17).segments == 4
     with pytest.raises(InputError, match="needs a bi-encoder"):
         load_model("bm25", remedy=RemedySettings(remedy="maxp"))
 

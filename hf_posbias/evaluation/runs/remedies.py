@@ -132,8 +132,8 @@ class RemedySettings(PassageSettings):
     def uses_passages(self) -> bool:
         """Whether a remedy will cut passages (``--stride`` is checked against
         ``--passage-tokens`` only then: ``posbias evaluate`` shares ``--passage-tokens`` with a
-        listwise reranker)."""
-        return self.remedy != "none"
+        listwise reranker; segment-balanced reads ``--segments`` only)."""
+        return self.remedy in PASSAGE_REMEDIES
 
     @property
     def key(self) -> str:
