@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hf_posbias.errors import InputError
-from hf_posbias.evaluation.runs.remedies import REMEDIES, RemedySettings
+from hf_posbias.evaluation.runs.remedies import BIENCODER_REMEDIES, RemedySettings
 from hf_posbias.listwise.settings import RerankerOptions
 from hf_posbias.modeling import ModelSettings
 from hf_posbias.settings import (
@@ -226,8 +226,8 @@ class RemediesSettings(EvaluationOptions):
     model: str = setting("a local model folder, a packaged model or a Hub id (a bi-encoder)")
     remedies: tuple[str, ...] = setting(
         "remedies compared with the plain model (none)",
-        default=REMEDIES[1:],
-        choices=REMEDIES[1:],
+        default=BIENCODER_REMEDIES,
+        choices=BIENCODER_REMEDIES,
     )
     remedy: str = setting("(not used: see --remedies)", default="none", cli=False)
 
@@ -242,4 +242,4 @@ class RemediesSettings(EvaluationOptions):
         super().__post_init__()
         self.remedies = tuple(self.remedies)
         for name in self.remedies:
-            check_choice("remedies", name, REMEDIES[1:])
+            check_choice("remedies", name, BIENCODER_REMEDIES)

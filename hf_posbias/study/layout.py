@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from hf_posbias.evaluation.runs.remedies import remedy_label
 from hf_posbias.rows import read_json
 from hf_posbias.study.spec import StudySpec
 
@@ -54,19 +55,9 @@ class StudyModel:
         return self.config not in (BASE_CONFIG, OFF_THE_SHELF) and self.remedy is None
 
 
-def remedy_config(config: str, remedy: str | None) -> str:
-    """The configuration label of a model evaluated with a remedy (as the leaderboard labels a
-    remedy run: ``<name> +<remedy>``).
-
-    Example:
-        >>> remedy_config("base", "maxp"), remedy_config("begin", None)
-        ('base +maxp', 'begin')
-    """
-    return f"{config} +{remedy}" if remedy else config
-
-
 def split_remedy(config: str) -> tuple[str, str | None]:
-    """``(configuration, remedy or None)`` of a configuration label.
+    """``(configuration, remedy or None)`` of a configuration label (the inverse of
+    :func:`hf_posbias.evaluation.runs.remedies.remedy_label`, which names remedy rows).
 
     Example:
         >>> split_remedy("base +maxp"), split_remedy("uniform")
@@ -89,7 +80,7 @@ def study_models(spec: StudySpec, out: str | Path) -> list[StudyModel]:
             folder = root / "bases" / run_name(base, BASE_CONFIG, pooling)
             models.append(StudyModel(base, BASE_CONFIG, pooling, str(folder)))
             for remedy in spec.remedies:
-                config = remedy_config(BASE_CONFIG, remedy)
+                config = remedy_label(BASE_CONFIG, remedy)
                 models.append(StudyModel(base, config, pooling, str(folder), remedy))
         if spec.off_the_shelf:
             models.append(StudyModel(base, OFF_THE_SHELF, None, _published_model(base)))

@@ -193,8 +193,8 @@ def run_sources(runs: Sequence[str | Path]) -> list[Source]:
 
     Every run must hold the same tasks on the same data: a folder from another task is refused.
     """
+    from hf_posbias.evaluation.runs.remedies import remedy_label
     from hf_posbias.evaluation.statistics.summary import read_summaries
-    from hf_posbias.study.layout import remedy_config
 
     if not runs:
         raise InputError("no run folder given")
@@ -217,7 +217,7 @@ def run_sources(runs: Sequence[str | Path]) -> list[Source]:
                     "report runs of the same task"
                 )
             base, config, pooling = model_facts(summary.model)
-            config = remedy_config(config, summary.remedy)
+            config = remedy_label(config, summary.remedy)
             sources.append(
                 Source(
                     summary.task, base, config, pooling, summary, _per_query_path(summary, folder)

@@ -251,7 +251,7 @@ def dry_run_lines(spec: StudySpec, settings: StudyRunSettings) -> list[str]:
         lines.append(f"  # {plan}")
     remedied = [m for m in models if m.remedy is not None]
     for index, model in enumerate(remedied, start=1):
-        key = spec.remedy_settings(model.remedy or "none").key
+        key = spec.remedy_settings(str(model.remedy)).key
         lines.append(
             f"remedy {index}/{len(remedied)}: {model.name}: the untrained base "
             f"{Path(model.folder).name} under {key}, evaluated on {len(spec.tasks)} task(s), "

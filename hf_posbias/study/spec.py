@@ -34,7 +34,11 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError, PosbiasError
-from hf_posbias.evaluation.runs.remedies import PASSAGE_REMEDIES, REMEDIES, PassageSettings
+from hf_posbias.evaluation.runs.remedies import (
+    BIENCODER_REMEDIES,
+    PASSAGE_REMEDIES,
+    PassageSettings,
+)
 from hf_posbias.rows import read_json
 from hf_posbias.sampling import PAPER_CONFIG_NAMES
 from hf_posbias.settings import check_choice, check_positive, flag_name, setting, settings_record
@@ -48,8 +52,6 @@ IDENTITY_FIELDS = ("bases", "configs", "poolings", "data", "tasks", "training", 
 ``remedies`` and the passage settings: they change no trained model, a rerun only evaluates the
 remedy rows it lacks, and the evaluation markers name the remedy's settings, so a changed setting
 re-evaluates that remedy's rows)."""
-BIENCODER_REMEDIES = REMEDIES[1:]
-"""The remedies a study can evaluate (``none`` is the base row itself)."""
 
 
 @dataclass(kw_only=True)

@@ -66,6 +66,8 @@ DEFAULT_SLOTS = 10
 # remedy's curve visibly differs from the plain one (the CLI's defaults, 128/64, suit abstracts).
 SPACE_PASSAGE_TOKENS = 64
 SPACE_STRIDE = 32
+SPACE_SEGMENTS = RemedySettings().segments
+"""The CLI's ``--segments`` default (segment-balanced cuts no passages: no reason to differ)."""
 
 # Short excerpts of English Wikipedia articles (CC BY-SA 4.0), taken from a WikiExtractor dump
 # (the file data/AA/wiki_00 of the GitHub repository graykode/mlm-pipeline @ 4382edec): a few
@@ -231,7 +233,7 @@ def remedy_settings(
     remedy: str | None,
     passage_tokens: float = SPACE_PASSAGE_TOKENS,
     stride: float = SPACE_STRIDE,
-    segments: float = 4,
+    segments: float = SPACE_SEGMENTS,
 ) -> RemedySettings | None:
     """The remedy chosen in the UI (``None`` for ``none``); bad numbers are one-line errors.
 
@@ -904,7 +906,10 @@ def build_demo() -> Any:
                             value=SPACE_STRIDE, precision=0, label="Stride S", elem_id="stride"
                         )
                         segments = gr.Number(
-                            value=4, precision=0, label="Segments K", elem_id="segments"
+                            value=SPACE_SEGMENTS,
+                            precision=0,
+                            label="Segments K",
+                            elem_id="segments",
                         )
                     run_button = gr.Button("Run", variant="primary", elem_id="run")
                     gr.Examples(

@@ -45,6 +45,9 @@ if TYPE_CHECKING:
 
 REMEDIES = ("none", "maxp", "firstp", "sump", "chunk-mean", "segment-balanced")
 """The inference-time remedies for bi-encoders (``none``: the plain model)."""
+BIENCODER_REMEDIES = REMEDIES[1:]
+"""The remedies proper (every one but ``none``): what ``posbias remedies --remedies`` and a
+study's ``remedies`` choose from."""
 PASSAGE_REMEDIES = ("maxp", "firstp", "sump", "chunk-mean")
 """The remedies that cut documents into passages."""
 
@@ -136,14 +139,26 @@ class RemedySettings(PassageSettings):
         return self.remedy in PASSAGE_REMEDIES
 
     @property
+    def read_settings(self) -> dict[str, int]:
+        """The passage settings this remedy reads (what its results depend on besides its
+        name): ``passage_tokens`` and ``stride`` for the passage remedies, ``segments`` for
+        segment-balanced, nothing for none.
+
+        Example:
+            >>> RemedySettings(remedy="segment-balanced").read_settings
+            {'segments': 4}
+        """
+        if self.remedy in PASSAGE_REMEDIES:
+            return {"passage_tokens": self.passage_tokens, "stride": self.stride}
+        if self.remedy == "segment-balanced":
+            return {"segments": self.segments}
+        return {}
+
+    @property
     def key(self) -> str:
         """The remedy and the settings it reads, e.g. ``maxp/128/64`` or
         ``segment-balanced/4`` (what a stored result of this remedy depends on)."""
-        if self.remedy in PASSAGE_REMEDIES:
-            return f"{self.remedy}/{self.passage_tokens}/{self.stride}"
-        if self.remedy == "segment-balanced":
-            return f"{self.remedy}/{self.segments}"
-        return self.remedy
+        return "/".join([self.remedy, *(str(v) for v in self.read_settings.values())])
 
     def __post_init__(self) -> None:
         check_choice("remedy", self.remedy, REMEDIES)
@@ -546,11 +561,7 @@ class RemedySearch(RemedyScorer):
         super().__init__(st_model, settings)
         self.encoder = encoder
         experiment = dict(meta.experiment_kwargs or {})
-        experiment["remedy"] = settings.remedy
-        if settings.remedy in PASSAGE_REMEDIES:
-            experiment.update(passage_tokens=settings.passage_tokens, stride=settings.stride)
-        else:
-            experiment["segments"] = settings.segments
+        experiment.update(remedy=settings.remedy, **settings.read_settings)
         self._meta = meta.model_copy(update={"experiment_kwargs": experiment})
         self._index: PassageIndex | None = None
         self._doc_ids: list[str] = []

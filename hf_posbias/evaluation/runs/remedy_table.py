@@ -122,8 +122,6 @@ def run_settings(settings: RemediesSettings, remedy: str, model: Any, task: Any)
         ...     task)["stride"]
         (False, 32)
     """
-    from hf_posbias.evaluation.runs.remedies import PASSAGE_REMEDIES
-
     record = {
         "model": settings.model,
         "model_name": model.name,
@@ -136,11 +134,7 @@ def run_settings(settings: RemediesSettings, remedy: str, model: Any, task: Any)
         "seed": settings.seed,
         "remedy": remedy,
     }
-    if remedy in PASSAGE_REMEDIES:
-        record.update(passage_tokens=settings.passage_tokens, stride=settings.stride)
-    elif remedy == "segment-balanced":
-        record["segments"] = settings.segments
-    return record
+    return record | settings.remedy_settings(remedy).read_settings
 
 
 def _finished_run(folder: Path, record: dict[str, Any]) -> Any:

@@ -148,7 +148,7 @@ def run_listwise_remedies(
         show_progress=show_progress,
     )
     plain = [r for r in rows if r["shuffle"] < 0]
-    shuffle_rows = [r for r in rows if 0 <= r["shuffle"] < needed]
+    shuffle_rows = [r for r in rows if r["shuffle"] >= 0]
     blocks = shuffle_blocks(out, main_shuffles, needed)
     for start, stop in blocks:
         shuffle_rows += _shuffle_block(
