@@ -6,7 +6,7 @@ or synthetic text when that folder is absent), both measured in the same run:
 
 - ``per-bucket``: the layout hf-posbias used before — one mteb subset per bucket over the same
   corpus; mteb encodes the corpus once per subset (no cache in front of the model);
-- ``one-subset``: :class:`hf_posbias.evaluation.data.tasks.PositionRetrievalTask` as it is now —
+- ``one-subset``: :class:`hf_posbias.tasks.mteb_tasks.PositionRetrievalTask` as it is now —
   every
   query in one subset, per-bucket scores from ``task_specific_scores``; mteb encodes the corpus
   once by itself.
@@ -33,7 +33,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from hf_posbias.corpus import segment_spans  # noqa: E402
-from hf_posbias.evaluation.data.taskdata import PositionTaskData, TaskInfo  # noqa: E402
+from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 THIRDS = ["begin", "middle", "end"]
@@ -44,7 +44,7 @@ def per_bucket_task(folder: Path) -> Any:
     """The old layout: one mteb subset per bucket, every subset over the same corpus."""
     from datasets import Dataset
 
-    from hf_posbias.evaluation.data.tasks import PositionRetrievalTask
+    from hf_posbias.tasks.mteb_tasks import PositionRetrievalTask
 
     class PerBucketSubsets(PositionRetrievalTask):
         def __init__(self, path: Path) -> None:
@@ -148,10 +148,10 @@ def main() -> None:
 
     from mteb.models import SentenceTransformerEncoderWrapper
 
-    from hf_posbias.evaluation.data.tasks import get_task
     from hf_posbias.evaluation.runs.models import CountingEncoder, LoadedModel, unique_model_meta
     from hf_posbias.evaluation.runs.runner import run_task, scores_by_subset
     from hf_posbias.modeling import load_sentence_transformer, packaged_model_path
+    from hf_posbias.tasks.mteb_tasks import get_task
 
     tmp = Path(tempfile.mkdtemp(prefix="encode-once-"))
     folder = build_task(tmp / "task", args.max_docs, args.queries_per_bucket, args.seed)

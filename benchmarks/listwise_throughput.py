@@ -1,7 +1,7 @@
 """Throughput and MFU of the FIRST listwise scorer: batch 1 vs batched windows.
 
 Scores the same 20-passage windows twice through
-:class:`hf_posbias.listwise.rerankers.first.FirstReranker`
+:class:`hf_posbias.rerankers.first.FirstReranker`
 (the production path: prompt, left padding, ``logits_to_keep=1``) — once one window per forward
 pass, once ``--batch-size`` windows per pass — and prints windows/s, prompt tokens/s and the
 scoring MFU:
@@ -54,7 +54,7 @@ def load_passages(n: int, seed: int) -> tuple[list[tuple[str, list[str]]], str]:
     rng = random.Random(seed)
     folder = SHARED / "scifact_allenai"
     if folder.is_dir():
-        from hf_posbias.evaluation.builders.scifact import build_scifact
+        from hf_posbias.tasks.builders.scifact import build_scifact
 
         data = build_scifact(folder, split="validation")
         texts = [d["text"] for d in data.corpus]
@@ -198,8 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from hf_posbias.devices import default_device, device_info, resolve_inference_dtype
-    from hf_posbias.listwise.records import Passage
-    from hf_posbias.listwise.rerankers.first import FirstReranker, ScoringStats
+    from hf_posbias.rerankers.first import FirstReranker, ScoringStats
+    from hf_posbias.rerankers.records import Passage
 
     device = args.device or default_device()
     if args.random_7b:

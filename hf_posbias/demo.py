@@ -85,9 +85,9 @@ def build_heldout_task(work: Path, out: Path, seed: int = 42) -> Path:
     query competes against all of them.
     """
     from hf_posbias.corpus import load_documents
-    from hf_posbias.evaluation.data.benchmarks import build_from_records
     from hf_posbias.generation.base import GenerationFailure, stable_seed
     from hf_posbias.generation.ict import ICTGenerator
+    from hf_posbias.tasks.benchmarks import build_from_records
 
     documents = load_documents(work / "heldout")
     if not documents:
@@ -160,9 +160,9 @@ def demo_study_spec(settings: DemoSettings, train_dir: str | Path, task_dir: str
 
 def run_demo(settings: DemoSettings, echo: Echo = print) -> DemoResult:
     """Run the main job end to end (see the module docstring)."""
+    from hf_posbias.evaluation.compare import compare_runs, significant
     from hf_posbias.evaluation.reports.report import bucket_table, plot_position_curves
-    from hf_posbias.evaluation.statistics.compare import compare_runs, significant
-    from hf_posbias.evaluation.statistics.summary import read_summaries
+    from hf_posbias.evaluation.summary import read_summaries
     from hf_posbias.pipeline import BuildSettings, build
     from hf_posbias.study.layout import (
         BASE_CONFIG,

@@ -11,7 +11,7 @@ import pytest
 from hf_posbias.bm25 import ENGLISH, BM25Analyzer, BM25Index, BM25PairScorer, document_text
 from hf_posbias.cli import main
 from hf_posbias.errors import InputError
-from hf_posbias.evaluation.data.taskdata import PositionTaskData, TaskInfo
+from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo
 
 DOCS = [
     ("Harbor", "Ships dock at the harbor when storms are coming."),

@@ -787,7 +787,7 @@ def load_scifact_pairs(
     insertion points are their exact sentence starts. ``split`` may be ``train``,
     ``validation`` or ``all``.
     """
-    from hf_posbias.evaluation.builders.scifact import parse_sentence_list
+    from hf_posbias.tasks.builders.scifact import parse_sentence_list
 
     folder = Path(folder)
     splits = ["train", "validation"] if split == "all" else [split]

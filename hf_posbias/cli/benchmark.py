@@ -37,8 +37,8 @@ from hf_posbias.settings import add_settings_arguments, settings_from_args
 
 
 def _build(args: argparse.Namespace) -> int:
-    from hf_posbias.evaluation.builders.common import format_report
-    from hf_posbias.evaluation.data.registry import benchmarks
+    from hf_posbias.tasks.builders.common import format_report
+    from hf_posbias.tasks.registry import benchmarks
 
     bench = benchmarks()[args.benchmark]
     settings = settings_from_args(bench.settings, args)
@@ -63,7 +63,7 @@ def _plot(args: argparse.Namespace) -> int:
 
 
 def _sample(args: argparse.Namespace) -> int:
-    from hf_posbias.evaluation.data.taskdata import PositionTaskData
+    from hf_posbias.tasks.taskdata import PositionTaskData
 
     s = settings_from_args(TaskSampleSettings, args)
     full = PositionTaskData.load(s.task)
@@ -79,7 +79,7 @@ def _sample(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``posbias benchmark`` and its verbs."""
-    from hf_posbias.evaluation.data.registry import benchmarks
+    from hf_posbias.tasks.registry import benchmarks
 
     bench = subparsers.add_parser(
         "benchmark",
@@ -89,8 +89,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     verbs = bench.add_subparsers(dest="benchmark", metavar="NAME")
 
-    # One verb per registered benchmark (hf_posbias.evaluation.data.registry): adding a benchmark
-    # module under evaluation/builders adds its verb here.
+    # One verb per registered benchmark (hf_posbias.tasks.registry): adding a benchmark
+    # module under tasks/builders adds its verb here.
     for name, benchmark in benchmarks().items():
         p = verbs.add_parser(name, help=benchmark.help, description=benchmark.help)
         add_settings_arguments(p, benchmark.settings)

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import argparse
 
-from hf_posbias.evaluation.construction.settings import BuildSettings
+from hf_posbias.construction.settings import BuildSettings
 from hf_posbias.settings import add_settings_arguments, settings_from_args
 
 
 def _run(args: argparse.Namespace) -> int:
-    from hf_posbias.evaluation.construction.build import build_benchmark, construction_markdown
+    from hf_posbias.construction.build import build_benchmark, construction_markdown
 
     settings = settings_from_args(BuildSettings, args)
     report = build_benchmark(settings)

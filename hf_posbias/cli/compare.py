@@ -36,7 +36,7 @@ def run_compare(args: argparse.Namespace) -> int:
     """Handler of ``posbias compare``."""
     import json
 
-    from hf_posbias.evaluation.statistics.compare import compare_runs, difference_rows, significant
+    from hf_posbias.evaluation.compare import compare_runs, difference_rows, significant
     from hf_posbias.tables import as_table
 
     s = settings_from_args(CompareSettings, args)

@@ -111,7 +111,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
 def run_audit(args: argparse.Namespace) -> int:
     """Handler of ``posbias audit``."""
-    from hf_posbias.evaluation.runs.audit import audit_model
+    from hf_posbias.analysis.audit import audit_model
     from hf_posbias.evaluation.settings import ModelAuditSettings
 
     s = settings_from_args(ModelAuditSettings, args)

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.rerankers.loading import load_task_and_reranker
+from hf_posbias.listwise.experiments.runs import load_task_and_reranker
 from hf_posbias.listwise.settings import (
     AugmentSettings,
     BuildTrainSettings,
@@ -113,7 +113,7 @@ def _shuffle_eval(args: argparse.Namespace) -> int:
 
 def _remedies(args: argparse.Namespace) -> int:
     from hf_posbias.listwise.experiments.remedies import markdown_table, run_listwise_remedies
-    from hf_posbias.listwise.rerankers.loading import load_reranker
+    from hf_posbias.rerankers.loading import load_reranker
 
     s = settings_from_args(ListwiseRemediesSettings, args)
     task, reranker, out = load_task_and_reranker(s)
@@ -216,7 +216,7 @@ def _rerank(args: argparse.Namespace) -> int:
         rerank_requests,
         write_results,
     )
-    from hf_posbias.listwise.rerankers.loading import load_reranker
+    from hf_posbias.rerankers.loading import load_reranker
 
     s = settings_from_args(RerankSettings, args)
     requests = read_requests(s.requests)

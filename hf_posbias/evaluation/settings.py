@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.runs.remedies import BIENCODER_REMEDIES, RemedySettings
-from hf_posbias.listwise.settings import RerankerOptions
 from hf_posbias.modeling import ModelSettings
+from hf_posbias.rerankers.options import RerankerOptions
 from hf_posbias.settings import (
     ProgressSettings,
     Settings,
@@ -39,7 +39,7 @@ from hf_posbias.settings import (
 
 
 def _scoring_schemes() -> tuple[str, ...]:
-    from hf_posbias.evaluation.statistics.position_scoring import SCORING_SCHEMES
+    from hf_posbias.tasks.position_scoring import SCORING_SCHEMES
 
     return tuple(SCORING_SCHEMES)
 

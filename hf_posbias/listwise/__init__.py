@@ -4,20 +4,20 @@ hf-posbias measures where in a document the evidence sits; this package measures
 reranker's *input list* the relevant passage sits, and provides the pieces to train that bias
 away. Modules, one concept each:
 
-- :mod:`~hf_posbias.listwise.records`, :mod:`~hf_posbias.listwise.rerankers.base` — passages, window
+- :mod:`~hf_posbias.rerankers.records`, :mod:`~hf_posbias.rerankers.base` — passages, window
   rankings, and the reranker protocol (``rank_windows``);
-- :mod:`~hf_posbias.listwise.rerankers.identifiers` — passage identifiers ([A]…[T] or [1]…[20]), the
+- :mod:`~hf_posbias.rerankers.identifiers` — passage identifiers ([A]…[T] or [1]…[20]), the
   single-token check, permutation strings and their parsing (with the input-order fallback);
-- :mod:`~hf_posbias.listwise.rerankers.prompt` — the RankZephyr/FIRST prompt, passage truncation;
-- :mod:`~hf_posbias.listwise.rerankers.first` — the FIRST scorer (first-token identifier logits,
+- :mod:`~hf_posbias.rerankers.prompt` — the RankZephyr/FIRST prompt, passage truncation;
+- :mod:`~hf_posbias.rerankers.first` — the FIRST scorer (first-token identifier logits,
   windows
-  batched); :mod:`~hf_posbias.listwise.rerankers.generative` — the model writes the permutation
+  batched); :mod:`~hf_posbias.rerankers.generative` — the model writes the permutation
   (local LM
-  or OpenAI-compatible endpoint); :mod:`~hf_posbias.listwise.rerankers.pointwise` — the
+  or OpenAI-compatible endpoint); :mod:`~hf_posbias.rerankers.pointwise` — the
   position-free
-  control (BM25, cross-encoders); :mod:`~hf_posbias.listwise.rerankers.loading` — one name → one
+  control (BM25, cross-encoders); :mod:`~hf_posbias.rerankers.loading` — one name → one
   reranker;
-- :mod:`~hf_posbias.listwise.rerankers.window` — rank_llm's sliding window (20, step 10, back to
+- :mod:`~hf_posbias.rerankers.window` — rank_llm's sliding window (20, step 10, back to
   front);
 - :mod:`~hf_posbias.listwise.experiments.exchange` — rank_llm ``Request``/``Candidate``/``Result``
   JSON;
@@ -49,7 +49,7 @@ away. Modules, one concept each:
 Nothing heavy is imported here.
 
 Example:
-    >>> from hf_posbias.listwise.rerankers.identifiers import identifier_labels
+    >>> from hf_posbias.rerankers.identifiers import identifier_labels
     >>> identifier_labels(3)
     ['A', 'B', 'C']
 """

@@ -34,12 +34,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from hf_posbias.devices import INFERENCE_DTYPES
 from hf_posbias.errors import InputError
-from hf_posbias.generation.backends import EndpointSettings
-from hf_posbias.listwise.rerankers.window import DEFAULT_WINDOW
 from hf_posbias.listwise.training.augment import AUGMENTATIONS
 from hf_posbias.listwise.training.losses import DEFAULT_LAMBDA, IPS_NORMALIZATIONS
+from hf_posbias.rerankers.options import RerankerOptions
 from hf_posbias.settings import (
     ProgressSettings,
     Settings,
@@ -51,7 +49,6 @@ from hf_posbias.settings import (
 from hf_posbias.training.settings import AUTO, ComputeSettings
 
 NO_PROPENSITY = "none"
-MODES: tuple[str, ...] = ("first", "generate")
 LAMBDA_FLAG = "--lambda"
 """The spelling of the ``lam`` field (``lambda`` is a Python keyword)."""
 
@@ -235,7 +232,7 @@ class ResamplingSettings(Settings):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        from hf_posbias.evaluation.statistics.uncertainty import check_resampling
+        from hf_posbias.statistics.uncertainty import check_resampling
 
         check_resampling(self.n_resamples, self.confidence)
 
@@ -254,42 +251,6 @@ class PairedTestSettings(ResamplingSettings):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_choice("method", self.method, ("randomization", "bootstrap"))
-
-
-@dataclass(kw_only=True)
-class RerankerOptions(EndpointSettings):
-    """How a listwise reranker is loaded and slid over a list (the window lives here, once)."""
-
-    mode: Literal["first", "generate"] = setting(
-        "first: identifier logits of the first answer token; generate: the model writes the "
-        "permutation, missing identifiers appended in input order and counted",
-        default="first",
-    )
-    dtype: str = setting(
-        "auto: bf16 on GPUs and on CPUs with native bf16 kernels, else float32",
-        default="auto",
-        choices=INFERENCE_DTYPES,
-    )
-    device: str | None = setting("torch device (default: cuda if available)", default=None)
-    batch_size: int = setting("windows per forward pass", default=8)
-    passage_tokens: int | None = setting(
-        "cut each passage to this many tokens (words for an endpoint)", default=None
-    )
-    identifiers: Literal["letters", "numbers"] = setting("[A]…[T] or [1]…[20]", default="letters")
-    window: int = setting("sliding-window size", default=DEFAULT_WINDOW)
-    step: int | None = setting("sliding-window step (default: window/2)", default=None)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_choice("mode", self.mode, MODES)
-        check_choice("dtype", self.dtype, INFERENCE_DTYPES)
-        check_choice("identifiers", self.identifiers, ("letters", "numbers"))
-        check_positive(self, "batch_size", "passage_tokens", "window")
-        if self.step is not None and not 0 < self.step <= self.window:
-            raise InputError(
-                f"{flag_name('step')} must lie in 1..{flag_name('window')} ({self.window}), "
-                f"got {self.step}"
-            )
 
 
 @dataclass(kw_only=True)
@@ -442,7 +403,7 @@ class TaskRunSettings(ProgressSettings):
 
 @dataclass(kw_only=True)
 class RerankerName(Settings):
-    """Which reranker a verb loads (:func:`hf_posbias.listwise.rerankers.loading.load_reranker`)."""
+    """Which reranker a verb loads (:func:`hf_posbias.rerankers.loading.load_reranker`)."""
 
     reranker: str = setting(
         "smollm2-135m (packaged), a causal-LM folder or Hub id (FIRST scoring), bm25 or "

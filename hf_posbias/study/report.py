@@ -4,7 +4,7 @@ One implementation for ``posbias study report DIR`` (a study folder) and ``posbi
 …`` (any ``posbias evaluate`` run folders; each model's base and configuration are read from its
 checkpoint's card facts, an untrained model is the ``base``). Every number is recomputed from the
 per-query tables (``per_query/<task>.parquet``) with
-:mod:`hf_posbias.evaluation.statistics.uncertainty`:
+:mod:`hf_posbias.statistics.uncertainty`:
 
 - a **cell** per (task, model, configuration[, pooling]): nDCG@10 per position, their mean and
   PSI, each with its percentile bootstrap interval (queries resampled within positions);
@@ -44,10 +44,10 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
-from hf_posbias.evaluation.data.taskdata import PLAIN_BUCKET
 from hf_posbias.rows import read_json
 from hf_posbias.sampling import PAPER_CONFIG_NAMES
 from hf_posbias.settings import check_positive, setting
+from hf_posbias.tasks.taskdata import PLAIN_BUCKET
 
 SKEWED: tuple[str, ...] = PAPER_CONFIG_NAMES[:3]
 """begin, middle, end: the skewed configurations PSI(uniform) is compared with."""
@@ -86,7 +86,7 @@ class Source:
     config: str
     pooling: str | None
     summary: Any
-    """The :class:`~hf_posbias.evaluation.statistics.summary.EvaluationSummary`."""
+    """The :class:`~hf_posbias.evaluation.summary.EvaluationSummary`."""
     per_query: str
 
 
@@ -194,7 +194,7 @@ def run_sources(runs: Sequence[str | Path]) -> list[Source]:
     Every run must hold the same tasks on the same data: a folder from another task is refused.
     """
     from hf_posbias.evaluation.runs.remedies import remedy_label
-    from hf_posbias.evaluation.statistics.summary import read_summaries
+    from hf_posbias.evaluation.summary import read_summaries
 
     if not runs:
         raise InputError("no run folder given")
@@ -228,7 +228,7 @@ def run_sources(runs: Sequence[str | Path]) -> list[Source]:
 
 def study_sources(out: str | Path) -> list[Source]:
     """The evaluations of a study folder (its markers name base, configuration and pooling)."""
-    from hf_posbias.evaluation.statistics.summary import read_summaries
+    from hf_posbias.evaluation.summary import read_summaries
     from hf_posbias.study.layout import (
         EVAL_MARKER,
         base_label,
@@ -290,7 +290,7 @@ def _scores(source: Source) -> dict[str, dict[str, float]]:
 
 def compute_cell(source: Source, n_resamples: int, seed: int, root: Path | None = None) -> Cell:
     """A cell recomputed from its per-query table."""
-    from hf_posbias.evaluation.statistics.uncertainty import bootstrap_positions
+    from hf_posbias.statistics.uncertainty import bootstrap_positions
 
     scores = _scores(source)
     ci = bootstrap_positions(scores, n_resamples=n_resamples, seed=seed)
@@ -334,7 +334,7 @@ def _groups(sources: Sequence[Source]) -> dict[tuple[str, str, str | None], dict
 def _reduction_statistic(n_skewed: int) -> Any:
     import numpy as np
 
-    from hf_posbias.evaluation.statistics.psi import psi_columns
+    from hf_posbias.statistics.psi import psi_columns
 
     def statistic(means: list[Any]) -> Any:
         skewed = np.vstack([psi_columns(m) for m in means[:n_skewed]])
@@ -348,7 +348,7 @@ def reductions(
     sources: Sequence[Source], cells: Sequence[Cell], n_resamples: int, seed: int
 ) -> list[dict[str, Any]]:
     """PSI reduction of uniform against the worst skewed configuration, per task and model."""
-    from hf_posbias.evaluation.statistics.uncertainty import bootstrap_statistic
+    from hf_posbias.statistics.uncertainty import bootstrap_statistic
 
     psi = {(c.task, c.model, c.pooling, c.config): c.psi for c in cells}
     out = []
@@ -379,8 +379,8 @@ def reductions(
 
 def direction_checks(sources: Sequence[Source], n_resamples: int, seed: int) -> list[dict]:
     """Does each skewed configuration raise its own position against the untrained base?"""
-    from hf_posbias.evaluation.statistics.compare import ALPHA
-    from hf_posbias.evaluation.statistics.uncertainty import paired_comparison
+    from hf_posbias.evaluation.compare import ALPHA
+    from hf_posbias.statistics.uncertainty import paired_comparison
 
     out = []
     for (task, model, pooling), configs in _groups(sources).items():
@@ -413,7 +413,7 @@ def direction_checks(sources: Sequence[Source], n_resamples: int, seed: int) -> 
 def remedy_deltas(sources: Sequence[Source], n_resamples: int, seed: int) -> list[dict]:
     """Each remedy row against its own row without the remedy (``base +maxp`` − ``base``): Δ
     mean nDCG@10 and Δ PSI with paired bootstrap intervals and p-values, on the same queries."""
-    from hf_posbias.evaluation.statistics.uncertainty import paired_comparison
+    from hf_posbias.statistics.uncertainty import paired_comparison
     from hf_posbias.study.layout import split_remedy
 
     out = []

@@ -239,7 +239,7 @@ def check_inputs(spec: StudySpec, out: str | Path | None, hub_token: str | None 
     Unknown base or task, training data lacking a configuration, a Hub org without a token, an
     output folder holding another study.
     """
-    from hf_posbias.evaluation.data.tasks import get_task
+    from hf_posbias.tasks.mteb_tasks import get_task
     from hf_posbias.training.models import get_model_spec
 
     for base in spec.bases:

@@ -398,7 +398,7 @@ def examples_task() -> Any:
     its article), each example's query has its evidence sentence as the relevant passage."""
     from hf_posbias.analysis.evidence_moving import sentence_boundaries
     from hf_posbias.listwise.experiments.taskio import RerankTask
-    from hf_posbias.listwise.records import Passage
+    from hf_posbias.rerankers.records import Passage
 
     corpus: dict[str, Passage] = {}
     queries: dict[str, str] = {}
@@ -475,7 +475,7 @@ def get_listwise_reranker(display_name: str, task_key: str) -> Any:
     task, _ = listwise_task(task_key)
     with _LISTWISE_LOCK:
         if key not in _RERANKERS:
-            from hf_posbias.listwise.rerankers.loading import load_reranker
+            from hf_posbias.rerankers.loading import load_reranker
 
             _RERANKERS[key] = load_reranker(
                 name,

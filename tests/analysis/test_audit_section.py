@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from hf_posbias.analysis.audit import task_cases
+from hf_posbias.analysis.audit_evidence import task_cases
 from hf_posbias.cli import main
-from hf_posbias.evaluation.data.taskdata import PositionTaskData, TaskInfo
+from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo
 
 TOPICS = ["river", "mountain", "castle", "harbour", "forest", "desert"]
 

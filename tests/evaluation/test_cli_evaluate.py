@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from test_tasks_fixtures import wiki_task
+from task_fixtures import wiki_task
 
 from hf_posbias.cli import main
 

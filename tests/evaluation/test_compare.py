@@ -7,13 +7,13 @@ import shutil
 
 import numpy as np
 import pytest
-from test_tasks_fixtures import wiki_task
+from task_fixtures import wiki_task
 
 from hf_posbias.cli import main
 from hf_posbias.errors import InputError
+from hf_posbias.evaluation.compare import compare_runs
 from hf_posbias.evaluation.runs.runner import evaluate_model
 from hf_posbias.evaluation.settings import EvaluateSettings
-from hf_posbias.evaluation.statistics.compare import compare_runs
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +75,7 @@ def test_runs_of_different_tasks_are_refused_in_one_line(runs, shared_data, tmp_
     # Same task name, different data: the task fingerprint tells them apart.
     copy = tmp_path / "copy"
     shutil.copytree(runs / "task", copy)
-    from hf_posbias.evaluation.data.taskdata import PositionTaskData
+    from hf_posbias.tasks.taskdata import PositionTaskData
 
     data = PositionTaskData.load(copy)
     data.queries, data.qrels = data.queries[:-1], data.qrels[:-1]

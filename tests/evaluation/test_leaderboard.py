@@ -16,9 +16,9 @@ from hf_posbias.evaluation.reports.leaderboard import (
 )
 from hf_posbias.evaluation.runs.exports import write_per_query
 from hf_posbias.evaluation.runs.runner import _intervals
-from hf_posbias.evaluation.statistics.levels import position_trend
-from hf_posbias.evaluation.statistics.psi import harmonic_mean
-from hf_posbias.evaluation.statistics.summary import EvaluationSummary, write_summary_json
+from hf_posbias.evaluation.summary import EvaluationSummary, write_summary_json
+from hf_posbias.statistics.levels import position_trend
+from hf_posbias.statistics.psi import harmonic_mean
 
 BUCKETS = ["begin", "middle", "end"]
 
@@ -113,7 +113,7 @@ def test_runs_of_different_tasks_are_one_line_error(runs, tmp_path, capsys):
 
 
 def test_a_run_may_cover_some_of_the_tasks(runs, tmp_path):
-    from hf_posbias.evaluation.statistics.summary import read_summaries
+    from hf_posbias.evaluation.summary import read_summaries
 
     toy = _run(tmp_path / "x-toy", "org/both", {b: [0.9] * 5 for b in BUCKETS})
     other = _run(tmp_path / "x-else", "org/both", {b: [0.4] * 5 for b in BUCKETS}, task="Else")

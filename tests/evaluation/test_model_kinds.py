@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from openai_server import LocalChatServer, sentence_transformer_embed
-from test_tasks_fixtures import wiki_task
+from task_fixtures import wiki_task
 
 from hf_posbias.errors import BackendError, ModelLoadError
 from hf_posbias.evaluation.runs.models import load_model

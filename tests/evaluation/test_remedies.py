@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_tasks_fixtures import wiki_task
+from task_fixtures import wiki_task
 
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.runs.exports import read_trec_run
@@ -109,8 +109,8 @@ def test_segment_balanced_pooling_on_a_real_model(minilm_path, task_folder, tmp_
 def test_score_documents_is_what_the_mteb_search_ranks_by(base, task_folder, tmp_path):
     """The mteb-independent entry point (evidence moving, the Space) and the mteb search path
     share one implementation: on the same corpus they give the same scores."""
-    from hf_posbias.evaluation.data.taskdata import PositionTaskData
     from hf_posbias.evaluation.runs.remedies import RemedyScorer
+    from hf_posbias.tasks.taskdata import PositionTaskData
 
     data = PositionTaskData.load(task_folder)
     st = base.sentence_transformer

@@ -16,7 +16,7 @@ from hf_posbias.evaluation.reports.report import (
     write_summary_tables,
 )
 from hf_posbias.evaluation.runs.reversal import ReversalResult
-from hf_posbias.evaluation.statistics.summary import EvaluationSummary
+from hf_posbias.evaluation.summary import EvaluationSummary
 
 BUCKETS = ["begin", "middle", "end"]
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_tasks_fixtures import wiki_task
+from task_fixtures import wiki_task
 
 from hf_posbias.errors import ModelLoadError
 from hf_posbias.evaluation.runs.models import load_model
 from hf_posbias.evaluation.runs.runner import evaluate_model
 from hf_posbias.evaluation.settings import EvaluateSettings
-from hf_posbias.listwise.settings import RerankerOptions
 from hf_posbias.modeling import reranker_kind
+from hf_posbias.rerankers.options import RerankerOptions
 
 N_DOCS = 12
 

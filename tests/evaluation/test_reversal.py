@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from test_tasks_fixtures import wiki_task
+from task_fixtures import wiki_task
 
 from hf_posbias.corpus import segment_spans
 from hf_posbias.errors import InputError
-from hf_posbias.evaluation.data.taskdata import PositionTaskData, TaskInfo
 from hf_posbias.evaluation.runs.reversal import (
     ReversalResult,
     build_reversal_tasks,
@@ -15,6 +14,7 @@ from hf_posbias.evaluation.runs.reversal import (
     mirror_text,
     origin_of,
 )
+from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo
 
 # Five labelled segments of exactly equal length (17 chars + 1 space).
 SEGMENTS = [f"segment{i} alpha{i}{i}{i}" for i in range(1, 6)]

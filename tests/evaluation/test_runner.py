@@ -7,14 +7,14 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_tasks_fixtures import wiki_task
+from task_fixtures import wiki_task
 
 from hf_posbias.errors import InputError, ModelLoadError
 from hf_posbias.evaluation.runs.exports import read_per_query, read_trec_run
 from hf_posbias.evaluation.runs.runner import evaluate_model
 from hf_posbias.evaluation.settings import EvaluateSettings
-from hf_posbias.evaluation.statistics.psi import summarize_positions
-from hf_posbias.evaluation.statistics.summary import EvaluationSummary, read_summaries
+from hf_posbias.evaluation.summary import EvaluationSummary, read_summaries
+from hf_posbias.statistics.psi import summarize_positions
 
 N_DOCS = 15
 
@@ -98,7 +98,7 @@ def test_bm25_finds_verbatim_sentences_in_every_bucket(task_folder, tmp_path):
 
 
 def test_per_query_table_and_trec_run_average_back_exactly(task_folder, tmp_path):
-    from hf_posbias.evaluation.statistics.position_scoring import mean_exact
+    from hf_posbias.tasks.position_scoring import mean_exact
 
     [summary] = evaluate_model(
         EvaluateSettings(model="bm25", task=(task_folder,), out=tmp_path / "bm25", bootstrap=200)

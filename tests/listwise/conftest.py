@@ -107,7 +107,7 @@ class SlotBiased:
         self.calls = self.windows = 0
 
     def rank_windows(self, windows):
-        from hf_posbias.listwise.records import WindowRanking, order_by_score
+        from hf_posbias.rerankers.records import WindowRanking, order_by_score
 
         self.calls += 1
         self.windows += len(windows)

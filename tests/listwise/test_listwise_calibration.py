@@ -72,7 +72,7 @@ def test_calibration_needs_one_window_per_list():
 
 
 def test_first_prior_is_the_content_free_windows_logits(tiny_llm, tmp_path):
-    from hf_posbias.listwise.rerankers.loading import load_reranker
+    from hf_posbias.rerankers.loading import load_reranker
 
     reranker = load_reranker(tiny_llm, dtype="float32", device="cpu", window=5)
     calibration = estimate_slot_priors(reranker, [3, 5], tmp_path)

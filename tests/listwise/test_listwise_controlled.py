@@ -15,7 +15,7 @@ from hf_posbias.listwise.experiments.controlled import (
 )
 from hf_posbias.listwise.experiments.runs import ndcg_at_10
 from hf_posbias.listwise.experiments.taskio import load_rerank_task
-from hf_posbias.listwise.rerankers.loading import load_reranker
+from hf_posbias.rerankers.loading import load_reranker
 
 
 def read_rows(path):
@@ -190,7 +190,7 @@ def test_identifiers_error_comes_before_any_output(
 
 
 def test_position_task_folder_and_its_split(tmp_path, capsys):
-    from hf_posbias.evaluation.data.taskdata import PositionTaskData, TaskInfo
+    from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo
 
     corpus = [
         {"id": f"d{i}", "title": "", "text": f"topic{i} text about topic{i}"} for i in range(8)

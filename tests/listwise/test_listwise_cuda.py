@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hf_posbias.listwise.records import Passage
-from hf_posbias.listwise.rerankers.loading import load_reranker
+from hf_posbias.rerankers.loading import load_reranker
+from hf_posbias.rerankers.records import Passage
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 

@@ -10,8 +10,8 @@ from openai_server import LocalChatServer
 
 from hf_posbias.cli import main
 from hf_posbias.errors import BackendError
-from hf_posbias.listwise.records import Passage
-from hf_posbias.listwise.rerankers.generative import EndpointReranker
+from hf_posbias.rerankers.generative import EndpointReranker
+from hf_posbias.rerankers.records import Passage
 
 
 def backend(url):

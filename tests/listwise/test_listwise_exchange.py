@@ -14,7 +14,7 @@ from hf_posbias.listwise.experiments.exchange import (
     rerank_requests,
     write_results,
 )
-from hf_posbias.listwise.rerankers.loading import load_reranker
+from hf_posbias.rerankers.loading import load_reranker
 
 TEXTS = [
     "cats purr softly",
@@ -100,8 +100,8 @@ def test_rerank_cli_and_its_errors(tmp_path, capsys):
 
 
 def test_local_generation_mode_returns_a_permutation_and_counts(tiny_llm):
-    from hf_posbias.listwise.records import Passage
-    from hf_posbias.listwise.rerankers.generative import LocalGenerationReranker, ranking_from_text
+    from hf_posbias.rerankers.generative import LocalGenerationReranker, ranking_from_text
+    from hf_posbias.rerankers.records import Passage
 
     reranker = load_reranker(
         tiny_llm,

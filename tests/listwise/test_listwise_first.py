@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.records import Passage
-from hf_posbias.listwise.rerankers.first import FirstReranker, left_pad
-from hf_posbias.listwise.rerankers.loading import load_reranker
+from hf_posbias.rerankers.first import FirstReranker, left_pad
+from hf_posbias.rerankers.loading import load_reranker
+from hf_posbias.rerankers.records import Passage
 
 WORDS = [
     "apple",

@@ -6,7 +6,7 @@ import pytest
 
 from hf_posbias.errors import InputError
 from hf_posbias.listwise.experiments.firststage import BM25FirstStage, check_k, load_first_stage
-from hf_posbias.listwise.records import Passage
+from hf_posbias.rerankers.records import Passage
 
 
 def corpus() -> dict[str, Passage]:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.records import Passage
-from hf_posbias.listwise.rerankers.identifiers import (
+from hf_posbias.rerankers.identifiers import (
     format_permutation,
     identifier_labels,
     identifier_token_ids,
     parse_permutation,
 )
-from hf_posbias.listwise.rerankers.prompt import ListwisePrompt, user_message
+from hf_posbias.rerankers.prompt import ListwisePrompt, user_message
+from hf_posbias.rerankers.records import Passage
 
 
 def test_letters_pass_and_numbers_fail_on_a_byte_level_tokenizer(tiny_llm):
@@ -69,7 +69,7 @@ def test_prompt_escapes_fake_identifiers_and_truncates(tiny_llm):
     assert ids[-1] == prompt.open_id and ids[:-1] == prompt.prompt_ids(
         "q", [long, Passage("b", "dog")]
     )
-    from hf_posbias.listwise.settings import RerankerOptions
+    from hf_posbias.rerankers.options import RerankerOptions
 
     with pytest.raises(InputError, match="--passage-tokens must be >= 1"):
         RerankerOptions(passage_tokens=0)  # checked once, in the settings

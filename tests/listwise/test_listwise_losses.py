@@ -120,9 +120,9 @@ def test_collation_marks_the_answer_and_the_identifier_position(model_and_tokeni
 
 
 def test_training_reads_the_logits_inference_reads(model_and_tokenizer):
-    from hf_posbias.listwise.records import Passage
-    from hf_posbias.listwise.rerankers.first import FirstReranker
     from hf_posbias.listwise.training.losses import identifier_logits
+    from hf_posbias.rerankers.first import FirstReranker
+    from hf_posbias.rerankers.records import Passage
 
     model, tokenizer = model_and_tokenizer
     collator = ListwiseCollator(tokenizer, max_window=4, passage_tokens=6)

@@ -77,7 +77,7 @@ def test_cli_writes_propensity_json_and_heatmap(beir_task, tmp_path, capsys):
 
 def test_propensity_resumes_and_smoothing_reuses_the_rankings(beir_task, tmp_path):
     from hf_posbias.listwise.experiments.taskio import load_rerank_task
-    from hf_posbias.listwise.rerankers.loading import load_reranker
+    from hf_posbias.rerankers.loading import load_reranker
 
     task = load_rerank_task(beir_task)
     bm25 = load_reranker("bm25", corpus_texts=[p.content() for p in task.corpus.values()])

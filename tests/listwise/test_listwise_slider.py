@@ -14,7 +14,7 @@ from hf_posbias.listwise.experiments.slider import (
     slider_figure,
 )
 from hf_posbias.listwise.experiments.taskio import load_rerank_task
-from hf_posbias.listwise.rerankers.loading import load_reranker
+from hf_posbias.rerankers.loading import load_reranker
 from hf_posbias.rows import read_rows
 
 

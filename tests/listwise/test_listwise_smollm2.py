@@ -18,10 +18,10 @@ pytestmark = pytest.mark.skipif(
 
 
 def test_smollm2_primacy_bias_on_scifact(shared_data, tmp_path):
-    from hf_posbias.evaluation.builders.scifact import build_scifact
     from hf_posbias.listwise.experiments.controlled import ControlledTestConfig, run_controlled_test
     from hf_posbias.listwise.experiments.taskio import load_rerank_task
-    from hf_posbias.listwise.rerankers.loading import load_reranker
+    from hf_posbias.rerankers.loading import load_reranker
+    from hf_posbias.tasks.builders.scifact import build_scifact
 
     folder = build_scifact(shared_data / "scifact_allenai", split="validation").save(tmp_path / "t")
     task = load_rerank_task(folder)

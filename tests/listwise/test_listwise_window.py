@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.records import Passage, WindowRanking, order_by_score
-from hf_posbias.listwise.rerankers.window import rerank_lists, window_spans
+from hf_posbias.rerankers.records import Passage, WindowRanking, order_by_score
+from hf_posbias.rerankers.window import rerank_lists, window_spans
 
 
 def rank_llm_spans(n: int, size: int, stride: int) -> list[tuple[int, int]]:

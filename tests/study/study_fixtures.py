@@ -49,7 +49,7 @@ def write_train_data(folder: Path, n_docs: int = 12) -> str:
 
 def write_task(folder: Path, n_docs: int = 18, name: str = "TinyStudyTask") -> str:
     """A thirds task: each query is a sentence of one third of its document (kept in it)."""
-    from hf_posbias.evaluation.builders.jsonl import build_from_records
+    from hf_posbias.tasks.builders.jsonl import build_from_records
 
     records = []
     for d in range(100, 100 + n_docs):

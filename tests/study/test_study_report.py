@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from hf_posbias.evaluation.runs.exports import write_per_query
-from hf_posbias.evaluation.statistics.summary import EvaluationSummary
+from hf_posbias.evaluation.summary import EvaluationSummary
 from hf_posbias.study.report import Source, write_report
 
 BUCKETS = ["begin", "middle", "end"]

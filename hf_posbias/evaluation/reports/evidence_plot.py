@@ -8,7 +8,7 @@ the returned summary, never silently.
 
 Example:
     >>> import tempfile, os
-    >>> from hf_posbias.evaluation.builders.jsonl import build_from_records
+    >>> from hf_posbias.tasks.builders.jsonl import build_from_records
     >>> from hf_posbias.evaluation.reports.evidence_plot import plot_evidence_distribution
     >>> tmp = tempfile.mkdtemp()
     >>> task = build_from_records([{"query": "q", "document": "x" * 10, "evidence_start": 2}],
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hf_posbias.errors import InputError
-from hf_posbias.evaluation.data.taskdata import PositionTaskData
+from hf_posbias.tasks.taskdata import PositionTaskData
 
 
 @dataclass

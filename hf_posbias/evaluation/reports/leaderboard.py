@@ -5,7 +5,7 @@ may cover some of the tasks, but one that shares no task with the others is refu
 row per model: mean nDCG@10, PSI, harmonic mean of the per-position nDCG@10 and the position
 slope, each with its bootstrap interval (from the run's summary), sorted by ``sort_by``. Two
 neighbours in that order are compared on their shared queries with
-:func:`~hf_posbias.evaluation.statistics.uncertainty.paired_comparison` (the test of ``posbias
+:func:`~hf_posbias.statistics.uncertainty.paired_comparison` (the test of ``posbias
 compare``);
 when it cannot separate them (p ≥ ``alpha``) they are marked tied and share a rank — most
 adjacent pairs of a public leaderboard are not statistically separable (mteb issue 5208).
@@ -121,8 +121,8 @@ def _row(summary: Any) -> dict[str, Any]:
 
 
 def _by_task(runs: Sequence[str | Path]) -> dict[str, list[Any]]:
-    from hf_posbias.evaluation.statistics.compare import _same_task
-    from hf_posbias.evaluation.statistics.summary import read_summaries
+    from hf_posbias.evaluation.compare import _same_task
+    from hf_posbias.evaluation.summary import read_summaries
 
     tasks_of: dict[str, list[str]] = {}
     grouped: dict[str, list[tuple[Any, str]]] = {}
@@ -165,7 +165,7 @@ def _sort_value(row: dict[str, Any], key: str) -> float:
 def task_table(summaries: Sequence[Any], settings: LeaderboardSettings) -> list[dict[str, Any]]:
     """Sorted rows of one task, neighbours compared on shared queries (``tied``, ``p_next``)."""
     from hf_posbias.evaluation.runs.exports import per_bucket_from_table, read_per_query
-    from hf_posbias.evaluation.statistics.uncertainty import paired_comparison
+    from hf_posbias.statistics.uncertainty import paired_comparison
 
     pairs = sorted(
         ((_row(s), s) for s in summaries), key=lambda rs: _sort_value(rs[0], settings.sort_by)

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from hf_posbias.tables import MarkdownTable, as_table, format_cell
 
 if TYPE_CHECKING:
-    from hf_posbias.evaluation.statistics.summary import EvaluationSummary
+    from hf_posbias.evaluation.summary import EvaluationSummary
 
 RELATIVE_BINS = 20
 """PosIR's relative-position bins for the audit curve."""
@@ -265,7 +265,7 @@ def relative_bin_means(
     """
     import math
 
-    from hf_posbias.evaluation.data.positions import IntervalBuckets
+    from hf_posbias.tasks.positions import IntervalBuckets
 
     rule = IntervalBuckets(tuple(i / bins for i in range(bins + 1)), closed="right")
     index = {label: i for i, label in enumerate(rule.labels)}

@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
-from hf_posbias.evaluation.statistics.position_scoring import ranked
 from hf_posbias.rows import read_parquet_rows
 from hf_posbias.shards import write_parquet
+from hf_posbias.tasks.position_scoring import ranked
 
 RUN_DEPTH = 100
 RUNS_DIRNAME = "runs"

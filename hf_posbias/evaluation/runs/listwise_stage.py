@@ -1,10 +1,10 @@
 """A listwise reranker as the second stage of ``posbias evaluate``: retrieve, then rerank.
 
 :class:`ListwiseRerankSearch` is a :class:`~hf_posbias.evaluation.runs.search.RerankSearch` whose
-second stage is a listwise reranker (:mod:`hf_posbias.listwise.rerankers`: the packaged
+second stage is a listwise reranker (:mod:`hf_posbias.rerankers`: the packaged
 ``smollm2-135m``, a FIRST/DebiasFirst checkpoint, a served model, or the pointwise BM25 control).
 The first stage's top ``rerank_k`` documents go to the reranker in first-stage order and are
-reordered with rank_llm's sliding window (:func:`hf_posbias.listwise.rerankers.window.
+reordered with rank_llm's sliding window (:func:`hf_posbias.rerankers.window.
 rerank_lists`: window 20, step 10, back to front); the first stage's documents below them follow
 in first-stage order. Window scores are comparable only within a window, so a reranked list is
 scored by rank (``n − rank``): the evaluation reads the order, never the raw logits.
@@ -13,7 +13,7 @@ So the position bias of the whole pipeline — where the evidence sits in a *doc
 measured by the same per-position scoring as a retriever's, in one ``mteb.evaluate`` run.
 
 Example:
-    >>> from hf_posbias.listwise.records import RerankedList
+    >>> from hf_posbias.rerankers.records import RerankedList
     >>> rank_scores(RerankedList(ranking=["b", "a", "c"], scores={}))
     {'b': 3.0, 'a': 2.0, 'c': 1.0}
 """
@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias.evaluation.runs.search import RerankSearch, SearchStats
-from hf_posbias.listwise.records import FallbackStats, Passage, RerankedList
+from hf_posbias.rerankers.records import FallbackStats, Passage, RerankedList
 
 if TYPE_CHECKING:
     from mteb.models.model_meta import ModelMeta
 
-    from hf_posbias.listwise.rerankers.base import ListwiseReranker
+    from hf_posbias.rerankers.base import ListwiseReranker
 
 RerankerFactory = Callable[[Sequence[str]], "ListwiseReranker"]
 """Builds a reranker from the task's corpus texts (the BM25 control needs its statistics)."""
@@ -59,7 +59,7 @@ class ListwiseRerankSearch(RerankSearch):
     Args:
         first_stage: a search model (:class:`~hf_posbias.evaluation.runs.search.BM25Model`) or
             an mteb encoder.
-        reranker: a loaded :class:`~hf_posbias.listwise.rerankers.base.ListwiseReranker`, or a
+        reranker: a loaded :class:`~hf_posbias.rerankers.base.ListwiseReranker`, or a
             factory called with the corpus texts when a task's corpus is indexed.
         meta: the reranker's mteb metadata (unique name and revision).
         rerank_k: candidates per query handed to the reranker.
@@ -110,7 +110,7 @@ class ListwiseRerankSearch(RerankSearch):
         self, queries: Any, candidates: dict[str, list[str]], **context: Any
     ) -> dict[str, dict[str, float]]:
         """Rerank every query's candidates with the sliding window, all queries in lockstep."""
-        from hf_posbias.listwise.rerankers.window import rerank_lists
+        from hf_posbias.rerankers.window import rerank_lists
 
         if self.reranker is None:
             raise RuntimeError("ListwiseRerankSearch.index must be called before search")

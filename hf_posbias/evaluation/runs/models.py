@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
     from hf_posbias.evaluation.runs.remedies import RemedySettings
     from hf_posbias.evaluation.runs.search import RerankSearch
-    from hf_posbias.listwise.settings import RerankerOptions
+    from hf_posbias.rerankers.options import RerankerOptions
 
 
 @dataclass
@@ -364,8 +364,8 @@ def _load_second_stage(
         )
         return pipeline, name, revision
     from hf_posbias.evaluation.runs.listwise_stage import ListwiseRerankSearch
-    from hf_posbias.listwise.rerankers.loading import load_reranker
-    from hf_posbias.listwise.settings import RerankerOptions
+    from hf_posbias.rerankers.loading import load_reranker
+    from hf_posbias.rerankers.options import RerankerOptions
 
     opts = options if options is not None else RerankerOptions()
     served = parse_endpoint_model(spec) if kind == "listwise-endpoint" else None

@@ -2,12 +2,12 @@
 
 Per task, one row per remedy (``none`` first): mean nDCG@10, PSI, the harmonic mean of the
 per-position scores, Δ mean against ``none`` with a paired p-value
-(:func:`hf_posbias.evaluation.statistics.compare.compare_runs`), and the cost measured in the same
+(:func:`hf_posbias.evaluation.compare.compare_runs`), and the cost measured in the same
 run
 (tokens through the model, seconds of the evaluation).
 
 Example:
-    >>> from hf_posbias.evaluation.statistics.summary import EvaluationSummary
+    >>> from hf_posbias.evaluation.summary import EvaluationSummary
     >>> s = EvaluationSummary.from_scores("m", "T", ["a", "b"], {"a": .5, "b": 1.0},
     ...                                   n_queries={"a": 1, "b": 1})
     >>> sorted(remedy_row("none", s, 10))[:3]
@@ -51,14 +51,14 @@ def remedy_row(
     """One row of ``remedies.json``: quality, bias, Δ against no remedy, and cost.
 
     Example:
-        >>> from hf_posbias.evaluation.statistics.summary import EvaluationSummary
+        >>> from hf_posbias.evaluation.summary import EvaluationSummary
         >>> s = EvaluationSummary.from_scores("m", "T", ["a", "b"], {"a": .5, "b": 1.0},
         ...                                   n_queries={"a": 1, "b": 1})
         >>> row = remedy_row("none", s, 100)
         >>> row["remedy"], round(row["harmonic_mean"], 4), row["delta_mean"]
         ('none', 0.6667, None)
     """
-    from hf_posbias.evaluation.statistics.psi import harmonic_mean
+    from hf_posbias.statistics.psi import harmonic_mean
 
     harmonic = summary.harmonic_mean
     values = list(summary.ndcg_at_10.values())
@@ -139,7 +139,7 @@ def run_settings(settings: RemediesSettings, remedy: str, model: Any, task: Any)
 
 def _finished_run(folder: Path, record: dict[str, Any]) -> Any:
     """The summary of a run folder that finished with exactly these settings, else ``None``."""
-    from hf_posbias.evaluation.statistics.summary import EvaluationSummary
+    from hf_posbias.evaluation.summary import EvaluationSummary
     from hf_posbias.rows import read_json
 
     marker, summary = folder / RUN_MARKER, folder / "summary.json"
@@ -161,17 +161,17 @@ def compare_remedies(
     that remedy only. Per task,
     ``<out>/<task>/remedies.json`` (rows of :func:`remedy_row`), ``remedies.md`` and (with
     ``plot``) ``remedies.png``. Δ and the p-value are paired against ``none`` on the same
-    queries (:func:`hf_posbias.evaluation.statistics.compare.compare_runs`).
+    queries (:func:`hf_posbias.evaluation.compare.compare_runs`).
 
     Returns:
         ``{task name: rows}``.
     """
     from dataclasses import replace
 
+    from hf_posbias.evaluation.compare import compare_runs
     from hf_posbias.evaluation.runs.exports import safe_name
     from hf_posbias.evaluation.runs.models import load_model, with_remedy
     from hf_posbias.evaluation.runs.runner import evaluate_model, load_tasks
-    from hf_posbias.evaluation.statistics.compare import compare_runs
     from hf_posbias.progress import progress
     from hf_posbias.shards import write_json, write_text_atomic
     from hf_posbias.tables import as_table

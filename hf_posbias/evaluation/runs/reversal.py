@@ -30,7 +30,6 @@ from typing import Any
 
 from hf_posbias.corpus import segment_spans
 from hf_posbias.errors import InputError
-from hf_posbias.evaluation.data.taskdata import PositionTaskData, TaskInfo
 from hf_posbias.evaluation.reports.report import (
     AuditContext,
     ReportSection,
@@ -38,6 +37,7 @@ from hf_posbias.evaluation.reports.report import (
     save_png,
 )
 from hf_posbias.tables import as_table
+from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo
 
 logger = logging.getLogger(__name__)
 
@@ -313,10 +313,10 @@ def mirror_reversal(
     Example:
         >>> # mirror_reversal("bm25", "tasks/scifact-evidence", "runs/rev").delta_rev
     """
-    from hf_posbias.evaluation.data.tasks import get_task
     from hf_posbias.evaluation.runs.models import LoadedModel, load_model
     from hf_posbias.evaluation.runs.runner import run_task
     from hf_posbias.shards import write_json
+    from hf_posbias.tasks.mteb_tasks import get_task
 
     task_obj = task if hasattr(task, "load_data") else get_task(task)
     task_obj.load_data()

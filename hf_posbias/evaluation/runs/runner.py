@@ -3,7 +3,7 @@
 The flow for ``evaluate_model(settings)`` (an
 :class:`~hf_posbias.evaluation.settings.EvaluateSettings`):
 
-1. every task is resolved (:func:`hf_posbias.evaluation.data.tasks.get_task`, with the chosen
+1. every task is resolved (:func:`hf_posbias.tasks.mteb_tasks.get_task`, with the chosen
    ``scoring``) and its data loaded and validated *before* the model is loaded, so a broken
    folder fails in a second, in one line;
 2. the model is loaded once (:func:`hf_posbias.evaluation.runs.models.load_model`);
@@ -12,7 +12,7 @@ The flow for ``evaluate_model(settings)`` (an
    rerun never silently reuses old scores). The task's ``task_specific_scores`` hook puts the
    per-position scores, mean, PSI and worst drop into mteb's own result;
 4. the summary is read from that ``TaskResult``; the per-query rows the hook kept give the
-   bootstrap intervals (:func:`~hf_posbias.evaluation.statistics.uncertainty.bootstrap_positions`),
+   bootstrap intervals (:func:`~hf_posbias.statistics.uncertainty.bootstrap_positions`),
    the
    per-query table and the TREC run file (:mod:`~hf_posbias.evaluation.runs.exports`).
 
@@ -24,7 +24,7 @@ Outputs in ``out_dir``:
 - ``mteb-results/results/<model>/<revision>/<Task>.json`` — mteb's own result files (with PSI),
   ready for ``ResultCache.submit_results`` (see ``docs/submitting_results.md``).
 
-Summary dict keys: those of :class:`~hf_posbias.evaluation.statistics.summary.EvaluationSummary`:
+Summary dict keys: those of :class:`~hf_posbias.evaluation.summary.EvaluationSummary`:
 ``model``, ``model_name``/``model_revision``, ``task``, ``task_path``, ``task_revision``,
 ``hf_subset``, ``scoring``, ``buckets``, ``ndcg_at_10``, ``n_queries``, ``empty_buckets``,
 ``mean``, ``psi``, ``worst_drop``, ``best_bucket``, ``worst_bucket``, ``metrics``
@@ -50,7 +50,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import BackendError, InputError, PosbiasError, first_line
-from hf_posbias.evaluation.data.registry import DEFAULT_TOP_K, SPLIT
 from hf_posbias.evaluation.runs.exports import (
     PER_QUERY_DIRNAME,
     RUNS_DIRNAME,
@@ -60,7 +59,8 @@ from hf_posbias.evaluation.runs.exports import (
     write_trec_run,
 )
 from hf_posbias.evaluation.runs.models import LoadedModel, load_model
-from hf_posbias.evaluation.statistics.summary import EvaluationSummary, write_summary_json
+from hf_posbias.evaluation.summary import EvaluationSummary, write_summary_json
+from hf_posbias.tasks.registry import DEFAULT_TOP_K, SPLIT
 
 if TYPE_CHECKING:
     from hf_posbias.evaluation.settings import (
@@ -134,8 +134,8 @@ def _intervals(
 ) -> dict[str, Any] | None:
     if n_resamples is None or not rows:
         return None
-    from hf_posbias.evaluation.statistics.levels import trend_intervals
-    from hf_posbias.evaluation.statistics.uncertainty import bootstrap_positions
+    from hf_posbias.statistics.levels import trend_intervals
+    from hf_posbias.statistics.uncertainty import bootstrap_positions
 
     per_bucket = per_bucket_from_table(rows)
     out = bootstrap_positions(per_bucket, n_resamples=n_resamples, seed=seed).to_dict()
@@ -167,7 +167,7 @@ def summarize_task(
     """
     import mteb
 
-    from hf_posbias.evaluation.statistics.levels import psi_by_length
+    from hf_posbias.statistics.levels import psi_by_length
 
     subsets = scores_by_subset(task_result)
     name = task.metadata.name
@@ -252,7 +252,7 @@ def load_tasks(
     tasks: Sequence[str | Path | Any], *, scoring: str = "default", top_k: int = DEFAULT_TOP_K
 ) -> list[Any]:
     """Resolve and load every task (fails fast, one line, before any model is loaded)."""
-    from hf_posbias.evaluation.data.tasks import get_task
+    from hf_posbias.tasks.mteb_tasks import get_task
 
     if not tasks:
         raise InputError("no task given")
@@ -309,7 +309,7 @@ def evaluate_model(
         settings.task if tasks is None else tasks, scoring=settings.scoring, top_k=settings.top_k
     )
     if loaded is None:
-        from hf_posbias.listwise.settings import RerankerOptions
+        from hf_posbias.rerankers.options import RerankerOptions
 
         loaded = load_model(
             settings.model,

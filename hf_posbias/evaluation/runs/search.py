@@ -228,7 +228,7 @@ class RerankSearch:
         """Rerank the first stage's top ``rerank_k``; the first stage's documents below it follow
         in their first-stage order (scored below the reranked ones). At most ``top_k`` per query.
         """
-        from hf_posbias.evaluation.statistics.position_scoring import ranked
+        from hf_posbias.tasks.position_scoring import ranked
 
         first = self.first_stage.search(
             queries,

@@ -19,7 +19,7 @@ whatever the model prefers there, it prefers because of the slot. Calibrated sco
   ranking, so the control stays flat (a documented no-op, tested). Generated permutations
   (scores are ``k − rank``) and endpoints (top-n logprobs cut identifiers to −inf) have no
   per-slot logits: one-line error. A model whose identifiers are not single tokens is refused
-  when it is loaded (:func:`~hf_posbias.listwise.rerankers.identifiers.identifier_token_ids`).
+  when it is loaded (:func:`~hf_posbias.rerankers.identifiers.identifier_token_ids`).
 
 Example:
     >>> rows = [{"input": ["a", "b"], "ranking": ["a", "b"], "scores": [2.0, 1.5]}]
@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.records import Passage, order_by_score
-from hf_posbias.listwise.rerankers.base import ListwiseReranker
+from hf_posbias.rerankers.base import ListwiseReranker
+from hf_posbias.rerankers.records import Passage, order_by_score
 from hf_posbias.settings import flag_name
 
 CONTENT_FREE = "N/A"
@@ -50,7 +50,7 @@ def check_calibratable(reranker: ListwiseReranker) -> None:
     """Refuse a reranker without per-slot scores (generation, endpoints) with one line.
 
     Example:
-        >>> from hf_posbias.listwise.rerankers.loading import load_reranker
+        >>> from hf_posbias.rerankers.loading import load_reranker
         >>> check_calibratable(load_reranker("bm25", corpus_texts=["a cat"]))  # no-op: flat
     """
     kind = reranker.describe().get("kind")

@@ -3,7 +3,7 @@
 ``posbias listwise compare A B`` reads two ``posbias listwise test`` folders (their
 ``per_query.jsonl``), checks they hold the same k, positions and queries, and compares B
 against A with the evaluation side's paired test
-(:func:`~hf_posbias.evaluation.statistics.uncertainty.paired_comparison` with ``paired=True``:
+(:func:`~hf_posbias.statistics.uncertainty.paired_comparison` with ``paired=True``:
 every query
 is scored at every position, so resampling and swaps are drawn per query and shared by the
 positions). Δ = B − A per input position, for the mean over positions and for PSI, each with a
@@ -26,13 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
-from hf_posbias.evaluation.statistics.uncertainty import (
+from hf_posbias.settings import flag_name
+from hf_posbias.statistics.uncertainty import (
     DEFAULT_RESAMPLES,
     Method,
     PairedComparison,
     paired_comparison,
 )
-from hf_posbias.settings import flag_name
 
 COMPARISON_FILE = "comparison.json"
 
@@ -172,7 +172,7 @@ def comparison_table(
     """Rows of the before/after table: position, A, B (95% CIs), Δ [CI], p.
 
     Example:
-        >>> from hf_posbias.evaluation.statistics.uncertainty import Difference, PairedComparison
+        >>> from hf_posbias.statistics.uncertainty import Difference, PairedComparison
         >>> d = Difference(0.1, 0.0, 0.2, 0.04)
         >>> c = PairedComparison({"1": d}, d, None, {"1": 5}, 0, 0, "bootstrap", 9, .95, 0, True)
         >>> s = {"positions": [{"position": 1, "ndcg_at_10": .5, "ci_low": .4, "ci_high": .6}],

@@ -4,9 +4,9 @@ Per judged query: the first-stage top-k (a relevant document missing from it rep
 k-th); for each position p, the relevant passage at input position p and the other k−1 in
 first-stage order; rerank; nDCG@10 against the qrels. Every query is scored at every position,
 so the per-position confidence intervals come from a *paired* bootstrap over queries
-(:func:`hf_posbias.evaluation.statistics.uncertainty.bootstrap_positions`), and PSI is the
+(:func:`hf_posbias.statistics.uncertainty.bootstrap_positions`), and PSI is the
 project's one
-formula (:func:`hf_posbias.evaluation.statistics.psi.psi`). Writes
+formula (:func:`hf_posbias.statistics.psi.psi`). Writes
 
 - ``positions.json`` — ``{"k", "reranker", "positions": [{"position", "ndcg_at_10", "ci_low",
   "ci_high", "n_queries"}, …], "psi", "fallback_rate", …}``;
@@ -38,8 +38,8 @@ from hf_posbias.listwise.experiments.runs import (
     write_jsonl,
 )
 from hf_posbias.listwise.experiments.taskio import RerankTask
-from hf_posbias.listwise.rerankers.base import ListwiseReranker
 from hf_posbias.listwise.settings import ControlledTestConfig
+from hf_posbias.rerankers.base import ListwiseReranker
 from hf_posbias.shards import write_json
 
 
@@ -56,8 +56,8 @@ def summarize_positions_rows(
 
     Rows need ``query_id``, ``position``, ``ndcg_at_10`` and the window counts.
     """
-    from hf_posbias.evaluation.statistics.psi import defined_psi
-    from hf_posbias.evaluation.statistics.uncertainty import bootstrap_positions
+    from hf_posbias.statistics.psi import defined_psi
+    from hf_posbias.statistics.uncertainty import bootstrap_positions
 
     per_position: dict[int, dict[str, float]] = {}
     for row in rows:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.records import Passage
+from hf_posbias.rerankers.records import Passage
 from hf_posbias.settings import flag_name
 
 _TEXT_KEYS = ("text", "segment", "contents", "content", "body", "passage")
@@ -151,7 +151,7 @@ def rerank_requests(
 ) -> list[Result]:
     """Rerank each request's first ``top_k`` candidates (all when ``None``) with sliding windows;
     candidates past ``top_k`` keep their order below them."""
-    from hf_posbias.listwise.rerankers.window import rerank_lists
+    from hf_posbias.rerankers.window import rerank_lists
 
     heads = []
     for request in requests:

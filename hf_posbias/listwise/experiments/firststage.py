@@ -8,12 +8,12 @@
   registry prompts and ``openai:`` endpoints included), the corpus encoded once.
 
 Both break score ties as evaluation's runs do (document id descending, trec_eval's rule:
-:func:`hf_posbias.evaluation.statistics.position_scoring.ranked`), so the list never depends on
+:func:`hf_posbias.tasks.position_scoring.ranked`), so the list never depends on
 corpus order
 and a BM25 list is the head of ``posbias evaluate --model bm25``'s run for the same query.
 
 Example:
-    >>> from hf_posbias.listwise.records import Passage
+    >>> from hf_posbias.rerankers.records import Passage
     >>> corpus = {d: Passage(d, t) for d, t in
     ...           [("d1", "cats purr softly"), ("d2", "dogs bark loudly"), ("d3", "dogs run")]}
     >>> BM25FirstStage(corpus).top_k("why do dogs bark", 2)
@@ -27,7 +27,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.records import Passage
+from hf_posbias.rerankers.records import Passage
 from hf_posbias.settings import flag_name
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ class FirstStage(Protocol):
 
 
 def _ranked(scores: Any, doc_ids: Sequence[str], k: int) -> list[str]:
-    from hf_posbias.evaluation.statistics.position_scoring import ranked
+    from hf_posbias.tasks.position_scoring import ranked
 
     return [doc for doc, _ in ranked(dict(zip(doc_ids, map(float, scores))))[:k]]
 

@@ -43,7 +43,7 @@ def select_queries(task: RerankTask, max_queries: int | None, seed: int) -> list
     ``max_queries`` >= 1 is checked by :class:`~hf_posbias.listwise.settings.ListSource`.
 
     Example:
-        >>> from hf_posbias.listwise.records import Passage
+        >>> from hf_posbias.rerankers.records import Passage
         >>> t = RerankTask("t", "test", {"d": Passage("d", "x")}, {"a": "?", "b": "?"},
         ...                {"a": {"d": 1}, "b": {"d": 1}})
         >>> select_queries(t, None, 0), len(select_queries(t, 1, 0))

@@ -36,8 +36,8 @@ from hf_posbias.listwise.experiments.lists import QueryList, describe_lists
 from hf_posbias.listwise.experiments.lists import shuffled as shuffle_list
 from hf_posbias.listwise.experiments.runs import fallback_stats, run_experiment, write_jsonl
 from hf_posbias.listwise.experiments.taskio import RerankTask
-from hf_posbias.listwise.rerankers.base import ListwiseReranker
 from hf_posbias.listwise.settings import PropensityConfig
+from hf_posbias.rerankers.base import ListwiseReranker
 from hf_posbias.rows import read_json
 from hf_posbias.settings import flag_name
 from hf_posbias.shards import write_json

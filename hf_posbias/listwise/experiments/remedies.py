@@ -21,7 +21,7 @@ windows this module scores
 
 Per remedy: mean nDCG@10 over positions, PSI, the harmonic mean of the per-position means, Δ
 mean against ``none`` with a paired p-value (per query, shared by the positions:
-:func:`~hf_posbias.evaluation.statistics.uncertainty.paired_comparison`), and the cost measured
+:func:`~hf_posbias.statistics.uncertainty.paired_comparison`), and the cost measured
 in the same run — ``windows`` (forward passes this run spent on the remedy, shared shuffles and
 the calibration window included), ``seconds`` (their measured time, plus the aggregation's),
 and ``windows_per_ranking`` (what one ranked list costs when deployed: m for PermSC; 1 for
@@ -54,8 +54,8 @@ from hf_posbias.listwise.experiments.runs import (
     write_jsonl,
 )
 from hf_posbias.listwise.experiments.taskio import RerankTask
-from hf_posbias.listwise.rerankers.base import ListwiseReranker
 from hf_posbias.listwise.settings import ControlledTestConfig, ListwiseRemediesConfig
+from hf_posbias.rerankers.base import ListwiseReranker
 from hf_posbias.settings import flag_name
 
 EXPERIMENT = "listwise-remedies"
@@ -97,7 +97,7 @@ def run_listwise_remedies(
     """Run every remedy (see the module docstring), write the outputs, return the rows.
 
     ``load_checkpoint(path)`` loads a ``--checkpoints`` folder as a reranker (the CLI passes
-    :func:`~hf_posbias.listwise.rerankers.loading.load_reranker` with the run's options).
+    :func:`~hf_posbias.rerankers.loading.load_reranker` with the run's options).
     Resumable: the reranked lists are kept per query in ``out_dir/shards/``. A rerun with
     another ``--shuffles`` reranks only the shuffles no stage holds yet: the main stage keeps
     the number of shuffles it was first pinned with, shuffles beyond it go to blocks
@@ -367,9 +367,9 @@ def _checkpoint(
 
 
 def _table(variants: dict[str, Variant], config: ListwiseRemediesConfig) -> list[dict[str, Any]]:
-    from hf_posbias.evaluation.statistics.psi import harmonic_mean
     from hf_posbias.listwise.experiments.compare import compare_rows
     from hf_posbias.listwise.experiments.controlled import summarize_positions_rows
+    from hf_posbias.statistics.psi import harmonic_mean
 
     table = []
     for name, variant in variants.items():

@@ -9,7 +9,7 @@ identifiers, seconds}`` with ``scores`` in ranking order and ``seconds`` the mea
 time of the row's query shared out by windows.
 
 Example:
-    >>> from hf_posbias.listwise.records import Passage
+    >>> from hf_posbias.rerankers.records import Passage
     >>> rows = [{"query_id": "q", "ranking": ["d2", "d1"]}]
     >>> ndcg_at_10(rows, {"q": {"d1": 1}})
     [0.6309297535714575]
@@ -25,10 +25,10 @@ from typing import Any
 
 from hf_posbias.listwise.experiments.lists import QueryList
 from hf_posbias.listwise.experiments.taskio import RerankTask
-from hf_posbias.listwise.records import FallbackStats, RerankedList
-from hf_posbias.listwise.rerankers.base import ListwiseReranker
-from hf_posbias.listwise.rerankers.window import rerank_lists
 from hf_posbias.listwise.settings import LIST_PARAMS, ListSettings
+from hf_posbias.rerankers.base import ListwiseReranker
+from hf_posbias.rerankers.records import FallbackStats, RerankedList
+from hf_posbias.rerankers.window import rerank_lists
 
 InputsFn = Callable[[QueryList], list[tuple[dict[str, Any], list[str]]]]
 """One query's list → ``[(tags, input doc ids), …]`` (tags become row columns)."""
@@ -178,7 +178,7 @@ def fallback_stats(rows: Sequence[dict[str, Any]]) -> FallbackStats:
 
 def ndcg_at_10(rows: Sequence[dict[str, Any]], qrels: dict[str, dict[str, int]]) -> list[float]:
     """nDCG@10 of each row's ``ranking`` (the project's one scorer), in row order."""
-    from hf_posbias.evaluation.statistics.scoring import per_query_metrics, ranking_to_run
+    from hf_posbias.statistics.scoring import per_query_metrics, ranking_to_run
 
     out: list[float] = [0.0] * len(rows)
     # One pytrec_eval call per group of rows with distinct query ids (a run maps a query once).
@@ -214,3 +214,56 @@ def _plain(value: Any) -> Any:
     if hasattr(value, "tolist"):
         return value.tolist()
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+RUN_OUTPUTS = (
+    "manifest.json",
+    "first_stage.json",
+    "per_query.jsonl",
+    "positions.json",
+    "positions.png",
+    "rankings.jsonl",
+    "propensity.json",
+    "propensity.png",
+    "shuffle_eval.json",
+    "calibration.json",
+    "remedies.json",
+    "remedies_run.json",
+    "remedies.md",
+    "remedies.png",
+)
+"""What an experiment writes in its folder (``overwrite`` removes them, and the shards)."""
+RUN_FOLDERS = ("shards", "calibrated", "checkpoints", "shuffles-*")
+"""Folders an experiment writes, as glob patterns (``overwrite`` removes them;
+``shuffles-SSS-EEE``: the PermSC shuffle blocks of ``listwise remedies``)."""
+
+
+def prepare_out(out: str | Path, overwrite: bool) -> Path:
+    """An experiment's output folder, emptied of a previous run's outputs with ``overwrite``."""
+    import shutil
+
+    out = Path(out)
+    if overwrite:
+        for pattern in RUN_FOLDERS:
+            for folder in out.glob(pattern):
+                shutil.rmtree(folder, ignore_errors=True)
+        for name in RUN_OUTPUTS:
+            (out / name).unlink(missing_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def load_task_and_reranker(s: Any) -> tuple[Any, ListwiseReranker, Path]:
+    """Read the task, load the reranker (the first heavy step) and prepare the output folder,
+    for a verb's settings (``task``, ``split``, ``k``, ``reranker``, reranker options, ``out``,
+    ``overwrite``): what ``listwise test``, ``shuffle-eval``, ``propensity`` and the demo share.
+    """
+    from hf_posbias.listwise.experiments.firststage import check_k
+    from hf_posbias.listwise.experiments.taskio import load_rerank_task
+    from hf_posbias.rerankers.loading import load_reranker
+
+    task = load_rerank_task(s.task, s.split)
+    check_k(s.k, len(task.corpus))
+    texts = (p.content() for p in task.corpus.values())
+    reranker = load_reranker(s.reranker, s, corpus_texts=texts)
+    return task, reranker, prepare_out(s.out, s.overwrite)

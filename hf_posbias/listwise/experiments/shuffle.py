@@ -3,7 +3,7 @@
 Per judged query: rerank the first-stage top-k in first-stage order, and m seeded Fisher–Yates
 shuffles of it; nDCG@10 of the original-order ranking against the mean over the shuffles, with
 the evaluation side's paired test
-(:func:`hf_posbias.evaluation.statistics.uncertainty.paired_comparison`;
+(:func:`hf_posbias.statistics.uncertainty.paired_comparison`;
 Δ = shuffled − original). With ``aggregate`` = m' the rankings of the first m' shuffles are also
 aggregated by Borda and by Kemeny local search (:mod:`~hf_posbias.listwise.experiments.aggregate`)
 — the
@@ -36,8 +36,8 @@ from hf_posbias.listwise.experiments.runs import (
     write_jsonl,
 )
 from hf_posbias.listwise.experiments.taskio import RerankTask
-from hf_posbias.listwise.rerankers.base import ListwiseReranker
 from hf_posbias.listwise.settings import ShuffleEvalConfig
+from hf_posbias.rerankers.base import ListwiseReranker
 from hf_posbias.shards import write_json
 
 
@@ -59,7 +59,7 @@ def run_shuffle_eval(
     show_progress: bool = True,
 ) -> dict[str, Any]:
     """Run the comparison, write the outputs, return the ``shuffle_eval.json`` payload."""
-    from hf_posbias.evaluation.statistics.uncertainty import paired_comparison
+    from hf_posbias.statistics.uncertainty import paired_comparison
 
     out = Path(out_dir)
     started = time.perf_counter()

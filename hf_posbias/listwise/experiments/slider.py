@@ -5,7 +5,7 @@ The interactive form of ``posbias listwise test`` (the Space's listwise tab): a
 move; :func:`rerank_at` puts that passage at input position p (the others in first-stage order,
 :func:`~hf_posbias.listwise.experiments.lists.controlled_list`), reranks with the same
 sliding-window path
-(:func:`~hf_posbias.listwise.rerankers.window.rerank_lists`) and scores nDCG@10 with the project's
+(:func:`~hf_posbias.rerankers.window.rerank_lists`) and scores nDCG@10 with the project's
 one
 scorer (:func:`~hf_posbias.listwise.experiments.runs.ndcg_at_10`), so a slot here gives exactly the
 row
@@ -13,7 +13,7 @@ row
 positions visited so far.
 
 Example:
-    >>> from hf_posbias.listwise.records import Passage, WindowRanking
+    >>> from hf_posbias.rerankers.records import Passage, WindowRanking
     >>> class KeepOrder:  # a reranker with the strongest primacy bias: output = input
     ...     name, window_size = "keep", None
     ...     def rank_windows(self, windows):
@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import InputError
 from hf_posbias.listwise.experiments.taskio import RerankTask
-from hf_posbias.listwise.rerankers.base import ListwiseReranker
+from hf_posbias.rerankers.base import ListwiseReranker
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -97,7 +97,7 @@ def rerank_at(reranker: ListwiseReranker, case: SliderCase, position: int) -> Sl
     """Rerank ``case`` with its relevant passage at input ``position`` (see the module doc)."""
     from hf_posbias.listwise.experiments.lists import controlled_list
     from hf_posbias.listwise.experiments.runs import ndcg_at_10
-    from hf_posbias.listwise.rerankers.window import rerank_lists
+    from hf_posbias.rerankers.window import rerank_lists
 
     doc_ids = controlled_list(list(case.candidates), case.relevant, int(position))
     passages = [case.task.passage(d) for d in doc_ids]
@@ -137,7 +137,7 @@ class SliderCurve:
     def psi(self) -> float | None:
         """PSI (the project's formula) over the visited positions; ``None`` below two
         positions or when every nDCG@10 is 0."""
-        from hf_posbias.evaluation.statistics.psi import defined_psi
+        from hf_posbias.statistics.psi import defined_psi
 
         scores = [o.ndcg_at_10 for o in self.ordered()]
         return defined_psi(scores) if len(scores) >= 2 else None

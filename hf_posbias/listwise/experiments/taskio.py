@@ -3,15 +3,15 @@
 ``--task`` takes either
 
 - a BEIR-format or MS MARCO-style folder, read by the one reader of plain retrieval folders
-  (:func:`hf_posbias.evaluation.data.beir.read_plain_folder`); or
-- a project task folder (:class:`hf_posbias.evaluation.data.taskdata.PositionTaskData`), which holds
+  (:func:`hf_posbias.tasks.beir.read_plain_folder`); or
+- a project task folder (:class:`hf_posbias.tasks.taskdata.PositionTaskData`), which holds
   one split: the one its ``task.json`` names under ``extra.split`` (``test`` when absent).
 
 A split without qrels is refused in one line, before any model loads.
 
 Example:
     >>> import tempfile
-    >>> from hf_posbias.evaluation.data.beir import write_beir_folder
+    >>> from hf_posbias.tasks.beir import write_beir_folder
     >>> d = write_beir_folder(tempfile.mkdtemp(), {"d1": ("", "cats")}, {"q1": "cat?"},
     ...                       {"q1": {"d1": 1}})
     >>> task = load_rerank_task(d)
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.records import Passage
+from hf_posbias.rerankers.records import Passage
 
 
 @dataclass
@@ -60,7 +60,7 @@ class RerankTask:
 
 
 def _load_beir(folder: Path, split: str | None) -> RerankTask:
-    from hf_posbias.evaluation.data.beir import read_plain_folder
+    from hf_posbias.tasks.beir import read_plain_folder
 
     plain = read_plain_folder(folder, split)
     corpus = {i: Passage(i, text, title) for i, (title, text) in plain.corpus.items()}
@@ -68,7 +68,7 @@ def _load_beir(folder: Path, split: str | None) -> RerankTask:
 
 
 def _load_position_task(folder: Path, split: str | None) -> RerankTask:
-    from hf_posbias.evaluation.data.taskdata import PositionTaskData
+    from hf_posbias.tasks.taskdata import PositionTaskData
 
     data = PositionTaskData.load(folder)
     own = str(data.info.extra.get("split") or "test")

@@ -3,7 +3,7 @@
 Each training row (:mod:`~hf_posbias.listwise.training.trainset`) becomes
 
 - ``input_ids`` — the listwise prompt
-  (:class:`~hf_posbias.listwise.rerankers.prompt.ListwisePrompt`,
+  (:class:`~hf_posbias.rerankers.prompt.ListwisePrompt`,
   the same ids FIRST scoring uses) followed by the answer ``"[C] > [A] > …"`` and EOS;
 - ``labels`` — −100 on the prompt, the answer ids on the answer (L_LM on the answer only);
 - ``answer_start`` — the index of the answer's first token ``[``: its logits predict the first
@@ -40,10 +40,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.records import Passage
-from hf_posbias.listwise.rerankers.identifiers import format_permutation, identifier_token_ids
-from hf_posbias.listwise.rerankers.prompt import ListwisePrompt
 from hf_posbias.listwise.training.trainset import target_ranks
+from hf_posbias.rerankers.identifiers import format_permutation, identifier_token_ids
+from hf_posbias.rerankers.prompt import ListwisePrompt
+from hf_posbias.rerankers.records import Passage
 from hf_posbias.settings import flag_name
 
 

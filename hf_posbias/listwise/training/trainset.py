@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.rerankers.identifiers import STYLES, parse_permutation
+from hf_posbias.rerankers.identifiers import STYLES, parse_permutation
 
 TRAIN_COLUMNS: tuple[str, ...] = ("query_id", "query", "doc_ids", "passages", "target")
 TRAIN_FILE = "train.parquet"
@@ -108,8 +108,8 @@ def build_train_set(s: Any) -> tuple[list[dict[str, Any]], dict[str, Any], Path]
     """``posbias listwise build-train`` (:class:`~hf_posbias.listwise.settings.BuildTrainSettings`):
     the rows of :func:`build_train_rows`, written with :func:`write_train_set` into ``s.out``."""
     from hf_posbias.listwise.experiments.firststage import check_k
+    from hf_posbias.listwise.experiments.runs import prepare_out
     from hf_posbias.listwise.experiments.taskio import load_rerank_task
-    from hf_posbias.listwise.rerankers.loading import prepare_out
 
     task = load_rerank_task(s.task, s.split)
     check_k(s.k, len(task.corpus))
@@ -184,7 +184,7 @@ def _teacher(name: str) -> Any:
     """``first-stage`` (keep the first-stage order: None) or a cross-encoder's scorer."""
     if name in ("first-stage", "first_stage", "none"):
         return None
-    from hf_posbias.listwise.rerankers.pointwise import cross_encoder_reranker
+    from hf_posbias.rerankers.pointwise import cross_encoder_reranker
 
     return cross_encoder_reranker(name.removeprefix("cross-encoder:")).score
 

@@ -1,0 +1,20 @@
+"""Build a position-aware retrieval benchmark from any corpus with Z25's FineWeb-PosQ recipe.
+
+- :mod:`~hf_posbias.construction.recipe` — the model-free parts (passages, the
+  recursive splitter, Algorithm 1, FAQ replies, every filter);
+- :mod:`~hf_posbias.construction.settings` — :class:`BuildSettings`, every model,
+  threshold and size of the recipe;
+- :mod:`~hf_posbias.construction.build` — the resumable sharded stages
+  (:func:`build_benchmark`), behind ``posbias benchmark build``.
+
+Example:
+    >>> from hf_posbias.construction import BuildSettings
+    >>> BuildSettings(corpus="demo", out="t").rerankers
+    'bm25,bi:all-MiniLM-L6-v2'
+"""
+
+from __future__ import annotations
+
+from hf_posbias.construction.settings import BuildSettings
+
+__all__ = ["BuildSettings"]

@@ -1,4 +1,0 @@
-"""One builder per source; each turns raw annotations into a position task folder.
-
-See :mod:`hf_posbias.evaluation.data.benchmarks` for the public entry points.
-"""

@@ -1,0 +1,60 @@
+"""How a listwise reranker is loaded and slid over a list: :class:`RerankerOptions`.
+
+The one declaration of the reranker flags (``--mode``, ``--dtype``, ``--window`` …), read by the
+listwise verbs, by ``posbias evaluate --reranker`` and by :func:`~hf_posbias.rerankers.loading.
+load_reranker`.
+
+Example:
+    >>> RerankerOptions(window=10).step is None
+    True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from hf_posbias.devices import INFERENCE_DTYPES
+from hf_posbias.errors import InputError
+from hf_posbias.generation.backends import EndpointSettings
+from hf_posbias.rerankers.window import DEFAULT_WINDOW
+from hf_posbias.settings import check_choice, check_positive, flag_name, setting
+
+MODES: tuple[str, ...] = ("first", "generate")
+"""first: identifier logits of the first answer token; generate: the model writes a permutation."""
+
+
+@dataclass(kw_only=True)
+class RerankerOptions(EndpointSettings):
+    """How a listwise reranker is loaded and slid over a list (the window lives here, once)."""
+
+    mode: Literal["first", "generate"] = setting(
+        "first: identifier logits of the first answer token; generate: the model writes the "
+        "permutation, missing identifiers appended in input order and counted",
+        default="first",
+    )
+    dtype: str = setting(
+        "auto: bf16 on GPUs and on CPUs with native bf16 kernels, else float32",
+        default="auto",
+        choices=INFERENCE_DTYPES,
+    )
+    device: str | None = setting("torch device (default: cuda if available)", default=None)
+    batch_size: int = setting("windows per forward pass", default=8)
+    passage_tokens: int | None = setting(
+        "cut each passage to this many tokens (words for an endpoint)", default=None
+    )
+    identifiers: Literal["letters", "numbers"] = setting("[A]…[T] or [1]…[20]", default="letters")
+    window: int = setting("sliding-window size", default=DEFAULT_WINDOW)
+    step: int | None = setting("sliding-window step (default: window/2)", default=None)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_choice("mode", self.mode, MODES)
+        check_choice("dtype", self.dtype, INFERENCE_DTYPES)
+        check_choice("identifiers", self.identifiers, ("letters", "numbers"))
+        check_positive(self, "batch_size", "passage_tokens", "window")
+        if self.step is not None and not 0 < self.step <= self.window:
+            raise InputError(
+                f"{flag_name('step')} must lie in 1..{flag_name('window')} ({self.window}), "
+                f"got {self.step}"
+            )

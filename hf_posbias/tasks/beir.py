@@ -1,0 +1,207 @@
+"""The one reader of plain retrieval folders: BEIR format and MS MARCO-style TSV.
+
+Two layouts are read, for evaluation (:meth:`~hf_posbias.tasks.taskdata.PositionTaskData.
+load` turns them into a one-bucket task) and for the listwise commands
+(:func:`hf_posbias.listwise.experiments.taskio.load_rerank_task`):
+
+- **BEIR**: ``corpus.jsonl`` (``_id``, ``title``, ``text``), ``queries.jsonl`` (``_id``,
+  ``text``) and ``qrels/<split>.tsv`` (``query-id``, ``corpus-id``, ``score``; a header line is
+  skipped);
+- **MS MARCO**: ``collection.tsv`` (``pid<TAB>text``), ``queries.tsv`` or
+  ``queries.<split>.tsv`` (``qid<TAB>text``) and ``qrels.tsv`` or ``qrels.<split>.tsv`` (TREC
+  ``qid 0 pid rel`` or ``qid pid rel``).
+
+Judgements that name an unknown query or document are dropped and counted
+(:attr:`PlainRetrievalData.dropped`), never silently: evaluation reports the counts as warnings.
+
+Example:
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "corpus.jsonl").write_text('{"_id": "d1", "title": "", "text": "cats"}\\n')
+    >>> _ = (d / "queries.jsonl").write_text('{"_id": "q1", "text": "cat?"}\\n')
+    >>> (d / "qrels").mkdir()
+    >>> _ = (d / "qrels" / "test.tsv").write_text(
+    ...     "query-id\\tcorpus-id\\tscore\\nq1\\td1\\t1\\nq1\\td9\\t1\\n")
+    >>> data = read_plain_folder(d)
+    >>> data.format, data.split, data.qrels, data.dropped
+    ('beir', 'test', {'q1': {'d1': 1}}, {'qrels naming an unknown document': 1})
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hf_posbias.errors import InputError
+
+PLAIN_FORMATS = ("beir", "msmarco")
+DEFAULT_SPLIT = "test"
+
+
+@dataclass
+class PlainRetrievalData:
+    """Corpus (``id → (title, text)``), queries, qrels and what was dropped, of one split."""
+
+    name: str
+    format: str
+    split: str
+    corpus: dict[str, tuple[str, str]]
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+    dropped: dict[str, int] = field(default_factory=dict)
+
+    def judged_queries(self) -> list[str]:
+        """Ids (file order) of queries with at least one relevant (score > 0) document."""
+        return [q for q in self.queries if any(r > 0 for r in self.qrels.get(q, {}).values())]
+
+
+def plain_format(folder: str | Path) -> str | None:
+    """``"beir"``, ``"msmarco"`` or ``None`` for a folder of neither layout.
+
+    Example:
+        >>> plain_format("/no/such/folder") is None
+        True
+    """
+    path = Path(folder)
+    if (path / "corpus.jsonl").is_file():
+        return "beir"
+    if (path / "collection.tsv").is_file():
+        return "msmarco"
+    return None
+
+
+def read_qrels_tsv(path: Path) -> dict[str, dict[str, int]]:
+    """Qrels from a TSV: ``qid docid score`` (BEIR, header skipped) or ``qid 0 docid score``."""
+    from hf_posbias.rows import read_text
+
+    qrels: dict[str, dict[str, int]] = {}
+    lines = read_text(path).splitlines()  # not UTF-8: one line naming the byte offset
+    for lineno, line in enumerate(lines, start=1):
+        row = next(csv.reader([line], delimiter="\t")) if "\t" in line else line.split()
+        if not row or (lineno == 1 and not row[-1].strip().lstrip("-").isdigit()):
+            continue  # blank line or header
+        if len(row) not in (3, 4):
+            raise InputError(f"{path}:{lineno}: expected query-id, corpus-id, score")
+        try:
+            score = int(float(row[-1]))
+        except ValueError:
+            raise InputError(f"{path}:{lineno}: score {row[-1]!r} is not a number") from None
+        qrels.setdefault(row[0].strip(), {})[row[-2].strip()] = score
+    return qrels
+
+
+def _jsonl_records(path: Path, what: str) -> Iterable[tuple[str, str, str]]:
+    from hf_posbias.rows import iter_jsonl_objects
+
+    for where, record in iter_jsonl_objects(path):
+        item_id = record.get("_id", record.get("id"))
+        if item_id is None or "text" not in record:
+            raise InputError(f"{where}: a {what} line needs '_id' and 'text'")
+        yield str(item_id), str(record.get("title") or ""), str(record["text"])
+
+
+def _tsv_pairs(path: Path) -> Iterable[tuple[str, str]]:
+    from hf_posbias.rows import read_text
+
+    for lineno, line in enumerate(read_text(path).splitlines(), start=1):
+        if not line.strip():
+            continue
+        item_id, sep, text = line.partition("\t")
+        if not sep:
+            raise InputError(f"{path}:{lineno}: expected id<TAB>text")
+        yield item_id.strip(), text
+
+
+def _split_file(folder: Path, stem: str, split: str) -> Path:
+    for candidate in (folder / f"{stem}.{split}.tsv", folder / f"{stem}.tsv"):
+        if candidate.is_file():
+            return candidate
+    raise InputError(f"{folder} has no {stem}.{split}.tsv or {stem}.tsv")
+
+
+def _clean_qrels(
+    qrels: Mapping[str, Mapping[str, int]], queries: Mapping[str, str], corpus: Mapping[str, object]
+) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
+    kept: dict[str, dict[str, int]] = {}
+    dropped: dict[str, int] = {}
+    for qid, docs in qrels.items():
+        if qid not in queries:
+            dropped["qrels naming an unknown query"] = dropped.get(
+                "qrels naming an unknown query", 0
+            ) + len(docs)
+            continue
+        for doc_id, score in docs.items():
+            if doc_id in corpus:
+                kept.setdefault(qid, {})[doc_id] = int(score)
+            else:
+                reason = "qrels naming an unknown document"
+                dropped[reason] = dropped.get(reason, 0) + 1
+    return kept, dropped
+
+
+def read_plain_folder(folder: str | Path, split: str | None = None) -> PlainRetrievalData:
+    """Read a BEIR or MS MARCO-style folder (see the module docstring); ``split`` defaults to
+    ``test``. Unknown queries/documents in the qrels are dropped and counted; a split with no
+    judged query is refused in one line."""
+    path = Path(folder)
+    fmt = plain_format(path)
+    split = split or DEFAULT_SPLIT
+    if fmt is None:
+        raise InputError(
+            f"{path} is neither a BEIR folder (corpus.jsonl, queries.jsonl, qrels/) nor an "
+            "MS MARCO folder (collection.tsv, queries.tsv, qrels.tsv)"
+        )
+    if fmt == "beir":
+        qrels_path = path / "qrels" / f"{split}.tsv"
+        if not qrels_path.is_file():
+            have = sorted(p.stem for p in (path / "qrels").glob("*.tsv"))
+            raise InputError(
+                f"{path} has no qrels for split {split!r} (qrels/{split}.tsv); it has: "
+                f"{', '.join(have) or 'none'}"
+            )
+        corpus = {i: (t, x) for i, t, x in _jsonl_records(path / "corpus.jsonl", "corpus")}
+        queries = {i: x for i, _, x in _jsonl_records(path / "queries.jsonl", "query")}
+    else:
+        qrels_path = _split_file(path, "qrels", split)
+        corpus = {i: ("", x) for i, x in _tsv_pairs(path / "collection.tsv")}
+        queries = dict(_tsv_pairs(_split_file(path, "queries", split)))
+    qrels, dropped = _clean_qrels(read_qrels_tsv(qrels_path), queries, corpus)
+    data = PlainRetrievalData(path.name, fmt, split, corpus, queries, qrels, dropped)
+    if not data.judged_queries():
+        raise InputError(f"{path}: no query of split {split!r} has a relevant document")
+    return data
+
+
+def write_beir_folder(
+    folder: str | Path,
+    corpus: Mapping[str, tuple[str, str]],
+    queries: Mapping[str, str],
+    qrels: Mapping[str, Mapping[str, int]],
+    split: str = DEFAULT_SPLIT,
+) -> Path:
+    """Write a BEIR folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``).
+
+    Example:
+        >>> import tempfile
+        >>> d = write_beir_folder(
+        ...     tempfile.mkdtemp(), {"d": ("", "x")}, {"q": "x?"}, {"q": {"d": 1}})
+        >>> read_plain_folder(d).qrels
+        {'q': {'d': 1}}
+    """
+    out = Path(folder)
+    (out / "qrels").mkdir(parents=True, exist_ok=True)
+    with open(out / "corpus.jsonl", "w", encoding="utf-8") as f:
+        for doc_id, (title, text) in corpus.items():
+            f.write(json.dumps({"_id": doc_id, "title": title, "text": text}) + "\n")
+    with open(out / "queries.jsonl", "w", encoding="utf-8") as f:
+        for qid, text in queries.items():
+            f.write(json.dumps({"_id": qid, "text": text}) + "\n")
+    with open(out / "qrels" / f"{split}.tsv", "w", encoding="utf-8") as f:
+        f.write("query-id\tcorpus-id\tscore\n")
+        for qid, docs in qrels.items():
+            for doc_id, score in docs.items():
+                f.write(f"{qid}\t{doc_id}\t{int(score)}\n")
+    return out

@@ -1,0 +1,548 @@
+"""MTEB 2.x retrieval tasks over position task folders, with per-position scores built in.
+
+Every task reads a position task folder (see :mod:`hf_posbias.tasks.taskdata`) and
+evaluates ALL its queries in one ``hf_subset`` (``default``; one per language for a multilingual
+task), so mteb encodes each corpus text once and indexes BM25 once by itself. The position view
+comes from mteb's own hook, :meth:`PositionRetrievalTask.task_specific_scores`: it scores every
+query (:mod:`hf_posbias.tasks.position_scoring`, under the task's ``scoring``
+protocol) and
+adds to the subset's scores
+
+- ``position``: per-bucket nDCG@10 and the other metrics, query counts, mean, PSI, worst drop,
+  best/worst bucket, empty buckets (and PosIR's length strata);
+- ``psi``, ``position_mean`` and ``worst_drop`` as plain numbers (``None`` when undefined),
+
+so ``mteb.evaluate(model, SciFactEvidence(path))`` alone yields PSI, and mteb's result files
+(and ``ResultCache.submit_results``) carry it. The per-query rows and the run of the last
+evaluation stay on the task (:attr:`PositionRetrievalTask.last_evaluation`) for the per-query
+table, the TREC run file and the bootstrap of :mod:`hf_posbias.evaluation.runs.runner`.
+
+The named tasks are ordinary classes (``from hf_posbias.tasks import SciFactEvidence``), one per
+:class:`~hf_posbias.tasks.registry.TaskCard`; their folder is found at an explicit
+``path``,
+at ``$POSBIAS_TASKS_DIR/<name>``, or on the Hub (a dataset repo
+``$POSBIAS_HUB_NAMESPACE/<name>`` holding the same files). :func:`get_task` accepts a folder or a
+registered name.
+
+Example:
+    >>> import tempfile
+    >>> from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo
+    >>> from hf_posbias.tasks.mteb_tasks import get_task
+    >>> folder = PositionTaskData(
+    ...     info=TaskInfo(name="Toy", description="toy", buckets=["begin", "end"]),
+    ...     corpus=[{"id": "d1", "title": "", "text": "alpha beta"}],
+    ...     queries=[{"id": "q1", "text": "alpha", "bucket": "begin", "evidence_start": 0,
+    ...               "evidence_end": 5, "doc_length": 10}],
+    ...     qrels=[{"query_id": "q1", "doc_id": "d1", "score": 1}],
+    ... ).save(tempfile.mkdtemp())
+    >>> task = get_task(str(folder))
+    >>> task.metadata.hf_subsets
+    ['default']
+    >>> task.load_data()
+    >>> task.buckets, task.empty_buckets   # empty buckets are reported, not hidden
+    (['begin', 'end'], ['end'])
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from mteb.abstasks.retrieval import AbsTaskRetrieval
+from mteb.abstasks.task_metadata import TaskMetadata
+
+from hf_posbias.errors import BackendError, InputError, first_line
+from hf_posbias.tasks.position_scoring import (
+    SCORING_SCHEMES,
+    PositionScores,
+    QueryPosition,
+    QueryResult,
+    query_positions,
+    rule_from_extra,
+    scheme_buckets,
+    score_positions,
+    summarize_rows,
+)
+from hf_posbias.tasks.registry import (
+    DEFAULT_LANGUAGES,
+    DEFAULT_TOP_K,
+    SPLIT,
+    TaskCard,
+    card_names,
+    cards,
+    find_card,
+    mteb_license,
+    require_card,
+    task_metadata,
+)
+from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo, read_task_info
+
+TASKS_DIR_ENV = "POSBIAS_TASKS_DIR"
+"""Environment variable: a folder holding built task folders named after the tasks."""
+HUB_NAMESPACE_ENV = "POSBIAS_HUB_NAMESPACE"
+"""Environment variable: the Hub namespace whose ``<namespace>/<task name>`` repos hold tasks."""
+DEFAULT_HUB_NAMESPACE = "hf-posbias"
+K_VALUES = (1, 3, 5, 10, 20, 100)
+"""Cut-offs mteb reports; none above the default top-100 retrieval."""
+
+
+def folder_revision(folder: str | Path) -> str:
+    """A content fingerprint of a task folder (mteb's ``dataset.revision``).
+
+    Different data must never share a revision, or mteb's result cache would mix them up.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "task.json").write_text("{}")
+        >>> len(folder_revision(d))
+        16
+    """
+    from hf_posbias.hashing import folder_digest
+
+    names = ("task.json", "corpus.parquet", "queries.parquet", "qrels.parquet")
+    return folder_digest(folder, names=names)[:16]
+
+
+def task_languages(info: TaskInfo, card: TaskCard | None = None) -> list[str]:
+    """The languages (``hf_subset``\\ s) of a built folder: ``extra['eval_langs']``, else the
+    builder's ``extra['language']`` when it is a language code, else the card's.
+
+    Example:
+        >>> task_languages(TaskInfo("T", "t", ["a"], extra={"language": "deu-Latn"}))
+        ['deu-Latn']
+    """
+    extra = info.extra or {}
+    if extra.get("eval_langs"):
+        return [str(x) for x in extra["eval_langs"]]
+    language = extra.get("language")
+    if isinstance(language, str) and "-" in language:
+        return [language]
+    return list(card.languages if card else DEFAULT_LANGUAGES)
+
+
+def build_metadata(
+    info: TaskInfo,
+    *,
+    card: TaskCard | None = None,
+    dataset_path: str,
+    revision: str,
+) -> TaskMetadata:
+    """mteb ``TaskMetadata`` of a built folder: ``task.json`` wins, the card fills what it lacks.
+
+    Example:
+        >>> md = build_metadata(TaskInfo("T", "toy", ["a", "b"]), dataset_path="x", revision="r")
+        >>> md.hf_subsets, md.main_score
+        (['default'], 'ndcg_at_10')
+    """
+    if not info.buckets and not (card and card.buckets):
+        raise InputError(f"task {info.name!r}: task.json lists no buckets")
+    # A folder built before the cards spelled licences for mteb ("CC BY-NC 2.0") falls back to
+    # its card's spelling instead of becoming "not specified".
+    license_ = mteb_license(info.license)
+    if license_ == "not specified" and card is not None:
+        license_ = card.license
+    return task_metadata(
+        name=info.name or (card.name if card else "PositionTask"),
+        description=info.description or (card.description if card else "position task"),
+        dataset_path=dataset_path,
+        revision=revision,
+        languages=task_languages(info, card),
+        license=license_,
+        reference=info.reference or (card.reference if card else None),
+        citation=info.citation or (card.citation if card else ""),
+        main_score=info.main_score or "ndcg_at_10",
+        card=card,
+    )
+
+
+def _hub_download(repo_id: str, revision: str | None) -> Path:
+    """Fetch a task folder from a Hub dataset repo (the same four files at its root)."""
+    try:
+        from huggingface_hub import snapshot_download
+
+        local = snapshot_download(
+            repo_id=repo_id,
+            repo_type="dataset",
+            revision=revision,
+            allow_patterns=["task.json", "*.parquet", "README.md"],
+        )
+    except Exception as err:  # network, auth, missing repo: all "cannot fetch this task"
+        raise BackendError(
+            f"cannot download task repo {repo_id!r} from the Hub: {first_line(err)[:200]} "
+            f"(set {TASKS_DIR_ENV} to a folder of built tasks, or pass a task folder)"
+        ) from None
+    return Path(local)
+
+
+@dataclass
+class SubsetEvaluation:
+    """What the last evaluation of one subset produced, kept for the runner's exports."""
+
+    hf_subset: str
+    scores: PositionScores
+    rows: list[QueryResult]
+    run: dict[str, dict[str, float]]
+
+
+@dataclass
+class _LoadedState:
+    data: PositionTaskData
+    positions: dict[str, QueryPosition]
+    bucket_counts: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+class PositionRetrievalTask(AbsTaskRetrieval):
+    """An ``AbsTaskRetrieval`` over a position task folder with per-position scores.
+
+    Args:
+        path: the task folder; for named tasks optional (``$POSBIAS_TASKS_DIR`` or the Hub).
+        hub_revision: revision of the Hub dataset repo when the task is downloaded.
+        scoring: ``default``, ``zeng2025`` or ``posir`` (see
+            :mod:`~hf_posbias.tasks.position_scoring`).
+        top_k: documents retrieved per query (default 100, as Z25).
+
+    Example:
+        >>> # mteb.evaluate(model, PositionRetrievalTask("tasks/scifact")).task_results[0]
+        >>> #     .scores["test"][0]["psi"]
+    """
+
+    card: ClassVar[TaskCard | None] = None
+    k_values = K_VALUES
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        hub_revision: str | None = None,
+        scoring: str = "default",
+        top_k: int = DEFAULT_TOP_K,
+        **kwargs: Any,
+    ) -> None:
+        if scoring not in SCORING_SCHEMES:
+            raise InputError(
+                f"unknown scoring {scoring!r}: use one of {', '.join(SCORING_SCHEMES)}"
+            )
+        if top_k < 10:
+            raise InputError(f"top_k must be >= 10 to compute nDCG@10, got {top_k}")
+        self.scoring = scoring
+        self._path = Path(path).expanduser() if path is not None else None
+        if self._path is None and self.card is not None:
+            self._path = self._local_named_folder()
+        self._hub_revision = hub_revision
+        self._state: _LoadedState | None = None
+        self.empty_buckets: list[str] = []
+        self.last_evaluation: dict[str, SubsetEvaluation] = {}
+        if self._path is not None:
+            self.metadata = self._folder_metadata(self._path, str(self._path))
+        elif self.card is None:
+            raise InputError("a position task needs a folder (PositionRetrievalTask(path=…))")
+        super().__init__(**kwargs)
+        self._top_k = top_k
+
+    # -- locating the folder ----------------------------------------------------------------
+    def _folder_metadata(self, folder: Path, dataset_path: str) -> TaskMetadata:
+        info = read_task_info(folder)
+        card = self.card or find_card(info.name)
+        return build_metadata(
+            info,
+            card=card,
+            dataset_path=dataset_path,
+            revision=self._hub_revision or folder_revision(folder),
+        )
+
+    def _local_named_folder(self) -> Path | None:
+        root = os.environ.get(TASKS_DIR_ENV)
+        if root and self.card is not None:
+            candidate = Path(root).expanduser() / self.card.name
+            if (candidate / "task.json").exists():
+                return candidate
+        return None
+
+    def hub_repo_id(self) -> str:
+        """The Hub dataset repo this named task downloads from when no folder is given."""
+        namespace = os.environ.get(HUB_NAMESPACE_ENV, DEFAULT_HUB_NAMESPACE)
+        name = self.card.name if self.card is not None else self.metadata.name
+        return f"{namespace}/{name}"
+
+    def resolve_folder(self) -> Path:
+        """The task folder: explicit path, ``$POSBIAS_TASKS_DIR/<name>``, else the Hub."""
+        if self._path is not None:
+            return self._path
+        folder = _hub_download(self.hub_repo_id(), self._hub_revision)
+        self._path = folder
+        self.metadata = self._folder_metadata(folder, self.hub_repo_id())
+        self.hf_subsets = list(self.metadata.hf_subsets)
+        return folder
+
+    # -- mteb hooks -------------------------------------------------------------------------
+    def load_data(self, num_proc: int | None = None, **kwargs: Any) -> None:
+        """Read and validate the folder: every query in one subset over the corpus."""
+        if self.data_loaded:
+            return
+        from datasets import Dataset
+
+        folder = self.resolve_folder()
+        data = PositionTaskData.load(folder)
+        notes = [
+            f"{data.info.name}: {n} queries: {reason} (kept; relative positions clipped)"
+            for reason, n in data.span_problems().items()
+        ] + [
+            f"{n} {reason} (dropped)"
+            for reason, n in (data.info.extra.get("dropped") or {}).items()
+        ]
+        corpus = Dataset.from_dict(
+            {
+                "id": [str(d["id"]) for d in data.corpus],
+                "title": [str(d.get("title") or "") for d in data.corpus],
+                "text": [str(d["text"]) for d in data.corpus],
+            }
+        )
+        judged = data.relevant_docs()
+        qids = [str(q["id"]) for q in data.queries]
+        split = {
+            "corpus": corpus,
+            "queries": Dataset.from_dict(
+                {"id": qids, "text": [str(q["text"]) for q in data.queries]}
+            ),
+            "relevant_docs": {qid: dict(judged[qid]) for qid in qids},
+            "top_ranked": None,
+        }
+        # One subset per language; a folder holds one language, so every subset shares it.
+        self.dataset = {subset: {SPLIT: split} for subset in self.metadata.hf_subsets}
+        counts = data.bucket_counts()
+        self.empty_buckets = [b for b, n in counts.items() if n == 0]
+        self._state = _LoadedState(
+            data=data,
+            positions=query_positions(data),
+            bucket_counts=counts,
+            warnings=notes,
+        )
+        self.data_loaded = True
+
+    def unload_data(self) -> None:
+        """Free the loaded data but keep the folder's metadata.
+
+        mteb's own ``unload_data`` (called by ``mteb.evaluate`` when it loaded the data itself)
+        drops instance-level metadata to fall back to the published dataset's; a position
+        task's metadata *is* its folder's (name, buckets, fingerprint), so it stays.
+        """
+        if self.data_loaded:
+            self.dataset = None  # type: ignore[assignment]
+            self.data_loaded = False
+            self._state = None
+
+    def task_specific_scores(
+        self,
+        scores: dict[str, dict[str, float]],
+        qrels: dict[str, dict[str, int]],
+        results: dict[str, dict[str, float]],
+        hf_split: str,
+        hf_subset: str,
+    ) -> dict[str, Any]:
+        """mteb's hook: per-position scores, mean, PSI and worst drop of this subset.
+
+        ``scores`` (mteb's per-query pytrec_eval numbers) is not used: every per-query number
+        comes from :mod:`~hf_posbias.tasks.position_scoring`, so the per-query
+        table and
+        the summary share one scorer whatever the protocol.
+        """
+        state = self._loaded()
+        positions = {q: state.positions[q] for q in qrels if q in state.positions}
+        data = state.data
+        rows, notes = score_positions(
+            positions,
+            results,
+            qrels,
+            buckets=data.info.buckets,
+            scheme=self.scoring,
+            rule=rule_from_extra(data.info.extra),
+            anchor=str((data.info.extra or {}).get("position_anchor", "start")),
+        )
+        summary = summarize_rows(
+            rows,
+            scheme_buckets(self.scoring, data.info.buckets),
+            scoring=self.scoring,
+            notes=state.warnings + notes,
+        )
+        # A copy, unsorted: write_trec_run orders each query's documents itself.
+        run = {qid: dict(docs) for qid, docs in results.items()}
+        self.last_evaluation[hf_subset] = SubsetEvaluation(hf_subset, summary, rows, run)
+        return {
+            "position": summary.to_dict(),
+            "psi": summary.psi,
+            "position_mean": summary.mean,
+            "worst_drop": summary.worst_drop,
+            "harmonic_mean": summary.harmonic_mean,
+            "position_slope": summary.trend.get("slope"),
+        }
+
+    # -- accessors used by the runner / reversal / reports ---------------------------------
+    def _loaded(self) -> _LoadedState:
+        if self._state is None:
+            self.load_data()
+        assert self._state is not None
+        return self._state
+
+    @property
+    def task_data(self) -> PositionTaskData:
+        """The loaded :class:`PositionTaskData` (loads on first access)."""
+        return self._loaded().data
+
+    @property
+    def folder(self) -> Path:
+        """The resolved task folder."""
+        return self.resolve_folder()
+
+    @property
+    def buckets(self) -> list[str]:
+        """The buckets this task reports under its scoring, in order (empty ones included)."""
+        info_buckets = self.task_data.info.buckets
+        return scheme_buckets(self.scoring, info_buckets)
+
+    @property
+    def bucket_counts(self) -> dict[str, int]:
+        """Queries per bucket of the folder (0 for empty buckets)."""
+        return dict(self._loaded().bucket_counts)
+
+    @property
+    def load_warnings(self) -> list[str]:
+        """Counted problems found while loading (e.g. spans outside their document)."""
+        return list(self._loaded().warnings)
+
+
+# ------------------------------------------------------------------------------ named tasks
+# One class per TaskCard of the registry (tests check the two lists match).
+
+
+def _card(name: str) -> TaskCard:
+    return cards()[name]
+
+
+class SQuADPosQ(PositionRetrievalTask):
+    """SQuAD-PosQ (Z25): questions bucketed by the first answer's character start."""
+
+    card = _card("SQuAD-PosQ")
+    metadata = card.task_metadata()
+
+
+class SQuADPosQTiny(PositionRetrievalTask):
+    """SQuAD-PosQ-tiny: 10,000 sampled SQuAD-PosQ queries, corpus unchanged."""
+
+    card = _card("SQuAD-PosQ-tiny")
+    metadata = card.task_metadata()
+
+
+class FineWebPosQ(PositionRetrievalTask):
+    """FineWeb-PosQ (Z25): questions over long FineWeb-edu passages, begin/middle/end."""
+
+    card = _card("FineWeb-PosQ")
+    metadata = card.task_metadata()
+
+
+class FineWebPosQTiny(PositionRetrievalTask):
+    """FineWeb-PosQ-tiny: 1,000 FineWeb-PosQ queries per position."""
+
+    card = _card("FineWeb-PosQ-tiny")
+    metadata = card.task_metadata()
+
+
+class PosIR(PositionRetrievalTask):
+    """PosIR (Z26): 20 relative positions of the evidence-span centre."""
+
+    card = _card("PosIR")
+    metadata = card.task_metadata()
+
+
+class SciFactEvidence(PositionRetrievalTask):
+    """SciFact claims bucketed by where their first rationale sentence sits in the abstract."""
+
+    card = _card("SciFact-Evidence")
+    metadata = card.task_metadata()
+
+
+class ClimateFEVEREvidence(PositionRetrievalTask):
+    """Climate-FEVER claims bucketed by where their evidence sentence sits in the article."""
+
+    card = _card("ClimateFEVER-Evidence")
+    metadata = card.task_metadata()
+
+
+class FEVEREvidence(PositionRetrievalTask):
+    """FEVER claims bucketed by where their first evidence sentence sits in the page."""
+
+    card = _card("FEVER-Evidence")
+    metadata = card.task_metadata()
+
+
+class HotpotQAEvidence(PositionRetrievalTask):
+    """HotpotQA questions bucketed by where their first supporting sentence sits."""
+
+    card = _card("HotpotQA-Evidence")
+    metadata = card.task_metadata()
+
+
+NAMED_TASKS: dict[str, type[PositionRetrievalTask]] = {
+    cls.card.name: cls  # type: ignore[union-attr]
+    for cls in (
+        SQuADPosQ,
+        SQuADPosQTiny,
+        FineWebPosQ,
+        FineWebPosQTiny,
+        PosIR,
+        SciFactEvidence,
+        ClimateFEVEREvidence,
+        FEVEREvidence,
+        HotpotQAEvidence,
+    )
+}
+"""Task name → class."""
+
+
+def task_names() -> list[str]:
+    """Names of the registered position tasks."""
+    return card_names()
+
+
+def named_task_class(name: str) -> type[PositionRetrievalTask]:
+    """The class of a registered task name (case-insensitive)."""
+    card = require_card(name)
+    return NAMED_TASKS[card.name]
+
+
+def get_task(
+    name_or_path: str | Path,
+    *,
+    path: str | Path | None = None,
+    scoring: str = "default",
+    top_k: int = DEFAULT_TOP_K,
+) -> PositionRetrievalTask:
+    """A position task from a folder path or a registered name.
+
+    Args:
+        name_or_path: an existing task folder, or one of :func:`task_names` (case-insensitive).
+        path: for a named task, the built folder to read (else ``$POSBIAS_TASKS_DIR`` / Hub).
+        scoring: ``default``, ``zeng2025`` or ``posir``.
+        top_k: documents retrieved per query.
+
+    Raises:
+        InputError: an unknown name (the message lists the known ones) or a broken folder.
+    """
+    text = str(name_or_path)
+    candidate = Path(text).expanduser()
+    if candidate.exists():
+        info = read_task_info(candidate)
+        card = find_card(info.name)
+        cls = NAMED_TASKS[card.name] if card is not None else PositionRetrievalTask
+        return cls(candidate, scoring=scoring, top_k=top_k)
+    card = find_card(text)
+    if card is None:
+        if text.startswith((".", "/", "~")) or os.sep in text:
+            raise InputError(
+                f"task folder {text} does not exist (or give a task name: "
+                f"{', '.join(card_names())})"
+            )
+        raise InputError(f"unknown task {text!r}; known tasks: {', '.join(card_names())}")
+    return NAMED_TASKS[card.name](path, scoring=scoring, top_k=top_k)

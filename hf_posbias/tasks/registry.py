@@ -1,0 +1,268 @@
+"""The one registry of position benchmarks: builder CLI, task metadata and task classes.
+
+Every benchmark is ONE module under :mod:`hf_posbias.tasks.builders` that defines a
+module-level ``BENCHMARK = Benchmark(...)``: its ``posbias benchmark <cli>`` verb (arguments and
+the function that builds the task folder) and the :class:`TaskCard` of each task it builds (name,
+description, licence, citation from :mod:`hf_posbias.citations`, default buckets, domains …).
+The builder writes the card's licence, reference and citation into ``task.json``; the mteb task
+classes in :mod:`hf_posbias.tasks.mteb_tasks` take their ``TaskMetadata`` from the same card
+(``card.task_metadata()``), so the three cannot drift apart (a test checks that every card has
+a class and every class a card).
+
+Discovery walks the builders package, so this module stays light (no mteb, no pandas):
+``posbias --help`` lists the verbs without importing a heavy library.
+
+Example:
+    >>> from hf_posbias.tasks.registry import benchmarks, card_names
+    >>> "scifact" in benchmarks()
+    True
+    >>> card_names()[:2]
+    ['SQuAD-PosQ', 'SQuAD-PosQ-tiny']
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from hf_posbias.errors import InputError
+
+if TYPE_CHECKING:
+    from mteb.abstasks.task_metadata import TaskMetadata
+
+    from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo
+
+BUILDERS_PACKAGE = "hf_posbias.tasks.builders"
+DEFAULT_LANGUAGES: tuple[str, ...] = ("eng-Latn",)
+SPLIT = "test"
+DEFAULT_TOP_K = 100
+"""Documents retrieved per query (Z25's top-100)."""
+
+
+def mteb_license(value: str) -> str:
+    """A licence as mteb accepts it: one of its identifiers, a URL, or ``not specified``.
+
+    Imports mteb (its closed list of licence identifiers).
+
+    Example:
+        >>> mteb_license("CC BY-SA 4.0"), mteb_license("https://x.org/l"), mteb_license("mine")
+        ('cc-by-sa-4.0', 'https://x.org/l', 'not specified')
+    """
+    from typing import get_args
+
+    from mteb.types._metadata import Licenses
+
+    text = (value or "").strip()
+    if re.match(r"https?://\S+$", text):
+        return text
+    lowered = re.sub(r"[\s_]+", "-", text.lower())
+    return lowered if lowered in get_args(Licenses) else "not specified"
+
+
+@dataclass(frozen=True)
+class TaskCard:
+    """Static facts about a named position task (becomes its mteb ``TaskMetadata``).
+
+    ``license`` is spelled once, as mteb accepts it (an identifier of its list or a URL);
+    ``citation`` is a constant of :mod:`hf_posbias.citations` (or several joined by
+    :func:`hf_posbias.citations.bibtex`).
+    """
+
+    name: str
+    class_name: str
+    description: str
+    reference: str
+    citation: str
+    license: str
+    buckets: tuple[str, ...]
+    domains: tuple[str, ...] = ("Encyclopaedic", "Written")
+    date: tuple[str, str] = ("2016-01-01", "2018-06-30")
+    annotations_creators: str = "derived"
+    sample_creation: str = "found"
+    task_subtypes: tuple[str, ...] = ("Question answering",)
+    adapted_from: tuple[str, ...] = ()
+    languages: tuple[str, ...] = DEFAULT_LANGUAGES
+
+    def variant(self, suffix: str, class_suffix: str, note: str) -> TaskCard:
+        """A derived card (e.g. the tiny sample of a benchmark)."""
+        return replace(
+            self,
+            name=f"{self.name}{suffix}",
+            class_name=f"{self.class_name}{class_suffix}",
+            description=f"{self.description} {note}",
+        )
+
+    def task_info(self, *, name: str, description: str, source: str) -> TaskInfo:
+        """The ``task.json`` header of a folder built for this card: its licence, reference and
+        citation come from the card, so the folder and the mteb metadata cannot disagree
+        (buckets are filled in by the builder's assembler).
+
+        Example:
+            >>> from hf_posbias.tasks.builders.scifact import CARD
+            >>> info = CARD.task_info(name="X", description="d", source="s")
+            >>> info.license == CARD.license and info.citation == CARD.citation
+            True
+        """
+        from hf_posbias.tasks.taskdata import TaskInfo
+
+        return TaskInfo(
+            name=name,
+            description=description,
+            buckets=[],
+            source=source,
+            license=self.license,
+            reference=self.reference,
+            citation=self.citation,
+        )
+
+    def task_metadata(
+        self,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        dataset_path: str | None = None,
+        revision: str = "main",
+        languages: Sequence[str] | None = None,
+        license: str | None = None,
+        reference: str | None = None,
+        citation: str | None = None,
+        main_score: str = "ndcg_at_10",
+    ) -> TaskMetadata:
+        """The mteb ``TaskMetadata`` of this card (overrides come from a built ``task.json``).
+
+        All queries of a task are evaluated in ONE subset (``default``), or one per language
+        when several languages are given; per-position scores come from the task's
+        ``task_specific_scores``.
+        """
+        return task_metadata(
+            name=name or self.name,
+            description=description or self.description,
+            dataset_path=dataset_path or f"hf-posbias/{self.name}",
+            revision=revision,
+            languages=list(languages or self.languages),
+            license=license or self.license,
+            reference=reference or self.reference,
+            citation=citation or self.citation,
+            main_score=main_score,
+            card=self,
+        )
+
+
+def task_metadata(
+    *,
+    name: str,
+    description: str,
+    dataset_path: str,
+    revision: str,
+    languages: Sequence[str],
+    license: str,
+    reference: str | None,
+    citation: str,
+    main_score: str = "ndcg_at_10",
+    card: TaskCard | None = None,
+) -> TaskMetadata:
+    """Complete mteb ``TaskMetadata`` for a position task (imports mteb).
+
+    One language → one ``default`` subset holding every query; several → one subset each.
+    """
+    from mteb.abstasks.task_metadata import TaskMetadata
+
+    langs = list(languages) or list(DEFAULT_LANGUAGES)
+    eval_langs: Any = langs if len(langs) == 1 else {lang: [lang] for lang in langs}
+    valid_reference = reference if reference and re.match(r"https?://\S+$", reference) else None
+    return TaskMetadata(
+        name=name,
+        description=description,
+        dataset={"path": dataset_path, "revision": revision},
+        reference=valid_reference,
+        type="Retrieval",
+        category="t2t",
+        modalities=["text"],
+        eval_splits=[SPLIT],
+        eval_langs=eval_langs,
+        main_score=main_score,
+        date=card.date if card else ("2016-01-01", "2026-01-01"),
+        domains=list(card.domains) if card else ["Written"],
+        task_subtypes=list(card.task_subtypes) if card else ["Question answering"],
+        license=mteb_license(license),
+        annotations_creators=card.annotations_creators if card else "derived",
+        dialect=[],
+        sample_creation=card.sample_creation if card else "found",
+        bibtex_citation=citation or "",
+        adapted_from=list(card.adapted_from) if card and card.adapted_from else None,
+        contributed_by="hf-posbias",
+    )
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """One benchmark: its builder verb and the task card(s) it builds.
+
+    Attributes:
+        cli: the verb of ``posbias benchmark <cli>``.
+        help: one line for ``posbias benchmark --help``.
+        cards: the cards of the tasks it builds (the first is the main one).
+        settings: the verb's settings dataclass (its flags, ``--input``/``--out`` included).
+        build: builds the task from those settings.
+    """
+
+    cli: str
+    help: str
+    cards: tuple[TaskCard, ...]
+    settings: type
+    build: Callable[[Any], PositionTaskData]
+    order: int = 100
+    aliases: tuple[str, ...] = field(default_factory=tuple)
+
+
+_REGISTRY: dict[str, Benchmark] | None = None
+
+
+def benchmarks() -> dict[str, Benchmark]:
+    """Every registered benchmark by verb, in registration order (imports the builder modules)."""
+    global _REGISTRY
+    if _REGISTRY is None:
+        package = importlib.import_module(BUILDERS_PACKAGE)
+        found: list[Benchmark] = []
+        for info in pkgutil.iter_modules(package.__path__):
+            module = importlib.import_module(f"{BUILDERS_PACKAGE}.{info.name}")
+            bench = getattr(module, "BENCHMARK", None)
+            if isinstance(bench, Benchmark):
+                found.append(bench)
+        found.sort(key=lambda b: (b.order, b.cli))
+        _REGISTRY = {b.cli: b for b in found}
+        names = [c.name for b in found for c in b.cards]
+        if len(set(names)) != len(names):
+            raise RuntimeError(f"two benchmarks register the same task name: {names}")
+    return _REGISTRY
+
+
+def cards() -> dict[str, TaskCard]:
+    """Every task card by task name."""
+    return {card.name: card for bench in benchmarks().values() for card in bench.cards}
+
+
+def card_names() -> list[str]:
+    """Names of the registered tasks (what ``get_task`` accepts besides a folder)."""
+    return list(cards())
+
+
+def find_card(name: str) -> TaskCard | None:
+    """The card of a task name (case-insensitive), or ``None``."""
+    known = cards()
+    if name in known:
+        return known[name]
+    folded = {k.lower(): v for k, v in known.items()}
+    return folded.get(str(name).lower())
+
+
+def require_card(name: str) -> TaskCard:
+    """The card of ``name``; an unknown name is a one-line error listing the known ones."""
+    card = find_card(name)
+    if card is None:
+        raise InputError(f"unknown task {name!r}; known tasks: {', '.join(card_names())}")
+    return card
