@@ -61,8 +61,8 @@ class PairSource(Settings):
 
 
 @dataclass(kw_only=True)
-class CorpusSource(Settings):
-    """Documents (segment profile)."""
+class DocumentSource(Settings):
+    """Documents to analyse: ``--corpus``, ``--clip-chars`` (segment profile, pooling)."""
 
     corpus: str | None = setting(
         "documents: demo, .jsonl, .parquet, WikiExtractor folder, hf:<id>", default=None
@@ -107,7 +107,7 @@ class EvidenceMovingSettings(ModelsSettings, PairSource, AnalysisOptions, Remedy
 
 
 @dataclass(kw_only=True)
-class SegmentProfileSettings(ModelsSettings, CorpusSource, AnalysisOptions):
+class SegmentProfileSettings(ModelsSettings, DocumentSource, AnalysisOptions):
     """``posbias analyze segment-profile``."""
 
     def __post_init__(self) -> None:
@@ -116,7 +116,7 @@ class SegmentProfileSettings(ModelsSettings, CorpusSource, AnalysisOptions):
 
 
 @dataclass(kw_only=True)
-class PoolingSettings(PairSource, CorpusSource, AnalysisOptions):
+class PoolingSettings(PairSource, DocumentSource, AnalysisOptions):
     """``posbias analyze pooling``."""
 
     model: str = setting("checkpoint or SentenceTransformer folder")

@@ -5,7 +5,7 @@ Example:
     >>> parser = argparse.ArgumentParser(); verbs = parser.add_subparsers()
     >>> register_build(verbs)
     >>> args = parser.parse_args(["build", "--corpus", "demo", "--out", "t", "--passages", "3"])
-    >>> settings_from_args(BuildSettings, args).passages
+    >>> settings_from_args(BenchmarkBuildSettings, args).passages
     3
 """
 
@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import argparse
 
-from hf_posbias.construction.settings import BuildSettings
+from hf_posbias.construction.settings import BenchmarkBuildSettings
 from hf_posbias.settings import add_settings_arguments, settings_from_args
 
 
 def _run(args: argparse.Namespace) -> int:
     from hf_posbias.construction.build import build_benchmark, construction_markdown
 
-    settings = settings_from_args(BuildSettings, args)
+    settings = settings_from_args(BenchmarkBuildSettings, args)
     report = build_benchmark(settings)
     print(construction_markdown(report["construction"]))
     for stage, reasons in report["dropped"].items():
@@ -44,5 +44,5 @@ def register_build(verbs: argparse._SubParsersAction) -> None:
         "negatives) → task folder, tiny version and Hub dataset folder. Offline defaults are a "
         "smoke-scale stand-in (SmolLM2-135M, BM25, MiniLM).",
     )
-    add_settings_arguments(parser, BuildSettings)
+    add_settings_arguments(parser, BenchmarkBuildSettings)
     parser.set_defaults(func=_run)

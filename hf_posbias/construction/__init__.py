@@ -2,19 +2,20 @@
 
 - :mod:`~hf_posbias.construction.recipe` — the model-free parts (passages, the
   recursive splitter, Algorithm 1, FAQ replies, every filter);
-- :mod:`~hf_posbias.construction.settings` — :class:`BuildSettings`, every model,
+- :mod:`~hf_posbias.construction.settings` — :class:`BenchmarkBuildSettings`, every model,
   threshold and size of the recipe;
 - :mod:`~hf_posbias.construction.build` — the resumable sharded stages
   (:func:`build_benchmark`), behind ``posbias benchmark build``.
 
 Example:
-    >>> from hf_posbias.construction import BuildSettings
-    >>> BuildSettings(corpus="demo", out="t").rerankers
+    >>> from hf_posbias.construction import BenchmarkBuildSettings
+    >>> BenchmarkBuildSettings(corpus="demo", out="t").rerankers
     'bm25,bi:all-MiniLM-L6-v2'
 """
 
 from __future__ import annotations
 
-from hf_posbias.construction.settings import BuildSettings
+from hf_posbias.construction.settings import BenchmarkBuildSettings
+from hf_posbias.construction.settings import __getattr__ as __getattr__  # deprecated names
 
-__all__ = ["BuildSettings"]
+__all__ = ["BenchmarkBuildSettings"]

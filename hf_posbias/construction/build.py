@@ -43,7 +43,7 @@ import numpy as np
 
 from hf_posbias import POSITIONS
 from hf_posbias.construction import recipe
-from hf_posbias.construction.settings import BuildSettings
+from hf_posbias.construction.settings import BenchmarkBuildSettings
 from hf_posbias.errors import InputError
 from hf_posbias.rows import read_json
 from hf_posbias.settings import flag_name
@@ -134,7 +134,7 @@ def construction_markdown(rows: Sequence[dict[str, Any]]) -> str:
 class _Build:
     """One run of the recipe (state shared by the stages)."""
 
-    def __init__(self, settings: BuildSettings) -> None:
+    def __init__(self, settings: BenchmarkBuildSettings) -> None:
         self.s = settings
         self.out = Path(settings.out)
         self.stages = self.out / "stages"
@@ -708,7 +708,7 @@ def stage2_prelabel(
 
 
 def _task(
-    settings: BuildSettings,
+    settings: BenchmarkBuildSettings,
     passages: list[dict[str, Any]],
     questions: list[dict[str, Any]],
     extra: dict[str, Any],
@@ -738,7 +738,9 @@ def _task(
     return asm.finish(info, extra=extra)
 
 
-def _hub_card(settings: BuildSettings, construction: list[dict[str, Any]], counts: dict) -> str:
+def _hub_card(
+    settings: BenchmarkBuildSettings, construction: list[dict[str, Any]], counts: dict
+) -> str:
     from hf_posbias.publish.repo import front_matter_yaml, size_category
 
     header = front_matter_yaml(
@@ -765,7 +767,7 @@ def _hub_card(settings: BuildSettings, construction: list[dict[str, Any]], count
     )
 
 
-def build_benchmark(settings: BuildSettings) -> dict[str, Any]:
+def build_benchmark(settings: BenchmarkBuildSettings) -> dict[str, Any]:
     """Run every stage (resuming finished shards) and write the task, tiny task and Hub folder.
 
     Returns the build report (``construction``, drops per stage, LLM requests, wall time).

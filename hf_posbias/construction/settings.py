@@ -7,10 +7,10 @@ all-MiniLM-L6-v2 for rerankers and the recall embedder — a smoke-scale stand-i
 quality (``docs/benchmark_build.md``).
 
 Example:
-    >>> s = BuildSettings(corpus="demo", out="task")
+    >>> s = BenchmarkBuildSettings(corpus="demo", out="task")
     >>> s.chunk_words, s.min_words, s.max_words, s.recall_k, s.tiny_size
     (256, 500, 1024, 1000, 1000)
-    >>> BuildSettings(corpus="demo", out="t", chunk_words=2000)  # doctest: +ELLIPSIS
+    >>> BenchmarkBuildSettings(corpus="demo", out="t", chunk_words=2000)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     hf_posbias.errors.InputError: --chunk-words (2000) is larger than the passage range ...
@@ -18,8 +18,9 @@ Example:
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from hf_posbias.errors import InputError
 from hf_posbias.settings import check_positive, flag_name, setting
@@ -30,8 +31,12 @@ OFFLINE_EMBEDDER = "all-MiniLM-L6-v2"
 
 
 @dataclass(kw_only=True)
-class BuildSettings:
-    """Everything ``posbias benchmark build`` depends on (pinned in every stage's manifest)."""
+class BenchmarkBuildSettings:
+    """Everything ``posbias benchmark build`` depends on (pinned in every stage's manifest).
+
+    Formerly ``BuildSettings`` (still importable, with a deprecation warning): that name is
+    :class:`hf_posbias.pipeline.BuildSettings`, the settings of ``posbias build``.
+    """
 
     corpus: str = setting(
         "corpus source: .jsonl/.json/.parquet, a WikiExtractor folder, a datasets folder, "
@@ -179,3 +184,15 @@ class BuildSettings:
     def hub_dir(self) -> str:
         """The Hub dataset repo folder (``<out>-hub`` unless given)."""
         return self.hub_folder or f"{str(self.out).rstrip('/')}-hub"
+
+
+def __getattr__(name: str) -> Any:
+    # PEP 562: the former name, kept for existing imports (here and in the package face).
+    if name == "BuildSettings":
+        warnings.warn(
+            "hf_posbias.construction.BuildSettings is deprecated: use BenchmarkBuildSettings",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return BenchmarkBuildSettings
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,8 +11,12 @@ load` turns them into a one-bucket task) and for the listwise commands
   ``queries.<split>.tsv`` (``qid<TAB>text``) and ``qrels.tsv`` or ``qrels.<split>.tsv`` (TREC
   ``qid 0 pid rel`` or ``qid pid rel``).
 
-Judgements that name an unknown query or document are dropped and counted
-(:attr:`PlainRetrievalData.dropped`), never silently: evaluation reports the counts as warnings.
+Both give a :class:`RetrievalData`, the one in-memory form of a retrieval set (corpus, queries,
+qrels of one split): a position task folder gives the same
+(:meth:`~hf_posbias.tasks.taskdata.PositionTaskData.retrieval_data`), and the listwise
+commands read both as it. Judgements that name an unknown query or document are dropped and
+counted (:attr:`RetrievalData.dropped`), never silently: evaluation reports the counts as
+warnings.
 
 Example:
     >>> import tempfile, pathlib
@@ -34,28 +38,64 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from hf_posbias.errors import InputError
 
 PLAIN_FORMATS = ("beir", "msmarco")
 DEFAULT_SPLIT = "test"
 
+Doc = TypeVar("Doc")
+"""What a corpus holds per document id: ``(title, text)`` here, a reranker's passage in listwise."""
+
 
 @dataclass
-class PlainRetrievalData:
-    """Corpus (``id → (title, text)``), queries, qrels and what was dropped, of one split."""
+class RetrievalData(Generic[Doc]):
+    """Corpus (``id → document``), queries (``id → text``) and qrels of one split, keyed by
+    string ids, with what reading them dropped.
+
+    Attributes:
+        name: the set's name (its folder's, or the task's).
+        split: the split the qrels belong to.
+        corpus: ``{doc_id: document}``; ``(title, text)`` as read from a folder.
+        queries: ``{query_id: text}`` in file order.
+        qrels: ``{query_id: {doc_id: score}}``.
+        source: where it was read from.
+        format: ``beir``, ``msmarco`` or ``task`` (a position task folder).
+        dropped: judgements dropped while reading, by reason.
+
+    Example:
+        >>> data = RetrievalData("t", "test", {"d": ("", "x"), "e": ("", "y")},
+        ...                      {"b": "?", "a": "?", "c": "?"},
+        ...                      {"a": {"d": 1, "e": 2}, "b": {"d": 1}, "c": {"d": 0}})
+        >>> data.judged_queries(), data.relevant("a")
+        (['b', 'a'], ['e', 'd'])
+    """
 
     name: str
-    format: str
     split: str
-    corpus: dict[str, tuple[str, str]]
+    corpus: dict[str, Doc]
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]
+    source: str = ""
+    format: str = "beir"
     dropped: dict[str, int] = field(default_factory=dict)
 
     def judged_queries(self) -> list[str]:
-        """Ids (file order) of queries with at least one relevant (score > 0) document."""
-        return [q for q in self.queries if any(r > 0 for r in self.qrels.get(q, {}).values())]
+        """Ids (file order) of queries with at least one relevant (score > 0) document in the
+        corpus."""
+        return [q for q in self.queries if self.relevant(q)]
+
+    def relevant(self, query_id: str) -> list[str]:
+        """Relevant documents of a query, most relevant first (ties by document id)."""
+        docs = self.qrels.get(query_id, {})
+        return sorted(
+            (d for d, r in docs.items() if r > 0 and d in self.corpus), key=lambda d: (-docs[d], d)
+        )
+
+
+PlainRetrievalData = RetrievalData
+"""Former name of :class:`RetrievalData` (kept for existing callers)."""
 
 
 def plain_format(folder: str | Path) -> str | None:
@@ -142,7 +182,9 @@ def _clean_qrels(
     return kept, dropped
 
 
-def read_plain_folder(folder: str | Path, split: str | None = None) -> PlainRetrievalData:
+def read_plain_folder(
+    folder: str | Path, split: str | None = None
+) -> RetrievalData[tuple[str, str]]:
     """Read a BEIR or MS MARCO-style folder (see the module docstring); ``split`` defaults to
     ``test``. Unknown queries/documents in the qrels are dropped and counted; a split with no
     judged query is refused in one line."""
@@ -169,7 +211,7 @@ def read_plain_folder(folder: str | Path, split: str | None = None) -> PlainRetr
         corpus = {i: ("", x) for i, x in _tsv_pairs(path / "collection.tsv")}
         queries = dict(_tsv_pairs(_split_file(path, "queries", split)))
     qrels, dropped = _clean_qrels(read_qrels_tsv(qrels_path), queries, corpus)
-    data = PlainRetrievalData(path.name, fmt, split, corpus, queries, qrels, dropped)
+    data = RetrievalData(path.name, split, corpus, queries, qrels, str(path), fmt, dropped)
     if not data.judged_queries():
         raise InputError(f"{path}: no query of split {split!r} has a relevant document")
     return data

@@ -26,21 +26,16 @@ registered name.
 
 Example:
     >>> import tempfile
-    >>> from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo
+    >>> from hf_posbias.tasks.builders.jsonl import build_from_records
     >>> from hf_posbias.tasks.mteb_tasks import get_task
-    >>> folder = PositionTaskData(
-    ...     info=TaskInfo(name="Toy", description="toy", buckets=["begin", "end"]),
-    ...     corpus=[{"id": "d1", "title": "", "text": "alpha beta"}],
-    ...     queries=[{"id": "q1", "text": "alpha", "bucket": "begin", "evidence_start": 0,
-    ...               "evidence_end": 5, "doc_length": 10}],
-    ...     qrels=[{"query_id": "q1", "doc_id": "d1", "score": 1}],
-    ... ).save(tempfile.mkdtemp())
-    >>> task = get_task(str(folder))
+    >>> data = build_from_records(
+    ...     [{"query": "alpha", "document": "alpha beta", "evidence_start": 0}], name="Toy")
+    >>> task = get_task(str(data.save(tempfile.mkdtemp())))
     >>> task.metadata.hf_subsets
     ['default']
     >>> task.load_data()
     >>> task.buckets, task.empty_buckets   # empty buckets are reported, not hidden
-    (['begin', 'end'], ['end'])
+    (['begin', 'middle', 'end'], ['middle', 'end'])
 """
 
 from __future__ import annotations
@@ -176,6 +171,12 @@ def _hub_download(repo_id: str, revision: str | None) -> Path:
     return Path(local)
 
 
+NAMED_TASKS: dict[str, type[PositionRetrievalTask]] = {}
+"""Task name → class (filled as the named task classes below are declared)."""
+
+_CARDS_BY_CLASS: dict[str, TaskCard] = {card.class_name: card for card in cards().values()}
+
+
 @dataclass
 class SubsetEvaluation:
     """What the last evaluation of one subset produced, kept for the runner's exports."""
@@ -211,6 +212,16 @@ class PositionRetrievalTask(AbsTaskRetrieval):
 
     card: ClassVar[TaskCard | None] = None
     k_values = K_VALUES
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A class of this module named as a card's ``class_name`` is that card's named task:
+        it gets the card, the card's mteb metadata and its entry in :data:`NAMED_TASKS`."""
+        super().__init_subclass__(**kwargs)
+        card = _CARDS_BY_CLASS.get(cls.__name__) if cls.__module__ == __name__ else None
+        if card is not None:
+            cls.card = card
+            cls.metadata = card.task_metadata()
+            NAMED_TASKS[card.name] = cls
 
     def __init__(
         self,
@@ -414,91 +425,45 @@ class PositionRetrievalTask(AbsTaskRetrieval):
 
 
 # ------------------------------------------------------------------------------ named tasks
-# One class per TaskCard of the registry (tests check the two lists match).
-
-
-def _card(name: str) -> TaskCard:
-    return cards()[name]
+# One class per TaskCard of the registry, named as its card's class_name: the class statement
+# is all there is to write (PositionRetrievalTask.__init_subclass__ attaches the card and its
+# metadata); a test checks that every card has its class.
 
 
 class SQuADPosQ(PositionRetrievalTask):
     """SQuAD-PosQ (Z25): questions bucketed by the first answer's character start."""
 
-    card = _card("SQuAD-PosQ")
-    metadata = card.task_metadata()
-
 
 class SQuADPosQTiny(PositionRetrievalTask):
     """SQuAD-PosQ-tiny: 10,000 sampled SQuAD-PosQ queries, corpus unchanged."""
-
-    card = _card("SQuAD-PosQ-tiny")
-    metadata = card.task_metadata()
 
 
 class FineWebPosQ(PositionRetrievalTask):
     """FineWeb-PosQ (Z25): questions over long FineWeb-edu passages, begin/middle/end."""
 
-    card = _card("FineWeb-PosQ")
-    metadata = card.task_metadata()
-
 
 class FineWebPosQTiny(PositionRetrievalTask):
     """FineWeb-PosQ-tiny: 1,000 FineWeb-PosQ queries per position."""
-
-    card = _card("FineWeb-PosQ-tiny")
-    metadata = card.task_metadata()
 
 
 class PosIR(PositionRetrievalTask):
     """PosIR (Z26): 20 relative positions of the evidence-span centre."""
 
-    card = _card("PosIR")
-    metadata = card.task_metadata()
-
 
 class SciFactEvidence(PositionRetrievalTask):
     """SciFact claims bucketed by where their first rationale sentence sits in the abstract."""
-
-    card = _card("SciFact-Evidence")
-    metadata = card.task_metadata()
 
 
 class ClimateFEVEREvidence(PositionRetrievalTask):
     """Climate-FEVER claims bucketed by where their evidence sentence sits in the article."""
 
-    card = _card("ClimateFEVER-Evidence")
-    metadata = card.task_metadata()
-
 
 class FEVEREvidence(PositionRetrievalTask):
     """FEVER claims bucketed by where their first evidence sentence sits in the page."""
 
-    card = _card("FEVER-Evidence")
-    metadata = card.task_metadata()
-
 
 class HotpotQAEvidence(PositionRetrievalTask):
     """HotpotQA questions bucketed by where their first supporting sentence sits."""
-
-    card = _card("HotpotQA-Evidence")
-    metadata = card.task_metadata()
-
-
-NAMED_TASKS: dict[str, type[PositionRetrievalTask]] = {
-    cls.card.name: cls  # type: ignore[union-attr]
-    for cls in (
-        SQuADPosQ,
-        SQuADPosQTiny,
-        FineWebPosQ,
-        FineWebPosQTiny,
-        PosIR,
-        SciFactEvidence,
-        ClimateFEVEREvidence,
-        FEVEREvidence,
-        HotpotQAEvidence,
-    )
-}
-"""Task name → class."""
 
 
 def task_names() -> list[str]:

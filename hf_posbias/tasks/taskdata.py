@@ -40,11 +40,14 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from hf_posbias.errors import InputError
 from hf_posbias.rows import read_parquet_rows
 from hf_posbias.shards import write_json, write_parquet
+
+if TYPE_CHECKING:
+    from hf_posbias.tasks.beir import RetrievalData
 
 CORPUS_COLUMNS = ("id", "title", "text")
 QUERY_COLUMNS = ("id", "text", "bucket", "evidence_start", "evidence_end", "doc_length")
@@ -91,6 +94,30 @@ class PositionTaskData:
         for qrel in self.qrels:
             out.setdefault(str(qrel["query_id"]), {})[str(qrel["doc_id"])] = int(qrel["score"])
         return out
+
+    def retrieval_data(self, source: str = "") -> RetrievalData[tuple[str, str]]:
+        """The task as a plain retrieval set (corpus ``id → (title, text)``, queries, qrels) of
+        its one split (``extra['split']``, ``test`` when absent); positions are left out.
+
+        Example:
+            >>> d = PositionTaskData(TaskInfo("T", "t", ["a"]), [{"id": "d", "text": "x"}],
+            ...     [{"id": "q", "text": "x?", "bucket": "a"}],
+            ...     [{"query_id": "q", "doc_id": "d", "score": 1}])
+            >>> r = d.retrieval_data()
+            >>> r.split, r.corpus, r.judged_queries()
+            ('test', {'d': ('', 'x')}, ['q'])
+        """
+        from hf_posbias.tasks.beir import RetrievalData
+
+        return RetrievalData(
+            self.info.name,
+            str(self.info.extra.get("split") or "test"),
+            {str(d["id"]): (str(d.get("title") or ""), str(d["text"])) for d in self.corpus},
+            {str(q["id"]): str(q["text"]) for q in self.queries},
+            self.relevant_docs(),
+            source,
+            format="task",
+        )
 
     def bucket_counts(self) -> dict[str, int]:
         """Number of queries per bucket (0 for empty buckets)."""

@@ -458,7 +458,7 @@ def listwise_queries() -> dict[str, tuple[str, str]]:
         except PosbiasError as err:  # a bad folder must not take the Space down
             logger.warning("%s=%s: %s", LISTWISE_TASK_ENV, folder, err)
             return queries
-        for query_id in task.judged_queries()[:MAX_TASK_QUERIES]:
+        for query_id in sorted(task.judged_queries())[:MAX_TASK_QUERIES]:
             text = task.queries[query_id]
             short = text if len(text) <= 80 else text[:77] + "…"
             queries[f"{task.name} {query_id}: {short}"] = (folder, query_id)

@@ -16,7 +16,7 @@ import pytest
 
 from hf_posbias.construction import build as build_module
 from hf_posbias.construction.build import build_benchmark
-from hf_posbias.construction.settings import BuildSettings
+from hf_posbias.construction.settings import BenchmarkBuildSettings
 from hf_posbias.errors import InputError
 from hf_posbias.shards import read_parquet_rows
 from hf_posbias.tasks.taskdata import PositionTaskData
@@ -65,8 +65,8 @@ class ScriptedLLM:
         return json.dumps({"score": 4 if token in passage.split() else 0})
 
 
-def _settings(tmp_path: Path, corpus: Path, **kw) -> BuildSettings:
-    return BuildSettings(
+def _settings(tmp_path: Path, corpus: Path, **kw) -> BenchmarkBuildSettings:
+    return BenchmarkBuildSettings(
         corpus=str(corpus),
         out=str(tmp_path / "task"),
         min_words=60,

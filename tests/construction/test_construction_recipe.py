@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hf_posbias.construction import recipe
-from hf_posbias.construction.settings import BuildSettings
+from hf_posbias.construction.settings import BenchmarkBuildSettings
 from hf_posbias.errors import InputError
 
 
@@ -150,9 +150,9 @@ def test_faq_reply_parsing_drops_bad_items() -> None:
 
 def test_settings_refuse_bad_values_in_one_line() -> None:
     with pytest.raises(InputError, match="larger than the passage range"):
-        BuildSettings(corpus="demo", out="o", chunk_words=1025)
+        BenchmarkBuildSettings(corpus="demo", out="o", chunk_words=1025)
     with pytest.raises(InputError, match="--fn-min-votes \\(3\\) is more than the 2 judge"):
-        BuildSettings(corpus="demo", out="o", fn_judges="a,b", fn_min_votes=3)
+        BenchmarkBuildSettings(corpus="demo", out="o", fn_judges="a,b", fn_min_votes=3)
     with pytest.raises(InputError, match="--judge-min-score must lie in 0-4"):
-        BuildSettings(corpus="demo", out="o", judge_min_score=5)
-    assert BuildSettings(corpus="demo", out="x/t/").hub_dir == "x/t-hub"
+        BenchmarkBuildSettings(corpus="demo", out="o", judge_min_score=5)
+    assert BenchmarkBuildSettings(corpus="demo", out="x/t/").hub_dir == "x/t-hub"

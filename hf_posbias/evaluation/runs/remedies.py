@@ -23,7 +23,7 @@ exactly the plain model's input. The cost of a run is counted in :class:`RemedyS
 query encoder counts the queries' tokens).
 
 Example:
-    >>> cut_passages(list(range(7)), content=3, stride=2)
+    >>> token_windows(list(range(7)), content=3, stride=2)
     [[0, 1, 2], [2, 3, 4], [4, 5, 6]]
     >>> segment_bounds(6, 2)
     [(0, 3), (3, 6)]
@@ -179,13 +179,16 @@ class RemedyStats:
         return asdict(self)
 
 
-def cut_passages(ids: list[int], *, content: int, stride: int) -> list[list[int]]:
-    """Windows of ``content`` ids starting every ``stride`` ids, the last one reaching the end.
+def token_windows(ids: list[int], *, content: int, stride: int) -> list[list[int]]:
+    """A document's token ids cut into the remedies' passages: windows of ``content`` ids
+    starting every ``stride`` ids, the last one reaching the end (not
+    :func:`hf_posbias.construction.recipe.cut_passages`, which selects corpus records by their
+    length in words).
 
     A document no longer than ``content`` is one passage (an empty one too).
 
     Example:
-        >>> cut_passages([1, 2], content=3, stride=1)
+        >>> token_windows([1, 2], content=3, stride=1)
         [[1, 2]]
     """
     if len(ids) <= content:
@@ -409,7 +412,7 @@ class RemedyScorer:
             if s.remedy == "segment-balanced":
                 passages = [list(ids[:readable])]
             else:
-                passages = cut_passages(ids, content=s.passage_tokens - fixed, stride=s.stride)
+                passages = token_windows(ids, content=s.passage_tokens - fixed, stride=s.stride)
                 if s.remedy == "firstp":
                     passages = passages[:1]
             out.append([self._head + prompt_ids + p + self._tail for p in passages])

@@ -46,7 +46,7 @@ class Query:
 
 
 @dataclass
-class Candidate:
+class RankLLMCandidate:
     """rank_llm's ``Candidate``: document id, first-stage score, document fields."""
 
     docid: str | int
@@ -70,7 +70,7 @@ class Request:
     """rank_llm's ``Request``: a query and its candidates in input order."""
 
     query: Query
-    candidates: list[Candidate] = field(default_factory=list)
+    candidates: list[RankLLMCandidate] = field(default_factory=list)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Request:
@@ -78,7 +78,9 @@ class Request:
         try:
             query = Query(text=str(data["query"]["text"]), qid=data["query"]["qid"])
             candidates = [
-                Candidate(docid=c["docid"], score=float(c.get("score", 0.0)), doc=dict(c["doc"]))
+                RankLLMCandidate(
+                    docid=c["docid"], score=float(c.get("score", 0.0)), doc=dict(c["doc"])
+                )
                 for c in data.get("candidates", [])
             ]
         except (KeyError, TypeError, ValueError) as err:
@@ -91,7 +93,7 @@ class Result:
     """rank_llm's ``Result``: the candidates reordered, best first."""
 
     query: Query
-    candidates: list[Candidate] = field(default_factory=list)
+    candidates: list[RankLLMCandidate] = field(default_factory=list)
     invocations_history: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -135,7 +137,7 @@ def result_from_ranking(request: Request, ranking: Sequence[str]) -> Result:
         raise InputError(f"the ranking of query {request.query.qid!r} is not a permutation")
     scores = sorted((c.score for c in request.candidates), reverse=True)
     candidates = [
-        Candidate(docid=by_id[str(d)].docid, score=s, doc=by_id[str(d)].doc)
+        RankLLMCandidate(docid=by_id[str(d)].docid, score=s, doc=by_id[str(d)].doc)
         for d, s in zip(ranking, scores)
     ]
     return Result(query=request.query, candidates=candidates)

@@ -49,7 +49,7 @@ def select_queries(task: RerankTask, max_queries: int | None, seed: int) -> list
         >>> select_queries(t, None, 0), len(select_queries(t, 1, 0))
         (['a', 'b'], 1)
     """
-    judged = task.judged_queries()
+    judged = sorted(task.judged_queries())
     if max_queries is not None and max_queries < len(judged):
         judged = sorted(random.Random(seed).sample(judged, max_queries))
     return judged

@@ -42,10 +42,13 @@ from hf_posbias.tasks.builders.common import (
     BuilderOutput,
     RelativeBuckets,
     TaskAssembler,
+    join_sentences,
     locate,
+    require_fields,
+    settings_build,
     split_labels,
 )
-from hf_posbias.tasks.positions import THIRDS, Anchor, IntervalBuckets, parse_buckets
+from hf_posbias.tasks.positions import THIRDS, Anchor, IntervalBuckets
 from hf_posbias.tasks.registry import Benchmark, TaskCard
 from hf_posbias.tasks.taskdata import PositionTaskData
 
@@ -61,7 +64,6 @@ CARD = TaskCard(
     # The authors state no licence; the evidence sentences are Wikipedia (CC BY-SA).
     license="not specified",
     buckets=THIRDS.labels,
-    domains=("Encyclopaedic", "Written"),
     date=("2020-01-01", "2020-12-01"),
     annotations_creators="human-annotated",
     task_subtypes=("Claim verification",),
@@ -110,16 +112,14 @@ def build_climate_fever(
         raise InputError("at least one evidence label is needed")
     claims: list[tuple[str, dict[str, Any]]] = []
     for where, obj in iter_jsonl_objects(path):
-        missing = [k for k in ("claim_id", "claim", "evidences") if k not in obj]
-        if missing:
-            raise InputError(f"{where}: missing field(s) {missing}")
+        require_fields(obj, ("claim_id", "claim", "evidences"), where)
         if not isinstance(obj["evidences"], list):
             raise InputError(f"{where}: 'evidences' must be a list")
         for ev in obj["evidences"]:
             if not isinstance(ev, dict) or not {"evidence_id", "evidence"} <= set(ev):
                 raise InputError(f"{where}: each evidence needs 'evidence_id' and 'evidence'")
         claims.append((where, obj))
-    asm = TaskAssembler(parse_buckets(buckets), anchor=anchor, source=str(path))
+    asm = TaskAssembler(buckets, anchor=anchor, source=str(path))
     asm.report.read = len(claims)
 
     # (article, sentence_idx) -> (start, end) in that article's text
@@ -134,13 +134,10 @@ def build_climate_fever(
                     asm.report.count_note("conflicting_sentence_texts_kept_first")
                 known.setdefault(idx, ev["evidence"])
         for title, by_idx in sentences.items():
-            parts, pos = [], 0
-            for idx in sorted(by_idx):
-                text = by_idx[idx]
-                spans[(title, idx)] = (pos, pos + len(text))
-                parts.append(text)
-                pos += len(text) + 1
-            asm.add_document(title, " ".join(parts), title)
+            order = sorted(by_idx)
+            text, offsets = join_sentences([by_idx[idx] for idx in order])
+            spans.update({(title, idx): span for idx, span in zip(order, offsets)})
+            asm.add_document(title, text, title)
         mode = "reconstructed"
     else:
         from hf_posbias.corpus import read_jsonl
@@ -218,15 +215,9 @@ class ClimateFeverSettings(RelativeBuckets, BuilderOutput):
     )
     labels: str = setting("evidence labels to use", default="SUPPORTS,REFUTES")
 
-
-def _build_task(settings: ClimateFeverSettings) -> PositionTaskData:
-    return build_climate_fever(
-        settings.input,
-        corpus=settings.corpus,
-        labels=split_labels(settings.labels),
-        buckets=settings.buckets,
-        anchor=settings.anchor,
-    )
+    def builder_kwargs(self) -> dict[str, Any]:
+        """``--labels A,B`` → ``labels=["A", "B"]``."""
+        return {**super().builder_kwargs(), "labels": split_labels(self.labels)}
 
 
 BENCHMARK = Benchmark(
@@ -234,6 +225,6 @@ BENCHMARK = Benchmark(
     help="Climate-FEVER release → evidence-position task",
     cards=(CARD,),
     settings=ClimateFeverSettings,
-    build=_build_task,
+    build=settings_build(build_climate_fever),
     order=50,
 )

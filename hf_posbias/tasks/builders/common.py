@@ -27,16 +27,17 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from hf_posbias.errors import InputError
 from hf_posbias.settings import Settings, setting
-from hf_posbias.tasks.positions import Anchor, IntervalBuckets, relative_position
+from hf_posbias.tasks.positions import Anchor, IntervalBuckets, parse_buckets, relative_position
 from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo
 
 logger = logging.getLogger(__name__)
@@ -67,6 +68,42 @@ def parse_int_list(value: Any) -> list[int]:
     if isinstance(value, float):
         return [] if value != value else [int(value)]  # NaN from pandas = missing
     return [int(m) for m in re.findall(r"-?\d+", str(value))]
+
+
+def require_fields(
+    have: Iterable[str], needed: Sequence[str], where: str, *, columns: bool = False
+) -> None:
+    """Refuse, in one line naming ``where``, a record that lacks a ``needed`` field (with
+    ``columns``: a table that lacks a column; the columns it has are listed).
+
+    Example:
+        >>> require_fields({"id": 1, "text": "x"}, ("id", "text"), "a.jsonl:1")
+        >>> require_fields(["id"], ("id", "text"), "t.parquet", columns=True)
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: t.parquet: missing column(s) ['text']; has ['id']
+    """
+    have = list(have)
+    missing = [k for k in needed if k not in have]
+    if missing and columns:
+        raise InputError(f"{where}: missing column(s) {missing}; has {have}")
+    if missing:
+        raise InputError(f"{where}: missing field(s) {missing}")
+
+
+def join_sentences(sentences: Sequence[str]) -> tuple[str, list[tuple[int, int]]]:
+    """Sentences joined by one space, and each sentence's ``(start, end)`` in the joined text:
+    how a document rebuilt from its sentences keeps every evidence offset exact.
+
+    Example:
+        >>> join_sentences(["One.", "Two words."])
+        ('One. Two words.', [(0, 4), (5, 15)])
+    """
+    spans, pos = [], 0
+    for sentence in sentences:
+        spans.append((pos, pos + len(sentence)))
+        pos += len(sentence) + 1
+    return " ".join(sentences), spans
 
 
 def locate(text: str, sentence: str, start_at: int = 0) -> tuple[int, int] | None:
@@ -152,13 +189,16 @@ class TaskAssembler:
     """Collects a corpus, bucketed queries and qrels; counts every drop.
 
     Args:
-        buckets: the bucketing rule.
+        buckets: the bucketing rule, or its CLI spelling (``thirds``, ``posir20``, relative
+            edges such as ``0,0.2,0.5,1``: :func:`~hf_posbias.tasks.positions.parse_buckets`).
         anchor: which point of the evidence span a relative rule uses (``start``/``center``).
         source: name of the source for the report.
     """
 
-    def __init__(self, buckets: IntervalBuckets, anchor: Anchor = "start", source: str = ""):
-        self.buckets = buckets
+    def __init__(
+        self, buckets: str | IntervalBuckets, anchor: Anchor = "start", source: str = ""
+    ) -> None:
+        self.buckets = parse_buckets(buckets)
         self.anchor: Anchor = anchor
         self.report = BuildReport(source=source)
         self._corpus: dict[str, dict[str, Any]] = {}
@@ -314,9 +354,41 @@ BUCKETS_HELP = "bucket rule: thirds (default), posir20, or relative edges such a
 
 @dataclass(kw_only=True)
 class BuilderOutput(Settings):
-    """The task folder every ``posbias benchmark`` verb writes (each builder adds ``--input``)."""
+    """The task folder every ``posbias benchmark`` verb writes (each builder adds ``--input``).
+
+    A builder's other settings are named as its builder function's parameters, so
+    :func:`settings_build` passes them on by name; a verb whose flags say something else
+    overrides :meth:`builder_kwargs`.
+    """
 
     out: str = setting("task folder to write")
+
+    def builder_kwargs(self) -> dict[str, Any]:
+        """The builder function's arguments: every setting but ``out``, under its own name
+        (``input`` is the builder's first, positional, argument)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "out"}
+
+
+def settings_build(
+    builder: Callable[..., PositionTaskData],
+) -> Callable[[BuilderOutput], PositionTaskData]:
+    """A :class:`~hf_posbias.tasks.registry.Benchmark`'s ``build`` from its builder function:
+    ``builder(input, **other_settings)`` (:meth:`BuilderOutput.builder_kwargs`).
+
+    Example:
+        >>> from hf_posbias.tasks.builders.hotpotqa import HotpotQASettings, build_hotpotqa
+        >>> HotpotQASettings(input="h.json", out="t").builder_kwargs()
+        {'buckets': 'thirds', 'anchor': 'start', 'input': 'h.json', 'split': 'validation'}
+        >>> settings_build(build_hotpotqa).__name__
+        'build_hotpotqa_from_settings'
+    """
+
+    def build(settings: BuilderOutput) -> PositionTaskData:
+        kwargs = settings.builder_kwargs()
+        return builder(kwargs.pop("input"), **kwargs)
+
+    build.__name__ = build.__qualname__ = f"{builder.__name__}_from_settings"
+    return build
 
 
 @dataclass(kw_only=True)

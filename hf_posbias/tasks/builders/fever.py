@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from hf_posbias import citations
 from hf_posbias.errors import InputError
@@ -28,9 +29,12 @@ from hf_posbias.tasks.builders.common import (
     BuilderOutput,
     RelativeBuckets,
     TaskAssembler,
+    join_sentences,
+    require_fields,
+    settings_build,
     split_labels,
 )
-from hf_posbias.tasks.positions import THIRDS, Anchor, IntervalBuckets, parse_buckets
+from hf_posbias.tasks.positions import THIRDS, Anchor, IntervalBuckets
 from hf_posbias.tasks.registry import Benchmark, TaskCard
 from hf_posbias.tasks.taskdata import PositionTaskData
 
@@ -45,7 +49,6 @@ CARD = TaskCard(
     citation=citations.FEVER,
     license="cc-by-sa-3.0",
     buckets=THIRDS.labels,
-    domains=("Encyclopaedic", "Written"),
     date=("2017-01-01", "2018-06-01"),
     annotations_creators="human-annotated",
     task_subtypes=("Claim verification",),
@@ -102,9 +105,7 @@ def build_fever(
     claim_rows = []
     needed: set[str] = set()
     for where, obj in iter_jsonl_objects(claims):
-        missing = [k for k in ("id", "claim", "label", "evidence") if k not in obj]
-        if missing:
-            raise InputError(f"{where}: missing field(s) {missing}")
+        require_fields(obj, ("id", "claim", "label", "evidence"), where)
         claim_rows.append(obj)
         for evidence_set in obj["evidence"] or []:
             for item in evidence_set:
@@ -115,7 +116,7 @@ def build_fever(
                     )
                 if item[2] is not None:
                     needed.add(str(item[2]))
-    asm = TaskAssembler(parse_buckets(buckets), anchor=anchor, source=str(claims))
+    asm = TaskAssembler(buckets, anchor=anchor, source=str(claims))
     asm.report.read = len(claim_rows)
     # page -> {sentence_id: (start, end)}
     offsets: dict[str, dict[int, tuple[int, int]]] = {}
@@ -127,14 +128,11 @@ def build_fever(
             sentences = parse_wiki_lines(page.get("lines", ""))
             if not sentences:
                 continue
-            parts, pos, spans = [], 0, {}
-            for sid in sorted(sentences):
-                spans[sid] = (pos, pos + len(sentences[sid]))
-                parts.append(sentences[sid])
-                pos += len(sentences[sid]) + 1
-            asm.add_document(page_id, " ".join(parts), page_id.replace("_", " "), where)
+            order = sorted(sentences)
+            text, spans = join_sentences([sentences[sid] for sid in order])
+            asm.add_document(page_id, text, page_id.replace("_", " "), where)
             if page_id in needed:
-                offsets[page_id] = spans
+                offsets[page_id] = dict(zip(order, spans))
     for obj in claim_rows:
         if str(obj["label"]).upper() not in wanted:
             asm.report.drop(f"claim label not in {sorted(wanted)}")
@@ -188,16 +186,12 @@ class FeverSettings(RelativeBuckets, BuilderOutput):
     labels: str = setting("claim labels to keep", default="SUPPORTS,REFUTES")
     evidence_pages_only: bool = setting("corpus = evidence pages only", default=False)
 
-
-def _build_task(settings: FeverSettings) -> PositionTaskData:
-    return build_fever(
-        settings.input,
-        settings.wiki_pages,
-        labels=split_labels(settings.labels),
-        buckets=settings.buckets,
-        anchor=settings.anchor,
-        all_pages=not settings.evidence_pages_only,
-    )
+    def builder_kwargs(self) -> dict[str, Any]:
+        """``--labels A,B`` → ``labels=["A", "B"]``; ``--evidence-pages-only`` →
+        ``all_pages=False``."""
+        kwargs = super().builder_kwargs()
+        kwargs["all_pages"] = not kwargs.pop("evidence_pages_only")
+        return {**kwargs, "labels": split_labels(self.labels)}
 
 
 BENCHMARK = Benchmark(
@@ -205,6 +199,6 @@ BENCHMARK = Benchmark(
     help="FEVER claims + wiki-pages → evidence-position task",
     cards=(CARD,),
     settings=FeverSettings,
-    build=_build_task,
+    build=settings_build(build_fever),
     order=60,
 )

@@ -43,6 +43,7 @@ from hf_posbias.tasks.builders.common import (
     BuilderOutput,
     TaskAssembler,
     load_rows,
+    settings_build,
     stable_id,
 )
 from hf_posbias.tasks.positions import THIRDS
@@ -212,18 +213,11 @@ class FineWebPosQSettings(BuilderOutput):
     label_column: str = setting("position label column", default="span_class")
     split: str = setting("split", default="train")
 
-
-def _build_task(settings: FineWebPosQSettings) -> PositionTaskData:
-    return build_fineweb_posq(
-        settings.input,
-        tiny=settings.tiny,
-        seed=settings.seed,
-        tiny_per_position=settings.per_position,
-        question_column=settings.question_column,
-        passage_column=settings.passage_column,
-        label_column=settings.label_column,
-        split=settings.split,
-    )
+    def builder_kwargs(self) -> dict[str, Any]:
+        """``--per-position`` → ``tiny_per_position``."""
+        kwargs = super().builder_kwargs()
+        kwargs["tiny_per_position"] = kwargs.pop("per_position")
+        return kwargs
 
 
 BENCHMARK = Benchmark(
@@ -231,6 +225,6 @@ BENCHMARK = Benchmark(
     help="NovaSearch/FineWeb-PosQ rows → FineWeb-PosQ",
     cards=(CARD, TINY_CARD),
     settings=FineWebPosQSettings,
-    build=_build_task,
+    build=settings_build(build_fineweb_posq),
     order=20,
 )

@@ -34,8 +34,10 @@ from hf_posbias.tasks.builders.common import (
     RelativeBuckets,
     TaskAssembler,
     load_rows,
+    require_fields,
+    settings_build,
 )
-from hf_posbias.tasks.positions import THIRDS, Anchor, IntervalBuckets, parse_buckets
+from hf_posbias.tasks.positions import THIRDS, Anchor, IntervalBuckets
 from hf_posbias.tasks.registry import Benchmark, TaskCard
 from hf_posbias.tasks.taskdata import PositionTaskData
 
@@ -50,7 +52,6 @@ CARD = TaskCard(
     citation=citations.HOTPOTQA,
     license="cc-by-sa-4.0",
     buckets=THIRDS.labels,
-    domains=("Encyclopaedic", "Written"),
     date=("2018-01-01", "2018-09-01"),
     annotations_creators="human-annotated",
     task_subtypes=("Question answering",),
@@ -92,16 +93,14 @@ def build_hotpotqa(
         >>> data = build_hotpotqa("hotpot_dev_distractor_v1.json")  # doctest: +SKIP
     """
     rows = load_rows(source, split=split)
-    asm = TaskAssembler(parse_buckets(buckets), anchor=anchor, source=str(source))
+    asm = TaskAssembler(buckets, anchor=anchor, source=str(source))
     asm.report.read = len(rows)
     # title -> {sent_idx: (start, end)}
     spans: dict[str, dict[int, tuple[int, int]]] = {}
     parsed = []
     for i, row in enumerate(rows):
         where = f"{source}: row {i}"
-        missing = [k for k in ("question", "supporting_facts", "context") if k not in row]
-        if missing:
-            raise InputError(f"{where}: missing field(s) {missing}")
+        require_fields(row, ("question", "supporting_facts", "context"), where)
         paragraphs = _pairs(row["context"], ("title", "sentences"), where)
         facts = _pairs(row["supporting_facts"], ("title", "sent_id"), where)
         for title, sentences in paragraphs:
@@ -165,17 +164,11 @@ class HotpotQASettings(RelativeBuckets, BuilderOutput):
     split: str = setting("split of a folder/Hub source", default="validation")
 
 
-def _build_task(settings: HotpotQASettings) -> PositionTaskData:
-    return build_hotpotqa(
-        settings.input, buckets=settings.buckets, anchor=settings.anchor, split=settings.split
-    )
-
-
 BENCHMARK = Benchmark(
     cli="hotpotqa",
     help="HotpotQA distractor file → evidence-position task",
     cards=(CARD,),
     settings=HotpotQASettings,
-    build=_build_task,
+    build=settings_build(build_hotpotqa),
     order=70,
 )

@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from hf_posbias.errors import InputError
 from hf_posbias.rows import iter_jsonl_objects
@@ -44,11 +44,15 @@ from hf_posbias.tasks.builders.common import (
     BuilderOutput,
     RelativeBuckets,
     TaskAssembler,
+    settings_build,
     stable_id,
 )
-from hf_posbias.tasks.positions import Anchor, IntervalBuckets, parse_buckets
+from hf_posbias.tasks.positions import Anchor, IntervalBuckets
 from hf_posbias.tasks.registry import Benchmark
 from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo
+
+if TYPE_CHECKING:
+    from typing import Unpack
 
 REQUIRED_FIELDS = ("query", "document", "evidence_start")
 OPTIONAL_FIELDS = ("evidence_end", "doc_id", "query_id", "title")
@@ -69,22 +73,68 @@ def _str_field(record: Mapping[str, Any], key: str, where: str) -> str:
     return value
 
 
-def _build(
-    items: Iterable[tuple[str, Any]],
-    buckets: str | IntervalBuckets,
-    name: str,
-    description: str,
-    distractors: Iterable[tuple[str, Any]] | None,
-    source: str,
-    license: str,
-    reference: str,
-    citation: str,
-    anchor: Anchor,
+DEFAULT_DESCRIPTION = "User-supplied queries with located evidence, bucketed by position."
+
+
+class RecordTaskOptions(TypedDict, total=False):
+    """The ``task.json`` metadata and the anchor of :func:`build_from_records`, which
+    :func:`build_from_jsonl` passes on."""
+
+    description: str
+    license: str
+    reference: str
+    citation: str
+    anchor: Anchor
+
+
+Records = Iterable[Mapping[str, Any]] | Mapping[str, Mapping[str, Any]]
+"""Records, or records by the place they come from (``file:line``), which errors then name."""
+
+
+def _labelled(records: Records, what: str) -> Iterable[tuple[str, Any]]:
+    if isinstance(records, Mapping):
+        return records.items()
+    return ((f"{what} {i}", r) for i, r in enumerate(records, start=1))
+
+
+def build_from_records(
+    records: Records,
+    buckets: str | IntervalBuckets = "thirds",
+    name: str = "CustomPositions",
+    description: str = DEFAULT_DESCRIPTION,
+    distractors: Records | None = None,
+    source: str = "",
+    license: str = "not specified",
+    reference: str = "",
+    citation: str = "",
+    anchor: Anchor = "start",
 ) -> PositionTaskData:
-    rule = parse_buckets(buckets)
-    asm = TaskAssembler(rule, anchor=anchor, source=source or name)
+    """A position task from in-memory records (see the module docstring for the fields).
+
+    Args:
+        records: dicts with ``query``, ``document``, ``evidence_start`` (+ optional fields);
+            given as ``{place: record}``, errors name the place (else ``record <n>``).
+        buckets: ``"thirds"``, ``"posir20"``, relative edges ``"0,0.2,0.5,1"`` or a rule object.
+        name: task name (``task.json``).
+        description: task description.
+        distractors: extra corpus documents ``{id, text[, title]}`` without queries (also as
+            ``{place: document}``).
+        source, license, reference, citation: metadata copied to ``task.json``.
+        anchor: ``"start"`` buckets by the evidence start, ``"center"`` by its midpoint.
+
+    Returns:
+        The validated task; ``info.extra['build_report']`` counts what was skipped and why.
+
+    Example:
+        >>> data = build_from_records(
+        ...     [{"query": "q", "document": "abcdefghij", "evidence_start": 5}],
+        ...     buckets="0,0.5,1")
+        >>> data.queries[0]["bucket"]
+        '0.5-1'
+    """
+    asm = TaskAssembler(buckets, anchor=anchor, source=source or name)
     allowed = set(REQUIRED_FIELDS) | set(OPTIONAL_FIELDS)
-    for where, record in items:
+    for where, record in _labelled(records, "record"):
         if not isinstance(record, Mapping):
             raise InputError(f"{where}: expected an object, got {type(record).__name__}")
         missing = [k for k in REQUIRED_FIELDS if k not in record]
@@ -124,7 +174,7 @@ def _build(
         )
         asm.add_query(query_id, query, [doc_id], start, end)
     n_distractors = 0
-    for where, record in distractors or ():
+    for where, record in _labelled(distractors or (), "distractor"):
         if not isinstance(record, Mapping) or "id" not in record or "text" not in record:
             raise InputError(f"{where}: a distractor needs 'id' and 'text'")
         if not isinstance(record["text"], str):
@@ -145,66 +195,15 @@ def _build(
     return asm.finish(info)
 
 
-def build_from_records(
-    records: Iterable[Mapping[str, Any]],
-    buckets: str | IntervalBuckets = "thirds",
-    name: str = "CustomPositions",
-    description: str = "User-supplied queries with located evidence, bucketed by position.",
-    distractors: Iterable[Mapping[str, Any]] | None = None,
-    source: str = "",
-    license: str = "not specified",
-    reference: str = "",
-    citation: str = "",
-    anchor: Anchor = "start",
-) -> PositionTaskData:
-    """A position task from in-memory records (see the module docstring for the fields).
-
-    Args:
-        records: dicts with ``query``, ``document``, ``evidence_start`` (+ optional fields).
-        buckets: ``"thirds"``, ``"posir20"``, relative edges ``"0,0.2,0.5,1"`` or a rule object.
-        name: task name (``task.json``).
-        description: task description.
-        distractors: extra corpus documents ``{id, text[, title]}`` without queries.
-        source, license, reference, citation: metadata copied to ``task.json``.
-        anchor: ``"start"`` buckets by the evidence start, ``"center"`` by its midpoint.
-
-    Returns:
-        The validated task; ``info.extra['build_report']`` counts what was skipped and why.
-
-    Example:
-        >>> data = build_from_records(
-        ...     [{"query": "q", "document": "abcdefghij", "evidence_start": 5}],
-        ...     buckets="0,0.5,1")
-        >>> data.queries[0]["bucket"]
-        '0.5-1'
-    """
-    return _build(
-        ((f"record {i}", r) for i, r in enumerate(records, start=1)),
-        buckets,
-        name,
-        description,
-        ((f"distractor {i}", d) for i, d in enumerate(distractors or (), start=1)),
-        source,
-        license,
-        reference,
-        citation,
-        anchor,
-    )
-
-
 def build_from_jsonl(
     path: str | Path,
     buckets: str | IntervalBuckets = "thirds",
     name: str | None = None,
     distractors: str | Path | None = None,
-    description: str = "User-supplied queries with located evidence, bucketed by position.",
-    license: str = "not specified",
-    reference: str = "",
-    citation: str = "",
-    anchor: Anchor = "start",
+    **options: Unpack[RecordTaskOptions],
 ) -> PositionTaskData:
     """:func:`build_from_records` over a JSONL file (and a distractor JSONL); errors name
-    ``file:line``.
+    ``file:line``; ``options`` are :class:`RecordTaskOptions`.
 
     Example:
         >>> import json, tempfile, os
@@ -215,17 +214,13 @@ def build_from_jsonl(
         1
     """
     path = Path(path)
-    return _build(
-        iter_jsonl_objects(path),
+    return build_from_records(
+        dict(iter_jsonl_objects(path)),
         buckets,
         name or path.stem,
-        description,
-        iter_jsonl_objects(distractors) if distractors is not None else None,
-        str(path),
-        license,
-        reference,
-        citation,
-        anchor,
+        distractors=dict(iter_jsonl_objects(distractors)) if distractors is not None else None,
+        source=str(path),
+        **options,
     )
 
 
@@ -240,21 +235,11 @@ class FromJsonlSettings(RelativeBuckets, BuilderOutput):
     name: str | None = setting("task name (default: the file name)", default=None)
 
 
-def _build_task(settings: FromJsonlSettings) -> PositionTaskData:
-    return build_from_jsonl(
-        settings.input,
-        buckets=settings.buckets,
-        name=settings.name,
-        distractors=settings.distractors,
-        anchor=settings.anchor,
-    )
-
-
 BENCHMARK = Benchmark(
     cli="from-jsonl",
     help="your own JSONL (query, document, evidence_start[, evidence_end, doc_id]) → task",
     cards=(),
     settings=FromJsonlSettings,
-    build=_build_task,
+    build=settings_build(build_from_jsonl),
     order=90,
 )

@@ -40,7 +40,12 @@ from hf_posbias import citations
 from hf_posbias.errors import InputError
 from hf_posbias.rows import read_parquet
 from hf_posbias.settings import setting
-from hf_posbias.tasks.builders.common import BuilderOutput, TaskAssembler
+from hf_posbias.tasks.builders.common import (
+    BuilderOutput,
+    TaskAssembler,
+    require_fields,
+    settings_build,
+)
 from hf_posbias.tasks.positions import (
     POSIR_RELATIVE_20,
     POSIR_TOKEN_LENGTH,
@@ -83,9 +88,7 @@ def _read(path: Path, columns: Sequence[str]) -> list[dict[str, Any]]:
     if not path.is_file():
         raise InputError(f"{path}: not found (PosIR layout: <lang>/<domain>/…)")
     table = read_parquet(path)
-    missing = [c for c in columns if c not in table.column_names]
-    if missing:
-        raise InputError(f"{path}: missing column(s) {missing}; has {table.column_names}")
+    require_fields(table.column_names, columns, str(path), columns=True)
     return table.to_pylist()
 
 
@@ -210,24 +213,18 @@ class PosIRSettings(BuilderOutput):
     )
     name: str | None = setting("task name", default=None)
 
-
-def _build_task(settings: PosIRSettings) -> PositionTaskData:
-    spec = settings.domains.strip()
-    domains: Sequence[str] | None
-    if spec.lower() == "yhp26":
-        domains = YHP26_DOMAINS
-    elif spec.lower() == "all":
-        domains = None
-    else:
-        domains = [d for d in spec.split(",") if d.strip()]
-    return build_posir(
-        settings.input,
-        language=settings.language or None,
-        domains=domains,
-        scheme=settings.scheme,
-        anchor=settings.anchor,
-        name=settings.name,
-    )
+    def builder_kwargs(self) -> dict[str, Any]:
+        """``--language ''`` → ``language=None``; ``--domains`` ``yhp26``/``all``/a list →
+        :data:`YHP26_DOMAINS`/``None``/the list."""
+        spec = self.domains.strip()
+        domains: Sequence[str] | None
+        if spec.lower() == "yhp26":
+            domains = YHP26_DOMAINS
+        elif spec.lower() == "all":
+            domains = None
+        else:
+            domains = [d for d in spec.split(",") if d.strip()]
+        return {**super().builder_kwargs(), "language": self.language or None, "domains": domains}
 
 
 BENCHMARK = Benchmark(
@@ -235,6 +232,6 @@ BENCHMARK = Benchmark(
     help="infgrad/PosIR-Benchmark-v1 snapshot → PosIR task",
     cards=(CARD,),
     settings=PosIRSettings,
-    build=_build_task,
+    build=settings_build(build_posir),
     order=30,
 )

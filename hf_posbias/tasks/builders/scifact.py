@@ -42,9 +42,12 @@ from hf_posbias.tasks.builders.common import (
     BuilderOutput,
     RelativeBuckets,
     TaskAssembler,
+    join_sentences,
     parse_int_list,
+    require_fields,
+    settings_build,
 )
-from hf_posbias.tasks.positions import THIRDS, Anchor, IntervalBuckets, parse_buckets
+from hf_posbias.tasks.positions import THIRDS, Anchor, IntervalBuckets
 from hf_posbias.tasks.registry import Benchmark, TaskCard
 from hf_posbias.tasks.taskdata import PositionTaskData
 
@@ -89,6 +92,15 @@ def parse_sentence_list(value: str) -> list[str]:
         raise InputError(f"unparseable sentence list ({err})") from None
 
 
+def _export_files(folder: Path, split: str) -> tuple[Path, Path]:
+    """``claims_<split>.csv`` and ``corpus_train.csv`` of the CSV export (one line if absent)."""
+    claims_path, corpus_path = folder / f"claims_{split}.csv", folder / "corpus_train.csv"
+    for path in (claims_path, corpus_path):
+        if not path.is_file():
+            raise InputError(f"{path}: not found (expected the allenai/scifact CSV export)")
+    return claims_path, corpus_path
+
+
 def build_scifact(
     folder: str | Path,
     split: str = "validation",
@@ -114,22 +126,16 @@ def build_scifact(
     folder = Path(folder)
     if split not in SPLITS:
         raise InputError(f"SciFact split must be one of {SPLITS}, got {split!r}")
-    claims_path = folder / f"claims_{split}.csv"
-    corpus_path = folder / "corpus_train.csv"
-    for path in (claims_path, corpus_path):
-        if not path.is_file():
-            raise InputError(f"{path}: not found (expected the allenai/scifact CSV export)")
+    claims_path, corpus_path = _export_files(folder, split)
     claims = pd.read_csv(claims_path, dtype={"evidence_sentences": str, "cited_doc_ids": str})
     corpus = pd.read_csv(corpus_path)
     for frame, path, cols in (
         (claims, claims_path, ("id", "claim", "evidence_doc_id", "evidence_sentences")),
         (corpus, corpus_path, ("doc_id", "title", "abstract")),
     ):
-        missing = [c for c in cols if c not in frame.columns]
-        if missing:
-            raise InputError(f"{path}: missing column(s) {missing}; has {list(frame.columns)}")
+        require_fields(frame.columns, cols, str(path), columns=True)
 
-    asm = TaskAssembler(parse_buckets(buckets), anchor=anchor, source=str(folder))
+    asm = TaskAssembler(buckets, anchor=anchor, source=str(folder))
     # sentence start offsets per document, to point at the evidence sentence exactly
     starts: dict[str, list[tuple[int, int]]] = {}
     for row in corpus.itertuples(index=False):
@@ -139,11 +145,7 @@ def build_scifact(
         except InputError as err:
             asm.report.drop(f"corpus: {str(err).split(' (')[0]}")
             continue
-        offsets, pos = [], 0
-        for sentence in sentences:
-            offsets.append((pos, pos + len(sentence)))
-            pos += len(sentence) + 1
-        text = " ".join(sentences)
+        text, offsets = join_sentences(sentences)
         if not text.strip():
             asm.report.drop("corpus: empty abstract")
             continue
@@ -203,18 +205,12 @@ class SciFactSettings(RelativeBuckets, BuilderOutput):
     split: Literal["train", "validation"] = setting("validation = BEIR test", default="validation")
 
 
-def _build_task(settings: SciFactSettings) -> PositionTaskData:
-    return build_scifact(
-        settings.input, split=settings.split, buckets=settings.buckets, anchor=settings.anchor
-    )
-
-
 BENCHMARK = Benchmark(
     cli="scifact",
     help="SciFact CSV export → evidence-position task",
     cards=(CARD,),
     settings=SciFactSettings,
-    build=_build_task,
+    build=settings_build(build_scifact),
     order=40,
 )
 
@@ -237,10 +233,7 @@ def build_scifact_beir(folder: str | Path, out: str | Path, split: str = "valida
     folder = Path(folder)
     if split not in ("train", "validation"):
         raise InputError(f"SciFact BEIR split must be train or validation, got {split!r}")
-    claims_path, corpus_path = folder / f"claims_{split}.csv", folder / "corpus_train.csv"
-    for path in (claims_path, corpus_path):
-        if not path.is_file():
-            raise InputError(f"{path}: not found (expected the allenai/scifact CSV export)")
+    claims_path, corpus_path = _export_files(folder, split)
     claims = pd.read_csv(claims_path, dtype={"cited_doc_ids": str})
     corpus: dict[str, tuple[str, str]] = {}
     for row in pd.read_csv(corpus_path).itertuples(index=False):

@@ -41,6 +41,7 @@ from hf_posbias.tasks.builders.common import (
     BuilderOutput,
     TaskAssembler,
     load_rows,
+    settings_build,
     stable_id,
 )
 from hf_posbias.tasks.positions import SQUAD_POSQ, SQUAD_POSQ_NOTE, IntervalBuckets
@@ -210,21 +211,11 @@ class SquadPosQSettings(BuilderOutput):
     )
 
 
-def _build_task(settings: SquadPosQSettings) -> PositionTaskData:
-    return build_squad_posq(
-        settings.input,
-        tiny=settings.tiny,
-        seed=settings.seed,
-        tiny_size=settings.tiny_size,
-        splits=settings.splits,
-    )
-
-
 BENCHMARK = Benchmark(
     cli="squad-posq",
     help="SQuAD v2 → SQuAD-PosQ (Zeng et al. 2025)",
     cards=(CARD, TINY_CARD),
     settings=SquadPosQSettings,
-    build=_build_task,
+    build=settings_build(build_squad_posq),
     order=10,
 )
