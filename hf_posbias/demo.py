@@ -171,7 +171,7 @@ def run_demo(settings: DemoSettings, echo: Echo = print) -> DemoResult:
         resolve_tasks,
         study_models,
     )
-    from hf_posbias.study.publish import write_checkpoint_card
+    from hf_posbias.study.publish import add_results_to_card
     from hf_posbias.study.report import read_report
     from hf_posbias.study.run import StudyRunSettings, run_study
 
@@ -228,7 +228,7 @@ def run_demo(settings: DemoSettings, echo: Echo = print) -> DemoResult:
     cells = read_report(study.report or out / "study")["cells"]
     for config, ckpt in checkpoints.items():
         mine = [c for c in cells if c["config"] == config]
-        write_checkpoint_card(ckpt, f"local/{models[config].name}", mine)
+        add_results_to_card(ckpt, f"local/{models[config].name}", mine)
     verdicts = [
         {"vs base (p < 0.05)": "—" if name == "base" else ", ".join(differences[name]) or "none"}
         for name in summaries

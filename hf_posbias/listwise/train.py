@@ -36,6 +36,11 @@ The checkpoint folder gets the model, the tokenizer, ``posbias_listwise_training
 facts; written last, it marks a finished run) and the model card (``README.md`` from
 ``model_cards/listwise.md.j2``); ``posbias listwise test --reranker OUT`` scores with it.
 
+The trainer is :class:`~hf_posbias.listwise.training.trainer.DebiasFirstTrainer`; what is not
+particular to listwise windows — output folder, seeding, the schedule's arguments, the memory
+preflight's agreement between processes, timing, saving on rank 0, the card, the entry point —
+is the skeleton both trainers share, :mod:`hf_posbias.training.scaffold`.
+
 Example (tiny model; see tests/listwise/test_listwise_train.py for the data folder)::
 
     from hf_posbias.listwise.settings import ListwiseTrainingSettings
@@ -50,13 +55,12 @@ from __future__ import annotations
 
 import logging
 import sys
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hf_posbias.errors import BackendError, InputError, PosbiasError
+from hf_posbias.errors import InputError
 from hf_posbias.listwise.settings import ListwiseTrainingSettings
 from hf_posbias.settings import flag_name
 
@@ -211,13 +215,10 @@ def prepare_listwise_run(
     from hf_posbias.modeling import causal_lm_folder, context_length, load_tokenizer_config
     from hf_posbias.progress import progress
     from hf_posbias.training.builder import model_attn_implementation
+    from hf_posbias.training.scaffold import output_folder
 
     compute = settings.resolve()
-    out = Path(settings.out).expanduser()
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise InputError(f"cannot create the output folder {out}: {err.strerror or err}") from None
+    out = output_folder(settings.out)
     source = read_train_set(settings.data)
     info = _data_info(settings.data)
     sizes = sorted({len(row["doc_ids"]) for row in source})
@@ -391,58 +392,7 @@ def _plan_of(mini: Any) -> MemoryPlan:
     return MemoryPlan(False, mini, 1, "measured")
 
 
-# --------------------------------------------------------------------------- trainer
-
-
-def _trainer_class() -> type:
-    from transformers import Trainer
-
-    from hf_posbias.listwise.training.losses import model_loss
-
-    class DebiasFirstTrainer(Trainer):
-        """The transformers ``Trainer`` with the DebiasFirst loss (λ·L_Rank(-IPS) + L_LM).
-
-        The loss of a forward pass is a batch mean, so the Trainer divides it by the gradient
-        accumulation steps (``loss_is_scaled_for_ga = False``). The two parts are averaged
-        between logging steps and logged as ``rank_loss`` and ``lm_loss``.
-        """
-
-        loss_is_scaled_for_ga = False
-
-        def __init__(
-            self, *args: Any, lam: float, propensity: Any, with_lm: bool = True, **kwargs: Any
-        ) -> None:
-            super().__init__(*args, **kwargs)
-            self.lam = lam
-            self.propensity = propensity
-            self.with_lm = with_lm
-            self._since_log = [0.0, 0.0, 0]
-            self.run_totals = [0.0, 0.0, 0]
-
-        def compute_loss(
-            self,
-            model: Any,
-            inputs: dict[str, Any],
-            return_outputs: bool = False,
-            num_items_in_batch: Any = None,
-        ) -> Any:
-            parts = model_loss(
-                model, inputs, lam=self.lam, propensity=self.propensity, with_lm=self.with_lm
-            )
-            for totals in (self._since_log, self.run_totals):
-                totals[0] += parts.rank
-                totals[1] += parts.lm
-                totals[2] += 1
-            return (parts.loss, None) if return_outputs else parts.loss
-
-        def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
-            rank, lm, n = self._since_log
-            if "loss" in logs and n:
-                logs = {**logs, "rank_loss": rank / n, "lm_loss": lm / n}
-                self._since_log = [0.0, 0.0, 0]
-            super().log(logs, start_time)
-
-    return DebiasFirstTrainer
+# --------------------------------------------------------------------------- training
 
 
 def train_listwise(
@@ -459,52 +409,43 @@ def train_listwise(
     compute = run.compute
 
     import torch
-    from transformers import TrainingArguments, set_seed
 
+    from hf_posbias.listwise.training.trainer import DebiasFirstTrainer
     from hf_posbias.modeling import load_causal_lm
     from hf_posbias.training.builder import (
-        attn_implementation_of,
         set_activation_checkpointing,
         supports_activation_checkpointing,
     )
-    from hf_posbias.training.memory import shared_plan
+    from hf_posbias.training.scaffold import (
+        agreed_memory_plan,
+        announce,
+        finish,
+        fit,
+        seeded_model,
+        training_arguments,
+    )
 
     say = echo or (lambda line: None)
-    set_seed(settings.seed)
-    model, tokenizer = load_causal_lm(run.model_folder, dtype="float32", device="cpu")
+    model, tokenizer = seeded_model(
+        settings.seed, lambda: load_causal_lm(run.model_folder, dtype="float32", device="cpu")
+    )
     if run.attn_implementation is not None and hasattr(model, "set_attn_implementation"):
         model.set_attn_implementation(run.attn_implementation)
     model.config.use_cache = False  # no KV cache in training (and none with checkpointing)
     propensity = None if run.omega is None else torch.as_tensor(run.omega, dtype=torch.float32)
-    args = TrainingArguments(
-        output_dir=str(run.out),
-        per_device_train_batch_size=1,  # set below from the memory plan
-        learning_rate=settings.lr,
-        num_train_epochs=settings.epochs,
-        max_steps=settings.max_steps or -1,
-        warmup_steps=settings.warmup_ratio,  # transformers 5: a float < 1 is a ratio
-        lr_scheduler_type="linear",
-        optim="adamw_torch",
-        weight_decay=0.0,
-        seed=settings.seed,
-        data_seed=settings.seed,
-        save_strategy="no",
-        eval_strategy="no",
-        logging_steps=settings.logging_steps,
-        report_to="none",
+    args = training_arguments(
+        settings,
+        compute,
+        run.out,
+        lr=settings.lr,
+        per_device_batch=1,  # set below from the memory plan
+        progress=settings.progress,
         remove_unused_columns=False,
-        disable_tqdm=not settings.progress or not sys.stderr.isatty(),
-        dataloader_pin_memory=compute.device.kind == "cuda",
         neftune_noise_alpha=settings.neftune_alpha,
-        **compute.training_arguments(),
     )
-    if int(args.world_size) != compute.world_size:
-        raise BackendError(
-            f"{args.world_size} processes started but WORLD_SIZE says {compute.world_size}"
-        )
     supported = supports_activation_checkpointing(model)
-    outcome: Any
-    try:
+
+    def choose() -> MemoryPlan:
         measure = None
         if compute.device.kind == "cuda":
             model.to(args.device)
@@ -515,7 +456,7 @@ def train_listwise(
                 propensity=propensity,
                 precision=compute.precision,
             )
-        outcome = plan_memory(
+        return plan_memory(
             settings,
             compute,
             longest_tokens=run.longest_tokens,
@@ -523,9 +464,8 @@ def train_listwise(
             n_params=sum(p.numel() for p in model.parameters()),
             checkpointing_supported=supported,
         )
-    except PosbiasError as err:  # every rank must learn of it
-        outcome = err
-    plan = shared_plan(outcome, compute.world_size)
+
+    plan = agreed_memory_plan(choose, compute.world_size)
     set_activation_checkpointing(model, plan.checkpointing)
     micro, accumulation = split_batch(
         compute.per_device_batch, windows_per_pass(plan, run.longest_tokens)
@@ -533,12 +473,7 @@ def train_listwise(
     args.per_device_train_batch_size = micro
     args.gradient_accumulation_steps = accumulation
 
-    rank = args.process_index
-    print(
-        f"posbias-listwise-train rank={rank} world_size={args.world_size}",
-        file=sys.stderr,
-        flush=True,
-    )
+    announce(args, "posbias-listwise-train")
     augmentation = "RandAug" if settings.augmentation_method == "rand-aug" else "Pos-Aug"
     say(
         f"  {len(run.rows)} windows ({run.source_rows} in the data, {augmentation} "
@@ -547,7 +482,7 @@ def train_listwise(
         f"{compute.device.describe()}; {micro} window(s) per pass × {accumulation} × "
         f"{compute.world_size} process(es) = {settings.global_batch} per step"
     )
-    trainer = _trainer_class()(
+    trainer = DebiasFirstTrainer(
         model=model,
         args=args,
         train_dataset=run.encoded,
@@ -557,40 +492,25 @@ def train_listwise(
         propensity=propensity,
         with_lm=settings.lm_loss,
     )
-    started = time.perf_counter()
-    try:
-        output = trainer.train()
-    except RuntimeError as err:
-        from hf_posbias.training.memory import is_out_of_memory, out_of_memory_error
-
-        if compute.device.kind == "cuda" and is_out_of_memory(err):
-            raise out_of_memory_error(plan, compute.device.describe()) from None
-        raise
-    seconds = time.perf_counter() - started
+    fitted = fit(trainer, model, run.out, compute, plan)
     rank_total, lm_total, passes = trainer.run_totals
     result = ListwiseTrainResult(
-        out_dir=str(run.out),
+        **fitted.as_fields(),
         model=settings.model,
-        steps=int(trainer.state.global_step),
         epochs_trained=float(trainer.state.epoch or 0.0),
-        train_loss=float(output.training_loss),
         rank_loss=rank_total / passes if passes else float("nan"),
         lm_loss=lm_total / passes if passes else float("nan"),
-        train_seconds=seconds,
         n_rows=len(run.rows),
-        world_size=int(args.world_size),
-        precision=compute.precision,
-        attn_implementation=attn_implementation_of(model),
-        per_device_batch=compute.per_device_batch,
         micro_batch=micro,
         accumulation=accumulation,
-        memory=plan,
-        device=compute.device.describe(),
         log_history=list(trainer.state.log_history),
     )
-    if trainer.is_world_process_zero():
-        save_checkpoint(trainer.accelerator.unwrap_model(model), tokenizer, settings, run, result)
-    trainer.accelerator.wait_for_everyone()
+    finish(
+        trainer,
+        lambda: save_checkpoint(
+            trainer.accelerator.unwrap_model(model), tokenizer, settings, run, result
+        ),
+    )
     return result
 
 
@@ -657,16 +577,14 @@ def save_checkpoint(
     result: ListwiseTrainResult,
 ) -> None:
     """Save model + tokenizer, then the card and the facts (the facts file last)."""
-    from hf_posbias.listwise.training.card import save_listwise_info, write_listwise_card
+    from hf_posbias.listwise.training.card import LISTWISE_CARD
+    from hf_posbias.training.scaffold import save_card
 
     model.config.use_cache = True  # inference wants it back
     model.save_pretrained(str(run.out))
     tokenizer.save_pretrained(str(run.out))
     info = card_info(settings, run, result)
-    if settings.card:
-        result.card_path = str(write_listwise_card(run.out, info))
-    else:
-        save_listwise_info(run.out, info)
+    result.card_path = save_card(LISTWISE_CARD, run.out, info, card=settings.card)
 
 
 # --------------------------------------------------------------------------- CLI
@@ -693,15 +611,10 @@ def report(result: ListwiseTrainResult) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Module entry point; user mistakes print one ``error:`` line and return 2."""
-    from hf_posbias.settings import launch_main
+    from hf_posbias.training.scaffold import trainer_main
 
-    return launch_main(
-        argv,
-        ListwiseTrainingSettings,
-        prog="python -m hf_posbias.listwise.train",
-        description=__doc__.split("\n")[0],
-        run=train_listwise,
-        report=report,
+    return trainer_main(
+        argv, sys.modules[__name__], ListwiseTrainingSettings, train_listwise, report
     )
 
 

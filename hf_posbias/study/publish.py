@@ -1,7 +1,7 @@
 """Publish a study: every checkpoint as ``ORG/posbias-<base>-<config>``, the results as a dataset.
 
 1. each trained checkpoint's card (``README.md``, rendered by
-   :func:`hf_posbias.training.card.write_model_card`) gets its evaluation results — nDCG@10 per
+   :func:`hf_posbias.cards.write_checkpoint_card`) gets its evaluation results — nDCG@10 per
    position, mean and PSI with their 95% intervals, per task — as ``model-index`` metadata the
    Hub renders, and the folder is uploaded to ``ORG/posbias-<base>-<config>``
    (:func:`hf_posbias.training.card.hub_repo_name`);
@@ -77,9 +77,10 @@ def model_index_yaml(name: str, cells: Sequence[Mapping[str, Any]]) -> str:
     return block.rstrip("\n")
 
 
-def write_checkpoint_card(folder: str | Path, repo_name: str, cells: Sequence[Mapping]) -> Path:
+def add_results_to_card(folder: str | Path, repo_name: str, cells: Sequence[Mapping]) -> Path:
     """Re-render a checkpoint's card with its study results (body table + ``model-index``)."""
-    from hf_posbias.training.card import write_model_card
+    from hf_posbias.cards import write_checkpoint_card
+    from hf_posbias.training.card import BI_ENCODER_CARD
 
     first = cells[0]
     evaluation = {
@@ -90,7 +91,7 @@ def write_checkpoint_card(folder: str | Path, repo_name: str, cells: Sequence[Ma
         "intervals are in the model-index metadata.",
         "model_index": model_index_yaml(repo_name.split("/")[-1], cells),
     }
-    return write_model_card(folder, evaluation=evaluation)
+    return write_checkpoint_card(BI_ENCODER_CARD, folder, evaluation=evaluation)
 
 
 def write_results_repo(out: str | Path) -> Path:
@@ -174,7 +175,7 @@ def publish_study(out: str | Path, org: str, token: str | None = None) -> list[s
             and (c["pooling"] or None) in (None, model.pooling)
         ]  # fmt: skip
         repo_id = hub_repo_name(org, label, config)
-        write_checkpoint_card(model.folder, repo_id, mine)
+        add_results_to_card(model.folder, repo_id, mine)
         url = upload_folder(
             model.folder,
             repo_id,

@@ -6,7 +6,7 @@ Light on import: the heavy libraries load inside the functions that need them.
 - :mod:`~hf_posbias.training.builder` — checkpoint → SentenceTransformer (pooling, pad, prompts).
 - :mod:`~hf_posbias.training.batching` — single-bin, duplicate-free, DDP-aligned batches.
 - :mod:`~hf_posbias.training.train` — :func:`train_model` / ``python -m …train`` (+ ``ips``).
-- :mod:`~hf_posbias.training.card` — model cards (``write_model_card``).
+- :mod:`~hf_posbias.training.card` — the bi-encoder's model card (``BI_ENCODER_CARD``).
 - :mod:`~hf_posbias.training.matrix` — models × configs runs (resumable, shardable).
 
 Example:

@@ -5,7 +5,9 @@ measured begin:middle:end distribution, the training-set repo and config, the ex
 hyper-parameters, the per-bin × position counts of the rows actually used, the measured loss and
 time, and — once the evaluation side has run — per-position nDCG@10 and PSI. The training facts are
 also kept as JSON (``posbias_training.json``, the run's "done" marker) so that the evaluation side
-can re-render the card later with :func:`write_model_card` ``(ckpt_dir, evaluation=...)``.
+can re-render the card later: :func:`hf_posbias.cards.write_checkpoint_card`
+``(BI_ENCODER_CARD, ckpt_dir, evaluation=...)`` (the bi-encoder's kind of card,
+:data:`BI_ENCODER_CARD`, goes through the cards module every trained checkpoint shares).
 
 Naming scheme on the Hub: ``<org>/posbias-<model>-<config>``, e.g.
 ``my-org/posbias-modernbert-base-uniform`` (see :func:`hub_repo_name`).
@@ -19,12 +21,17 @@ Example:
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-from hf_posbias.cards import load_card_facts, save_card_facts, write_checkpoint_card
-from hf_posbias.errors import InputError
+from hf_posbias.cards import (
+    CheckpointCardKind,
+    load_card_facts,
+    render_checkpoint_card,
+    save_card_facts,
+    write_checkpoint_card,
+)
 
 TRAINING_INFO = "posbias_training.json"
 CARD_TEMPLATE = "model.md.j2"
@@ -95,38 +102,11 @@ def hub_repo_name(org: str, model: str, config: str) -> str:
     return f"{org}/{slug}"
 
 
-def save_training_info(ckpt_dir: str | Path, info: TrainingCardInfo) -> Path:
-    """Write ``posbias_training.json`` (the facts the card is rendered from)."""
-    return save_card_facts(ckpt_dir, TRAINING_INFO, info)
-
-
-def load_training_info(ckpt_dir: str | Path) -> TrainingCardInfo:
-    """Read the facts saved by :func:`save_training_info`."""
-    return load_card_facts(
-        ckpt_dir, TRAINING_INFO, TrainingCardInfo, "a posbias-trained checkpoint"
-    )
-
-
-def render_model_card(info: TrainingCardInfo, evaluation: dict[str, Any] | None = None) -> str:
-    """The card text. ``evaluation``: ``{"benchmark": str, "ndcg_at_10": {position: float},
-    "psi": float}`` (optional ``"notes": str``)."""
-    from hf_posbias.cards import render_card
-
-    if evaluation is not None:
-        missing = [k for k in ("benchmark", "ndcg_at_10", "psi") if k not in evaluation]
-        if missing:
-            raise InputError(f"evaluation dict lacks {', '.join(missing)}")
-    bins = list(info.counts)
+def _bin_table(info: TrainingCardInfo, evaluation: dict[str, Any] | None) -> dict[str, Any]:
+    """The template's rows (length bins) and columns (positions) and the evaluation's notes."""
     positions = sorted({p for row in info.counts.values() for p in row}, key=_position_order)
-    return render_card(
-        "model",
-        CARD_TEMPLATE,
-        info=asdict(info),
-        bins=bins,
-        positions=positions,
-        evaluation=evaluation,
-        extra_notes=evaluation.get("notes", "") if evaluation else "",
-    )
+    notes = evaluation.get("notes", "") if evaluation else ""
+    return {"bins": list(info.counts), "positions": positions, "extra_notes": notes}
 
 
 def _position_order(position: str) -> tuple[int, str]:
@@ -135,18 +115,20 @@ def _position_order(position: str) -> tuple[int, str]:
     return (POSITIONS.index(position) if position in POSITIONS else len(POSITIONS), position)
 
 
-def write_model_card(
-    ckpt_dir: str | Path,
-    info: TrainingCardInfo | None = None,
-    evaluation: dict[str, Any] | None = None,
-) -> Path:
-    """Write ``README.md`` (and ``posbias_training.json``) into ``ckpt_dir``; return the card path.
+BI_ENCODER_CARD = CheckpointCardKind(
+    template=CARD_TEMPLATE,
+    facts_file=TRAINING_INFO,
+    facts=TrainingCardInfo,
+    what="a posbias-trained checkpoint",
+    evaluation_keys=("benchmark", "ndcg_at_10", "psi"),
+    evaluation_error="evaluation dict lacks {missing}",
+    context=_bin_table,
+)
+"""The bi-encoder's card. An ``evaluation`` is ``{"benchmark": str, "ndcg_at_10": {position:
+float}, "psi": float}`` (optional ``"notes": str``, ``"model_index": str``)."""
 
-    With ``info=None`` the facts are read back from the folder, so the evaluation side can add
-    its results to an existing checkpoint: ``write_model_card(ckpt, evaluation={...})``.
-    """
-    ckpt = Path(ckpt_dir)
-    if info is None:
-        info = load_training_info(ckpt)
-    # The facts are written after the card: their presence marks the run as complete (resume).
-    return write_checkpoint_card(ckpt, render_model_card(info, evaluation), TRAINING_INFO, info)
+# The per-kind names of the functions of hf_posbias.cards (kept for existing callers).
+save_training_info = partial(save_card_facts, BI_ENCODER_CARD)
+load_training_info = partial(load_card_facts, BI_ENCODER_CARD)
+render_model_card = partial(render_checkpoint_card, BI_ENCODER_CARD)
+write_model_card = partial(write_checkpoint_card, BI_ENCODER_CARD)

@@ -20,12 +20,16 @@ Under DDP ``--global-batch`` rows make one step over all processes: each rank em
 ``global / W`` rows of the same bin, and the loss gathers the embeddings of all ranks
 (``gather_across_devices``), so every query still has ``global_batch`` in-batch candidates.
 
+What is not particular to a bi-encoder — output folder, seeding, the schedule's arguments, the
+memory preflight's agreement between processes, timing, saving on rank 0, the card, the entry
+point — is the skeleton both trainers share, :mod:`hf_posbias.training.scaffold`.
+
 ``--config ips`` (beyond the paper) trains on the whole retained pool (``--data <out>/pool``)
 instead of a controlled sample and corrects its position skew by inverse-propensity weighting:
 every row gets ``w = 1 / share(target_position | length_bin)`` normalised to mean 1 over the
 rows, and the InfoNCE term of each query is multiplied by its weight
-(:class:`WeightedCachedMNRL`). The weighted loss estimates the loss of a pool whose positions are
-uniform within every bin, without throwing rows away.
+(:class:`hf_posbias.training.losses.WeightedCachedMNRL`). The weighted loss estimates the loss
+of a pool whose positions are uniform within every bin, without throwing rows away.
 
 Example:
     >>> from hf_posbias.training.settings import parse_settings
@@ -39,7 +43,6 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -47,14 +50,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias import POSITIONS
-from hf_posbias.errors import BackendError, InputError, PosbiasError, first_line
+from hf_posbias.errors import InputError, PosbiasError, first_line
 from hf_posbias.sampling import config_label
 from hf_posbias.settings import flag_name
+from hf_posbias.training.card import TRAINING_INFO
 from hf_posbias.training.settings import TrainConfig, TrainingSettings
 
 if TYPE_CHECKING:
-    import torch
-
     from hf_posbias.training.builder import TruncationReport
     from hf_posbias.training.memory import MemoryPlan
     from hf_posbias.training.models import ModelSpec
@@ -63,7 +65,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("hf_posbias.training")
 
 REQUIRED_COLUMNS = ("query", "positive", "doc_id", "length_bin", "target_position")
-DONE_MARKER = "posbias_training.json"
+DONE_MARKER = TRAINING_INFO
 """Written last into the output folder: training info; its presence marks a finished run."""
 
 
@@ -252,110 +254,7 @@ def load_training_rows(data: str, config: str) -> TrainingRows:
     return rows
 
 
-# --------------------------------------------------------------------------- loss
-
-
-def build_loss(
-    model: Any,
-    scale: float,
-    mini_batch_size: int,
-    weighted: bool = False,
-    gather_across_devices: bool = False,
-) -> Any:
-    """The run's InfoNCE: ``CachedMultipleNegativesRankingLoss``, or :class:`WeightedCachedMNRL`.
-
-    Both take ``mini_batch_num_tokens`` later (the memory preflight sets it with
-    ``mini_batch_size``); sentence-transformers is imported here, not at module import.
-    """
-    from sentence_transformers.sentence_transformer.losses import (
-        CachedMultipleNegativesRankingLoss,
-    )
-
-    loss_class = _weighted_loss_class() if weighted else CachedMultipleNegativesRankingLoss
-    return loss_class(
-        model,
-        scale=scale,
-        mini_batch_size=mini_batch_size,
-        gather_across_devices=gather_across_devices,
-    )
-
-
-def weighted_cached_mnrl(
-    model: Any, scale: float, mini_batch_size: int, gather_across_devices: bool = False
-) -> Any:
-    """A :class:`WeightedCachedMNRL` (built lazily: sentence-transformers is a heavy import)."""
-    return build_loss(model, scale, mini_batch_size, True, gather_across_devices)
-
-
-def _weighted_loss_class() -> type:
-    import torch
-    import torch.nn.functional as F
-    from sentence_transformers.sentence_transformer.losses import (
-        CachedMultipleNegativesRankingLoss,
-    )
-    from sentence_transformers.util import all_gather_with_grad, get_rank
-
-    class WeightedCachedMNRL(CachedMultipleNegativesRankingLoss):
-        """InfoNCE with in-batch negatives where query i's term is multiplied by ``labels[i]``.
-
-        loss = Σ_i w_i · CE(scale · cos(q_i, d_·), i) / batch_size — the plain cached MNRL when
-        every w_i is 1 (one direction, query→document, no hardness terms: the configuration of
-        the paper). Gradient caching is unchanged: the loss is computed in mini-batches and
-        back-propagated into the cached embeddings; the embedding mini-batches may be cut by
-        rows or by tokens (``mini_batch_num_tokens``) like the parent's. With
-        ``gather_across_devices`` the documents of all processes are gathered (with gradients)
-        and each process scores its own queries against all of them, as the parent does.
-        """
-
-        def calculate_loss(
-            self,
-            reps: list[list[torch.Tensor]],
-            labels: torch.Tensor | None = None,
-            *,
-            with_backward: bool = False,
-        ) -> torch.Tensor:
-            queries = torch.cat(reps[0])
-            docs = [torch.cat(r) for r in reps[1:]]
-            n = len(queries)
-            offset = 0
-            if self.gather_across_devices:
-                docs = [all_gather_with_grad(d) for d in docs]
-                offset = get_rank() * n
-            docs_all = torch.cat(docs)
-            weights = (
-                torch.ones(n, device=queries.device)
-                if labels is None
-                else labels.to(queries.device, dtype=queries.dtype)
-            )
-            losses = []
-            for begin in range(0, n, self.mini_batch_size):
-                end = min(begin + self.mini_batch_size, n)
-                scores = self.similarity_fct(queries[begin:end], docs_all) * self.scale
-                target = torch.arange(offset + begin, offset + end, device=queries.device)
-                per_query = F.cross_entropy(scores, target, reduction="none")
-                loss = (per_query * weights[begin:end]).sum() / n
-                if with_backward:
-                    loss.backward()
-                    loss = loss.detach()
-                losses.append(loss)
-            return sum(losses)
-
-    return WeightedCachedMNRL
-
-
 # --------------------------------------------------------------------------- checks
-
-
-def _check_output_dir(out: str) -> Path:
-    path = Path(out).expanduser()
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        probe = path / f".write-test-{os.getpid()}"
-        probe.write_text("ok")
-        probe.unlink()
-    except OSError as err:
-        raise InputError(f"output dir {out!r} is not writable: {err.strerror or err}") from None
-    return path
 
 
 def _hub_token(cfg: TrainConfig) -> str:
@@ -409,10 +308,11 @@ def prepare_run(cfg: TrainingSettings) -> RunInputs:
         model_attn_implementation,
     )
     from hf_posbias.training.models import get_model_spec
+    from hf_posbias.training.scaffold import output_folder
 
     spec = get_model_spec(cfg.model)
     compute = cfg.resolve()
-    out = _check_output_dir(cfg.out)
+    out = output_folder(cfg.out)
     token = _hub_token(cfg) if cfg.push_to_hub else None
     rows = load_training_rows(cfg.data, cfg.config)
     config, tokenizer, max_seq_length = load_text_setup(spec, cfg.max_length)
@@ -461,17 +361,28 @@ def train_model(cfg: TrainingSettings, callbacks: Sequence[Any] = ()) -> TrainRe
     from sentence_transformers.sentence_transformer.training_args import (
         SentenceTransformerTrainingArguments,
     )
-    from transformers import set_seed
 
     from hf_posbias.training.batching import SingleBinBatchSamplerFactory
-    from hf_posbias.training.builder import attn_implementation_of, build_sentence_transformer
+    from hf_posbias.training.builder import build_sentence_transformer
+    from hf_posbias.training.card import BI_ENCODER_CARD
+    from hf_posbias.training.losses import build_loss
+    from hf_posbias.training.scaffold import (
+        announce,
+        finish,
+        fit,
+        save_card,
+        seeded_model,
+        training_arguments,
+    )
 
-    set_seed(cfg.seed)
-    model = build_sentence_transformer(
-        spec,
-        pooling=cfg.pooling,
-        max_length=cfg.max_length,
-        attn_implementation=run.attn_implementation,
+    model = seeded_model(
+        cfg.seed,
+        lambda: build_sentence_transformer(
+            spec,
+            pooling=cfg.pooling,
+            max_length=cfg.max_length,
+            attn_implementation=run.attn_implementation,
+        ),
     )
     lr = cfg.lr if cfg.lr is not None else spec.lr
 
@@ -482,33 +393,16 @@ def train_model(cfg: TrainingSettings, callbacks: Sequence[Any] = ()) -> TrainRe
         columns["label"] = rows.weights
     dataset = Dataset.from_dict(columns)
 
-    args = SentenceTransformerTrainingArguments(
-        output_dir=str(run.out),
-        num_train_epochs=cfg.epochs,
-        max_steps=cfg.max_steps if cfg.max_steps else -1,
-        per_device_train_batch_size=compute.per_device_batch,
-        learning_rate=lr,
-        warmup_steps=cfg.warmup_ratio,  # transformers 5: a float < 1 is a ratio
-        lr_scheduler_type="linear",
-        optim="adamw_torch",
-        weight_decay=0.0,
-        seed=cfg.seed,
-        data_seed=cfg.seed,
-        save_strategy="no",
-        eval_strategy="no",
-        logging_steps=cfg.logging_steps,
-        report_to="none",
+    args = training_arguments(
+        cfg,
+        compute,
+        run.out,
+        lr=lr,
+        per_device_batch=compute.per_device_batch,
+        arguments_class=SentenceTransformerTrainingArguments,
         prompts={"query": spec.query_prefix},
-        disable_tqdm=not sys.stderr.isatty(),
         dataloader_drop_last=False,
-        # Pinned memory only helps host→GPU copies; on CPU torch warns about it on every run.
-        dataloader_pin_memory=compute.device.kind == "cuda",
-        **compute.training_arguments(),
     )
-    if int(args.world_size) != compute.world_size:
-        raise BackendError(
-            f"{args.world_size} processes started but WORLD_SIZE says {compute.world_size}"
-        )
     record: list[list[int]] | None = [] if cfg.record_batches else None
     args.batch_sampler = SingleBinBatchSamplerFactory(
         rows.bins,
@@ -517,13 +411,7 @@ def train_model(cfg: TrainingSettings, callbacks: Sequence[Any] = ()) -> TrainRe
         record=record,
         lengths=run.row_lengths,
     )
-    rank = args.process_index
-    # One line per process (the log's INFO line would repeat it on every rank's stderr).
-    print(
-        f"posbias-train rank={rank} world_size={args.world_size} rows={len(rows)}",
-        file=sys.stderr,
-        flush=True,
-    )
+    announce(args, "posbias-train", rows=len(rows))
 
     loss = build_loss(
         model,
@@ -538,51 +426,27 @@ def train_model(cfg: TrainingSettings, callbacks: Sequence[Any] = ()) -> TrainRe
     memory = _memory_preflight(cfg, run, trainer, loss)
     apply_memory_plan(memory, model, loss)
     logger.info("memory: %s", memory.summary())
-    started = time.perf_counter()
-    try:
-        output = trainer.train()
-    except RuntimeError as err:
-        from hf_posbias.training.memory import is_out_of_memory, out_of_memory_error
-
-        if compute.device.kind == "cuda" and is_out_of_memory(err):
-            raise out_of_memory_error(memory, compute.device.describe()) from None
-        raise
-    seconds = time.perf_counter() - started
-    steps = int(trainer.state.global_step)
+    fitted = fit(trainer, model, run.out, compute, memory)
 
     result = TrainResult(
-        out_dir=str(run.out),
+        **fitted.as_fields(),
         model=spec.name,
         config=cfg.config,
-        steps=steps,
-        train_loss=float(output.training_loss),
-        train_seconds=seconds,
-        seconds_per_step=seconds / steps if steps else 0.0,
+        seconds_per_step=fitted.train_seconds / fitted.steps if fitted.steps else 0.0,
         n_rows=len(rows),
-        world_size=int(args.world_size),
         counts=rows.counts(),
         batches=record or [],
         rows=rows,
-        precision=compute.precision,
-        attn_implementation=attn_implementation_of(model),
-        per_device_batch=compute.per_device_batch,
-        memory=memory,
-        device=compute.device.describe(),
     )
-    if trainer.is_world_process_zero():
+
+    def save() -> None:
         model.save_pretrained(str(run.out))
         info = _card_info(cfg, spec, rows, result, run.truncation, lr, model)
-        if cfg.card:
-            from hf_posbias.training.card import write_model_card
-
-            result.card_path = str(write_model_card(run.out, info))
-        else:
-            from hf_posbias.training.card import save_training_info
-
-            save_training_info(run.out, info)
+        result.card_path = save_card(BI_ENCODER_CARD, run.out, info, card=cfg.card)
         if cfg.push_to_hub and run.token:
             result.hub_url = push_checkpoint(run.out, cfg.push_to_hub, run.token)
-    trainer.accelerator.wait_for_everyone()
+
+    finish(trainer, save)
     return result
 
 
@@ -602,9 +466,9 @@ def _memory_preflight(cfg: TrainingSettings, run: RunInputs, trainer: Any, loss:
         cpu_plan,
         cuda_trial,
         optimizer_state_bytes,
-        shared_plan,
         usable_bytes,
     )
+    from hf_posbias.training.scaffold import agreed_memory_plan
 
     compute = run.compute
     if compute.device.kind != "cuda":
@@ -623,9 +487,8 @@ def _memory_preflight(cfg: TrainingSettings, run: RunInputs, trainer: Any, loss:
     # The worst case is the batch with the most tokens (the longest bin's full batch).
     worst = max(plan.batches, key=lambda b: sum(run.row_lengths[i] for i in b))
     n_params = sum(p.numel() for p in trainer.model.parameters())
-    outcome: Any
-    try:
-        outcome = choose_memory_plan(
+    return agreed_memory_plan(
+        lambda: choose_memory_plan(
             cfg,
             measure=cuda_trial(trainer, loss, worst),
             budget_bytes=usable_bytes(int(compute.device.total_memory), cfg.device_memory_gib),
@@ -635,10 +498,9 @@ def _memory_preflight(cfg: TrainingSettings, run: RunInputs, trainer: Any, loss:
             method="measured",
             device=compute.device.describe(),
             checkpointing_supported=supports_activation_checkpointing(trainer.model),
-        )
-    except PosbiasError as err:  # every rank must learn of it, or the others wait forever
-        outcome = err
-    return shared_plan(outcome, compute.world_size)
+        ),
+        compute.world_size,
+    )
 
 
 def _card_info(cfg, spec, rows, result, truncation, lr, model) -> Any:  # noqa: ANN001
@@ -718,16 +580,21 @@ def report(result: TrainResult) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Module entry point; user mistakes print one ``error:`` line and return 2."""
-    from hf_posbias.settings import launch_main
+    from hf_posbias.training.scaffold import trainer_main
 
-    return launch_main(
-        argv,
-        TrainingSettings,
-        prog="python -m hf_posbias.training.train",
-        description=__doc__.split("\n")[0],
-        run=train_model,
-        report=report,
-    )
+    return trainer_main(argv, sys.modules[__name__], TrainingSettings, train_model, report)
+
+
+_MOVED_TO_LOSSES = ("WeightedCachedMNRL", "build_loss", "weighted_cached_mnrl")
+
+
+def __getattr__(name: str) -> Any:
+    # The losses moved to hf_posbias.training.losses (PEP 562: loaded, with torch, on first use).
+    if name in _MOVED_TO_LOSSES:
+        from hf_posbias.training import losses
+
+        return getattr(losses, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 if __name__ == "__main__":

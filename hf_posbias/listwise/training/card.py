@@ -6,7 +6,8 @@ or "none": FIRST's L_Rank), Pos-Aug's n and where the rotations came from, the t
 (rows, provenance and its label note), the seed, precision, steps, schedule, and the measured
 losses (joint, L_Rank, L_LM). The facts are also kept as JSON
 (``posbias_listwise_training.json``) so that a later evaluation can re-render the card with
-its input-position curve: :func:`write_listwise_card` ``(ckpt, evaluation=positions_json)``.
+its input-position curve: :func:`hf_posbias.cards.write_checkpoint_card`
+``(LISTWISE_CARD, ckpt, evaluation=positions_json)``.
 
 Example:
     >>> describe_base("smollm2-135m")[2]
@@ -17,12 +18,17 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-from hf_posbias.cards import load_card_facts, save_card_facts, write_checkpoint_card
-from hf_posbias.errors import InputError
+from hf_posbias.cards import (
+    CheckpointCardKind,
+    load_card_facts,
+    render_checkpoint_card,
+    save_card_facts,
+    write_checkpoint_card,
+)
 
 CARD_TEMPLATE = "listwise.md.j2"
 TRAINING_INFO = "posbias_listwise_training.json"
@@ -103,41 +109,19 @@ def describe_base(name: str) -> tuple[str, bool, str]:
     return name, False, f"the local checkpoint `{name}`"
 
 
-def save_listwise_info(ckpt_dir: str | Path, info: ListwiseCardInfo) -> Path:
-    """Write ``posbias_listwise_training.json`` (the facts the card is rendered from)."""
-    return save_card_facts(ckpt_dir, TRAINING_INFO, info)
+LISTWISE_CARD = CheckpointCardKind(
+    template=CARD_TEMPLATE,
+    facts_file=TRAINING_INFO,
+    facts=ListwiseCardInfo,
+    what="a posbias listwise checkpoint",
+    evaluation_keys=("positions", "mean", "psi", "k"),
+    evaluation_error="the evaluation lacks {missing} (a positions.json?)",
+)
+"""DebiasFirst's card. An ``evaluation`` is a ``positions.json`` payload of ``posbias listwise
+test`` (its ``positions``, ``mean``, ``psi``, ``task``, ``k``), optionally with ``notes``."""
 
-
-def load_listwise_info(ckpt_dir: str | Path) -> ListwiseCardInfo:
-    """Read the facts saved by :func:`save_listwise_info`."""
-    return load_card_facts(
-        ckpt_dir, TRAINING_INFO, ListwiseCardInfo, "a posbias listwise checkpoint"
-    )
-
-
-def render_listwise_card(info: ListwiseCardInfo, evaluation: dict[str, Any] | None = None) -> str:
-    """The card text. ``evaluation`` is a ``positions.json`` payload of ``posbias listwise
-    test`` (its ``positions``, ``mean``, ``psi``, ``task``, ``k``), optionally with ``notes``."""
-    from hf_posbias.cards import render_card
-
-    if evaluation is not None:
-        missing = [k for k in ("positions", "mean", "psi", "k") if k not in evaluation]
-        if missing:
-            raise InputError(f"the evaluation lacks {', '.join(missing)} (a positions.json?)")
-    return render_card("model", CARD_TEMPLATE, info=asdict(info), evaluation=evaluation)
-
-
-def write_listwise_card(
-    ckpt_dir: str | Path,
-    info: ListwiseCardInfo | None = None,
-    evaluation: dict[str, Any] | None = None,
-) -> Path:
-    """Write ``README.md`` (and the facts JSON, last) into ``ckpt_dir``; return the card path.
-
-    With ``info=None`` the facts are read back from the folder, so an evaluation can be added
-    to an existing checkpoint: ``write_listwise_card(ckpt, evaluation=positions_payload)``.
-    """
-    ckpt = Path(ckpt_dir)
-    if info is None:
-        info = load_listwise_info(ckpt)
-    return write_checkpoint_card(ckpt, render_listwise_card(info, evaluation), TRAINING_INFO, info)
+# The per-kind names of the functions of hf_posbias.cards (kept for existing callers).
+save_listwise_info = partial(save_card_facts, LISTWISE_CARD)
+load_listwise_info = partial(load_card_facts, LISTWISE_CARD)
+render_listwise_card = partial(render_checkpoint_card, LISTWISE_CARD)
+write_listwise_card = partial(write_checkpoint_card, LISTWISE_CARD)
