@@ -86,6 +86,8 @@ HUB_NAMESPACE_ENV = "POSBIAS_HUB_NAMESPACE"
 DEFAULT_HUB_NAMESPACE = "hf-posbias"
 K_VALUES = (1, 3, 5, 10, 20, 100)
 """Cut-offs mteb reports; none above the default top-100 retrieval."""
+_TASK_CLASSES: dict[str, type[PositionRetrievalTask]] = {}
+"""Task name → the class whose ``card`` names it (filled as the classes are defined)."""
 
 
 def folder_revision(folder: str | Path) -> str:
@@ -211,6 +213,15 @@ class PositionRetrievalTask(AbsTaskRetrieval):
 
     card: ClassVar[TaskCard | None] = None
     k_values = K_VALUES
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A subclass that names a ``card`` is that task's class: its metadata comes from the
+        card, and :func:`task_class` hands it out for the card's name."""
+        super().__init_subclass__(**kwargs)
+        card = cls.__dict__.get("card")
+        if card is not None:
+            cls.metadata = card.task_metadata()
+            _TASK_CLASSES[card.name] = cls
 
     def __init__(
         self,
@@ -414,7 +425,9 @@ class PositionRetrievalTask(AbsTaskRetrieval):
 
 
 # ------------------------------------------------------------------------------ named tasks
-# One class per TaskCard of the registry (tests check the two lists match).
+# One class per TaskCard of the registry: the classes below are the built-in tasks' public names
+# (``from hf_posbias.tasks import SciFactEvidence``); any other card (a new builder module, a
+# benchmark plugin) gets a class made by task_class.
 
 
 def _card(name: str) -> TaskCard:
@@ -425,80 +438,75 @@ class SQuADPosQ(PositionRetrievalTask):
     """SQuAD-PosQ (Z25): questions bucketed by the first answer's character start."""
 
     card = _card("SQuAD-PosQ")
-    metadata = card.task_metadata()
 
 
 class SQuADPosQTiny(PositionRetrievalTask):
     """SQuAD-PosQ-tiny: 10,000 sampled SQuAD-PosQ queries, corpus unchanged."""
 
     card = _card("SQuAD-PosQ-tiny")
-    metadata = card.task_metadata()
 
 
 class FineWebPosQ(PositionRetrievalTask):
     """FineWeb-PosQ (Z25): questions over long FineWeb-edu passages, begin/middle/end."""
 
     card = _card("FineWeb-PosQ")
-    metadata = card.task_metadata()
 
 
 class FineWebPosQTiny(PositionRetrievalTask):
     """FineWeb-PosQ-tiny: 1,000 FineWeb-PosQ queries per position."""
 
     card = _card("FineWeb-PosQ-tiny")
-    metadata = card.task_metadata()
 
 
 class PosIR(PositionRetrievalTask):
     """PosIR (Z26): 20 relative positions of the evidence-span centre."""
 
     card = _card("PosIR")
-    metadata = card.task_metadata()
 
 
 class SciFactEvidence(PositionRetrievalTask):
     """SciFact claims bucketed by where their first rationale sentence sits in the abstract."""
 
     card = _card("SciFact-Evidence")
-    metadata = card.task_metadata()
 
 
 class ClimateFEVEREvidence(PositionRetrievalTask):
     """Climate-FEVER claims bucketed by where their evidence sentence sits in the article."""
 
     card = _card("ClimateFEVER-Evidence")
-    metadata = card.task_metadata()
 
 
 class FEVEREvidence(PositionRetrievalTask):
     """FEVER claims bucketed by where their first evidence sentence sits in the page."""
 
     card = _card("FEVER-Evidence")
-    metadata = card.task_metadata()
 
 
 class HotpotQAEvidence(PositionRetrievalTask):
     """HotpotQA questions bucketed by where their first supporting sentence sits."""
 
     card = _card("HotpotQA-Evidence")
-    metadata = card.task_metadata()
+
+
+def task_class(card: TaskCard) -> type[PositionRetrievalTask]:
+    """The mteb task class of a registered card: the class that names it, else one made for it
+    (once) — so a benchmark's tasks need no class of their own.
+
+    Example:
+        >>> task_class(cards()["SciFact-Evidence"]).__name__
+        'SciFactEvidence'
+    """
+    cls = _TASK_CLASSES.get(card.name)
+    if cls is None:
+        namespace = {"__doc__": card.description, "__module__": __name__, "card": card}
+        cls = type(card.class_name, (PositionRetrievalTask,), namespace)
+    return cls
 
 
 NAMED_TASKS: dict[str, type[PositionRetrievalTask]] = {
-    cls.card.name: cls  # type: ignore[union-attr]
-    for cls in (
-        SQuADPosQ,
-        SQuADPosQTiny,
-        FineWebPosQ,
-        FineWebPosQTiny,
-        PosIR,
-        SciFactEvidence,
-        ClimateFEVEREvidence,
-        FEVEREvidence,
-        HotpotQAEvidence,
-    )
+    name: task_class(card) for name, card in cards().items()
 }
-"""Task name → class."""
+"""Task name → class, for the tasks registered when this module was imported."""
 
 
 def task_names() -> list[str]:
@@ -508,8 +516,7 @@ def task_names() -> list[str]:
 
 def named_task_class(name: str) -> type[PositionRetrievalTask]:
     """The class of a registered task name (case-insensitive)."""
-    card = require_card(name)
-    return NAMED_TASKS[card.name]
+    return task_class(require_card(name))
 
 
 def get_task(
@@ -535,7 +542,7 @@ def get_task(
     if candidate.exists():
         info = read_task_info(candidate)
         card = find_card(info.name)
-        cls = NAMED_TASKS[card.name] if card is not None else PositionRetrievalTask
+        cls = task_class(card) if card is not None else PositionRetrievalTask
         return cls(candidate, scoring=scoring, top_k=top_k)
     card = find_card(text)
     if card is None:
@@ -545,4 +552,4 @@ def get_task(
                 f"{', '.join(card_names())})"
             )
         raise InputError(f"unknown task {text!r}; known tasks: {', '.join(card_names())}")
-    return NAMED_TASKS[card.name](path, scoring=scoring, top_k=top_k)
+    return task_class(card)(path, scoring=scoring, top_k=top_k)
