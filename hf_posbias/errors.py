@@ -28,6 +28,11 @@ class BudgetError(PosbiasError):
     """A sampling budget that a (length bin, position) cell cannot meet."""
 
 
+class PluginError(PosbiasError):
+    """An installed plugin (a Python entry point of an hf-posbias group) that does not load, is
+    of the wrong type, or takes a name that is already taken."""
+
+
 def first_line(err: BaseException, limit: int = 300) -> str:
     """The first non-empty line of an exception's message (its type name if it has none).
 

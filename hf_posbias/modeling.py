@@ -397,9 +397,6 @@ def load_cross_encoder(
 CROSS_ENCODER_PREFIX = "cross-encoder:"
 """Reranker argument prefix that forces the cross-encoder reading of a name."""
 
-RERANKER_KINDS = ("bm25", "cross-encoder", "registry", "listwise", "listwise-endpoint")
-"""What :func:`reranker_kind` may answer."""
-
 
 def config_architectures(name: str | os.PathLike[str], *, download: bool = False) -> list[str]:
     """The ``architectures`` of a model's ``config.json``: a local folder, a packaged model, a
@@ -460,55 +457,6 @@ def registry_reranker(name: str) -> ModelMeta | None:
     """
     meta = registry_meta(name)
     return meta if meta is not None and _is_reranker_meta(meta) else None
-
-
-def reranker_kind(name: str) -> str:
-    """What a reranker argument is — the one place that decides it (``posbias evaluate
-    --reranker``, the listwise verbs):
-
-    - ``bm25`` — the pointwise BM25 control;
-    - ``listwise-endpoint`` — ``openai:<model>``, a listwise LLM served by an OpenAI-compatible
-      chat endpoint (``--base-url``);
-    - ``cross-encoder`` — ``cross-encoder:NAME`` or a ``*ForSequenceClassification`` model;
-    - ``registry`` — a reranker in mteb's model registry (loaded by mteb, with its prompts);
-    - ``listwise`` — a causal LM scored FIRST's way over a sliding window: the packaged
-      ``smollm2-135m``, a local folder (a FIRST/DebiasFirst checkpoint written by ``posbias
-      listwise train``) or a Hub causal LM.
-
-    A name that is none of these raises a one-line :class:`ModelLoadError` naming the closest
-    reranker names.
-
-    Example:
-        >>> reranker_kind("bm25"), reranker_kind("smollm2-135m"), reranker_kind("openai:m")
-        ('bm25', 'listwise', 'listwise-endpoint')
-        >>> reranker_kind("cross-encoder/ms-marco-MiniLM-L6-v2")
-        'registry'
-    """
-    from hf_posbias.bm25 import is_bm25
-
-    if not str(name).strip():
-        raise ModelLoadError("reranker name is empty")
-    if is_bm25(name):
-        return "bm25"
-    if name.startswith("openai:"):
-        return "listwise-endpoint"
-    if name in PACKAGED_CHAT_MODELS:
-        return "listwise"
-    if is_cross_encoder(name):
-        return "cross-encoder"
-    if registry_reranker(name) is not None:
-        return "registry"
-    architectures = config_architectures(name, download=True)
-    if any(a.endswith("ForSequenceClassification") for a in architectures):
-        return "cross-encoder"
-    if any(a.endswith("ForCausalLM") for a in architectures):
-        return "listwise"
-    where = "no model folder, packaged model, mteb registry reranker or Hub model of that name"
-    if Path(name).expanduser().exists():
-        where = "its config.json names neither a *ForSequenceClassification nor a *ForCausalLM"
-    close = suggest_reranker_names(name)
-    hint = f"; did you mean {' or '.join(close)}?" if close else ""
-    raise ModelLoadError(f"cannot load reranker {name!r}: {where}{hint}")
 
 
 def suggest_reranker_names(name: str, n: int = 3) -> list[str]:

@@ -246,6 +246,9 @@ def unresolved_names(text: str) -> list[str]:
     for span in re.findall(r"`([a-z_][A-Za-z0-9_.]*)`", text):
         if span.partition(".")[0] in rooms and "." in span and not span.endswith(FILE_SUFFIXES):
             dotted.add(f"hf_posbias.{span}")
+    from hf_posbias.plugins import GROUPS
+
+    dotted -= set(GROUPS.values())  # entry-point groups, not modules (hf_posbias.benchmarks …)
     for name in sorted(dotted):
         parts = name.split(".")
         for cut in range(len(parts), 0, -1):

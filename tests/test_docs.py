@@ -46,6 +46,8 @@ NOT_HERE = {
     "repo": "a clone of this repository (make, scripts/, benchmarks/)",
     "pypi": "network access to a package index (pip install)",
     "server": "a server that runs until stopped (the Gradio app)",
+    "installed": "to be a module of an installed package (docs/extending.md's plugin files: "
+    "tests/test_plugins.py installs the package and runs them)",
 }
 """Marks for what a test run does not have; the block is skipped (its commands still parse)."""
 

@@ -84,8 +84,14 @@ def _quiet_libraries() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``posbias`` console script; returns the exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        # A broken plugin (hf_posbias.plugins) is found while the verbs and their choices are
+        # built or listed: one line too.
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except PosbiasError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(levelname)s %(name)s: %(message)s",

@@ -17,6 +17,8 @@ per-bucket query counts and everything it dropped):
     posbias benchmark sample        --task DIR --per-bucket N --out DIR [--seed 0] [--name NAME]
     posbias benchmark build         --corpus SOURCE --out DIR [--passages N] [--cut-long] …
                                     (Z25's recipe from any corpus: hf_posbias.cli.benchmark_build)
+    posbias benchmark list          (every benchmark verb, its tasks, and the package that
+                                    registered it: built-in or a plugin's distribution)
 
 Example:
     >>> import argparse
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 
+from hf_posbias.cli.listing import add_listing_verb, benchmarks_table
 from hf_posbias.evaluation.settings import PlotEvidenceSettings, TaskSampleSettings
 from hf_posbias.settings import add_settings_arguments, settings_from_args
 
@@ -90,7 +93,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     verbs = bench.add_subparsers(dest="benchmark", metavar="NAME")
 
     # One verb per registered benchmark (hf_posbias.tasks.registry): adding a benchmark
-    # module under tasks/builders adds its verb here.
+    # module under tasks/builders, or installing a benchmark plugin, adds its verb here.
     for name, benchmark in benchmarks().items():
         p = verbs.add_parser(name, help=benchmark.help, description=benchmark.help)
         add_settings_arguments(p, benchmark.settings)
@@ -113,5 +116,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_settings_arguments(p, TaskSampleSettings)
     p.set_defaults(func=_sample)
+
+    add_listing_verb(
+        verbs,
+        "list",
+        "every benchmark verb, its tasks, and where it comes from: built-in, or the "
+        "distribution of a plugin (entry-point group hf_posbias.benchmarks)",
+        benchmarks_table,
+    )
 
     bench.set_defaults(func=lambda args: (bench.print_help(), 1)[1])

@@ -15,6 +15,7 @@ Verbs:
                                    [--pos-aug n] [--max-steps N] [--passage-tokens N] …
     posbias listwise compare       RUN_A RUN_B [--out DIR]   (two test folders, same queries)
     posbias listwise demo          --task VAL --train-task TRAIN --out OUT   (before/after)
+    posbias listwise rerankers     (the reranker kinds --reranker takes, in the order tried)
 
 Every verb's flags are generated from one settings dataclass of
 :mod:`hf_posbias.listwise.settings`, and that one object goes from argv to the library (the
@@ -43,6 +44,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from hf_posbias.cli.listing import add_listing_verb, rerankers_table
 from hf_posbias.errors import InputError
 from hf_posbias.listwise.experiments.runs import load_task_and_reranker
 from hf_posbias.listwise.settings import (
@@ -359,4 +361,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         p = verbs.add_parser(name, help=help_text, description=_DESCRIPTIONS.get(name, help_text))
         add_settings_arguments(p, settings_cls)
         p.set_defaults(func=handler)
+    add_listing_verb(
+        verbs,
+        "rerankers",
+        "the reranker kinds --reranker is matched against (here and in posbias evaluate), in "
+        "order: built-in, or a plugin's (entry-point group hf_posbias.rerankers, with its "
+        "distribution)",
+        rerankers_table,
+    )
     top.set_defaults(func=lambda args: top.print_help() or 1)

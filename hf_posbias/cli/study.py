@@ -1,4 +1,6 @@
-"""``posbias study run|report`` and ``posbias report``: the models × configurations study.
+"""``posbias study run|report|bases|remedies`` and ``posbias report``: the models ×
+configurations study (``bases`` and ``remedies`` list what its spec's keys of those names take,
+plugins included: :mod:`hf_posbias.cli.listing`).
 
 Example:
     >>> import argparse
@@ -17,7 +19,8 @@ import dataclasses
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``study run``, ``study report`` and ``report``."""
+    """Add ``study run``, ``study report``, ``study bases``, ``study remedies`` and ``report``."""
+    from hf_posbias.cli.listing import add_listing_verb, bases_table, remedies_table
     from hf_posbias.settings import add_settings_arguments
     from hf_posbias.study.report import ReportSettings, StudyReportSettings
     from hf_posbias.study.run import StudyRunSettings
@@ -48,6 +51,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_settings_arguments(report, StudyReportSettings)
     report.set_defaults(func=study_report_cmd)
+    add_listing_verb(
+        verbs,
+        "bases",
+        "the base models a study's bases and posbias train --model take: built-in, registered, "
+        "or a plugin's (entry-point group hf_posbias.bases, with its distribution)",
+        bases_table,
+    )
+    add_listing_verb(
+        verbs,
+        "remedies",
+        "the bi-encoder remedies a study's remedies, posbias remedies --remedies and posbias "
+        "evaluate --remedy take: built-in, or a plugin's (entry-point group hf_posbias.remedies, "
+        "with its distribution)",
+        remedies_table,
+    )
     study.set_defaults(func=lambda args: study.print_help() or 1)
 
     top = subparsers.add_parser(

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hf_posbias.errors import InputError
-from hf_posbias.evaluation.runs.remedies import BIENCODER_REMEDIES, RemedySettings
+from hf_posbias.evaluation.runs.remedies import BIENCODER_REMEDIES, RemedySettings, remedy_names
 from hf_posbias.modeling import ModelSettings
 from hf_posbias.rerankers.options import RerankerOptions
 from hf_posbias.settings import (
@@ -227,7 +227,7 @@ class RemediesSettings(EvaluationOptions):
     remedies: tuple[str, ...] = setting(
         "remedies compared with the plain model (none)",
         default=BIENCODER_REMEDIES,
-        choices=BIENCODER_REMEDIES,
+        choices=remedy_names,
     )
     remedy: str = setting("(not used: see --remedies)", default="none", cli=False)
 
@@ -242,4 +242,4 @@ class RemediesSettings(EvaluationOptions):
         super().__post_init__()
         self.remedies = tuple(self.remedies)
         for name in self.remedies:
-            check_choice("remedies", name, BIENCODER_REMEDIES)
+            check_choice("remedies", name, remedy_names())

@@ -1,17 +1,45 @@
-"""One reranker argument → one reranker: BM25, a cross-encoder, a causal LM, or an endpoint.
+"""One reranker argument → one reranker, through ONE table of reranker kinds.
 
-- ``bm25`` — the pointwise control (needs the corpus texts for its statistics);
-- ``cross-encoder:NAME``, or any model whose config is a ``*ForSequenceClassification`` — the
-  pointwise control with a cross-encoder;
-- with ``base_url`` — an OpenAI-compatible endpoint serving the model ``NAME``
-  (``mode`` ``generate`` or ``first``);
-- anything else — a local causal LM (the packaged ``smollm2-135m``, a folder, a Hub id, a
-  checkpoint written by training) scored the FIRST way (``mode="first"``, the default) or
-  writing its permutation (``mode="generate"``).
+Every place that takes a reranker — ``posbias evaluate --reranker``
+(:func:`hf_posbias.evaluation.runs.models.load_model`) and the listwise verbs
+(:func:`load_reranker`) — resolves it with :func:`resolve_reranker_kind`: the kinds
+(:class:`~hf_posbias.rerankers.kinds.RerankerKind`) are tried by their ``order`` (ties:
+registration order), and the first whose ``matches(name, options)`` says yes loads it. The
+built-in kinds (:mod:`hf_posbias.rerankers.kinds`), in order:
 
-The identifier check runs here, before any heavy work.
+==  =====================  ================================================================
+10  ``bm25``               ``bm25``: the pointwise BM25 control (statistics from the corpus)
+20  ``listwise-endpoint``  ``openai:<model>``, or — when ``--base-url`` is given to a listwise
+                           verb — any name but a cross-encoder: a listwise LLM served by an
+                           OpenAI-compatible chat endpoint
+25  (plugins)              the default ``order`` of a plugin's kind: after the explicit
+                           spellings, before the kinds that read a model's config
+30  ``listwise``           a packaged chat model (``smollm2-135m``), or a model whose
+                           ``config.json`` names a ``*ForCausalLM``: scored FIRST's way
+                           (``mode="first"``) or writing its permutation (``mode="generate"``)
+                           over a sliding window; the identifier check runs before any loading
+40  ``cross-encoder``      ``cross-encoder:NAME``, or a model whose ``config.json`` names a
+                           ``*ForSequenceClassification``: the pointwise control
+50  ``registry``           a reranker of mteb's model registry
+==  =====================  ================================================================
+
+A ``config.json`` is read from a local folder, a packaged model or the Hub cache; a Hub id that
+mteb's registry does not hold as a reranker has its config downloaded (a registry reranker that
+is not cached is mteb's to load). A name no kind matches is a one-line
+:class:`~hf_posbias.errors.ModelLoadError` naming the closest reranker names.
+
+``posbias evaluate`` reranks with mteb's own cross-encoder pipeline for the ``cross-encoder``
+and ``registry`` kinds, and with a kind's ``load`` over a sliding window for every other kind
+(plugins included). A new kind is one module defining a
+:class:`~hf_posbias.rerankers.kinds.RerankerKind`, registered by one line in
+:data:`BUILTIN_KINDS` or, from a third party's package, by an entry point of the group
+``hf_posbias.rerankers`` (:data:`RERANKER_REGISTRY`; docs/extending.md).
 
 Example:
+    >>> reranker_kind("bm25"), reranker_kind("openai:m"), reranker_kind("cross-encoder:x")
+    ('bm25', 'listwise-endpoint', 'cross-encoder')
+    >>> [kind.name for kind in reranker_kinds()]
+    ['bm25', 'listwise-endpoint', 'listwise', 'cross-encoder', 'registry']
     >>> reranker = load_reranker("bm25", corpus_texts=["a cat", "a dog"])
     >>> reranker.describe()["kind"]
     'pointwise'
@@ -21,11 +49,81 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
-from hf_posbias.errors import InputError
+from hf_posbias.errors import ModelLoadError
+from hf_posbias.plugins import GROUPS, Registry
 from hf_posbias.rerankers.base import ListwiseReranker
+from hf_posbias.rerankers.kinds import (
+    BM25,
+    CROSS_ENCODER,
+    LISTWISE,
+    LISTWISE_ENDPOINT,
+    REGISTRY,
+    RerankerKind,
+)
 from hf_posbias.rerankers.options import RerankerOptions
+
+BUILTIN_KINDS: tuple[RerankerKind, ...] = (
+    BM25,
+    LISTWISE_ENDPOINT,
+    LISTWISE,
+    CROSS_ENCODER,
+    REGISTRY,
+)
+"""The kinds hf-posbias ships (each with its ``order``)."""
+
+RERANKER_REGISTRY: Registry[RerankerKind] = Registry(
+    GROUPS["rerankers"], RerankerKind, what="reranker kind", builtins=lambda: BUILTIN_KINDS
+)
+"""The reranker-kind registry: :data:`BUILTIN_KINDS`, then the plugins of the entry-point group
+``hf_posbias.rerankers``."""
+
+
+def reranker_kinds() -> list[RerankerKind]:
+    """Every kind in the order they are tried (by ``order``, then registration order)."""
+    kinds = list(RERANKER_REGISTRY.items().values())
+    return sorted(kinds, key=lambda kind: (kind.order, kinds.index(kind)))
+
+
+def resolve_reranker_kind(name: str, options: RerankerOptions | None = None) -> RerankerKind:
+    """The first kind (in :func:`reranker_kinds` order) that matches the reranker ``name``.
+
+    ``options.base_url`` makes any name but ``bm25`` or a cross-encoder an endpoint's model
+    (what the listwise verbs' ``--base-url`` means); ``posbias evaluate`` resolves without it,
+    so there only ``openai:<model>`` names an endpoint.
+
+    Raises:
+        ModelLoadError: an empty name, or a name no kind matches (one line, with the closest
+            reranker names).
+    """
+    from hf_posbias.modeling import suggest_reranker_names
+
+    opts = options or RerankerOptions()
+    if not str(name).strip():
+        raise ModelLoadError("reranker name is empty")
+    for kind in reranker_kinds():
+        if kind.matches(name, opts):
+            return kind
+    where = "no model folder, packaged model, mteb registry reranker or Hub model of that name"
+    if Path(name).expanduser().exists():
+        where = "its config.json names neither a *ForSequenceClassification nor a *ForCausalLM"
+    close = suggest_reranker_names(name)
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    raise ModelLoadError(f"cannot load reranker {name!r}: {where}{hint}")
+
+
+def reranker_kind(name: str) -> str:
+    """The name of the kind of the reranker argument ``name`` (no ``--base-url``).
+
+    Example:
+        >>> reranker_kind("smollm2-135m")
+        'listwise'
+        >>> reranker_kind("cross-encoder/ms-marco-MiniLM-L6-v2")
+        'registry'
+    """
+    return resolve_reranker_kind(name).name
 
 
 def is_pointwise(name: str) -> bool:
@@ -50,6 +148,8 @@ def load_reranker(
 ) -> ListwiseReranker:
     """Build the reranker ``name`` stands for (see the module docstring).
 
+    ``corpus_texts``: the task's document texts (``bm25`` needs them).
+
     ``overrides`` replace fields of a copy of ``options`` (``load_reranker(name,
     passage_tokens=48)``); ``options`` itself is left as it was.
     """
@@ -57,55 +157,4 @@ def load_reranker(
     if overrides:
         # A copy (checked again): the caller's options are never written into.
         opts = dataclasses.replace(opts, **overrides)
-    from hf_posbias.bm25 import is_bm25
-    from hf_posbias.modeling import CROSS_ENCODER_PREFIX, is_cross_encoder
-
-    if is_bm25(name):
-        if corpus_texts is None:
-            raise InputError("the bm25 reranker needs the corpus for its statistics")
-        from hf_posbias.rerankers.pointwise import bm25_reranker
-
-        return bm25_reranker(corpus_texts)
-    if is_cross_encoder(name):
-        from hf_posbias.rerankers.pointwise import cross_encoder_reranker
-
-        model = name.removeprefix(CROSS_ENCODER_PREFIX)
-        return cross_encoder_reranker(model, device=opts.device, batch_size=opts.batch_size)
-    if opts.base_url:
-        from hf_posbias.generation.backends import OpenAIChatBackend
-        from hf_posbias.rerankers.generative import EndpointReranker
-
-        backend = OpenAIChatBackend(name, base_url=opts.base_url, api_key_env=opts.api_key_env)
-        return EndpointReranker(
-            backend,
-            mode=opts.mode,
-            style=opts.identifiers,
-            window_size=opts.window,
-            passage_tokens=opts.passage_tokens,
-        )
-    return _local_llm(name, opts)
-
-
-def _local_llm(name: str, opts: RerankerOptions) -> ListwiseReranker:
-    from hf_posbias.devices import default_device, device_info, resolve_inference_dtype
-    from hf_posbias.modeling import load_causal_lm
-    from hf_posbias.rerankers.identifiers import identifier_labels
-
-    identifier_labels(opts.window, opts.identifiers)  # a bad style/window fails before loading
-    device = opts.device or default_device()
-    dtype = resolve_inference_dtype(opts.dtype, device_info(device))
-    model, tokenizer = load_causal_lm(name, dtype=dtype, device=device, padding_side="left")
-    common = {
-        "name": name,
-        "style": opts.identifiers,
-        "window_size": opts.window,
-        "passage_tokens": opts.passage_tokens,
-        "batch_size": opts.batch_size,
-    }
-    if opts.mode == "generate":
-        from hf_posbias.rerankers.generative import LocalGenerationReranker
-
-        return LocalGenerationReranker(model, tokenizer, **common)
-    from hf_posbias.rerankers.first import FirstReranker
-
-    return FirstReranker(model, tokenizer, **common)
+    return resolve_reranker_kind(name, opts).load(name, opts, corpus_texts)

@@ -36,8 +36,9 @@ from typing import Any
 from hf_posbias.errors import InputError, PosbiasError
 from hf_posbias.evaluation.runs.remedies import (
     BIENCODER_REMEDIES,
-    PASSAGE_REMEDIES,
     PassageSettings,
+    get_remedy,
+    remedy_names,
 )
 from hf_posbias.rows import read_json
 from hf_posbias.sampling import PAPER_CONFIG_NAMES
@@ -99,13 +100,13 @@ class StudySpec(PassageSettings):
         "inference-time remedies evaluated on each untrained base (rows `base +<remedy>`, with "
         "--passage-tokens/--stride/--segments; no retraining): " + ", ".join(BIENCODER_REMEDIES),
         default_factory=list,
-        choices=BIENCODER_REMEDIES,
+        choices=remedy_names,
     )
 
     @property
     def uses_passages(self) -> bool:
         """Whether a remedy of the study cuts passages (``stride`` is checked only then)."""
-        return any(r in PASSAGE_REMEDIES for r in self.remedies)
+        return any(get_remedy(r).cuts_passages for r in self.remedies)
 
     def __post_init__(self) -> None:
         from hf_posbias.sampling import PositionConfig
@@ -142,7 +143,7 @@ class StudySpec(PassageSettings):
         check_positive(self, "bootstrap")
         self.remedies = list(self.remedies)
         for remedy in self.remedies:
-            check_choice("remedies", remedy, BIENCODER_REMEDIES)
+            check_choice("remedies", remedy, remedy_names())
         if len(set(self.remedies)) < len(self.remedies):
             raise InputError(f"{flag_name('remedies')}: a remedy is named twice")
         super().__post_init__()

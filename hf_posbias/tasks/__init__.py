@@ -2,7 +2,8 @@
 plain BEIR folders, per-position scoring and the mteb task classes.
 
 This package's face re-exports :mod:`hf_posbias.tasks.mteb_tasks` (the task base class
-:class:`PositionRetrievalTask`, one class per registered task, :func:`get_task`) on first use:
+:class:`PositionRetrievalTask`, one class per registered task — a plugin's too, by its card's
+``class_name`` —, :func:`get_task`) on first use:
 mteb is imported when one of those names is read, not when a submodule such as
 :mod:`hf_posbias.tasks.taskdata` is imported.
 
@@ -41,6 +42,14 @@ def __getattr__(name: str) -> Any:
         from hf_posbias.tasks import mteb_tasks
 
         return getattr(mteb_tasks, name)
+    if name[:1].isupper():  # the class of a task registered without one of its own
+        from hf_posbias.tasks.registry import cards
+
+        for card in cards().values():
+            if card.class_name == name:
+                from hf_posbias.tasks.mteb_tasks import task_class
+
+                return task_class(card)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

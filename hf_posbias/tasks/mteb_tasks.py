@@ -81,6 +81,8 @@ HUB_NAMESPACE_ENV = "POSBIAS_HUB_NAMESPACE"
 DEFAULT_HUB_NAMESPACE = "hf-posbias"
 K_VALUES = (1, 3, 5, 10, 20, 100)
 """Cut-offs mteb reports; none above the default top-100 retrieval."""
+_TASK_CLASSES: dict[str, type[PositionRetrievalTask]] = {}
+"""Task name → the class whose ``card`` names it (filled as the classes are defined)."""
 
 
 def folder_revision(folder: str | Path) -> str:
@@ -171,9 +173,6 @@ def _hub_download(repo_id: str, revision: str | None) -> Path:
     return Path(local)
 
 
-NAMED_TASKS: dict[str, type[PositionRetrievalTask]] = {}
-"""Task name → class (filled as the named task classes below are declared)."""
-
 _CARDS_BY_CLASS: dict[str, TaskCard] = {card.class_name: card for card in cards().values()}
 
 
@@ -214,14 +213,17 @@ class PositionRetrievalTask(AbsTaskRetrieval):
     k_values = K_VALUES
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """A class of this module named as a card's ``class_name`` is that card's named task:
-        it gets the card, the card's mteb metadata and its entry in :data:`NAMED_TASKS`."""
+        """A subclass that names a ``card``, or a class of this module named as a card's
+        ``class_name``, is that task's class: its metadata comes from the card, and
+        :func:`task_class` hands it out for the card's name."""
         super().__init_subclass__(**kwargs)
-        card = _CARDS_BY_CLASS.get(cls.__name__) if cls.__module__ == __name__ else None
+        card = cls.__dict__.get("card")
+        if card is None and cls.__module__ == __name__:
+            card = _CARDS_BY_CLASS.get(cls.__name__)
         if card is not None:
             cls.card = card
             cls.metadata = card.task_metadata()
-            NAMED_TASKS[card.name] = cls
+            _TASK_CLASSES[card.name] = cls
 
     def __init__(
         self,
@@ -425,9 +427,10 @@ class PositionRetrievalTask(AbsTaskRetrieval):
 
 
 # ------------------------------------------------------------------------------ named tasks
-# One class per TaskCard of the registry, named as its card's class_name: the class statement
-# is all there is to write (PositionRetrievalTask.__init_subclass__ attaches the card and its
-# metadata); a test checks that every card has its class.
+# One class per built-in TaskCard, named as its card's class_name: the class statement is all
+# there is to write (PositionRetrievalTask.__init_subclass__ attaches the card and its metadata);
+# these are the built-in tasks' public names (``from hf_posbias.tasks import SciFactEvidence``).
+# Any other card (a new builder module, a benchmark plugin) gets a class made by task_class.
 
 
 class SQuADPosQ(PositionRetrievalTask):
@@ -466,6 +469,27 @@ class HotpotQAEvidence(PositionRetrievalTask):
     """HotpotQA questions bucketed by where their first supporting sentence sits."""
 
 
+def task_class(card: TaskCard) -> type[PositionRetrievalTask]:
+    """The mteb task class of a registered card: the class that names it, else one made for it
+    (once) — so a benchmark's tasks need no class of their own.
+
+    Example:
+        >>> task_class(cards()["SciFact-Evidence"]).__name__
+        'SciFactEvidence'
+    """
+    cls = _TASK_CLASSES.get(card.name)
+    if cls is None:
+        namespace = {"__doc__": card.description, "__module__": __name__, "card": card}
+        cls = type(card.class_name, (PositionRetrievalTask,), namespace)
+    return cls
+
+
+NAMED_TASKS: dict[str, type[PositionRetrievalTask]] = {
+    name: task_class(card) for name, card in cards().items()
+}
+"""Task name → class, for the tasks registered when this module was imported."""
+
+
 def task_names() -> list[str]:
     """Names of the registered position tasks."""
     return card_names()
@@ -473,8 +497,7 @@ def task_names() -> list[str]:
 
 def named_task_class(name: str) -> type[PositionRetrievalTask]:
     """The class of a registered task name (case-insensitive)."""
-    card = require_card(name)
-    return NAMED_TASKS[card.name]
+    return task_class(require_card(name))
 
 
 def get_task(
@@ -500,7 +523,7 @@ def get_task(
     if candidate.exists():
         info = read_task_info(candidate)
         card = find_card(info.name)
-        cls = NAMED_TASKS[card.name] if card is not None else PositionRetrievalTask
+        cls = task_class(card) if card is not None else PositionRetrievalTask
         return cls(candidate, scoring=scoring, top_k=top_k)
     card = find_card(text)
     if card is None:
@@ -510,4 +533,4 @@ def get_task(
                 f"{', '.join(card_names())})"
             )
         raise InputError(f"unknown task {text!r}; known tasks: {', '.join(card_names())}")
-    return NAMED_TASKS[card.name](path, scoring=scoring, top_k=top_k)
+    return task_class(card)(path, scoring=scoring, top_k=top_k)

@@ -10,7 +10,11 @@ classes in :mod:`hf_posbias.tasks.mteb_tasks` take their ``TaskMetadata`` from t
 a class and every class a card).
 
 Discovery walks the builders package, so this module stays light (no mteb, no pandas):
-``posbias --help`` lists the verbs without importing a heavy library.
+``posbias --help`` lists the verbs without importing a heavy library. A new built-in benchmark
+is one new builder module; a third party's is a ``Benchmark`` in its own package, registered by
+an entry point of the group ``hf_posbias.benchmarks`` (:data:`BENCHMARK_REGISTRY`;
+docs/extending.md). Its tasks get their mteb class from
+:func:`hf_posbias.tasks.mteb_tasks.task_class`.
 
 Example:
     >>> from hf_posbias.tasks.registry import benchmarks, card_names
@@ -29,7 +33,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from hf_posbias.errors import InputError
+from hf_posbias.errors import InputError, PluginError
+from hf_posbias.plugins import BUILT_IN, GROUPS, Registry
 
 if TYPE_CHECKING:
     from mteb.abstasks.task_metadata import TaskMetadata
@@ -219,26 +224,56 @@ class Benchmark:
     aliases: tuple[str, ...] = field(default_factory=tuple)
 
 
-_REGISTRY: dict[str, Benchmark] | None = None
+RESERVED_VERBS: tuple[str, ...] = ("build", "plot-evidence", "sample", "list")
+"""Verbs of ``posbias benchmark`` that are not benchmarks (no plugin may take them)."""
+
+
+def _builtin_benchmarks() -> list[Benchmark]:
+    """The ``BENCHMARK`` of every module of the builders package, by (order, verb)."""
+    package = importlib.import_module(BUILDERS_PACKAGE)
+    found: list[Benchmark] = []
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{BUILDERS_PACKAGE}.{info.name}")
+        bench = getattr(module, "BENCHMARK", None)
+        if isinstance(bench, Benchmark):
+            found.append(bench)
+    return sorted(found, key=lambda b: (b.order, b.cli))
+
+
+BENCHMARK_REGISTRY: Registry[Benchmark] = Registry(
+    GROUPS["benchmarks"],
+    Benchmark,
+    what="benchmark",
+    builtins=_builtin_benchmarks,
+    name_of=lambda bench: bench.cli,
+    reserved=RESERVED_VERBS,
+)
+"""The benchmark registry: the builders package's modules, then the plugins of the entry-point
+group ``hf_posbias.benchmarks`` (each a :class:`Benchmark`, named by its verb)."""
 
 
 def benchmarks() -> dict[str, Benchmark]:
-    """Every registered benchmark by verb, in registration order (imports the builder modules)."""
-    global _REGISTRY
-    if _REGISTRY is None:
-        package = importlib.import_module(BUILDERS_PACKAGE)
-        found: list[Benchmark] = []
-        for info in pkgutil.iter_modules(package.__path__):
-            module = importlib.import_module(f"{BUILDERS_PACKAGE}.{info.name}")
-            bench = getattr(module, "BENCHMARK", None)
-            if isinstance(bench, Benchmark):
-                found.append(bench)
-        found.sort(key=lambda b: (b.order, b.cli))
-        _REGISTRY = {b.cli: b for b in found}
-        names = [c.name for b in found for c in b.cards]
-        if len(set(names)) != len(names):
-            raise RuntimeError(f"two benchmarks register the same task name: {names}")
-    return _REGISTRY
+    """Every registered benchmark by verb: the built-ins in order, then the plugins (imports the
+    builder modules and the benchmark plugins).
+
+    A task name built by two benchmarks is refused (a plugin's in one line naming its
+    distribution).
+    """
+    entries = BENCHMARK_REGISTRY.entries()
+    builder: dict[str, str] = {}
+    for verb, entry in entries.items():
+        for card in entry.value.cards:
+            other = builder.setdefault(card.name, verb)
+            if other == verb:
+                continue
+            if entry.source == BUILT_IN:
+                raise RuntimeError(f"benchmarks {other!r} and {verb!r} both build {card.name!r}")
+            raise PluginError(
+                f"benchmark {verb!r} of distribution {entry.source} builds the task "
+                f"{card.name!r}, which the benchmark {other!r} ({entries[other].source}) "
+                "builds already"
+            )
+    return {verb: entry.value for verb, entry in entries.items()}
 
 
 def cards() -> dict[str, TaskCard]:

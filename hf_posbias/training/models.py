@@ -7,8 +7,10 @@ encoders, ``"Retrieve a relevant passage: "`` for decoders; never a document pre
 
 Short names: ``bert-base``, ``longformer-base``, ``modernbert-base``, ``modernbert-large``,
 ``gpt2-medium``, ``bloom-560m``, ``tinyllama-nope``, ``qwen3-0.6b``. Anything else is either a
-registered name (:func:`register_model`), a local folder (spec inferred from its ``config.json``
-or its sentence-transformers modules) or, online, a Hub checkpoint id.
+registered name (:func:`register_model` from Python; a third party's package registers a
+:class:`ModelSpec` by an entry point of the group ``hf_posbias.bases``: :data:`BASE_REGISTRY`,
+docs/extending.md), a local folder (spec inferred from its ``config.json`` or its
+sentence-transformers modules) or, online, a Hub checkpoint id.
 
 Example:
     >>> from hf_posbias.training.models import get_model_spec
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import Literal
 
 from hf_posbias.errors import ModelLoadError
+from hf_posbias.plugins import GROUPS, Registry
 from hf_posbias.rows import read_json
 
 Kind = Literal["encoder", "decoder"]
@@ -115,7 +118,14 @@ _BUILTIN = tuple(replace(s, lr=2e-5) if s.name == "modernbert-large" else s for 
 PAPER_MODELS: tuple[str, ...] = tuple(s.name for s in _BUILTIN)
 """The eight bases of YHP26 in the paper's table order."""
 
-_REGISTRY: dict[str, ModelSpec] = {s.name: s for s in _BUILTIN}
+BASE_REGISTRY: Registry[ModelSpec] = Registry(
+    GROUPS["bases"], ModelSpec, what="base model", builtins=lambda: _BUILTIN
+)
+"""The base registry: the eight bases of YHP26, the ones :func:`register_model` adds, then the
+plugins of the entry-point group ``hf_posbias.bases`` (each a :class:`ModelSpec`)."""
+
+REGISTERED_IN_PYTHON = "register_model"
+"""The :meth:`~hf_posbias.plugins.Registry.source` of a base added by :func:`register_model`."""
 
 
 def register_model(spec: ModelSpec, overwrite: bool = False) -> ModelSpec:
@@ -128,15 +138,14 @@ def register_model(spec: ModelSpec, overwrite: bool = False) -> ModelSpec:
         >>> get_model_spec("my-e5").lr
         4e-05
     """
-    if spec.name in _REGISTRY and not overwrite:
+    if BASE_REGISTRY.get(spec.name) is not None and not overwrite:
         raise ModelLoadError(f"model name {spec.name!r} is already registered")
-    _REGISTRY[spec.name] = spec
-    return spec
+    return BASE_REGISTRY.add(spec, source=REGISTERED_IN_PYTHON, overwrite=True)
 
 
 def model_names() -> list[str]:
-    """All registered short names, paper models first."""
-    return list(_REGISTRY)
+    """All registered short names, paper models first (plugins' last; none imported)."""
+    return BASE_REGISTRY.names()
 
 
 # Decoder families by config model_type, for checkpoints saved without a *ForCausalLM head.
@@ -260,9 +269,10 @@ def get_model_spec(name_or_path: str | Path) -> ModelSpec:
     from hf_posbias.modeling import PACKAGED_MODELS, resolve_model
 
     text = str(name_or_path)
-    if text in _REGISTRY:
-        return _REGISTRY[text]
-    for spec in _REGISTRY.values():
+    named = BASE_REGISTRY.get(text)
+    if named is not None:
+        return named
+    for spec in BASE_REGISTRY.items().values():
         if spec.checkpoint == text:
             return spec
     if Path(text).expanduser().exists() or text in PACKAGED_MODELS:

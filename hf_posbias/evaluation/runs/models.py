@@ -307,18 +307,34 @@ def load_endpoint_encoder(spec: str, settings: ModelSettings) -> tuple[Any, str,
     return EndpointEncoder(endpoint, meta), name, revision
 
 
-def _listwise_identity(spec: str) -> tuple[str, str]:
-    """Unique mteb (name, revision) of a listwise reranker: a local or packaged causal LM's files
-    are hashed (a fine-tuned checkpoint differs from its base only in its weights)."""
-    from hf_posbias.hashing import folder_digest
-    from hf_posbias.modeling import model_display_name, resolve_chat_model
+def _mteb_cross_encoder(spec: str, kind: str, device: str | None) -> tuple[Any, str, str]:
+    """``(mteb cross-encoder, name, revision)`` of a ``cross-encoder`` or ``registry`` reranker:
+    reranked by mteb's own pipeline (:class:`~.search.RerankSearch`)."""
+    from mteb.models import CrossEncoderWrapper
 
-    folder, gguf = resolve_chat_model(spec)
-    if not Path(folder).exists():
-        return spec, "no_revision_available"
-    if gguf:  # a packaged GGUF file: hash that file only, not the package's code
-        return spec, f"local-{folder_digest(folder, names=[gguf], sample_bytes=4 << 20)[:12]}"
-    return model_display_name(spec), f"local-{folder_fingerprint(folder)}"
+    from hf_posbias.modeling import (
+        CROSS_ENCODER_PREFIX,
+        load_cross_encoder,
+        load_registry_model,
+        registry_reranker,
+    )
+
+    if kind == "registry":
+        meta = registry_reranker(spec)
+        ce_wrapper = load_registry_model(meta, device=device)
+        name, revision = str(meta.name), str(meta.revision)
+    else:
+        ce_spec = spec.removeprefix(CROSS_ENCODER_PREFIX)
+        ce = load_cross_encoder(ce_spec, device=device)
+        name, revision = _model_identity(ce_spec, ce)
+        ce_wrapper = CrossEncoderWrapper(ce)
+    ce_wrapper.mteb_model_meta = unique_model_meta(ce_wrapper.mteb_model_meta, name, revision)
+    return ce_wrapper, name, revision
+
+
+MTEB_RERANKER_KINDS = ("cross-encoder", "registry")
+"""The reranker kinds ``posbias evaluate`` reranks with mteb's cross-encoder pipeline; every
+other kind (:mod:`hf_posbias.rerankers.loading`, plugins included) is slid over the list."""
 
 
 def _load_second_stage(
@@ -331,63 +347,40 @@ def _load_second_stage(
     settings: ModelSettings,
     options: RerankerOptions | None,
 ) -> tuple[RerankSearch, str, str]:
-    """``(pipeline, reranker name, revision)``: the reranker ``spec`` (resolved by
-    :func:`hf_posbias.modeling.reranker_kind`) over the retriever's top ``rerank_k``."""
+    """``(pipeline, reranker name, revision)``: the reranker ``spec`` (its kind resolved by
+    :func:`hf_posbias.rerankers.loading.resolve_reranker_kind`) over the retriever's top
+    ``rerank_k``."""
     import dataclasses
 
-    from hf_posbias.evaluation.runs.endpoint import parse_endpoint_model
     from hf_posbias.evaluation.runs.search import RerankSearch
-    from hf_posbias.modeling import (
-        CROSS_ENCODER_PREFIX,
-        load_cross_encoder,
-        load_registry_model,
-        registry_reranker,
-        reranker_kind,
-    )
+    from hf_posbias.rerankers.kinds import LISTWISE_ENDPOINT
+    from hf_posbias.rerankers.loading import resolve_reranker_kind
+    from hf_posbias.rerankers.options import RerankerOptions
 
-    kind = reranker_kind(spec)
-    if kind in ("cross-encoder", "registry"):
-        from mteb.models import CrossEncoderWrapper
-
-        if kind == "registry":
-            meta = registry_reranker(spec)
-            ce_wrapper = load_registry_model(meta, device=device)
-            name, revision = str(meta.name), str(meta.revision)
-        else:
-            ce_spec = spec.removeprefix(CROSS_ENCODER_PREFIX)
-            ce = load_cross_encoder(ce_spec, device=device)
-            name, revision = _model_identity(ce_spec, ce)
-            ce_wrapper = CrossEncoderWrapper(ce)
-        ce_wrapper.mteb_model_meta = unique_model_meta(ce_wrapper.mteb_model_meta, name, revision)
+    opts = options if options is not None else RerankerOptions()
+    # One --base-url: the listwise LLM is served there only when named openai:<model>.
+    kind = resolve_reranker_kind(spec, dataclasses.replace(opts, base_url=None))
+    if kind.name in MTEB_RERANKER_KINDS:
+        ce_wrapper, name, revision = _mteb_cross_encoder(spec, kind.name, device)
         pipeline = RerankSearch(
             retriever, ce_wrapper, rerank_k=rerank_k, first_stage_name=first_stage_name
         )
         return pipeline, name, revision
     from hf_posbias.evaluation.runs.listwise_stage import ListwiseRerankSearch
-    from hf_posbias.rerankers.loading import load_reranker
-    from hf_posbias.rerankers.options import RerankerOptions
 
-    opts = options if options is not None else RerankerOptions()
-    served = parse_endpoint_model(spec) if kind == "listwise-endpoint" else None
-    # One --base-url: the listwise LLM is served there only when named openai:<model>.
     opts = dataclasses.replace(
         opts,
         device=opts.device or device,
-        base_url=settings.base_url if served else None,
+        base_url=settings.base_url if kind is LISTWISE_ENDPOINT else None,
         api_key_env=settings.api_key_env,
     )
-    if kind == "bm25":
-        reranker: Any = lambda texts: load_reranker("bm25", opts, corpus_texts=texts)  # noqa: E731
-        name, revision = "local/bm25-reranker", "bm25"
-    elif served:
-        reranker = load_reranker(served, opts)
-        name = served if "/" in served else f"openai/{served}"
-        revision = f"endpoint-{opts.base_url or 'openai'}"
+    name, revision = kind.identity(spec, opts)
+    if kind.needs_corpus:  # loaded per task, from its corpus
+        reranker: Any = lambda texts: kind.load(spec, opts, texts)  # noqa: E731
     else:
-        reranker = load_reranker(spec, opts)
-        name, revision = _listwise_identity(spec)
+        reranker = kind.load(spec, opts, None)
     listed = ("mode", "window", "step", "passage_tokens", "identifiers")
-    experiment = {"reranker_kind": kind, **{k: getattr(opts, k) for k in listed}}
+    experiment = {"reranker_kind": kind.name, **{k: getattr(opts, k) for k in listed}}
     meta = unique_model_meta(None, name, revision, experiment_kwargs=experiment)
     pipeline = ListwiseRerankSearch(
         retriever,
@@ -417,11 +410,11 @@ def load_model(
     (:class:`hf_posbias.evaluation.runs.remedies.RemedySearch`); checked before any encoding.
 
     Two spellings of the same pipeline: ``load_model("bm25", reranker=R)`` and
-    ``load_model(R, first_stage="bm25")`` — the reranker ``R`` (any kind
-    :func:`hf_posbias.modeling.reranker_kind` names: a cross-encoder, an mteb registry reranker,
-    a listwise LLM or the BM25 control) reorders the first stage's top ``rerank_k``; a listwise
-    reranker is loaded and slid with ``reranker_options`` (window, step, passage tokens, dtype,
-    mode: :class:`~hf_posbias.listwise.settings.RerankerOptions`).
+    ``load_model(R, first_stage="bm25")`` — the reranker ``R`` (any kind of
+    :mod:`hf_posbias.rerankers.loading`: a cross-encoder, an mteb registry reranker, a listwise
+    LLM, the BM25 control or a plugin's kind) reorders the first stage's top ``rerank_k``; a
+    listwise reranker is loaded and slid with ``reranker_options`` (window, step, passage
+    tokens, dtype, mode: :class:`~hf_posbias.listwise.settings.RerankerOptions`).
 
     Raises:
         ModelLoadError: a model path that does not exist or a model that cannot load.

@@ -4,7 +4,10 @@
 nothing else (what ``posbias analyze evidence-moving`` and the Space use:
 :meth:`RemedyScorer.score_documents`); :class:`RemedySearch` is the same scorer as an mteb search
 model (queries still go through mteb's own encoder wrapper, so their prompts and counting are
-unchanged). The remedies change how documents are embedded and scored:
+unchanged). What a remedy does to a document is its :class:`~hf_posbias.evaluation.runs.
+remedy_kinds.Remedy` object (:mod:`~hf_posbias.evaluation.runs.remedy_kinds`: the built-in
+ones, and plugins registered under the entry-point group ``hf_posbias.remedies``). The built-in
+remedies change how documents are embedded and scored:
 
 - ``maxp`` / ``firstp`` / ``sump`` (Dai & Callan, SIGIR 2019): each document is cut into
   passages of ``passage_tokens`` model tokens (special tokens and the document prompt included)
@@ -14,8 +17,9 @@ unchanged). The remedies change how documents are embedded and scored:
 - ``chunk-mean``: the document embedding is the mean of its passage embeddings;
 - ``segment-balanced``: one forward pass (truncated at the model's limit, as the plain model);
   the mean pooling's token weights are chosen so each of ``segments`` equal contiguous segments
-  of the sequence contributes a vector of the same norm (:func:`balanced_pool`;
-  ``segments=1`` is plain mean pooling).
+  of the sequence contributes a vector of the same norm
+  (:func:`~hf_posbias.evaluation.runs.remedy_kinds.balanced_pool`; ``segments=1`` is plain mean
+  pooling).
 
 Passages are built from token ids, not decoded text, so one passage covering a document is
 exactly the plain model's input. The cost of a run is counted in :class:`RemedyStats`
@@ -23,10 +27,10 @@ exactly the plain model's input. The cost of a run is counted in :class:`RemedyS
 query encoder counts the queries' tokens).
 
 Example:
-    >>> token_windows(list(range(7)), content=3, stride=2)
-    [[0, 1, 2], [2, 3, 4], [4, 5, 6]]
-    >>> segment_bounds(6, 2)
-    [(0, 3), (3, 6)]
+    >>> REMEDIES
+    ('none', 'maxp', 'firstp', 'sump', 'chunk-mean', 'segment-balanced')
+    >>> RemedySettings(remedy="sump", passage_tokens=64, stride=32).read_settings
+    {'passage_tokens': 64, 'stride': 32}
 """
 
 from __future__ import annotations
@@ -36,6 +40,18 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import InputError
+from hf_posbias.evaluation.runs.remedy_kinds import (
+    CHUNK_MEAN,
+    FIRSTP,
+    MAXP,
+    SEGMENT_BALANCED,
+    SUMP,
+    Budget,
+    Remedy,
+    prompt_token_ids,
+    special_tokens,
+)
+from hf_posbias.plugins import GROUPS, Registry
 from hf_posbias.settings import Settings, check_choice, check_positive, flag_name, setting
 
 if TYPE_CHECKING:
@@ -43,13 +59,66 @@ if TYPE_CHECKING:
     from mteb.abstasks.task_metadata import TaskMetadata
     from mteb.models.model_meta import ModelMeta
 
-REMEDIES = ("none", "maxp", "firstp", "sump", "chunk-mean", "segment-balanced")
-"""The inference-time remedies for bi-encoders (``none``: the plain model)."""
+BUILTIN_REMEDIES: tuple[Remedy, ...] = (MAXP, FIRSTP, SUMP, CHUNK_MEAN, SEGMENT_BALANCED)
+"""The remedies hf-posbias ships (:mod:`~hf_posbias.evaluation.runs.remedy_kinds`), in the order
+of ``posbias remedies``: a new one is registered here."""
+
+NO_REMEDY = "none"
+"""The plain model: a choice of ``--remedy``, not a remedy (no plugin may take the name)."""
+
+REMEDY_REGISTRY: Registry[Remedy] = Registry(
+    GROUPS["remedies"],
+    Remedy,
+    what="remedy",
+    builtins=lambda: BUILTIN_REMEDIES,
+    reserved=(NO_REMEDY,),
+)
+"""The remedy registry: :data:`BUILTIN_REMEDIES`, then the plugins of the entry-point group
+``hf_posbias.remedies``."""
+
+
+def remedy_names() -> tuple[str, ...]:
+    """Every remedy proper (built-in, then plugins; no plugin is imported).
+
+    Example:
+        >>> remedy_names()[:2]
+        ('maxp', 'firstp')
+    """
+    return tuple(REMEDY_REGISTRY.names())
+
+
+def get_remedy(name: str) -> Remedy:
+    """The remedy named ``name``; an unknown one is a one-line error listing the known ones.
+
+    Example:
+        >>> get_remedy("sump").reads
+        ('passage_tokens', 'stride')
+    """
+    remedy = REMEDY_REGISTRY.get(name)
+    if remedy is None:
+        known = ", ".join(remedy_names())
+        raise InputError(f"{flag_name('remedy')}: unknown remedy {name!r}; known: {known}")
+    return remedy
+
+
+REMEDIES = (NO_REMEDY, *(r.name for r in BUILTIN_REMEDIES))
+"""The built-in inference-time remedies for bi-encoders (``none``: the plain model)."""
 BIENCODER_REMEDIES = REMEDIES[1:]
-"""The remedies proper (every one but ``none``): what ``posbias remedies --remedies`` and a
-study's ``remedies`` choose from."""
-PASSAGE_REMEDIES = ("maxp", "firstp", "sump", "chunk-mean")
-"""The remedies that cut documents into passages."""
+"""The built-in remedies proper (every one but ``none``): the default of ``posbias remedies
+--remedies``; that flag and a study's ``remedies`` also take the plugins'
+(:func:`remedy_names`)."""
+PASSAGE_REMEDIES = tuple(r.name for r in BUILTIN_REMEDIES if r.cuts_passages)
+"""The built-in remedies that cut documents into passages."""
+
+
+def remedy_choices() -> tuple[str, ...]:
+    """What ``--remedy`` accepts: ``none`` and every remedy, plugins included.
+
+    Example:
+        >>> remedy_choices()[:3]
+        ('none', 'maxp', 'firstp')
+    """
+    return (NO_REMEDY, *remedy_names())
 
 
 @dataclass(kw_only=True)
@@ -128,7 +197,7 @@ class RemedySettings(PassageSettings):
         "embeddings) or segment-balanced (mean pooling with each of --segments equal segments "
         "weighted equally); see docs/remedies.md",
         default="none",
-        choices=REMEDIES,
+        choices=remedy_choices,
     )
 
     @property
@@ -136,7 +205,7 @@ class RemedySettings(PassageSettings):
         """Whether a remedy will cut passages (``--stride`` is checked against
         ``--passage-tokens`` only then: ``posbias evaluate`` shares ``--passage-tokens`` with a
         listwise reranker; segment-balanced reads ``--segments`` only)."""
-        return self.remedy in PASSAGE_REMEDIES
+        return self.remedy != NO_REMEDY and get_remedy(self.remedy).cuts_passages
 
     @property
     def read_settings(self) -> dict[str, int]:
@@ -148,11 +217,9 @@ class RemedySettings(PassageSettings):
             >>> RemedySettings(remedy="segment-balanced").read_settings
             {'segments': 4}
         """
-        if self.remedy in PASSAGE_REMEDIES:
-            return {"passage_tokens": self.passage_tokens, "stride": self.stride}
-        if self.remedy == "segment-balanced":
-            return {"segments": self.segments}
-        return {}
+        if self.remedy == NO_REMEDY:
+            return {}
+        return {name: getattr(self, name) for name in get_remedy(self.remedy).reads}
 
     @property
     def key(self) -> str:
@@ -161,7 +228,7 @@ class RemedySettings(PassageSettings):
         return "/".join([self.remedy, *(str(v) for v in self.read_settings.values())])
 
     def __post_init__(self) -> None:
-        check_choice("remedy", self.remedy, REMEDIES)
+        check_choice("remedy", self.remedy, remedy_choices())
         super().__post_init__()
 
 
@@ -179,129 +246,13 @@ class RemedyStats:
         return asdict(self)
 
 
-def token_windows(ids: list[int], *, content: int, stride: int) -> list[list[int]]:
-    """A document's token ids cut into the remedies' passages: windows of ``content`` ids
-    starting every ``stride`` ids, the last one reaching the end (not
-    :func:`hf_posbias.construction.recipe.cut_passages`, which selects corpus records by their
-    length in words).
-
-    A document no longer than ``content`` is one passage (an empty one too).
-
-    Example:
-        >>> token_windows([1, 2], content=3, stride=1)
-        [[1, 2]]
-    """
-    if len(ids) <= content:
-        return [list(ids)]
-    out = []
-    start = 0
-    while True:
-        out.append(list(ids[start : start + content]))
-        if start + content >= len(ids):
-            return out
-        start += stride
-
-
-def segment_bounds(length: int, segments: int) -> list[tuple[int, int]]:
-    """``segments`` contiguous, near-equal ``(start, end)`` parts of ``length`` tokens (fewer
-    when the sequence is shorter than ``segments``).
-
-    Example:
-        >>> segment_bounds(7, 3)
-        [(0, 2), (2, 5), (5, 7)]
-    """
-    k = max(1, min(segments, length))
-    cuts = [round(i * length / k) for i in range(k + 1)]
-    return list(zip(cuts, cuts[1:], strict=False))
-
-
-def balanced_pool(tokens: torch.Tensor, segments: int) -> torch.Tensor:
-    """Mean pooling whose token weights make each of ``segments`` equal parts contribute equally.
-
-    A segment's contribution is its weighted sum; tokens of segment ``j`` get the weight
-    ``a / (k · n_j · ‖m_j‖)`` (``m_j`` its mean token embedding, ``n_j`` its length, ``a`` the
-    mean of the ``‖m_j‖``), so every segment adds a vector of the same norm ``a / k`` and one
-    segment is exactly mean pooling. Plain mean pooling lets the segments whose token
-    embeddings are larger (often the beginning) dominate.
-
-    Example:
-        >>> import torch
-        >>> t = torch.tensor([[3.0, 0.0], [3.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
-        >>> balanced_pool(t, 1).tolist(), balanced_pool(t, 2).tolist()
-        ([[1.5, 0.5]], [[1.0, 1.0]])
-    """
-    import torch
-
-    means = torch.stack(
-        [tokens[lo:hi].mean(dim=0) for lo, hi in segment_bounds(len(tokens), segments)]
-    )
-    norms = means.norm(dim=1, keepdim=True).clamp_min(torch.finfo(means.dtype).tiny)
-    return (norms.mean() * (means / norms)).mean(dim=0, keepdim=True)
-
-
-def _special_tokens(tokenizer: Any) -> tuple[list[int], list[int]]:
-    """The ids the tokenizer puts before and after a text (``[CLS]`` / ``[SEP]`` for BERT)."""
-    probe = tokenizer("a", add_special_tokens=False)["input_ids"]
-    full = tokenizer("a", add_special_tokens=True)["input_ids"]
-    for i in range(len(full) - len(probe) + 1):
-        if full[i : i + len(probe)] == probe:
-            return list(full[:i]), list(full[i + len(probe) :])
-    return [], []
-
-
-def _prompt_ids(st_model: Any, tokenizer: Any, prompt: str | None) -> list[int]:
-    return list(tokenizer(prompt, add_special_tokens=False)["input_ids"]) if prompt else []
-
-
-def _longest_prompt(st_model: Any, tokenizer: Any) -> int:
-    prompts = dict(getattr(st_model, "prompts", None) or {})
-    return max((len(_prompt_ids(st_model, tokenizer, p)) for p in prompts.values()), default=0)
-
-
 def check_remedy_fits(st_model: Any, settings: RemedySettings) -> None:
-    """One-line :class:`InputError` when the passage settings cannot work with this model.
-
-    A passage must hold the special tokens, the longest prompt (query prefix) and at least one
-    content token, and must fit the model's limit (``max_seq_length``).
-    """
-    if settings.remedy not in PASSAGE_REMEDIES:
-        return
-    tokenizer = st_model.tokenizer
-    head, tail = _special_tokens(tokenizer)
-    prefix = len(head) + len(tail) + _longest_prompt(st_model, tokenizer)
-    n = settings.passage_tokens
-    if n <= prefix:
-        raise InputError(
-            f"{flag_name('passage_tokens')} {n} leaves no room for text after the model's "
-            f"special tokens and prompt ({prefix} tokens); use more than {prefix}"
-        )
-    limit = int(st_model.max_seq_length)
-    if n > limit:
-        raise InputError(
-            f"{flag_name('passage_tokens')} {n} is above the model's limit of {limit} tokens"
-        )
-    content = n - prefix
-    if settings.stride > content:
-        raise InputError(
-            f"{flag_name('stride')} {settings.stride} is above the passage's {content} text "
-            f"tokens ({flag_name('passage_tokens')} {n} minus {prefix} special/prompt tokens): "
-            "text would be skipped"
-        )
-
-
-def _mean_pooling_index(st_model: Any) -> int:
-    """Position of the model's mean-pooling module (one-line error when it pools otherwise)."""
-    for i, module in enumerate(st_model):
-        mode = getattr(module, "pooling_mode", None)
-        if mode is not None:
-            modes = (mode,) if isinstance(mode, str) else tuple(mode)
-            if modes == ("mean",):
-                return i
-            raise InputError(
-                f"{flag_name('remedy')} segment-balanced needs a mean-pooling model; this one "
-                f"pools with {'+'.join(modes)}"
-            )
-    raise InputError(f"{flag_name('remedy')} segment-balanced needs a model with a Pooling module")
+    """One-line :class:`InputError` when the remedy's settings cannot work with this model
+    (:meth:`~hf_posbias.evaluation.runs.remedy_kinds.Remedy.check`: a passage must hold the
+    special tokens, the longest prompt and a content token and fit the model's limit;
+    segment-balanced needs mean pooling); nothing to check for ``none``."""
+    if settings.remedy != NO_REMEDY:
+        get_remedy(settings.remedy).check(st_model, settings)
 
 
 def remedy_label(name: str, remedy: str | None) -> str:
@@ -358,34 +309,30 @@ class RemedyScorer:
     """
 
     def __init__(self, st_model: Any, settings: RemedySettings) -> None:
-        if settings.remedy == "none":
+        if settings.remedy == NO_REMEDY:
             raise ValueError("a RemedyScorer needs a remedy; use the plain model for none")
         check_remedy_fits(st_model, settings)
-        if settings.remedy == "segment-balanced":
-            self._pooling = _mean_pooling_index(st_model)
+        self.remedy = get_remedy(settings.remedy)
         self.st_model = st_model
         self.settings = settings
         self.stats = RemedyStats()
         self._tokenizer = st_model.tokenizer
-        self._head, self._tail = _special_tokens(self._tokenizer)
+        self._head, self._tail = special_tokens(self._tokenizer)
 
     @property
     def cut_at_model_limit(self) -> bool:
         """Whether a document is read in one sequence cut at the model's limit, as the plain
         model reads it (``segment-balanced``); passage remedies read past it."""
-        return self.settings.remedy not in PASSAGE_REMEDIES
+        return not self.remedy.cuts_passages
 
     # ----------------------------------------------------------------- encoding
 
-    def _content_tokens(self, prompt: str | None) -> tuple[list[int], int | None]:
-        """(prompt ids, text tokens the remedy reads of a document: the first passage's for
-        ``firstp``, the model limit's for ``segment-balanced``, ``None`` = all)."""
-        prompt_ids = _prompt_ids(self.st_model, self._tokenizer, prompt)
+    def _budget(self, prompt: str | None) -> tuple[list[int], Budget]:
+        """(prompt ids, the text tokens of one passage and of one model input)."""
+        prompt_ids = prompt_token_ids(self._tokenizer, prompt)
         fixed = len(self._head) + len(self._tail) + len(prompt_ids)
-        if self.settings.remedy == "segment-balanced":
-            return prompt_ids, max(0, int(self.st_model.max_seq_length) - fixed)
-        content = self.settings.passage_tokens - fixed
-        return prompt_ids, content if self.settings.remedy == "firstp" else None
+        model = max(0, int(self.st_model.max_seq_length) - fixed)
+        return prompt_ids, Budget(passage=self.settings.passage_tokens - fixed, model=model)
 
     def _bodies(self, texts: list[str]) -> list[list[int]]:
         return self._tokenizer([t.strip() for t in texts], add_special_tokens=False)["input_ids"]
@@ -397,29 +344,24 @@ class RemedyScorer:
         Example:
             >>> # RemedyScorer(model, RemedySettings(remedy="maxp")).count_unread(texts) → 0
         """
-        _, readable = self._content_tokens(prompt)
+        readable = self.remedy.readable(self._budget(prompt)[1])
         if readable is None:
             return 0
         return sum(1 for ids in self._bodies(texts) if len(ids) > readable)
 
     def _sequences(self, texts: list[str], prompt: str | None) -> list[list[list[int]]]:
         """Per document, its passages as full model inputs (special tokens and prompt added)."""
-        s = self.settings
-        prompt_ids, readable = self._content_tokens(prompt)
-        fixed = len(self._head) + len(self._tail) + len(prompt_ids)
-        out = []
-        for ids in self._bodies(texts):
-            if s.remedy == "segment-balanced":
-                passages = [list(ids[:readable])]
-            else:
-                passages = token_windows(ids, content=s.passage_tokens - fixed, stride=s.stride)
-                if s.remedy == "firstp":
-                    passages = passages[:1]
-            out.append([self._head + prompt_ids + p + self._tail for p in passages])
-        return out
+        prompt_ids, budget = self._budget(prompt)
+        return [
+            [
+                self._head + prompt_ids + p + self._tail
+                for p in self.remedy.passages(ids, budget, self.settings)
+            ]
+            for ids in self._bodies(texts)
+        ]
 
     def _forward(self, sequences: list[list[int]], batch_size: int) -> torch.Tensor:
-        """Sentence embeddings of token-id sequences (segment-balanced pooling if chosen)."""
+        """Sentence embeddings of token-id sequences (the remedy's pooling)."""
         import torch
 
         device = self.st_model.device
@@ -433,33 +375,10 @@ class RemedyScorer:
             feats = {k: v.to(device) for k, v in feats.items()}
             self.stats.document_tokens += int(feats["attention_mask"].sum())
             with torch.inference_mode():
-                if self.settings.remedy == "segment-balanced":
-                    emb = self._segment_balanced(feats)
-                else:
-                    emb = self.st_model(feats)["sentence_embedding"]
+                emb = self.remedy.embed(self.st_model, feats, self.settings)
             for row, i in enumerate(idx):
                 out[i] = emb[row].float().cpu()
         return torch.stack(out) if out else torch.zeros(0)
-
-    def _segment_balanced(self, feats: dict[str, Any]) -> torch.Tensor:
-        import torch
-
-        modules = list(self.st_model)
-        for module in modules[: self._pooling]:
-            feats = module(feats)
-        tokens = feats["token_embeddings"]
-        lengths = feats["attention_mask"].sum(dim=1).tolist()
-        # Right padding (the tokenizer's default for encoders): real tokens come first.
-        pooled = torch.cat(
-            [
-                balanced_pool(tokens[row, : int(n)].double(), self.settings.segments)
-                for row, n in enumerate(lengths)
-            ]
-        ).to(tokens.dtype)
-        feats["sentence_embedding"] = pooled
-        for module in modules[self._pooling + 1 :]:
-            feats = module(feats)
-        return feats["sentence_embedding"]
 
     def embed_documents(
         self, texts: list[str], prompt: str | None = None, batch_size: int = 32
@@ -473,12 +392,7 @@ class RemedyScorer:
         flat = [seq for passages in per_doc for seq in passages]
         owner = torch.tensor([d for d, passages in enumerate(per_doc) for _ in passages])
         embeddings = self._forward(flat, batch_size)
-        if self.settings.remedy == "chunk-mean":
-            summed = torch.zeros(len(per_doc), embeddings.shape[1], dtype=embeddings.dtype)
-            summed.index_add_(0, owner, embeddings)
-            counts = torch.bincount(owner, minlength=len(per_doc)).unsqueeze(1)
-            embeddings = summed / counts.to(embeddings.dtype)
-            owner = torch.arange(len(per_doc))
+        embeddings, owner = self.remedy.document_vectors(embeddings, owner, len(per_doc))
         self.stats.documents += len(per_doc)
         self.stats.passages += len(flat)
         self.stats.index_seconds += time.perf_counter() - start
@@ -487,8 +401,9 @@ class RemedyScorer:
     def scores(
         self, query_embeddings: Any, index: PassageIndex, similarity: Any = None
     ) -> torch.Tensor:
-        """``(queries, documents)`` scores: the max (``maxp``) or sum (``sump``) of the
-        query–passage similarities of each document (its one vector's for the others).
+        """``(queries, documents)`` scores: the remedy's combination of each document's
+        query–vector similarities (the max for ``maxp``, the sum for ``sump``, its one vector's
+        for ``firstp``, ``chunk-mean`` and ``segment-balanced``).
 
         ``similarity`` defaults to the model's own (``st_model.similarity``: what mteb's
         wrapper calls); ``query_embeddings`` is one row per query (array or tensor).
@@ -498,14 +413,7 @@ class RemedyScorer:
         similarity = similarity or self.st_model.similarity
         q = torch.as_tensor(query_embeddings).float()
         sims = torch.as_tensor(similarity(q.reshape(-1, q.shape[-1]), index.embeddings)).double()
-        owner = index.owner.unsqueeze(0).expand(sims.shape[0], -1)
-        if self.settings.remedy == "sump":
-            scores = torch.zeros(sims.shape[0], index.documents, dtype=sims.dtype)
-            scores.scatter_add_(1, owner, sims)
-        else:  # maxp; firstp and chunk-mean have one vector per document
-            scores = torch.full((sims.shape[0], index.documents), -torch.inf, dtype=sims.dtype)
-            scores.scatter_reduce_(1, owner, sims, reduce="amax")
-        return scores
+        return self.remedy.combine(sims, index.owner, index.documents)
 
     def score_documents(
         self,
@@ -534,7 +442,7 @@ def remedy_scorer(model: Any, settings: RemedySettings | None) -> RemedyScorer |
         >>> remedy_scorer(object(), RemedySettings()) is None
         True
     """
-    if settings is None or settings.remedy == "none":
+    if settings is None or settings.remedy == NO_REMEDY:
         return None
     require_bi_encoder(getattr(model, "kind", "bi-encoder"))
     st_model = getattr(model, "sentence_transformer", model)
@@ -659,8 +567,8 @@ def encoded_token_count(st_model: Any, texts: list[str], prompt: str | None = No
         >>> # encoded_token_count(model, ["a query"]) → 4 for BERT ([CLS] a query [SEP])
     """
     tokenizer = st_model.tokenizer
-    head, tail = _special_tokens(tokenizer)
-    fixed = len(head) + len(tail) + len(_prompt_ids(st_model, tokenizer, prompt))
+    head, tail = special_tokens(tokenizer)
+    fixed = len(head) + len(tail) + len(prompt_token_ids(tokenizer, prompt))
     limit = int(st_model.max_seq_length)
     bodies = tokenizer([t.strip() for t in texts], add_special_tokens=False)["input_ids"]
     return sum(min(limit, fixed + len(ids)) for ids in bodies)

@@ -1,0 +1,82 @@
+"""The listings of the extension points: what is registered, and which package registered it.
+
+One verb per extension point, in the group of the commands that use it:
+
+    posbias benchmark list      the benchmark verbs and their tasks
+    posbias study remedies      the bi-encoder remedies (--remedy, --remedies, a study's remedies)
+    posbias study bases         the base models (posbias train --model, a study's bases)
+    posbias listwise rerankers  the reranker kinds (--reranker), in the order they are tried
+
+Each table has a ``source`` column: ``built-in``, or the distribution of the plugin that
+registered the row (:mod:`hf_posbias.plugins`; docs/extending.md).
+
+Example:
+    >>> print(remedies_table().to_markdown().splitlines()[2])
+    | none | — | built-in | the plain model |
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from hf_posbias.tables import MarkdownTable, format_cell
+
+
+def add_listing_verb(
+    verbs: argparse._SubParsersAction, name: str, help: str, table: Callable[[], MarkdownTable]
+) -> None:
+    """Add the verb ``name``: print ``table()`` (built when the verb runs)."""
+    parser = verbs.add_parser(name, help=help, description=help)
+    parser.set_defaults(func=lambda args: print(table().to_markdown()) or 0)
+
+
+def benchmarks_table() -> MarkdownTable:
+    """Every benchmark verb, the tasks it builds and where it comes from."""
+    from hf_posbias.tasks.registry import BENCHMARK_REGISTRY, benchmarks
+
+    benchmarks()  # a task name built twice is refused before anything is listed
+    rows = [
+        [verb, ", ".join(c.name for c in entry.value.cards) or "—", entry.source, entry.value.help]
+        for verb, entry in BENCHMARK_REGISTRY.entries().items()
+    ]
+    return MarkdownTable(["benchmark", "tasks", "source", "description"], rows)
+
+
+def remedies_table() -> MarkdownTable:
+    """Every remedy ``--remedy`` takes: ``none``, the built-in ones, then plugins'."""
+    from hf_posbias.evaluation.runs.remedies import NO_REMEDY, REMEDY_REGISTRY
+
+    rows = [[NO_REMEDY, "—", "built-in", "the plain model"]]
+    for name, entry in REMEDY_REGISTRY.entries().items():
+        reads = ", ".join(entry.value.reads) or "—"
+        rows.append([name, reads, entry.source, entry.value.help])
+    return MarkdownTable(["remedy", "reads", "source", "description"], rows)
+
+
+def rerankers_table() -> MarkdownTable:
+    """Every reranker kind, in the order a reranker argument is matched against them."""
+    from hf_posbias.rerankers.loading import RERANKER_REGISTRY, reranker_kinds
+
+    entries = RERANKER_REGISTRY.entries()
+    rows = [
+        [str(kind.order), kind.name, entries[kind.name].source, kind.help]
+        for kind in reranker_kinds()
+    ]
+    return MarkdownTable(["order", "kind", "source", "takes"], rows)
+
+
+def bases_table() -> MarkdownTable:
+    """Every registered base model."""
+    from hf_posbias.training.models import BASE_REGISTRY
+
+    columns = ["base", "checkpoint", "kind", "pooling", "params (M)", "max length", "source"]
+    rows = []
+    for name, entry in BASE_REGISTRY.entries().items():
+        spec = entry.value
+        size = format_cell(spec.params_m)
+        rows.append(
+            [name, spec.checkpoint, spec.kind, spec.pooling, size, str(spec.max_length)]
+            + [entry.source]
+        )
+    return MarkdownTable(columns, rows)
