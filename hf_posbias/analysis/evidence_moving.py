@@ -677,7 +677,8 @@ def save_evidence_moving_plot(
 
     A curve from fewer than :data:`MIN_RELIABLE_PAIRS` pairs is marked unreliable on the plot.
     """
-    from hf_posbias.analysis.plots import CurveSeries, curve_figure, save_figure
+    from hf_posbias.analysis.plots import CurveSeries, curve_figure
+    from hf_posbias.figures import save_figure
 
     pairs = sorted({s.n_pairs for s in summaries})
     fig = curve_figure(

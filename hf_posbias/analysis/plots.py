@@ -1,7 +1,8 @@
 """Matplotlib figures for the analyses: one line per model, mean with a shaded standard error.
 
 Figures are built with :class:`matplotlib.figure.Figure` directly (no ``pyplot`` state), so they
-are safe to create from the threads of a Gradio server.
+are safe to create from the threads of a Gradio server; :func:`hf_posbias.figures.save_figure`
+writes them (also importable from here).
 
 Example:
     >>> from hf_posbias.analysis.plots import CurveSeries, curve_figure
@@ -14,8 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
+
+from hf_posbias.figures import save_figure
+
+__all__ = ["CurveSeries", "curve_figure", "save_figure"]
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -72,11 +76,3 @@ def curve_figure(
         ax.legend(fontsize="small")
     fig.tight_layout()
     return fig
-
-
-def save_figure(fig: Figure, path: str | Path) -> Path:
-    """Write ``fig`` as PNG (parent folders created) and return the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="png")
-    return path

@@ -4,7 +4,8 @@ Two ``posbias evaluate`` run folders of the same task (same name, same data fing
 scoring) are compared on their shared queries with
 :func:`~hf_posbias.statistics.uncertainty.paired_comparison` (paired bootstrap or paired
 randomization): Δ = B − A per bucket, for the mean and for PSI, each with a percentile interval
-and a two-sided p-value. Queries scored by only one run are counted and left out.
+and a two-sided p-value. Queries scored by only one run are counted and left out. The test of
+two per-query tables, :func:`compare_per_query`, is also the one of ``posbias listwise compare``.
 
 Example:
     >>> from hf_posbias.evaluation.compare import difference_rows
@@ -18,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,6 +90,52 @@ def _pairs(
     return pairs
 
 
+def compare_per_query(
+    rows_a: Sequence[Mapping[str, Any]],
+    rows_b: Sequence[Mapping[str, Any]],
+    *,
+    bucket: str = "bucket",
+    paired: bool = False,
+    order: Sequence[str] | None = None,
+    method: Method = "bootstrap",
+    n_resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
+    seed: int = 0,
+) -> PairedComparison:
+    """Paired comparison (Δ = B − A) of two runs' per-query rows, bucket by bucket: the test
+    behind ``posbias compare`` (per-query tables, buckets of evidence position) and
+    ``posbias listwise compare`` (``per_query.jsonl``, input positions, ``paired=True``).
+
+    Rows hold the ``bucket`` column, ``query_id`` and ``ndcg_at_10``
+    (:func:`~hf_posbias.evaluation.runs.exports.per_bucket_from_table`); ``paired``: every
+    query is in every bucket (:func:`~hf_posbias.statistics.uncertainty.paired_comparison`).
+    Buckets are tested in the order ``rows_a`` first names them and reported in ``order``
+    (default: that order; a bucket ``order`` leaves out is dropped). ``method``,
+    ``n_resamples``, ``confidence`` and ``seed``: the test's.
+
+    Example:
+        >>> a = [{"bucket": b, "query_id": q, "ndcg_at_10": s}
+        ...      for b, q, s in [("end", "q1", .5), ("end", "q2", .4), ("begin", "q3", .9)]]
+        >>> b = [dict(r, ndcg_at_10=.6) for r in a]
+        >>> cmp = compare_per_query(a, b, order=["begin", "end"], n_resamples=50)
+        >>> {bucket: round(d.delta, 2) for bucket, d in cmp.buckets.items()}
+        {'begin': -0.3, 'end': 0.15}
+    """
+    comparison = paired_comparison(
+        per_bucket_from_table(rows_a, bucket),
+        per_bucket_from_table(rows_b, bucket),
+        method=method,
+        n_resamples=n_resamples,
+        confidence=confidence,
+        seed=seed,
+        paired=paired,
+    )
+    if order is not None:
+        kept = [name for name in order if name in comparison.buckets]
+        comparison.buckets = {name: comparison.buckets[name] for name in kept}
+    return comparison
+
+
 def compare_runs(
     run_a: str | Path,
     run_b: str | Path,
@@ -111,19 +159,15 @@ def compare_runs(
         for summary, where in ((a, run_a), (b, run_b)):
             if not summary.per_query_path:
                 raise InputError(f"{where}: {summary.task} has no per-query table (rerun it)")
-        scores_a = per_bucket_from_table(read_per_query(a.per_query_path))  # type: ignore[arg-type]
-        scores_b = per_bucket_from_table(read_per_query(b.per_query_path))  # type: ignore[arg-type]
-        comparison = paired_comparison(
-            scores_a,
-            scores_b,
+        comparison = compare_per_query(
+            read_per_query(a.per_query_path),  # type: ignore[arg-type]
+            read_per_query(b.per_query_path),  # type: ignore[arg-type]
+            order=a.buckets,  # the task's bucket order, not the per-query table's
             method=method,
             n_resamples=n_resamples,
             confidence=confidence,
             seed=seed,
         )
-        # Keep the task's bucket order (the comparison keys follow the per-query table).
-        order = [bucket for bucket in a.buckets if bucket in comparison.buckets]
-        comparison.buckets = {bucket: comparison.buckets[bucket] for bucket in order}
         out.append(RunComparison(a.task, a.label, b.label, comparison))
     return out
 

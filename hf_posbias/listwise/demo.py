@@ -91,66 +91,56 @@ def demo_settings(s: ListwiseDemoSettings) -> list[tuple[str, str, Any]]:
             reranker=reranker, task=s.task, out=str(out / folder), **test, **common
         )
 
+    before = controlled(s.model, "before")
+    propensity = PropensitySettings(
+        reranker=s.model,
+        task=s.train_task,
+        max_queries=s.propensity_queries,
+        shuffles=s.shuffles,
+        smoothing=s.smoothing,
+        out=str(out / "propensity"),
+        **common,
+    )
+    build = BuildTrainSettings(
+        task=s.train_task,
+        k=s.k,
+        max_queries=s.train_queries,
+        seed=s.seed,
+        out=str(out / "train"),
+        progress=s.progress,
+    )
+    train = ListwiseTrainingSettings(
+        model=s.model,
+        data=str(out / "train"),
+        out=str(out / "checkpoint"),
+        propensity=str(out / "propensity" / "propensity.json"),
+        pos_aug=s.pos_aug,
+        max_steps=s.steps,
+        global_batch=s.global_batch,
+        lr=s.lr,
+        lam=s.lam,
+        passage_tokens=s.passage_tokens,
+        seed=s.seed,
+        logging_steps=1,
+        progress=s.progress,
+    )
+    after = controlled(str(out / "checkpoint"), "after")
+    compare = ListwiseCompareSettings(
+        run_a=str(out / "before"),
+        run_b=str(out / "after"),
+        label_a=LABELS[0],
+        label_b=LABELS[1],
+        out=str(out),
+        n_resamples=s.n_resamples,
+        seed=s.seed,
+    )
     return [
-        ("before", "test", controlled(s.model, "before")),
-        (
-            "propensity",
-            "propensity",
-            PropensitySettings(
-                reranker=s.model,
-                task=s.train_task,
-                max_queries=s.propensity_queries,
-                shuffles=s.shuffles,
-                smoothing=s.smoothing,
-                out=str(out / "propensity"),
-                **common,
-            ),
-        ),
-        (
-            "build-train",
-            "build-train",
-            BuildTrainSettings(
-                task=s.train_task,
-                k=s.k,
-                max_queries=s.train_queries,
-                seed=s.seed,
-                out=str(out / "train"),
-                progress=s.progress,
-            ),
-        ),
-        (
-            "train",
-            "train",
-            ListwiseTrainingSettings(
-                model=s.model,
-                data=str(out / "train"),
-                out=str(out / "checkpoint"),
-                propensity=str(out / "propensity" / "propensity.json"),
-                pos_aug=s.pos_aug,
-                max_steps=s.steps,
-                global_batch=s.global_batch,
-                lr=s.lr,
-                lam=s.lam,
-                passage_tokens=s.passage_tokens,
-                seed=s.seed,
-                logging_steps=1,
-                progress=s.progress,
-            ),
-        ),
-        ("after", "test", controlled(str(out / "checkpoint"), "after")),
-        (
-            "compare",
-            "compare",
-            ListwiseCompareSettings(
-                run_a=str(out / "before"),
-                run_b=str(out / "after"),
-                label_a=LABELS[0],
-                label_b=LABELS[1],
-                out=str(out),
-                n_resamples=s.n_resamples,
-                seed=s.seed,
-            ),
-        ),
+        ("before", "test", before),
+        ("propensity", "propensity", propensity),
+        ("build-train", "build-train", build),
+        ("train", "train", train),
+        ("after", "test", after),
+        ("compare", "compare", compare),
     ]
 
 

@@ -673,7 +673,8 @@ def plot_grid(sources: Sequence[Source], cells: Sequence[Cell], task: str, path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from hf_posbias.evaluation.reports.report import plot_position_curves, save_png
+    from hf_posbias.evaluation.reports.report import plot_position_curves
+    from hf_posbias.figures import save_figure
 
     rows = list(dict.fromkeys(c.row for c in cells if c.task == task))
     order = _configs_in_order([c for c in cells if c.task == task])
@@ -698,8 +699,7 @@ def plot_grid(sources: Sequence[Source], cells: Sequence[Cell], task: str, path:
     # Wrapped to the grid's width: one panel is too narrow for the whole title on one line.
     title = f"{task}: nDCG@10 per position (95% bootstrap intervals)"
     fig.suptitle(textwrap.fill(title, width=48 * ncols))
-    fig.tight_layout()
-    return save_png(fig, path)
+    return save_figure(fig, path, tight_layout=True)
 
 
 def write_report(

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hf_posbias.errors import InputError
+from hf_posbias.figures import save_figure
 from hf_posbias.tasks.taskdata import PositionTaskData
 
 
@@ -104,8 +105,5 @@ def plot_evidence_distribution(
     ax.set_title(title)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    summary.path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(summary.path, format="png")
-    plt.close(fig)
+    save_figure(fig, summary.path, tight_layout=True)
     return summary

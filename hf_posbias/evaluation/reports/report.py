@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hf_posbias.figures import save_figure
 from hf_posbias.tables import MarkdownTable, as_table, format_cell
 
 if TYPE_CHECKING:
@@ -221,7 +222,7 @@ def plot_position_curves(
     ax.set_title(title or summaries[0].task)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="best")
-    return None if fig is None else save_png(fig, path)
+    return None if fig is None else save_figure(fig, path, tight_layout=True)
 
 
 def plot_relative_curve(
@@ -250,7 +251,7 @@ def plot_relative_curve(
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    return save_png(fig, path)
+    return save_figure(fig, path, tight_layout=True)
 
 
 def relative_bin_means(
@@ -280,18 +281,6 @@ def relative_bin_means(
         sums[index[rule.assign(float(position))]].append(float(row["ndcg_at_10"]))  # type: ignore[index]
     means = [math.fsum(v) / len(v) if v else None for v in sums]
     return means, [len(v) for v in sums]
-
-
-def save_png(fig: Any, path: str | Path) -> Path:
-    """Save a matplotlib figure as PNG (tight layout) and close it."""
-    import matplotlib.pyplot as plt
-
-    fig.tight_layout()
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, format="png")
-    plt.close(fig)  # figures stay alive in pyplot's registry until closed
-    return out
 
 
 # -- report sections ------------------------------------------------------------------------

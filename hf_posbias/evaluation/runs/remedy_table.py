@@ -19,6 +19,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hf_posbias.figures import save_figure
+
 if TYPE_CHECKING:
     from hf_posbias.evaluation.settings import RemediesSettings
 
@@ -100,12 +102,7 @@ def plot_psi_against_cost(
     ax.set_xlabel(cost_label)
     ax.set_ylabel("PSI (lower = less position bias)")
     ax.set_title(title, fontsize=9)
-    fig.tight_layout()
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(target, dpi=120)
-    plt.close(fig)
-    return target
+    return save_figure(fig, path, tight_layout=True, dpi=120)
 
 
 def run_settings(settings: RemediesSettings, remedy: str, model: Any, task: Any) -> dict[str, Any]:

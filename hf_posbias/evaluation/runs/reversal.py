@@ -34,8 +34,8 @@ from hf_posbias.evaluation.reports.report import (
     AuditContext,
     ReportSection,
     register_audit_section,
-    save_png,
 )
+from hf_posbias.figures import save_figure
 from hf_posbias.tables import as_table
 from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo
 
@@ -380,7 +380,7 @@ def plot_reversal(results: list[ReversalResult], path: str | Path) -> Path:
     ax.set_ylabel("nDCG@10")
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
-    return save_png(fig, path)
+    return save_figure(fig, path, tight_layout=True)
 
 
 @register_audit_section

@@ -2,13 +2,13 @@
 
 ``posbias listwise compare A B`` reads two ``posbias listwise test`` folders (their
 ``per_query.jsonl``), checks they hold the same k, positions and queries, and compares B
-against A with the evaluation side's paired test
-(:func:`~hf_posbias.statistics.uncertainty.paired_comparison` with ``paired=True``:
-every query
-is scored at every position, so resampling and swaps are drawn per query and shared by the
-positions). Δ = B − A per input position, for the mean over positions and for PSI, each with a
-percentile interval and a two-sided p-value. The before/after table prints both curves with
-their own intervals (from each run's ``positions.json``) and Δ.
+against A with the evaluation side's paired test of per-query rows
+(:func:`~hf_posbias.evaluation.compare.compare_per_query`, the one behind ``posbias compare``,
+with ``paired=True``: every query is scored at every position, so resampling and swaps are
+drawn per query and shared by the positions). Δ = B − A per input position, for the mean
+over positions and for PSI, each with a percentile interval and a two-sided p-value. The
+before/after table prints both curves with their own intervals (from each run's
+``positions.json``) and Δ.
 
 Example:
     >>> a = [{"query_id": q, "position": p, "ndcg_at_10": s}
@@ -27,21 +27,18 @@ from typing import Any
 
 from hf_posbias.errors import InputError
 from hf_posbias.settings import flag_name
-from hf_posbias.statistics.uncertainty import (
-    DEFAULT_RESAMPLES,
-    Method,
-    PairedComparison,
-    paired_comparison,
-)
+from hf_posbias.statistics.uncertainty import DEFAULT_RESAMPLES, Method, PairedComparison
 
 COMPARISON_FILE = "comparison.json"
 
 
-def _per_position(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    from hf_posbias.evaluation.runs.exports import per_bucket_from_table
+def _positions(rows: Sequence[dict[str, Any]]) -> list[str]:
+    return sorted({str(r["position"]) for r in rows}, key=int)
 
-    table = per_bucket_from_table(rows, bucket="position")
-    return dict(sorted(table.items(), key=lambda item: int(item[0])))
+
+def _by_position(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows in input-position order (the order the positions are tested and reported)."""
+    return sorted(rows, key=lambda r: int(r["position"]))
 
 
 def compare_rows(
@@ -52,21 +49,33 @@ def compare_rows(
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
 ) -> PairedComparison:
-    """Paired comparison (Δ = B − A) of two sets of per-query rows (``per_query.jsonl``)."""
-    a, b = _per_position(rows_a), _per_position(rows_b)
-    if list(a) != list(b):
+    """Paired comparison (Δ = B − A) of two sets of per-query rows (``per_query.jsonl``): the
+    evaluation side's :func:`~hf_posbias.evaluation.compare.compare_per_query` with the input
+    position as the bucket, once both runs are checked to hold the same positions and queries."""
+    from hf_posbias.evaluation.compare import compare_per_query
+
+    a, b = _positions(rows_a), _positions(rows_b)
+    if a != b:
         raise InputError(
             f"the two runs test different input positions ({','.join(a)} vs {','.join(b)})"
         )
-    queries_a = {q for scores in a.values() for q in scores}
-    queries_b = {q for scores in b.values() for q in scores}
+    queries_a = {str(r["query_id"]) for r in rows_a}
+    queries_b = {str(r["query_id"]) for r in rows_b}
     if queries_a != queries_b:
         raise InputError(
             f"the two runs scored different queries ({len(queries_a ^ queries_b)} differ): "
             f"rerun both with the same {flag_name('task')}, {flag_name('max_queries')} and "
             f"{flag_name('seed')}, or compare the shared ones with {flag_name('common_queries')}"
         )
-    return paired_comparison(a, b, method=method, n_resamples=n_resamples, seed=seed, paired=True)
+    return compare_per_query(
+        _by_position(rows_a),
+        _by_position(rows_b),
+        bucket="position",
+        method=method,
+        n_resamples=n_resamples,
+        seed=seed,
+        paired=True,
+    )
 
 
 def _read_run(folder: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:

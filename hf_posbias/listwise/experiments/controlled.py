@@ -24,7 +24,6 @@ Example:
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -32,15 +31,24 @@ from typing import Any
 from hf_posbias.errors import InputError
 from hf_posbias.listwise.experiments.lists import QueryList, controlled_list, describe_lists
 from hf_posbias.listwise.experiments.runs import (
+    ListwiseExperiment,
+    add_ndcg_at_10,
     fallback_stats,
-    ndcg_at_10,
-    run_experiment,
     write_jsonl,
 )
-from hf_posbias.listwise.experiments.taskio import RerankTask
 from hf_posbias.listwise.settings import ControlledTestConfig
-from hf_posbias.rerankers.base import ListwiseReranker
 from hf_posbias.shards import write_json
+
+CALIBRATED_FACTS = (
+    "task",
+    "task_source",
+    "split",
+    "first_stage",
+    "queries",
+    "relevant_injected",
+    "seed",
+)
+"""What the calibrated curve's ``positions.json`` copies from the plain run's."""
 
 
 def summarize_positions_rows(
@@ -104,127 +112,107 @@ def summarize_positions_rows(
     }
 
 
-def run_controlled_test(
-    reranker: ListwiseReranker,
-    task: RerankTask,
-    out_dir: str | Path,
-    config: ControlledTestConfig,
-    *,
-    show_progress: bool = True,
+def positions_summary(
+    rows: Sequence[dict[str, Any]], config: ControlledTestConfig, reranker: str
 ) -> dict[str, Any]:
-    """Run the test, write the three outputs, return the ``positions.json`` payload.
+    """:func:`summarize_positions_rows` with ``config``'s k and bootstrap settings."""
+    return summarize_positions_rows(
+        rows,
+        k=config.k,
+        reranker=reranker,
+        n_resamples=config.n_resamples,
+        confidence=config.confidence,
+        seed=config.seed,
+    )
 
-    Resumable: finished queries are kept in ``out_dir/shards/`` and skipped on a rerun.
-    """
-    out = Path(out_dir)
-    positions = list(config.positions)  # parsed and checked by the settings
-    started = time.perf_counter()
-    if config.calibrate:
-        from hf_posbias.listwise.experiments.calibration import check_calibratable
 
-        check_calibratable(reranker)  # before any window is scored
+class ControlledTest(ListwiseExperiment[ControlledTestConfig, dict[str, Any]]):
+    """The controlled test on the experiment runner; :func:`run_controlled_test` is its
+    :meth:`~hf_posbias.listwise.experiments.runs.ListwiseExperiment.run`, which writes the three
+    outputs and returns the ``positions.json`` payload."""
 
-    def inputs(query_list: QueryList) -> list[tuple[dict[str, Any], list[str]]]:
+    name = "controlled-test"
+
+    def check(self) -> None:
+        if self.config.calibrate:
+            from hf_posbias.listwise.experiments.calibration import check_calibratable
+
+            check_calibratable(self.reranker)  # before any window is scored
+
+    def settings(self) -> dict[str, Any]:
+        return {"positions": list(self.config.positions)}  # parsed and checked by the settings
+
+    def inputs(self, query_list: QueryList) -> list[tuple[dict[str, Any], list[str]]]:
         return [
             (
                 {"position": p, "relevant": query_list.relevant, "injected": query_list.injected},
                 controlled_list(query_list.candidates, query_list.relevant, p),
             )
-            for p in positions
+            for p in self.config.positions
         ]
 
-    lists, rows = run_experiment(
-        reranker,
-        task,
-        out,
-        inputs,
-        config,
-        experiment="controlled-test",
-        settings={"positions": positions},
-        show_progress=show_progress,
-    )
-    for row, score in zip(rows, ndcg_at_10(rows, task.qrels)):
-        row["ndcg_at_10"] = score
-    summary = summarize_positions_rows(
-        rows,
-        k=config.k,
-        reranker=reranker.name,
-        n_resamples=config.n_resamples,
-        confidence=config.confidence,
-        seed=config.seed,
-    )
-    summary.update(
-        {
-            "reranker_details": reranker.describe(),
-            "task": task.name,
-            "task_source": task.source,
-            "split": task.split,
-            "first_stage": config.first_stage,
-            **describe_lists(lists),
-            "seed": config.seed,
-            "seconds_this_run": round(time.perf_counter() - started, 3),
+    def report(self, lists: list[QueryList], rows: list[dict[str, Any]]) -> dict[str, Any]:
+        add_ndcg_at_10(rows, self.task.qrels)
+        summary = positions_summary(rows, self.config, self.reranker.name)
+        summary.update(
+            {
+                **self.facts(),
+                "task_source": self.task.source,
+                **describe_lists(lists),
+                "seconds_this_run": self.seconds_this_run(),
+            }
+        )
+        if self.config.calibrate:
+            summary["calibrated"] = self._write_calibrated(rows, summary)
+        write_jsonl(self.out / "per_query.jsonl", rows)
+        write_json(self.out / "positions.json", summary)
+        _plot(summary, self.out / "positions.png")
+        return summary
+
+    def _write_calibrated(
+        self, rows: list[dict[str, Any]], plain: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The slot-calibrated curve from the recorded scores → ``out/calibrated/`` (a test
+        folder of its own: ``listwise compare OUT OUT/calibrated`` works); returns its headline."""
+        from hf_posbias.listwise.experiments.calibration import (
+            CALIBRATION_FILE,
+            calibrated_rows,
+            estimate_slot_priors,
+        )
+
+        calibration = estimate_slot_priors(self.reranker, {len(r["input"]) for r in rows}, self.out)
+        cal_rows = calibrated_rows(rows, calibration["priors"])
+        add_ndcg_at_10(cal_rows, self.task.qrels)
+        summary = positions_summary(cal_rows, self.config, f"{self.reranker.name} (calibrated)")
+        summary.update({key: plain[key] for key in CALIBRATED_FACTS})
+        summary["calibration"] = {
+            "file": f"../{CALIBRATION_FILE}",
+            "windows": calibration["windows"],
+            "seconds": calibration["seconds"],
+            "priors": {str(k): v for k, v in calibration["priors"].items()},
         }
-    )
-    if config.calibrate:
-        summary["calibrated"] = _write_calibrated(reranker, task, rows, out, config, summary)
-    write_jsonl(out / "per_query.jsonl", rows)
-    write_json(out / "positions.json", summary)
-    _plot(summary, out / "positions.png")
-    return summary
+        folder = self.out / "calibrated"
+        folder.mkdir(parents=True, exist_ok=True)
+        write_jsonl(folder / "per_query.jsonl", cal_rows)
+        write_json(folder / "positions.json", summary)
+        _plot(summary, folder / "positions.png")
+        return {
+            "folder": "calibrated",
+            "mean": summary["mean"],
+            "psi": summary["psi"],
+            "extra_windows": calibration["windows"],
+        }
 
 
-def _write_calibrated(
-    reranker: ListwiseReranker,
-    task: RerankTask,
-    rows: list[dict[str, Any]],
-    out: Path,
-    config: ControlledTestConfig,
-    plain: dict[str, Any],
-) -> dict[str, Any]:
-    """The slot-calibrated curve from the recorded scores → ``out/calibrated/`` (a test folder
-    of its own: ``listwise compare OUT OUT/calibrated`` works); returns its headline."""
-    from hf_posbias.listwise.experiments.calibration import (
-        CALIBRATION_FILE,
-        calibrated_rows,
-        estimate_slot_priors,
-    )
-
-    calibration = estimate_slot_priors(reranker, {len(r["input"]) for r in rows}, out)
-    cal_rows = calibrated_rows(rows, calibration["priors"])
-    for row, score in zip(cal_rows, ndcg_at_10(cal_rows, task.qrels)):
-        row["ndcg_at_10"] = score
-    name = f"{reranker.name} (calibrated)"
-    summary = summarize_positions_rows(
-        cal_rows,
-        k=config.k,
-        reranker=name,
-        n_resamples=config.n_resamples,
-        confidence=config.confidence,
-        seed=config.seed,
-    )
-    keep = ("task", "task_source", "split", "first_stage", "queries", "relevant_injected", "seed")
-    summary.update({key: plain[key] for key in keep})
-    summary["calibration"] = {
-        "file": f"../{CALIBRATION_FILE}",
-        "windows": calibration["windows"],
-        "seconds": calibration["seconds"],
-        "priors": {str(k): v for k, v in calibration["priors"].items()},
-    }
-    folder = out / "calibrated"
-    folder.mkdir(parents=True, exist_ok=True)
-    write_jsonl(folder / "per_query.jsonl", cal_rows)
-    write_json(folder / "positions.json", summary)
-    _plot(summary, folder / "positions.png")
-    return {
-        "folder": "calibrated",
-        "mean": summary["mean"],
-        "psi": summary["psi"],
-        "extra_windows": calibration["windows"],
-    }
+run_controlled_test = ControlledTest.run
+"""``run_controlled_test(reranker, task, out_dir, config, *, show_progress=True)``: run the test,
+write the three outputs, return the ``positions.json`` payload (resumable: finished queries are
+kept in ``out_dir/shards/`` and skipped on a rerun)."""
 
 
 def _plot(summary: dict[str, Any], path: Path) -> None:
-    from hf_posbias.listwise.experiments.plots import positions_figure, save_png
+    from hf_posbias.figures import save_figure
+    from hf_posbias.listwise.experiments.plots import positions_figure
 
     table = summary["positions"]
     psi_text = f"PSI {summary['psi']:.3f}" if summary["psi"] is not None else "PSI undefined"
@@ -237,4 +225,4 @@ def _plot(summary: dict[str, Any], path: Path) -> None:
         f"k={summary['k']}, {table[0]['n_queries']} queries, {psi_text}",
         band_label=f"{summary['bootstrap']['confidence']:.0%} CI (paired bootstrap)",
     )
-    save_png(fig, path)
+    save_figure(fig, path)

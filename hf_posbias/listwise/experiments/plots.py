@@ -1,7 +1,7 @@
 """Figures of the listwise experiments: nDCG@10 per input position, the propensity heatmap.
 
 Built on :class:`matplotlib.figure.Figure` directly (no ``pyplot`` state) and written with the
-analysis package's :func:`~hf_posbias.analysis.plots.save_figure`.
+package's one figure writer, :func:`hf_posbias.figures.save_figure`.
 
 Example:
     >>> fig = positions_figure([1, 2], [0.5, 0.4], [0.4, 0.3], [0.6, 0.5], "demo")
@@ -12,7 +12,6 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -69,10 +68,3 @@ def heatmap_figure(omega: Sequence[Sequence[float]], title: str) -> Figure:
     fig.colorbar(image, ax=ax, label="ω")
     fig.tight_layout()
     return fig
-
-
-def save_png(fig: Figure, path: str | Path) -> Path:
-    """Write a figure as PNG (the analysis package's writer)."""
-    from hf_posbias.analysis.plots import save_figure
-
-    return save_figure(fig, path)

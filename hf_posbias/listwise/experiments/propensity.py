@@ -34,10 +34,8 @@ import numpy as np
 from hf_posbias.errors import InputError
 from hf_posbias.listwise.experiments.lists import QueryList, describe_lists
 from hf_posbias.listwise.experiments.lists import shuffled as shuffle_list
-from hf_posbias.listwise.experiments.runs import fallback_stats, run_experiment, write_jsonl
-from hf_posbias.listwise.experiments.taskio import RerankTask
+from hf_posbias.listwise.experiments.runs import ListwiseExperiment, fallback_stats, write_jsonl
 from hf_posbias.listwise.settings import PropensityConfig
-from hf_posbias.rerankers.base import ListwiseReranker
 from hf_posbias.rows import read_json
 from hf_posbias.settings import flag_name
 from hf_posbias.shards import write_json
@@ -72,78 +70,67 @@ def check_smoothing_needed(omega: np.ndarray) -> int:
     return int((omega <= 0).sum())
 
 
-def run_propensity(
-    reranker: ListwiseReranker,
-    task: RerankTask,
-    out_dir: str | Path,
-    config: PropensityConfig,
-    *,
-    show_progress: bool = True,
-) -> dict[str, Any]:
-    """Estimate ω, write ``propensity.json``, ``propensity.png`` and ``rankings.jsonl``.
+class Propensity(ListwiseExperiment[PropensityConfig, dict[str, Any]]):
+    """The propensity estimate on the experiment runner; :func:`run_propensity` is its
+    :meth:`~hf_posbias.listwise.experiments.runs.ListwiseExperiment.run`."""
 
-    Resumable: finished queries are kept in ``out_dir/shards/`` and skipped on a rerun.
-    """
-    out = Path(out_dir)
+    name = "propensity"
 
-    def inputs(query_list: QueryList) -> list[tuple[dict[str, Any], list[str]]]:
+    def settings(self) -> dict[str, Any]:
+        # Smoothing only changes the normalisation: it is not pinned, so one set of reranked
+        # shuffles can be normalised with several α.
+        return {"shuffles": self.config.shuffles}
+
+    def inputs(self, query_list: QueryList) -> list[tuple[dict[str, Any], list[str]]]:
         return [
             (
                 {"shuffle": j},
-                shuffle_list(query_list.candidates, config.seed, query_list.query_id, j),
+                shuffle_list(query_list.candidates, self.config.seed, query_list.query_id, j),
             )
-            for j in range(config.shuffles)
+            for j in range(self.config.shuffles)
         ]
 
-    # Smoothing only changes the normalisation: it is not pinned, so one set of reranked
-    # shuffles can be normalised with several α.
-    lists, rows = run_experiment(
-        reranker,
-        task,
-        out,
-        inputs,
-        config,
-        experiment="propensity",
-        settings={"shuffles": config.shuffles},
-        show_progress=show_progress,
-    )
-    counts = transition_counts(rows, config.k)
-    omega = omega_from_counts(counts, config.smoothing)
-    payload = {
-        "k": config.k,
-        "n": config.shuffles,
-        "queries": len(lists),
-        "omega": omega.tolist(),
-        "smoothing": config.smoothing,
-        "counts": counts.tolist(),
-        "diagonal_mass": float(np.trace(omega)),
-        "empty_cells": check_smoothing_needed(omega),
-        "reranker": reranker.name,
-        "reranker_details": reranker.describe(),
-        "task": task.name,
-        "split": task.split,
-        "first_stage": config.first_stage,
-        "seed": config.seed,
-        "fallback": fallback_stats(rows).to_dict(),
-        **{f"lists_{key}": value for key, value in describe_lists(lists).items()},
-        "definition": "omega[i][p] = #(input position i -> output position p) / (|Q|*k*n), "
-        "0-based; with smoothing a: (# + a) / (|Q|*k*n + a*k^2)",
-    }
-    write_jsonl(out / "rankings.jsonl", rows)
-    write_json(out / "propensity.json", payload)
-    _plot(payload, out / "propensity.png")
-    return payload
+    def report(self, lists: list[QueryList], rows: list[dict[str, Any]]) -> dict[str, Any]:
+        config = self.config
+        counts = transition_counts(rows, config.k)
+        omega = omega_from_counts(counts, config.smoothing)
+        payload = {
+            "k": config.k,
+            "n": config.shuffles,
+            "queries": len(lists),
+            "omega": omega.tolist(),
+            "smoothing": config.smoothing,
+            "counts": counts.tolist(),
+            "diagonal_mass": float(np.trace(omega)),
+            "empty_cells": check_smoothing_needed(omega),
+            **self.facts(),
+            "fallback": fallback_stats(rows).to_dict(),
+            **{f"lists_{key}": value for key, value in describe_lists(lists).items()},
+            "definition": "omega[i][p] = #(input position i -> output position p) / (|Q|*k*n), "
+            "0-based; with smoothing a: (# + a) / (|Q|*k*n + a*k^2)",
+        }
+        write_jsonl(self.out / "rankings.jsonl", rows)
+        write_json(self.out / "propensity.json", payload)
+        _plot(payload, self.out / "propensity.png")
+        return payload
+
+
+run_propensity = Propensity.run
+"""``run_propensity(reranker, task, out_dir, config, *, show_progress=True)``: estimate ω,
+write ``propensity.json``, ``propensity.png`` and ``rankings.jsonl``, return the payload
+(resumable: finished queries are kept in ``out_dir/shards/`` and skipped on a rerun)."""
 
 
 def _plot(payload: dict[str, Any], path: Path) -> None:
-    from hf_posbias.listwise.experiments.plots import heatmap_figure, save_png
+    from hf_posbias.figures import save_figure
+    from hf_posbias.listwise.experiments.plots import heatmap_figure
 
     fig = heatmap_figure(
         payload["omega"],
         f"{payload['reranker']}: ω over {payload['queries']} queries × {payload['n']} shuffles\n"
         f"diagonal mass {payload['diagonal_mass']:.3f}, smoothing {payload['smoothing']}",
     )
-    save_png(fig, path)
+    save_figure(fig, path)
 
 
 def load_propensity(path: str | Path, k: int | None = None) -> np.ndarray:

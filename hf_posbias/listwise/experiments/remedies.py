@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -47,10 +47,10 @@ from hf_posbias.listwise.experiments.aggregate import borda, kemeny_local_search
 from hf_posbias.listwise.experiments.lists import QueryList, controlled_list, describe_lists
 from hf_posbias.listwise.experiments.lists import shuffled as shuffle_list
 from hf_posbias.listwise.experiments.runs import (
+    ListwiseExperiment,
+    add_ndcg_at_10,
     experiment_params,
-    ndcg_at_10,
     rerank_queries,
-    run_experiment,
     write_jsonl,
 )
 from hf_posbias.listwise.experiments.taskio import RerankTask
@@ -85,16 +85,10 @@ class Variant:
     extra: dict[str, Any]
 
 
-def run_listwise_remedies(
-    reranker: ListwiseReranker,
-    task: RerankTask,
-    out_dir: str | Path,
-    config: ListwiseRemediesConfig,
-    *,
-    load_checkpoint: Callable[[str], ListwiseReranker] | None = None,
-    show_progress: bool = True,
-) -> list[dict[str, Any]]:
-    """Run every remedy (see the module docstring), write the outputs, return the rows.
+@dataclass
+class ListwiseRemedies(ListwiseExperiment[ListwiseRemediesConfig, list[dict[str, Any]]]):
+    """Every listwise remedy on the experiment runner; :func:`run_listwise_remedies` is its
+    :meth:`~hf_posbias.listwise.experiments.runs.ListwiseExperiment.run`.
 
     ``load_checkpoint(path)`` loads a ``--checkpoints`` folder as a reranker (the CLI passes
     :func:`~hf_posbias.rerankers.loading.load_reranker` with the run's options).
@@ -103,105 +97,160 @@ def run_listwise_remedies(
     the number of shuffles it was first pinned with, shuffles beyond it go to blocks
     ``out_dir/shuffles-SSS-EEE/`` (:func:`shuffle_blocks`); a smaller m reads a subset.
     """
-    from hf_posbias.listwise.experiments.calibration import check_calibratable
-    from hf_posbias.shards import read_manifest
 
-    out = Path(out_dir)
-    positions = list(config.positions)
-    needed = max(config.shuffles) - 1
-    # The main stage keeps the shuffle count it was first pinned with (a rerun with another m
-    # reuses it); shuffles beyond it live in blocks of their own (see shuffle_blocks).
-    pinned = read_manifest(out)
-    main_shuffles = needed
-    if pinned is not None and pinned["params"].get("experiment") == EXPERIMENT:
-        main_shuffles = int(pinned["params"].get("shuffles", needed))
-    if config.calibrate:
-        check_calibratable(reranker)  # before any window is scored
-    if config.checkpoint_paths and load_checkpoint is None:
-        raise ValueError(f"{flag_name('checkpoints')} needs load_checkpoint")
-    missing = [p for p in config.checkpoint_paths if not Path(p).expanduser().is_dir()]
-    if missing:  # before the first window, not after the plain run
-        raise InputError(
-            f"{flag_name('checkpoints')}: {missing[0]} is not a folder (give the output folders "
-            "of posbias listwise train)"
-        )
+    load_checkpoint: Callable[[str], ListwiseReranker] | None = None
+    main_shuffles: int = field(init=False)
+    """The shuffles the main stage reranks (see :meth:`__post_init__`)."""
 
-    def inputs(query_list: QueryList) -> list[tuple[dict[str, Any], list[str]]]:
+    name = EXPERIMENT
+
+    def __post_init__(self) -> None:
+        from hf_posbias.shards import read_manifest
+
+        # The main stage keeps the shuffle count it was first pinned with (a rerun with another
+        # m reuses it); shuffles beyond it live in blocks of their own (see shuffle_blocks).
+        pinned = read_manifest(self.out)
+        self.main_shuffles = self.needed
+        if pinned is not None and pinned["params"].get("experiment") == EXPERIMENT:
+            self.main_shuffles = int(pinned["params"].get("shuffles", self.needed))
+
+    @property
+    def needed(self) -> int:
+        """Shuffles per query the largest m needs (m − 1: the list as given is the first)."""
+        return max(self.config.shuffles) - 1
+
+    def check(self) -> None:
+        from hf_posbias.listwise.experiments.calibration import check_calibratable
+
+        config = self.config
+        if config.calibrate:
+            check_calibratable(self.reranker)  # before any window is scored
+        if config.checkpoint_paths and self.load_checkpoint is None:
+            raise ValueError(f"{flag_name('checkpoints')} needs load_checkpoint")
+        missing = [p for p in config.checkpoint_paths if not Path(p).expanduser().is_dir()]
+        if missing:  # before the first window, not after the plain run
+            raise InputError(
+                f"{flag_name('checkpoints')}: {missing[0]} is not a folder (give the output "
+                "folders of posbias listwise train)"
+            )
+
+    def settings(self) -> dict[str, Any]:
+        return {"positions": list(self.config.positions), "shuffles": self.main_shuffles}
+
+    def inputs(self, query_list: QueryList) -> list[tuple[dict[str, Any], list[str]]]:
         tags = {"relevant": query_list.relevant, "injected": query_list.injected}
         jobs = [
             (
                 {"position": p, "shuffle": -1, **tags},
                 controlled_list(query_list.candidates, query_list.relevant, p),
             )
-            for p in positions
+            for p in self.config.positions
         ]
-        return jobs + shuffle_inputs(query_list, config.seed, range(main_shuffles))
+        return jobs + shuffle_inputs(query_list, self.config.seed, range(self.main_shuffles))
 
-    lists, rows = run_experiment(
-        reranker,
-        task,
-        out,
-        inputs,
-        config,
-        experiment=EXPERIMENT,
-        settings={"positions": positions, "shuffles": main_shuffles},
-        show_progress=show_progress,
-    )
-    plain = [r for r in rows if r["shuffle"] < 0]
-    shuffle_rows = [r for r in rows if r["shuffle"] >= 0]
-    blocks = shuffle_blocks(out, main_shuffles, needed)
-    for start, stop in blocks:
-        shuffle_rows += _shuffle_block(
-            reranker, task, lists, out, config, start, stop, show_progress
+    def report(self, lists: list[QueryList], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        task, out, config = self.task, self.out, self.config
+        plain = [r for r in rows if r["shuffle"] < 0]
+        blocks = shuffle_blocks(out, self.main_shuffles, self.needed)
+        shuffles = self._shuffles(lists, [r for r in rows if r["shuffle"] >= 0], blocks)
+        variants = self._variants(plain, shuffles)
+        for variant in variants.values():
+            add_ndcg_at_10(variant.rows, task.qrels)
+        table = _table(variants, config)
+        facts = {
+            "shuffle_stages": [".", *(shuffle_block_dir(out, *b).name for b in blocks)],
+            "reranker": self.reranker.name,
+            "task": task.name,
+            "split": task.split,
+            "k": config.k,
+            "positions": list(config.positions),
+            "shuffles": list(config.shuffles),
+            **describe_lists(lists),
+        }
+        _write(out, table, variants, facts, config)
+        return table
+
+    def _shuffles(
+        self,
+        lists: list[QueryList],
+        shuffle_rows: list[dict[str, Any]],
+        blocks: list[tuple[int, int]],
+    ) -> dict[str, list[dict[str, Any]]]:
+        """Each query's shuffles 0 … needed−1 in order: the main stage's ``shuffle_rows`` and
+        those of the shuffle ``blocks`` (reranked here when missing)."""
+        needed = self.needed
+        for start, stop in blocks:
+            shuffle_rows += self._shuffle_block(lists, start, stop)
+        shuffles: dict[str, list[dict[str, Any]]] = {}
+        for row in sorted(
+            (r for r in shuffle_rows if r["shuffle"] < needed), key=lambda r: r["shuffle"]
+        ):
+            shuffles.setdefault(str(row["query_id"]), []).append(row)
+        for query_list in lists:  # every query has shuffles 0 … needed-1, each once
+            got = [r["shuffle"] for r in shuffles.get(query_list.query_id, [])]
+            if got != list(range(needed)):
+                raise RuntimeError(
+                    f"query {query_list.query_id}: shuffles {got}, not 0..{needed - 1}"
+                )
+        return shuffles
+
+    def _shuffle_block(
+        self, lists: Sequence[QueryList], start: int, stop: int
+    ) -> list[dict[str, Any]]:
+        """Rerank shuffles [start, stop) of every query (resumable, one query per shard), on
+        the main stage's first-stage lists; the block pins the main stage's parameters and its
+        range."""
+        reranker, task, config = self.reranker, self.task, self.config
+        query_ids = [q.query_id for q in lists]
+        settings = {"shuffles": [start, stop]}
+        params = experiment_params(
+            reranker, task, config, query_ids, f"{EXPERIMENT}-shuffles", settings
         )
-    shuffles: dict[str, list[dict[str, Any]]] = {}
-    for row in sorted(
-        (r for r in shuffle_rows if r["shuffle"] < needed), key=lambda r: r["shuffle"]
-    ):
-        shuffles.setdefault(str(row["query_id"]), []).append(row)
-    for query_list in lists:  # every query has shuffles 0 … needed-1, each once
-        got = [r["shuffle"] for r in shuffles.get(query_list.query_id, [])]
-        if got != list(range(needed)):
-            raise RuntimeError(f"query {query_list.query_id}: shuffles {got}, not 0..{needed - 1}")
+        return rerank_queries(
+            reranker,
+            task,
+            lists,
+            lambda query_list: shuffle_inputs(query_list, config.seed, range(start, stop)),
+            shuffle_block_dir(self.out, start, stop),
+            params,
+            window=config.window,
+            step=config.step,
+            desc=f"{EXPERIMENT} shuffles {start}-{stop - 1}",
+            show_progress=self.show_progress,
+        )
 
-    variants: dict[str, Variant] = {
-        "none": Variant(
+    def _variants(
+        self, plain: list[dict[str, Any]], shuffles: dict[str, list[dict[str, Any]]]
+    ) -> dict[str, Variant]:
+        """Every remedy's rows and cost: none, calibrated, PermSC, the checkpoints."""
+        config = self.config
+        none = Variant(
             plain,
             sum(int(r["windows"]) for r in plain),
             sum(float(r["seconds"]) for r in plain),
             _per_ranking(plain),
             {},
         )
-    }
-    if config.calibrate:
-        variants["calibrated"] = _calibrated(reranker, plain, out, variants["none"])
-    for name, m, aggregator in permsc_variants(config.shuffles):
-        variants[name] = _permsc(plain, shuffles, m, aggregator, variants["none"])
-    for path in config.checkpoint_paths:
-        variants[f"debiasfirst:{Path(path).name}"] = _checkpoint(
-            load_checkpoint(path),
-            task,
-            out,
-            config,
-            show_progress,  # type: ignore[misc]
-        )
+        variants = {"none": none}
+        if config.calibrate:
+            variants["calibrated"] = _calibrated(self.reranker, plain, self.out, none)
+        for name, m, aggregator in permsc_variants(config.shuffles):
+            variants[name] = _permsc(plain, shuffles, m, aggregator, none)
+        for path in config.checkpoint_paths:
+            variants[f"debiasfirst:{Path(path).name}"] = _checkpoint(
+                self.load_checkpoint(path),  # type: ignore[misc]
+                self.task,
+                self.out,
+                config,
+                self.show_progress,
+            )
+        return variants
 
-    for variant in variants.values():
-        for row, score in zip(variant.rows, ndcg_at_10(variant.rows, task.qrels)):
-            row["ndcg_at_10"] = score
-    table = _table(variants, config)
-    facts = {
-        "shuffle_stages": [".", *(shuffle_block_dir(out, *b).name for b in blocks)],
-        "reranker": reranker.name,
-        "task": task.name,
-        "split": task.split,
-        "k": config.k,
-        "positions": positions,
-        "shuffles": list(config.shuffles),
-        **describe_lists(lists),
-    }
-    _write(out, table, variants, facts, config)
-    return table
+
+run_listwise_remedies = ListwiseRemedies.run
+"""``run_listwise_remedies(reranker, task, out_dir, config, *, load_checkpoint=None,
+show_progress=True)``: run every remedy (see the module docstring and
+:class:`ListwiseRemedies`), write the outputs, return the rows."""
 
 
 def shuffle_inputs(
@@ -264,37 +313,6 @@ def shuffle_blocks(out: Path, covered: int, needed: int) -> list[tuple[int, int]
         blocks.append((covered, stop))
         covered = stop
     return blocks
-
-
-def _shuffle_block(
-    reranker: ListwiseReranker,
-    task: RerankTask,
-    lists: Sequence[QueryList],
-    out: Path,
-    config: ListwiseRemediesConfig,
-    start: int,
-    stop: int,
-    show_progress: bool,
-) -> list[dict[str, Any]]:
-    """Rerank shuffles [start, stop) of every query (resumable, one query per shard), on the
-    main stage's first-stage lists; the block pins the main stage's parameters and its range."""
-    query_ids = [q.query_id for q in lists]
-    settings = {"shuffles": [start, stop]}
-    params = experiment_params(
-        reranker, task, config, query_ids, f"{EXPERIMENT}-shuffles", settings
-    )
-    return rerank_queries(
-        reranker,
-        task,
-        lists,
-        lambda query_list: shuffle_inputs(query_list, config.seed, range(start, stop)),
-        shuffle_block_dir(out, start, stop),
-        params,
-        window=config.window,
-        step=config.step,
-        desc=f"{EXPERIMENT} shuffles {start}-{stop - 1}",
-        show_progress=show_progress,
-    )
 
 
 def _per_ranking(rows: Sequence[dict[str, Any]]) -> float:
@@ -368,19 +386,12 @@ def _checkpoint(
 
 def _table(variants: dict[str, Variant], config: ListwiseRemediesConfig) -> list[dict[str, Any]]:
     from hf_posbias.listwise.experiments.compare import compare_rows
-    from hf_posbias.listwise.experiments.controlled import summarize_positions_rows
+    from hf_posbias.listwise.experiments.controlled import positions_summary
     from hf_posbias.statistics.psi import harmonic_mean
 
     table = []
     for name, variant in variants.items():
-        summary = summarize_positions_rows(
-            variant.rows,
-            k=config.k,
-            reranker=name,
-            n_resamples=config.n_resamples,
-            confidence=config.confidence,
-            seed=config.seed,
-        )
+        summary = positions_summary(variant.rows, config, name)
         curve = [r["ndcg_at_10"] for r in summary["positions"]]
         cmp = None
         if name != "none":

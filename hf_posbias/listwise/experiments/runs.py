@@ -8,6 +8,11 @@ query and a rerun skips them; a rerun with other parameters is refused. Each out
 identifiers, seconds}`` with ``scores`` in ranking order and ``seconds`` the measured reranking
 time of the row's query shared out by windows.
 
+:class:`ListwiseExperiment` is the one experiment runner on top of it: an experiment (the
+controlled test, propensity, shuffle-eval, remedies) says which input lists it reranks per
+query and what it reports; :meth:`ListwiseExperiment.run` does the rest and is the experiment's
+entry point (``run_controlled_test`` is ``ControlledTest.run``).
+
 Example:
     >>> from hf_posbias.rerankers.records import Passage
     >>> rows = [{"query_id": "q", "ranking": ["d2", "d1"]}]
@@ -19,9 +24,11 @@ from __future__ import annotations
 
 import json
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Generic, TypeVar
 
 from hf_posbias.listwise.experiments.lists import QueryList
 from hf_posbias.listwise.experiments.taskio import RerankTask
@@ -118,6 +125,112 @@ def run_experiment(
     return lists, rows
 
 
+ConfigT = TypeVar("ConfigT", bound=ListSettings)
+PayloadT = TypeVar("PayloadT")
+
+
+@dataclass
+class ListwiseExperiment(ABC, Generic[ConfigT, PayloadT]):
+    """One listwise experiment on the shared runner: what it reranks, what it reports.
+
+    :meth:`run` is every experiment's entry point: it makes the experiment for one call, lets
+    it refuse what cannot run (:meth:`check`, before any window is scored), selects the
+    queries and reranks the :meth:`inputs` of each resumably (:func:`run_experiment`, pinning
+    :attr:`name` and :meth:`settings` in the manifest), then hands the lists and rows to
+    :meth:`report`, which writes the experiment's outputs and returns its payload. A subclass
+    holds only what is its own: those four (and :meth:`facts` gives every payload the same
+    description of the run).
+
+    Example:
+        >>> import tempfile
+        >>> from hf_posbias.listwise.experiments.taskio import load_rerank_task
+        >>> from hf_posbias.rerankers.loading import load_reranker
+        >>> from hf_posbias.tasks.beir import write_beir_folder
+        >>> docs = {"d1": ("", "cats purr"), "d2": ("", "dogs bark"), "d3": ("", "cows moo")}
+        >>> folder = write_beir_folder(tempfile.mkdtemp(), docs, {"q": "cats?"}, {"q": {"d1": 1}})
+        >>> task = load_rerank_task(folder)
+        >>> class Reversed(ListwiseExperiment[ListSettings, list[str]]):
+        ...     name = "reversed"
+        ...     def settings(self): return {}
+        ...     def inputs(self, query_list): return [({}, query_list.candidates[::-1])]
+        ...     def report(self, lists, rows): return rows[0]["input"][-1], rows[0]["ranking"][0]
+        >>> bm25 = load_reranker("bm25", corpus_texts=[p.content() for p in task.corpus.values()])
+        >>> Reversed.run(bm25, task, "out", ListSettings(k=3), show_progress=False)  # last → first
+        ('d1', 'd1')
+    """
+
+    reranker: ListwiseReranker
+    task: RerankTask
+    out: Path
+    config: ConfigT
+    show_progress: bool = True
+    started: float = field(default_factory=time.perf_counter, init=False)
+    """When the run started (``seconds_this_run``)."""
+
+    name: ClassVar[str]
+    """The ``experiment`` pinned in the manifest."""
+
+    @classmethod
+    def run(
+        cls,
+        reranker: ListwiseReranker,
+        task: RerankTask,
+        out_dir: str | Path,
+        config: ConfigT,
+        *,
+        show_progress: bool = True,
+        **options: Any,
+    ) -> PayloadT:
+        """Run the experiment with ``reranker`` on ``task`` into ``out_dir``, return its payload.
+
+        Resumable: finished queries are kept in ``out_dir/shards/`` and skipped on a rerun.
+        ``options`` are the experiment's own (``load_checkpoint`` of ``listwise remedies``).
+        """
+        experiment = cls(reranker, task, Path(out_dir), config, show_progress, **options)
+        experiment.check()
+        lists, rows = run_experiment(
+            reranker,
+            task,
+            experiment.out,
+            experiment.inputs,
+            config,
+            experiment=cls.name,
+            settings=experiment.settings(),
+            show_progress=show_progress,
+        )
+        return experiment.report(lists, rows)
+
+    def check(self) -> None:
+        """Refuse what cannot run, before any window is scored (nothing by default)."""
+
+    @abstractmethod
+    def settings(self) -> dict[str, Any]:
+        """The experiment's own parameters, pinned in the manifest beside the list settings."""
+
+    @abstractmethod
+    def inputs(self, query_list: QueryList) -> list[tuple[dict[str, Any], list[str]]]:
+        """One query's input lists: ``[(tags, input doc ids), …]`` (:data:`InputsFn`)."""
+
+    @abstractmethod
+    def report(self, lists: list[QueryList], rows: list[dict[str, Any]]) -> PayloadT:
+        """Write the outputs from the query lists and reranked rows; return the payload."""
+
+    def facts(self) -> dict[str, Any]:
+        """What every payload says about the run: reranker, task, split, first stage, seed."""
+        return {
+            "reranker": self.reranker.name,
+            "reranker_details": self.reranker.describe(),
+            "task": self.task.name,
+            "split": self.task.split,
+            "first_stage": self.config.first_stage,
+            "seed": self.config.seed,
+        }
+
+    def seconds_this_run(self) -> float:
+        """Seconds since :meth:`run` started, to the millisecond."""
+        return round(time.perf_counter() - self.started, 3)
+
+
 def experiment_params(
     reranker: ListwiseReranker,
     task: RerankTask,
@@ -174,6 +287,18 @@ def fallback_stats(rows: Sequence[dict[str, Any]]) -> FallbackStats:
             )
         )
     return stats
+
+
+def add_ndcg_at_10(rows: Sequence[dict[str, Any]], qrels: dict[str, dict[str, int]]) -> None:
+    """Set each row's ``ndcg_at_10`` from its ``ranking`` (:func:`ndcg_at_10`), in place.
+
+    Example:
+        >>> rows = [{"query_id": "q", "ranking": ["d1", "d2"]}]
+        >>> add_ndcg_at_10(rows, {"q": {"d1": 1}}); rows[0]["ndcg_at_10"]
+        1.0
+    """
+    for row, score in zip(rows, ndcg_at_10(rows, qrels)):
+        row["ndcg_at_10"] = score
 
 
 def ndcg_at_10(rows: Sequence[dict[str, Any]], qrels: dict[str, dict[str, int]]) -> list[float]:

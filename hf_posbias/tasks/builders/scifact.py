@@ -224,7 +224,7 @@ def build_scifact_beir(folder: str | Path, out: str | Path, split: str = "valida
     written as ``qrels/test.tsv``; ``train`` is written as ``qrels/train.tsv``.
 
     Example:
-        >>> build_scifact_beir("../shared/data/scifact_allenai", "scifact-beir")  # doctest: +SKIP
+        >>> build_scifact_beir("scifact_allenai", "scifact-beir")  # doctest: +SKIP
     """
     import pandas as pd
 
