@@ -368,7 +368,7 @@ def run_verify_stage(
     return rows, report
 
 
-def load_scored_pool(work: Path) -> list[dict[str, Any]]:
+def load_work_pool(work: Path) -> list[dict[str, Any]]:
     """The scored pool of a work folder (every candidate with scores, margin, retained)."""
     from hf_posbias.verification.stage import load_scored_pool as load_pool
 
@@ -426,7 +426,7 @@ def run_audit_stage(
     from hf_posbias.verification.audit import audit_segments
 
     check_audit_options(per_stratum, backend, constrained)
-    pool = load_scored_pool(work)
+    pool = load_work_pool(work)
     delta = float(stage_parameters(Path(work) / SCORED, _MADE_BY[SCORED])["delta"])
     endpoint = {"base_url": base_url, "api_key_env": api_key_env} if backend == "openai" else {}
     chat = make_chat_backend(backend, model, **endpoint)
@@ -472,7 +472,7 @@ def run_sample_stage(
 
     positions = parse_configs(settings.configs)
     budget, seed, min_cell = settings.budget, settings.seed, settings.min_cell
-    pool = load_scored_pool(work)
+    pool = load_work_pool(work)
     params = {
         "stage": "sample",
         "seed": int(seed),
@@ -509,7 +509,7 @@ def sampled_configs(work: Path) -> list[str]:
     return configs
 
 
-def card_info(
+def dataset_card_info(
     work: Path,
     source: CorpusSource,
     *,
@@ -641,13 +641,13 @@ def run_publish_stage(
     name = repo_prefix.split("/")[-1] if repo_prefix else "posbias"
     pool_id = f"{repo_prefix}-pool" if repo_prefix else None
     train_id = f"{repo_prefix}-train" if repo_prefix else None
-    pool_info = card_info(
+    pool_info = dataset_card_info(
         work, source, kind="pool", pretty_name=f"{name} retained pool", repo_id=pool_id
     )
-    train_info = card_info(
+    train_info = dataset_card_info(
         work, source, kind="train", pretty_name=f"{name} training sets", repo_id=train_id
     )
-    pool_dir = write_pool_repo(load_scored_pool(work), out / "pool", pool_info, overwrite=overwrite)
+    pool_dir = write_pool_repo(load_work_pool(work), out / "pool", pool_info, overwrite=overwrite)
     train_out = write_train_repo(train_sets, out / "train", train_info, overwrite=overwrite)
     echo(f"publish: {pool_dir} (pool), {train_out} (configs: {', '.join(configs)})")
     uploaded: dict[str, str] = {}

@@ -500,23 +500,23 @@ def encode_texts(model: SentenceTransformer, texts: Sequence[str], kind: str) ->
     )
 
 
-def count_truncated(
+def count_truncated_for_model(
     model: SentenceTransformer, texts: Sequence[str], kind: str = "document"
 ) -> int:
-    """How many ``texts`` (with the model's prompt) are longer than ``model.max_seq_length``.
+    """How many ``texts`` (with the model's prompt) are longer than ``model.max_seq_length``
+    (counted by :func:`hf_posbias.training.builder.count_truncated`, the one token counter).
 
     A truncated variant hides the evidence once it moves past the limit, which would show up as
     a fake "end" penalty; dataset runs skip such pairs unless told otherwise.
     """
+    from hf_posbias.training.builder import count_truncated
+
     tokenizer = getattr(model, "tokenizer", None)
     limit = getattr(model, "max_seq_length", None)
     if tokenizer is None or not limit:
         return 0
     prompt = model_prompt(model, kind) or ""
-    encoded = tokenizer(
-        [prompt + t for t in texts], add_special_tokens=True, truncation=False, verbose=False
-    )
-    return sum(1 for ids in encoded["input_ids"] if len(ids) > limit)
+    return count_truncated(tokenizer, limit, texts, prefix=prompt, warn=False).n_truncated
 
 
 def remedy_cosines(remedy: RemedyScorer, query: Any, texts: Sequence[str]) -> list[float]:
@@ -564,7 +564,7 @@ def move_evidence(
     if remedy is None:
         docs = encode_texts(model, texts, "document")
         cosines = np.asarray(docs, dtype=np.float64) @ np.asarray(query, dtype=np.float64)
-        truncated = count_truncated(model, texts)
+        truncated = count_truncated_for_model(model, texts)
     else:
         cosines = np.asarray(remedy_cosines(remedy, query, texts))
         truncated = remedy.count_unread(texts, model_prompt(remedy.st_model, "document"))
@@ -612,7 +612,7 @@ def run_evidence_moving(
             continue
         if not allow_truncation and (remedy is None or remedy.cut_at_model_limit):
             longest = max((p.text for p in case.placements(n)), key=len)
-            if count_truncated(model, [longest]):
+            if count_truncated_for_model(model, [longest]):
                 skipped["longer_than_model_max_seq_length"] += 1
                 continue
         curves.append(replace(move_evidence(model, case, n, remedy), index=index))

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from hf_posbias.analysis.evidence_moving import (
     PositionCurve,
-    count_truncated,
+    count_truncated_for_model,
     encode_texts,
     mean_and_stderr,
 )
@@ -119,7 +119,7 @@ def segment_profile(
         if len(text) < 2 * n:
             skipped["too_short_for_segments"] += 1
             continue
-        if not allow_truncation and count_truncated(model, [text]):
+        if not allow_truncation and count_truncated_for_model(model, [text]):
             skipped["longer_than_model_max_seq_length"] += 1
             continue
         try:

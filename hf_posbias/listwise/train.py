@@ -514,7 +514,7 @@ def train_listwise(
     return result
 
 
-def card_info(
+def listwise_card_info(
     settings: ListwiseTrainingSettings, run: ListwiseRunInputs, result: ListwiseTrainResult
 ) -> ListwiseCardInfo:
     """The card's facts from the settings, the checked inputs and the measured result."""
@@ -583,7 +583,7 @@ def save_checkpoint(
     model.config.use_cache = True  # inference wants it back
     model.save_pretrained(str(run.out))
     tokenizer.save_pretrained(str(run.out))
-    info = card_info(settings, run, result)
+    info = listwise_card_info(settings, run, result)
     result.card_path = save_card(LISTWISE_CARD, run.out, info, card=settings.card)
 
 

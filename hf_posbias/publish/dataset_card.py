@@ -171,7 +171,7 @@ class DatasetCardInfo:
 
     Counts per (length bin, position) and the begin:middle:end distribution are measured from
     the rows being written; the fields below carry the rest, each as recorded by the stage that
-    used it (see :func:`hf_posbias.pipeline.card_info`).
+    used it (see :func:`hf_posbias.pipeline.dataset_card_info`).
 
     Attributes:
         pretty_name: the card title and ``pretty_name:`` in the YAML header.

@@ -298,7 +298,9 @@ def count_truncated(
         starts, total=len(starts), desc="counting tokens", disable=len(documents) < 5000
     ):
         chunk = [prefix + text for text in documents[start : start + batch_size]]
-        lengths.extend(len(ids) for ids in tokenizer(chunk, truncation=False)["input_ids"])
+        # verbose=False: counting over-long documents is the point, not worth a tokenizer warning
+        encoded = tokenizer(chunk, truncation=False, verbose=False)
+        lengths.extend(len(ids) for ids in encoded["input_ids"])
     n_over = sum(n > limit for n in lengths)
     report = TruncationReport(
         len(documents), n_over, limit, max(lengths, default=0), tuple(lengths)

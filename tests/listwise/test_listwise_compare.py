@@ -9,7 +9,7 @@ import pytest
 
 from hf_posbias.cli import main
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.experiments.compare import compare_rows, compare_runs
+from hf_posbias.listwise.experiments.compare import compare_listwise_runs, compare_rows
 from hf_posbias.rows import read_rows
 
 
@@ -60,7 +60,7 @@ def test_compare_cli_prints_the_table_and_writes_the_json(two_runs, tmp_path, ca
 
 def test_the_pointwise_control_against_itself_is_zero(two_runs):
     _, bm25 = two_runs
-    payload = compare_runs(bm25, bm25, n_resamples=50)
+    payload = compare_listwise_runs(bm25, bm25, n_resamples=50)
     comparison = payload["comparison"]
     assert all(d["delta"] == 0 for d in comparison["buckets"].values())
     assert comparison["mean"]["delta"] == 0
@@ -102,7 +102,7 @@ def test_common_queries_compares_the_shared_ones(two_runs, shared_beir_task, tmp
     capsys.readouterr()
     assert main(["listwise", "compare", str(tmp_path / "two"), str(bm25)]) == 2
     assert "--common-queries" in capsys.readouterr().err
-    payload = compare_runs(tmp_path / "two", bm25, n_resamples=50, common_queries=True)
+    payload = compare_listwise_runs(tmp_path / "two", bm25, n_resamples=50, common_queries=True)
     assert payload["queries"] == 2 and payload["queries_left_out"] == {"a": 0, "b": 2}
     assert payload["comparison"]["mean"]["delta"] == 0  # the same queries, the same control
     a, b = payload["table"][0]["A"], payload["table"][0]["B"]

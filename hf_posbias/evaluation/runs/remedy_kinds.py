@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     import torch
 
 
-class PassageSettings(Protocol):
+class PassageOptions(Protocol):
     """The settings a remedy may read (:class:`~hf_posbias.evaluation.runs.remedies.
     RemedySettings` has them: ``--passage-tokens``, ``--stride``, ``--segments``)."""
 
@@ -142,7 +142,7 @@ def _longest_prompt(st_model: Any, tokenizer: Any) -> int:
     return max((len(prompt_token_ids(tokenizer, p)) for p in prompts.values()), default=0)
 
 
-def check_passages_fit(st_model: Any, settings: PassageSettings) -> None:
+def check_passages_fit(st_model: Any, settings: PassageOptions) -> None:
     """One-line :class:`InputError` when passages of ``--passage-tokens`` cannot work with this
     model: a passage must hold the special tokens, the longest prompt (query prefix) and at least
     one content token, must fit the model's limit (``max_seq_length``), and ``--stride`` must not
@@ -192,7 +192,7 @@ class Remedy:
         """Whether the remedy cuts passages (it reads past the model's limit)."""
         return "stride" in self.reads
 
-    def check(self, st_model: Any, settings: PassageSettings) -> None:
+    def check(self, st_model: Any, settings: PassageOptions) -> None:
         """Refuse, in one line, settings this model cannot run (before any encoding)."""
         if self.cuts_passages:
             check_passages_fit(st_model, settings)
@@ -201,14 +201,12 @@ class Remedy:
         """Text tokens of a document the remedy reads (``None``: all of it)."""
         return None
 
-    def passages(
-        self, ids: list[int], budget: Budget, settings: PassageSettings
-    ) -> list[list[int]]:
+    def passages(self, ids: list[int], budget: Budget, settings: PassageOptions) -> list[list[int]]:
         """The text token ids of each model input of a document (special tokens and prompt are
         added around each by the scorer)."""
         raise NotImplementedError
 
-    def embed(self, st_model: Any, features: dict[str, Any], settings: PassageSettings) -> Any:
+    def embed(self, st_model: Any, features: dict[str, Any], settings: PassageOptions) -> Any:
         """Sentence embeddings of one padded batch (default: the model's own pooling)."""
         return st_model(features)["sentence_embedding"]
 
@@ -248,9 +246,7 @@ class PassageRemedy(Remedy):
         """The first passage's text tokens for FirstP; all of a document otherwise."""
         return budget.passage if self.first_only else None
 
-    def passages(
-        self, ids: list[int], budget: Budget, settings: PassageSettings
-    ) -> list[list[int]]:
+    def passages(self, ids: list[int], budget: Budget, settings: PassageOptions) -> list[list[int]]:
         """Every passage (the first only for FirstP)."""
         passages = token_windows(ids, content=budget.passage, stride=settings.stride)
         return passages[:1] if self.first_only else passages
@@ -300,7 +296,7 @@ class SegmentBalancedRemedy(Remedy):
 
     reads: tuple[str, ...] = ("segments",)
 
-    def check(self, st_model: Any, settings: PassageSettings) -> None:
+    def check(self, st_model: Any, settings: PassageOptions) -> None:
         """A mean-pooling model only."""
         _mean_pooling_index(st_model)
 
@@ -308,13 +304,11 @@ class SegmentBalancedRemedy(Remedy):
         """The model's limit."""
         return budget.model
 
-    def passages(
-        self, ids: list[int], budget: Budget, settings: PassageSettings
-    ) -> list[list[int]]:
+    def passages(self, ids: list[int], budget: Budget, settings: PassageOptions) -> list[list[int]]:
         """The document up to the model's limit."""
         return [list(ids[: budget.model])]
 
-    def embed(self, st_model: Any, features: dict[str, Any], settings: PassageSettings) -> Any:
+    def embed(self, st_model: Any, features: dict[str, Any], settings: PassageOptions) -> Any:
         """The model's modules with segment-balanced pooling in place of its mean pooling."""
         import torch
 

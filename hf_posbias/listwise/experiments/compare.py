@@ -95,7 +95,7 @@ def _read_run(folder: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]
     return summary, read_rows(per_query)
 
 
-def compare_runs(
+def compare_listwise_runs(
     folder_a: str | Path,
     folder_b: str | Path,
     *,
@@ -226,8 +226,8 @@ def comparison_table(
 def compare_from_settings(s: Any) -> tuple[dict[str, Any], Path | None]:
     """``posbias listwise compare`` (its settings,
     :class:`~hf_posbias.listwise.settings.ListwiseCompareSettings`): the payload of
-    :func:`compare_runs`, and ``comparison.json`` when ``s.out`` is set."""
-    payload = compare_runs(
+    :func:`compare_listwise_runs`, and ``comparison.json`` when ``s.out`` is set."""
+    payload = compare_listwise_runs(
         s.run_a,
         s.run_b,
         method=s.method,
