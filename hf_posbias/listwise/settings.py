@@ -35,8 +35,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.training.augment import AUGMENTATIONS
-from hf_posbias.listwise.training.losses import DEFAULT_LAMBDA, IPS_NORMALIZATIONS
 from hf_posbias.rerankers.options import RerankerOptions
 from hf_posbias.settings import (
     ProgressSettings,
@@ -49,6 +47,18 @@ from hf_posbias.settings import (
 from hf_posbias.training.settings import AUTO, ComputeSettings
 
 NO_PROPENSITY = "none"
+
+AUGMENTATIONS = ("pos-aug", "rand-aug", "none")
+"""Training-time augmentations (Q26's ablation): Pos-Aug, RandAug, none."""
+
+DEFAULT_LAMBDA = 0.1
+"""λ of the DebiasFirst loss (Q26)."""
+
+IPS_NORMALIZATIONS = ("paper", "mean1")
+"""How the IPS pair weights ``1/(ω[i, r_i] · ω[j, r_j])`` are scaled: ``paper`` as Eq. 4 with
+Σω = 1 (weights of 10⁵–10⁷ on k = 20, so λ·L_Rank-IPS swamps L_LM), ``mean1`` divided by their
+mean over the training pairs (self-normalised IPS: the average pair weighs 1, as in L_Rank)."""
+
 LAMBDA_FLAG = "--lambda"
 """The spelling of the ``lam`` field (``lambda`` is a Python keyword)."""
 

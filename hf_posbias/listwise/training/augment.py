@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hf_posbias.errors import InputError
+from hf_posbias.listwise.settings import AUGMENTATIONS
 
 
 def check_groups(k: int, groups: int, *, flag: str = "--groups", where: str = "") -> None:
@@ -103,10 +104,6 @@ def rand_aug(
         random.Random(f"{seed}:{source_id}:rand:{copy}").shuffle(index)
         out.append(reordered(row, index, source_id=source_id, shuffle=copy))
     return out
-
-
-AUGMENTATIONS = ("pos-aug", "rand-aug", "none")
-"""Training-time augmentations (Q26's ablation): Pos-Aug, RandAug, none."""
 
 
 def augment_rows(

@@ -34,18 +34,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import InputError
+from hf_posbias.listwise.settings import DEFAULT_LAMBDA
 from hf_posbias.settings import flag_name
 
 if TYPE_CHECKING:
     import torch
 
-DEFAULT_LAMBDA = 0.1
-"""λ of the DebiasFirst loss (Q26)."""
-
-IPS_NORMALIZATIONS = ("paper", "mean1")
-"""How the IPS pair weights ``1/(ω[i, r_i] · ω[j, r_j])`` are scaled: ``paper`` as Eq. 4 with
-Σω = 1 (weights of 10⁵–10⁷ on k = 20, so λ·L_Rank-IPS swamps L_LM), ``mean1`` divided by their
-mean over the training pairs (self-normalised IPS: the average pair weighs 1, as in L_Rank)."""
 DEFAULT_IPS_NORMALIZATION = "mean1"
 """What a propensity file gets without ``--ips-normalization`` (measured: docs/listwise.md,
 "Scale of L_Rank-IPS")."""
