@@ -173,7 +173,7 @@ def run_demo(settings: DemoSettings, echo: Echo = print) -> DemoResult:
     )
     from hf_posbias.study.publish import add_results_to_card
     from hf_posbias.study.report import read_report
-    from hf_posbias.study.run import StudyRunSettings, run_study
+    from hf_posbias.study.run import run_study
 
     out = Path(settings.out)
     echo(f"== 1/4 data: {settings.corpus} → {out / 'data'}")
@@ -198,11 +198,7 @@ def run_demo(settings: DemoSettings, echo: Echo = print) -> DemoResult:
 
     echo(f"== 3/4 training {settings.base_model} × {', '.join(settings.configs)} (a 1-base study)")
     spec = demo_study_spec(settings, built.train_dir, task_dir)
-    study = run_study(
-        spec,
-        StudyRunSettings(spec="posbias demo", out=str(out / "study"), in_process=True),
-        echo=lambda line: echo(f"  {line}"),
-    )
+    study = run_study(spec, out=out / "study", in_process=True, echo=lambda line: echo(f"  {line}"))
     models = {m.config: m for m in study_models(spec, out / "study")}
     checkpoints = {c: Path(models[c].folder) for c in settings.configs}
 

@@ -3,33 +3,72 @@
 :func:`audit_model` evaluates the model on its tasks (:func:`~hf_posbias.evaluation.runs.runner.
 evaluate_model`), runs the mirror-reversal diagnostic on each task with character evidence spans
 (:func:`~hf_posbias.evaluation.runs.reversal.mirror_reversal`; a task without spans is noted, not
-failed) and writes ``audit.md``, ``audit.html`` and ``reversal.json`` in ``settings.out``.
+failed) and writes ``audit.md``, ``audit.html`` and ``reversal.json`` in ``out``.
 
 Example:
     >>> from hf_posbias.evaluation.settings import ModelAuditSettings
-    >>> s = ModelAuditSettings(model="bm25", task=("tasks/scifact-evidence",), out="runs/audit")
+    >>> # ctx, md_path, html_path = audit_model("bm25", ["tasks/scifact-evidence"], out="runs/a")
+    >>> # the same audit from the verb's settings:
+    >>> s = ModelAuditSettings(model="bm25", task=("tasks/scifact-evidence",), out="runs/a")
+    >>> # audit_model(s.model, s.task, **s.evaluate_kwargs(), reversal=s.reversal)
     >>> s.reversal
     True
-    >>> # ctx, md_path, html_path = audit_model(s)
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from hf_posbias.deprecation import former_settings_call
+from hf_posbias.evaluation.runs.runner import BOOTSTRAP_SEED, DEFAULT_BOOTSTRAP
+from hf_posbias.evaluation.settings import ModelAuditSettings
+from hf_posbias.tasks.registry import DEFAULT_TOP_K
 
 if TYPE_CHECKING:
     from hf_posbias.evaluation.reports.report import AuditContext
-    from hf_posbias.evaluation.settings import ModelAuditSettings
+    from hf_posbias.evaluation.runs.remedies import RemedySettings
+    from hf_posbias.modeling import ModelSettings
 
 
-def audit_model(
+def _former_audit_call(
     settings: ModelAuditSettings, *, show_progress: bool = False
-) -> tuple[AuditContext, Path, Path]:
-    """Audit ``settings.model`` on ``settings.task``; returns (context, audit.md, audit.html).
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    keywords = {**settings.evaluate_kwargs(), "reversal": settings.reversal}
+    return (settings.model, settings.task), {**keywords, "show_progress": show_progress}
 
-    ``show_progress``: mteb's and sentence-transformers' own bars. The summaries carry the
-    evaluation's warnings (they are not also emitted as Python warnings).
+
+@former_settings_call(
+    ModelAuditSettings,
+    _former_audit_call,
+    instead="audit_model(s.model, s.task, **s.evaluate_kwargs(), reversal=s.reversal)",
+)
+def audit_model(
+    model: str,
+    tasks: Sequence[str | Path | Any],
+    *,
+    out: str | Path,
+    reversal: bool = True,
+    scoring: str = "default",
+    top_k: int = DEFAULT_TOP_K,
+    batch_size: int = 32,
+    bootstrap: int | None = DEFAULT_BOOTSTRAP,
+    seed: int = BOOTSTRAP_SEED,
+    progress: bool = True,
+    show_progress: bool = False,
+    device: str | None = None,
+    model_options: ModelSettings | None = None,
+    remedy: RemedySettings | None = None,
+) -> tuple[AuditContext, Path, Path]:
+    """Audit ``model`` on ``tasks``; returns (context, audit.md, audit.html).
+
+    ``reversal``: run the mirror-reversal diagnostic. The other keywords are those of
+    :func:`~hf_posbias.evaluation.runs.runner.evaluate_model` (the verb's
+    :class:`~hf_posbias.evaluation.settings.ModelAuditSettings` give them:
+    ``evaluate_kwargs()``). The summaries carry the evaluation's warnings (they are not also
+    emitted as Python warnings). The former call, ``audit_model(settings)``, still works for
+    one release (``DeprecationWarning``).
     """
     import warnings
 
@@ -43,25 +82,35 @@ def audit_model(
     from hf_posbias.evaluation.runs.models import load_model
     from hf_posbias.evaluation.runs.reversal import mirror_reversal
     from hf_posbias.evaluation.runs.runner import evaluate_model, load_tasks
+    from hf_posbias.evaluation.settings import check_run_options
     from hf_posbias.shards import write_json
 
-    s = settings
-    out = Path(s.out)
-    tasks = load_tasks(s.task, scoring=s.scoring, top_k=s.top_k)
-    loaded = load_model(s.model, device=s.device, settings=s, remedy=s)
+    check_run_options(batch_size=batch_size, top_k=top_k, scoring=scoring, bootstrap=bootstrap)
+    out = Path(out)
+    task_objects = load_tasks(tasks, scoring=scoring, top_k=top_k)
+    loaded = load_model(model, device=device, settings=model_options, remedy=remedy)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        summaries = evaluate_model(s, tasks, loaded=loaded, show_progress=show_progress)
+        summaries = evaluate_model(
+            loaded,
+            task_objects,
+            out=out,
+            batch_size=batch_size,
+            bootstrap=bootstrap,
+            seed=seed,
+            progress=progress,
+            show_progress=show_progress,
+        )
     ctx = AuditContext(
-        model=s.model,
+        model=model,
         out_dir=out,
         summaries=summaries,
         loaded=loaded,
-        tasks=tasks,
-        progress=s.progress,
+        tasks=task_objects,
+        progress=progress,
     )
-    if s.reversal:
-        for task in tasks:
+    if reversal:
+        for task in task_objects:
             name = task.metadata.name
             safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
             try:
@@ -70,9 +119,9 @@ def audit_model(
                         loaded,
                         task,
                         out / "reversal" / safe,
-                        batch_size=s.batch_size,
-                        top_k=s.top_k,
-                        progress=s.progress,
+                        batch_size=batch_size,
+                        top_k=top_k,
+                        progress=progress,
                     )
                 )
             except InputError as err:

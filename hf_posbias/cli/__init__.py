@@ -115,6 +115,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 130
+    except BrokenPipeError:
+        # `posbias … | head`: the reader left; no traceback, and no second error at exit
+        # when Python flushes stdout into the closed pipe.
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces stdout until exit
+        return 0
 
 
 if __name__ == "__main__":

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import argparse
 import csv
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,16 +26,18 @@ from hf_posbias.analysis.settings import (
     PoolingSettings,
     SegmentProfileSettings,
 )
+from hf_posbias.cli.common import add_group, add_verb
 from hf_posbias.errors import InputError
-from hf_posbias.settings import add_settings_arguments, settings_from_args
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``analyze evidence-moving``, ``analyze segment-profile`` and ``analyze pooling``."""
-    parser = subparsers.add_parser(
-        "analyze", help="representation analyses: evidence moving, segment profile, pooling"
+    verbs = add_group(
+        subparsers,
+        "analyze",
+        help="representation analyses: evidence moving, segment profile, pooling",
+        required=True,
     )
-    verbs = parser.add_subparsers(dest="analyze_command", metavar="VERB", required=True)
     for name, help_text, settings_cls, handler in (
         (
             "evidence-moving",
@@ -55,9 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             run_pooling_cmd,
         ),
     ):
-        p = verbs.add_parser(name, help=help_text)
-        add_settings_arguments(p, settings_cls)
-        p.set_defaults(func=handler)
+        add_verb(verbs, name, settings_cls, handler, help=help_text)
 
 
 def parse_model_spec(spec: str) -> tuple[str, str]:
@@ -97,10 +98,16 @@ def _write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
         writer.writerows(rows)
 
 
-def _out(s: AnalysisOptions) -> Path:
-    out = Path(s.out)
-    out.mkdir(parents=True, exist_ok=True)
-    return out
+def _in_out(handler: Callable[[Any, Path], None]) -> Callable[[Any], None]:
+    """A handler of ``handler(settings, out)``: every analysis writes into ``--out``, made
+    first."""
+
+    def run(s: AnalysisOptions) -> None:
+        out = Path(s.out)
+        out.mkdir(parents=True, exist_ok=True)
+        handler(s, out)
+
+    return functools.update_wrapper(run, handler)
 
 
 def _pairs(args: Any) -> tuple[list[Any], str]:
@@ -143,7 +150,8 @@ def _skipped_lines(label: str, skipped: dict[str, int], total: int) -> list[str]
     return [f"  WARNING {label}: skipped {v} of {total} ({k})" for k, v in sorted(skipped.items())]
 
 
-def run_evidence_moving_cmd(ns: argparse.Namespace) -> int:
+@_in_out
+def run_evidence_moving_cmd(args: EvidenceMovingSettings, out: Path) -> None:
     """Handler of ``posbias analyze evidence-moving``."""
     from hf_posbias.analysis.evidence_moving import (
         common_pairs,
@@ -153,8 +161,6 @@ def run_evidence_moving_cmd(ns: argparse.Namespace) -> int:
     )
     from hf_posbias.evaluation.runs.remedies import remedy_label, remedy_scorer
 
-    args = settings_from_args(EvidenceMovingSettings, ns)
-    out = _out(args)
     cases, source_line = _pairs(args)
     summaries = []
     for spec in args.models:
@@ -205,16 +211,14 @@ def run_evidence_moving_cmd(ns: argparse.Namespace) -> int:
     for line in usage:
         print(line)
     print(f"wrote {out}/evidence_moving.csv, evidence_moving_pairs.csv, .md, .png")
-    return 0
 
 
-def run_segment_profile_cmd(ns: argparse.Namespace) -> int:
+@_in_out
+def run_segment_profile_cmd(args: SegmentProfileSettings, out: Path) -> None:
     """Handler of ``posbias analyze segment-profile``."""
     from hf_posbias.analysis.plots import CurveSeries, curve_figure, save_figure
     from hf_posbias.analysis.segment_profile import profile_table, segment_profile
 
-    args = settings_from_args(SegmentProfileSettings, ns)
-    out = _out(args)
     docs = _documents(args)
     profiles = []
     for spec in args.models:
@@ -240,16 +244,14 @@ def run_segment_profile_cmd(ns: argparse.Namespace) -> int:
         for line in _skipped_lines(p.model, p.skipped, p.n_input):
             print(line)
     print(f"wrote {out}/segment_profile.csv, .md, .png")
-    return 0
 
 
-def run_pooling_cmd(ns: argparse.Namespace) -> int:
+@_in_out
+def run_pooling_cmd(args: PoolingSettings, out: Path) -> None:
     """Handler of ``posbias analyze pooling``."""
     from hf_posbias.analysis.plots import CurveSeries, curve_figure, save_figure
     from hf_posbias.analysis.pooling import pooling_ablation, pooling_table
 
-    args = settings_from_args(PoolingSettings, ns)
-    out = _out(args)
     cases = _pairs(args)[0] if args.pairs else []
     docs = _documents(args) if args.corpus else []
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -280,4 +282,3 @@ def run_pooling_cmd(ns: argparse.Namespace) -> int:
         )
     print(table)
     print(f"wrote {out}/pooling.csv, .md, .png")
-    return 0

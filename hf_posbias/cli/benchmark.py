@@ -21,11 +21,9 @@ per-bucket query counts and everything it dropped):
                                     registered it: built-in or a plugin's distribution)
 
 Example:
-    >>> import argparse
-    >>> from hf_posbias.cli.benchmark import register
-    >>> parser = argparse.ArgumentParser(); sub = parser.add_subparsers()
-    >>> register(sub)
-    >>> args = parser.parse_args(["benchmark", "from-jsonl", "--input", "a.jsonl", "--out", "o"])
+    >>> from hf_posbias.cli import build_parser
+    >>> args = build_parser().parse_args(
+    ...     ["benchmark", "from-jsonl", "--input", "a.jsonl", "--out", "o"])
     >>> args.buckets, args.benchmark
     ('thirds', 'from-jsonl')
 """
@@ -33,42 +31,38 @@ Example:
 from __future__ import annotations
 
 import argparse
+from functools import partial
+from typing import Any
 
+from hf_posbias.cli.benchmark_build import register_build
+from hf_posbias.cli.common import add_group, add_verb
 from hf_posbias.cli.listing import add_listing_verb, benchmarks_table
 from hf_posbias.evaluation.settings import PlotEvidenceSettings, TaskSampleSettings
-from hf_posbias.settings import add_settings_arguments, settings_from_args
 
 
-def _build(args: argparse.Namespace) -> int:
+def _build(bench: Any, settings: Any) -> None:
     from hf_posbias.tasks.builders.common import format_report
-    from hf_posbias.tasks.registry import benchmarks
 
-    bench = benchmarks()[args.benchmark]
-    settings = settings_from_args(bench.settings, args)
     data = bench.build(settings)
     folder = data.save(settings.out)
     print(format_report(data))
     print(f"wrote {folder}")
-    return 0
 
 
-def _plot(args: argparse.Namespace) -> int:
+def _plot(s: PlotEvidenceSettings) -> None:
     from hf_posbias.evaluation.reports.evidence_plot import plot_evidence_distribution
 
-    s = settings_from_args(PlotEvidenceSettings, args)
     summary = plot_evidence_distribution(list(s.task), s.out, bins=s.bins)
     for name, counts in summary.counts.items():
         print(f"{name}: {sum(counts)} queries with evidence offsets")
     for name in summary.skipped:
         print(f"{name}: skipped (no evidence offsets in this task)")
     print(f"wrote {summary.path}")
-    return 0
 
 
-def _sample(args: argparse.Namespace) -> int:
+def _sample(s: TaskSampleSettings) -> None:
     from hf_posbias.tasks.taskdata import PositionTaskData
 
-    s = settings_from_args(TaskSampleSettings, args)
     full = PositionTaskData.load(s.task)
     sample = full.sample_queries(s.per_bucket, seed=s.seed, name=s.name)
     folder = sample.save(s.out)
@@ -77,46 +71,44 @@ def _sample(args: argparse.Namespace) -> int:
     n = sum(kept.values())
     print(f"{sample.info.name}: {n} of {len(full.queries)} queries ({counts}), all documents")
     print(f"wrote {folder}")
-    return 0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``posbias benchmark`` and its verbs."""
     from hf_posbias.tasks.registry import benchmarks
 
-    bench = subparsers.add_parser(
+    verbs = add_group(
+        subparsers,
         "benchmark",
+        dest="benchmark",
+        metavar="NAME",
         help="build position task folders (SQuAD-PosQ, FineWeb-PosQ, PosIR, SciFact, …)",
         description="Build position-bucketed retrieval sets from raw sources, or plot where "
         "their evidence sits.",
     )
-    verbs = bench.add_subparsers(dest="benchmark", metavar="NAME")
-
     # One verb per registered benchmark (hf_posbias.tasks.registry): adding a benchmark
     # module under tasks/builders, or installing a benchmark plugin, adds its verb here.
-    for name, benchmark in benchmarks().items():
-        p = verbs.add_parser(name, help=benchmark.help, description=benchmark.help)
-        add_settings_arguments(p, benchmark.settings)
-        p.set_defaults(func=_build)
-
-    from hf_posbias.cli.benchmark_build import register_build
-
+    for name, bench in benchmarks().items():
+        build = partial(_build, bench)
+        add_verb(verbs, name, bench.settings, build, help=bench.help, description=bench.help)
     register_build(verbs)
-
-    p = verbs.add_parser("plot-evidence", help="histogram of relative evidence positions (PNG)")
-    add_settings_arguments(p, PlotEvidenceSettings)
-    p.set_defaults(func=_plot)
-
-    p = verbs.add_parser(
+    add_verb(
+        verbs,
+        "plot-evidence",
+        PlotEvidenceSettings,
+        _plot,
+        help="histogram of relative evidence positions (PNG)",
+    )
+    add_verb(
+        verbs,
         "sample",
+        TaskSampleSettings,
+        _sample,
         help="a seeded per-bucket query sample of a task folder (all documents kept)",
         description="Write a task of its own holding at most --per-bucket queries of every "
         "bucket (seeded) and every document: a costly model (an LLM reranker) scores a subset "
         "whose ranking problem is the full task's.",
     )
-    add_settings_arguments(p, TaskSampleSettings)
-    p.set_defaults(func=_sample)
-
     add_listing_verb(
         verbs,
         "list",
@@ -124,5 +116,3 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "distribution of a plugin (entry-point group hf_posbias.benchmarks)",
         benchmarks_table,
     )
-
-    bench.set_defaults(func=lambda args: (bench.print_help(), 1)[1])

@@ -2,6 +2,7 @@
 
 Example:
     >>> import argparse
+    >>> from hf_posbias.settings import settings_from_args
     >>> parser = argparse.ArgumentParser(); verbs = parser.add_subparsers()
     >>> register_build(verbs)
     >>> args = parser.parse_args(["build", "--corpus", "demo", "--out", "t", "--passages", "3"])
@@ -13,14 +14,13 @@ from __future__ import annotations
 
 import argparse
 
+from hf_posbias.cli.common import add_verb
 from hf_posbias.construction.settings import BenchmarkBuildSettings
-from hf_posbias.settings import add_settings_arguments, settings_from_args
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(settings: BenchmarkBuildSettings) -> None:
     from hf_posbias.construction.build import build_benchmark, construction_markdown
 
-    settings = settings_from_args(BenchmarkBuildSettings, args)
     report = build_benchmark(settings)
     print(construction_markdown(report["construction"]))
     for stage, reasons in report["dropped"].items():
@@ -31,18 +31,18 @@ def _run(args: argparse.Namespace) -> int:
     requests = ", ".join(f"{k} {v}" for k, v in report["llm_requests"].items())
     print(f"requests: {requests}; {report['seconds']} s")
     print(f"wrote {settings.out} (task, tiny/) and {settings.hub_dir} (Hub dataset folder)")
-    return 0
 
 
 def register_build(verbs: argparse._SubParsersAction) -> None:
     """Add the ``build`` verb to ``posbias benchmark``."""
-    parser = verbs.add_parser(
+    add_verb(
+        verbs,
         "build",
+        BenchmarkBuildSettings,
+        _run,
         help="build a position benchmark from any corpus (Z25's FineWeb-PosQ recipe)",
         description="Passages → summary → 256-word chunks → FAQ questions tagged begin/middle/"
         "end (Algorithm 1) → Stage 1 (rerankers, downsampling, 0-4 judge) → Stage 2 (false "
         "negatives) → task folder, tiny version and Hub dataset folder. Offline defaults are a "
         "smoke-scale stand-in (SmolLM2-135M, BM25, MiniLM).",
     )
-    add_settings_arguments(parser, BenchmarkBuildSettings)
-    parser.set_defaults(func=_run)

@@ -1,11 +1,9 @@
 """``posbias compare RUN_A RUN_B``: paired test of two evaluation runs of the same task.
 
 Example:
-    >>> import argparse
-    >>> from hf_posbias.cli.compare import register
-    >>> parser = argparse.ArgumentParser(); sub = parser.add_subparsers()
-    >>> register(sub)
-    >>> args = parser.parse_args(["compare", "runs/a", "runs/b", "--method", "randomization"])
+    >>> from hf_posbias.cli import build_parser
+    >>> args = build_parser().parse_args(
+    ...     ["compare", "runs/a", "runs/b", "--method", "randomization"])
     >>> (args.run_a, args.method, args.resamples)
     ('runs/a', 'randomization', 1000)
 """
@@ -15,31 +13,31 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from hf_posbias.cli.common import add_verb
 from hf_posbias.evaluation.settings import CompareSettings
-from hf_posbias.settings import add_settings_arguments, settings_from_args
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``compare`` verb."""
-    compare = subparsers.add_parser(
+    add_verb(
+        subparsers,
         "compare",
+        CompareSettings,
+        run_compare,
         help="paired test of two evaluate runs of the same task: Δ per bucket, mean, PSI",
         description="Compare two `posbias evaluate` run folders of the same task on their shared "
         "queries: Δ = B − A per bucket, for the mean and for PSI, with percentile intervals and "
         "two-sided p-values (paired bootstrap or paired randomization).",
     )
-    add_settings_arguments(compare, CompareSettings)
-    compare.set_defaults(func=run_compare)
 
 
-def run_compare(args: argparse.Namespace) -> int:
+def run_compare(s: CompareSettings) -> None:
     """Handler of ``posbias compare``."""
     import json
 
     from hf_posbias.evaluation.compare import compare_runs, difference_rows, significant
     from hf_posbias.tables import as_table
 
-    s = settings_from_args(CompareSettings, args)
     results = compare_runs(s.run_a, s.run_b, method=s.method, n_resamples=s.resamples, seed=s.seed)
     parts = []
     for r in results:
@@ -67,4 +65,3 @@ def run_compare(args: argparse.Namespace) -> int:
             json.dumps([r.to_dict() for r in results], indent=2, ensure_ascii=False) + "\n"
         )
         print(f"wrote {out / 'compare.md'} and {out / 'compare.json'}")
-    return 0

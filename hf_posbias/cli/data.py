@@ -14,6 +14,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from hf_posbias.cli.common import add_verb, echo
 from hf_posbias.pipeline import (
     BuildSettings,
     CorpusStageSettings,
@@ -22,35 +23,25 @@ from hf_posbias.pipeline import (
     SampleStageSettings,
     VerifySettings,
 )
-from hf_posbias.settings import add_settings_arguments, settings_from_args
 
 
-def _echo(line: str) -> None:
-    print(line, flush=True)
-
-
-def _cmd_corpus(args: argparse.Namespace) -> int:
+def _cmd_corpus(s: CorpusStageSettings) -> None:
     from hf_posbias.pipeline import run_corpus_stage
 
-    s = settings_from_args(CorpusStageSettings, args)
-    run_corpus_stage(s, Path(s.work), _echo, overwrite=s.overwrite, progress=s.progress)
-    return 0
+    run_corpus_stage(s, Path(s.work), echo, overwrite=s.overwrite, progress=s.progress)
 
 
-def _cmd_generate(args: argparse.Namespace) -> int:
+def _cmd_generate(s: GenerateSettings) -> None:
     from hf_posbias.pipeline import make_stage_generator, run_generate_stage
 
-    s = settings_from_args(GenerateSettings, args)
     generator = make_stage_generator(s.generator, s.generator_options())
-    run_generate_stage(Path(s.work), generator, None, s.progress, _echo, overwrite=s.overwrite)
-    return 0
+    run_generate_stage(Path(s.work), generator, None, s.progress, echo, overwrite=s.overwrite)
 
 
-def _cmd_verify(args: argparse.Namespace) -> int:
+def _cmd_verify(s: VerifySettings) -> None:
     from hf_posbias.pipeline import run_verify_stage
 
-    s = settings_from_args(VerifySettings, args)
-    run_verify_stage(Path(s.work), s, None, s.progress, _echo, overwrite=s.overwrite)
+    run_verify_stage(Path(s.work), s, None, s.progress, echo, overwrite=s.overwrite)
     if s.audit_model:
         from hf_posbias.pipeline import run_audit_stage
 
@@ -61,26 +52,22 @@ def _cmd_verify(args: argparse.Namespace) -> int:
             s.api_key_env,
             s.audit_per_stratum,
             s.seed,
-            _echo,
+            echo,
             progress=s.progress,
             backend=s.audit_backend,
             constrained=not s.audit_free_form,
         )
-    return 0
 
 
-def _cmd_sample(args: argparse.Namespace) -> int:
+def _cmd_sample(s: SampleStageSettings) -> None:
     from hf_posbias.pipeline import run_sample_stage
 
-    s = settings_from_args(SampleStageSettings, args)
-    run_sample_stage(Path(s.work), s, _echo, overwrite=s.overwrite)
-    return 0
+    run_sample_stage(Path(s.work), s, echo, overwrite=s.overwrite)
 
 
-def _cmd_publish(args: argparse.Namespace) -> int:
+def _cmd_publish(s: PublishStageSettings) -> None:
     from hf_posbias.pipeline import run_publish_stage
 
-    s = settings_from_args(PublishStageSettings, args)
     work = Path(s.work)
     source = None
     if s.corpus_name or s.corpus_license:
@@ -88,16 +75,14 @@ def _cmd_publish(args: argparse.Namespace) -> int:
         from hf_posbias.shards import stage_parameters
 
         source = s.source(stage_parameters(work / CORPUS, "posbias corpus")["source"])
-    run_publish_stage(work, Path(s.out), source, s.repo_id, s.token, _echo, overwrite=s.overwrite)
-    return 0
+    run_publish_stage(work, Path(s.out), source, s.repo_id, s.token, echo, overwrite=s.overwrite)
 
 
-def _cmd_build(args: argparse.Namespace) -> int:
+def _cmd_build(s: BuildSettings) -> None:
     from hf_posbias.pipeline import build
 
-    result = build(settings_from_args(BuildSettings, args), _echo)
-    _echo(f"done: load_dataset('{result.train_dir}', 'uniform', split='train')")
-    return 0
+    result = build(s, echo)
+    echo(f"done: load_dataset('{result.train_dir}', 'uniform', split='train')")
 
 
 VERBS: tuple[tuple[str, type, Any, dict[str, str]], ...] = (
@@ -143,6 +128,4 @@ VERBS: tuple[tuple[str, type, Any, dict[str, str]], ...] = (
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the data-pipeline verbs to ``posbias``."""
     for name, settings_cls, handler, texts in VERBS:
-        parser = subparsers.add_parser(name, **texts)
-        add_settings_arguments(parser, settings_cls)
-        parser.set_defaults(func=handler)
+        add_verb(subparsers, name, settings_cls, handler, **texts)

@@ -12,25 +12,25 @@ from __future__ import annotations
 
 import argparse
 
+from hf_posbias.cli.common import add_verb, echo
 from hf_posbias.demo import DemoSettings  # light module: defaults live in one place
-from hf_posbias.settings import add_settings_arguments, settings_from_args
 
 
-def _cmd_demo(args: argparse.Namespace) -> int:
+def _cmd_demo(settings: DemoSettings) -> None:
     from hf_posbias.demo import run_demo
 
-    run_demo(settings_from_args(DemoSettings, args), echo=lambda line: print(line, flush=True))
-    return 0
+    run_demo(settings, echo=echo)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``posbias demo``."""
-    p = subparsers.add_parser(
+    add_verb(
+        subparsers,
         "demo",
+        DemoSettings,
+        _cmd_demo,
         help="the whole job on the embedded default: data, 4 checkpoints, position table",
         description="Build position-controlled data from the packaged Wikipedia lead sections, "
         "train all-MiniLM-L6-v2 once per configuration (begin/middle/end/uniform) and evaluate "
         "every model by evidence position on held-out documents. Offline, CPU, minutes.",
     )
-    add_settings_arguments(p, DemoSettings)
-    p.set_defaults(func=_cmd_demo)

@@ -1,11 +1,9 @@
 """``posbias evaluate`` and ``posbias audit``: position-wise retrieval scores and PSI.
 
 Example:
-    >>> import argparse
-    >>> from hf_posbias.cli.evaluate import register
-    >>> parser = argparse.ArgumentParser(); sub = parser.add_subparsers()
-    >>> register(sub)
-    >>> args = parser.parse_args(["evaluate", "--model", "bm25", "--task", "t", "--out", "o"])
+    >>> from hf_posbias.cli import build_parser
+    >>> args = build_parser().parse_args(
+    ...     ["evaluate", "--model", "bm25", "--task", "t", "--out", "o"])
     >>> (args.model, args.task, args.top_k, args.progress)
     ('bm25', ['t'], 100, True)
 """
@@ -15,8 +13,12 @@ from __future__ import annotations
 import argparse
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from hf_posbias.settings import add_settings_arguments, settings_from_args
+from hf_posbias.cli.common import add_verb
+
+if TYPE_CHECKING:
+    from hf_posbias.evaluation.settings import EvaluateSettings, ModelAuditSettings
 
 logger = logging.getLogger(__name__)
 
@@ -25,27 +27,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``evaluate`` and ``audit`` verbs."""
     from hf_posbias.evaluation.settings import EvaluateSettings, ModelAuditSettings
 
-    evaluate = subparsers.add_parser(
+    add_verb(
+        subparsers,
         "evaluate",
+        EvaluateSettings,
+        run_evaluate,
         help="per-position nDCG@10, mean and PSI of a model on position tasks",
         description="Evaluate a retriever on position tasks through mteb and write "
         "<out>/summary.json (one task: a dict; several: a list) with per-bucket ndcg_at_10, "
         "their mean and PSI with bootstrap intervals, summary.md/summary.csv, the per-query "
         "table (per_query/<task>.parquet), the TREC run (runs/<task>.trec) and mteb's result "
         "files.",
+        with_args=True,
     )
-    add_settings_arguments(evaluate, EvaluateSettings)
-    evaluate.set_defaults(func=run_evaluate)
-
-    audit = subparsers.add_parser(
+    add_verb(
+        subparsers,
         "audit",
+        ModelAuditSettings,
+        run_audit,
         help="all position measurements for one model → markdown + HTML report",
         description="Per-task per-position curves, the PSI table and mirror reversal (tasks "
         "with character evidence spans) for one model, as <out>/audit.md and a "
         "self-contained <out>/audit.html.",
+        with_args=True,
     )
-    add_settings_arguments(audit, ModelAuditSettings)
-    audit.set_defaults(func=run_audit)
 
 
 def _quiet(args: argparse.Namespace) -> None:
@@ -85,19 +90,22 @@ def _print_summaries(summaries: list) -> None:
             print(f"warning: {note}")
 
 
-def run_evaluate(args: argparse.Namespace) -> int:
+def run_evaluate(s: EvaluateSettings, args: argparse.Namespace) -> None:
     """Handler of ``posbias evaluate``."""
     import warnings
 
     from hf_posbias.evaluation.runs.runner import evaluate_model
-    from hf_posbias.evaluation.settings import EvaluateSettings
 
-    s = settings_from_args(EvaluateSettings, args)
     _quiet(args)
     with warnings.catch_warnings():
         # The summaries carry the warnings; they are printed once below.
         warnings.simplefilter("ignore", UserWarning)
-        summaries = evaluate_model(s, show_progress=_library_bars(args, s.progress))
+        summaries = evaluate_model(
+            s.model,
+            s.task,
+            **s.evaluate_kwargs(),
+            show_progress=_library_bars(args, s.progress),
+        )
     if s.plot:
         from hf_posbias.evaluation.reports.report import plot_position_curves
 
@@ -106,17 +114,20 @@ def run_evaluate(args: argparse.Namespace) -> int:
             plot_position_curves([summary], Path(s.out) / "plots" / f"{safe}.png")
     _print_summaries(summaries)
     print(f"wrote {Path(s.out) / 'summary.json'}")
-    return 0
 
 
-def run_audit(args: argparse.Namespace) -> int:
+def run_audit(s: ModelAuditSettings, args: argparse.Namespace) -> None:
     """Handler of ``posbias audit``."""
     from hf_posbias.analysis.audit import audit_model
-    from hf_posbias.evaluation.settings import ModelAuditSettings
 
-    s = settings_from_args(ModelAuditSettings, args)
     _quiet(args)
-    ctx, md_path, html_path = audit_model(s, show_progress=_library_bars(args, s.progress))
+    ctx, md_path, html_path = audit_model(
+        s.model,
+        s.task,
+        **s.evaluate_kwargs(),
+        reversal=s.reversal,
+        show_progress=_library_bars(args, s.progress),
+    )
     _print_summaries(ctx.summaries)
     for r in ctx.reversals:
         delta = "n/a" if r.delta_rev is None else f"{r.delta_rev:+.4f}"
@@ -124,4 +135,3 @@ def run_audit(args: argparse.Namespace) -> int:
     for name, why in ctx.reversal_skipped.items():
         print(f"{name}: mirror reversal skipped ({why})")
     print(f"wrote {md_path} and {html_path}")
-    return 0

@@ -28,12 +28,9 @@ one process.
 queries in OUT; ``--overwrite`` starts again.
 
 Example:
-    >>> import argparse
-    >>> from hf_posbias.cli.listwise import register
-    >>> parser = argparse.ArgumentParser(); sub = parser.add_subparsers()
-    >>> register(sub)
-    >>> args = parser.parse_args(["listwise", "test", "--reranker", "bm25", "--task", "t",
-    ...                           "--out", "o"])
+    >>> from hf_posbias.cli import build_parser
+    >>> args = build_parser().parse_args(
+    ...     ["listwise", "test", "--reranker", "bm25", "--task", "t", "--out", "o"])
     >>> args.k, args.positions, args.mode, args.dtype, args.window, args.progress
     (20, None, 'first', 'auto', 20, True)
 """
@@ -41,9 +38,11 @@ Example:
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from hf_posbias.cli.common import add_group, add_verb, echo
 from hf_posbias.cli.listing import add_listing_verb, rerankers_table
 from hf_posbias.errors import InputError
 from hf_posbias.listwise.experiments.runs import load_task_and_reranker
@@ -59,66 +58,67 @@ from hf_posbias.listwise.settings import (
     RerankSettings,
     ShuffleEvalSettings,
 )
-from hf_posbias.settings import add_settings_arguments, flag_name, settings_from_args
+from hf_posbias.settings import flag_name
+
+if TYPE_CHECKING:
+    from hf_posbias.listwise.demo import ListwiseDemoSettings
 
 
-def _echo(text: str) -> None:
-    print(text, flush=True)
+def _on_task(handler: Callable[..., None]) -> Callable[[Any], None]:
+    """A handler of ``handler(settings, task, reranker, out)``: the verbs that rerank a task
+    read it, load the reranker and prepare the output folder first
+    (:func:`~hf_posbias.listwise.experiments.runs.load_task_and_reranker`)."""
+    return lambda s: handler(s, *load_task_and_reranker(s))
 
 
-def _test(args: argparse.Namespace) -> int:
+@_on_task
+def _test(s: ListwiseTestSettings, task: Any, reranker: Any, out: Path) -> None:
     from hf_posbias.listwise.experiments.controlled import run_controlled_test
 
-    s = settings_from_args(ListwiseTestSettings, args)
-    task, reranker, out = load_task_and_reranker(s)
     summary = run_controlled_test(reranker, task, out, s, show_progress=s.progress)
-    _echo(
+    echo(
         f"{summary['reranker']} on {summary['task']} ({summary['split']}), k={summary['k']}, "
         f"{summary['queries']} queries ({summary['relevant_injected']} relevant injected)"
     )
-    _echo("position  nDCG@10  95% CI")
+    echo("position  nDCG@10  95% CI")
     for row in summary["positions"]:
-        _echo(
+        echo(
             f"{row['position']:>8}  {row['ndcg_at_10']:.4f}  "
             f"[{row['ci_low']:.4f}, {row['ci_high']:.4f}]"
         )
     psi = "undefined" if summary["psi"] is None else f"{summary['psi']:.4f}"
-    _echo(f"mean {summary['mean']:.4f}  PSI {psi}  fallback rate {summary['fallback_rate']:.4f}")
-    _echo(f"wrote {out / 'positions.json'}, per_query.jsonl, positions.png")
+    echo(f"mean {summary['mean']:.4f}  PSI {psi}  fallback rate {summary['fallback_rate']:.4f}")
+    echo(f"wrote {out / 'positions.json'}, per_query.jsonl, positions.png")
     cal = summary.get("calibrated")
     if cal:
         psi = "undefined" if cal["psi"] is None else f"{cal['psi']:.4f}"
-        _echo(
+        echo(
             f"calibrated: mean {cal['mean']:.4f}  PSI {psi}  (+{cal['extra_windows']} content-free "
             f"window) → {out / cal['folder'] / 'positions.json'}, prior in calibration.json"
         )
-    return 0
 
 
-def _shuffle_eval(args: argparse.Namespace) -> int:
+@_on_task
+def _shuffle_eval(s: ShuffleEvalSettings, task: Any, reranker: Any, out: Path) -> None:
     from hf_posbias.listwise.experiments.shuffle import run_shuffle_eval
 
-    s = settings_from_args(ShuffleEvalSettings, args)
-    task, reranker, out = load_task_and_reranker(s)
     payload = run_shuffle_eval(reranker, task, out, s, show_progress=s.progress)
-    _echo(f"{payload['reranker']} on {payload['task']}: nDCG@10 over {payload['queries']} queries")
+    echo(f"{payload['reranker']} on {payload['task']}: nDCG@10 over {payload['queries']} queries")
     for name, value in payload["ndcg_at_10"].items():
-        _echo(f"  {name:<12} {value:.4f}")
+        echo(f"  {name:<12} {value:.4f}")
     for name, t in payload["tests"].items():
-        _echo(
+        echo(
             f"  {name}: Δ {t['delta']:+.4f} [{t['ci_low']:+.4f}, {t['ci_high']:+.4f}] "
             f"p={t['p_value']:.4g} ({t['method']})"
         )
-    _echo(f"wrote {out / 'shuffle_eval.json'}")
-    return 0
+    echo(f"wrote {out / 'shuffle_eval.json'}")
 
 
-def _remedies(args: argparse.Namespace) -> int:
+@_on_task
+def _remedies(s: ListwiseRemediesSettings, task: Any, reranker: Any, out: Path) -> None:
     from hf_posbias.listwise.experiments.remedies import markdown_table, run_listwise_remedies
     from hf_posbias.rerankers.loading import load_reranker
 
-    s = settings_from_args(ListwiseRemediesSettings, args)
-    task, reranker, out = load_task_and_reranker(s)
     table = run_listwise_remedies(
         reranker,
         task,
@@ -127,37 +127,33 @@ def _remedies(args: argparse.Namespace) -> int:
         load_checkpoint=lambda path: load_reranker(path, s),
         show_progress=s.progress,
     )
-    _echo(f"{reranker.name} on {task.name} ({task.split}), k={s.k}: remedies on the 1…k harness")
-    _echo(markdown_table(table))
-    _echo(f"wrote {out / 'remedies.json'}, remedies.md, remedies.png, per_query.jsonl")
-    return 0
+    echo(f"{reranker.name} on {task.name} ({task.split}), k={s.k}: remedies on the 1…k harness")
+    echo(markdown_table(table))
+    echo(f"wrote {out / 'remedies.json'}, remedies.md, remedies.png, per_query.jsonl")
 
 
-def _propensity(args: argparse.Namespace) -> int:
+@_on_task
+def _propensity(s: PropensitySettings, task: Any, reranker: Any, out: Path) -> None:
     from hf_posbias.listwise.experiments.propensity import run_propensity
 
-    s = settings_from_args(PropensitySettings, args)
-    task, reranker, out = load_task_and_reranker(s)
     payload = run_propensity(reranker, task, out, s, show_progress=s.progress)
-    _echo(
+    echo(
         f"ω of {payload['reranker']}: k={payload['k']}, n={payload['n']}, "
         f"{payload['queries']} queries, smoothing {payload['smoothing']}"
     )
-    _echo(
+    echo(
         f"diagonal mass {payload['diagonal_mass']:.4f} (uniform: {1 / payload['k']:.4f}); "
         f"empty cells {payload['empty_cells']}"
     )
     if payload["empty_cells"]:
-        _echo("note: empty cells make 1/ω infinite for IPS training; re-run with --smoothing > 0")
-    _echo(f"wrote {out / 'propensity.json'}, propensity.png")
-    return 0
+        echo("note: empty cells make 1/ω infinite for IPS training; re-run with --smoothing > 0")
+    echo(f"wrote {out / 'propensity.json'}, propensity.png")
 
 
-def _augment(args: argparse.Namespace) -> int:
+def _augment(s: AugmentSettings) -> None:
     from hf_posbias.listwise.training.augment import augment_rows
     from hf_posbias.listwise.training.trainset import read_train_set, write_train_set
 
-    s = settings_from_args(AugmentSettings, args)
     rows = read_train_set(s.data)
     augmented = augment_rows(rows, s.groups, seed=s.seed)
     write_train_set(
@@ -170,33 +166,29 @@ def _augment(args: argparse.Namespace) -> int:
             "source_rows": len(rows),
         },
     )
-    _echo(
+    echo(
         f"Pos-Aug: {len(rows)} rows × {s.groups} rotations = {len(augmented)} rows → "
         f"{Path(s.out) / 'train.parquet'}"
     )
-    return 0
 
 
-def _build_train(args: argparse.Namespace) -> int:
+def _build_train(s: BuildTrainSettings) -> None:
     from hf_posbias.listwise.training.trainset import build_train_set
 
-    s = settings_from_args(BuildTrainSettings, args)
     rows, info, out = build_train_set(s)
-    _echo(
+    echo(
         f"{len(rows)} listwise rows (k={s.k}, teacher {s.teacher}; "
         f"{info['relevant_injected']} relevant injected) → {out / 'train.parquet'}"
     )
-    return 0
 
 
-def _convert(args: argparse.Namespace) -> int:
+def _convert(s: ConvertSettings) -> None:
     from hf_posbias.listwise.training.trainset import (
         load_conversations,
         rows_from_conversations,
         write_train_set,
     )
 
-    s = settings_from_args(ConvertSettings, args)
     records = load_conversations(s.data, split=s.hf_split)
     if s.max_rows is not None:
         records = records[: s.max_rows]
@@ -204,15 +196,14 @@ def _convert(args: argparse.Namespace) -> int:
     if not rows:
         raise InputError(f"{s.data}: no conversation could be read ({counts['skipped']} skipped)")
     write_train_set(s.out, rows, {"source": str(s.data), "format": "rankzephyr", **counts})
-    _echo(
+    echo(
         f"{counts['rows']} of {counts['records']} records → {Path(s.out) / 'train.parquet'}"
         f" ({counts['skipped']} skipped, {counts['answers_with_appended']} answers with "
         f"identifiers appended in input order)"
     )
-    return 0
 
 
-def _rerank(args: argparse.Namespace) -> int:
+def _rerank(s: RerankSettings) -> None:
     from hf_posbias.listwise.experiments.exchange import (
         read_requests,
         rerank_requests,
@@ -220,7 +211,6 @@ def _rerank(args: argparse.Namespace) -> int:
     )
     from hf_posbias.rerankers.loading import load_reranker
 
-    s = settings_from_args(RerankSettings, args)
     requests = read_requests(s.requests)
     if not requests:
         raise InputError(f"{s.requests}: no requests")
@@ -235,50 +225,43 @@ def _rerank(args: argparse.Namespace) -> int:
     reranker = load_reranker(s.reranker, s, corpus_texts=texts)
     results = rerank_requests(reranker, requests, top_k=s.k, window=s.window, step=s.step)
     write_results(s.out, results)
-    _echo(f"reranked {len(results)} request(s) with {reranker.name} → {s.out}")
-    return 0
+    echo(f"reranked {len(results)} request(s) with {reranker.name} → {s.out}")
 
 
-def _train(args: argparse.Namespace) -> int:
+def _train(settings: ListwiseTrainingSettings) -> None:
     from hf_posbias.listwise.train import report, train_listwise
-    from hf_posbias.settings import settings_from_args
 
-    settings = settings_from_args(ListwiseTrainingSettings, args)
-    result = train_listwise(settings, echo=_echo)
-    _echo(report(result))
+    result = train_listwise(settings, echo=echo)
+    echo(report(result))
     if result.card_path:
-        _echo(f"model card: {result.card_path}")
-    return 0
+        echo(f"model card: {result.card_path}")
 
 
-def _compare(args: argparse.Namespace) -> int:
+def _compare(s: ListwiseCompareSettings) -> None:
     from hf_posbias.listwise.experiments.compare import compare_from_settings
     from hf_posbias.tables import as_table
 
-    s = settings_from_args(ListwiseCompareSettings, args)
     labels = (s.label_a, s.label_b)
     payload, written = compare_from_settings(s)
-    _echo(
+    echo(
         f"{labels[1]} vs {labels[0]} on {payload['task']}: k={payload['k']}, "
         f"{payload['queries']} queries, paired {s.method} test (Δ = {labels[1]} − {labels[0]})"
     )
     left_out = payload["queries_left_out"]
     if any(left_out.values()):
-        _echo(
+        echo(
             f"--common-queries: left out {left_out['a']} query(ies) only {labels[0]} scored and "
             f"{left_out['b']} only {labels[1]} scored; both curves recomputed on the shared ones"
         )
-    _echo(as_table(payload["table"]).to_markdown())
+    echo(as_table(payload["table"]).to_markdown())
     if written is not None:
-        _echo(f"wrote {written}")
-    return 0
+        echo(f"wrote {written}")
 
 
-def _demo(args: argparse.Namespace) -> int:
-    from hf_posbias.listwise.demo import ListwiseDemoSettings, run_listwise_demo
+def _demo(settings: ListwiseDemoSettings) -> None:
+    from hf_posbias.listwise.demo import run_listwise_demo
 
-    run_listwise_demo(settings_from_args(ListwiseDemoSettings, args), echo=_echo)
-    return 0
+    run_listwise_demo(settings, echo=echo)
 
 
 VERBS: tuple[tuple[str, str, type, Any], ...] = (
@@ -344,13 +327,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``posbias listwise`` and its verbs."""
     from hf_posbias.listwise.demo import ListwiseDemoSettings
 
-    top = subparsers.add_parser(
+    verbs = add_group(
+        subparsers,
         "listwise",
         help="listwise LLM rerankers under controlled input position (DebiasFirst, Q26)",
         description="The 1…k controlled position test, original vs shuffled order, position "
         "propensities, Pos-Aug and listwise training data, rank_llm exchange.",
     )
-    verbs = top.add_subparsers(dest="listwise_command", metavar="VERB")
     demo = (
         "demo",
         "a reranker's 1…k curve before and after a short DebiasFirst fine-tune",
@@ -358,9 +341,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         _demo,
     )
     for name, help_text, settings_cls, handler in (*VERBS, demo):
-        p = verbs.add_parser(name, help=help_text, description=_DESCRIPTIONS.get(name, help_text))
-        add_settings_arguments(p, settings_cls)
-        p.set_defaults(func=handler)
+        description = _DESCRIPTIONS.get(name, help_text)
+        add_verb(verbs, name, settings_cls, handler, help=help_text, description=description)
     add_listing_verb(
         verbs,
         "rerankers",
@@ -369,4 +351,3 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "distribution)",
         rerankers_table,
     )
-    top.set_defaults(func=lambda args: top.print_help() or 1)

@@ -1,11 +1,8 @@
 """``posbias remedies``: every inference-time remedy of a bi-encoder against the plain model.
 
 Example:
-    >>> import argparse
-    >>> from hf_posbias.cli.remedies import register
-    >>> parser = argparse.ArgumentParser(); sub = parser.add_subparsers()
-    >>> register(sub)
-    >>> args = parser.parse_args(["remedies", "--model", "m", "--task", "t", "--out", "o"])
+    >>> from hf_posbias.cli import build_parser
+    >>> args = build_parser().parse_args(["remedies", "--model", "m", "--task", "t", "--out", "o"])
     >>> (args.model, args.passage_tokens, args.stride, args.segments)
     ('m', 128, 64, 4)
 """
@@ -15,14 +12,17 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from hf_posbias.cli.common import add_verb
 from hf_posbias.evaluation.settings import RemediesSettings
-from hf_posbias.settings import add_settings_arguments, settings_from_args
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``remedies`` verb."""
-    remedies = subparsers.add_parser(
+    add_verb(
+        subparsers,
         "remedies",
+        RemediesSettings,
+        run_remedies,
         help="the plain model and each inference-time remedy on the same queries, with costs",
         description="Run the plain bi-encoder (remedy none) and each remedy (maxp, firstp, sump, "
         "chunk-mean, segment-balanced) on the same position tasks and write, per task, "
@@ -31,12 +31,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "paired against none on the same queries. Every run is a `posbias evaluate` folder "
         "under <out>/runs/; a rerun reuses every run that finished with the same settings "
         "(a killed comparison resumes, an added remedy costs only itself).",
+        with_args=True,
     )
-    add_settings_arguments(remedies, RemediesSettings)
-    remedies.set_defaults(func=run_remedies)
 
 
-def run_remedies(args: argparse.Namespace) -> int:
+def run_remedies(s: RemediesSettings, args: argparse.Namespace) -> None:
     """Handler of ``posbias remedies``."""
     import warnings
 
@@ -44,7 +43,6 @@ def run_remedies(args: argparse.Namespace) -> int:
     from hf_posbias.evaluation.runs.remedy_table import compare_remedies
     from hf_posbias.tables import as_table
 
-    s = settings_from_args(RemediesSettings, args)
     _quiet(args)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
@@ -53,4 +51,3 @@ def run_remedies(args: argparse.Namespace) -> int:
         print(f"{task}:")
         print(as_table(rows).to_markdown())
     print(f"wrote {Path(s.out)}/<task>/remedies.json")
-    return 0

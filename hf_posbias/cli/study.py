@@ -3,11 +3,9 @@ configurations study (``bases`` and ``remedies`` list what its spec's keys of th
 plugins included: :mod:`hf_posbias.cli.listing`).
 
 Example:
-    >>> import argparse
-    >>> from hf_posbias.cli.study import register
-    >>> parser = argparse.ArgumentParser(); sub = parser.add_subparsers()
-    >>> register(sub)
-    >>> args = parser.parse_args(["study", "run", "s.yaml", "--out", "o", "--bases", "a", "b"])
+    >>> from hf_posbias.cli import build_parser
+    >>> args = build_parser().parse_args(
+    ...     ["study", "run", "s.yaml", "--out", "o", "--bases", "a", "b"])
     >>> (args.spec, args.out, args.bases, args.configs, args.dry_run)
     ('s.yaml', 'o', ['a', 'b'], None, False)
 """
@@ -16,6 +14,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from hf_posbias.cli.common import add_group, add_verb
+
+if TYPE_CHECKING:
+    from hf_posbias.study.report import ReportSettings, StudyReportSettings
+    from hf_posbias.study.run import StudyRunSettings
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -26,31 +32,34 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from hf_posbias.study.run import StudyRunSettings
     from hf_posbias.study.spec import StudySpec
 
-    study = subparsers.add_parser(
+    verbs = add_group(
+        subparsers,
         "study",
         help="the models × configurations study: train, evaluate, report, publish",
         description="Run YHP26's study (or yours) from one spec file: see docs/study.md.",
     )
-    verbs = study.add_subparsers(dest="study_command", metavar="VERB")
-    run = verbs.add_parser(
+    run = add_verb(
+        verbs,
         "run",
+        StudyRunSettings,
+        run_study_cmd,
         help="train every (base, configuration), evaluate every model on every task, report",
         description="Train every run of the spec, evaluate every checkpoint and every untrained "
         "base on every task once, write <out>/report/. Resumable: a rerun skips what is done. "
         "Flags after the spec override its keys.",
+        with_args=True,
     )
-    add_settings_arguments(run, StudyRunSettings)
     overrides = run.add_argument_group("spec overrides (default: the spec file's value)")
     add_settings_arguments(overrides, StudySpec)
     # An override is "given" only when not None: the spec file's value stands otherwise.
-    run.set_defaults(**{f.name: None for f in dataclasses.fields(StudySpec)}, func=run_study_cmd)
-
-    report = verbs.add_parser(
+    run.set_defaults(**{f.name: None for f in dataclasses.fields(StudySpec)})
+    add_verb(
+        verbs,
         "report",
+        StudyReportSettings,
+        study_report_cmd,
         help="the report of a study folder (tables, PSI reductions, curves, report.json)",
     )
-    add_settings_arguments(report, StudyReportSettings)
-    report.set_defaults(func=study_report_cmd)
     add_listing_verb(
         verbs,
         "bases",
@@ -66,58 +75,52 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "with its distribution)",
         remedies_table,
     )
-    study.set_defaults(func=lambda args: study.print_help() or 1)
-
-    top = subparsers.add_parser(
+    add_verb(
+        subparsers,
         "report",
+        ReportSettings,
+        report_cmd,
         help="the study report over `posbias evaluate` runs (base and config from model cards)",
         description="Per task: mean nDCG@10 and PSI per base × configuration with intervals, "
         "PSI reduction of uniform, the direction check and curves, from the runs' per-query "
         "tables.",
     )
-    add_settings_arguments(top, ReportSettings)
-    top.set_defaults(func=report_cmd)
 
 
-def run_study_cmd(args: argparse.Namespace) -> int:
+def run_study_cmd(settings: StudyRunSettings, args: argparse.Namespace) -> None:
     """``posbias study run``."""
-    from hf_posbias.settings import settings_from_args
-    from hf_posbias.study.run import StudyRunSettings, dry_run_lines, run_study
+    from hf_posbias.study.run import dry_run_lines, run_study
     from hf_posbias.study.spec import StudySpec, load_spec
 
-    settings = settings_from_args(StudyRunSettings, args)
     names = [f.name for f in dataclasses.fields(StudySpec) if hasattr(args, f.name)]
     spec = load_spec(settings.spec, {name: getattr(args, name) for name in names})
     if settings.dry_run:
-        for line in dry_run_lines(spec, settings):
+        for line in dry_run_lines(spec, **settings.dry_run_kwargs()):
             print(line)
-        return 0
-    outcome = run_study(spec, settings)
+        return
+    outcome = run_study(spec, **settings.run_kwargs())
     print(
         f"{len(outcome.trained)} run(s) trained, {outcome.evaluated} evaluation(s) run, "
         f"{outcome.skipped} skipped (done)"
     )
-    return 0
 
 
-def study_report_cmd(args: argparse.Namespace) -> int:
-    """``posbias study report``."""
-    from hf_posbias.settings import settings_from_args
-    from hf_posbias.study.report import StudyReportSettings, write_study_report
-
-    settings = settings_from_args(StudyReportSettings, args)
-    target = write_study_report(settings.folder)
+def _print_report(target: Path) -> None:
     print((target.parent / "report.md").read_text())
     print(f"report: {target}")
-    return 0
 
 
-def report_cmd(args: argparse.Namespace) -> int:
+def study_report_cmd(settings: StudyReportSettings) -> None:
+    """``posbias study report``."""
+    from hf_posbias.study.report import write_study_report
+
+    _print_report(write_study_report(settings.folder))
+
+
+def report_cmd(settings: ReportSettings) -> None:
     """``posbias report``."""
-    from hf_posbias.settings import settings_from_args
-    from hf_posbias.study.report import ReportSettings, run_sources, write_report
+    from hf_posbias.study.report import run_sources, write_report
 
-    settings = settings_from_args(ReportSettings, args)
     target = write_report(
         run_sources(settings.runs),
         settings.out,
@@ -125,6 +128,4 @@ def report_cmd(args: argparse.Namespace) -> int:
         seed=settings.seed,
         title=settings.title,
     )
-    print((target.parent / "report.md").read_text())
-    print(f"report: {target}")
-    return 0
+    _print_report(target)

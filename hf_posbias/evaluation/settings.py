@@ -23,6 +23,8 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
 
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.runs.remedies import BIENCODER_REMEDIES, RemedySettings, remedy_names
@@ -76,15 +78,54 @@ class EvaluationOptions(RemedySettings, ProgressSettings, ModelSettings):
     def __post_init__(self) -> None:
         super().__post_init__()
         self.task = tuple(self.task)
-        check_positive(self, "batch_size")
-        if self.top_k < 10:
-            raise InputError(
-                f"{flag_name('top_k')} must be >= 10 to compute nDCG@10, got {self.top_k}"
-            )
-        check_choice("scoring", self.scoring, _scoring_schemes())
-        b = self.bootstrap
-        if b is not None and (isinstance(b, bool) or not isinstance(b, int) or b < 1):
-            raise InputError(f"{flag_name('bootstrap')} must be at least 1 resample, got {b}")
+        check_run_options(
+            batch_size=self.batch_size,
+            top_k=self.top_k,
+            scoring=self.scoring,
+            bootstrap=self.bootstrap,
+        )
+
+    def evaluate_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of
+        :func:`~hf_posbias.evaluation.runs.runner.evaluate_model` these settings stand for
+        (model and tasks apart): ``evaluate_model(s.model, s.task, **s.evaluate_kwargs())``.
+
+        Example:
+            >>> s = ModelAuditSettings(model="bm25", task=("t",), out="o", top_k=20)
+            >>> kwargs = s.evaluate_kwargs()
+            >>> kwargs["out"], kwargs["top_k"], kwargs["remedy"] is s
+            ('o', 20, True)
+        """
+        return {
+            "out": self.out,
+            "scoring": self.scoring,
+            "top_k": self.top_k,
+            "batch_size": self.batch_size,
+            "bootstrap": self.bootstrap,
+            "seed": self.seed,
+            "progress": self.progress,
+            "device": self.device,
+            "model_options": self,
+            "remedy": self,
+        }
+
+
+def check_run_options(*, batch_size: int, top_k: int, scoring: str, bootstrap: int | None) -> None:
+    """The checks of an evaluation run's options (settings and library calls alike).
+
+    Example:
+        >>> check_run_options(batch_size=32, top_k=5, scoring="default", bootstrap=None)
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: --top-k must be >= 10 to compute nDCG@10, got 5
+    """
+    check_positive(SimpleNamespace(batch_size=batch_size), "batch_size")
+    if top_k < 10:
+        raise InputError(f"{flag_name('top_k')} must be >= 10 to compute nDCG@10, got {top_k}")
+    check_choice("scoring", scoring, _scoring_schemes())
+    b = bootstrap
+    if b is not None and (isinstance(b, bool) or not isinstance(b, int) or b < 1):
+        raise InputError(f"{flag_name('bootstrap')} must be at least 1 resample, got {b}")
 
 
 @dataclass(kw_only=True)
@@ -144,6 +185,23 @@ class EvaluateSettings(EvaluationOptions, RerankerOptions):
             raise InputError(
                 f"{flag_name('reranker')} and {flag_name('first_stage')} exclude each other"
             )
+
+    def evaluate_kwargs(self) -> dict[str, Any]:
+        """:meth:`EvaluationOptions.evaluate_kwargs` and the reranking pipeline's.
+
+        Example:
+            >>> s = EvaluateSettings(model="bm25", task=("t",), out="o", reranker="bm25")
+            >>> kwargs = s.evaluate_kwargs()
+            >>> kwargs["reranker"], kwargs["rerank_k"], kwargs["reranker_options"] is s
+            ('bm25', 100, True)
+        """
+        return dict(
+            super().evaluate_kwargs(),
+            reranker=self.reranker,
+            first_stage=self.first_stage,
+            rerank_k=self.rerank_k,
+            reranker_options=self,
+        )
 
 
 @dataclass(kw_only=True)

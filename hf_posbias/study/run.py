@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hf_posbias.deprecation import former_settings_call
 from hf_posbias.errors import InputError
 from hf_posbias.rows import read_json
 from hf_posbias.settings import check_positive, flag_name, setting
@@ -98,6 +99,39 @@ class StudyRunSettings:
             raise InputError(f"{flag_name('out')} is required (the study folder)")
         check_positive(self, "num_processes")
 
+    def run_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`run_study` these settings stand for:
+        ``run_study(spec, **s.run_kwargs())``.
+
+        Example:
+            >>> StudyRunSettings(spec="s.yaml", out="o", in_process=True).run_kwargs()["in_process"]
+            True
+        """
+        return {
+            "out": self.out,
+            "shard": self.shard,
+            "in_process": self.in_process,
+            "num_processes": self.num_processes,
+            "hub_token": self.hub_token,
+        }
+
+    def dry_run_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`dry_run_lines` these settings stand for:
+        ``dry_run_lines(spec, **s.dry_run_kwargs())``.
+
+        Example:
+            >>> s = StudyRunSettings(spec="s.yaml", dry_run=True, plan_for="h100")
+            >>> s.dry_run_kwargs()["plan_for"], s.dry_run_kwargs()["out"]
+            ('h100', None)
+        """
+        return {
+            "out": self.out,
+            "shard": self.shard,
+            "num_processes": self.num_processes,
+            "plan_for": self.plan_for,
+            "throughput": self.throughput,
+        }
+
 
 def save_untrained_base(model: StudyModel, spec: StudySpec) -> None:
     """Save the base as the trainer builds it before step 1 (same pooling, length, prompts)."""
@@ -128,7 +162,6 @@ def evaluate_study_model(
 ) -> tuple[int, int]:
     """Evaluate ``model`` on every task not done yet; returns (evaluated, skipped)."""
     from hf_posbias.evaluation.runs.runner import evaluate_model
-    from hf_posbias.evaluation.settings import EvaluateSettings
 
     fingerprint = evaluation_fingerprint(model, spec)
     todo = [t for t in tasks if not evaluation_done(eval_dir(out, model, t), fingerprint, t)]
@@ -140,18 +173,7 @@ def evaluate_study_model(
             from hf_posbias.evaluation.runs.models import load_model
 
             loaded = load_model(model.folder, remedy=remedy)
-        settings = EvaluateSettings(
-            model=model.folder,
-            task=(task.folder,),
-            out=str(folder),
-            bootstrap=spec.bootstrap,
-            seed=spec.seed,
-            remedy=remedy.remedy,
-            passage_tokens=remedy.passage_tokens,
-            stride=remedy.stride,
-            segments=remedy.segments,
-        )
-        evaluate_model(settings, loaded=loaded)
+        evaluate_model(loaded, [task.folder], out=folder, bootstrap=spec.bootstrap, seed=spec.seed)
         marker = {
             "base": model.base,
             "config": model.config,
@@ -227,22 +249,47 @@ def _matrix_run(model: StudyModel) -> Any:
     return Run(model.base, model.config, model.folder, model.pooling)
 
 
-def dry_run_lines(spec: StudySpec, settings: StudyRunSettings) -> list[str]:
+def _former_dry_run_call(settings: StudyRunSettings) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    return (), settings.dry_run_kwargs()
+
+
+@former_settings_call(
+    StudyRunSettings,
+    _former_dry_run_call,
+    instead="dry_run_lines(spec, **s.dry_run_kwargs())",
+    position=1,
+)
+def dry_run_lines(
+    spec: StudySpec,
+    *,
+    out: str | Path | None = None,
+    shard: str | None = None,
+    num_processes: int | None = None,
+    plan_for: str | None = None,
+    throughput: str | Path | None = None,
+) -> list[str]:
     """Every training run with its launch command, its settings after the memory plan and its
-    projected time, then the evaluations and the projected total."""
+    projected time, then the evaluations and the projected total.
+
+    ``out``: the study folder the runs would write (default ``study``); ``shard``: this node's
+    share (``i/n``); ``num_processes``: accelerate processes per run; ``plan_for``: the GPU to
+    plan for (default: this machine); ``throughput``: a ``benchmarks/train_throughput.py
+    --json`` file for the projected time. The former call, ``dry_run_lines(spec, settings)``,
+    still works for one release (``DeprecationWarning``).
+    """
     from hf_posbias.training.matrix import run_matrix
 
     check_inputs(spec, None)
-    models = select_models(study_models(spec, settings.out or "study"), settings.shard)
+    models = select_models(study_models(spec, out or "study"), shard)
     runs = [_matrix_run(m) for m in models if m.trained]
     report = run_matrix(
         runs,
         spec.data,
         training_argv(spec),
         dry_run=True,
-        num_processes=settings.num_processes,
-        plan_for=settings.plan_for,
-        throughput=settings.throughput,
+        num_processes=num_processes,
+        plan_for=plan_for,
+        throughput=throughput,
     )
     lines = []
     for index, (command, plan) in enumerate(zip(report.commands, report.plans), start=1):
@@ -274,12 +321,50 @@ def dry_run_lines(spec: StudySpec, settings: StudyRunSettings) -> list[str]:
     return lines
 
 
-def run_study(spec: StudySpec, settings: StudyRunSettings, echo: Echo = print) -> StudyOutcome:
-    """Train, evaluate and report the study (see the module docstring); resumable."""
+def _former_run_call(
+    settings: StudyRunSettings, echo: Echo = print
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    return (), {**settings.run_kwargs(), "echo": echo}
+
+
+@former_settings_call(
+    StudyRunSettings,
+    _former_run_call,
+    instead="run_study(spec, **s.run_kwargs())",
+    position=1,
+)
+def run_study(
+    spec: StudySpec,
+    *,
+    out: str | Path,
+    shard: str | None = None,
+    in_process: bool = False,
+    num_processes: int | None = None,
+    hub_token: str | None = None,
+    echo: Echo = print,
+) -> StudyOutcome:
+    """Train, evaluate and report the study (see the module docstring); resumable.
+
+    Args:
+        spec: what the study is (:func:`hf_posbias.study.spec.load_spec`).
+        out: the study folder (a rerun resumes it).
+        shard: ``i/n``: this node's share of the runs (0-based); ``None``: all of them.
+        in_process: train in this process instead of ``accelerate launch``.
+        num_processes: accelerate processes per run (DDP).
+        hub_token: Hub token for the spec's ``hub_org`` (unset: ``HF_TOKEN`` or the login).
+        echo: where each progress line goes.
+
+    The former call, ``run_study(spec, settings)``, still works for one release
+    (``DeprecationWarning``).
+
+    Example:
+        >>> # run_study(load_spec("studies/yhp26.yaml"), out="study", in_process=True)
+        >>> StudyRunSettings(spec="studies/yhp26.yaml", out="study").run_kwargs()["out"]
+        'study'
+    """
     from hf_posbias.training.matrix import run_matrix
 
-    out, shard, hub_token = str(settings.out), settings.shard, settings.hub_token
-    num_processes, in_process = settings.num_processes, settings.in_process
+    out = str(out)
     check_inputs(spec, out, hub_token)
     tasks = resolve_tasks(spec.tasks)
     save_spec(spec, out)

@@ -84,6 +84,22 @@ def test_audit_of_bm25_says_why_there_is_no_curve(tmp_path: Path) -> None:
     assert "no embedding to probe" in (out / "audit.md").read_text()
 
 
+def test_audit_model_takes_keywords_and_its_former_settings_call(tmp_path: Path) -> None:
+    from hf_posbias.analysis.audit import audit_model
+    from hf_posbias.evaluation.settings import ModelAuditSettings
+
+    task = _task(tmp_path / "task")
+    ctx, md_path, _ = audit_model("bm25", [task], out=tmp_path / "new", reversal=False)
+    assert [s.task for s in ctx.summaries] == ["FestivalFacts"] and md_path.is_file()
+    settings = ModelAuditSettings(model="bm25", task=(str(task),), out=str(tmp_path / "old"))
+    with pytest.warns(DeprecationWarning, match=r"audit_model\(ModelAuditSettings\) is deprec"):
+        old, _, _ = audit_model(settings)
+    assert old.summaries[0].ndcg_at_10 == ctx.summaries[0].ndcg_at_10
+    # The settings' reversal (on by default) reached the call: run or skipped, not left out.
+    assert (len(ctx.reversals), len(ctx.reversal_skipped)) == (0, 0)
+    assert len(old.reversals) + len(old.reversal_skipped) == 1
+
+
 @pytest.mark.parametrize("start,end", [(-1, -1), (5, 5)])
 def test_queries_without_spans_are_counted(tmp_path: Path, start: int, end: int) -> None:
     data = PositionTaskData.load(_task(tmp_path / "task"))

@@ -13,19 +13,14 @@ from hf_posbias.cli import main
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.compare import compare_runs
 from hf_posbias.evaluation.runs.runner import evaluate_model
-from hf_posbias.evaluation.settings import EvaluateSettings
 
 
 @pytest.fixture(scope="module")
 def runs(shared_data, tiny_sentence_transformer, tmp_path_factory):
     root = tmp_path_factory.mktemp("compare")
     task = wiki_task(shared_data, root / "task", n_docs=12)
-    evaluate_model(EvaluateSettings(model="bm25", task=(task,), out=root / "bm25", bootstrap=100))
-    evaluate_model(
-        EvaluateSettings(
-            model=tiny_sentence_transformer, task=(task,), out=root / "tiny", bootstrap=100
-        )
-    )
+    evaluate_model("bm25", [task], out=root / "bm25", bootstrap=100)
+    evaluate_model(tiny_sentence_transformer, [task], out=root / "tiny", bootstrap=100)
     return root
 
 
@@ -65,11 +60,7 @@ def test_comparing_a_run_with_itself_finds_nothing(runs):
 
 def test_runs_of_different_tasks_are_refused_in_one_line(runs, shared_data, tmp_path, capsys):
     other = wiki_task(shared_data, tmp_path / "other", n_docs=6, name="OtherTask")
-    evaluate_model(
-        EvaluateSettings(
-            model="bm25", task=(other,), out=tmp_path / "other-run", bootstrap=10, progress=False
-        )
-    )
+    evaluate_model("bm25", [other], out=tmp_path / "other-run", bootstrap=10, progress=False)
     assert main(["compare", str(runs / "bm25"), str(tmp_path / "other-run")]) == 2
     assert "are runs of different tasks (WikiSentences vs OtherTask)" in _one_error_line(capsys)
     # Same task name, different data: the task fingerprint tells them apart.
@@ -80,11 +71,7 @@ def test_runs_of_different_tasks_are_refused_in_one_line(runs, shared_data, tmp_
     data = PositionTaskData.load(copy)
     data.queries, data.qrels = data.queries[:-1], data.qrels[:-1]
     data.save(copy)
-    evaluate_model(
-        EvaluateSettings(
-            model="bm25", task=(copy,), out=tmp_path / "copy-run", bootstrap=10, progress=False
-        )
-    )
+    evaluate_model("bm25", [copy], out=tmp_path / "copy-run", bootstrap=10, progress=False)
     with pytest.raises(InputError, match="differ in task data"):
         compare_runs(runs / "bm25", tmp_path / "copy-run")
     assert main(["compare", str(runs / "bm25"), str(tmp_path / "nowhere")]) == 2
@@ -128,12 +115,7 @@ def test_a_model_returning_nan_scores_is_a_one_line_error(runs, tmp_path):
     loaded = LoadedModel(spec="nan", model=NaNEncoder(), kind="bi-encoder", name="nan",
                          revision="nan")  # fmt: skip
     with pytest.raises(InputError) as err:
-        evaluate_model(
-            EvaluateSettings(
-                model="nan", task=(runs / "task",), out=tmp_path, bootstrap=10, progress=False
-            ),
-            loaded=loaded,
-        )
+        evaluate_model(loaded, [runs / "task"], out=tmp_path, bootstrap=10, progress=False)
     message = str(err.value)
     assert "\n" not in message
     assert "NaN or infinite scores for 12 of 12 queries" in message

@@ -13,7 +13,6 @@ from task_fixtures import wiki_task
 from hf_posbias.errors import BackendError, ModelLoadError
 from hf_posbias.evaluation.runs.models import load_model
 from hf_posbias.evaluation.runs.runner import evaluate_model
-from hf_posbias.evaluation.settings import EvaluateSettings
 from hf_posbias.modeling import ModelSettings
 
 N_DOCS = 9
@@ -30,9 +29,7 @@ def test_sparse_and_late_interaction_encoders_evaluate(kind, task_folder, tmp_pa
 
     build = build_tiny_sparse_encoder if kind == "sparse" else build_tiny_multi_vector_encoder
     folder = build(tmp_path / "model")
-    [s] = evaluate_model(
-        EvaluateSettings(model=folder, task=(task_folder,), out=tmp_path / "out", bootstrap=50)
-    )
+    [s] = evaluate_model(folder, [task_folder], out=tmp_path / "out", bootstrap=50)
     assert s.model_kind == kind
     assert s.n_queries == {"begin": 3, "middle": 3, "end": 3}
     assert all(0.0 <= v <= 1.0 for v in s.ndcg_at_10.values())
@@ -44,21 +41,17 @@ def test_endpoint_scores_equal_the_same_model_loaded_locally(
     task_folder, tiny_sentence_transformer, tmp_path
 ):
     [local] = evaluate_model(
-        EvaluateSettings(
-            model=tiny_sentence_transformer, task=(task_folder,), out=tmp_path / "l", bootstrap=50
-        )
+        tiny_sentence_transformer, [task_folder], out=tmp_path / "l", bootstrap=50
     )
     with LocalChatServer(embed=sentence_transformer_embed(tiny_sentence_transformer)) as server:
         [remote] = evaluate_model(
-            EvaluateSettings(
-                model="openai:tiny",
-                task=(task_folder,),
-                out=tmp_path / "r",
-                bootstrap=50,
-                base_url=server.url,
-                endpoint_batch_size=4,
-                max_concurrency=2,
-            )
+            "openai:tiny",
+            [task_folder],
+            out=tmp_path / "r",
+            bootstrap=50,
+            model_options=ModelSettings(
+                base_url=server.url, endpoint_batch_size=4, max_concurrency=2
+            ),
         )
         batches = [len(r["input"]) for r in server.requests]
     assert remote.model_kind == "endpoint" and remote.model_name == "openai/tiny"
@@ -78,10 +71,7 @@ def test_endpoint_with_bad_vectors_fails_in_one_line(bad, message, task_folder, 
     with LocalChatServer(embed=bad) as server:
         loaded = load_model("openai:bad", settings=ModelSettings(base_url=server.url))
         with pytest.raises(BackendError, match=message) as caught:
-            evaluate_model(
-                EvaluateSettings(model="openai:bad", task=(task_folder,), out=tmp_path / "o"),
-                loaded=loaded,
-            )
+            evaluate_model(loaded, [task_folder], out=tmp_path / "o")
     assert "\n" not in str(caught.value)
 
 
@@ -92,11 +82,7 @@ def test_registry_name_loads_with_its_prompts_offline(
     download) are the tiny local model's."""
     asked = offline_hub_weights("SentenceTransformer", tiny_sentence_transformer)
     meta = __import__("mteb").get_model_meta("intfloat/e5-small-v2")
-    [s] = evaluate_model(
-        EvaluateSettings(
-            model="intfloat/e5-small-v2", task=(task_folder,), out=tmp_path / "o", bootstrap=50
-        )
-    )
+    [s] = evaluate_model("intfloat/e5-small-v2", [task_folder], out=tmp_path / "o", bootstrap=50)
     assert asked == [("intfloat/e5-small-v2", meta.revision)]
     assert (s.model_kind, s.model_name, s.model_revision) == (
         "registry",

@@ -13,7 +13,7 @@ from hf_posbias.evaluation.runs.exports import read_trec_run
 from hf_posbias.evaluation.runs.models import load_model, with_remedy
 from hf_posbias.evaluation.runs.remedies import RemedySettings
 from hf_posbias.evaluation.runs.runner import evaluate_model
-from hf_posbias.evaluation.settings import EvaluateSettings, RemediesSettings
+from hf_posbias.evaluation.settings import RemediesSettings
 
 N_DOCS = 9
 
@@ -32,9 +32,7 @@ def base(tiny_sentence_transformer):
 
 
 def _run(loaded, task_folder: Path, out: Path) -> tuple[object, dict[str, dict[str, float]]]:
-    [summary] = evaluate_model(
-        EvaluateSettings(model="tiny", task=(task_folder,), out=out, bootstrap=None), loaded=loaded
-    )
+    [summary] = evaluate_model(loaded, [task_folder], out=out, bootstrap=None)
     return summary, read_trec_run(summary.run_path)
 
 

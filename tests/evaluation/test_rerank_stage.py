@@ -25,7 +25,7 @@ def task_folder(shared_data, tmp_path_factory) -> Path:
 
 def _evaluate(task: Path, out: Path, **kwargs) -> list:
     settings = EvaluateSettings(model="bm25", task=(str(task),), out=str(out), **kwargs)
-    return evaluate_model(settings)
+    return evaluate_model(settings.model, settings.task, **settings.evaluate_kwargs())
 
 
 def _run(path: str) -> dict[str, list[str]]:

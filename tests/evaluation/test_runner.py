@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,6 @@ from task_fixtures import wiki_task
 from hf_posbias.errors import InputError, ModelLoadError
 from hf_posbias.evaluation.runs.exports import read_per_query, read_trec_run
 from hf_posbias.evaluation.runs.runner import evaluate_model
-from hf_posbias.evaluation.settings import EvaluateSettings
 from hf_posbias.evaluation.summary import EvaluationSummary, read_summaries
 from hf_posbias.statistics.psi import summarize_positions
 
@@ -44,18 +44,12 @@ def test_tiny_and_minilm_scores_encode_once_and_never_mix(
     task_folder, tiny_sentence_transformer, minilm_path, tmp_path
 ):
     out = tmp_path / "run"  # both models write into the SAME folder (the mteb cache pitfall)
-    [tiny] = evaluate_model(
-        EvaluateSettings(
-            model=tiny_sentence_transformer, task=(task_folder,), out=out, batch_size=16
-        )
-    )
+    [tiny] = evaluate_model(tiny_sentence_transformer, [task_folder], out=out, batch_size=16)
     tiny_json = _check_summary_shape(out / "summary.json", ["begin", "middle", "end"])
     # One subset: mteb itself encoded every corpus text and every query exactly once.
     assert tiny.encode_stats["encoded_by_type"] == {"document": N_DOCS, "query": N_DOCS}
 
-    [mini] = evaluate_model(
-        EvaluateSettings(model=minilm_path, task=(task_folder,), out=out, batch_size=16)
-    )
+    [mini] = evaluate_model(minilm_path, [task_folder], out=out, batch_size=16)
     mini_json = _check_summary_shape(out / "summary.json", ["begin", "middle", "end"])
     assert mini.model_name != tiny.model_name or mini.model_revision != tiny.model_revision
     assert mini_json["ndcg_at_10"] != tiny_json["ndcg_at_10"]
@@ -76,8 +70,8 @@ def test_two_local_checkpoints_with_the_same_folder_name_get_their_own_scores(
     a = build_tiny_sentence_transformer(tmp_path / "a" / "x" / "model", seed=0)
     b = build_tiny_sentence_transformer(tmp_path / "b" / "x" / "model", seed=1)
     out = tmp_path / "run"
-    [sa] = evaluate_model(EvaluateSettings(model=a, task=(task_folder,), out=out))
-    [sb] = evaluate_model(EvaluateSettings(model=b, task=(task_folder,), out=out))
+    [sa] = evaluate_model(a, [task_folder], out=out)
+    [sb] = evaluate_model(b, [task_folder], out=out)
     assert sa.model_name == sb.model_name == "x/model"
     assert sa.model_revision != sb.model_revision
     assert sa.metrics["recall_at_100"] == {b: 1.0 for b in sa.buckets}  # 15 docs < top-100
@@ -86,9 +80,7 @@ def test_two_local_checkpoints_with_the_same_folder_name_get_their_own_scores(
 
 
 def test_bm25_finds_verbatim_sentences_in_every_bucket(task_folder, tmp_path):
-    [summary] = evaluate_model(
-        EvaluateSettings(model="bm25", task=(task_folder,), out=tmp_path / "bm25")
-    )
+    [summary] = evaluate_model("bm25", [task_folder], out=tmp_path / "bm25")
     assert summary.model_name == "mteb/baseline-bm25s"
     for bucket, score in summary.ndcg_at_10.items():
         assert score == pytest.approx(1.0, abs=0.05), bucket
@@ -100,9 +92,7 @@ def test_bm25_finds_verbatim_sentences_in_every_bucket(task_folder, tmp_path):
 def test_per_query_table_and_trec_run_average_back_exactly(task_folder, tmp_path):
     from hf_posbias.tasks.position_scoring import mean_exact
 
-    [summary] = evaluate_model(
-        EvaluateSettings(model="bm25", task=(task_folder,), out=tmp_path / "bm25", bootstrap=200)
-    )
+    [summary] = evaluate_model("bm25", [task_folder], out=tmp_path / "bm25", bootstrap=200)
     rows = read_per_query(summary.per_query_path)
     assert len(rows) == N_DOCS
     assert set(rows[0]) >= {
@@ -146,32 +136,32 @@ def test_per_query_table_and_trec_run_average_back_exactly(task_folder, tmp_path
 
 
 def test_bootstrap_is_seeded_and_zero_is_refused(task_folder, tmp_path):
-    [a] = evaluate_model(
-        EvaluateSettings(
-            model="bm25", task=(task_folder,), out=tmp_path / "a", bootstrap=100, seed=3
-        )
-    )
-    [b] = evaluate_model(
-        EvaluateSettings(
-            model="bm25", task=(task_folder,), out=tmp_path / "b", bootstrap=100, seed=3
-        )
-    )
+    [a] = evaluate_model("bm25", [task_folder], out=tmp_path / "a", bootstrap=100, seed=3)
+    [b] = evaluate_model("bm25", [task_folder], out=tmp_path / "b", bootstrap=100, seed=3)
     assert a.intervals == b.intervals
     with pytest.raises(InputError, match="--bootstrap must be at least 1"):
-        evaluate_model(
-            EvaluateSettings(model="bm25", task=(task_folder,), out=tmp_path / "c", bootstrap=0)
-        )
+        evaluate_model("bm25", [task_folder], out=tmp_path / "c", bootstrap=0)
+
+
+def test_the_former_settings_call_still_works_with_a_warning(task_folder, tmp_path):
+    from hf_posbias.evaluation.runs.models import load_model
+    from hf_posbias.evaluation.settings import EvaluateSettings
+
+    [new] = evaluate_model("bm25", [task_folder], out=tmp_path / "new", bootstrap=20)
+    settings = EvaluateSettings(model="bm25", task=(task_folder,), out=tmp_path / "a", bootstrap=20)
+    with pytest.warns(DeprecationWarning, match=r"evaluate_model\(EvaluateSettings\) is deprec"):
+        [old] = evaluate_model(settings)
+    assert (old.ndcg_at_10, old.intervals) == (new.ndcg_at_10, new.intervals)
+    loaded = load_model("bm25")
+    with pytest.warns(DeprecationWarning, match="evaluate_model"):
+        [again] = evaluate_model(replace(settings, out=tmp_path / "b"), loaded=loaded)
+    assert again.ndcg_at_10 == new.ndcg_at_10
+    assert (tmp_path / "b" / "summary.json").is_file()
 
 
 def test_cross_encoder_reranks_bm25_top_k(task_folder, tiny_cross_encoder, tmp_path):
     [summary] = evaluate_model(
-        EvaluateSettings(
-            model="bm25",
-            task=(task_folder,),
-            out=tmp_path / "rr",
-            reranker=tiny_cross_encoder,
-            rerank_k=5,
-        )
+        "bm25", [task_folder], out=tmp_path / "rr", reranker=tiny_cross_encoder, rerank_k=5
     )
     assert summary.reranker == tiny_cross_encoder and summary.first_stage == "bm25"
     assert summary.search_stats["pairs_scored"] == N_DOCS * 5
@@ -196,9 +186,7 @@ def test_empty_bucket_is_reported_and_psi_uses_the_rest(shared_data, tmp_path):
         query_buckets=["begin", "end"],
     )
     with pytest.warns(UserWarning, match="middle"):
-        [summary] = evaluate_model(
-            EvaluateSettings(model="bm25", task=(folder,), out=tmp_path / "out", bootstrap=50)
-        )
+        [summary] = evaluate_model("bm25", [folder], out=tmp_path / "out", bootstrap=50)
     assert summary.empty_buckets == ["middle"]
     assert summary.ndcg_at_10["middle"] is None
     assert summary.n_queries == {"begin": 4, "middle": 0, "end": 4}
@@ -215,9 +203,7 @@ def test_several_tasks_write_a_list_and_tables(task_folder, tmp_path):
     meta = json.loads((second / "task.json").read_text())
     meta["name"] = "WikiSentences2"
     (second / "task.json").write_text(json.dumps(meta))
-    summaries = evaluate_model(
-        EvaluateSettings(model="bm25", task=(task_folder, second), out=tmp_path / "out")
-    )
+    summaries = evaluate_model("bm25", [task_folder, second], out=tmp_path / "out")
     data = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert isinstance(data, list) and [d["task"] for d in data] == [
         "WikiSentences",
@@ -231,14 +217,14 @@ def test_several_tasks_write_a_list_and_tables(task_folder, tmp_path):
 
 def test_bad_inputs_fail_before_loading_a_model(tmp_path, task_folder):
     with pytest.raises(InputError, match="unknown task 'NoSuchTask'; known tasks: SQuAD-PosQ"):
-        evaluate_model(EvaluateSettings(model="bm25", task=("NoSuchTask",), out=tmp_path))
+        evaluate_model("bm25", ["NoSuchTask"], out=tmp_path)
     with pytest.raises(ModelLoadError, match="does not exist"):
-        evaluate_model(EvaluateSettings(model="/no/such/model", task=(task_folder,), out=tmp_path))
+        evaluate_model("/no/such/model", [task_folder], out=tmp_path)
     broken = tmp_path / "broken"
     shutil.copytree(task_folder, broken)
     (broken / "qrels.parquet").unlink()
     with pytest.raises(InputError, match="missing qrels.parquet"):
-        evaluate_model(EvaluateSettings(model="bm25", task=(broken,), out=tmp_path))
+        evaluate_model("bm25", [broken], out=tmp_path)
 
 
 def test_summary_when_every_bucket_scores_zero():

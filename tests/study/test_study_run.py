@@ -93,12 +93,9 @@ def test_report_refuses_a_run_of_another_task(study, study_inputs, tmp_path, cap
     from study_fixtures import write_task
 
     from hf_posbias.evaluation.runs.runner import evaluate_model
-    from hf_posbias.evaluation.settings import EvaluateSettings
 
     other = write_task(tmp_path / "other", n_docs=6, name="OtherTask")
-    evaluate_model(
-        EvaluateSettings(model="bm25", task=(other,), out=tmp_path / "bm25", bootstrap=10)
-    )
+    evaluate_model("bm25", [other], out=tmp_path / "bm25", bootstrap=10)
     run = next(str(p.parent) for p in study.glob("eval/*/*/summary.json"))
     capsys.readouterr()
     assert main(["report", run, str(tmp_path / "bm25"), "--out", str(tmp_path / "r")]) == 2

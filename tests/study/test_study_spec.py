@@ -64,6 +64,17 @@ def test_dry_run_lists_remedy_rows_without_training_them(capsys):
     assert "# 32 runs to train, 8 untrained base model(s), 16 remedy row(s)" in out[-2]
 
 
+def test_dry_run_lines_take_keywords_and_their_former_settings_call():
+    from hf_posbias.study.run import StudyRunSettings, dry_run_lines
+
+    spec = load_spec(REPO / "studies" / "yhp26.yaml")
+    lines = dry_run_lines(spec, shard="1/4")
+    assert sum(line.startswith("run ") for line in lines) == 8  # 32 runs, 4 nodes
+    settings = StudyRunSettings(spec="yhp26.yaml", dry_run=True, shard="1/4")
+    with pytest.warns(DeprecationWarning, match=r"dry_run_lines\(StudyRunSettings\) is deprec"):
+        assert dry_run_lines(spec, settings) == lines
+
+
 def test_remedies_extend_a_study_without_changing_its_identity(tmp_path):
     from hf_posbias.study.spec import check_out_folder, save_spec
 

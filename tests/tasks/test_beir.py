@@ -48,11 +48,8 @@ def _ndcg_at_10(ranked: list[str], relevant: dict[str, int]) -> float:
 
 def test_bm25_on_a_beir_folder_matches_an_independent_ndcg(scifact_small, tmp_path):
     from hf_posbias.evaluation.runs.runner import evaluate_model
-    from hf_posbias.evaluation.settings import EvaluateSettings
 
-    [summary] = evaluate_model(
-        EvaluateSettings(model="bm25", task=(scifact_small,), out=tmp_path / "out", bootstrap=200)
-    )
+    [summary] = evaluate_model("bm25", [scifact_small], out=tmp_path / "out", bootstrap=200)
     assert summary.buckets == ["all"] and summary.n_queries == {"all": N_QUERIES}
     assert any("1 qrels naming an unknown document (dropped)" in w for w in summary.warnings)
     qrels = read_plain_folder(scifact_small).qrels

@@ -196,9 +196,9 @@ def compare_remedies(
                 if (runs / name).exists() and echo is not None:
                     echo(f"{task_name}/{name}: evaluating again (unfinished or other settings)")
                 loaded = with_remedy(base, replace(s, remedy=name))
-                run = replace(s, out=str(runs / name), remedy=name)
                 (runs / name / RUN_MARKER).unlink(missing_ok=True)
-                [summary] = evaluate_model(run, [task], loaded=loaded)
+                kwargs = dict(s.evaluate_kwargs(), out=runs / name)
+                [summary] = evaluate_model(loaded, [task], **kwargs)
                 write_json(runs / name / RUN_MARKER, record)
             elif echo is not None:
                 echo(f"{task_name}/{name}: reusing the finished run in {runs / name}")

@@ -1,7 +1,6 @@
 """``posbias evaluate`` as a thin layer over ``mteb.evaluate``: summaries, intervals, exports.
 
-The flow for ``evaluate_model(settings)`` (an
-:class:`~hf_posbias.evaluation.settings.EvaluateSettings`):
+The flow for ``evaluate_model(model, tasks, out=…)``:
 
 1. every task is resolved (:func:`hf_posbias.tasks.mteb_tasks.get_task`, with the chosen
    ``scoring``) and its data loaded and validated *before* the model is loaded, so a broken
@@ -49,6 +48,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hf_posbias.deprecation import former_settings_call
 from hf_posbias.errors import BackendError, InputError, PosbiasError, first_line
 from hf_posbias.evaluation.runs.exports import (
     PER_QUERY_DIRNAME,
@@ -59,15 +59,14 @@ from hf_posbias.evaluation.runs.exports import (
     write_trec_run,
 )
 from hf_posbias.evaluation.runs.models import LoadedModel, load_model
+from hf_posbias.evaluation.settings import EvaluationOptions, check_run_options
 from hf_posbias.evaluation.summary import EvaluationSummary, write_summary_json
 from hf_posbias.tasks.registry import DEFAULT_TOP_K, SPLIT
 
 if TYPE_CHECKING:
-    from hf_posbias.evaluation.settings import (
-        EvaluateSettings,
-        ModelAuditSettings,
-        RemediesSettings,
-    )
+    from hf_posbias.evaluation.runs.remedies import RemedySettings
+    from hf_posbias.modeling import ModelSettings
+    from hf_posbias.rerankers.options import RerankerOptions
 
 logger = logging.getLogger(__name__)
 
@@ -277,52 +276,106 @@ def write_summaries(summaries: Sequence[EvaluationSummary], out_dir: str | Path)
     return target
 
 
-def evaluate_model(
-    settings: EvaluateSettings | ModelAuditSettings | RemediesSettings,
+def _former_evaluate_call(
+    settings: EvaluationOptions,
     tasks: Sequence[Any] | None = None,
     *,
     loaded: LoadedModel | None = None,
     show_progress: bool = False,
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    model = settings.model if loaded is None else loaded  # type: ignore[attr-defined]
+    chosen = settings.task if tasks is None else tasks
+    return (model, chosen), {**settings.evaluate_kwargs(), "show_progress": show_progress}
+
+
+@former_settings_call(
+    EvaluationOptions,
+    _former_evaluate_call,
+    instead="evaluate_model(s.model, s.task, **s.evaluate_kwargs())",
+)
+def evaluate_model(
+    model: str | LoadedModel,
+    tasks: Sequence[str | Path | Any],
+    *,
+    out: str | Path,
+    scoring: str = "default",
+    top_k: int = DEFAULT_TOP_K,
+    batch_size: int = 32,
+    bootstrap: int | None = DEFAULT_BOOTSTRAP,
+    seed: int = BOOTSTRAP_SEED,
+    progress: bool = True,
+    show_progress: bool = False,
+    device: str | None = None,
+    model_options: ModelSettings | None = None,
+    remedy: RemedySettings | None = None,
+    reranker: str | None = None,
+    first_stage: str | None = None,
+    rerank_k: int = 100,
+    reranker_options: RerankerOptions | None = None,
 ) -> list[EvaluationSummary]:
-    """Evaluate ``settings.model`` on position tasks; write summaries, tables and exports.
+    """Evaluate ``model`` on position tasks; write summaries, tables and exports into ``out``.
+
+    The library call behind ``posbias evaluate``, in the shape of ``mteb.evaluate(model, tasks,
+    …)``; the verb's :class:`~hf_posbias.evaluation.settings.EvaluateSettings` give every
+    keyword (:meth:`~hf_posbias.evaluation.settings.EvaluationOptions.evaluate_kwargs`). The
+    former call, ``evaluate_model(settings, tasks=None, loaded=None)``, still works for one
+    release (``DeprecationWarning``).
 
     Args:
-        settings: the run's settings (:class:`~hf_posbias.evaluation.settings.EvaluateSettings`
-            for ``posbias evaluate``; the audit's and the remedies' settings work too): model,
-            tasks, output folder, batch, top-k, device, scoring, bootstrap (``None``: no
-            intervals), seed, progress lines, how the model loads, a remedy, and (evaluate
-            only: ``reranker``, ``first_stage``, ``rerank_k``) the reranking pipeline.
-        tasks: task objects already loaded (:func:`load_tasks`) in place of ``settings.task``.
-        loaded: an already loaded model (skips loading; used by the audit, the remedies and
-            the study).
+        model: a model name as ``posbias evaluate --model`` takes it (``bm25``, a folder, a Hub
+            id, ``openai:<model>``, …), or an already loaded model
+            (:func:`~hf_posbias.evaluation.runs.models.load_model`; the loading keywords —
+            ``device``, ``model_options``, ``remedy``, the reranker's — are then not used).
+        tasks: task folders, registered task names or task objects already loaded
+            (:func:`load_tasks`).
+        out: the output folder.
+        scoring: the per-position protocol (``default``, ``zeng2025`` or ``posir``).
+        top_k: documents retrieved per query (at least 10).
+        batch_size: texts per encoding batch (windows per forward pass of a listwise reranker).
+        bootstrap: bootstrap resamples of the intervals (``None``: no intervals).
+        seed: the bootstrap's seed.
+        progress: plain progress lines while mteb runs.
         show_progress: progress bars from mteb/sentence-transformers.
+        device: torch device (default: automatic).
+        model_options: how a model given by name loads
+            (:class:`~hf_posbias.modeling.ModelSettings`: remote code, endpoint, …).
+        remedy: an inference-time remedy wrapping a bi-encoder
+            (:class:`~hf_posbias.evaluation.runs.remedies.RemedySettings`).
+        reranker: a second stage reordering ``model``'s top ``rerank_k``.
+        first_stage: the retriever whose top ``rerank_k`` the reranker ``model`` reorders.
+        rerank_k: candidates per query for the reranker.
+        reranker_options: how a listwise reranker is loaded and slid
+            (:class:`~hf_posbias.rerankers.options.RerankerOptions`).
 
     Returns:
         One :class:`EvaluationSummary` per task (per subset of a multilingual task), in order.
 
     Example:
         >>> from hf_posbias.evaluation.settings import EvaluateSettings
+        >>> # evaluate_model("bm25", ["tasks/squad-posq-tiny"], out="runs/bm25", bootstrap=200)
+        >>> # writes runs/bm25/summary.json; the same run from the verb's settings:
         >>> s = EvaluateSettings(model="bm25", task=("tasks/squad-posq-tiny",), out="runs/bm25")
-        >>> # evaluate_model(s)  # writes runs/bm25/summary.json
+        >>> # evaluate_model(s.model, s.task, **s.evaluate_kwargs())
+        >>> s.evaluate_kwargs()["out"]
+        'runs/bm25'
     """
-    task_objects = load_tasks(
-        settings.task if tasks is None else tasks, scoring=settings.scoring, top_k=settings.top_k
-    )
-    if loaded is None:
-        from hf_posbias.rerankers.options import RerankerOptions
-
+    check_run_options(batch_size=batch_size, top_k=top_k, scoring=scoring, bootstrap=bootstrap)
+    task_objects = load_tasks(tasks, scoring=scoring, top_k=top_k)
+    if isinstance(model, LoadedModel):
+        loaded = model
+    else:
         loaded = load_model(
-            settings.model,
-            reranker=getattr(settings, "reranker", None),
-            first_stage=getattr(settings, "first_stage", None),
-            rerank_k=getattr(settings, "rerank_k", 100),
-            device=settings.device,
-            settings=settings,
-            remedy=settings,
-            reranker_options=settings if isinstance(settings, RerankerOptions) else None,
+            model,
+            reranker=reranker,
+            first_stage=first_stage,
+            rerank_k=rerank_k,
+            device=device,
+            settings=model_options,
+            remedy=remedy,
+            reranker_options=reranker_options,
         )
-    out = Path(settings.out)
-    results_dir = out / RESULTS_DIRNAME
+    out_dir = Path(out)
+    results_dir = out_dir / RESULTS_DIRNAME
     summaries: list[EvaluationSummary] = []
     for task in task_objects:
         logger.info("evaluating %s on %s", loaded.name, task.metadata.name)
@@ -330,22 +383,22 @@ def evaluate_model(
         task_result = run_task(
             loaded,
             task,
-            batch_size=settings.batch_size,
+            batch_size=batch_size,
             results_dir=results_dir,
             show_progress=show_progress,
-            progress=settings.progress,
+            progress=progress,
         )
         summaries.extend(
             summarize_task(
                 loaded,
                 task,
                 task_result,
-                out_dir=out,
-                bootstrap=settings.bootstrap,
-                seed=settings.seed,
+                out_dir=out_dir,
+                bootstrap=bootstrap,
+                seed=seed,
                 evaluation_time_s=time.perf_counter() - start,
                 results_dir=results_dir,
             )
         )
-    write_summaries(summaries, out)
+    write_summaries(summaries, out_dir)
     return summaries
