@@ -229,10 +229,10 @@ def _rerank(s: RerankSettings) -> None:
 
 
 def _train(settings: ListwiseTrainingSettings) -> None:
-    from hf_posbias.listwise.train import report, train_listwise
+    from hf_posbias.listwise.train import listwise_train_report, train_listwise
 
     result = train_listwise(settings, echo=echo)
-    echo(report(result))
+    echo(listwise_train_report(result))
     if result.card_path:
         echo(f"model card: {result.card_path}")
 

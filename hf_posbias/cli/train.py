@@ -37,8 +37,8 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Handler: train, print the one-line summary, return 0."""
-    from hf_posbias.training.train import report, train_model
+    from hf_posbias.training.train import train_model, train_report
 
     result = train_model(settings_from_args(TrainingSettings, args))
-    print(report(result))
+    print(train_report(result))
     return 0

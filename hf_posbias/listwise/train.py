@@ -590,14 +590,14 @@ def save_checkpoint(
 # --------------------------------------------------------------------------- CLI
 
 
-def report(result: ListwiseTrainResult) -> str:
+def listwise_train_report(result: ListwiseTrainResult) -> str:
     """One line per run for the terminal.
 
     Example:
         >>> from hf_posbias.training.memory import MemoryPlan, MiniBatching
         >>> r = ListwiseTrainResult("o", "m", 2, 1.5, 0.2, 1.48, 4.0, 8, 1, "fp32", "sdpa",
         ...     2, 1, 2, MemoryPlan(False, MiniBatching(rows=1), 1, "cpu"), "cpu (cpu)")
-        >>> report(r)  # doctest: +ELLIPSIS
+        >>> listwise_train_report(r)  # doctest: +ELLIPSIS
         'trained m (DebiasFirst): 2 steps, loss 1.5000 (L_Rank 0.2000, L_LM 1.4800), 2.00 s/step...'
     """
     return (
@@ -614,7 +614,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from hf_posbias.training.scaffold import trainer_main
 
     return trainer_main(
-        argv, sys.modules[__name__], ListwiseTrainingSettings, train_listwise, report
+        argv, sys.modules[__name__], ListwiseTrainingSettings, train_listwise, listwise_train_report
     )
 
 

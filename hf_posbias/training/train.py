@@ -567,7 +567,7 @@ def _card_info(cfg, spec, rows, result, truncation, lr, model) -> Any:  # noqa: 
 # --------------------------------------------------------------------------- CLI
 
 
-def report(result: TrainResult) -> str:
+def train_report(result: TrainResult) -> str:
     """One line per run for the terminal."""
     memory = f", {result.memory.summary()}" if result.memory else ""
     return (
@@ -582,7 +582,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Module entry point; user mistakes print one ``error:`` line and return 2."""
     from hf_posbias.training.scaffold import trainer_main
 
-    return trainer_main(argv, sys.modules[__name__], TrainingSettings, train_model, report)
+    return trainer_main(argv, sys.modules[__name__], TrainingSettings, train_model, train_report)
 
 
 _MOVED_TO_LOSSES = ("WeightedCachedMNRL", "build_loss", "weighted_cached_mnrl")
