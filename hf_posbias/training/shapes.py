@@ -134,100 +134,82 @@ def real_config(name: str) -> Any:
     raise ModelLoadError(f"no built-in shape for {name!r}: choose from {', '.join(FAMILY_OF_BASE)}")
 
 
+_TINY = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4}
+"""The tiny shape every family shares (hidden 64, 2 layers, 4 heads)."""
+_TINY_MLP = {**_TINY, "intermediate_size": 128}
+
+
+def _tiny_family_kwargs(family: str, max_positions: int) -> tuple[str, dict[str, Any]]:
+    """``family`` → (its transformers config class name, the tiny config's arguments)."""
+    decoder_ids = {"bos_token_id": 0, "eos_token_id": 0}
+    families: dict[str, tuple[str, dict[str, Any]]] = {
+        "bert": (
+            "BertConfig",
+            {**_TINY_MLP, "max_position_embeddings": max_positions, "pad_token_id": 0},
+        ),
+        "longformer": (
+            "LongformerConfig",
+            {
+                **_TINY_MLP,
+                # Longformer's positions start after the padding index (RoBERTa's offset of 2)
+                "max_position_embeddings": max_positions + 2,
+                "attention_window": [32, 32],
+                "pad_token_id": 0,
+                "bos_token_id": 2,
+                "eos_token_id": 3,
+                "sep_token_id": 3,
+            },
+        ),
+        "modernbert": (
+            "ModernBertConfig",
+            {
+                **_TINY_MLP,
+                "max_position_embeddings": max_positions,
+                "pad_token_id": 0,
+                "cls_token_id": 2,
+                "sep_token_id": 3,
+                "bos_token_id": 2,
+                "eos_token_id": 3,
+                "global_attn_every_n_layers": 2,
+                "local_attention": 32,
+            },
+        ),
+        "gpt2": (
+            "GPT2Config",
+            {"n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": max_positions, **decoder_ids},
+        ),
+        "bloom": ("BloomConfig", {"hidden_size": 64, "n_layer": 2, "n_head": 4, **decoder_ids}),
+        "llama": (
+            "LlamaConfig",
+            {
+                **_TINY_MLP,
+                "num_key_value_heads": 2,
+                "max_position_embeddings": max_positions,
+                **decoder_ids,
+            },
+        ),
+        "qwen3": (
+            "Qwen3Config",
+            {
+                **_TINY_MLP,
+                "num_key_value_heads": 2,
+                "head_dim": 16,
+                "max_position_embeddings": max_positions,
+                **decoder_ids,
+            },
+        ),
+    }
+    if family not in families:
+        raise ValueError(f"unknown family {family!r}; choose from {', '.join(FAMILIES)}")
+    return families[family]
+
+
 def tiny_config(family: str, vocab_size: int, max_positions: int = 512, **overrides: Any) -> Any:
     """The transformers config of a tiny (hidden 64, 2 layers) model of ``family``."""
-    from transformers import (
-        BertConfig,
-        BloomConfig,
-        GPT2Config,
-        LlamaConfig,
-        LongformerConfig,
-        ModernBertConfig,
-        Qwen3Config,
-    )
+    import transformers
 
-    common: dict[str, Any] = {"vocab_size": vocab_size}
-    if family == "bert":
-        cfg = BertConfig(
-            hidden_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            intermediate_size=128,
-            max_position_embeddings=max_positions,
-            pad_token_id=0,
-            **common,
-        )
-    elif family == "longformer":
-        cfg = LongformerConfig(
-            hidden_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            intermediate_size=128,
-            max_position_embeddings=max_positions + 2,
-            attention_window=[32, 32],
-            pad_token_id=0,
-            bos_token_id=2,
-            eos_token_id=3,
-            sep_token_id=3,
-            **common,
-        )
-    elif family == "modernbert":
-        cfg = ModernBertConfig(
-            hidden_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            intermediate_size=128,
-            max_position_embeddings=max_positions,
-            pad_token_id=0,
-            cls_token_id=2,
-            sep_token_id=3,
-            bos_token_id=2,
-            eos_token_id=3,
-            global_attn_every_n_layers=2,
-            local_attention=32,
-            **common,
-        )
-    elif family == "gpt2":
-        cfg = GPT2Config(
-            n_embd=64,
-            n_layer=2,
-            n_head=4,
-            n_positions=max_positions,
-            bos_token_id=0,
-            eos_token_id=0,
-            **common,
-        )
-    elif family == "bloom":
-        cfg = BloomConfig(
-            hidden_size=64, n_layer=2, n_head=4, bos_token_id=0, eos_token_id=0, **common
-        )
-    elif family == "llama":
-        cfg = LlamaConfig(
-            hidden_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            intermediate_size=128,
-            max_position_embeddings=max_positions,
-            bos_token_id=0,
-            eos_token_id=0,
-            **common,
-        )
-    elif family == "qwen3":
-        cfg = Qwen3Config(
-            hidden_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            head_dim=16,
-            intermediate_size=128,
-            max_position_embeddings=max_positions,
-            bos_token_id=0,
-            eos_token_id=0,
-            **common,
-        )
-    else:
-        raise ValueError(f"unknown family {family!r}; choose from {', '.join(FAMILIES)}")
+    class_name, kwargs = _tiny_family_kwargs(family, max_positions)
+    cfg = getattr(transformers, class_name)(vocab_size=vocab_size, **kwargs)
     for key, value in overrides.items():
         setattr(cfg, key, value)
     return cfg
