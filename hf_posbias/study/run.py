@@ -230,9 +230,19 @@ def _matrix_run(model: StudyModel) -> Any:
 def dry_run_lines(spec: StudySpec, settings: StudyRunSettings) -> list[str]:
     """Every training run with its launch command, its settings after the memory plan and its
     projected time, then the evaluations and the projected total."""
+    return study_dry_run(spec, settings)[0]
+
+
+def study_dry_run(
+    spec: StudySpec, settings: StudyRunSettings, check: bool = True
+) -> tuple[list[str], float | None]:
+    """:func:`dry_run_lines` and the projected training seconds of all runs (None unless the
+    throughput figures cover every run). ``check=False`` skips :func:`check_inputs`, whose task
+    check imports mteb: a GPU host without it still gets the training plan."""
     from hf_posbias.training.matrix import run_matrix
 
-    check_inputs(spec, None)
+    if check:
+        check_inputs(spec, None)
     models = select_models(study_models(spec, settings.out or "study"), settings.shard)
     runs = [_matrix_run(m) for m in models if m.trained]
     report = run_matrix(
@@ -271,7 +281,7 @@ def dry_run_lines(spec: StudySpec, settings: StudyRunSettings) -> list[str]:
             "# pass --throughput FILE (benchmarks/train_throughput.py --json FILE) for a "
             "projected time"
         )
-    return lines
+    return lines, report.projected_seconds
 
 
 def run_study(spec: StudySpec, settings: StudyRunSettings, echo: Echo = print) -> StudyOutcome:
