@@ -5,6 +5,10 @@
 #                  SciFact before/after DebiasFirst (opt-in: needs the SciFact CSV export, see
 #                  docs/data.md; ≈15 min, not part of demo)
 # Both create .venv first (torch CPU wheel before everything that depends on torch).
+#   make gpu-proof - on a CUDA machine: every GPU figure, resumable, into $(GPU_PROOF_OUT)
+#                  (docs/gpu.md). It runs $(PYTHON) as it is, not `install` (whose CPU torch
+#                  wheel would hide the GPU): install a CUDA torch, then the package
+#                  (`pip install -e ".[demo,test]"`).
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -12,8 +16,9 @@ BIN := $(VENV)/bin
 DEMO_OUT ?= demo-output
 SCIFACT ?= scifact_csv
 LISTWISE_OUT ?= demo-listwise-output
+GPU_PROOF_OUT ?= gpu-proof-output
 
-.PHONY: install demo demo-listwise test lint clean
+.PHONY: install demo demo-listwise test lint clean gpu-proof
 
 install: $(VENV)/.installed
 
@@ -35,6 +40,9 @@ demo-listwise: install
 	$(BIN)/posbias benchmark scifact --input $(SCIFACT) --split validation --out $(LISTWISE_OUT)/scifact
 	$(BIN)/posbias benchmark scifact --input $(SCIFACT) --split train --out $(LISTWISE_OUT)/scifact-train
 	$(BIN)/posbias listwise demo --task $(LISTWISE_OUT)/scifact --train-task $(LISTWISE_OUT)/scifact-train --out $(LISTWISE_OUT)
+
+gpu-proof:
+	$(PYTHON) benchmarks/gpu_proof.py --out $(GPU_PROOF_OUT)
 
 test: install
 	$(BIN)/python -m pytest -n 2 -q tests

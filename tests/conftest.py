@@ -23,6 +23,19 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("POSBIAS_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip the tests marked ``cuda`` where no CUDA GPU is visible (one reason for all)."""
+    marked = [item for item in items if item.get_closest_marker("cuda")]
+    if not marked:
+        return
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    for item in marked:
+        item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU"))
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """The real-data folder (Wikipedia, SciFact, Climate-FEVER); skips when absent."""

@@ -87,7 +87,7 @@ def test_dense_peaks_and_probe(monkeypatch):
     assert world_size() == 1
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.cuda
 def test_cuda_probe_reports_memory_and_precision():
     info = device_info()
     assert info.kind == "cuda" and info.total_memory > 0 and info.fp16

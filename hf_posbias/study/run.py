@@ -277,9 +277,33 @@ def dry_run_lines(
     --json`` file for the projected time. The former call, ``dry_run_lines(spec, settings)``,
     still works for one release (``DeprecationWarning``).
     """
+    return study_dry_run(
+        spec,
+        out=out,
+        shard=shard,
+        num_processes=num_processes,
+        plan_for=plan_for,
+        throughput=throughput,
+    )[0]
+
+
+def study_dry_run(
+    spec: StudySpec,
+    *,
+    out: str | Path | None = None,
+    shard: str | None = None,
+    num_processes: int | None = None,
+    plan_for: str | None = None,
+    throughput: str | Path | None = None,
+    check: bool = True,
+) -> tuple[list[str], float | None]:
+    """:func:`dry_run_lines` and the projected training seconds of all runs (None unless the
+    throughput figures cover every run). ``check=False`` skips :func:`check_inputs`, whose task
+    check imports mteb: a GPU host without it still gets the training plan."""
     from hf_posbias.training.matrix import run_matrix
 
-    check_inputs(spec, None)
+    if check:
+        check_inputs(spec, None)
     models = select_models(study_models(spec, out or "study"), shard)
     runs = [_matrix_run(m) for m in models if m.trained]
     report = run_matrix(
@@ -318,7 +342,7 @@ def dry_run_lines(
             "# pass --throughput FILE (benchmarks/train_throughput.py --json FILE) for a "
             "projected time"
         )
-    return lines
+    return lines, report.projected_seconds
 
 
 def _former_run_call(

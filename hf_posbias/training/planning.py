@@ -146,16 +146,39 @@ def benchmark_label(settings: TrainingSettings) -> str | None:
 def measured_seconds_per_step(
     throughput: Mapping[str, Any], model: str, settings_label: str = "auto"
 ) -> dict[str, float] | None:
-    """Seconds per step of each bin measured for ``model`` (None when not benchmarked)."""
-    for entry in throughput.get("results", []):
-        if entry.get("model") == model and entry.get("settings") == settings_label:
-            bins = {
-                b: float(v["s_per_step"])
-                for b, v in entry.get("bins", {}).items()
-                if v.get("s_per_step") is not None
-            }
-            return bins or None
-    return None
+    """Seconds per step of each bin measured for ``model`` (None when not benchmarked).
+
+    A precision label (``bf16``, ``fp16``, ``fp32``) without an entry of its own takes the
+    ``auto`` entry that resolved to that precision on the benchmark's device: with every other
+    setting at its default the two runs are the same run.
+
+    Example:
+        >>> figures = {"results": [{"model": "m", "settings": "auto", "precision": "bf16",
+        ...                         "bins": {"256-512": {"s_per_step": 1.5}}}]}
+        >>> measured_seconds_per_step(figures, "m", "bf16")
+        {'256-512': 1.5}
+        >>> measured_seconds_per_step(figures, "m", "fp32") is None
+        True
+    """
+    entries = [e for e in throughput.get("results", []) if e.get("model") == model]
+    entry = next((e for e in entries if e.get("settings") == settings_label), None)
+    if entry is None and settings_label in ("bf16", "fp16", "fp32"):
+        entry = next(
+            (
+                e
+                for e in entries
+                if e.get("settings") == "auto" and e.get("precision") == settings_label
+            ),
+            None,
+        )
+    if entry is None:
+        return None
+    bins = {
+        b: float(v["s_per_step"])
+        for b, v in entry.get("bins", {}).items()
+        if v.get("s_per_step") is not None
+    }
+    return bins or None
 
 
 def project_seconds(steps: Mapping[str, int], seconds: Mapping[str, float]) -> float:

@@ -8,7 +8,7 @@ import torch
 from hf_posbias.rerankers.loading import load_reranker
 from hf_posbias.rerankers.records import Passage
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+pytestmark = pytest.mark.cuda
 
 
 def test_cuda_bf16_scores_follow_cpu_fp32(tiny_llm):

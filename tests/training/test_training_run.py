@@ -19,12 +19,6 @@ from hf_posbias.training.train import TrainConfig, ips_weights, train_model
 BINS = ("0-1k", "1k-2k")
 
 
-def _cuda_available() -> bool:
-    import torch
-
-    return bool(torch.cuda.is_available())
-
-
 WORDS = [
     *[
         "fox",
@@ -631,7 +625,7 @@ def test_bad_compute_settings_stop_before_the_model_loads(
     assert len(errors) == 1 and message in errors[0] and "Traceback" not in err, err
 
 
-@pytest.mark.skipif(not _cuda_available(), reason="the memory preflight trial needs CUDA")
+@pytest.mark.cuda  # the memory preflight trial needs CUDA
 def test_cuda_preflight_measures_and_refuses_what_does_not_fit(tiny_models, train_repo, tmp_path):
     from hf_posbias.errors import BudgetError
 
