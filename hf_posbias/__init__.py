@@ -12,3 +12,8 @@ POSITIONS: tuple[str, str, str] = ("begin", "middle", "end")
 """The three target positions of YHP26: character thirds of a document."""
 
 __all__ = ["POSITIONS", "__version__"]
+
+# Former module paths (before the rooms-by-job layout) keep importing, with a warning.
+from hf_posbias.deprecation import install_moved_modules  # noqa: E402
+
+install_moved_modules()
