@@ -216,8 +216,9 @@ def run_evidence_moving_cmd(args: EvidenceMovingSettings, out: Path) -> None:
 @_in_out
 def run_segment_profile_cmd(args: SegmentProfileSettings, out: Path) -> None:
     """Handler of ``posbias analyze segment-profile``."""
-    from hf_posbias.analysis.plots import CurveSeries, curve_figure, save_figure
+    from hf_posbias.analysis.plots import CurveSeries, curve_figure
     from hf_posbias.analysis.segment_profile import profile_table, segment_profile
+    from hf_posbias.figures import save_figure
 
     docs = _documents(args)
     profiles = []
@@ -249,8 +250,9 @@ def run_segment_profile_cmd(args: SegmentProfileSettings, out: Path) -> None:
 @_in_out
 def run_pooling_cmd(args: PoolingSettings, out: Path) -> None:
     """Handler of ``posbias analyze pooling``."""
-    from hf_posbias.analysis.plots import CurveSeries, curve_figure, save_figure
+    from hf_posbias.analysis.plots import CurveSeries, curve_figure
     from hf_posbias.analysis.pooling import pooling_ablation, pooling_table
+    from hf_posbias.figures import save_figure
 
     cases = _pairs(args)[0] if args.pairs else []
     docs = _documents(args) if args.corpus else []
