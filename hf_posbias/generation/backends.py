@@ -181,6 +181,52 @@ class ChatBackend(Protocol):
     def params(self) -> dict[str, Any]: ...
 
 
+class BatchCompletion:
+    """``complete_many`` over ``complete``, the one loop every chat backend shares.
+
+    A backend says how the requests run (:meth:`_run_all`: one after another by default) and
+    which errors come back in the list instead of being raised (:attr:`returned_errors`).
+    """
+
+    returned_errors: tuple[type[BackendError], ...] = (BackendError,)
+
+    def complete_many(
+        self,
+        batch: Sequence[Messages],
+        *,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        max_tokens: int = 512,
+        seeds: Sequence[int | None] | None = None,
+        json_schema: dict[str, Any] | None = None,
+    ) -> list[ChatReply | BackendError]:
+        """Completions of ``batch``, in order; failures returned as errors."""
+        seeds = list(seeds) if seeds is not None else [None] * len(batch)
+        if len(seeds) != len(batch):
+            raise ValueError(f"{len(seeds)} seeds for {len(batch)} requests")
+
+        def one(index: int) -> ChatReply | BackendError:
+            try:
+                return self.complete(  # type: ignore[attr-defined]
+                    batch[index],
+                    temperature=temperature,
+                    top_p=top_p,
+                    max_tokens=max_tokens,
+                    seed=seeds[index],
+                    json_schema=json_schema,
+                )
+            except self.returned_errors as err:
+                return err
+
+        return self._run_all(one, len(batch))
+
+    def _run_all(
+        self, one: Callable[[int], ChatReply | BackendError], n: int
+    ) -> list[ChatReply | BackendError]:
+        """One request after another (one local model)."""
+        return [one(index) for index in range(n)]
+
+
 class OpenAIEndpoint:
     """The client side every OpenAI-compatible endpoint shares: key, retries, concurrency.
 
@@ -265,7 +311,7 @@ class OpenAIEndpoint:
         raise AssertionError("unreachable")  # the loop always returns or raises
 
 
-class OpenAIChatBackend(OpenAIEndpoint):
+class OpenAIChatBackend(BatchCompletion, OpenAIEndpoint):
     """Any OpenAI-compatible chat endpoint through the official ``openai`` client.
 
     Works with the OpenAI API and with local servers that speak the same protocol (vLLM,
@@ -366,38 +412,16 @@ class OpenAIChatBackend(OpenAIEndpoint):
             finish_reason=getattr(choice, "finish_reason", None),
         )
 
-    def complete_many(
-        self,
-        batch: Sequence[Messages],
-        *,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        max_tokens: int = 512,
-        seeds: Sequence[int | None] | None = None,
-        json_schema: dict[str, Any] | None = None,
+    def _run_all(
+        self, one: Callable[[int], ChatReply | BackendError], n: int
     ) -> list[ChatReply | BackendError]:
-        """Many completions on a thread pool, in order; failures returned as errors."""
-        seeds = list(seeds) if seeds is not None else [None] * len(batch)
+        """On a thread pool (an endpoint serves requests concurrently), in order."""
         self._get_client()  # fail once, up front, on a missing key
-
-        def one(index: int) -> ChatReply | BackendError:
-            try:
-                return self.complete(
-                    batch[index],
-                    temperature=temperature,
-                    top_p=top_p,
-                    max_tokens=max_tokens,
-                    seed=seeds[index],
-                    json_schema=json_schema,
-                )
-            except BackendError as err:
-                return err
-
         with ThreadPoolExecutor(max_workers=self.max_concurrency) as pool:
-            return list(pool.map(one, range(len(batch))))
+            return list(pool.map(one, range(n)))
 
 
-class TransformersChatBackend:
+class TransformersChatBackend(BatchCompletion):
     """A local causal LM through ``transformers``, prompted with the tokenizer's chat template.
 
     A tokenizer without a chat template gets :data:`FALLBACK_CHAT_TEMPLATE` and a logged
@@ -421,6 +445,9 @@ class TransformersChatBackend:
         ...
         hf_posbias.errors.ModelLoadError: cannot load causal LM '/nonexistent/model': ...
     """
+
+    # A local model only rejects prompts too long for its context; anything else is a bug.
+    returned_errors = (RequestRejected,)
 
     def __init__(
         self,
@@ -563,35 +590,6 @@ class TransformersChatBackend:
             decoding="free_form" if json_schema is None else "json_schema",
             finish_reason=finish,
         )
-
-    def complete_many(
-        self,
-        batch: Sequence[Messages],
-        *,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        max_tokens: int = 512,
-        seeds: Sequence[int | None] | None = None,
-        json_schema: dict[str, Any] | None = None,
-    ) -> list[ChatReply | BackendError]:
-        """Completions one after another (one local model), in order."""
-        seeds = list(seeds) if seeds is not None else [None] * len(batch)
-        results: list[ChatReply | BackendError] = []
-        for messages, seed in zip(batch, seeds, strict=True):
-            try:
-                results.append(
-                    self.complete(
-                        messages,
-                        temperature=temperature,
-                        top_p=top_p,
-                        max_tokens=max_tokens,
-                        seed=seed,
-                        json_schema=json_schema,
-                    )
-                )
-            except RequestRejected as err:
-                results.append(err)
-        return results
 
 
 def make_chat_backend(name: str, model: str, **options: Any) -> ChatBackend:

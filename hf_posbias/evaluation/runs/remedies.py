@@ -51,6 +51,7 @@ from hf_posbias.evaluation.runs.remedy_kinds import (
     prompt_token_ids,
     special_tokens,
 )
+from hf_posbias.evaluation.runs.search import CorpusSearch
 from hf_posbias.plugins import GROUPS, Registry
 from hf_posbias.settings import Settings, check_choice, check_positive, flag_name, setting
 
@@ -455,7 +456,7 @@ def remedy_scorer(model: Any, settings: RemedySettings | None) -> RemedyScorer |
     return RemedyScorer(st_model, settings)
 
 
-class RemedySearch(RemedyScorer):
+class RemedySearch(CorpusSearch, RemedyScorer):
     """A bi-encoder with an inference-time remedy, as an mteb search model.
 
     Args:
@@ -475,7 +476,6 @@ class RemedySearch(RemedyScorer):
         experiment.update(remedy=settings.remedy, **settings.read_settings)
         self._meta = meta.model_copy(update={"experiment_kwargs": experiment})
         self._index: PassageIndex | None = None
-        self._doc_ids: list[str] = []
 
     @property
     def mteb_model_meta(self) -> ModelMeta:
@@ -484,18 +484,10 @@ class RemedySearch(RemedyScorer):
 
     # ----------------------------------------------------------------- mteb protocol
 
-    def index(
-        self,
-        corpus: Any,
-        *,
-        task_metadata: TaskMetadata,
-        hf_split: str,
-        hf_subset: str,
-        encode_kwargs: dict[str, Any],
-        num_proc: int | None = None,
-        **kwargs: Any,
-    ) -> None:
-        """Embed every passage of the corpus once (mteb calls this once per subset)."""
+    def build_index(
+        self, corpus: Any, *, task_metadata: TaskMetadata, hf_subset: str, encode_kwargs: dict
+    ) -> list[str]:
+        """Embed every passage of the corpus once."""
         from mteb._create_dataloaders import create_dataloader
         from mteb.types import PromptType
 
@@ -505,7 +497,7 @@ class RemedySearch(RemedyScorer):
         texts = [str(t) for t in loader.dataset["text"]]
         prompt = self._prompt(task_metadata, PromptType.document)
         self._index = self.embed_documents(texts, prompt, int(encode_kwargs.get("batch_size", 32)))
-        self._doc_ids = [str(i) for i in corpus["id"]]
+        return [str(i) for i in corpus["id"]]
 
     def _prompt(self, task_metadata: TaskMetadata, prompt_type: Any) -> str | None:
         from mteb.models.sentence_transformer_wrapper import _resolve_prompt
@@ -513,26 +505,21 @@ class RemedySearch(RemedyScorer):
         prompts = getattr(getattr(self.encoder, "model", None), "model_prompts", None)
         return _resolve_prompt(prompts, task_metadata, prompt_type) if prompts else None
 
-    def search(
+    def score_queries(
         self,
         queries: Any,
+        top_k: int,
         *,
         task_metadata: TaskMetadata,
         hf_split: str,
         hf_subset: str,
-        top_k: int,
         encode_kwargs: dict[str, Any],
-        top_ranked: dict[str, list[str]] | None = None,
-        num_proc: int | None = None,
-        **kwargs: Any,
-    ) -> dict[str, dict[str, float]]:
-        """Top ``top_k`` documents per query, scored by the remedy (:meth:`scores`)."""
+    ) -> list[list[tuple[int, float]]]:
+        """Every document per query, scored by the remedy (:meth:`scores`), best first."""
         import torch
         from mteb._create_dataloaders import create_dataloader
         from mteb.types import PromptType
 
-        if self._index is None:
-            raise RuntimeError("RemedySearch.index must be called before search")
         loader = create_dataloader(
             queries, task_metadata=task_metadata, prompt_type=PromptType.query, **encode_kwargs
         )
@@ -545,19 +532,10 @@ class RemedySearch(RemedyScorer):
             **encode_kwargs,
         )
         scores = self.scores(q, self._index, self.encoder.similarity)
-        out: dict[str, dict[str, float]] = {}
-        for row, qid in enumerate(queries["id"]):
-            allowed = set(top_ranked.get(qid, [])) if top_ranked else None
-            values, idx = torch.sort(scores[row], descending=True, stable=True)
-            ranked: dict[str, float] = {}
-            for v, d in zip(values.tolist(), idx.tolist(), strict=True):
-                doc = self._doc_ids[d]
-                if allowed is None or doc in allowed:
-                    ranked[doc] = float(v)
-                if len(ranked) >= top_k:
-                    break
-            out[qid] = ranked
-        return out
+        values, idx = torch.sort(scores, dim=1, descending=True, stable=True)
+        return [
+            list(zip(i, v, strict=True)) for i, v in zip(idx.tolist(), values.tolist(), strict=True)
+        ]
 
 
 def encoded_token_count(st_model: Any, texts: list[str], prompt: str | None = None) -> int:

@@ -57,26 +57,36 @@ def _task_language(task_metadata: TaskMetadata, hf_subset: str) -> str:
     return next(iter(codes)) if len(codes) == 1 else "eng"
 
 
-class BM25Model:
-    """:class:`hf_posbias.bm25.BM25Index` as an mteb search model (``mteb.evaluate``-ready).
+class CorpusSearch:
+    """An mteb search model over an index of the corpus: mteb's search protocol in one place.
 
-    Example:
-        >>> BM25Model().stats.index_builds
-        0
+    mteb calls :meth:`index` once per subset, then :meth:`search`; a subclass builds its index
+    (:meth:`build_index`, returning the document ids in index order) and scores every document
+    for every query (:meth:`score_queries`). This class keeps the ids, restricts each query to
+    its ``top_ranked`` documents when mteb passes them, and cuts at ``top_k``.
     """
 
-    def __init__(self) -> None:
-        import mteb
+    _doc_ids: list[str] | None = None
 
-        self.stats = SearchStats()
-        self._index: Any = None
-        self._doc_ids: list[str] = []
-        self._meta = mteb.get_model_meta("mteb/baseline-bm25s")
+    def build_index(
+        self, corpus: Any, *, task_metadata: TaskMetadata, hf_subset: str, encode_kwargs: dict
+    ) -> list[str]:
+        """Index ``corpus``; the document ids in index order."""
+        raise NotImplementedError
 
-    @property
-    def mteb_model_meta(self) -> ModelMeta:
-        """``mteb/baseline-bm25s`` (the name the MTEB leaderboard uses for BM25)."""
-        return self._meta
+    def score_queries(
+        self,
+        queries: Any,
+        top_k: int,
+        *,
+        task_metadata: TaskMetadata,
+        hf_split: str,
+        hf_subset: str,
+        encode_kwargs: dict[str, Any],
+    ) -> list[list[tuple[int, float]]]:
+        """Per query (in ``queries`` order), ``(document index, score)`` best first: the
+        ``top_k`` best or more (:meth:`search` skips those outside a query's ``top_ranked``)."""
+        raise NotImplementedError
 
     def index(
         self,
@@ -90,13 +100,9 @@ class BM25Model:
         **kwargs: Any,
     ) -> None:
         """Index the corpus (mteb calls this once per subset)."""
-        from hf_posbias.bm25 import BM25Analyzer, BM25Index, document_text
-
-        analyzer = BM25Analyzer.for_language(_task_language(task_metadata, hf_subset))
-        texts = [document_text(doc.get("title") or "", doc["text"]) for doc in corpus]
-        self._index = BM25Index(texts, analyzer)
-        self._doc_ids = [str(row["id"]) for row in corpus]
-        self.stats.index_builds += 1
+        self._doc_ids = self.build_index(
+            corpus, task_metadata=task_metadata, hf_subset=hf_subset, encode_kwargs=encode_kwargs
+        )
 
     def search(
         self,
@@ -111,9 +117,75 @@ class BM25Model:
         num_proc: int | None = None,
         **kwargs: Any,
     ) -> dict[str, dict[str, float]]:
-        """Top ``top_k`` documents per query with their BM25 scores."""
-        if self._index is None:
-            raise RuntimeError("BM25Model.index must be called before search")
+        """Top ``top_k`` documents per query with their scores (among the query's
+        ``top_ranked`` documents when given)."""
+        if self._doc_ids is None:
+            raise RuntimeError(f"{type(self).__name__}.index must be called before search")
+        rows = self.score_queries(
+            queries,
+            top_k,
+            task_metadata=task_metadata,
+            hf_split=hf_split,
+            hf_subset=hf_subset,
+            encode_kwargs=encode_kwargs,
+        )
+        out: dict[str, dict[str, float]] = {}
+        for qid, row in zip(queries["id"], rows, strict=True):
+            allowed = set(top_ranked.get(qid, [])) if top_ranked else None
+            kept: dict[str, float] = {}
+            for index, score in row:
+                doc = self._doc_ids[index]
+                if allowed is None or doc in allowed:
+                    kept[doc] = float(score)
+                if len(kept) >= top_k:
+                    break
+            out[qid] = kept
+        return out
+
+
+class BM25Model(CorpusSearch):
+    """:class:`hf_posbias.bm25.BM25Index` as an mteb search model (``mteb.evaluate``-ready).
+
+    Example:
+        >>> BM25Model().stats.index_builds
+        0
+    """
+
+    def __init__(self) -> None:
+        import mteb
+
+        self.stats = SearchStats()
+        self._index: Any = None
+        self._meta = mteb.get_model_meta("mteb/baseline-bm25s")
+
+    @property
+    def mteb_model_meta(self) -> ModelMeta:
+        """``mteb/baseline-bm25s`` (the name the MTEB leaderboard uses for BM25)."""
+        return self._meta
+
+    def build_index(
+        self, corpus: Any, *, task_metadata: TaskMetadata, hf_subset: str, encode_kwargs: dict
+    ) -> list[str]:
+        """The BM25 index of titles and texts, in the task's language."""
+        from hf_posbias.bm25 import BM25Analyzer, BM25Index, document_text
+
+        analyzer = BM25Analyzer.for_language(_task_language(task_metadata, hf_subset))
+        texts = [document_text(doc.get("title") or "", doc["text"]) for doc in corpus]
+        self._index = BM25Index(texts, analyzer)
+        self.stats.index_builds += 1
+        return [str(row["id"]) for row in corpus]
+
+    def score_queries(
+        self,
+        queries: Any,
+        top_k: int,
+        *,
+        task_metadata: TaskMetadata,
+        hf_split: str,
+        hf_subset: str,
+        encode_kwargs: dict[str, Any],
+    ) -> list[list[tuple[int, float]]]:
+        """BM25's best ``top_k`` per query (an instruction is appended to its query)."""
         self.stats.searches += 1
         self.stats.queries += len(queries)
         texts = list(queries["text"])
@@ -123,15 +195,7 @@ class BM25Model:
                 for t, i in zip(texts, queries["instruction"], strict=True)
             ]
         docs, scores = self._index.retrieve(texts, top_k)
-        out: dict[str, dict[str, float]] = {}
-        for qid, row_docs, row_scores in zip(queries["id"], docs, scores, strict=True):
-            allowed = top_ranked.get(qid) if top_ranked else None
-            out[qid] = {
-                self._doc_ids[d]: float(v)
-                for d, v in zip(row_docs, row_scores, strict=True)
-                if allowed is None or self._doc_ids[d] in allowed
-            }
-        return out
+        return [list(zip(d, v, strict=True)) for d, v in zip(docs, scores, strict=True)]
 
 
 def _as_search_model(model: Any) -> Any:
