@@ -181,7 +181,9 @@ def load_embedder(
         )
     meta = registry_entry(text)
     if meta is not None:
-        model = load_registry_model(meta, device=device)
+        model = load_registry_model(
+            meta, device=device, trust_remote_code=settings.trust_remote_code
+        )
         inner = getattr(model, "model", None)
         st = inner if hasattr(inner, "max_seq_length") else None
         encode = _mteb_encode(model, batch_size)

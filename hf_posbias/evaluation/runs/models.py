@@ -246,7 +246,9 @@ def _load_retriever(
         return encoder, name, revision, encoder, None, "endpoint"
     reg = registry_entry(spec)
     if reg is not None:
-        model = load_registry_model(reg, device=device)
+        model = load_registry_model(
+            reg, device=device, trust_remote_code=settings.trust_remote_code
+        )
         meta = unique_model_meta(model.mteb_model_meta, str(reg.name), str(reg.revision))
         model.mteb_model_meta = meta
         encoder = CountingEncoder(model, meta=meta)
@@ -307,7 +309,9 @@ def load_endpoint_encoder(spec: str, settings: ModelSettings) -> tuple[Any, str,
     return EndpointEncoder(endpoint, meta), name, revision
 
 
-def _mteb_cross_encoder(spec: str, kind: str, device: str | None) -> tuple[Any, str, str]:
+def _mteb_cross_encoder(
+    spec: str, kind: str, device: str | None, settings: ModelSettings
+) -> tuple[Any, str, str]:
     """``(mteb cross-encoder, name, revision)`` of a ``cross-encoder`` or ``registry`` reranker:
     reranked by mteb's own pipeline (:class:`~.search.RerankSearch`)."""
     from mteb.models import CrossEncoderWrapper
@@ -321,11 +325,15 @@ def _mteb_cross_encoder(spec: str, kind: str, device: str | None) -> tuple[Any, 
 
     if kind == "registry":
         meta = registry_reranker(spec)
-        ce_wrapper = load_registry_model(meta, device=device)
+        ce_wrapper = load_registry_model(
+            meta, device=device, trust_remote_code=settings.trust_remote_code
+        )
         name, revision = str(meta.name), str(meta.revision)
     else:
         ce_spec = spec.removeprefix(CROSS_ENCODER_PREFIX)
-        ce = load_cross_encoder(ce_spec, device=device)
+        ce = load_cross_encoder(
+            ce_spec, device=device, trust_remote_code=settings.trust_remote_code
+        )
         name, revision = _model_identity(ce_spec, ce)
         ce_wrapper = CrossEncoderWrapper(ce)
     ce_wrapper.mteb_model_meta = unique_model_meta(ce_wrapper.mteb_model_meta, name, revision)
@@ -361,7 +369,7 @@ def _load_second_stage(
     # One --base-url: the listwise LLM is served there only when named openai:<model>.
     kind = resolve_reranker_kind(spec, dataclasses.replace(opts, base_url=None))
     if kind.name in MTEB_RERANKER_KINDS:
-        ce_wrapper, name, revision = _mteb_cross_encoder(spec, kind.name, device)
+        ce_wrapper, name, revision = _mteb_cross_encoder(spec, kind.name, device, settings)
         pipeline = RerankSearch(
             retriever, ce_wrapper, rerank_k=rerank_k, first_stage_name=first_stage_name
         )
