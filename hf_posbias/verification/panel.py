@@ -72,7 +72,7 @@ def check_paper_panel(trust_remote_code: bool) -> None:
         names = " and ".join(sorted(_REMOTE_CODE_MODELS))
         raise InputError(
             f"panel 'paper' runs the code of {names} (their own modelling code): add "
-            "--trust-remote-code (spec key trust_remote_code) only if you trust these repositories"
+            "--trust-remote-code only if you trust these repositories"
         )
 
 
