@@ -27,7 +27,7 @@ from hf_posbias.modeling import (
     load_named_sentence_transformer,
     load_registry_model,
     model_display_name,
-    registry_entry,
+    resolve_model,
 )
 
 
@@ -163,13 +163,12 @@ def load_embedder(
         ...
         hf_posbias.errors.ModelLoadError: bm25 ranks documents but does not embed them
     """
-    from hf_posbias.bm25 import is_bm25
-
     text = str(name)
     settings = settings or ModelSettings()
-    if is_bm25(text):
+    resolved = resolve_model(text)
+    if resolved.source == "bm25":
         raise ModelLoadError("bm25 ranks documents but does not embed them")
-    if text.startswith("openai:"):
+    if resolved.source == "endpoint":
         from hf_posbias.evaluation.runs.endpoint import embedding_endpoint
 
         endpoint = embedding_endpoint(text, settings)
@@ -179,9 +178,11 @@ def load_embedder(
             kind="endpoint",
             source={"base_url": settings.base_url},
         )
-    meta = registry_entry(text)
+    meta = resolved.meta
     if meta is not None:
-        model = load_registry_model(meta, device=device)
+        model = load_registry_model(
+            meta, device=device, trust_remote_code=settings.trust_remote_code
+        )
         inner = getattr(model, "model", None)
         st = inner if hasattr(inner, "max_seq_length") else None
         encode = _mteb_encode(model, batch_size)
@@ -204,9 +205,9 @@ def _st_source(name: str) -> dict[str, Any]:
     another model. A Hub id is known by its name."""
     from pathlib import Path
 
-    from hf_posbias.modeling import resolve_model
+    from hf_posbias.modeling import model_location
 
-    resolved = Path(resolve_model(name))
+    resolved = Path(model_location(name))
     if not resolved.is_dir():
         return {}
     from hf_posbias.hashing import folder_fingerprint

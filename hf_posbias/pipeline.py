@@ -326,14 +326,19 @@ def run_generate_stage(
 
 
 def make_stage_panel(
-    panel: str | RerankerPanel, normalization: str | None = None, *, load: bool = True
+    panel: str | RerankerPanel,
+    normalization: str | None = None,
+    *,
+    load: bool = True,
+    trust_remote_code: bool = False,
 ) -> RerankerPanel:
-    """The verification panel: parsed from its spec (cross-encoders loaded unless ``load``)."""
+    """The verification panel: parsed from its spec (cross-encoders loaded unless ``load``;
+    remote code only with ``trust_remote_code``)."""
     if not isinstance(panel, str):
         return panel
     from hf_posbias.verification.panel import parse_panel
 
-    return parse_panel(panel, normalization, load=load)
+    return parse_panel(panel, normalization, load=load, trust_remote_code=trust_remote_code)
 
 
 def run_verify_stage(
@@ -795,6 +800,11 @@ class PanelSettings(Settings):
         f"consensus-margin threshold δ, within the panel's score range (default {DEFAULT_DELTA})",
         default=None,
     )
+    trust_remote_code: bool = setting(
+        "let the panel's cross-encoders run their repositories' own code ('paper' needs it: "
+        "gte-multilingual-reranker, jina-reranker-v2); only for repositories you trust",
+        default=False,
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -805,7 +815,9 @@ class PanelSettings(Settings):
 
     def make_panel(self, *, load: bool = True) -> RerankerPanel:
         """The panel (cross-encoders loaded unless ``load`` is false)."""
-        return make_stage_panel(self.panel, self.normalization, load=load)
+        return make_stage_panel(
+            self.panel, self.normalization, load=load, trust_remote_code=self.trust_remote_code
+        )
 
 
 @dataclass(kw_only=True)

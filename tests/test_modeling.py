@@ -18,17 +18,42 @@ from hf_posbias.modeling import (
 def test_local_path_wins(tmp_path: Path) -> None:
     folder = tmp_path / "all-MiniLM-L6-v2"
     folder.mkdir()
-    assert resolve_model(str(folder)) == str(folder)
+    resolved = resolve_model(str(folder))
+    assert (resolved.source, resolved.location) == ("folder", str(folder))
+    assert Path(resolved) == folder
 
 
 def test_packaged_model_resolves_to_its_folder(minilm_path: str) -> None:
-    assert resolve_model("all-MiniLM-L6-v2") == minilm_path
-    assert resolve_model("sentence-transformers/all-MiniLM-L6-v2") == minilm_path
+    for name in ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"):
+        resolved = resolve_model(name)
+        assert (resolved.source, resolved.location, resolved.is_local) == (
+            "packaged",
+            minilm_path,
+            True,
+        )
     assert (Path(minilm_path) / "modules.json").exists()
 
 
 def test_other_names_pass_through_as_hub_ids() -> None:
-    assert resolve_model("BAAI/bge-m3") == "BAAI/bge-m3"
+    resolved = resolve_model("acme/no-such-model")
+    assert (resolved.source, resolved.location, resolved.meta) == (
+        "hub",
+        "acme/no-such-model",
+        None,
+    )
+    assert resolve_model("BAAI/bge-m3", registry=False).location == "BAAI/bge-m3"
+
+
+def test_one_resolver_names_every_source(tmp_path: Path) -> None:
+    registry = resolve_model("intfloat/e5-small-v2")
+    assert registry.source == "registry" and registry.meta.name == "intfloat/e5-small-v2"
+    assert not registry.needs_remote_code
+    assert resolve_model("BM25").source == "bm25"
+    assert resolve_model("openai:text-embedding-3-small").source == "endpoint"
+    # A local folder wins over a registry name of the same spelling.
+    folder = tmp_path / "intfloat" / "e5-small-v2"
+    folder.mkdir(parents=True)
+    assert resolve_model(str(folder)).source == "folder"
     with pytest.raises(ModelLoadError, match="empty"):
         resolve_model(" ")
 

@@ -34,9 +34,9 @@ def _transformer_module(name: str, device: str | None) -> tuple[Any, dict[str, s
     """The ``Transformer`` module of ``name`` and the prompts to keep (from an ST folder)."""
     from sentence_transformers.sentence_transformer.modules import Transformer
 
-    from hf_posbias.modeling import load_sentence_transformer, resolve_model
+    from hf_posbias.modeling import load_sentence_transformer, model_location
 
-    resolved = resolve_model(name)
+    resolved = model_location(name)
     if (Path(resolved) / "modules.json").exists():
         st = load_sentence_transformer(resolved, device=device)
         first = st[0]

@@ -421,7 +421,11 @@ class _Build:
     def panel(self) -> RerankerPanel:
         from hf_posbias.verification.panel import parse_panel
 
-        return parse_panel(self.s.rerankers, batch_size=max(8, self.s.batch_size))
+        return parse_panel(
+            self.s.rerankers,
+            batch_size=max(8, self.s.batch_size),
+            trust_remote_code=self.s.trust_remote_code,
+        )
 
     def stage1_rerank(
         self, passages: list[dict[str, Any]], questions: list[dict[str, Any]]

@@ -94,6 +94,11 @@ class BenchmarkBuildSettings:
         "jina-reranker-v2-base-multilingual; offline stand-in: BM25 + MiniLM cosine)",
         default=OFFLINE_RERANKERS,
     )
+    trust_remote_code: bool = setting(
+        "let the rerankers run their repositories' own code (`paper` needs it: "
+        "gte-multilingual-reranker, jina-reranker-v2); only for repositories you trust",
+        default=False,
+    )
     judge_min_score: int = setting(
         "Stage 1: the labelled segment's least 0-4 grade (Z25: 3)", default=3
     )

@@ -64,6 +64,7 @@ from hf_posbias.rerankers.kinds import (
     RerankerKind,
 )
 from hf_posbias.rerankers.options import RerankerOptions
+from hf_posbias.suggestions import suggest
 
 BUILTIN_KINDS: tuple[RerankerKind, ...] = (
     BM25,
@@ -98,7 +99,7 @@ def resolve_reranker_kind(name: str, options: RerankerOptions | None = None) -> 
         ModelLoadError: an empty name, or a name no kind matches (one line, with the closest
             reranker names).
     """
-    from hf_posbias.modeling import suggest_reranker_names
+    from hf_posbias.modeling import hub_state, known_reranker_names, unknown_model_error
 
     opts = options or RerankerOptions()
     if not str(name).strip():
@@ -106,11 +107,11 @@ def resolve_reranker_kind(name: str, options: RerankerOptions | None = None) -> 
     for kind in reranker_kinds():
         if kind.matches(name, opts):
             return kind
-    where = "no model folder, packaged model, mteb registry reranker or Hub model of that name"
-    if Path(name).expanduser().exists():
-        where = "its config.json names neither a *ForSequenceClassification nor a *ForCausalLM"
-    close = suggest_reranker_names(name)
-    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    if not Path(name).expanduser().exists():
+        raise unknown_model_error("reranker", name, hub_state(name), known_reranker_names())
+    where = "its config.json names neither a *ForSequenceClassification nor a *ForCausalLM"
+    hint = suggest(name, known_reranker_names())
+    hint = f"; {hint}" if hint else ""
     raise ModelLoadError(f"cannot load reranker {name!r}: {where}{hint}")
 
 

@@ -126,9 +126,9 @@ def model_fingerprint(model: StudyModel) -> str:
     """Content hash of a local model folder (weights, config, tokenizer; not the card); the
     model argument itself for a model that is not a local folder."""
     from hf_posbias.hashing import folder_digest
-    from hf_posbias.modeling import resolve_model
+    from hf_posbias.modeling import model_location
 
-    path = Path(resolve_model(model.folder))
+    path = Path(model_location(model.folder))
     if not path.is_dir():
         return model.folder
     names = sorted(

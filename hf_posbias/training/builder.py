@@ -90,7 +90,7 @@ def build_sentence_transformer(
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
 
-    from hf_posbias.modeling import load_sentence_transformer, resolve_model
+    from hf_posbias.modeling import load_sentence_transformer, model_location
 
     pool_mode = pooling or spec.pooling
     if pool_mode not in POOLINGS:
@@ -111,7 +111,7 @@ def build_sentence_transformer(
         transformer = model[0]
     else:
         try:
-            transformer = Transformer(resolve_model(spec.checkpoint), model_kwargs=model_kwargs)
+            transformer = Transformer(model_location(spec.checkpoint), model_kwargs=model_kwargs)
         except Exception as err:  # every failure here means "this checkpoint cannot load"
             raise ModelLoadError(
                 f"cannot load checkpoint {spec.checkpoint!r}: {first_line(err)}"
@@ -141,9 +141,9 @@ def checkpoint_folder(spec: ModelSpec) -> str:
 
     A sentence-transformers folder may keep its transformer in a sub-folder.
     """
-    from hf_posbias.modeling import resolve_model
+    from hf_posbias.modeling import model_location
 
-    resolved = resolve_model(spec.checkpoint)
+    resolved = model_location(spec.checkpoint)
     folder = Path(resolved)
     if folder.is_dir() and not (folder / "config.json").is_file():
         nested = sorted(folder.glob("*/config.json"))

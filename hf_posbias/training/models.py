@@ -30,6 +30,7 @@ from typing import Literal
 from hf_posbias.errors import ModelLoadError
 from hf_posbias.plugins import GROUPS, Registry
 from hf_posbias.rows import read_json
+from hf_posbias.suggestions import suggest
 
 Kind = Literal["encoder", "decoder"]
 PoolingName = Literal["cls", "mean", "max", "lasttoken"]
@@ -258,15 +259,21 @@ def _st_folder_pooling(folder: Path) -> PoolingName | None:
 def get_model_spec(name_or_path: str | Path) -> ModelSpec:
     """The spec of a short name, a paper checkpoint id, a local folder, or a packaged model.
 
+    Registered bases first (:data:`BASE_REGISTRY`: a base is a training recipe), then the one
+    resolver, :func:`hf_posbias.modeling.resolve_model` (a local folder or a packaged model).
     Unknown names raise a one-line :class:`~hf_posbias.errors.ModelLoadError` listing the
-    registered names.
+    registered names and the closest of them.
 
     Example:
         >>> from hf_posbias.training.models import get_model_spec
         >>> get_model_spec("modernbert-large").lr
         2e-05
+        >>> get_model_spec("modernbert-larg")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.ModelLoadError: unknown model 'modernbert-larg': ...; did you mean ...
     """
-    from hf_posbias.modeling import PACKAGED_MODELS, resolve_model
+    from hf_posbias.modeling import resolve_model
 
     text = str(name_or_path)
     named = BASE_REGISTRY.get(text)
@@ -275,11 +282,12 @@ def get_model_spec(name_or_path: str | Path) -> ModelSpec:
     for spec in BASE_REGISTRY.items().values():
         if spec.checkpoint == text:
             return spec
-    if Path(text).expanduser().exists() or text in PACKAGED_MODELS:
-        folder = Path(resolve_model(text))
-        display = text if text in PACKAGED_MODELS else None
-        return infer_spec_from_folder(folder, name=display)
+    resolved = resolve_model(text, registry=False)
+    if resolved.is_local:
+        display = text if resolved.source == "packaged" else None
+        return infer_spec_from_folder(Path(resolved.location), name=display)
+    hint = suggest(text, model_names())
     raise ModelLoadError(
         f"unknown model {text!r}: not a registered name ({', '.join(model_names())}) "
-        "nor an existing local folder"
+        "nor an existing local folder" + (f"; {hint}" if hint else "")
     )

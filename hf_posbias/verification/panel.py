@@ -54,8 +54,27 @@ PAPER_PANEL: tuple[str, ...] = (
 """The three cross-encoders of YHP26's verification panel (Hub ids)."""
 
 # gte-multilingual-reranker and jina-reranker-v2 ship their modelling code in the repo; the
-# paper's panel cannot load without it, so `paper` opts in for exactly these two ids.
+# paper's panel cannot load without it, so `paper` needs the user's --trust-remote-code.
 _REMOTE_CODE_MODELS = frozenset(PAPER_PANEL[1:])
+
+
+def check_paper_panel(trust_remote_code: bool) -> None:
+    """Refuse the ``paper`` panel without the remote-code opt-in (two of its rerankers run
+    their repositories' own code).
+
+    Example:
+        >>> check_paper_panel(False)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: panel 'paper' runs the code of ... add --trust-remote-code ...
+    """
+    if not trust_remote_code:
+        names = " and ".join(sorted(_REMOTE_CODE_MODELS))
+        raise InputError(
+            f"panel 'paper' runs the code of {names} (their own modelling code): add "
+            "--trust-remote-code only if you trust these repositories"
+        )
+
 
 # --------------------------------------------------------------------------- margins
 
@@ -285,6 +304,7 @@ def parse_panel(
     max_length: int | None = None,
     device: str | None = None,
     load: bool = True,
+    trust_remote_code: bool = False,
 ) -> RerankerPanel:
     """Build a panel from a comma-separated spec.
 
@@ -294,7 +314,8 @@ def parse_panel(
     (``bm25@softmax``, ``BAAI/bge-reranker-v2-m3@none``); otherwise ``normalization`` applies
     where it is valid for the member kind, else the kind's default (cross-encoder ``sigmoid``,
     BM25 ``share``). With ``load`` (default) every cross-encoder is loaded now, so a bad id
-    fails before any work starts.
+    fails before any work starts. ``trust_remote_code`` (``--trust-remote-code``) lets a
+    cross-encoder run its repository's own code; without it ``paper`` is refused.
 
     Example:
         >>> panel = parse_panel("bm25@softmax")
@@ -327,7 +348,10 @@ def parse_panel(
                 )
             )
             continue
-        names = list(PAPER_PANEL) if name.lower() == "paper" else [name]
+        names = [name]
+        if name.lower() == "paper":
+            check_paper_panel(trust_remote_code)
+            names = list(PAPER_PANEL)
         for model in names:
             chosen = norm or (
                 normalization if normalization in CROSS_ENCODER_NORMALIZATIONS else "sigmoid"
@@ -339,7 +363,7 @@ def parse_panel(
                     batch_size=batch_size,
                     max_length=max_length,
                     device=device,
-                    trust_remote_code=model in _REMOTE_CODE_MODELS,
+                    trust_remote_code=trust_remote_code,
                 )
             )
     if normalization is not None and not any(m.normalization == normalization for m in members):

@@ -130,4 +130,4 @@ def test_bad_reranker_name_on_the_command_line(task_folder, tmp_path, capsys, mo
     argv = ["evaluate", "--model", "bm25", "--reranker", "smollm2-13m"]
     assert main([*argv, "--task", str(task_folder), "--out", str(tmp_path), "--no-progress"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("error: cannot load reranker 'smollm2-13m'")
+    assert len(err) == 1 and err[0].startswith("error: unknown reranker 'smollm2-13m'")

@@ -65,7 +65,7 @@ def test_each_unique_pair_is_scored_once() -> None:
 
 
 def test_parse_panel_specs(tiny_cross_encoder) -> None:
-    panel = parse_panel("paper", load=False)
+    panel = parse_panel("paper", load=False, trust_remote_code=True)
     assert panel.names == list(PAPER_PANEL)
     assert {m["normalization"] for m in panel.describe()} == {"sigmoid"}
     panel = parse_panel(f"bm25@softmax, {tiny_cross_encoder}@none")

@@ -178,9 +178,9 @@ def _check_model_path(spec: str) -> None:
 
 def _model_identity(spec: str, loaded: Any) -> tuple[str, str]:
     """Unique mteb (name, revision) for a model argument (see docs/contributing-notes.md, mteb)."""
-    from hf_posbias.modeling import PACKAGED_MODELS, model_display_name, resolve_model
+    from hf_posbias.modeling import PACKAGED_MODELS, model_display_name, model_location
 
-    resolved = resolve_model(spec)
+    resolved = model_location(spec)
     if spec in PACKAGED_MODELS:
         name = spec if "/" in spec else f"sentence-transformers/{spec}"
     else:
@@ -224,29 +224,30 @@ def _load_retriever(
 ) -> tuple[Any, str, str, Any, Any, str]:
     """(mteb model, name, revision, encoder-or-None, search-or-None, kind) for a retriever spec
     (the order of :mod:`hf_posbias.modeling`)."""
-    from hf_posbias.bm25 import is_bm25
-    from hf_posbias.evaluation.runs.endpoint import parse_endpoint_model
     from hf_posbias.evaluation.runs.search import BM25Model
     from hf_posbias.modeling import (
         load_named_sentence_transformer,
         load_registry_model,
-        registry_entry,
+        resolve_model,
     )
 
-    if is_bm25(spec):
+    resolved = resolve_model(spec)
+    if resolved.source == "bm25":
         if remedy is not None and remedy.remedy != "none":
             raise InputError(f"{flag_name('remedy')} needs a bi-encoder, not BM25")
         bm25 = BM25Model()
         meta = bm25.mteb_model_meta
         return bm25, str(meta.name), str(meta.revision), None, bm25, "bm25"
     _check_model_path(spec)
-    if parse_endpoint_model(spec) is not None:
+    if resolved.source == "endpoint":
         endpoint_encoder, name, revision = load_endpoint_encoder(spec, settings)
         encoder = CountingEncoder(endpoint_encoder)
         return encoder, name, revision, encoder, None, "endpoint"
-    reg = registry_entry(spec)
-    if reg is not None:
-        model = load_registry_model(reg, device=device)
+    reg = resolved.meta
+    if reg is not None:  # an mteb registry entry: mteb's own loader
+        model = load_registry_model(
+            reg, device=device, trust_remote_code=settings.trust_remote_code
+        )
         meta = unique_model_meta(model.mteb_model_meta, str(reg.name), str(reg.revision))
         model.mteb_model_meta = meta
         encoder = CountingEncoder(model, meta=meta)
@@ -307,7 +308,9 @@ def load_endpoint_encoder(spec: str, settings: ModelSettings) -> tuple[Any, str,
     return EndpointEncoder(endpoint, meta), name, revision
 
 
-def _mteb_cross_encoder(spec: str, kind: str, device: str | None) -> tuple[Any, str, str]:
+def _mteb_cross_encoder(
+    spec: str, kind: str, device: str | None, settings: ModelSettings
+) -> tuple[Any, str, str]:
     """``(mteb cross-encoder, name, revision)`` of a ``cross-encoder`` or ``registry`` reranker:
     reranked by mteb's own pipeline (:class:`~.search.RerankSearch`)."""
     from mteb.models import CrossEncoderWrapper
@@ -321,11 +324,15 @@ def _mteb_cross_encoder(spec: str, kind: str, device: str | None) -> tuple[Any, 
 
     if kind == "registry":
         meta = registry_reranker(spec)
-        ce_wrapper = load_registry_model(meta, device=device)
+        ce_wrapper = load_registry_model(
+            meta, device=device, trust_remote_code=settings.trust_remote_code
+        )
         name, revision = str(meta.name), str(meta.revision)
     else:
         ce_spec = spec.removeprefix(CROSS_ENCODER_PREFIX)
-        ce = load_cross_encoder(ce_spec, device=device)
+        ce = load_cross_encoder(
+            ce_spec, device=device, trust_remote_code=settings.trust_remote_code
+        )
         name, revision = _model_identity(ce_spec, ce)
         ce_wrapper = CrossEncoderWrapper(ce)
     ce_wrapper.mteb_model_meta = unique_model_meta(ce_wrapper.mteb_model_meta, name, revision)
@@ -361,7 +368,7 @@ def _load_second_stage(
     # One --base-url: the listwise LLM is served there only when named openai:<model>.
     kind = resolve_reranker_kind(spec, dataclasses.replace(opts, base_url=None))
     if kind.name in MTEB_RERANKER_KINDS:
-        ce_wrapper, name, revision = _mteb_cross_encoder(spec, kind.name, device)
+        ce_wrapper, name, revision = _mteb_cross_encoder(spec, kind.name, device, settings)
         pipeline = RerankSearch(
             retriever, ce_wrapper, rerank_k=rerank_k, first_stage_name=first_stage_name
         )
