@@ -260,6 +260,13 @@ def _no_report(fraction: float, text: str) -> None:
     """The default :data:`Report`: nothing shown (tests, scripts)."""
 
 
+_RESULTS: dict[tuple[Any, ...], SpaceResult] = {}
+_RESULTS_LOCK = threading.Lock()
+MAX_KEPT_RESULTS = 32
+"""Results kept for inputs asked again (the first example above all: computed while the page
+loads, so the page's first request finds it)."""
+
+
 def compute(
     models: list[str],
     query: str,
@@ -274,8 +281,36 @@ def compute(
     With a ``remedy``, each model also gets its curve under the remedy (``<model> +<remedy>``,
     :func:`hf_posbias.analysis.evidence_moving.move_evidence`), checked against every chosen
     model before anything is encoded. ``report`` is told of each model loading and each curve
-    being computed (the page shows it as a progress bar).
+    being computed (the page shows it as a progress bar). The same inputs again (the models
+    never change once loaded) return the result computed the first time.
     """
+    key = (
+        tuple(models),
+        query,
+        document,
+        evidence,
+        int(n),
+        None if remedy is None else tuple(sorted(asdict(remedy).items())),
+    )
+    with _RESULTS_LOCK:  # one computation at a time; a second asker waits for the first
+        if key not in _RESULTS:
+            result = _compute(models, query, document, evidence, int(n), remedy, report)
+            if len(_RESULTS) >= MAX_KEPT_RESULTS:
+                _RESULTS.pop(next(iter(_RESULTS)))
+            _RESULTS[key] = result
+        return _RESULTS[key]
+
+
+def _compute(
+    models: list[str],
+    query: str,
+    document: str,
+    evidence: str,
+    n: int,
+    remedy: RemedySettings | None,
+    report: Report,
+) -> SpaceResult:
+    """:func:`compute` without its memory of earlier results."""
     from hf_posbias.analysis.evidence_moving import move_evidence
     from hf_posbias.analysis.segment_profile import document_profile
     from hf_posbias.evaluation.runs.remedies import remedy_label, remedy_scorer
@@ -681,8 +716,10 @@ def listwise_tab() -> None:
 SPACE_CSS = """
 #curve-table, #lb-table { max-width: 100%; min-width: 0; }
 #curve-table .table-wrap, #lb-table .table-wrap { overflow-x: auto; max-width: 100%; }
+#lb-table td { white-space: normal !important; }
 """
-"""Wide tables scroll inside their box instead of being cut (a 1280 px window included)."""
+"""Board cells wrap (names, intervals) so the board fits a 1280 px window; the cosine table
+(up to 20 positions) scrolls inside its box (Gradio's table viewport) instead of being cut."""
 
 LEADERBOARD_ENV = "POSBIAS_SPACE_LEADERBOARD"
 SHIPPED_LEADERBOARD = Path(__file__).resolve().parent / "leaderboard"
@@ -860,6 +897,7 @@ def leaderboard_tab() -> None:
         headers=LEADERBOARD_COLUMNS,
         value=leaderboard_table(rows, tasks[0]),
         interactive=False,
+        wrap=True,  # long names and intervals wrap (with SPACE_CSS): it fits 1280 px
         elem_id="lb-table",
     )
     made_by = gr.Markdown(made_by_note(rows, tasks[0]), elem_id="lb-made-by")
@@ -1095,14 +1133,16 @@ def build_demo() -> Any:
 
 
 def _warm_imports() -> None:
-    # sentence-transformers takes 10–30 s to import on small CPUs and the default model a few
-    # more to load: start both while the server starts and the page loads, so the first curve
-    # waits only for its own encoding (get_model's lock makes the first request wait for it).
+    # sentence-transformers takes 10–30 s to import on small CPUs, the default model a few more
+    # to load, its first curve some more: do all three while the server starts and the page
+    # loads, so the page's first request finds the curve (compute's lock makes it wait for the
+    # warm-up instead of computing it a second time).
     try:
         import sentence_transformers  # noqa: F401
 
         if DEFAULT_MODEL in allowed_models():
-            get_model(DEFAULT_MODEL)
+            first = EXAMPLES[0]
+            compute([DEFAULT_MODEL], first["query"], first["document"], first["evidence"])
     except Exception:  # the first request will report the real error
         logger.debug("warm-up failed", exc_info=True)
 
