@@ -198,7 +198,13 @@ def run_demo(settings: DemoSettings, echo: Echo = print) -> DemoResult:
 
     echo(f"== 3/4 training {settings.base_model} × {', '.join(settings.configs)} (a 1-base study)")
     spec = demo_study_spec(settings, built.train_dir, task_dir)
-    study = run_study(spec, out=out / "study", in_process=True, echo=lambda line: echo(f"  {line}"))
+    study = run_study(
+        spec,
+        out=out / "study",
+        in_process=True,
+        echo=lambda line: echo(f"  {line}"),
+        progress=settings.progress,
+    )
     models = {m.config: m for m in study_models(spec, out / "study")}
     checkpoints = {c: Path(models[c].folder) for c in settings.configs}
 

@@ -27,9 +27,33 @@ T = TypeVar("T")
 LOG_INTERVAL_S = 30.0
 """Seconds between two progress lines when stderr is not a terminal."""
 
+LOG_EVERY_PERCENT = 10.0
+"""A progress line also each time another this many percent of a known total is done."""
+
 
 class LineProgress:
-    """A tqdm-compatible counter that prints plain ``desc: n/total (p%) [rate, eta]`` lines."""
+    """A tqdm-compatible counter that prints plain ``desc: n/total (p%) [rate, eta]`` lines.
+
+    A line every ``interval`` seconds and each time another ``every_percent`` of ``total`` is
+    done (never a carriage return), then a last one at :meth:`close`. The ETA is the remaining
+    count at the rate measured since the first :meth:`update` (so the set-up time before the
+    first item, a model load or a first compiled step, does not inflate it).
+
+    Example:
+        >>> import io
+        >>> out = io.StringIO()
+        >>> bar = LineProgress(total=4, desc="steps", unit="step", file=out,
+        ...                    interval=3600, every_percent=50)
+        >>> for _ in range(4):
+        ...     bar.update(1)
+        >>> bar.set_postfix(loss="0.5")
+        >>> bar.close()
+        >>> for line in out.getvalue().splitlines():
+        ...     print(line.split(" [")[0] + line.split("]")[-1])
+        steps: 2/4 (50%)
+        steps: 4/4 (100%)
+        steps: 4/4 (100%) loss=0.5
+    """
 
     def __init__(
         self,
@@ -40,6 +64,7 @@ class LineProgress:
         unit: str = "it",
         file: IO[str] | None = None,
         interval: float = LOG_INTERVAL_S,
+        every_percent: float = LOG_EVERY_PERCENT,
         disable: bool = False,
     ) -> None:
         self.iterable = iterable
@@ -50,10 +75,14 @@ class LineProgress:
         self.unit = unit
         self.file = file
         self.interval = interval
+        self.every_percent = every_percent
         self.disable = disable
         self.n = 0
         self._start = time.monotonic()
         self._last = self._start
+        self._first: tuple[float, int] | None = None  # (time, count) of the first update
+        self._next_percent = every_percent
+        self._emitted: tuple[int, str] | None = None  # (count, postfix) of the last line
         self._closed = False
         self._postfix = ""
 
@@ -83,10 +112,19 @@ class LineProgress:
         self._postfix = ", ".join(f"{k}={v}" for k, v in items.items())
 
     def update(self, n: int = 1) -> None:
-        """Count ``n`` more items; print a line if ``interval`` seconds have passed."""
-        self.n += n
+        """Count ``n`` more items; print a line if ``interval`` seconds have passed or another
+        ``every_percent`` of the total is done."""
         now = time.monotonic()
-        if not self.disable and now - self._last >= self.interval:
+        self.n += n
+        if self._first is None:
+            self._first = (now, self.n)
+        crossed = False
+        if self.total and self.every_percent > 0:
+            percent = 100 * self.n / self.total
+            while percent >= self._next_percent:
+                crossed = True
+                self._next_percent += self.every_percent
+        if not self.disable and (crossed or now - self._last >= self.interval):
             self._last = now
             self._emit(now)
 
@@ -95,12 +133,16 @@ class LineProgress:
         if self._closed:
             return
         self._closed = True
-        if not self.disable:
+        if not self.disable and self._emitted != (self.n, self._postfix):
             self._emit(time.monotonic())
 
     def _emit(self, now: float) -> None:
         elapsed = max(now - self._start, 1e-9)
         rate = self.n / elapsed
+        if self._first is not None and now > self._first[0] and self.n > self._first[1]:
+            # Measured from the first update's time: a slow set-up is not a slow step.
+            first_time, first_count = self._first
+            rate = (self.n - first_count) / (now - first_time)
         done = f"{self.n}"
         if self.total:
             done += f"/{self.total} ({100 * self.n / self.total:.0f}%)"
@@ -111,6 +153,7 @@ class LineProgress:
                 done += f" [{rate:.3g} {self.unit}/s, {_duration(elapsed)}]"
         else:
             done += f" {self.unit} [{rate:.3g} {self.unit}/s, {_duration(elapsed)}]"
+        self._emitted = (self.n, self._postfix)
         tail = f" {self._postfix}" if self._postfix else ""
         print(f"{self.desc}: {done}{tail}", file=self.file or sys.stderr, flush=True)
 

@@ -439,7 +439,6 @@ def train_listwise(
         run.out,
         lr=settings.lr,
         per_device_batch=1,  # set below from the memory plan
-        progress=settings.progress,
         remove_unused_columns=False,
         neftune_noise_alpha=settings.neftune_alpha,
     )
@@ -492,7 +491,7 @@ def train_listwise(
         propensity=propensity,
         with_lm=settings.lm_loss,
     )
-    fitted = fit(trainer, model, run.out, compute, plan)
+    fitted = fit(trainer, model, run.out, compute, plan, progress=settings.progress)
     rank_total, lm_total, passes = trainer.run_totals
     result = ListwiseTrainResult(
         **fitted.as_fields(),

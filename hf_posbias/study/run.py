@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +90,11 @@ class StudyRunSettings:
     hub_token: str | None = setting(
         "Hub token for hub_org; unset = HF_TOKEN or the stored login", default=None
     )
+    progress: bool = setting(
+        "report progress (training steps, texts encoded; bars on a terminal, plain lines in a "
+        "log); a dry run never shows any",
+        default=True,
+    )
 
     def __post_init__(self) -> None:
         from hf_posbias.training.matrix import select_shard
@@ -113,6 +118,7 @@ class StudyRunSettings:
             "in_process": self.in_process,
             "num_processes": self.num_processes,
             "hub_token": self.hub_token,
+            "progress": self.progress,
         }
 
     def dry_run_kwargs(self) -> dict[str, Any]:
@@ -158,9 +164,15 @@ def save_untrained_base(model: StudyModel, spec: StudySpec) -> None:
 
 
 def evaluate_study_model(
-    model: StudyModel, tasks: Sequence[StudyTask], spec: StudySpec, out: str | Path
+    model: StudyModel,
+    tasks: Sequence[StudyTask],
+    spec: StudySpec,
+    out: str | Path,
+    *,
+    progress: bool = True,
 ) -> tuple[int, int]:
-    """Evaluate ``model`` on every task not done yet; returns (evaluated, skipped)."""
+    """Evaluate ``model`` on every task not done yet; returns (evaluated, skipped).
+    ``progress``: texts encoded and queries scored while each evaluation runs."""
     from hf_posbias.evaluation.runs.runner import evaluate_model
 
     fingerprint = evaluation_fingerprint(model, spec)
@@ -173,7 +185,14 @@ def evaluate_study_model(
             from hf_posbias.evaluation.runs.models import load_model
 
             loaded = load_model(model.folder, remedy=remedy)
-        evaluate_model(loaded, [task.folder], out=folder, bootstrap=spec.bootstrap, seed=spec.seed)
+        evaluate_model(
+            loaded,
+            [task.folder],
+            out=folder,
+            bootstrap=spec.bootstrap,
+            seed=spec.seed,
+            progress=progress,
+        )
         marker = {
             "base": model.base,
             "config": model.config,
@@ -225,6 +244,48 @@ class StudyOutcome:
 
 def _eta(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
+
+
+@dataclass
+class StudyClock:
+    """The study's ETA from what it measured: the mean duration of the runs it trained (and
+    evaluated) times the training runs left, plus the mean of the evaluation-only rows times
+    the rows left that only evaluate. A finished training run left counts as evaluation only.
+
+    Example:
+        >>> clock = StudyClock()
+        >>> clock.measured(True, 600.0); clock.measured(False, 30.0)
+        >>> clock.seconds_left(trainings=2, evaluations=4)
+        1320.0
+        >>> StudyClock().seconds_left(trainings=1, evaluations=0) is None
+        True
+    """
+
+    trained: list[float] = field(default_factory=list)
+    evaluated: list[float] = field(default_factory=list)
+
+    def measured(self, trained: bool, seconds: float) -> None:
+        """One model row done: ``seconds`` it took, with or without training."""
+        (self.trained if trained else self.evaluated).append(seconds)
+
+    def seconds_left(self, *, trainings: int, evaluations: int) -> float | None:
+        """Seconds for the rows left; ``None`` while a kind that is left has no measurement
+        (the other kind's figure would be a guess)."""
+        total = 0.0
+        for left, seen in ((trainings, self.trained), (evaluations, self.evaluated)):
+            if left and not seen:
+                return None
+            if left:
+                total += sum(seen) / len(seen) * left
+        return total
+
+    def eta(self, rest: Sequence[StudyModel]) -> str:
+        """The ETA text of the rows ``rest`` (``0 s`` when none are left)."""
+        if not rest:
+            return "0 s"
+        trainings = sum(1 for m in rest if m.trained and not _matrix_run(m).is_finished())
+        seconds = self.seconds_left(trainings=trainings, evaluations=len(rest) - trainings)
+        return "n/a (nothing measured yet)" if seconds is None else _eta(seconds)
 
 
 def select_models(models: Sequence[StudyModel], shard: str | None) -> list[StudyModel]:
@@ -366,6 +427,7 @@ def run_study(
     num_processes: int | None = None,
     hub_token: str | None = None,
     echo: Echo = print,
+    progress: bool = True,
 ) -> StudyOutcome:
     """Train, evaluate and report the study (see the module docstring); resumable.
 
@@ -376,7 +438,10 @@ def run_study(
         in_process: train in this process instead of ``accelerate launch``.
         num_processes: accelerate processes per run (DDP).
         hub_token: Hub token for the spec's ``hub_org`` (unset: ``HF_TOKEN`` or the login).
-        echo: where each progress line goes.
+        echo: where each progress line goes (one per model, with the ETA of the rest from
+            the measured durations: :class:`StudyClock`).
+        progress: training steps and evaluation counts while each model runs
+            (``--no-progress``: only the per-model lines).
 
     The former call, ``run_study(spec, settings)``, still works for one release
     (``DeprecationWarning``).
@@ -393,7 +458,7 @@ def run_study(
     tasks = resolve_tasks(spec.tasks)
     save_spec(spec, out)
     models = select_models(study_models(spec, out), shard)
-    extra = training_argv(spec)
+    extra = training_argv(spec) + ([] if progress else ["--no-progress"])
     # Every run's flags are checked before the first run starts.
     from hf_posbias.training.settings import parse_settings
 
@@ -402,7 +467,7 @@ def run_study(
             parse_settings(_matrix_run(model).train_args(spec.data, extra))
     check_remedies(models, tasks, spec, out)
     outcome = StudyOutcome([], 0, 0, None, [])
-    durations: list[float] = []
+    clock = StudyClock()
     for index, model in enumerate(models, start=1):
         start = time.perf_counter()
         what = []
@@ -422,7 +487,7 @@ def run_study(
                 )
         elif model.config == BASE_CONFIG or model.remedy:
             save_untrained_base(model, spec)  # a remedy row: done by its base row already
-        evaluated, skipped = evaluate_study_model(model, tasks, spec, out)
+        evaluated, skipped = evaluate_study_model(model, tasks, spec, out, progress=progress)
         outcome.evaluated += evaluated
         outcome.skipped += skipped
         if evaluated:
@@ -431,14 +496,8 @@ def run_study(
             what.append(f"{skipped} evaluation(s) skipped (done)")
         seconds = time.perf_counter() - start
         if evaluated or model.name in outcome.trained:
-            durations.append(seconds)
-        left = len(models) - index
-        if not left:
-            eta = "0 s"
-        elif durations:
-            eta = _eta(sum(durations) / len(durations) * left)
-        else:
-            eta = "n/a (nothing measured yet)"
+            clock.measured(model.name in outcome.trained, seconds)
+        eta = clock.eta(models[index:])
         line = (
             f"[{index}/{len(models)}] {model.name}: {'; '.join(what)} ({seconds:.1f} s, ETA {eta})"
         )

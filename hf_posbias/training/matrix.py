@@ -169,7 +169,9 @@ def plan_matrix(
     rows_per_bin = {config: _rows_per_bin(data, config) for config in {r.config for r in runs}}
     lines: list[str] = []
     total: float | None = 0.0
-    for run in progress(runs, total=len(runs), desc="planning", disable=len(runs) < 2):
+    # No bar: a plan is made in seconds, and a bar's ETA next to the projected hours of
+    # training would read as the time the study takes.
+    for run in runs:
         settings = parse_settings(run.train_args(data, extra))
         plan = plan_run(
             settings,

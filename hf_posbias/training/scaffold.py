@@ -9,14 +9,17 @@ their loss and their card; everything around those is here, in the order a run u
 2. :func:`seeded_model` — every random generator seeded (``--seed``), then the model built, so
    a new head's initial weights follow the seed;
 3. :func:`training_arguments` — the ``TrainingArguments`` of the shared schedule (AdamW, linear
-   decay after ``--warmup-ratio``, no intermediate checkpoint, ``--logging-steps``, progress
-   bars on a terminal only), precision and device from
+   decay after ``--warmup-ratio``, no intermediate checkpoint, ``--logging-steps``, no bar of
+   transformers' own), precision and device from
    :class:`~hf_posbias.training.settings.ResolvedCompute`, and the Accelerate processes
    checked against ``WORLD_SIZE``;
 4. :func:`agreed_memory_plan` — the memory preflight's outcome (plan or one-line error) shared
    by every process; :func:`announce` — one ``rank=… world_size=…`` line per process;
-5. :func:`fit` — ``trainer.train()`` timed, a CUDA out-of-memory error turned into a one-line
-   error naming the options to change, the measured facts (:class:`Fitted`);
+5. :func:`fit` — ``trainer.train()`` timed, with the progress of
+   :class:`~hf_posbias.training.callbacks.TrainingProgressCallback` (step/total, loss, ETA;
+   ``--no-progress`` silences it) in place of transformers' bar and log dicts, a CUDA
+   out-of-memory error turned into a one-line error naming the options to change, the
+   measured facts (:class:`Fitted`);
 6. :func:`finish` — the checkpoint saved by the main process only (the others wait), with
    :func:`save_card`: the card then the facts file, written last (it marks a finished run, so a
    matrix or a demo that is run again skips it), or the facts alone with ``--no-card``;
@@ -102,12 +105,12 @@ def training_arguments(
     lr: float,
     per_device_batch: int,
     arguments_class: type | None = None,
-    progress: bool = True,
     **extra: Any,
 ) -> Any:
     """The run's ``TrainingArguments`` (or ``arguments_class``, e.g. sentence-transformers').
 
-    ``extra`` are the trainer's own arguments. Raises :class:`~hf_posbias.errors.BackendError`
+    ``extra`` are the trainer's own arguments. transformers' own bar stays off: :func:`fit`
+    reports progress in the package's convention. Raises :class:`~hf_posbias.errors.BackendError`
     when Accelerate started another number of processes than ``WORLD_SIZE`` says.
     """
     if arguments_class is None:
@@ -128,7 +131,7 @@ def training_arguments(
         eval_strategy="no",
         logging_steps=settings.logging_steps,
         report_to="none",
-        disable_tqdm=not progress or not sys.stderr.isatty(),
+        disable_tqdm=True,  # fit() installs TrainingProgressCallback instead
         # Pinned memory only helps host→GPU copies; on CPU torch warns about it on every run.
         dataloader_pin_memory=compute.device.kind == "cuda",
         **compute.training_arguments(),
@@ -195,11 +198,30 @@ class Fitted:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-def fit(trainer: Any, model: Any, out: Path, compute: ResolvedCompute, plan: MemoryPlan) -> Fitted:
-    """Run ``trainer.train()`` and time it; a CUDA out-of-memory error becomes one line."""
+def fit(
+    trainer: Any,
+    model: Any,
+    out: Path,
+    compute: ResolvedCompute,
+    plan: MemoryPlan,
+    *,
+    progress: bool = True,
+) -> Fitted:
+    """Run ``trainer.train()`` and time it; a CUDA out-of-memory error becomes one line.
+
+    ``progress`` (``--progress/--no-progress``): step/total, loss and ETA while it trains
+    (:class:`~hf_posbias.training.callbacks.TrainingProgressCallback`, replacing transformers'
+    printer of raw log dicts).
+    """
+    from transformers import PrinterCallback, ProgressCallback
+
     from hf_posbias.training.builder import attn_implementation_of
+    from hf_posbias.training.callbacks import TrainingProgressCallback
     from hf_posbias.training.memory import is_out_of_memory, out_of_memory_error
 
+    trainer.remove_callback(PrinterCallback)
+    trainer.remove_callback(ProgressCallback)
+    trainer.add_callback(TrainingProgressCallback(disable=not progress))
     started = time.perf_counter()
     try:
         output = trainer.train()

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from hf_posbias.errors import InputError
 from hf_posbias.settings import (
+    ProgressSettings,
     check_choice,
     check_positive,
     flag_name,
@@ -202,7 +203,7 @@ class ResolvedCompute:
 
 
 @dataclass(kw_only=True)
-class TrainingSettings(ComputeSettings):
+class TrainingSettings(ComputeSettings, ProgressSettings):
     """One bi-encoder training run (YHP26 protocol); every field is a flag of ``posbias train``.
 
     ``lr``/``max_length``/``pooling`` default to the model spec; ``max_steps`` (if set) overrides

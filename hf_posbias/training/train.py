@@ -426,7 +426,7 @@ def train_model(cfg: TrainingSettings, callbacks: Sequence[Any] = ()) -> TrainRe
     memory = _memory_preflight(cfg, run, trainer, loss)
     apply_memory_plan(memory, model, loss)
     logger.info("memory: %s", memory.summary())
-    fitted = fit(trainer, model, run.out, compute, memory)
+    fitted = fit(trainer, model, run.out, compute, memory, progress=cfg.progress)
 
     result = TrainResult(
         **fitted.as_fields(),

@@ -47,6 +47,7 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -251,6 +252,21 @@ def remedy_settings(
     )
 
 
+Report = Callable[[float, str], None]
+"""``report(fraction done, what is happening)``: the app passes Gradio's progress bar."""
+
+
+def _no_report(fraction: float, text: str) -> None:
+    """The default :data:`Report`: nothing shown (tests, scripts)."""
+
+
+_RESULTS: dict[tuple[Any, ...], SpaceResult] = {}
+_RESULTS_LOCK = threading.Lock()
+MAX_KEPT_RESULTS = 32
+"""Results kept for inputs asked again (the first example above all: computed while the page
+loads, so the page's first request finds it)."""
+
+
 def compute(
     models: list[str],
     query: str,
@@ -258,13 +274,43 @@ def compute(
     evidence: str,
     n: int = DEFAULT_SLOTS,
     remedy: RemedySettings | None = None,
+    report: Report = _no_report,
 ) -> SpaceResult:
     """Evidence-moving curve and segment profile of ``document`` for every chosen model.
 
     With a ``remedy``, each model also gets its curve under the remedy (``<model> +<remedy>``,
     :func:`hf_posbias.analysis.evidence_moving.move_evidence`), checked against every chosen
-    model before anything is encoded.
+    model before anything is encoded. ``report`` is told of each model loading and each curve
+    being computed (the page shows it as a progress bar). The same inputs again (the models
+    never change once loaded) return the result computed the first time.
     """
+    key = (
+        tuple(models),
+        query,
+        document,
+        evidence,
+        int(n),
+        None if remedy is None else tuple(sorted(asdict(remedy).items())),
+    )
+    with _RESULTS_LOCK:  # one computation at a time; a second asker waits for the first
+        if key not in _RESULTS:
+            result = _compute(models, query, document, evidence, int(n), remedy, report)
+            if len(_RESULTS) >= MAX_KEPT_RESULTS:
+                _RESULTS.pop(next(iter(_RESULTS)))
+            _RESULTS[key] = result
+        return _RESULTS[key]
+
+
+def _compute(
+    models: list[str],
+    query: str,
+    document: str,
+    evidence: str,
+    n: int,
+    remedy: RemedySettings | None,
+    report: Report,
+) -> SpaceResult:
+    """:func:`compute` without its memory of earlier results."""
     from hf_posbias.analysis.evidence_moving import move_evidence
     from hf_posbias.analysis.segment_profile import document_profile
     from hf_posbias.evaluation.runs.remedies import remedy_label, remedy_scorer
@@ -281,9 +327,15 @@ def compute(
             f"the document has fewer than {n} sentence boundaries: the evidence moves between "
             "words instead"
         )
-    loaded = {name: get_model(name) for name in models}
+    steps = 2 * len(models)  # load, then compute, per model
+    loaded = {}
+    for i, name in enumerate(models):
+        cached = name in _MODEL_CACHE
+        report(i / steps, f"{name}: {'ready' if cached else 'loading the model'}")
+        loaded[name] = get_model(name)
     scorers = {name: remedy_scorer(model, remedy) for name, model in loaded.items()}
-    for name, model in loaded.items():
+    for i, (name, model) in enumerate(loaded.items()):
+        report((len(models) + i) / steps, f"{name}: encoding {n} variants of the document")
         curve = move_evidence(model, case, n)
         result.curves[name] = curve
         if curve.n_truncated:
@@ -661,6 +713,14 @@ def listwise_tab() -> None:
     sweep_button.click(sweep, [reranker, query, state], [*outputs, slot])
 
 
+SPACE_CSS = """
+#curve-table, #lb-table { max-width: 100%; min-width: 0; }
+#curve-table .table-wrap, #lb-table .table-wrap { overflow-x: auto; max-width: 100%; }
+#lb-table td { white-space: normal !important; }
+"""
+"""Board cells wrap (names, intervals) so the board fits a 1280 px window; the cosine table
+(up to 20 positions) scrolls inside its box (Gradio's table viewport) instead of being cut."""
+
 LEADERBOARD_ENV = "POSBIAS_SPACE_LEADERBOARD"
 SHIPPED_LEADERBOARD = Path(__file__).resolve().parent / "leaderboard"
 LEADERBOARD_COLUMNS = ["rank", "model", "mean nDCG@10", "PSI", "harmonic mean", "slope", "queries"]
@@ -672,8 +732,39 @@ LEADERBOARD_SORTS = {
 }
 
 
+BOARD_LABELS = "models.json"
+"""Next to a board: ``{model id: {"name": …, "made_by": …}}``, how the Space names each row
+and the command that made it (the shipped board has one)."""
+
+
+def board_name(model: str, labels: dict[str, dict[str, str]] | None = None) -> str:
+    """The name a user gives the model of a board row: the board's ``models.json`` name, else
+    the id without the folders and organisations a run records.
+
+    Example:
+        >>> board_name("mteb/baseline-bm25s"), board_name("sentence-transformers/all-MiniLM-L6-v2")
+        ('BM25', 'all-MiniLM-L6-v2')
+        >>> board_name("models/posbias-e5-small-begin"), board_name("bm25 → smollm2-135m@20")
+        ('posbias-e5-small-begin', 'BM25 → smollm2-135m@20')
+        >>> board_name("x", {"x": {"name": "Model X"}})
+        'Model X'
+    """
+    label = (labels or {}).get(model, {}).get("name")
+    if label:
+        return label
+    if model == "mteb/baseline-bm25s":
+        return "BM25"
+    if model.startswith("bm25 → "):
+        return "BM25 → " + model.removeprefix("bm25 → ")
+    for prefix in ("sentence-transformers/", "bases/", "models/"):
+        if model.startswith(prefix):
+            return model.removeprefix(prefix)
+    return model
+
+
 def leaderboard_rows(source: str | None = None) -> list[dict[str, Any]]:
-    """Rows of the leaderboard: a folder, a Hub dataset repo id, or the shipped default."""
+    """Rows of the leaderboard: a folder, a Hub dataset repo id, or the shipped default; each
+    row's ``name`` (:func:`board_name`) and ``made_by`` (the command, when the board says)."""
     from hf_posbias.evaluation.reports.leaderboard import read_leaderboard
 
     source = source or os.environ.get(LEADERBOARD_ENV) or str(SHIPPED_LEADERBOARD)
@@ -681,7 +772,29 @@ def leaderboard_rows(source: str | None = None) -> list[dict[str, Any]]:
         from huggingface_hub import snapshot_download
 
         source = snapshot_download(source, repo_type="dataset")
-    return read_leaderboard(Path(source).expanduser())
+    folder = Path(source).expanduser()
+    rows = read_leaderboard(folder)
+    labels_file = folder / BOARD_LABELS
+    labels = json.loads(labels_file.read_text()) if labels_file.is_file() else {}
+    for row in rows:
+        row["name"] = board_name(str(row["model"]), labels)
+        row["made_by"] = labels.get(str(row["model"]), {}).get("made_by", "")
+    return rows
+
+
+def made_by_note(rows: list[dict[str, Any]], task: str) -> str:
+    """Markdown: the command that made each row of ``task`` (rows the board says nothing of are
+    left out).
+
+    Example:
+        >>> print(made_by_note([{"task": "T", "name": "BM25", "made_by": "posbias evaluate"}], "T"))
+        **How each row was made:**
+        - BM25: `posbias evaluate`
+    """
+    lines = [
+        f"- {r['name']}: `{r['made_by']}`" for r in rows if r["task"] == task and r.get("made_by")
+    ]
+    return "**How each row was made:**\n" + "\n".join(lines) if lines else ""
 
 
 def _with_interval(row: dict[str, Any], key: str) -> str:
@@ -699,7 +812,13 @@ def leaderboard_table(
     """One task's rows, sorted by a column (PSI ascending, the others descending) and filtered
     by a model-name substring; a tied rank is marked ``=``."""
     key = LEADERBOARD_SORTS.get(sort_by, "mean")
-    picked = [r for r in rows if r["task"] == task and search.lower() in str(r["model"]).lower()]
+    needle = search.lower()
+    picked = [
+        r
+        for r in rows
+        if r["task"] == task
+        and (needle in str(r.get("name", "")).lower() or needle in str(r["model"]).lower())
+    ]
 
     def order(r: dict[str, Any]) -> float:
         value = r.get(key)
@@ -710,7 +829,7 @@ def leaderboard_table(
     return [
         [
             f"{r['rank']}{' =' if r.get('tied') else ''}",
-            r["model"],
+            r.get("name") or r["model"],
             _with_interval(r, "mean"),
             _with_interval(r, "psi"),
             _with_interval(r, "harmonic_mean"),
@@ -722,10 +841,13 @@ def leaderboard_table(
 
 
 def leaderboard_curve(rows: list[dict[str, Any]], task: str, model: str) -> Any:
-    """A model's per-position nDCG@10 on a task, with its interval as error bars."""
+    """A model's per-position nDCG@10 on a task, with its interval as error bars; ``model`` is
+    the row's name or its model id."""
     from matplotlib.figure import Figure
 
-    row = next((r for r in rows if r["task"] == task and r["model"] == model), None)
+    row = next(
+        (r for r in rows if r["task"] == task and model in (r.get("name"), r["model"])), None
+    )
     if row is None:
         raise PosbiasError(f"no model {model!r} on {task}")
     curve = json.loads(row["curve"])
@@ -736,11 +858,12 @@ def leaderboard_curve(rows: list[dict[str, Any]], task: str, model: str) -> Any:
     ys = [c["ndcg_at_10"] for c in points]
     lows = [y - (c["low"] if c["low"] is not None else y) for y, c in zip(ys, points)]
     highs = [(c["high"] if c["high"] is not None else y) - y for y, c in zip(ys, points)]
-    ax.errorbar(xs, ys, yerr=[lows, highs], marker="o", capsize=4, label=model)
+    label = row.get("name") or row["model"]
+    ax.errorbar(xs, ys, yerr=[lows, highs], marker="o", capsize=4, label=label)
     ax.set_xticks(xs, [c["bucket"] for c in points])
     ax.set_ylabel("nDCG@10")
     ax.set_xlabel("evidence position")
-    ax.set_title(f"{task}: {model}")
+    ax.set_title(f"{task}: {label}")
     ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig
@@ -774,15 +897,21 @@ def leaderboard_tab() -> None:
         headers=LEADERBOARD_COLUMNS,
         value=leaderboard_table(rows, tasks[0]),
         interactive=False,
+        wrap=True,  # long names and intervals wrap (with SPACE_CSS): it fits 1280 px
         elem_id="lb-table",
     )
-    models = [r["model"] for r in rows if r["task"] == tasks[0]]
+    made_by = gr.Markdown(made_by_note(rows, tasks[0]), elem_id="lb-made-by")
+    models = [r["name"] for r in rows if r["task"] == tasks[0]]
     model = gr.Dropdown(models, value=models[0], label="Model", elem_id="lb-model")
     plot = gr.Plot(value=leaderboard_curve(rows, tasks[0], models[0]), elem_id="lb-plot")
 
-    def refresh(t: str, key: str, text: str) -> tuple[Any, Any]:
-        names = [r["model"] for r in rows if r["task"] == t]
-        return leaderboard_table(rows, t, key, text), gr.update(choices=names, value=names[0])
+    def refresh(t: str, key: str, text: str) -> tuple[Any, Any, Any]:
+        names = [r["name"] for r in rows if r["task"] == t]
+        return (
+            leaderboard_table(rows, t, key, text),
+            gr.update(choices=names, value=names[0]),
+            made_by_note(rows, t),
+        )
 
     def show(t: str, name: str) -> Any:
         try:
@@ -792,7 +921,7 @@ def leaderboard_tab() -> None:
             return gr.update()
 
     for control in (task, sort_by, search):
-        control.change(refresh, [task, sort_by, search], [table, model])
+        control.change(refresh, [task, sort_by, search], [table, model, made_by])
     model.change(show, [task, model], plot)
 
 
@@ -807,13 +936,31 @@ def build_demo() -> Any:
     def table_headers(n: int) -> list[str]:
         return ["model", "peak", "lowest", "Δ×10³", *slot_names(n)]
 
-    def run(models, query, document, evidence, n, position, remedy, passage_tokens, stride, k):
+    def run(
+        models,
+        query,
+        document,
+        evidence,
+        n,
+        position,
+        remedy,
+        passage_tokens,
+        stride,
+        k,
+        progress=gr.Progress(),  # noqa: B008 (Gradio's way: a default it replaces per call)
+    ):
         n = int(n)
         position = min(int(position), n)
         try:
             settings = remedy_settings(remedy, passage_tokens, stride, k)
             result = compute(
-                list(models or []), query or "", document or "", evidence or "", n, settings
+                list(models or []),
+                query or "",
+                document or "",
+                evidence or "",
+                n,
+                settings,
+                report=lambda done, text: progress(done, desc=text),
             )
         except Exception as err:  # every failure becomes one line in the UI, never a traceback
             message = error_message(err, "evidence moving")
@@ -920,7 +1067,11 @@ def build_demo() -> Any:
                         elem_id="examples",
                     )
                 with gr.Column(scale=2):
-                    status = gr.Markdown("Loading the first example…", elem_id="status")
+                    status = gr.Markdown(
+                        "Computing the first example (the progress bar shows the model "
+                        "loading, then the curve)…",
+                        elem_id="status",
+                    )
                     position = gr.Slider(
                         1,
                         DEFAULT_SLOTS,
@@ -982,11 +1133,18 @@ def build_demo() -> Any:
 
 
 def _warm_imports() -> None:
-    # sentence-transformers takes 10–30 s to import on small CPUs; start it while the page loads.
+    # sentence-transformers takes 10–30 s to import on small CPUs, the default model a few more
+    # to load, its first curve some more: do all three while the server starts and the page
+    # loads, so the page's first request finds the curve (compute's lock makes it wait for the
+    # warm-up instead of computing it a second time).
     try:
         import sentence_transformers  # noqa: F401
+
+        if DEFAULT_MODEL in allowed_models():
+            first = EXAMPLES[0]
+            compute([DEFAULT_MODEL], first["query"], first["document"], first["evidence"])
     except Exception:  # the first request will report the real error
-        logger.debug("warm-up import failed", exc_info=True)
+        logger.debug("warm-up failed", exc_info=True)
 
 
 if __name__ == "__main__":
@@ -997,4 +1155,5 @@ if __name__ == "__main__":
     build_demo().launch(
         server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
         server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
+        css=SPACE_CSS,
     )

@@ -240,3 +240,24 @@ def test_a_trec_run_with_a_score_that_is_not_a_number_is_one_line(tmp_path):
     run.write_text("q1 Q0 d1 1 0.5 bm25\nq1 Q0 d2 2 high bm25\n")
     with pytest.raises(InputError, match=r"run\.trec:2: score 'high' is not a number"):
         read_trec_run(run)
+
+
+def test_evaluation_counts_texts_encoded_and_queries_scored(
+    task_folder, tiny_sentence_transformer, tmp_path, capsys
+):
+    # Not a terminal under pytest: plain lines with counts against the task's totals (15
+    # documents + 15 queries; batches of 4 give a line each 10 %); --no-progress: none.
+    evaluate_model(tiny_sentence_transformer, [task_folder], out=tmp_path / "a", batch_size=4)
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("evaluat")]
+    texts = [line for line in lines if ": texts encoded: " in line]
+    assert not any("\r" in line for line in lines)
+    assert texts[-1].split(": texts encoded: ")[1].startswith(f"{2 * N_DOCS}/{2 * N_DOCS} (100%)")
+    assert len(texts) >= 5 and any("eta " in line for line in texts)
+    [scored] = [line for line in lines if ": queries scored: " in line]
+    assert scored.split(": queries scored: ")[1].startswith(f"{N_DOCS}/{N_DOCS} (100%)")
+    assert not any("still running" in line for line in lines)
+
+    evaluate_model(
+        tiny_sentence_transformer, [task_folder], out=tmp_path / "b", batch_size=4, progress=False
+    )
+    assert not any(": texts encoded: " in line for line in capsys.readouterr().err.splitlines())

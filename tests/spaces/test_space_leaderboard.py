@@ -25,8 +25,9 @@ def test_shipped_leaderboard_sorts_filters_and_plots(space_app, monkeypatch):
     # the off-the-shelf model only (trained MiniLM checkpoints may share the board)
     [only] = space_app.leaderboard_table(rows, task, search="sentence-transformers/all-minilm")
     assert "MiniLM" in only[1]
+    assert only[1] == "all-MiniLM-L6-v2"  # named as a user names it, not by its Hub org
     fig = space_app.leaderboard_curve(rows, task, only[1])
-    row = next(r for r in rows if r["model"] == only[1] and r["task"] == task)
+    row = next(r for r in rows if r["name"] == only[1] and r["task"] == task)
     curve = json.loads(row["curve"])
     line = fig.axes[0].lines[0]  # the curve; the error bars add cap lines
     assert list(line.get_ydata()) == pytest.approx([c["ndcg_at_10"] for c in curve])
@@ -38,3 +39,23 @@ def test_leaderboard_source_from_the_environment(space_app, monkeypatch, tmp_pat
     monkeypatch.setenv(space_app.LEADERBOARD_ENV, str(tmp_path))
     with pytest.raises(PosbiasError, match="holds no leaderboard"):
         space_app.leaderboard_rows()
+
+
+def test_shipped_rows_are_named_as_a_user_names_them_and_say_how_they_were_made(
+    space_app, monkeypatch
+):
+    monkeypatch.delenv(space_app.LEADERBOARD_ENV, raising=False)
+    rows = space_app.leaderboard_rows()
+    names = {r["name"] for r in rows}
+    assert {"BM25", "all-MiniLM-L6-v2"} <= names
+    # No internal folder (bases/…, models/…) nor a raw pipeline id is shown.
+    assert not any(name.startswith(("bases/", "models/", "mteb/")) for name in names)
+    for row in rows:
+        # Every row names the command that made it; the study's rows name the study.
+        assert row["made_by"].startswith(("posbias evaluate", "make demo, then posbias study"))
+    study_rows = [r for r in rows if r["model"].startswith(("bases/", "models/"))]
+    assert study_rows and all("docs/study.md" in r["made_by"] for r in study_rows)
+    note = space_app.made_by_note(rows, "SciFact-Evidence")
+    assert "all-MiniLM-L6-v2 trained on begin (60 steps)" in note
+    # A board without models.json still gets readable names.
+    assert space_app.board_name("models/posbias-e5-small-uniform") == "posbias-e5-small-uniform"

@@ -44,7 +44,8 @@ def test_yaml_and_json_read_the_same_and_flags_override(tmp_path):
 
 def test_paper_spec_dry_run_prints_32_runs(capsys):
     assert main(["study", "run", "--dry-run", str(REPO / "studies" / "yhp26.yaml")]) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "planning" not in err and " eta " not in err  # a plan made in seconds: no bar, no ETA
     assert sum(line.startswith("run ") for line in out.splitlines()) == 32
     assert "accelerate launch -m hf_posbias.training.train --model qwen3-0.6b" in out
     assert "# 32 runs to train, 8 untrained base model(s)" in out
@@ -148,3 +149,16 @@ def test_data_lacking_a_config_hub_org_without_token_and_foreign_out(
         check_out_folder(spec, tmp_path / "d")
     # bootstrap and hub_org may change on a rerun: same study.
     check_out_folder(StudySpec(**{**spec.__dict__, "bootstrap": 10}), tmp_path / "c")
+
+
+def test_study_eta_comes_from_measured_durations_of_each_kind():
+    from hf_posbias.study.run import StudyClock
+
+    clock = StudyClock()
+    assert clock.seconds_left(trainings=0, evaluations=0) == 0.0
+    clock.measured(True, 100.0)
+    assert clock.seconds_left(trainings=3, evaluations=0) == 300.0
+    assert clock.seconds_left(trainings=3, evaluations=1) is None  # not measured: no guess
+    clock.measured(False, 10.0)
+    clock.measured(False, 20.0)
+    assert clock.seconds_left(trainings=1, evaluations=2) == 100.0 + 2 * 15.0

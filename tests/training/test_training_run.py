@@ -656,3 +656,36 @@ def test_cuda_preflight_measures_and_refuses_what_does_not_fit(tiny_models, trai
             )
         )
     assert "--mini-batch-size" in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("progress", [True, False])
+def test_training_reports_steps_loss_and_eta_in_lines(
+    progress, tiny_models, train_repo, tmp_path, capsys
+):
+    # stderr is not a terminal under pytest: plain lines (no carriage return), the last one
+    # with every step done and the last logged loss; --no-progress prints none of them.
+    # (sentence-transformers' own "Computing widget examples" bar at the trainer's start is
+    # not ours.)
+    train_model(
+        TrainConfig(
+            model=tiny_models("bert"),
+            config="uniform",
+            data=train_repo,
+            out=str(tmp_path / "ckpt"),
+            max_steps=3,
+            global_batch=6,
+            logging_steps=1,
+            progress=progress,
+        )
+    )
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("train: ")]
+    assert not any("\r" in line for line in lines)
+    assert "{'loss'" not in err  # transformers' raw log dicts are replaced
+    if not progress:
+        assert lines == []
+        return
+    assert lines[-1].startswith("train: 3/3 (100%) [")
+    assert "loss=" in lines[-1]
+    # Each 10 % of the steps gives a line; before the end each carries an ETA.
+    assert any(line.startswith("train: 1/3 (33%)") and "eta " in line for line in lines)

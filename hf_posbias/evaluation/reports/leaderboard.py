@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hf_posbias.errors import InputError
-from hf_posbias.settings import Settings, check_positive, flag_name, setting
+from hf_posbias.settings import ProgressSettings, check_positive, flag_name, setting
 
 SortKey = Literal["mean", "harmonic_mean", "psi", "slope"]
 LOWER_IS_BETTER = {"psi"}
@@ -39,7 +39,7 @@ TABLE_COLUMNS = ("rank", "model", "mean", "psi", "harmonic_mean", "slope", "n_qu
 
 
 @dataclass(kw_only=True)
-class LeaderboardSettings(Settings):
+class LeaderboardSettings(ProgressSettings):
     """Settings of ``posbias leaderboard``.
 
     Example:
@@ -165,6 +165,7 @@ def _sort_value(row: dict[str, Any], key: str) -> float:
 def task_table(summaries: Sequence[Any], settings: LeaderboardSettings) -> list[dict[str, Any]]:
     """Sorted rows of one task, neighbours compared on shared queries (``tied``, ``p_next``)."""
     from hf_posbias.evaluation.runs.exports import per_bucket_from_table, read_per_query
+    from hf_posbias.progress import progress
     from hf_posbias.statistics.uncertainty import paired_comparison
 
     pairs = sorted(
@@ -177,14 +178,23 @@ def task_table(summaries: Sequence[Any], settings: LeaderboardSettings) -> list[
             raise InputError(f"{s.task} / {s.label}: no per-query table (rerun the evaluation)")
         scores.append(per_bucket_from_table(read_per_query(s.per_query_path)))
     tied: list[bool] = []
+    task = pairs[0][1].task if pairs else ""
+    bar = progress(
+        total=max(len(rows) - 1, 0),
+        desc=f"leaderboard {task}: paired tests",
+        unit="pair",
+        disable=not settings.progress or len(rows) < 2,
+    )
     for i, row in enumerate(rows):
         if i + 1 == len(rows):
             row["p_next"] = None
             tied.append(False)
+            bar.close()
             continue
         cmp = paired_comparison(
             scores[i], scores[i + 1], n_resamples=settings.resamples, seed=settings.seed
         )
+        bar.update(1)
         diff = cmp.psi if settings.sort_by == "psi" else cmp.mean
         p_value = None if diff is None else float(diff.p_value)
         row["p_next"] = p_value

@@ -33,6 +33,7 @@ from hf_posbias.settings import flag_name
 if TYPE_CHECKING:
     from mteb.models.model_meta import ModelMeta
 
+    from hf_posbias.evaluation.runs.encode_progress import EvaluationProgress
     from hf_posbias.evaluation.runs.remedies import RemedySettings
     from hf_posbias.evaluation.runs.search import RerankSearch
     from hf_posbias.rerankers.options import RerankerOptions
@@ -79,6 +80,10 @@ class CountingEncoder:
         self._meta = meta if meta is not None else getattr(model, "mteb_model_meta", None)
         self.stats = EncodeStats()
         self.token_counter = token_counter
+        # Set for the length of one run (hf_posbias.evaluation.runs.runner.run_task): told of
+        # whole encode calls (unless it counts batches itself) and of every similarity call.
+        self.progress: EvaluationProgress | None = None
+        self.progress_counts_batches = False
 
     @property
     def mteb_model_meta(self) -> ModelMeta | None:
@@ -96,11 +101,17 @@ class CountingEncoder:
             self.stats.tokens_encoded += self.token_counter(
                 [str(t) for t in inputs.dataset["text"]]
             )
-        return self.model.encode(inputs, prompt_type=prompt_type, **kwargs)
+        embeddings = self.model.encode(inputs, prompt_type=prompt_type, **kwargs)
+        if self.progress is not None and not self.progress_counts_batches:
+            self.progress.encoded(n)
+        return embeddings
 
     def similarity(self, embeddings1: Any, embeddings2: Any) -> Any:
-        """Delegates to the wrapped model."""
-        return self.model.similarity(embeddings1, embeddings2)
+        """Delegates to the wrapped model (queries × documents scored count as progress)."""
+        scores = self.model.similarity(embeddings1, embeddings2)
+        if self.progress is not None:
+            self.progress.scored(queries=len(embeddings1), documents=len(embeddings2))
+        return scores
 
     def similarity_pairwise(self, embeddings1: Any, embeddings2: Any) -> Any:
         """Delegates to the wrapped model."""

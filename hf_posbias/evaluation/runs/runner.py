@@ -41,10 +41,11 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -97,19 +98,19 @@ def run_task(
 
     ``results_dir`` is an explicit mteb ``ResultCache`` folder (or ``None``: no cache at all);
     either way the evaluation always runs — cached scores are never reused. ``show_progress``
-    turns on mteb's and sentence-transformers' own bars; ``progress`` prints a plain
-    ``still running`` line every 30 s while mteb works (:class:`hf_posbias.progress.Heartbeat`),
-    labelled ``desc`` (default: model and task).
+    turns on mteb's and sentence-transformers' own bars; ``progress`` reports texts encoded /
+    total and queries scored / total with an ETA for an encoder
+    (:class:`~hf_posbias.evaluation.runs.encode_progress.EvaluationProgress`), a ``still
+    running`` line every 30 s for BM25 and reranking pipelines
+    (:class:`hf_posbias.progress.Heartbeat`), labelled ``desc`` (default: model and task).
     """
     import mteb
-
-    from hf_posbias.progress import Heartbeat
 
     task.load_data()
     cache = mteb.ResultCache(cache_path=results_dir) if results_dir is not None else None
     label = desc or f"evaluating {loaded.name} on {task.metadata.name}"
     try:
-        with Heartbeat(label, disable=not progress):
+        with _run_progress(loaded, task, label, disable=not progress):
             result = mteb.evaluate(
                 loaded.model,
                 task,
@@ -126,6 +127,30 @@ def run_task(
     if result.exceptions:
         raise BackendError(f"{task.metadata.name}: {first_line(result.exceptions[0].exception)}")
     return result.task_results[0]
+
+
+@contextlib.contextmanager
+def _run_progress(loaded: LoadedModel, task: Any, label: str, *, disable: bool) -> Iterator[None]:
+    """Counted progress while mteb evaluates an encoder; a heartbeat for the other models."""
+    from hf_posbias.evaluation.runs.encode_progress import EvaluationProgress, task_size
+    from hf_posbias.progress import Heartbeat
+
+    encoder = loaded.encoder
+    if encoder is None or loaded.model is not encoder:
+        with Heartbeat(label, disable=disable):
+            yield
+        return
+    documents, queries = task_size(task)
+    st_model = loaded.sentence_transformer
+    with EvaluationProgress(label, documents=documents, queries=queries, disable=disable) as p:
+        handle = p.hook(st_model) if st_model is not None else None
+        encoder.progress, encoder.progress_counts_batches = p, handle is not None
+        try:
+            yield
+        finally:
+            encoder.progress, encoder.progress_counts_batches = None, False
+            if handle is not None:
+                handle.remove()
 
 
 def _intervals(
