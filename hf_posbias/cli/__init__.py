@@ -22,6 +22,7 @@ import warnings
 from collections.abc import Sequence
 
 from hf_posbias import __version__
+from hf_posbias.cli.common import VerbParser
 from hf_posbias.errors import PosbiasError
 
 # Order = order in `posbias --help`. A module that is missing (area not built yet) is skipped.
@@ -42,7 +43,7 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser with every registered sub-command."""
-    parser = argparse.ArgumentParser(
+    parser = VerbParser(
         prog="posbias",
         description="Measure and control position bias in dense retrievers.",
     )

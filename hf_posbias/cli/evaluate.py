@@ -62,9 +62,15 @@ def _quiet(args: argparse.Namespace) -> None:
     logging.getLogger("bm25s").setLevel(logging.WARNING)
     # mteb calls a renamed sentence-transformers method; the notice is for mteb, not users.
     warnings.filterwarnings("ignore", category=FutureWarning, module="mteb")
-    import datasets
+    import os
+    import sys
 
-    datasets.disable_progress_bars()
+    # Through the environment while datasets is not loaded yet: a mistake found before any
+    # model is needed stays an instant error line (no heavy import for it).
+    if "datasets" in sys.modules:
+        sys.modules["datasets"].disable_progress_bars()
+    else:
+        os.environ["HF_DATASETS_DISABLE_PROGRESS_BARS"] = "1"
 
 
 def _library_bars(args: argparse.Namespace, progress: bool) -> bool:

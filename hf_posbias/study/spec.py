@@ -240,7 +240,7 @@ def check_inputs(spec: StudySpec, out: str | Path | None, hub_token: str | None 
     Unknown base or task, training data lacking a configuration, a Hub org without a token, an
     output folder holding another study.
     """
-    from hf_posbias.tasks.mteb_tasks import get_task
+    from hf_posbias.tasks.registry import resolve_task_reference
     from hf_posbias.training.models import get_model_spec
 
     for base in spec.bases:
@@ -251,7 +251,7 @@ def check_inputs(spec: StudySpec, out: str | Path | None, hub_token: str | None 
                 continue  # a Hub id: resolved when its run starts
             raise InputError(f"bases: {err}") from None
     for task in spec.tasks:
-        get_task(task)
+        resolve_task_reference(task)
     if Path(spec.data).expanduser().is_dir():
         from hf_posbias.training.train import resolve_repo_config
 
