@@ -101,9 +101,10 @@ def run_evaluate(s: EvaluateSettings, args: argparse.Namespace) -> None:
     import warnings
 
     from hf_posbias.evaluation.runs.runner import evaluate_model
+    from hf_posbias.locks import output_lock
 
     _quiet(args)
-    with warnings.catch_warnings():
+    with output_lock(s.out, command="posbias evaluate"), warnings.catch_warnings():
         # The summaries carry the warnings; they are printed once below.
         warnings.simplefilter("ignore", UserWarning)
         summaries = evaluate_model(
@@ -112,12 +113,12 @@ def run_evaluate(s: EvaluateSettings, args: argparse.Namespace) -> None:
             **s.evaluate_kwargs(),
             show_progress=_library_bars(args, s.progress),
         )
-    if s.plot:
-        from hf_posbias.evaluation.reports.report import plot_position_curves
+        if s.plot:
+            from hf_posbias.evaluation.reports.report import plot_position_curves
 
-        for summary in summaries:
-            safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in summary.task)
-            plot_position_curves([summary], Path(s.out) / "plots" / f"{safe}.png")
+            for summary in summaries:
+                safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in summary.task)
+                plot_position_curves([summary], Path(s.out) / "plots" / f"{safe}.png")
     _print_summaries(summaries)
     print(f"wrote {Path(s.out) / 'summary.json'}")
 

@@ -391,15 +391,16 @@ def run_study(
     out = str(out)
     check_inputs(spec, out, hub_token)
     tasks = resolve_tasks(spec.tasks)
-    save_spec(spec, out)
     models = select_models(study_models(spec, out), shard)
     extra = training_argv(spec)
-    # Every run's flags are checked before the first run starts.
+    # Every run's flags are checked before the first run starts, and before the folder is
+    # claimed: a corrected spec must still fit it.
     from hf_posbias.training.settings import parse_settings
 
     for model in models:
         if model.trained:
             parse_settings(_matrix_run(model).train_args(spec.data, extra))
+    save_spec(spec, out)
     check_remedies(models, tasks, spec, out)
     outcome = StudyOutcome([], 0, 0, None, [])
     durations: list[float] = []
