@@ -35,12 +35,17 @@ def test_input_mistakes_fail_before_heavy_imports(tmp_path: Path) -> None:
     missing_task = tmp_path / "study.yaml"
     missing_task.write_text(f"bases: [all-MiniLM-L6-v2]\ndata: {tmp_path}\ntasks: [/nonexistent]\n")
     out = str(tmp_path / "out")
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"query": "q", "positive": "p"}\n')
+    train = ["train", "--model", "bert-base", "--config", "uniform", "--out", out, "--data"]
     cases = [
         ["evaluate", "--model", "all-MiniLM-L6-v2", "--task", "/nonexistent", "--out", out],
         ["evaluate", "--model", "all-MiniLM-L6-v2", "--task", "SQuAD-PosQ-tiyn", "--out", out],
         ["evaluate", "--model", "all-MiniLM-L6-v2", "--task", "t", "--out", out, "--top-k", "0"],
         ["study", "run", str(bad_spec), "--out", out],
         ["study", "run", str(missing_task), "--out", out],
+        [*train, str(rows)],
+        [*train, str(tmp_path / "missing")],
     ]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     result = subprocess.run(
@@ -59,3 +64,5 @@ def test_input_mistakes_fail_before_heavy_imports(tmp_path: Path) -> None:
     by_task = json.loads(result.stdout)
     assert "does not exist" in by_task[0]["err"]
     assert "(did you mean 'SQuAD-PosQ-tiny'?)" in by_task[1]["err"]
+    assert f"--data {rows} is a file; it takes a training-set folder" in by_task[5]["err"]
+    assert f"--data: folder {tmp_path / 'missing'} does not exist" in by_task[6]["err"]
