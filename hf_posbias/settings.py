@@ -109,8 +109,12 @@ def check_choice(field_name: str, value: Any, choices: Iterable[Any]) -> None:
     """
     choices = tuple(choices)
     if value not in choices:
+        from hf_posbias.suggestions import suggest
+
+        hint = suggest(value, map(str, choices)) if isinstance(value, str) else ""
         raise InputError(
-            f"{flag_name(field_name)} must be one of {', '.join(map(str, choices))}, got {value!r}"
+            f"{flag_name(field_name)} must be one of {', '.join(map(str, choices))}, got "
+            f"{value!r}{hint}"
         )
 
 

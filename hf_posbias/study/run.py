@@ -161,7 +161,9 @@ def evaluate_study_model(
     model: StudyModel, tasks: Sequence[StudyTask], spec: StudySpec, out: str | Path
 ) -> tuple[int, int]:
     """Evaluate ``model`` on every task not done yet; returns (evaluated, skipped)."""
-    from hf_posbias.evaluation.runs.runner import evaluate_model
+    import shutil
+
+    from hf_posbias.evaluation.runs.runner import RESULTS_DIRNAME, evaluate_model
 
     fingerprint = evaluation_fingerprint(model, spec)
     todo = [t for t in tasks if not evaluation_done(eval_dir(out, model, t), fingerprint, t)]
@@ -169,6 +171,9 @@ def evaluate_study_model(
     loaded = None
     for task in todo:
         folder = eval_dir(out, model, task)
+        # mteb files results by model revision (the folder's whole content, card included):
+        # a redone evaluation would sit next to the stale one, and both would be published.
+        shutil.rmtree(folder / RESULTS_DIRNAME, ignore_errors=True)
         if loaded is None:
             from hf_posbias.evaluation.runs.models import load_model
 

@@ -195,8 +195,11 @@ def resolve_repo_config(data: str, config: str) -> str:
             hint = f"; create it with `posbias sample --config {config}` (or build --config)"
         if canonical in available:
             return str(canonical)
+    from hf_posbias.suggestions import suggest
+
     raise InputError(
-        f"config {config!r} is not in {data}: available {', '.join(available) or 'none'}{hint}"
+        f"config {config!r} is not in {data}{suggest(config, available)}: available "
+        f"{', '.join(available) or 'none'}{hint}"
     )
 
 
