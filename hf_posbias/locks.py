@@ -41,6 +41,16 @@ UNREADABLE_STALE_S = 60.0
 stale."""
 
 
+def lock_name(part: str) -> str:
+    """The lock file of one share of a folder's work (``0/2`` → ``.posbias-0-2.lock``)."""
+    return f".posbias-{''.join(c if c.isalnum() else '-' for c in part)}.lock"
+
+
+def is_lock_file(name: str) -> bool:
+    """Whether a file name is a lock of :func:`output_lock` (folder checks skip them)."""
+    return name == LOCK_NAME or (name.startswith(".posbias-") and name.endswith(".lock"))
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -98,15 +108,26 @@ def _acquire(lock: Path, holder: dict[str, Any]) -> None:
 
 
 @contextlib.contextmanager
-def output_lock(folder: str | Path, *, command: str) -> Iterator[Path]:
+def output_lock(folder: str | Path, *, command: str, part: str | None = None) -> Iterator[Path]:
     """Hold ``<folder>/.posbias.lock`` for the block (see the module docstring); yields the
-    lock's path. ``command`` names the holder in a refused run's message."""
+    lock's path. ``command`` names the holder in a refused run's message. ``part``: a share of
+    the folder's work that runs alongside the others by design (a study's ``--shard 0/2``): its
+    own lock, ``.posbias-<part>.lock``.
+
+    Example:
+        >>> import tempfile
+        >>> out = tempfile.mkdtemp()
+        >>> with output_lock(out, command="a", part="0/2"):
+        ...     with output_lock(out, command="b", part="1/2"):
+        ...         print(sorted(p.name for p in Path(out).iterdir()))
+        ['.posbias-0-2.lock', '.posbias-1-2.lock']
+    """
     target = Path(folder)
     if target.exists() and not target.is_dir():
         raise InputError(f"{target} is a file, not an output folder")
     created = not target.exists()
     target.mkdir(parents=True, exist_ok=True)
-    lock = target / LOCK_NAME
+    lock = target / (LOCK_NAME if part is None else lock_name(part))
     holder = {
         "pid": os.getpid(),
         "host": socket.gethostname(),

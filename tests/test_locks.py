@@ -67,3 +67,17 @@ def test_two_cli_runs_on_one_folder(tmp_path, capsys) -> None:
         assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "is in use by posbias evaluate" in err[0], err
+
+
+def test_shards_of_one_study_run_side_by_side(tmp_path) -> None:
+    """A study's shards share its folder by design: each holds its own lock; a folder holding
+    only locks still counts as empty for the study's folder check."""
+    from hf_posbias.study.spec import StudySpec, check_out_folder
+
+    out = tmp_path / "study"
+    spec = StudySpec(bases=["bert-base"], data="d", tasks=["t"])
+    with output_lock(out, command="posbias study run", part="0/2"):
+        with output_lock(out, command="posbias study run", part="1/2"):
+            check_out_folder(spec, out)
+        with pytest.raises(InputError, match="in use"), output_lock(out, command="x", part="0/2"):
+            pass

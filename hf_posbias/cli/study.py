@@ -100,7 +100,8 @@ def run_study_cmd(settings: StudyRunSettings, args: argparse.Namespace) -> None:
         return
     from hf_posbias.locks import output_lock
 
-    with output_lock(settings.out, command="posbias study run"):
+    # Shards of one study share its folder by design: each holds its own lock.
+    with output_lock(settings.out, command="posbias study run", part=settings.shard):
         outcome = run_study(spec, **settings.run_kwargs())
     print(
         f"{len(outcome.trained)} run(s) trained, {outcome.evaluated} evaluation(s) run, "

@@ -40,7 +40,7 @@ from hf_posbias.evaluation.runs.remedies import (
     get_remedy,
     remedy_names,
 )
-from hf_posbias.locks import LOCK_NAME
+from hf_posbias.locks import is_lock_file
 from hf_posbias.rows import read_json
 from hf_posbias.sampling import PAPER_CONFIG_NAMES
 from hf_posbias.settings import (
@@ -440,7 +440,7 @@ def check_out_folder(spec: StudySpec, out: str | Path) -> None:
                 f"{folder} holds another study (different {', '.join(changed)}): use another "
                 f"{flag_name('out')}"
             )
-    elif folder.is_dir() and any(p.name != LOCK_NAME for p in folder.iterdir()):
+    elif folder.is_dir() and any(not is_lock_file(p.name) for p in folder.iterdir()):
         raise InputError(
             f"{folder} is not empty and holds no study: use another {flag_name('out')}"
         )
