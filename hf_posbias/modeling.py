@@ -302,8 +302,8 @@ def suggest_model_names(name: str, n: int = 3) -> list[str]:
 
 def with_suggestions(err: ModelLoadError, name: str) -> ModelLoadError:
     """``err`` with the closest registry names appended ("did you mean …?"), when any."""
-    hint = suggest(name, known_model_names())
-    return ModelLoadError(f"{err}; {hint}") if hint else err
+    hint = suggest(name, known_model_names(), n=3)
+    return ModelLoadError(f"{err}{hint}") if hint else err
 
 
 def model_display_name(name: str | os.PathLike[str]) -> str:
@@ -464,12 +464,11 @@ def unknown_model_error(
     Example:
         >>> state = HubState("x/all-MiniLM-L6-v3", False, None, OFFLINE_HINT)
         >>> print(unknown_model_error("model", "all-MiniLM-L6-v3", state, ["all-MiniLM-L6-v2"]))
-        unknown model 'all-MiniLM-L6-v3': no local folder, packaged model, mteb registry entry or cached Hub model of that name, and the Hub is offline (HF_HUB_OFFLINE is set); did you mean all-MiniLM-L6-v2?
+        unknown model 'all-MiniLM-L6-v3': no local folder, packaged model, mteb registry entry or cached Hub model of that name, and the Hub is offline (HF_HUB_OFFLINE is set) (did you mean 'all-MiniLM-L6-v2'?)
     """  # noqa: E501
     where = "no local folder, packaged model, mteb registry entry or cached Hub model of that name"
     where += f", and {state.note}" if state.note else ", nor a Hub model"
-    hint = suggest(name, known)
-    return UnknownModelError(f"unknown {kind} {name!r}: {where}" + (f"; {hint}" if hint else ""))
+    return UnknownModelError(f"unknown {kind} {name!r}: {where}{suggest(name, known, n=3)}")
 
 
 def check_hub_model(kind: str, name: str, known: Callable[[], list[str]]) -> HubState:

@@ -103,9 +103,11 @@ class PositionConfig:
         custom = _CUSTOM_NAME.match(key)
         parts = [p.replace("p", ".") for p in custom.groups()] if custom else key.split(":")
         if len(parts) != len(POSITIONS):
+            from hf_posbias.suggestions import suggest
+
             raise InputError(
-                f"position configuration {text!r} is not begin, middle, end, uniform (B/M/E/U) "
-                "or three numbers b:m:e such as 50:25:25"
+                f"position configuration {text!r}{suggest(key, _BY_NAME)} is not begin, middle, "
+                "end, uniform (B/M/E/U) or three numbers b:m:e such as 50:25:25"
             )
         try:
             weights = tuple(float(p) for p in parts)

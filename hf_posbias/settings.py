@@ -109,8 +109,12 @@ def check_choice(field_name: str, value: Any, choices: Iterable[Any]) -> None:
     """
     choices = tuple(choices)
     if value not in choices:
+        from hf_posbias.suggestions import suggest
+
+        hint = suggest(value, map(str, choices)) if isinstance(value, str) else ""
         raise InputError(
-            f"{flag_name(field_name)} must be one of {', '.join(map(str, choices))}, got {value!r}"
+            f"{flag_name(field_name)} must be one of {', '.join(map(str, choices))}, got "
+            f"{value!r}{hint}"
         )
 
 
@@ -305,6 +309,110 @@ def add_settings_arguments(
             action.posbias_aliases += tuple(  # type: ignore[attr-defined]
                 "--no-" + a[2:] for a in meta.get("aliases", ())
             )
+
+
+KeyPath = tuple["str | int", ...]
+"""Where a value sits in a spec file: ``("configs", 1)`` is ``configs[1]``."""
+
+
+def key_path(path: KeyPath) -> str:
+    """The spelling of a key path as a spec file's reader sees it.
+
+    Example:
+        >>> key_path(("configs", 1)), key_path(("training", "max_steps"))
+        ('configs[1]', 'training.max_steps')
+    """
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+    return text
+
+
+def _form(tp: Any) -> str:
+    """How a value of type ``tp`` is written in a spec file (for an error message)."""
+    base, optional = _unwrap_optional(tp)
+    origin = typing.get_origin(base)
+    if origin is Literal:
+        form = "one of " + ", ".join(map(str, typing.get_args(base)))
+    elif base is bool:
+        form = "true or false"
+    elif base is int:
+        form = "a whole number"
+    elif base is float:
+        form = "a number"
+    elif base is str:
+        form = "a string"
+    elif origin in (list, tuple, Sequence) or base in (list, tuple):
+        args = [a for a in typing.get_args(base) if a is not Ellipsis]
+        inner = _form(args[0]) if args else "a value"
+        form = f"a list (e.g. [x, y]) of {inner.removeprefix('a ').removeprefix('an ')}s"
+    elif origin is dict or base is dict:
+        form = "a mapping (key: value lines)"
+    else:
+        return "a value"
+    return f"{form} or null" if optional else form
+
+
+def _fits(tp: Any, value: Any) -> bool:
+    base, optional = _unwrap_optional(tp)
+    if value is None:
+        return optional
+    origin = typing.get_origin(base)
+    if origin is Literal:
+        return value in typing.get_args(base)
+    if base is bool:
+        return isinstance(value, bool)
+    if base is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if base is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if base is str:
+        return isinstance(value, str)
+    if origin in (list, tuple, Sequence) or base in (list, tuple):
+        return isinstance(value, list | tuple)
+    if origin is dict or base is dict:
+        return isinstance(value, dict)
+    return True
+
+
+def value_problems(cls: type, values: typing.Mapping[str, Any]) -> list[tuple[KeyPath, str]]:
+    """Every value of ``values`` (a spec file's mapping) whose type its field of ``cls`` refuses,
+    each with its key path and the expected form; list items are checked one by one.
+
+    Unknown keys are not this function's business (the caller names them).
+
+    Example:
+        >>> from dataclasses import dataclass
+        >>> @dataclass
+        ... class K:
+        ...     bootstrap: int = setting("resamples", default=1000)
+        ...     tasks: list[str] = setting("tasks", default_factory=list)
+        >>> for path, problem in value_problems(K, {"bootstrap": "many", "tasks": "SQuAD-PosQ"}):
+        ...     print(key_path(path), problem)
+        bootstrap expected a whole number, got 'many'
+        tasks expected a list (e.g. [x, y]) of strings, got 'SQuAD-PosQ' (write [SQuAD-PosQ])
+        >>> [key_path(p) for p, _ in value_problems(K, {"tasks": ["a", 3]})]
+        ['tasks[1]']
+    """
+    hints = typing.get_type_hints(cls)
+    problems: list[tuple[KeyPath, str]] = []
+    for f in dataclasses.fields(cls):
+        if f.name not in values or not f.init:
+            continue
+        tp, value = hints[f.name], values[f.name]
+        if not _fits(tp, value):
+            problem = f"expected {_form(tp)}, got {value!r}"
+            if isinstance(value, str) and _form(tp).startswith("a list"):
+                problem += f" (write [{value}])"
+            problems.append(((f.name,), problem))
+            continue
+        base, _ = _unwrap_optional(tp)
+        args = [a for a in typing.get_args(base) if a is not Ellipsis]
+        if isinstance(value, list | tuple) and args:
+            for index, item in enumerate(value):
+                if not _fits(args[0], item):
+                    problems.append(((f.name, index), f"expected {_form(args[0])}, got {item!r}"))
+    return problems
 
 
 def settings_from_args(cls: type[S], namespace: argparse.Namespace, **overrides: Any) -> S:

@@ -45,6 +45,6 @@ def test_bm25_and_unknown_names_are_one_line(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ModelLoadError, match="does not embed"):
         load_embedder("bm25")
-    with pytest.raises(ModelLoadError, match="did you mean intfloat/e5-small-v2") as caught:
+    with pytest.raises(ModelLoadError, match="did you mean 'intfloat/e5-small-v2'") as caught:
         load_embedder("intfloat/e5-smal-v2")
     assert "\n" not in str(caught.value)

@@ -123,7 +123,7 @@ def test_unknown_model_is_one_line_with_the_closest_name(hub, caplog):
         load_model("all-MiniLM-L6-v3")
     line = str(caught.value)
     assert line.startswith("unknown model 'all-MiniLM-L6-v3'") and "\n" not in line
-    assert "did you mean all-MiniLM-L6-v2" in line and hub in line
+    assert "did you mean 'all-MiniLM-L6-v2'" in line and hub in line
     assert "Retry" not in caplog.text
 
 
@@ -175,7 +175,7 @@ def test_evaluate_unknown_model_on_the_command_line(hub, tmp_path, capsys):
     argv = ["evaluate", "--model", "all-MiniLM-L6-v3", "--task", str(task), "--out", str(out)]
     [line] = _cli([*argv, "--no-progress"], capsys)
     assert line.startswith("error: unknown model 'all-MiniLM-L6-v3'") and hub in line
-    assert "did you mean all-MiniLM-L6-v2" in line
+    assert "did you mean 'all-MiniLM-L6-v2'" in line
 
 
 def test_listwise_unknown_reranker_on_the_command_line(hub, tmp_path, capsys):
@@ -185,7 +185,7 @@ def test_listwise_unknown_reranker_on_the_command_line(hub, tmp_path, capsys):
     argv = ["listwise", "test", "--reranker", "smollm2-135n", "--task", str(task)]
     [line] = _cli([*argv, "--out", str(tmp_path / "out"), "--k", "4"], capsys)
     assert line.startswith("error: unknown reranker 'smollm2-135n'") and hub in line
-    assert "did you mean smollm2-135m" in line
+    assert "did you mean 'smollm2-135m'" in line
     assert not Path(tmp_path / "out").exists() or not any(Path(tmp_path / "out").iterdir())
 
 
@@ -193,5 +193,5 @@ def test_unknown_first_stage_suggests_bm25(monkeypatch):
     from hf_posbias.listwise.experiments.firststage import load_first_stage
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(modeling.UnknownModelError, match="did you mean bm25"):
+    with pytest.raises(modeling.UnknownModelError, match="did you mean 'bm25'"):
         load_first_stage("bm26", {})

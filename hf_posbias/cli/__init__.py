@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import logging
 import os
@@ -22,7 +23,8 @@ import warnings
 from collections.abc import Sequence
 
 from hf_posbias import __version__
-from hf_posbias.errors import PosbiasError
+from hf_posbias.cli.common import VerbParser
+from hf_posbias.errors import PosbiasError, first_line
 
 # Order = order in `posbias --help`. A module that is missing (area not built yet) is skipped.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -42,7 +44,7 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser with every registered sub-command."""
-    parser = argparse.ArgumentParser(
+    parser = VerbParser(
         prog="posbias",
         description="Measure and control position bias in dense retrievers.",
     )
@@ -82,6 +84,29 @@ def _quiet_libraries() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
+DISK_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT})
+"""What a full disk, a quota or a read-only or foreign folder raise: the user's to fix."""
+
+
+def disk_error_line(err: OSError, out: str | None = None) -> str:
+    """The one line of a disk error: the path (the output folder when the error names none),
+    what went wrong, what to do.
+
+    Example:
+        >>> import errno
+        >>> print(disk_error_line(PermissionError(errno.EACCES, "Permission denied", "o/s.json")))
+        cannot write o/s.json: Permission denied (make the folder writable or choose another --out)
+        >>> disk_error_line(OSError(errno.ENOSPC, "No space left on device"), "o")
+        'cannot write in o: No space left on device (free space; a rerun resumes)'
+    """
+    path = err.filename or (f"in {out}" if out else "the output")
+    if err.errno in (errno.ENOSPC, errno.EDQUOT):
+        hint = "free space; a rerun resumes"
+    else:
+        hint = "make the folder writable or choose another --out"
+    return f"cannot write {path}: {err.strerror or first_line(err)} ({hint})"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``posbias`` console script; returns the exit status."""
     try:
@@ -108,6 +133,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except PosbiasError as err:
         print(f"error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:
+        if err.errno not in DISK_ERRNOS:
+            raise
+        print(f"error: {disk_error_line(err, getattr(args, 'out', None))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(

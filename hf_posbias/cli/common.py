@@ -6,6 +6,8 @@ the settings are built from the parsed flags — every check runs then, so a mis
 ``error:`` line before anything is read or written — and the handler gets them. A handler returns
 the exit status (``None`` counts as 0, see :func:`hf_posbias.cli.main`). :func:`add_group` adds a
 verb with verbs of its own (``posbias listwise …``) that prints its help when called bare.
+:class:`VerbParser`, the parser of ``posbias`` and of each of its verbs, answers a mistyped flag,
+verb or choice with the verb's own usage and the closest known name.
 
 Example:
     >>> import argparse
@@ -26,13 +28,112 @@ from __future__ import annotations
 
 import argparse
 import functools
-from collections.abc import Callable
-from typing import Any
+import re
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
 
 from hf_posbias.settings import add_settings_arguments, settings_from_args
+from hf_posbias.suggestions import suggest
 
 Handler = Callable[..., "int | None"]
 """``handler(settings)``; with ``with_args``, ``handler(settings, args)``."""
+
+
+_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+_INVALID_CHOICE = re.compile(r"invalid choice: '?(?P<name>[^' ]*)'? \(choose from (?P<known>.*)\)$")
+
+
+class VerbParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose mistakes point at the fix.
+
+    A flag the verb does not take is refused by the verb itself (its usage, not the top-level
+    one), with the closest flag of that verb; an unknown verb or choice gets the closest name.
+    Sub-commands added under it use the same class.
+
+    Example:
+        >>> import contextlib, io
+        >>> from dataclasses import dataclass
+        >>> from hf_posbias.settings import setting
+        >>> @dataclass
+        ... class Evaluate:
+        ...     task: str = setting("the task")
+        >>> parser = VerbParser(prog="posbias")
+        >>> verbs = parser.add_subparsers(dest="command")
+        >>> _ = add_verb(verbs, "evaluate", Evaluate, print, help="evaluate")
+        >>> err = io.StringIO()
+        >>> with contextlib.redirect_stderr(err), contextlib.suppress(SystemExit):
+        ...     parser.parse_args(["evaluate", "--task", "T", "--tsak", "3"])
+        >>> print(err.getvalue().splitlines()[-1])
+        posbias evaluate: error: unrecognized arguments: --tsak 3 (did you mean '--task'?)
+        >>> with contextlib.redirect_stderr(err), contextlib.suppress(SystemExit):
+        ...     parser.parse_args(["evalute"])
+        >>> print(err.getvalue().splitlines()[-1])  # doctest: +ELLIPSIS
+        posbias: error: argument command: invalid choice: 'evalute' ... (did you mean 'evaluate'?)
+    """
+
+    _posbias_argv: list[str] | None = None
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """As argparse's, but a verb (a parser without verbs of its own) refuses what it does
+        not know itself, so the error shows that verb's usage."""
+        import sys
+
+        self._posbias_argv = list(sys.argv[1:] if args is None else args)
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras and self._subparsers is None:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
+
+    def unknown_flags(self) -> list[str]:
+        """The flags of the last parsed arguments that this parser does not take."""
+        known = list(self._option_string_actions)
+        found = []
+        for token in self._posbias_argv or ():
+            if token == "--":
+                break
+            if not token.startswith("-") or token == "-" or _NUMBER.match(token):
+                continue
+            flag = token.split("=", 1)[0]
+            if flag in known or (
+                self.allow_abbrev
+                and flag.startswith("--")
+                and any(k.startswith(flag) for k in known)
+            ):
+                continue
+            found.append(flag)
+        return found
+
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+        """Print this verb's usage and the message with the closest known name; exit 2."""
+        unknown = self.unknown_flags()
+        known_flags = [k for k in self._option_string_actions if k.startswith("--")]
+        known_flags.remove("--help")
+        positionals = {a.dest: a.metavar or a.dest for a in self._actions if not a.option_strings}
+        if unknown and (
+            message.startswith("unrecognized arguments")
+            or message.startswith("the following arguments are required")
+        ):
+            hints = "".join(
+                dict.fromkeys(
+                    f" ({flag[2:]} is given without a flag: "
+                    f"{self.prog} {positionals[flag[2:].replace('-', '_')]})"
+                    if flag[2:].replace("-", "_") in positionals
+                    else suggest(flag, known_flags)
+                    for flag in unknown
+                )
+            )
+            if message.startswith("the following"):
+                message = f"unrecognized arguments: {' '.join(unknown)}{hints}; {message}"
+            else:
+                message += hints
+        else:
+            match = _INVALID_CHOICE.search(message)
+            if match:
+                known = [k.strip().strip("'") for k in match["known"].split(",")]
+                message += suggest(match["name"], known)
+        super().error(message)
 
 
 def echo(line: str) -> None:

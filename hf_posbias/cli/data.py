@@ -79,9 +79,11 @@ def _cmd_publish(s: PublishStageSettings) -> None:
 
 
 def _cmd_build(s: BuildSettings) -> None:
+    from hf_posbias.locks import output_lock
     from hf_posbias.pipeline import build
 
-    result = build(s, echo)
+    with output_lock(s.out, command="posbias build"):
+        result = build(s, echo)
     echo(f"done: load_dataset('{result.train_dir}', 'uniform', split='train')")
 
 

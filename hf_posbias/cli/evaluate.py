@@ -62,9 +62,15 @@ def _quiet(args: argparse.Namespace) -> None:
     logging.getLogger("bm25s").setLevel(logging.WARNING)
     # mteb calls a renamed sentence-transformers method; the notice is for mteb, not users.
     warnings.filterwarnings("ignore", category=FutureWarning, module="mteb")
-    import datasets
+    import os
+    import sys
 
-    datasets.disable_progress_bars()
+    # Through the environment while datasets is not loaded yet: a mistake found before any
+    # model is needed stays an instant error line (no heavy import for it).
+    if "datasets" in sys.modules:
+        sys.modules["datasets"].disable_progress_bars()
+    else:
+        os.environ["HF_DATASETS_DISABLE_PROGRESS_BARS"] = "1"
 
 
 def _library_bars(args: argparse.Namespace, progress: bool) -> bool:
@@ -95,9 +101,10 @@ def run_evaluate(s: EvaluateSettings, args: argparse.Namespace) -> None:
     import warnings
 
     from hf_posbias.evaluation.runs.runner import evaluate_model
+    from hf_posbias.locks import output_lock
 
     _quiet(args)
-    with warnings.catch_warnings():
+    with output_lock(s.out, command="posbias evaluate"), warnings.catch_warnings():
         # The summaries carry the warnings; they are printed once below.
         warnings.simplefilter("ignore", UserWarning)
         summaries = evaluate_model(
@@ -106,12 +113,12 @@ def run_evaluate(s: EvaluateSettings, args: argparse.Namespace) -> None:
             **s.evaluate_kwargs(),
             show_progress=_library_bars(args, s.progress),
         )
-    if s.plot:
-        from hf_posbias.evaluation.reports.report import plot_position_curves
+        if s.plot:
+            from hf_posbias.evaluation.reports.report import plot_position_curves
 
-        for summary in summaries:
-            safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in summary.task)
-            plot_position_curves([summary], Path(s.out) / "plots" / f"{safe}.png")
+            for summary in summaries:
+                safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in summary.task)
+                plot_position_curves([summary], Path(s.out) / "plots" / f"{safe}.png")
     _print_summaries(summaries)
     print(f"wrote {Path(s.out) / 'summary.json'}")
 

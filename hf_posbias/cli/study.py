@@ -98,7 +98,11 @@ def run_study_cmd(settings: StudyRunSettings, args: argparse.Namespace) -> None:
         for line in dry_run_lines(spec, **settings.dry_run_kwargs()):
             print(line)
         return
-    outcome = run_study(spec, **settings.run_kwargs())
+    from hf_posbias.locks import output_lock
+
+    # Shards of one study share its folder by design: each holds its own lock.
+    with output_lock(settings.out, command="posbias study run", part=settings.shard):
+        outcome = run_study(spec, **settings.run_kwargs())
     print(
         f"{len(outcome.trained)} run(s) trained, {outcome.evaluated} evaluation(s) run, "
         f"{outcome.skipped} skipped (done)"

@@ -162,6 +162,8 @@ class EndpointReranker:
         """Top-n first-token logprobs after an assistant prefix ``[`` (one request)."""
         import openai
 
+        from hf_posbias.generation.backends import EndpointUnreachable
+
         client = self.backend._get_client()  # the backend owns the key and base URL
         try:
             response = client.chat.completions.create(
@@ -173,7 +175,13 @@ class EndpointReranker:
                 top_logprobs=top_n,
                 extra_body={"continue_final_message": True, "add_generation_prompt": False},
             )
-        except (openai.APIConnectionError, openai.APIStatusError) as err:
+        except openai.APIConnectionError as err:
+            # Down, not unable: another --mode would not help.
+            raise EndpointUnreachable(
+                f"endpoint {self.backend.url} is unreachable ({first_line(err)}): start the "
+                f"server or fix {flag_name('base_url')}"
+            ) from None
+        except openai.APIStatusError as err:
             raise BackendError(
                 f"endpoint {self.backend.url} refused a logprobs request: {first_line(err)}"
             ) from None
@@ -192,8 +200,12 @@ class EndpointReranker:
 
     def _probe(self) -> None:
         window = ("probe", [Passage("a", "first passage"), Passage("b", "second passage")])
+        from hf_posbias.generation.backends import EndpointUnreachable
+
         try:
             self._top_logprobs(self._messages(window), 2)
+        except EndpointUnreachable:
+            raise
         except BackendError as err:
             raise BackendError(f"{first_line(err)} (use {flag_name('mode')} generate)") from None
 

@@ -110,8 +110,7 @@ def resolve_reranker_kind(name: str, options: RerankerOptions | None = None) -> 
     if not Path(name).expanduser().exists():
         raise unknown_model_error("reranker", name, hub_state(name), known_reranker_names())
     where = "its config.json names neither a *ForSequenceClassification nor a *ForCausalLM"
-    hint = suggest(name, known_reranker_names())
-    hint = f"; {hint}" if hint else ""
+    hint = suggest(name, known_reranker_names(), n=3)
     raise ModelLoadError(f"cannot load reranker {name!r}: {where}{hint}")
 
 

@@ -173,7 +173,9 @@ def evaluate_study_model(
 ) -> tuple[int, int]:
     """Evaluate ``model`` on every task not done yet; returns (evaluated, skipped).
     ``progress``: texts encoded and queries scored while each evaluation runs."""
-    from hf_posbias.evaluation.runs.runner import evaluate_model
+    import shutil
+
+    from hf_posbias.evaluation.runs.runner import RESULTS_DIRNAME, evaluate_model
 
     fingerprint = evaluation_fingerprint(model, spec)
     todo = [t for t in tasks if not evaluation_done(eval_dir(out, model, t), fingerprint, t)]
@@ -181,6 +183,9 @@ def evaluate_study_model(
     loaded = None
     for task in todo:
         folder = eval_dir(out, model, task)
+        # mteb files results by model revision (the folder's whole content, card included):
+        # a redone evaluation would sit next to the stale one, and both would be published.
+        shutil.rmtree(folder / RESULTS_DIRNAME, ignore_errors=True)
         if loaded is None:
             from hf_posbias.evaluation.runs.models import load_model
 
@@ -456,15 +461,16 @@ def run_study(
     out = str(out)
     check_inputs(spec, out, hub_token)
     tasks = resolve_tasks(spec.tasks)
-    save_spec(spec, out)
     models = select_models(study_models(spec, out), shard)
     extra = training_argv(spec) + ([] if progress else ["--no-progress"])
-    # Every run's flags are checked before the first run starts.
+    # Every run's flags are checked before the first run starts, and before the folder is
+    # claimed: a corrected spec must still fit it.
     from hf_posbias.training.settings import parse_settings
 
     for model in models:
         if model.trained:
             parse_settings(_matrix_run(model).train_args(spec.data, extra))
+    save_spec(spec, out)
     check_remedies(models, tasks, spec, out)
     outcome = StudyOutcome([], 0, 0, None, [])
     clock = StudyClock()

@@ -16,33 +16,42 @@ Example:
     ... # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    hf_posbias.errors.InputError: --configs: unknown configuration 'sideways' (begin, ...)
+    hf_posbias.study.spec.SpecError: --configs: unknown configuration 'sideways' (begin, ...)
     >>> StudySpec(bases=["bert-base"], data="d", tasks=["t"], remedies=["maxq"])
     ... # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    hf_posbias.errors.InputError: --remedies must be one of maxp, firstp, ..., got 'maxq'
+    hf_posbias.study.spec.SpecError: --remedies: must be one of maxp, firstp, ..., got 'maxq' ...
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hf_posbias.errors import InputError, PosbiasError
+from hf_posbias.errors import InputError, PosbiasError, first_line
 from hf_posbias.evaluation.runs.remedies import (
     BIENCODER_REMEDIES,
     PassageSettings,
     get_remedy,
     remedy_names,
 )
+from hf_posbias.locks import is_lock_file
 from hf_posbias.rows import read_json
 from hf_posbias.sampling import PAPER_CONFIG_NAMES
-from hf_posbias.settings import check_choice, check_positive, flag_name, setting, settings_record
+from hf_posbias.settings import (
+    KeyPath,
+    flag_name,
+    key_path,
+    setting,
+    settings_record,
+    value_problems,
+)
+from hf_posbias.suggestions import suggest
 
 SPEC_FILE = "study.json"
 """The spec a study folder was run with (its identity: a rerun must match it)."""
@@ -109,44 +118,21 @@ class StudySpec(PassageSettings):
         return any(get_remedy(r).cuts_passages for r in self.remedies)
 
     def __post_init__(self) -> None:
-        from hf_posbias.sampling import PositionConfig
-        from hf_posbias.training.models import POOLINGS
-
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
+        problems = spec_problems(values)
+        passage = {f.name for f in dataclasses.fields(PassageSettings)}
+        # The passage checks read the remedies: run them only on well-formed values.
+        if not any(path and path[0] in {*passage, "remedies"} for path, _ in problems):
+            try:
+                super().__post_init__()
+            except InputError as err:
+                problems.append(((), str(err)))
+        if problems:
+            raise SpecError(problems)
         self.bases, self.configs = list(self.bases), list(self.configs)
         self.poolings, self.tasks = list(self.poolings), list(self.tasks)
-        for name, values in (("bases", self.bases), ("configs", self.configs)):
-            if not values:
-                raise InputError(f"{flag_name(name)}: the study names no {name[:-1]}")
-        if not self.tasks:
-            raise InputError(f"{flag_name('tasks')}: the study names no evaluation task")
-        if not self.data:
-            raise InputError(f"{flag_name('data')}: the study names no training data")
-        for config in self.configs:
-            if config == "ips":
-                continue
-            try:
-                PositionConfig.parse(config)
-            except InputError:
-                raise InputError(
-                    f"{flag_name('configs')}: unknown configuration {config!r} (begin, middle, "
-                    "end, uniform, any b:m:e, or ips)"
-                ) from None
-        for pooling in self.poolings:
-            if pooling not in POOLINGS:
-                raise InputError(
-                    f"{flag_name('poolings')}: unknown pooling {pooling!r} ({', '.join(POOLINGS)})"
-                )
-        if not isinstance(self.training, Mapping):
-            raise InputError("training: must be a mapping of training settings by name")
         self.training = dict(self.training)
-        _check_training_keys(self.training)
-        check_positive(self, "bootstrap")
         self.remedies = list(self.remedies)
-        for remedy in self.remedies:
-            check_choice("remedies", remedy, remedy_names())
-        if len(set(self.remedies)) < len(self.remedies):
-            raise InputError(f"{flag_name('remedies')}: a remedy is named twice")
-        super().__post_init__()
 
     def identity(self) -> dict[str, Any]:
         """The fields that make two specs the same study."""
@@ -154,20 +140,145 @@ class StudySpec(PassageSettings):
         return {name: record[name] for name in IDENTITY_FIELDS}
 
 
-def _check_training_keys(training: Mapping[str, Any]) -> None:
+class SpecError(InputError):
+    """Every mistake of a study spec, each under its key path; the message names them all on one
+    line (by flag, as a :class:`StudySpec` built in Python or from flags is; :func:`load_spec`
+    names a spec file's keys as the file spells them)."""
+
+    def __init__(
+        self,
+        problems: list[tuple[KeyPath, str]],
+        name: Callable[[KeyPath], str] | None = None,
+        *,
+        where: str | None = None,
+    ) -> None:
+        self.problems = problems
+        spell = name or _flag_path
+        parts = [f"{spell(path)}: {problem}" if path else problem for path, problem in problems]
+        lead = f"{where}: " if where else ""
+        lead += f"{len(parts)} errors: " if len(parts) > 1 else ""
+        super().__init__(lead + "; ".join(parts))
+
+
+def _flag_path(path: KeyPath) -> str:
+    """A key path as the command line spells it (``--configs``; ``training.max_steps``)."""
+    return key_path(path) if path[0] == "training" else flag_name(str(path[0]))
+
+
+def spec_problems(values: Mapping[str, Any]) -> list[tuple[KeyPath, str]]:
+    """Every mistake in a spec's values (a spec file's mapping, or a :class:`StudySpec`'s
+    fields), each with its key path: types, empty lists, unknown configurations, poolings,
+    remedies and training settings, and the training settings' own checks. No model is loaded.
+
+    Example:
+        >>> for path, problem in spec_problems({"configs": ["begin", "uniforn"],
+        ...                                     "bootstrap": "many"}):
+        ...     print(key_path(path), problem)  # doctest: +ELLIPSIS
+        bootstrap expected a whole number, got 'many'
+        bases the study names no base
+        tasks the study names no evaluation task
+        data the study names no training data
+        configs[1] unknown configuration 'uniforn' (did you mean 'uniform'?) (begin, ...)
+    """
+    from hf_posbias.sampling import PositionConfig
+    from hf_posbias.training.models import POOLINGS
+
+    problems = value_problems(StudySpec, values)
+    bad = {path[0] for path, _ in problems}
+    defaults = {f.name: f for f in dataclasses.fields(StudySpec)}
+
+    def given(name: str) -> Any:
+        if name in bad:
+            return None
+        if name in values:
+            return values[name]
+        field = defaults[name]
+        if field.default_factory is not dataclasses.MISSING:
+            return field.default_factory()
+        return field.default
+
+    for name, what in (
+        ("bases", "base"),
+        ("configs", "configuration"),
+        ("tasks", "evaluation task"),
+    ):
+        if name not in bad and not given(name):
+            problems.append(((name,), f"the study names no {'base' if name == 'bases' else what}"))
+    if "data" not in bad and not given("data"):
+        problems.append((("data",), "the study names no training data"))
+    known_configs = [*PAPER_CONFIG_NAMES, "ips"]
+    for index, config in enumerate(given("configs") or ()):
+        if config == "ips":
+            continue
+        try:
+            PositionConfig.parse(config)
+        except InputError:
+            problems.append(
+                (
+                    ("configs", index),
+                    f"unknown configuration {config!r}{suggest(config, known_configs)} (begin, "
+                    "middle, end, uniform, any b:m:e, or ips)",
+                )
+            )
+    for index, pooling in enumerate(given("poolings") or ()):
+        if pooling not in POOLINGS:
+            problems.append(
+                (
+                    ("poolings", index),
+                    f"unknown pooling {pooling!r}{suggest(pooling, POOLINGS)} "
+                    f"({', '.join(POOLINGS)})",
+                )
+            )
+    bootstrap = given("bootstrap")
+    if bootstrap is not None and bootstrap < 1:
+        problems.append((("bootstrap",), f"must be >= 1, got {bootstrap}"))
+    remedies = list(given("remedies") or ())
+    for index, remedy in enumerate(remedies):
+        if remedy not in remedy_names():
+            problems.append(
+                (
+                    ("remedies", index),
+                    f"must be one of {', '.join(remedy_names())}, got {remedy!r}"
+                    f"{suggest(remedy, remedy_names())}",
+                )
+            )
+        elif remedy in remedies[:index]:
+            problems.append((("remedies", index), f"a remedy is named twice ({remedy!r})"))
+    problems += _training_problems(given("training") or {})
+    return problems
+
+
+def _training_problems(training: Mapping[str, Any]) -> list[tuple[KeyPath, str]]:
+    """The mistakes of a spec's ``training`` mapping: unknown keys, keys the study sets, values
+    of the wrong type or refused by :class:`~hf_posbias.training.settings.TrainingSettings`."""
     from hf_posbias.training.settings import TrainingSettings
 
-    known = {f.name for f in dataclasses.fields(TrainingSettings) if f.init}
-    for key in training:
+    known = {f.name for f in dataclasses.fields(TrainingSettings) if f.init} - set(RUN_FIELDS)
+    problems: list[tuple[KeyPath, str]] = []
+    valid = {}
+    for key, value in training.items():
         if key in RUN_FIELDS:
-            raise InputError(
-                f"training: {key!r} is set by the study per run (use bases/configs/poolings/data)"
+            problems.append(
+                (
+                    ("training", key),
+                    f"{key!r} is set by the study per run (use bases/configs/poolings/data)",
+                )
             )
-        if key not in known:
-            raise InputError(
-                f"training: unknown training setting {key!r} "
-                f"(known: {', '.join(sorted(known - set(RUN_FIELDS)))})"
-            )
+        elif key not in known:
+            hint = suggest(str(key), known) or f" (known: {', '.join(sorted(known))})"
+            problems.append((("training", key), f"unknown training setting {key!r}{hint}"))
+        else:
+            valid[key] = value
+    typed = value_problems(TrainingSettings, valid)
+    problems += [(("training", *path), problem) for path, problem in typed]
+    run = {"model": "m", "config": "begin", "data": "d", "out": "o"}
+    for key in set(valid) - {path[0] for path, _ in typed}:
+        try:
+            TrainingSettings(**run, **{key: valid[key]})
+        except InputError as err:
+            message = str(err).removeprefix(flag_name(key)).lstrip(": ")
+            problems.append((("training", key), message))
+    return problems
 
 
 def training_argv(spec: StudySpec) -> list[str]:
@@ -183,27 +294,52 @@ def training_argv(spec: StudySpec) -> list[str]:
     return argv
 
 
-def read_spec_file(path: str | Path) -> dict[str, Any]:
-    """The mapping of a YAML (``.yaml``/``.yml``) or JSON spec file; unknown keys refused."""
+def _read_mapping(path: str | Path) -> dict[str, Any]:
+    """The mapping of a spec file; a syntax error names the file, line and column."""
     target = Path(path)
     if not target.is_file():
         raise InputError(f"study spec {target} not found")
     text = target.read_text()
-    try:
-        if target.suffix in (".yaml", ".yml"):
-            import yaml
+    if target.suffix in (".yaml", ".yml"):
+        import yaml
 
+        try:
             data = yaml.safe_load(text)
-        else:
+        except yaml.MarkedYAMLError as err:
+            mark = err.problem_mark or err.context_mark
+            where = f"{target}:{mark.line + 1}:{mark.column + 1}" if mark else str(target)
+            what = ": ".join(str(p) for p in (err.context, err.problem) if p)
+            raise InputError(f"{where}: not valid YAML ({what})") from None
+        except yaml.YAMLError as err:
+            raise InputError(f"{target}: not valid YAML ({first_line(err)})") from None
+    else:
+        try:
             data = json.loads(text)
-    except Exception as err:  # any parse failure is the user's file
-        raise InputError(f"{target}: not a valid spec file ({str(err).splitlines()[0]})") from None
+        except json.JSONDecodeError as err:
+            raise InputError(
+                f"{target}:{err.lineno}:{err.colno}: not valid JSON ({err.msg})"
+            ) from None
     if not isinstance(data, dict):
         raise InputError(f"{target}: a study spec is a mapping of {', '.join(_field_names())}")
-    unknown = sorted(set(data) - set(_field_names()))
+    return data
+
+
+def _unknown_keys(data: Mapping[str, Any]) -> list[tuple[KeyPath, str]]:
+    known = _field_names()
+    return [
+        ((key,), f"unknown key{suggest(str(key), known) or ' (known: ' + ', '.join(known) + ')'}")
+        for key in data
+        if key not in known
+    ]
+
+
+def read_spec_file(path: str | Path) -> dict[str, Any]:
+    """The mapping of a YAML (``.yaml``/``.yml``) or JSON spec file; unknown keys refused."""
+    data = _read_mapping(path)
+    unknown = sorted(str(key) for key in data if key not in _field_names())
     if unknown:
         raise InputError(
-            f"{target}: unknown key(s) {', '.join(unknown)} (known: {', '.join(_field_names())})"
+            f"{path}: unknown key(s) {', '.join(unknown)} (known: {', '.join(_field_names())})"
         )
     return data
 
@@ -217,13 +353,40 @@ def _field_names() -> list[str]:
 
 def load_spec(path: str | Path, overrides: Mapping[str, Any] | None = None) -> StudySpec:
     """The spec of ``path`` with ``overrides`` (flags given on the command line; ``None`` values
-    mean "not given") applied on top."""
-    data = read_spec_file(path)
-    data.update({k: v for k, v in (overrides or {}).items() if v is not None})
-    try:
-        return StudySpec(**data)
-    except TypeError as err:  # e.g. a list where a number belongs
-        raise InputError(f"{path}: {err}") from None
+    mean "not given") applied on top.
+
+    Every mistake is reported at once, on one line: a value from the file under its key path
+    (``configs[1]``, ``training.max_steps``), a value from a flag under the flag's name.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> spec = pathlib.Path(tempfile.mkdtemp()) / "s.yaml"
+        >>> _ = spec.write_text("bases: [bert-base]\\ndata: d\\ntasks: [t]\\n"
+        ...                     "configs: [begin, uniforn]\\ntraining: {max_step: 3}\\n")
+        >>> load_spec(spec)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        hf_posbias.study.spec.SpecError: .../s.yaml: 2 errors: configs[1]: unknown configuration ...
+        >>> try:
+        ...     load_spec(spec)
+        ... except SpecError as err:
+        ...     print(str(err).split("; ")[-1])
+        training.max_step: unknown training setting 'max_step' (did you mean 'max_steps'?)
+    """
+    data = _read_mapping(path)
+    given = {k: v for k, v in (overrides or {}).items() if v is not None}
+    data.update(given)
+    problems = _unknown_keys(data)
+    if not problems:
+        try:
+            return StudySpec(**data)
+        except SpecError as err:
+            problems = err.problems
+
+    def name(key: KeyPath) -> str:
+        return _flag_path(key) if key[0] in given else key_path(key)
+
+    raise SpecError(problems, name, where=str(path)) from None
 
 
 def spec_from_folder(out: str | Path) -> StudySpec:
@@ -240,7 +403,7 @@ def check_inputs(spec: StudySpec, out: str | Path | None, hub_token: str | None 
     Unknown base or task, training data lacking a configuration, a Hub org without a token, an
     output folder holding another study.
     """
-    from hf_posbias.tasks.mteb_tasks import get_task
+    from hf_posbias.tasks.registry import resolve_task_reference
     from hf_posbias.training.models import get_model_spec
 
     for base in spec.bases:
@@ -251,7 +414,7 @@ def check_inputs(spec: StudySpec, out: str | Path | None, hub_token: str | None 
                 continue  # a Hub id: resolved when its run starts
             raise InputError(f"bases: {err}") from None
     for task in spec.tasks:
-        get_task(task)
+        resolve_task_reference(task)
     if Path(spec.data).expanduser().is_dir():
         from hf_posbias.training.train import resolve_repo_config
 
@@ -277,7 +440,7 @@ def check_out_folder(spec: StudySpec, out: str | Path) -> None:
                 f"{folder} holds another study (different {', '.join(changed)}): use another "
                 f"{flag_name('out')}"
             )
-    elif folder.is_dir() and any(folder.iterdir()):
+    elif folder.is_dir() and any(not is_lock_file(p.name) for p in folder.iterdir()):
         raise InputError(
             f"{folder} is not empty and holds no study: use another {flag_name('out')}"
         )

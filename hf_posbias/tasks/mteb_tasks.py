@@ -70,6 +70,7 @@ from hf_posbias.tasks.registry import (
     find_card,
     mteb_license,
     require_card,
+    resolve_task_reference,
     task_metadata,
 )
 from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo, read_task_info
@@ -518,19 +519,9 @@ def get_task(
     Raises:
         InputError: an unknown name (the message lists the known ones) or a broken folder.
     """
-    text = str(name_or_path)
-    candidate = Path(text).expanduser()
-    if candidate.exists():
-        info = read_task_info(candidate)
-        card = find_card(info.name)
+    folder, card = resolve_task_reference(name_or_path)
+    if folder is not None:
         cls = task_class(card) if card is not None else PositionRetrievalTask
-        return cls(candidate, scoring=scoring, top_k=top_k)
-    card = find_card(text)
-    if card is None:
-        if text.startswith((".", "/", "~")) or os.sep in text:
-            raise InputError(
-                f"task folder {text} does not exist (or give a task name: "
-                f"{', '.join(card_names())})"
-            )
-        raise InputError(f"unknown task {text!r}; known tasks: {', '.join(card_names())}")
+        return cls(folder, scoring=scoring, top_k=top_k)
+    assert card is not None
     return task_class(card)(path, scoring=scoring, top_k=top_k)

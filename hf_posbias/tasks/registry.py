@@ -296,8 +296,52 @@ def find_card(name: str) -> TaskCard | None:
 
 
 def require_card(name: str) -> TaskCard:
-    """The card of ``name``; an unknown name is a one-line error listing the known ones."""
+    """The card of ``name``; an unknown name is a one-line error listing the known ones.
+
+    Example:
+        >>> require_card("PosIX")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: unknown task 'PosIX' (did you mean 'PosIR'?); known tasks: ...
+    """
     card = find_card(name)
     if card is None:
-        raise InputError(f"unknown task {name!r}; known tasks: {', '.join(card_names())}")
+        from hf_posbias.suggestions import suggest
+
+        raise InputError(
+            f"unknown task {name!r}{suggest(name, card_names())}; known tasks: "
+            f"{', '.join(card_names())}"
+        )
     return card
+
+
+def resolve_task_reference(name_or_path: Any) -> tuple[Any, TaskCard | None]:
+    """``(folder, card)`` of what ``posbias evaluate --task`` takes, checked without mteb.
+
+    An existing folder gives its path (its ``task.json`` read and checked) and the card of its
+    task name if registered; a registered name gives ``(None, card)``. A missing folder or an
+    unknown name is one :class:`InputError` line with the closest known names, before any heavy
+    library loads (:func:`hf_posbias.tasks.mteb_tasks.get_task` builds the task from this).
+
+    Example:
+        >>> resolve_task_reference("squad-posq-tiny")[1].name
+        'SQuAD-PosQ-tiny'
+        >>> resolve_task_reference("/nonexistent")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: task folder /nonexistent does not exist (or give a task ...
+    """
+    import os
+    from pathlib import Path
+
+    from hf_posbias.tasks.taskdata import read_task_info
+
+    text = str(name_or_path)
+    candidate = Path(text).expanduser()
+    if candidate.exists():
+        return candidate, find_card(read_task_info(candidate).name)
+    if find_card(text) is None and (text.startswith((".", "/", "~")) or os.sep in text):
+        raise InputError(
+            f"task folder {text} does not exist (or give a task name: {', '.join(card_names())})"
+        )
+    return None, require_card(text)

@@ -271,7 +271,7 @@ def get_model_spec(name_or_path: str | Path) -> ModelSpec:
         >>> get_model_spec("modernbert-larg")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        hf_posbias.errors.ModelLoadError: unknown model 'modernbert-larg': ...; did you mean ...
+        hf_posbias.errors.ModelLoadError: unknown model 'modernbert-larg': ... (did you mean ...
     """
     from hf_posbias.modeling import resolve_model
 
@@ -286,8 +286,7 @@ def get_model_spec(name_or_path: str | Path) -> ModelSpec:
     if resolved.is_local:
         display = text if resolved.source == "packaged" else None
         return infer_spec_from_folder(Path(resolved.location), name=display)
-    hint = suggest(text, model_names())
     raise ModelLoadError(
         f"unknown model {text!r}: not a registered name ({', '.join(model_names())}) "
-        "nor an existing local folder" + (f"; {hint}" if hint else "")
+        f"nor an existing local folder{suggest(text, model_names(), n=3)}"
     )

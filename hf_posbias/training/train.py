@@ -151,6 +151,15 @@ def ips_weights(bins: Sequence[str], positions: Sequence[str]) -> list[float]:
 
 
 def _available_configs(data: str) -> list[str]:
+    local = Path(data).expanduser()
+    if local.is_file():
+        raise InputError(
+            f"{flag_name('data')} {data} is a file; it takes a training-set folder (the train/ "
+            "folder of `posbias build`, or `posbias sample`'s output: one data/<config>/ per "
+            "position configuration) or a Hub dataset repo id"
+        )
+    if not local.exists() and data.startswith((".", "/", "~")):
+        raise InputError(f"{flag_name('data')}: folder {data} does not exist")
     from datasets import get_dataset_config_names
 
     if not Path(data).exists() and os.environ.get("HF_HUB_OFFLINE") == "1":
@@ -186,8 +195,11 @@ def resolve_repo_config(data: str, config: str) -> str:
             hint = f"; create it with `posbias sample --config {config}` (or build --config)"
         if canonical in available:
             return str(canonical)
+    from hf_posbias.suggestions import suggest
+
     raise InputError(
-        f"config {config!r} is not in {data}: available {', '.join(available) or 'none'}{hint}"
+        f"config {config!r} is not in {data}{suggest(config, available)}: available "
+        f"{', '.join(available) or 'none'}{hint}"
     )
 
 
@@ -311,10 +323,12 @@ def prepare_run(cfg: TrainingSettings) -> RunInputs:
     from hf_posbias.training.scaffold import output_folder
 
     spec = get_model_spec(cfg.model)
-    compute = cfg.resolve()
-    out = output_folder(cfg.out)
-    token = _hub_token(cfg) if cfg.push_to_hub else None
+    # The training data first: a wrong --data or --config is one line before torch loads and
+    # before the output folder is made.
     rows = load_training_rows(cfg.data, cfg.config)
+    compute = cfg.resolve()
+    token = _hub_token(cfg) if cfg.push_to_hub else None
+    out = output_folder(cfg.out)
     config, tokenizer, max_seq_length = load_text_setup(spec, cfg.max_length)
     doc_text = dict(zip(rows.doc_ids, rows.positives, strict=True))
     truncation = count_truncated(

@@ -98,7 +98,7 @@ def test_registry_name_loads_with_its_prompts_offline(
 
 def test_unknown_name_suggests_registry_names(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(ModelLoadError, match="did you mean intfloat/e5-small-v2") as caught:
+    with pytest.raises(ModelLoadError, match="did you mean 'intfloat/e5-small-v2'") as caught:
         load_model("intfloat/e5-smal-v2")
     assert "\n" not in str(caught.value)
 

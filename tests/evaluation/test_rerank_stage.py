@@ -112,8 +112,8 @@ def test_reranker_kinds_are_resolved_in_one_place(tiny_llm, tiny_cross_encoder):
 @pytest.mark.parametrize(
     ("name", "hint"),
     [
-        ("smollm2-13m", "did you mean smollm2-135m"),
-        ("cross-encoder/ms-marco-MiniLM-L6-v3", "did you mean cross-encoder/ms-marco-MiniLM-L6"),
+        ("smollm2-13m", "did you mean 'smollm2-135m'"),
+        ("cross-encoder/ms-marco-MiniLM-L6-v3", "did you mean 'cross-encoder/ms-marco-MiniLM-L6"),
     ],
 )
 def test_bad_reranker_name_is_one_line_with_suggestions(name, hint, monkeypatch):

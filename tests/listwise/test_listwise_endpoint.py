@@ -154,3 +154,16 @@ def test_first_mode_reads_top_logprobs_and_counts_cut_identifiers(monkeypatch):
     assert request["messages"][-1] == {"role": "assistant", "content": "["}
     assert request["logprobs"] is True and request["top_logprobs"] == 4
     assert request["extra_body"]["continue_final_message"] is True
+
+
+def test_an_endpoint_that_is_down_is_named_unreachable_not_unable():
+    import socket
+
+    with socket.socket() as sock:  # a free port: nothing listens there
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    with pytest.raises(BackendError) as info:
+        EndpointReranker(backend(url), mode="first")
+    message = str(info.value)
+    assert f"endpoint {url} is unreachable" in message, message
+    assert "--base-url" in message and "--mode generate" not in message

@@ -276,10 +276,15 @@ def load_tasks(
     tasks: Sequence[str | Path | Any], *, scoring: str = "default", top_k: int = DEFAULT_TOP_K
 ) -> list[Any]:
     """Resolve and load every task (fails fast, one line, before any model is loaded)."""
-    from hf_posbias.tasks.mteb_tasks import get_task
+    from hf_posbias.tasks.registry import resolve_task_reference
 
     if not tasks:
         raise InputError("no task given")
+    for spec in tasks:
+        if not hasattr(spec, "load_data"):
+            resolve_task_reference(spec)  # every name and folder checked before mteb loads
+    from hf_posbias.tasks.mteb_tasks import get_task
+
     loaded = []
     for spec in tasks:
         task = spec if hasattr(spec, "load_data") else get_task(spec, scoring=scoring, top_k=top_k)
