@@ -79,6 +79,22 @@ class EvaluationSummary:
 
     See :func:`~hf_posbias.statistics.levels.psi_by_length`.
     """
+    bucket_scheme: str = ""
+    """How the queries fall into the buckets the PSI is over (the task's scheme and the
+    intervals' closure, e.g. ``squad-chars [lo, hi)``:
+    :func:`~hf_posbias.tasks.position_scoring.bucket_scheme_label`)."""
+    n_buckets: int = 0
+    """Buckets the PSI is over."""
+    max_seq_length: int | None = None
+    """The model's maximum sequence length in tokens (``None``: no limit of its own, e.g. BM25)."""
+    truncated: dict[str, int] = field(default_factory=dict)
+    """Per bucket of the task folder: queries whose evidence starts at or beyond
+    ``max_seq_length`` in the model's tokenization
+    (:mod:`~hf_posbias.evaluation.runs.truncation`)."""
+    exclude_truncated: bool = False
+    """Whether those queries were left out of every score (``--exclude-truncated``)."""
+    psi_by_token_length: dict[str, Any] = field(default_factory=dict)
+    """PSI per document token-length stratum (PosIR's ``0-512`` … ``1536+``), with intervals."""
 
     @classmethod
     def from_scores(
