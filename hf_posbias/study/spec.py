@@ -5,7 +5,8 @@ Top-level keys (every one a field of :class:`StudySpec`): ``bases``, ``configs``
 :class:`~hf_posbias.training.settings.TrainingSettings` fields by name, e.g. ``max_steps: 3``),
 ``bootstrap``, ``hub_org``, ``seed``, ``off_the_shelf``, ``remedies`` with ``passage_tokens``,
 ``stride``, ``segments`` (inference-time remedies evaluated on each untrained base: rows
-``base +<remedy>``). The paper's study is ``studies/yhp26.yaml``.
+``base +<remedy>``). An entry of ``tasks`` may pin its protocol — scoring, buckets, the bases
+it runs on (:mod:`hf_posbias.study.protocol`). The paper's study is ``studies/yhp26.yaml``.
 
 Example:
     >>> spec = StudySpec(bases=["bert-base"], data="d", tasks=["SQuAD-PosQ"],
@@ -78,8 +79,10 @@ class StudySpec(PassageSettings):
     data: str = setting(
         "training data: a `posbias build`/`sample` folder or a Hub repo id", default=""
     )
-    tasks: list[str] = setting(
-        "evaluation tasks: registered task names or task folders", default_factory=list
+    tasks: list[str | dict[str, Any]] = setting(
+        "evaluation tasks: registered task names or task folders (in a spec file also a mapping "
+        "{task, scoring, buckets, bases}: hf_posbias.study.protocol)",
+        default_factory=list,
     )
     training: dict[str, Any] = setting(
         "TrainingSettings fields by name for every run (e.g. max_steps: 3)",
@@ -119,6 +122,9 @@ class StudySpec(PassageSettings):
                 raise InputError(f"{flag_name(name)}: the study names no {name[:-1]}")
         if not self.tasks:
             raise InputError(f"{flag_name('tasks')}: the study names no evaluation task")
+        from hf_posbias.study.protocol import task_entries
+
+        self.tasks = [e.record() for e in task_entries(self.tasks, self.bases)]
         if not self.data:
             raise InputError(f"{flag_name('data')}: the study names no training data")
         for config in self.configs:
@@ -250,8 +256,11 @@ def check_inputs(spec: StudySpec, out: str | Path | None, hub_token: str | None 
             if "/" in base and not Path(base).expanduser().exists():
                 continue  # a Hub id: resolved when its run starts
             raise InputError(f"bases: {err}") from None
-    for task in spec.tasks:
-        get_task(task)
+    from hf_posbias.study.protocol import expand_domains, task_entries
+
+    for entry in task_entries(spec.tasks, spec.bases):
+        for part in expand_domains(entry):
+            get_task(part.task)
     if Path(spec.data).expanduser().is_dir():
         from hf_posbias.training.train import resolve_repo_config
 
