@@ -145,6 +145,9 @@ class StudyReport:
     averages: list[dict[str, Any]] = field(default_factory=list)
     bootstrap: int = 1000
     seed: int = 0
+    standard: dict[str, Any] = field(default_factory=dict)
+    """YHP26's Table 4 view of the standard tasks (:func:`hf_posbias.study.standard.standard_view`:
+    ``rows``, ``average_over_bases``, ``vs_base``); empty without standard tasks."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable form (the ``report.json`` schema)."""
@@ -249,7 +252,7 @@ def study_sources(out: str | Path) -> list[Source]:
     from hf_posbias.study.spec import spec_from_folder
 
     spec = spec_from_folder(out)
-    tasks = resolve_tasks(spec.tasks)
+    tasks = resolve_tasks(spec.evaluation_tasks)
     sources = []
     missing = 0
     for model in study_models(spec, out):
@@ -513,7 +516,25 @@ def build_report(
         averages=task_averages(cells),
         bootstrap=n_resamples,
         seed=seed,
+        standard=standard_report(sources, cells, n_resamples, seed),
     )
+
+
+def standard_report(
+    sources: Sequence[Source], cells: Sequence[Cell], n_resamples: int, seed: int
+) -> dict[str, Any]:
+    """The Table 4 view (``report.json`` key ``standard``) of the standard tasks' evaluations."""
+    from hf_posbias.study.standard import standard_view
+
+    tasks = {c.task for c in cells if c.standard}
+    if not tasks:
+        return {}
+    per_query = {
+        key: {config: _scores(source) for config, source in configs.items()}
+        for key, configs in _groups(sources).items()
+        if key[0] in tasks
+    }
+    return standard_view(per_query, n_resamples=n_resamples, seed=seed)
 
 
 # --------------------------------------------------------------------------- rendering
@@ -676,6 +697,11 @@ def report_markdown(report: StudyReport, title: str) -> str:
                 "",
             ]
         parts.append(as_table(report.averages).to_markdown())
+    if report.standard.get("rows"):
+        from hf_posbias.study.standard import standard_markdown
+
+        configs = _configs_in_order([c for c in report.cells if c.standard])
+        parts += ["", standard_markdown(report.standard, configs)]
     return "\n".join(parts) + "\n"
 
 

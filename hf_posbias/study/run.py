@@ -315,7 +315,7 @@ def study_dry_run(
 
     if check:
         check_inputs(spec, None)
-    entries = task_entries(spec.tasks, spec.bases)
+    entries = task_entries(spec.evaluation_tasks, spec.bases)
     models = select_models(study_models(spec, out or "study"), shard)
     runs = [_matrix_run(m) for m in models if m.trained]
     report = run_matrix(
@@ -407,7 +407,7 @@ def run_study(
 
     out = str(out)
     check_inputs(spec, out, hub_token)
-    tasks = resolve_tasks(spec.tasks)
+    tasks = resolve_tasks(spec.evaluation_tasks)
     save_spec(spec, out)
     models = select_models(study_models(spec, out), shard)
     extra = training_argv(spec)

@@ -49,7 +49,7 @@ SPEC_FILE = "study.json"
 """The spec a study folder was run with (its identity: a rerun must match it)."""
 RUN_FIELDS = ("model", "config", "data", "out", "pooling")
 """Training settings the study sets per run (not allowed under ``training``)."""
-IDENTITY_FIELDS = ("bases", "configs", "poolings", "data", "tasks", "training", "seed")
+IDENTITY_FIELDS = ("bases", "configs", "poolings", "data", "tasks", "training", "seed", "standard")
 """What makes two specs the same study (``bootstrap``/``hub_org`` may change on a rerun, and
 ``remedies`` and the passage settings: they change no trained model, a rerun only evaluates the
 remedy rows it lacks, and the evaluation markers name the remedy's settings, so a changed setting
@@ -82,6 +82,11 @@ class StudySpec(PassageSettings):
     tasks: list[str | dict[str, Any]] = setting(
         "evaluation tasks: registered task names or task folders (in a spec file also a mapping "
         "{task, scoring, buckets, bases}: hf_posbias.study.protocol)",
+        default_factory=list,
+    )
+    standard: list[str] = setting(
+        "standard retrieval tasks (YHP26's Table 4: `posbias benchmark beir|msmarco|trec-dl` "
+        "folders, plain BEIR/MS MARCO folders or task names), evaluated on every model",
         default_factory=list,
     )
     training: dict[str, Any] = setting(
@@ -125,6 +130,7 @@ class StudySpec(PassageSettings):
         from hf_posbias.study.protocol import task_entries
 
         self.tasks = [e.record() for e in task_entries(self.tasks, self.bases)]
+        self.standard = [str(t) for t in self.standard]
         if not self.data:
             raise InputError(f"{flag_name('data')}: the study names no training data")
         for config in self.configs:
@@ -153,6 +159,11 @@ class StudySpec(PassageSettings):
         if len(set(self.remedies)) < len(self.remedies):
             raise InputError(f"{flag_name('remedies')}: a remedy is named twice")
         super().__post_init__()
+
+    @property
+    def evaluation_tasks(self) -> list[str | dict[str, Any]]:
+        """Every task entry the study evaluates: ``tasks`` then ``standard``."""
+        return [*self.tasks, *self.standard]
 
     def identity(self) -> dict[str, Any]:
         """The fields that make two specs the same study."""
@@ -258,7 +269,7 @@ def check_inputs(spec: StudySpec, out: str | Path | None, hub_token: str | None 
             raise InputError(f"bases: {err}") from None
     from hf_posbias.study.protocol import expand_domains, task_entries
 
-    for entry in task_entries(spec.tasks, spec.bases):
+    for entry in task_entries(spec.evaluation_tasks, spec.bases):
         for part in expand_domains(entry):
             get_task(part.task)
     if Path(spec.data).expanduser().is_dir():
