@@ -158,6 +158,26 @@ class EvaluationSummary:
         known = set(cls.__dataclass_fields__)
         return cls(**{k: v for k, v in data.items() if k in known})
 
+    def protocol_line(self) -> str:
+        """What the PSI is over and what the model could not read: bucket scheme, number of
+        buckets, max sequence length, truncated queries per bucket.
+
+        Example:
+            >>> s = EvaluationSummary.from_scores("m", "T", ["a", "b"], {"a": 1.0, "b": 0.5},
+            ...     n_queries={"a": 3, "b": 3}, bucket_scheme="thirds [lo, hi)", n_buckets=2,
+            ...     max_seq_length=256, truncated={"a": 0, "b": 2})
+            >>> s.protocol_line()
+            'buckets thirds [lo, hi) (2); max_seq_length 256; evidence at or beyond it: a 0, b 2'
+        """
+        text = (
+            f"buckets {self.bucket_scheme or 'of the task'} ({self.n_buckets or len(self.buckets)})"
+        )
+        if self.max_seq_length is None:
+            return text + "; no token limit"
+        counts = ", ".join(f"{b} {n}" for b, n in self.truncated.items()) or "none"
+        text += f"; max_seq_length {self.max_seq_length}; evidence at or beyond it: {counts}"
+        return text + (" (left out)" if self.exclude_truncated else "")
+
     @property
     def label(self) -> str:
         """Short label for plots and tables (model, plus the reranking pipeline if any)."""

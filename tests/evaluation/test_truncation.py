@@ -66,6 +66,10 @@ def test_counts_equal_an_independent_count_and_exclusion_drops_them(tiny, tmp_pa
     assert 0 < total < len(data.queries)
     written = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert written["truncated"] == expected and written["max_seq_length"] == 10
+    md = (tmp_path / "run" / "summary.md").read_text()
+    counts = ", ".join(f"{b} {n}" for b, n in expected.items())
+    assert f"max_seq_length 10; evidence at or beyond it: {counts}" in md
+    assert "PSI per document token-length stratum" in md
 
     [kept] = evaluate_model(
         tiny, [task], out=tmp_path / "kept", bootstrap=20, progress=False, exclude_truncated=True
