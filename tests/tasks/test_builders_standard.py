@@ -129,3 +129,16 @@ def test_ir_datasets_missing_is_one_line(monkeypatch, tmp_path, capsys):
     assert main(["benchmark", "trec-dl", "--out", str(tmp_path / "t")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "pip install ir_datasets" in err[0]
+
+
+def test_real_beir_scifact_folder_gives_beirs_test_split(shared_data, tmp_path):
+    """BEIR's SciFact written from the allenai CSV export: 5,183 abstracts, 300 claims, 339
+    judgements, all kept."""
+    from hf_posbias.tasks.builders.scifact import build_scifact_beir
+
+    source = build_scifact_beir(shared_data / "scifact_allenai", tmp_path / "scifact")
+    out = tmp_path / "task"
+    assert main(["benchmark", "beir", "scifact", "--input", str(source), "--out", str(out)]) == 0
+    data = PositionTaskData.load(out)
+    assert (len(data.corpus), len(data.queries), len(data.qrels)) == (5183, 300, 339)
+    assert data.info.extra["dropped"] == {}
