@@ -181,6 +181,7 @@ def evaluate_study_model(
             bootstrap=spec.bootstrap,
             seed=spec.seed,
             scoring=task.scoring,
+            exclude_truncated=spec.exclude_truncated,
         )
         marker = {
             "base": model.base,

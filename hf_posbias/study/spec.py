@@ -49,7 +49,17 @@ SPEC_FILE = "study.json"
 """The spec a study folder was run with (its identity: a rerun must match it)."""
 RUN_FIELDS = ("model", "config", "data", "out", "pooling")
 """Training settings the study sets per run (not allowed under ``training``)."""
-IDENTITY_FIELDS = ("bases", "configs", "poolings", "data", "tasks", "training", "seed", "standard")
+IDENTITY_FIELDS = (
+    "bases",
+    "configs",
+    "poolings",
+    "data",
+    "tasks",
+    "training",
+    "seed",
+    "standard",
+    "exclude_truncated",
+)
 """What makes two specs the same study (``bootstrap``/``hub_org`` may change on a rerun, and
 ``remedies`` and the passage settings: they change no trained model, a rerun only evaluates the
 remedy rows it lacks, and the evaluation markers name the remedy's settings, so a changed setting
@@ -88,6 +98,11 @@ class StudySpec(PassageSettings):
         "standard retrieval tasks (YHP26's Table 4: `posbias benchmark beir|msmarco|trec-dl` "
         "folders, plain BEIR/MS MARCO folders or task names), evaluated on every model",
         default_factory=list,
+    )
+    exclude_truncated: bool = setting(
+        "leave out of every evaluation the queries whose evidence starts at or beyond the "
+        "model's max_seq_length (posbias evaluate --exclude-truncated; counted either way)",
+        default=False,
     )
     training: dict[str, Any] = setting(
         "TrainingSettings fields by name for every run (e.g. max_steps: 3)",

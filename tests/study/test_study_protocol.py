@@ -72,3 +72,26 @@ def test_paper_spec_runs_fineweb_and_posir_on_three_bases():
         if "fineweb" in name.lower() or "posir" in name.lower():
             assert list(entry.bases) == YHP26_THREE, name
     assert any("posir" in name.lower() for name in entries)
+
+
+def test_exclude_truncated_is_part_of_the_study_and_reaches_every_evaluation(monkeypatch, tmp_path):
+    import hf_posbias.evaluation.runs.runner as runner
+    from hf_posbias.study.layout import StudyModel, StudyTask
+    from hf_posbias.study.run import evaluate_study_model
+
+    spec = StudySpec(bases=["bert-base"], data="d", tasks=["T"], exclude_truncated=True)
+    assert spec.identity()["exclude_truncated"] is True
+    calls = []
+
+    def evaluate(*args, out, **kwargs):
+        out.mkdir(parents=True)  # the marker is written into the run folder
+        calls.append(kwargs)
+
+    monkeypatch.setattr(runner, "evaluate_model", evaluate)
+    monkeypatch.setattr("hf_posbias.evaluation.runs.models.load_model", lambda *a, **k: "m")
+    monkeypatch.setattr("hf_posbias.study.run.evaluation_fingerprint", lambda m, s: "fp")
+    model = StudyModel("bert-base", "base", None, str(tmp_path / "m"))
+    tasks = [StudyTask("T", "T", "T", "f", scoring="zeng2025"),
+             StudyTask("U", "U", "U", "g", bases=("gpt2-medium",))]  # fmt: skip
+    assert evaluate_study_model(model, tasks, spec, tmp_path) == (1, 0)
+    assert [(c["scoring"], c["exclude_truncated"]) for c in calls] == [("zeng2025", True)]
