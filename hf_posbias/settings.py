@@ -328,8 +328,27 @@ def key_path(path: KeyPath) -> str:
     return text
 
 
+def _union_members(tp: Any) -> list[Any] | None:
+    """The non-None members of a union of two or more types (``str | dict``), else ``None``."""
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(args) > 1:
+            return args
+    return None
+
+
+def _plural(form: str) -> str:
+    """``a string`` → ``strings``; ``a mapping (key: value lines)`` → ``mappings (…)``."""
+    noun, paren, rest = form.removeprefix("a ").removeprefix("an ").partition(" (")
+    return f"{noun}s{paren}{rest}"
+
+
 def _form(tp: Any) -> str:
     """How a value of type ``tp`` is written in a spec file (for an error message)."""
+    members = _union_members(tp)
+    if members is not None:
+        form = " or ".join(_form(a) for a in members)
+        return f"{form} or null" if type(None) in typing.get_args(tp) else form
     base, optional = _unwrap_optional(tp)
     origin = typing.get_origin(base)
     if origin is Literal:
@@ -345,7 +364,7 @@ def _form(tp: Any) -> str:
     elif origin in (list, tuple, Sequence) or base in (list, tuple):
         args = [a for a in typing.get_args(base) if a is not Ellipsis]
         inner = _form(args[0]) if args else "a value"
-        form = f"a list (e.g. [x, y]) of {inner.removeprefix('a ').removeprefix('an ')}s"
+        form = f"a list (e.g. [x, y]) of {' or '.join(map(_plural, inner.split(' or ')))}"
     elif origin is dict or base is dict:
         form = "a mapping (key: value lines)"
     else:
@@ -354,6 +373,11 @@ def _form(tp: Any) -> str:
 
 
 def _fits(tp: Any, value: Any) -> bool:
+    members = _union_members(tp)
+    if members is not None:
+        return (value is None and type(None) in typing.get_args(tp)) or any(
+            _fits(a, value) for a in members
+        )
     base, optional = _unwrap_optional(tp)
     if value is None:
         return optional

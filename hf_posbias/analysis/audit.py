@@ -60,6 +60,7 @@ def audit_model(
     device: str | None = None,
     model_options: ModelSettings | None = None,
     remedy: RemedySettings | None = None,
+    exclude_truncated: bool = False,
 ) -> tuple[AuditContext, Path, Path]:
     """Audit ``model`` on ``tasks``; returns (context, audit.md, audit.html).
 
@@ -100,6 +101,7 @@ def audit_model(
             seed=seed,
             progress=progress,
             show_progress=show_progress,
+            exclude_truncated=exclude_truncated,
         )
     ctx = AuditContext(
         model=model,

@@ -92,6 +92,7 @@ def _print_summaries(summaries: list) -> None:
         psi = "n/a" if s.psi is None else with_interval(s.psi, s.interval(what="psi"))
         mean = with_interval(s.mean, s.interval(what="mean"))
         print(f"{s.task}: mean nDCG@10 {mean}, PSI {psi} ({scores})")
+        print(f"  {s.protocol_line()}")
         for note in s.warnings:
             print(f"warning: {note}")
 

@@ -74,6 +74,11 @@ class EvaluationOptions(RemedySettings, ProgressSettings, ModelSettings):
         metavar="N",
     )
     seed: int = setting("seed of the bootstrap", default=0)
+    exclude_truncated: bool = setting(
+        "leave out the queries whose evidence starts at or beyond the model's max_seq_length "
+        "(counted per bucket either way; recorded in summary.json)",
+        default=False,
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -107,6 +112,7 @@ class EvaluationOptions(RemedySettings, ProgressSettings, ModelSettings):
             "device": self.device,
             "model_options": self,
             "remedy": self,
+            "exclude_truncated": self.exclude_truncated,
         }
 
 

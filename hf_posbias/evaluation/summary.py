@@ -79,6 +79,22 @@ class EvaluationSummary:
 
     See :func:`~hf_posbias.statistics.levels.psi_by_length`.
     """
+    bucket_scheme: str = ""
+    """How the queries fall into the buckets the PSI is over (the task's scheme and the
+    intervals' closure, e.g. ``squad-chars [lo, hi)``:
+    :func:`~hf_posbias.tasks.position_scoring.bucket_scheme_label`)."""
+    n_buckets: int = 0
+    """Buckets the PSI is over."""
+    max_seq_length: int | None = None
+    """The model's maximum sequence length in tokens (``None``: no limit of its own, e.g. BM25)."""
+    truncated: dict[str, int] = field(default_factory=dict)
+    """Per bucket of the task folder: queries whose evidence starts at or beyond
+    ``max_seq_length`` in the model's tokenization
+    (:mod:`~hf_posbias.evaluation.runs.truncation`)."""
+    exclude_truncated: bool = False
+    """Whether those queries were left out of every score (``--exclude-truncated``)."""
+    psi_by_token_length: dict[str, Any] = field(default_factory=dict)
+    """PSI per document token-length stratum (PosIR's ``0-512`` … ``1536+``), with intervals."""
 
     @classmethod
     def from_scores(
@@ -141,6 +157,26 @@ class EvaluationSummary:
         """Read a dict written by :meth:`to_dict` (unknown keys are ignored)."""
         known = set(cls.__dataclass_fields__)
         return cls(**{k: v for k, v in data.items() if k in known})
+
+    def protocol_line(self) -> str:
+        """What the PSI is over and what the model could not read: bucket scheme, number of
+        buckets, max sequence length, truncated queries per bucket.
+
+        Example:
+            >>> s = EvaluationSummary.from_scores("m", "T", ["a", "b"], {"a": 1.0, "b": 0.5},
+            ...     n_queries={"a": 3, "b": 3}, bucket_scheme="thirds [lo, hi)", n_buckets=2,
+            ...     max_seq_length=256, truncated={"a": 0, "b": 2})
+            >>> s.protocol_line()
+            'buckets thirds [lo, hi) (2); max_seq_length 256; evidence at or beyond it: a 0, b 2'
+        """
+        text = (
+            f"buckets {self.bucket_scheme or 'of the task'} ({self.n_buckets or len(self.buckets)})"
+        )
+        if self.max_seq_length is None:
+            return text + "; no token limit"
+        counts = ", ".join(f"{b} {n}" for b, n in self.truncated.items()) or "none"
+        text += f"; max_seq_length {self.max_seq_length}; evidence at or beyond it: {counts}"
+        return text + (" (left out)" if self.exclude_truncated else "")
 
     @property
     def label(self) -> str:

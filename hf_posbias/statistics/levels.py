@@ -154,18 +154,51 @@ def psi_by_length(
         >>> sorted(out), out["short"]["psi"]
         (['long', 'medium', 'short'], 0.5)
     """
+    cuts = length_strata([int(r["doc_length"]) for r in rows])
+    strata = {}
+    for r in rows:
+        stratum = stratum_of(int(r["doc_length"]), cuts)
+        if stratum is not None:
+            strata[str(r["query_id"])] = stratum
+    out = psi_by_strata(rows, strata, order=LENGTH_STRATA, n_resamples=n_resamples, seed=seed)
+    for stratum, entry in out.items():
+        cut = None if stratum == "long" else cuts[LENGTH_STRATA.index(stratum)]
+        out[stratum] = {"n_queries": entry["n_queries"], "max_doc_length": cut, **entry}
+    return out
+
+
+def psi_by_strata(
+    rows: Sequence[Mapping[str, Any]],
+    strata: Mapping[str, str],
+    *,
+    order: Sequence[str],
+    n_resamples: int | None = None,
+    seed: int = 0,
+) -> dict[str, dict[str, Any]]:
+    """PSI (and per-bucket nDCG@10) within given strata of per-query rows.
+
+    Rows need ``query_id``, ``bucket`` and ``ndcg_at_10``; ``strata`` maps a query id to its
+    stratum (queries without one are left out); ``order`` lists the strata to report. Each
+    stratum holds ``n_queries``, ``ndcg_at_10`` per bucket, ``psi`` (``None`` with fewer than
+    two non-empty buckets) and, with ``n_resamples``, ``psi_interval`` (``{low, high}``).
+
+    Example:
+        >>> rows = [{"query_id": "a", "bucket": "x", "ndcg_at_10": 1.0},
+        ...         {"query_id": "b", "bucket": "y", "ndcg_at_10": 0.25}]
+        >>> psi_by_strata(rows, {"a": "s", "b": "s"}, order=["s", "t"])["s"]["psi"]
+        0.75
+    """
     from hf_posbias.statistics.psi import psi
     from hf_posbias.statistics.uncertainty import bootstrap_positions
 
-    cuts = length_strata([int(r["doc_length"]) for r in rows])
     grouped: dict[str, dict[str, dict[str, float]]] = {}
     for r in rows:
-        stratum = stratum_of(int(r["doc_length"]), cuts)
+        stratum = strata.get(str(r["query_id"]))
         if stratum is not None:
             bucket = grouped.setdefault(stratum, {}).setdefault(str(r["bucket"]), {})
             bucket[str(r["query_id"])] = float(r["ndcg_at_10"])
     out: dict[str, dict[str, Any]] = {}
-    for stratum in LENGTH_STRATA:
+    for stratum in order:
         per_bucket = grouped.get(stratum)
         if not per_bucket:
             continue
@@ -173,7 +206,6 @@ def psi_by_length(
         defined = len(means) > 1 and max(means.values()) > 0
         entry: dict[str, Any] = {
             "n_queries": sum(len(v) for v in per_bucket.values()),
-            "max_doc_length": None if stratum == "long" else cuts[LENGTH_STRATA.index(stratum)],
             "ndcg_at_10": means,
             "psi": psi(means) if defined else None,
             "psi_interval": None,

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from hf_posbias.evaluation.runs.remedies import remedy_label
 from hf_posbias.rows import read_json
@@ -149,16 +150,39 @@ class StudyTask:
     name: str
     folder: str
     fingerprint: str
+    """The task data's fingerprint, plus ``/<scoring>`` under a protocol other than the
+    default (so a changed protocol re-evaluates)."""
+    scoring: str = "default"
+    """The ``posbias evaluate --scoring`` protocol (:mod:`hf_posbias.study.protocol`)."""
+    bases: tuple[str, ...] | None = None
+    """The bases of the spec the task runs on (``None``: all)."""
+
+    def runs_on(self, base: str) -> bool:
+        """Whether the models of ``base`` are evaluated on this task."""
+        return self.bases is None or base in self.bases
 
 
-def resolve_tasks(specs: Sequence[str]) -> list[StudyTask]:
-    """Load every task once (fails fast, one line) and fingerprint its data."""
+def resolve_tasks(specs: Sequence[Any]) -> list[StudyTask]:
+    """Load every task once (fails fast, one line) and fingerprint its data; ``specs`` are the
+    spec's ``tasks`` entries (a folder of per-domain task folders is one task per domain)."""
     from hf_posbias.evaluation.runs.runner import load_tasks
+    from hf_posbias.study.protocol import expand_domains, parse_task_entry
 
+    entries = [part for spec in specs for part in expand_domains(parse_task_entry(spec))]
     out = []
-    for spec, task in zip(specs, load_tasks(list(specs)), strict=True):
+    for entry, task in zip(entries, load_tasks([e.task for e in entries]), strict=True):
+        fingerprint = str(task.metadata.revision)
+        if entry.evaluate_scoring != "default":
+            fingerprint += f"/{entry.evaluate_scoring}"
         out.append(
-            StudyTask(spec, task.metadata.name, str(task.folder), str(task.metadata.revision))
+            StudyTask(
+                entry.task,
+                task.metadata.name,
+                str(task.folder),
+                fingerprint,
+                scoring=entry.evaluate_scoring,
+                bases=entry.bases,
+            )
         )
     return out
 

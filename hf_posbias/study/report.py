@@ -109,6 +109,16 @@ class Cell:
     standard: bool = False
     """A standard retrieval task (a plain BEIR/MS MARCO folder: one bucket, no evidence
     positions): reported in the plain-retrieval table only, without PSI or curves."""
+    bucket_scheme: str = ""
+    """How the queries fall into the buckets the PSI is over (e.g. ``squad-chars [lo, hi)``)."""
+    n_buckets: int = 0
+    """Buckets the PSI is over."""
+    max_seq_length: int | None = None
+    """The model's maximum sequence length in tokens."""
+    truncated: dict[str, int] = field(default_factory=dict)
+    """Per bucket: queries whose evidence starts at or beyond ``max_seq_length``."""
+    scoring: str = "default"
+    """The per-position protocol (``posbias evaluate --scoring``)."""
 
     @property
     def row(self) -> str:
@@ -135,6 +145,9 @@ class StudyReport:
     averages: list[dict[str, Any]] = field(default_factory=list)
     bootstrap: int = 1000
     seed: int = 0
+    standard: dict[str, Any] = field(default_factory=dict)
+    """YHP26's Table 4 view of the standard tasks (:func:`hf_posbias.study.standard.standard_view`:
+    ``rows``, ``average_over_bases``, ``vs_base``); empty without standard tasks."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable form (the ``report.json`` schema)."""
@@ -239,11 +252,13 @@ def study_sources(out: str | Path) -> list[Source]:
     from hf_posbias.study.spec import spec_from_folder
 
     spec = spec_from_folder(out)
-    tasks = resolve_tasks(spec.tasks)
+    tasks = resolve_tasks(spec.evaluation_tasks)
     sources = []
     missing = 0
     for model in study_models(spec, out):
         for task in tasks:
+            if not task.runs_on(model.base):
+                continue
             folder = eval_dir(out, model, task)
             if not (folder / EVAL_MARKER).is_file():
                 missing += 1
@@ -316,6 +331,11 @@ def compute_cell(source: Source, n_resamples: int, seed: int, root: Path | None 
         per_query=per_query,
         ndcg_at_10_all=sum(every.values()) / len(every),
         standard=order == [PLAIN_BUCKET],
+        bucket_scheme=str(getattr(source.summary, "bucket_scheme", "") or ""),
+        n_buckets=len(order),
+        max_seq_length=getattr(source.summary, "max_seq_length", None),
+        truncated=dict(getattr(source.summary, "truncated", None) or {}),
+        scoring=str(getattr(source.summary, "scoring", "default")),
     )
 
 
@@ -496,7 +516,25 @@ def build_report(
         averages=task_averages(cells),
         bootstrap=n_resamples,
         seed=seed,
+        standard=standard_report(sources, cells, n_resamples, seed),
     )
+
+
+def standard_report(
+    sources: Sequence[Source], cells: Sequence[Cell], n_resamples: int, seed: int
+) -> dict[str, Any]:
+    """The Table 4 view (``report.json`` key ``standard``) of the standard tasks' evaluations."""
+    from hf_posbias.study.standard import standard_view
+
+    tasks = {c.task for c in cells if c.standard}
+    if not tasks:
+        return {}
+    per_query = {
+        key: {config: _scores(source) for config, source in configs.items()}
+        for key, configs in _groups(sources).items()
+        if key[0] in tasks
+    }
+    return standard_view(per_query, n_resamples=n_resamples, seed=seed)
 
 
 # --------------------------------------------------------------------------- rendering
@@ -549,6 +587,34 @@ def task_tables(report: StudyReport) -> dict[str, dict[str, Any]]:
     return out
 
 
+def protocol_line(cells: Sequence[Cell]) -> str:
+    """What every PSI of a task's cells is over: scoring, bucket scheme, number of buckets, each
+    model's max sequence length, and the queries truncated at it.
+
+    Example:
+        >>> c = Cell("T", "m", "base", None, {}, 0.5, 0.1, {}, {}, "", bucket_scheme="thirds",
+        ...          n_buckets=3, max_seq_length=256, truncated={"end": 2})
+        >>> print(textwrap.fill(protocol_line([c]), 90))
+        Protocol: default scoring, buckets thirds (3 buckets); max sequence length m 256; queries
+        whose evidence starts at or beyond it: m base 2.
+    """
+    first = cells[0]
+    lengths = {c.row: c.max_seq_length for c in cells if c.max_seq_length}
+    cut = [
+        f"{c.row} {c.config} {sum(c.truncated.values())}"
+        for c in cells
+        if any(c.truncated.values())
+    ]
+    text = (
+        f"Protocol: {first.scoring} scoring, buckets {first.bucket_scheme or 'of the task'} "
+        f"({first.n_buckets} buckets)"
+    )
+    if lengths:
+        text += "; max sequence length " + ", ".join(f"{m} {n}" for m, n in lengths.items())
+    text += "; queries whose evidence starts at or beyond it: " + (", ".join(cut) or "none")
+    return text + "."
+
+
 def _fmt(value: float | None, digits: int = 3) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
@@ -567,6 +633,7 @@ def report_markdown(report: StudyReport, title: str) -> str:
     for task, tables in task_tables(report).items():
         parts += ["", f"## {task}", "", "Mean nDCG@10:", "", tables["mean"].to_markdown()]
         parts += ["", "PSI:", "", tables["psi"].to_markdown()]
+        parts += ["", protocol_line([c for c in report.cells if c.task == task])]
         parts += ["", f"![per-position curves](curves-{safe_name(task)}.png)"]
     sections: list[tuple[str, list[dict[str, Any]]]] = [
         (
@@ -630,6 +697,11 @@ def report_markdown(report: StudyReport, title: str) -> str:
                 "",
             ]
         parts.append(as_table(report.averages).to_markdown())
+    if report.standard.get("rows"):
+        from hf_posbias.study.standard import standard_markdown
+
+        configs = _configs_in_order([c for c in report.cells if c.standard])
+        parts += ["", standard_markdown(report.standard, configs)]
     return "\n".join(parts) + "\n"
 
 

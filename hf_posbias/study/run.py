@@ -178,6 +178,7 @@ def evaluate_study_model(
     from hf_posbias.evaluation.runs.runner import RESULTS_DIRNAME, evaluate_model
 
     fingerprint = evaluation_fingerprint(model, spec)
+    tasks = [t for t in tasks if t.runs_on(model.base)]
     todo = [t for t in tasks if not evaluation_done(eval_dir(out, model, t), fingerprint, t)]
     remedy = spec.remedy_settings(model.remedy or "none")
     loaded = None
@@ -197,6 +198,8 @@ def evaluate_study_model(
             bootstrap=spec.bootstrap,
             seed=spec.seed,
             progress=progress,
+            scoring=task.scoring,
+            exclude_truncated=spec.exclude_truncated,
         )
         marker = {
             "base": model.base,
@@ -225,7 +228,9 @@ def check_remedies(
         for m in models
         if m.remedy is not None
         and not all(
-            evaluation_done(eval_dir(out, m, t), evaluation_fingerprint(m, spec), t) for t in tasks
+            evaluation_done(eval_dir(out, m, t), evaluation_fingerprint(m, spec), t)
+            for t in tasks
+            if t.runs_on(m.base)
         )
     ]
     for folder in dict.fromkeys(m.folder for m in pending):
@@ -366,10 +371,12 @@ def study_dry_run(
     """:func:`dry_run_lines` and the projected training seconds of all runs (None unless the
     throughput figures cover every run). ``check=False`` skips :func:`check_inputs`, whose task
     check imports mteb: a GPU host without it still gets the training plan."""
+    from hf_posbias.study.protocol import task_entries
     from hf_posbias.training.matrix import run_matrix
 
     if check:
         check_inputs(spec, None)
+    entries = task_entries(spec.evaluation_tasks, spec.bases)
     models = select_models(study_models(spec, out or "study"), shard)
     runs = [_matrix_run(m) for m in models if m.trained]
     report = run_matrix(
@@ -391,15 +398,15 @@ def study_dry_run(
         key = spec.remedy_settings(str(model.remedy)).key
         lines.append(
             f"remedy {index}/{len(remedied)}: {model.name}: the untrained base "
-            f"{Path(model.folder).name} under {key}, evaluated on {len(spec.tasks)} task(s), "
-            "no training"
+            f"{Path(model.folder).name} under {key}, evaluated on "
+            f"{sum(e.runs_on(model.base) for e in entries)} task(s), no training"
         )
-    n_eval = len(models) * len(spec.tasks)
+    n_eval = sum(e.runs_on(m.base) for m in models for e in entries)
     untrained = len(models) - len(runs) - len(remedied)
     lines.append(
         f"# {len(runs)} runs to train, {untrained} untrained base model(s), "
         f"{len(remedied)} remedy row(s), {n_eval} evaluations ({len(models)} models × "
-        f"{len(spec.tasks)} tasks)"
+        f"{len(entries)} tasks{_per_task_bases(entries)})"
     )
     if report.projected_seconds is not None:
         lines.append(f"# training projected {report.projected_seconds / 3600:.1f} h in all")
@@ -409,6 +416,11 @@ def study_dry_run(
             "projected time"
         )
     return lines, report.projected_seconds
+
+
+def _per_task_bases(entries: Sequence[Any]) -> str:
+    """``; FineWeb-PosQ on 3 bases`` for each task that does not run on every base."""
+    return "".join(f"; {e.task} on {len(e.bases)} base(s)" for e in entries if e.bases)
 
 
 def _former_run_call(
@@ -460,7 +472,7 @@ def run_study(
 
     out = str(out)
     check_inputs(spec, out, hub_token)
-    tasks = resolve_tasks(spec.tasks)
+    tasks = resolve_tasks(spec.evaluation_tasks)
     models = select_models(study_models(spec, out), shard)
     extra = training_argv(spec) + ([] if progress else ["--no-progress"])
     # Every run's flags are checked before the first run starts, and before the folder is
@@ -530,4 +542,5 @@ def study_complete(spec: StudySpec, out: str | Path, tasks: Sequence[StudyTask])
         (eval_dir(out, m, t) / EVAL_MARKER).is_file()
         for m in study_models(spec, out)
         for t in tasks
+        if t.runs_on(m.base)
     )

@@ -5,7 +5,8 @@ Top-level keys (every one a field of :class:`StudySpec`): ``bases``, ``configs``
 :class:`~hf_posbias.training.settings.TrainingSettings` fields by name, e.g. ``max_steps: 3``),
 ``bootstrap``, ``hub_org``, ``seed``, ``off_the_shelf``, ``remedies`` with ``passage_tokens``,
 ``stride``, ``segments`` (inference-time remedies evaluated on each untrained base: rows
-``base +<remedy>``). The paper's study is ``studies/yhp26.yaml``.
+``base +<remedy>``). An entry of ``tasks`` may pin its protocol — scoring, buckets, the bases
+it runs on (:mod:`hf_posbias.study.protocol`). The paper's study is ``studies/yhp26.yaml``.
 
 Example:
     >>> spec = StudySpec(bases=["bert-base"], data="d", tasks=["SQuAD-PosQ"],
@@ -57,7 +58,17 @@ SPEC_FILE = "study.json"
 """The spec a study folder was run with (its identity: a rerun must match it)."""
 RUN_FIELDS = ("model", "config", "data", "out", "pooling")
 """Training settings the study sets per run (not allowed under ``training``)."""
-IDENTITY_FIELDS = ("bases", "configs", "poolings", "data", "tasks", "training", "seed")
+IDENTITY_FIELDS = (
+    "bases",
+    "configs",
+    "poolings",
+    "data",
+    "tasks",
+    "training",
+    "seed",
+    "standard",
+    "exclude_truncated",
+)
 """What makes two specs the same study (``bootstrap``/``hub_org`` may change on a rerun, and
 ``remedies`` and the passage settings: they change no trained model, a rerun only evaluates the
 remedy rows it lacks, and the evaluation markers name the remedy's settings, so a changed setting
@@ -87,8 +98,20 @@ class StudySpec(PassageSettings):
     data: str = setting(
         "training data: a `posbias build`/`sample` folder or a Hub repo id", default=""
     )
-    tasks: list[str] = setting(
-        "evaluation tasks: registered task names or task folders", default_factory=list
+    tasks: list[str | dict[str, Any]] = setting(
+        "evaluation tasks: registered task names or task folders (in a spec file also a mapping "
+        "{task, scoring, buckets, bases}: hf_posbias.study.protocol)",
+        default_factory=list,
+    )
+    standard: list[str] = setting(
+        "standard retrieval tasks (YHP26's Table 4: `posbias benchmark beir|msmarco|trec-dl` "
+        "folders, plain BEIR/MS MARCO folders or task names), evaluated on every model",
+        default_factory=list,
+    )
+    exclude_truncated: bool = setting(
+        "leave out of every evaluation the queries whose evidence starts at or beyond the "
+        "model's max_seq_length (posbias evaluate --exclude-truncated; counted either way)",
+        default=False,
     )
     training: dict[str, Any] = setting(
         "TrainingSettings fields by name for every run (e.g. max_steps: 3)",
@@ -127,12 +150,28 @@ class StudySpec(PassageSettings):
                 super().__post_init__()
             except InputError as err:
                 problems.append(((), str(err)))
+        if not any(path and path[0] in {"tasks", "bases"} for path, _ in problems):
+            from hf_posbias.study.protocol import task_entries
+
+            try:
+                task_entries(self.tasks, self.bases)
+            except InputError as err:
+                problems.append((("tasks",), str(err).removeprefix("tasks: ")))
         if problems:
             raise SpecError(problems)
         self.bases, self.configs = list(self.bases), list(self.configs)
         self.poolings, self.tasks = list(self.poolings), list(self.tasks)
+        from hf_posbias.study.protocol import task_entries
+
+        self.tasks = [e.record() for e in task_entries(self.tasks, self.bases)]
+        self.standard = [str(t) for t in self.standard]
         self.training = dict(self.training)
         self.remedies = list(self.remedies)
+
+    @property
+    def evaluation_tasks(self) -> list[str | dict[str, Any]]:
+        """Every task entry the study evaluates: ``tasks`` then ``standard``."""
+        return [*self.tasks, *self.standard]
 
     def identity(self) -> dict[str, Any]:
         """The fields that make two specs the same study."""
@@ -413,8 +452,11 @@ def check_inputs(spec: StudySpec, out: str | Path | None, hub_token: str | None 
             if "/" in base and not Path(base).expanduser().exists():
                 continue  # a Hub id: resolved when its run starts
             raise InputError(f"bases: {err}") from None
-    for task in spec.tasks:
-        resolve_task_reference(task)
+    from hf_posbias.study.protocol import expand_domains, task_entries
+
+    for entry in task_entries(spec.evaluation_tasks, spec.bases):
+        for part in expand_domains(entry):
+            resolve_task_reference(part.task)
     if Path(spec.data).expanduser().is_dir():
         from hf_posbias.training.train import resolve_repo_config
 

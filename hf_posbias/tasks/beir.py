@@ -162,9 +162,11 @@ def _split_file(folder: Path, stem: str, split: str) -> Path:
     raise InputError(f"{folder} has no {stem}.{split}.tsv or {stem}.tsv")
 
 
-def _clean_qrels(
+def clean_qrels(
     qrels: Mapping[str, Mapping[str, int]], queries: Mapping[str, str], corpus: Mapping[str, object]
 ) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
+    """The judgements naming a known query and document, and the count of the others by
+    reason."""
     kept: dict[str, dict[str, int]] = {}
     dropped: dict[str, int] = {}
     for qid, docs in qrels.items():
@@ -210,7 +212,7 @@ def read_plain_folder(
         qrels_path = _split_file(path, "qrels", split)
         corpus = {i: ("", x) for i, x in _tsv_pairs(path / "collection.tsv")}
         queries = dict(_tsv_pairs(_split_file(path, "queries", split)))
-    qrels, dropped = _clean_qrels(read_qrels_tsv(qrels_path), queries, corpus)
+    qrels, dropped = clean_qrels(read_qrels_tsv(qrels_path), queries, corpus)
     data = RetrievalData(path.name, split, corpus, queries, qrels, str(path), fmt, dropped)
     if not data.judged_queries():
         raise InputError(f"{path}: no query of split {split!r} has a relevant document")

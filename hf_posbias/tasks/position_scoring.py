@@ -491,3 +491,27 @@ def summarize_rows(
             [float(r.relative_position or 0.0) for r in placed], [r.ndcg_at_10 for r in placed]
         ),
     )
+
+
+def bucket_scheme_label(scheme: str, info: Any) -> str:
+    """How a scoring ``scheme`` puts the queries of a task (its :class:`TaskInfo` ``info``) into
+    the buckets its PSI is over: the task's scheme and the intervals' closure.
+
+    Example:
+        >>> from hf_posbias.tasks.taskdata import TaskInfo
+        >>> rule = {"buckets": {"edges": [0, 0.5, 1], "labels": ["a", "b"], "scheme": "halves"}}
+        >>> info = TaskInfo("T", "t", ["a", "b"], bucket_scheme="halves", extra=rule)
+        >>> bucket_scheme_label("default", info), bucket_scheme_label("zeng2025", info)
+        ('halves [lo, hi)', 'halves inclusive [lo, hi]')
+        >>> bucket_scheme_label("posir", info)
+        'posir-relative-20 (lo, hi]'
+    """
+    if scheme == "posir":
+        return f"{POSIR_RELATIVE_20.scheme} (lo, hi]"
+    name = str(info.bucket_scheme)
+    if scheme == "zeng2025":
+        return f"{name} inclusive [lo, hi]"
+    rule = rule_from_extra(info.extra)
+    if rule is None:
+        return f"{name} (labels of the source)"
+    return f"{name} {'[lo, hi)' if rule.closed == 'left' else '(lo, hi]'}"

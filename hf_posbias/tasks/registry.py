@@ -229,7 +229,8 @@ RESERVED_VERBS: tuple[str, ...] = ("build", "plot-evidence", "sample", "list")
 
 
 def _builtin_benchmarks() -> list[Benchmark]:
-    """The ``BENCHMARK`` of every module of the builders package, by (order, verb)."""
+    """The ``BENCHMARK`` (or ``BENCHMARKS``) of every module of the builders package, by
+    (order, verb)."""
     package = importlib.import_module(BUILDERS_PACKAGE)
     found: list[Benchmark] = []
     for info in pkgutil.iter_modules(package.__path__):
@@ -237,6 +238,8 @@ def _builtin_benchmarks() -> list[Benchmark]:
         bench = getattr(module, "BENCHMARK", None)
         if isinstance(bench, Benchmark):
             found.append(bench)
+        # A module building several sets (builders/standard.py) lists them as BENCHMARKS.
+        found.extend(b for b in getattr(module, "BENCHMARKS", ()) if isinstance(b, Benchmark))
     return sorted(found, key=lambda b: (b.order, b.cli))
 
 

@@ -265,7 +265,7 @@ class PositionTaskData:
         folder (:func:`plain_task_data`: every query in one bucket, ``all``)."""
         path = Path(folder)
         info = read_task_info(path)
-        if info.bucket_scheme == PLAIN_SCHEME:
+        if info.bucket_scheme == PLAIN_SCHEME and not (path / "task.json").is_file():
             return plain_task_data(path)
         data = cls(
             info=info,
@@ -315,11 +315,18 @@ def plain_task_data(folder: str | Path, split: str | None = None) -> PositionTas
 
     path = Path(folder)
     plain = read_plain_folder(path, split)
+    return retrieval_task_data(plain, _plain_info(path, plain.format))
+
+
+def retrieval_task_data(plain: RetrievalData, info: TaskInfo) -> PositionTaskData:
+    """A plain retrieval set (:class:`~hf_posbias.tasks.beir.RetrievalData`) as a one-bucket
+    task with header ``info``: every judged query in bucket ``all`` with no evidence span;
+    queries without a relevant document and dropped judgements counted in
+    ``info.extra["dropped"]``."""
     judged = plain.judged_queries()
     dropped = dict(plain.dropped)
     if len(judged) < len(plain.queries):
         dropped["queries without a relevant document"] = len(plain.queries) - len(judged)
-    info = _plain_info(path, plain.format)
     info.extra.update(split=plain.split, dropped=dropped)
     data = PositionTaskData(
         info=info,
@@ -341,7 +348,7 @@ def plain_task_data(folder: str | Path, split: str | None = None) -> PositionTas
             for d, s in plain.qrels[q].items()
         ],
     )
-    data.validate(str(path))
+    data.validate(plain.source or info.name)
     return data
 
 

@@ -113,6 +113,19 @@ def test_pooling_ablation_is_a_study_with_a_pooling_axis(capsys):
         ({"remedies": ["none"]}, "remedies[0]: must be one of maxp"),
         ({"remedies": ["sump", "sump"]}, "remedies[1]: a remedy is named twice"),
         ({"remedies": ["maxp"], "passage_tokens": 16, "stride": 17}, "--stride must be at most"),
+        (
+            {"tasks": [{"task": "SciFact-Evidence", "bases": ["gpt2-medium"]}]},
+            "tasks: SciFact-Evidence: base 'gpt2-medium' is not one of the study's bases",
+        ),
+        (
+            {"tasks": [{"task": "SciFact-Evidence", "scoring": "ndcg42"}]},
+            "tasks: SciFact-Evidence: unknown scoring 'ndcg42'",
+        ),
+        (
+            {"tasks": [{"task": "SciFact-Evidence", "scoring": "zeng2025", "buckets": "task"}]},
+            "zeng2025 scoring with task buckets is not a protocol",
+        ),
+        ({"tasks": [{"task": "SciFact-Evidence", "colour": 1}]}, "unknown key(s) colour"),
     ],
 )
 def test_bad_spec_is_one_line_before_anything_runs(tmp_path, capsys, changes, message):

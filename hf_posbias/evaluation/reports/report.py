@@ -26,7 +26,7 @@ from __future__ import annotations
 import base64
 import csv
 import html
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -150,10 +150,24 @@ def summary_markdown(summaries: Sequence[EvaluationSummary]) -> str:
     ]
     for task, group in _by_task(summaries).items():
         parts += ["", f"## {task}", "", bucket_table(group).to_markdown()]
+        parts += [""] + [f"- {s.label}: {s.protocol_line()}" for s in group]
+        strata = [
+            {"model": s.label, "tokens": name, "queries": entry["n_queries"],
+             "PSI": with_interval(entry["psi"], _low_high(entry.get("psi_interval")))}
+            for s in group
+            for name, entry in s.psi_by_token_length.items()
+        ]  # fmt: skip
+        if strata:
+            parts += ["", "PSI per document token-length stratum:", ""]
+            parts.append(as_table(strata).to_markdown())
     notes = [w for s in summaries for w in s.warnings]
     if notes:
         parts += ["", "## Warnings", ""] + [f"- {format_cell(n)}" for n in notes]
     return "\n".join(parts) + "\n"
+
+
+def _low_high(interval: Mapping[str, float] | None) -> tuple[float, float] | None:
+    return None if not interval else (interval["low"], interval["high"])
 
 
 def write_summary_tables(

@@ -66,6 +66,7 @@ from hf_posbias.tasks.registry import DEFAULT_TOP_K, SPLIT
 
 if TYPE_CHECKING:
     from hf_posbias.evaluation.runs.remedies import RemedySettings
+    from hf_posbias.evaluation.runs.truncation import TruncationCount
     from hf_posbias.modeling import ModelSettings
     from hf_posbias.rerankers.options import RerankerOptions
 
@@ -183,15 +184,21 @@ def summarize_task(
     seed: int = BOOTSTRAP_SEED,
     evaluation_time_s: float = 0.0,
     results_dir: str | Path | None = None,
+    truncation: TruncationCount | None = None,
+    exclude_truncated: bool = False,
 ) -> list[EvaluationSummary]:
     """One :class:`EvaluationSummary` per subset of a ``TaskResult`` (one unless multilingual).
 
     The numbers come from the ``position`` scores mteb recorded; the per-query rows kept by the
     task give the intervals and (with ``out_dir``) the per-query table and the TREC run.
+    ``truncation`` (:func:`~hf_posbias.evaluation.runs.truncation.count_truncated`) gives the
+    truncated queries per bucket and the PSI per document token-length stratum.
     """
     import mteb
 
+    from hf_posbias.evaluation.runs.truncation import token_length_strata
     from hf_posbias.statistics.levels import psi_by_length
+    from hf_posbias.tasks.position_scoring import bucket_scheme_label
 
     subsets = scores_by_subset(task_result)
     name = task.metadata.name
@@ -265,11 +272,47 @@ def summarize_task(
                 harmonic_mean=position.get("harmonic_mean"),
                 trend=dict(position.get("trend") or {}),
                 psi_by_length=psi_by_length(table, n_resamples=bootstrap, seed=seed),
+                bucket_scheme=bucket_scheme_label(task.scoring, task.task_data.info),
+                n_buckets=len(position["buckets"]),
+                max_seq_length=None if truncation is None else truncation.max_seq_length,
+                truncated={} if truncation is None else dict(truncation.per_bucket),
+                exclude_truncated=exclude_truncated,
+                psi_by_token_length=(
+                    {}
+                    if truncation is None
+                    else token_length_strata(
+                        table, truncation.doc_tokens, n_resamples=bootstrap, seed=seed
+                    )
+                ),
             )
         )
         for note in summaries[-1].warnings:
             warnings.warn(note, UserWarning, stacklevel=2)
     return summaries
+
+
+def _truncation(loaded: LoadedModel, task: Any, exclude: bool) -> TruncationCount | None:
+    """Count the task's truncated queries in the model's tokenization (``None`` for a model
+    without a token limit of its own); with ``exclude``, leave them out of the task."""
+    from hf_posbias.evaluation.runs.truncation import (
+        count_truncated,
+        drop_queries,
+        model_tokenization,
+    )
+
+    tokenization = model_tokenization(loaded)
+    if tokenization is None:
+        if exclude:
+            raise InputError(
+                f"--exclude-truncated: {loaded.name} has no token limit of its own "
+                "(a bi-encoder with a fast tokenizer has one); nothing to exclude"
+            )
+        return None
+    tokenizer, limit, prefix = tokenization
+    count = count_truncated(task.task_data, tokenizer, limit, prefix=prefix)
+    if exclude:
+        drop_queries(task, count.truncated_ids)
+    return count
 
 
 def load_tasks(
@@ -342,6 +385,7 @@ def evaluate_model(
     first_stage: str | None = None,
     rerank_k: int = 100,
     reranker_options: RerankerOptions | None = None,
+    exclude_truncated: bool = False,
 ) -> list[EvaluationSummary]:
     """Evaluate ``model`` on position tasks; write summaries, tables and exports into ``out``.
 
@@ -376,6 +420,9 @@ def evaluate_model(
         rerank_k: candidates per query for the reranker.
         reranker_options: how a listwise reranker is loaded and slid
             (:class:`~hf_posbias.rerankers.options.RerankerOptions`).
+        exclude_truncated: leave out the queries whose evidence starts at or beyond the
+            model's ``max_seq_length`` (they are counted either way:
+            :mod:`~hf_posbias.evaluation.runs.truncation`).
 
     Returns:
         One :class:`EvaluationSummary` per task (per subset of a multilingual task), in order.
@@ -410,6 +457,7 @@ def evaluate_model(
     for task in task_objects:
         logger.info("evaluating %s on %s", loaded.name, task.metadata.name)
         start = time.perf_counter()
+        truncation = _truncation(loaded, task, exclude_truncated)
         task_result = run_task(
             loaded,
             task,
@@ -428,6 +476,8 @@ def evaluate_model(
                 seed=seed,
                 evaluation_time_s=time.perf_counter() - start,
                 results_dir=results_dir,
+                truncation=truncation,
+                exclude_truncated=exclude_truncated,
             )
         )
     write_summaries(summaries, out_dir)
