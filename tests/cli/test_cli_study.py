@@ -61,8 +61,8 @@ def test_every_error_is_reported_at_once_under_its_key_path(tmp_path, capsys) ->
 def test_tasks_written_as_a_string_names_the_key_and_the_form(tmp_path, capsys) -> None:
     assert _run(tmp_path, GOOD.replace("[SciFact-Evidence]", "SciFact-Evidence")) == 2
     assert (
-        "tasks: expected a list (e.g. [x, y]) of strings or mappings (key: value lines), got 'SciFact-Evidence' (write "
-        in (_error(capsys))
+        "tasks: expected a list (e.g. [x, y]) of strings or mappings (key: value lines), "
+        "got 'SciFact-Evidence' (write " in (_error(capsys))
     )
 
 
