@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from guards import HANG_GUARD_S
 
 from hf_posbias.cli import main
 from hf_posbias.corpus import read_wikiextractor
@@ -178,7 +179,7 @@ def test_malformed_corpus_exits_nonzero_without_traceback(tmp_path: Path) -> Non
         ],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=HANG_GUARD_S,
     )
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr

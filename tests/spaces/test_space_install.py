@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from guards import HANG_GUARD_S
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -63,7 +64,10 @@ def test_built_space_runs_its_own_copy_of_the_package(tmp_path: Path) -> None:
         "print(hf_posbias.__file__)"
     )
     done = subprocess.run(
-        [sys.executable, "-I", "-c", code, str(out)], capture_output=True, text=True, timeout=300
+        [sys.executable, "-I", "-c", code, str(out)],
+        capture_output=True,
+        text=True,
+        timeout=HANG_GUARD_S,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert Path(done.stdout.strip()).is_relative_to(out)
@@ -74,6 +78,6 @@ def test_built_space_runs_its_own_copy_of_the_package(tmp_path: Path) -> None:
         cwd=out,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=HANG_GUARD_S,
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
