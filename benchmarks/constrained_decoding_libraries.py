@@ -14,20 +14,24 @@ transformers' ``generate`` on CPU:
    ``json.loads`` (strict: no raw control characters) parses it with exactly the schema's keys.
 
 llguidance is a dependency of ``hf-posbias[local-lm]``; install the others beside it without
-touching the environment, then point ``PYTHONPATH`` at them, e.g.::
+touching the environment (each in a folder of its own, here under ``sg/``), then point
+``PYTHONPATH`` at them, e.g.::
 
-    pip install --no-deps --target /tmp/sg/xg xgrammar apache-tvm-ffi
-    pip install --no-deps --target /tmp/sg/ol outlines outlines_core diskcache genson jsonschema \
+    pip install --no-deps --target sg/xg xgrammar apache-tvm-ffi
+    pip install --no-deps --target sg/ol outlines outlines_core diskcache genson jsonschema \
         jsonschema-specifications referencing rpds-py cloudpickle
-    pip install --no-deps --target /tmp/sg/lmfe lm-format-enforcer interegular
-    PYTHONPATH=/tmp/sg/xg .venv/bin/python benchmarks/constrained_decoding_libraries.py xgrammar
+    pip install --no-deps --target sg/lmfe lm-format-enforcer interegular
+    PYTHONPATH=sg/xg .venv/bin/python benchmarks/constrained_decoding_libraries.py xgrammar
 
 Run (one library per process, so that each is imported alone):
     .venv/bin/python benchmarks/constrained_decoding_libraries.py llguidance
+
+``--samples`` and ``--max-new-tokens`` shrink part 2 (the test suite runs it at 1 and 16).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -153,7 +157,7 @@ def teacher_forced_cost(library: str) -> None:
     )
 
 
-def random_lm_validity(library: str) -> None:
+def random_lm_validity(library: str, samples: int = 8, max_new_tokens: int = 600) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from hf_posbias.testing import build_tiny_checkpoint
@@ -169,7 +173,7 @@ def random_lm_validity(library: str) -> None:
         n = int(prompt["input_ids"].shape[1])
         valid, total, example = 0, 0, ""
         for schema in (stage1_schema(3), STAGE2_SCHEMA):
-            for seed in range(8):
+            for seed in range(samples):
                 torch.manual_seed(seed)
                 try:
                     processor = make(schema, n)
@@ -181,7 +185,7 @@ def random_lm_validity(library: str) -> None:
                         **prompt,
                         do_sample=True,
                         top_k=0,
-                        max_new_tokens=600,
+                        max_new_tokens=max_new_tokens,
                         logits_processor=[processor],
                         pad_token_id=tokenizer.eos_token_id,
                     )
@@ -198,9 +202,21 @@ def random_lm_validity(library: str) -> None:
         print(f"{library} / tiny random {family}: {valid}/{total} replies valid JSON{bad}")
 
 
-if __name__ == "__main__":
-    name = sys.argv[1] if len(sys.argv) > 1 else "llguidance"
+LIBRARIES = ("llguidance", "xgrammar", "outlines", "lm-format-enforcer")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("library", nargs="?", default="llguidance", choices=LIBRARIES)
+    parser.add_argument("--samples", type=int, default=8, help="replies per schema and model")
+    parser.add_argument("--max-new-tokens", type=int, default=600, help="per sampled reply")
+    args = parser.parse_args(argv)
     # Mask costs are per call, not per thread; one thread keeps a shared machine's noise down.
     torch.set_num_threads(1)
-    teacher_forced_cost(name)
-    random_lm_validity(name)
+    teacher_forced_cost(args.library)
+    random_lm_validity(args.library, args.samples, args.max_new_tokens)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,8 +1,9 @@
 """Encode-once benchmark: one ``hf_subset`` per bucket (the old layout) vs one subset per task.
 
 Same model (all-MiniLM-L6-v2 if installed, else a tiny random SentenceTransformer), same
-position task (3 buckets over one shared corpus of real Wikipedia passages from ../shared/data,
-or synthetic text when that folder is absent), both measured in the same run:
+position task (3 buckets over one shared corpus of real Wikipedia passages from the real-data
+folder ``$POSBIAS_SHARED_DATA``, or synthetic text when that folder is absent), both measured
+in the same run:
 
 - ``per-bucket``: the layout hf-posbias used before — one mteb subset per bucket over the same
   corpus; mteb encodes the corpus once per subset (no cache in front of the model);
@@ -35,7 +36,11 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 from hf_posbias.corpus import segment_spans  # noqa: E402
 from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo  # noqa: E402
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+SHARED = Path(
+    os.environ.get(
+        "POSBIAS_SHARED_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"
+    )
+)
 THIRDS = ["begin", "middle", "end"]
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]")
 
@@ -138,13 +143,13 @@ def build_task(folder: Path, max_docs: int, queries_per_bucket: int, seed: int) 
     return PositionTaskData(info=info, corpus=corpus, queries=queries, qrels=qrels).save(folder)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-docs", type=int, default=600)
     parser.add_argument("--queries-per-bucket", type=int, default=50)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--seed", type=int, default=42)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     from mteb.models import SentenceTransformerEncoderWrapper
 

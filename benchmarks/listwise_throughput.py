@@ -21,16 +21,17 @@ run — the best of a few large GEMMs in the scorer's dtype — and labelled as 
 
 Models: ``--model smollm2-135m`` (default; the packaged SmolLM2-135M-Instruct) or any causal
 LM; ``--random-7b [SHAPE]`` builds a 7B model with random weights from its config, directly in
-bf16 on the device (``--layers`` shrinks it for a smoke run), with SmolLM2's tokenizer when
+bf16 on the device (``--layers`` and ``--tiny`` shrink it for a smoke run), with SmolLM2's
+tokenizer when
 installed: ``llama-2-7b`` (default: hidden 4096, 32 layers, 32 heads, intermediate 11008) or
 ``mistral-7b`` (the shape of Mistral-7B-v0.1 and of FIRST's Zephyr-7B-β: hidden 4096, 32 layers,
 32 query / 8 key-value heads, intermediate 14336, sliding window 4096).
 
-Passages: SciFact abstracts from ``../shared/data/scifact_allenai`` when present, else synthetic
-text. Batched and batch-1 logits are compared (max abs difference printed). ``--list-size 100``
-also reranks top-100 lists with rank_llm's sliding window (20 passages, step 10), the lists of a
-batch in lockstep (:func:`hf_posbias.rerankers.window.rerank_lists`), and prints the
-seconds per query.
+Passages: SciFact abstracts from ``$POSBIAS_SHARED_DATA/scifact_allenai`` when present, else
+synthetic text. Batched and batch-1 logits are compared (max abs difference printed).
+``--list-size 100`` also reranks top-100 lists with rank_llm's sliding window (20 passages,
+step 10), the lists of a batch in lockstep (:func:`hf_posbias.rerankers.window.rerank_lists`),
+and prints the seconds per query.
 
 Run:
     .venv/bin/python benchmarks/listwise_throughput.py --windows 8 --batch-size 8
@@ -324,6 +325,9 @@ def main(argv: list[str] | None = None) -> int:
         help="a random model of this 7B shape (default llama-2-7b)",
     )
     parser.add_argument("--layers", type=int, default=32, help="layers of --random-7b")
+    parser.add_argument(
+        "--tiny", action="store_true", help="--random-7b at tiny sizes (a CPU smoke run)"
+    )
     parser.add_argument("--windows", type=int, default=8)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--passage-tokens", type=int, default=48)
@@ -340,8 +344,9 @@ def main(argv: list[str] | None = None) -> int:
 
     device = args.device or default_device()
     if args.random_7b:
-        model, tokenizer = build_random_lm(args.random_7b, args.layers, device)
-        name = f"random {args.random_7b} shape ({args.layers} layers, bf16)"
+        model, tokenizer = build_random_lm(args.random_7b, args.layers, device, args.tiny)
+        size = "tiny sizes, " if args.tiny else ""
+        name = f"random {args.random_7b} shape ({size}{args.layers} layers, bf16)"
     else:
         from hf_posbias.modeling import load_causal_lm
 

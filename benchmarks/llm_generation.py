@@ -171,9 +171,10 @@ def main_(argv: list[str] | None = None) -> None:
     rows = []
     for name in args.only or list(RUNS):
         work = out / name.replace(" ", "-")
-        common = ["--work", str(work), "--seed", str(args.seed)]
-        if main(["corpus", "--corpus", str(corpus), *common]) != 0:
+        # The corpus stage takes no seed (it samples nothing); the later stages do.
+        if main(["corpus", "--corpus", str(corpus), "--work", str(work)]) != 0:
             raise SystemExit(f"corpus stage failed for {name}")
+        common = ["--work", str(work), "--seed", str(args.seed)]
         # Any earlier output (finished, or shards of an interrupted run) means this run does
         # part of the work at most: its time would overstate documents / min.
         resumed = (work / "candidates").exists() and any((work / "candidates").iterdir())

@@ -7,8 +7,8 @@ saves it as a checkpoint folder, registers it with the base's pooling, prefix an
 and trains it through the real entry point (:func:`hf_posbias.training.train.train_model`, the
 memory preflight included) at batch 256 for one step per length bin (``--steps-per-bin``) on
 position-controlled data covering the five YHP26 bins: windows of Wikipedia text
-(``../shared/data/wikipedia_enwiki_wikiextractor``; random words when absent) whose lengths fall
-in each bin, with an ICT query (a sentence of the begin, middle or end third, in turn).
+(``$POSBIAS_SHARED_DATA/wikipedia_enwiki_wikiextractor``; random words when absent) whose
+lengths fall in each bin, with an ICT query (a sentence of the begin, middle or end third, in turn).
 
 Every base runs with two settings in the same process, side by side: ``fp32`` (``--precision
 fp32``, memory settings chosen by the preflight) and ``auto`` (all defaults). Printed per model and

@@ -8,7 +8,7 @@ naive loop's scores within ``--atol`` (absolute, on sigmoid scores); the largest
 printed.
 
 Builds a tiny random cross-encoder (``hf_posbias.testing``) and candidates from real Wikipedia
-paragraphs (``../shared/data/wikipedia_enwiki_wikiextractor``) when present, else synthetic
+paragraphs (``$POSBIAS_SHARED_DATA/wikipedia_enwiki_wikiextractor``) when present, else synthetic
 text. Each document gets one candidate per position, and all three share the document's
 segments; a fraction ``--repeat`` of documents get the same query for two positions (an LLM at
 temperature 1 does return identical queries), which makes whole (query, segment) pairs repeat —

@@ -213,12 +213,14 @@ class CorpusReport:
     skipped_duplicate_id: int = 0
     too_short: int = 0
     too_long: int = 0
+    kept_without_title: int = 0
     per_bin: dict[str, int] = field(default_factory=dict)
     bin_edges: list[int] = field(default_factory=list)
     examples: dict[str, list[str]] = field(default_factory=dict)
 
     def note(self, reason: str, record_id: str) -> None:
-        """Count a dropped record and remember a few ids per reason for the report."""
+        """Count a record (dropped, or kept without a title) and remember a few ids per reason
+        for the report."""
         setattr(self, reason, getattr(self, reason) + 1)
         ids = self.examples.setdefault(reason, [])
         if len(ids) < 5:
@@ -243,6 +245,11 @@ class CorpusReport:
             if count:
                 shown = ", ".join(self.examples.get(reason, []))
                 lines.append(f"  WARNING {reason.replace('_', ' ')}: {count} (e.g. {shown})")
+        if self.kept_without_title:
+            shown = ", ".join(self.examples.get("kept_without_title", []))
+            lines.append(
+                f"  kept without a title: {self.kept_without_title} of {self.kept} (e.g. {shown})"
+            )
         for label, count in self.per_bin.items():
             lines.append(f"  bin {label}: {count}")
         return lines
@@ -256,8 +263,9 @@ def prepare_documents(
 ) -> tuple[list[Document], CorpusReport]:
     """Validate records, assign length bins and segment every kept document.
 
-    Records without a string ``text``, with empty text, with an id seen before, or whose length
-    falls outside every bin are dropped and **counted** in the report (with example ids).
+    Records without a string ``text``, with empty text, with an id seen before (the first record
+    of an id is kept), or whose length falls outside every bin are dropped and **counted** in the
+    report (with example ids); kept documents without a title are counted too.
 
     Args:
         records: dicts with ``id``, ``text`` and optionally ``title``.
@@ -293,6 +301,8 @@ def prepare_documents(
         doc.segments = doc.segment(k)
         documents.append(doc)
         report.per_bin[label] += 1
+        if not doc.title.strip():
+            report.note("kept_without_title", doc_id)
     report.kept = len(documents)
     return documents, report
 

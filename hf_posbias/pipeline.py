@@ -458,6 +458,27 @@ def run_audit_stage(
     return report
 
 
+def _sample_params(work: Path, settings: SampleSettings) -> dict[str, Any]:
+    """What the sample stage pins: its options and the scored pool's fingerprint."""
+    return {
+        "stage": "sample",
+        "seed": int(settings.seed),
+        "budget": settings.budget,
+        "min_cell": int(settings.min_cell),
+        "pool": stage_fingerprint(Path(work) / SCORED, _MADE_BY[SCORED]),
+    }
+
+
+def only_the_pool_changed(work: Path, settings: SampleSettings) -> bool:
+    """Whether ``work/train`` was sampled with these options from another scored pool (a δ
+    re-filter, say): its training sets are stale, and drawing them again is all a build needs."""
+    found = read_manifest(Path(work) / TRAIN)
+    if found is None:
+        return False
+    old, new = dict(found.get("params") or {}), _sample_params(work, settings)
+    return old.get("pool") != new["pool"] and {**old, "pool": new["pool"]} == new
+
+
 def run_sample_stage(
     work: Path,
     settings: SampleSettings,
@@ -478,13 +499,7 @@ def run_sample_stage(
     positions = parse_configs(settings.configs)
     budget, seed, min_cell = settings.budget, settings.seed, settings.min_cell
     pool = load_work_pool(work)
-    params = {
-        "stage": "sample",
-        "seed": int(seed),
-        "budget": budget,
-        "min_cell": int(min_cell),
-        "pool": stage_fingerprint(Path(work) / SCORED, _MADE_BY[SCORED]),
-    }
+    params = _sample_params(work, settings)
     folder = Path(work) / TRAIN
     manifest = pin_parameters(folder, params, overwrite=overwrite)
     train_sets: dict[str, list[dict[str, Any]]] = {}
@@ -1022,7 +1037,10 @@ def build(config: BuildSettings, echo: Echo = _silent) -> BuildResult:
     _, verification_report = run_verify_stage(
         work, config, plan.panel, config.progress, echo, overwrite=overwrite
     )
-    run_sample_stage(work, config, echo, overwrite=overwrite)
+    resample = not overwrite and only_the_pool_changed(work, config)
+    if resample:
+        echo("sample: the scored pool changed (δ re-filtered): drawing the training sets again")
+    run_sample_stage(work, config, echo, overwrite=overwrite or resample)
     pool_dir, train_dir, uploaded = run_publish_stage(
         work,
         plan.out,

@@ -235,6 +235,11 @@ class SampleReport:
         return lines
 
 
+TINY_TRAINING_SET = 100
+"""Rows under which a training set is reported as tiny (a warning, not an error: the demo and
+the tests train on small sets on purpose)."""
+
+
 def check_sampling_options(budget: Any = None, min_cell: Any = 1) -> None:
     """Refuse a budget or minimum cell size that is not a positive integer (one line).
 
@@ -388,6 +393,12 @@ def draw_training_set(
     zero = [p for p in POSITIONS if need[p] == 0 and spec.weights[POSITIONS.index(p)] > 0]
     if zero:
         notes.append(f"budget {budget} gives 0 examples to weighted position(s) {', '.join(zero)}")
+    if len(out) < TINY_TRAINING_SET:
+        notes.append(
+            f"tiny training set: {len(out):,} rows (budget {budget:,} per bin x "
+            f"{len(bins_used)} bin(s)), under {TINY_TRAINING_SET} rows: a fine-tune on it measures "
+            "noise; YHP26's sets hold 8,189 per bin (more documents, or a larger pool at a lower δ)"
+        )
     report = SampleReport(
         config=spec.name,
         distribution=spec.distribution,

@@ -578,7 +578,7 @@ def steps() -> list[Step]:
         Step(
             "compare",
             "evaluate",
-            argv=["compare", "{out}/eval/bm25", "{out}/eval/tiny-bert", "--resamples", "300"]
+            argv=["compare", "{out}/eval/bm25", "{out}/eval/tiny-bert", "--n-resamples", "300"]
             + ["--seed", "7", "--out", "{out}/compare"],
             outputs=["compare"],
         ),
@@ -586,7 +586,7 @@ def steps() -> list[Step]:
             "leaderboard",
             "evaluate",
             argv=["leaderboard", "{out}/eval/bm25", "{out}/eval/tiny-bert"]
-            + ["--resamples", "200", "--seed", "7", "--out", "{out}/leaderboard"],
+            + ["--n-resamples", "200", "--seed", "7", "--out", "{out}/leaderboard"],
             outputs=["leaderboard"],
         ),
         # 3. the study

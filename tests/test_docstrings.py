@@ -48,7 +48,9 @@ def test_docstring_examples_run(name: str, tmp_path: Path, monkeypatch: pytest.M
         module = importlib.import_module(name)
     except ModuleNotFoundError as err:
         if err.name and not err.name.startswith("hf_posbias"):
-            pytest.skip(f"{name} needs the optional dependency {err.name}")
+            pytest.skip(
+                f"{name} needs the optional dependency {err.name} (pip install 'hf-posbias[all]')"
+            )
         raise
     tests = [t for t in doctest.DocTestFinder().find(module, name) if t.examples]
     if not tests:

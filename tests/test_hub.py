@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from guards import HANG_GUARD_S
 from publish_rows import make_info, make_pool, make_train_sets
 
 from hf_posbias.errors import BackendError, InputError, PosbiasError
@@ -131,7 +132,7 @@ def test_live_upload_and_read_back(tmp_path: Path) -> None:
         """
     )
     out = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=HANG_GUARD_S
     )
     assert out.returncode == 0, out.stderr[-2000:]
     result = json.loads(out.stdout.strip().splitlines()[-1])

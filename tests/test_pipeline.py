@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from guards import HANG_GUARD_S
 
 from hf_posbias.cli import main
 from hf_posbias.corpus import read_wikiextractor
@@ -178,7 +179,7 @@ def test_malformed_corpus_exits_nonzero_without_traceback(tmp_path: Path) -> Non
         ],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=HANG_GUARD_S,
     )
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr
@@ -530,3 +531,31 @@ def test_build_checks_delta_and_sampling_options_once(
     assert main(["build", "--corpus", topic_jsonl, "--out", str(out), "--no-progress"]) == 0
     assert calls == {"check_sampling_options": 1, "check_delta": 1}
     assert len(list((out / "train").rglob("*.parquet"))) == 4  # every configuration sampled
+
+
+def test_a_delta_change_refilters_the_build_without_scoring(
+    built: Path, tmp_path: Path, wiki_jsonl: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's promise: re-filter at any δ. Only δ changed: the build re-filters the scored
+    pool from its margins (nothing is scored again) and draws the training sets again."""
+    import shutil
+
+    from hf_posbias.shards import merge_shards
+    from hf_posbias.verification.panel import RerankerPanel
+
+    out = tmp_path / "out"
+    shutil.copytree(built, out)
+    margins = [r["margin"] for r in merge_shards(out / "work" / "scored")]
+
+    def no_scoring(*args, **kwargs):
+        raise AssertionError("scored again after a δ change")
+
+    monkeypatch.setattr(RerankerPanel, "score", no_scoring)
+    argv = ["build", "--corpus", str(wiki_jsonl), "--out", str(out), "--no-progress"]
+    assert main([*argv, "--delta", "0.05"]) == 0
+    pool = merge_shards(out / "work" / "scored")
+    assert [r["margin"] for r in pool] == margins
+    assert [r["retained"] for r in pool] == [m >= 0.05 for m in margins]
+    scored = json.loads((out / "work" / "scored" / "manifest.json").read_text())
+    train = json.loads((out / "work" / "train" / "manifest.json").read_text())
+    assert scored["params"]["delta"] == 0.05 and train["params"]["pool"] == scored["fingerprint"]

@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from guards import HANG_GUARD_S
 from olah_mirror import add_git_repo, client_env, olah_available, olah_server
 from publish_rows import make_info, make_pool, make_train_sets
 from test_bm25 import tiny_task
@@ -162,7 +163,7 @@ def test_load_dataset_and_snapshot_over_http(olah_endpoint) -> None:
         env=client_env(endpoint, root / "hf-home"),
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG_GUARD_S,
     )
     assert out.returncode == 0, out.stderr[-3000:]
     result = json.loads(out.stdout.strip().splitlines()[-1])

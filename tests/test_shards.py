@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from guards import HANG_GUARD_S
 
 from hf_posbias.errors import InputError
 from hf_posbias.shards import (
@@ -132,7 +133,7 @@ def test_accelerate_launch_two_processes_share_shards_and_match_one_process(shar
     # (accelerate 1.15 refuses --multi_gpu together with --cpu; the environment variable does it.)
     cmd = [str(accelerate), "launch", "--multi_gpu", "--num_processes", "2",
            "--main_process_port", "0", str(script), str(wiki), str(out)]  # fmt: skip
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert proc.returncode == 0, proc.stderr[-3000:]
 
     ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]

@@ -38,6 +38,7 @@ from hf_posbias.settings import (
     flag_name,
     setting,
 )
+from hf_posbias.statistics import PAIRED_TESTS
 
 
 def _scoring_schemes() -> tuple[str, ...]:
@@ -224,15 +225,16 @@ class CompareSettings:
 
     run_a: str = setting("run folder A (the reference, e.g. the base model)", positional=True)
     run_b: str = setting("run folder B", positional=True)
-    method: str = setting(
-        "paired test", default="bootstrap", choices=("bootstrap", "randomization")
+    # The flags of every paired test (``listwise compare`` too): --method, --n-resamples.
+    method: str = setting("paired test", default="bootstrap", choices=PAIRED_TESTS)
+    resamples: int = setting(
+        "resamples", default=1000, flag="--n-resamples", aliases=("--resamples",)
     )
-    resamples: int = setting("resamples", default=1000)
     seed: int = setting("seed of the resampling", default=0)
     out: str | None = setting("also write compare.json and compare.md here", default=None)
 
     def __post_init__(self) -> None:
-        check_choice("method", self.method, ("bootstrap", "randomization"))
+        check_choice("method", self.method, PAIRED_TESTS)
         check_positive(self, "resamples")
 
 

@@ -44,6 +44,7 @@ from hf_posbias.settings import (
     flag_name,
     setting,
 )
+from hf_posbias.statistics import PAIRED_TESTS
 from hf_posbias.training.settings import AUTO, ComputeSettings
 
 NO_PROPENSITY = "none"
@@ -251,16 +252,17 @@ class ResamplingSettings(Settings):
 class PairedTestSettings(ResamplingSettings):
     """A paired test between two variants or runs of the same queries."""
 
+    # --method, as `posbias compare` (--test: its former spelling here).
     method: str = setting(
         "paired test (per query)",
         default="randomization",
-        choices=("randomization", "bootstrap"),
-        flag="--test",
+        choices=PAIRED_TESTS,
+        aliases=("--test",),
     )
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_choice("method", self.method, ("randomization", "bootstrap"))
+        check_choice("method", self.method, PAIRED_TESTS)
 
 
 @dataclass(kw_only=True)

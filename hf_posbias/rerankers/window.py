@@ -2,7 +2,9 @@
 
 The last window is ranked first; its best passages move up into the next window, so the best
 passages of the whole list can bubble to the top in one pass. :func:`rerank_lists` runs the
-windows of many lists in lockstep so that each step is one batched reranker call.
+windows of many lists in lockstep so that each step is one batched reranker call. A list shorter
+than the window is ranked as one window of its own length, and :func:`rerank_lists` says so (a
+:class:`WindowLargerThanList` warning naming the window, once per window size).
 
 Example:
     >>> window_spans(30, 20, 10)
@@ -13,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 from hf_posbias.errors import InputError
@@ -21,6 +24,10 @@ from hf_posbias.rerankers.records import RerankedList
 
 DEFAULT_WINDOW = 20
 DEFAULT_STEP = 10
+
+
+class WindowLargerThanList(UserWarning):
+    """A list shorter than the window: it is ranked as one window of its own length."""
 
 
 def window_spans(n: int, size: int, step: int) -> list[tuple[int, int]]:
@@ -72,6 +79,15 @@ def rerank_lists(
     """
     size = window if window is not None else reranker.window_size
     current = [list(passages) for _, passages in lists]
+    shortest = min((len(ps) for ps in current if ps), default=0)
+    if size and 0 < shortest < size:
+        # One message per window size: Python's default filter shows it once, not per query.
+        warnings.warn(
+            f"window {size} is larger than a list to rerank: a list of fewer than {size} "
+            "passages is ranked as one window of its own length",
+            WindowLargerThanList,
+            stacklevel=2,
+        )
     plans = [
         window_spans(len(ps), size or max(len(ps), 1), step or max((size or 2) // 2, 1))
         if ps

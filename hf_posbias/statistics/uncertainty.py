@@ -40,12 +40,14 @@ from typing import Any, Literal
 import numpy as np
 
 from hf_posbias.errors import InputError
+from hf_posbias.statistics import PAIRED_TESTS
 from hf_posbias.statistics.psi import psi_columns
 
 PerQueryScores = Mapping[str, Mapping[str, float]]
 """Scores by bucket, then by query id: ``{bucket: {query_id: score}}``."""
 
 Method = Literal["bootstrap", "randomization"]
+"""A paired test's name: the values of :data:`hf_posbias.statistics.PAIRED_TESTS`."""
 
 DEFAULT_RESAMPLES = 1000
 DEFAULT_CONFIDENCE = 0.95
@@ -327,8 +329,8 @@ def paired_comparison(
         (0.1, True)
     """
     check_resampling(n_resamples, confidence)
-    if method not in ("bootstrap", "randomization"):
-        raise InputError(f"unknown paired test {method!r}: bootstrap or randomization")
+    if method not in PAIRED_TESTS:
+        raise InputError(f"unknown paired test {method!r}: {' or '.join(PAIRED_TESTS)}")
     shared, only_a, only_b = _shared(a, b)
     names = list(shared)
     if paired:

@@ -14,9 +14,9 @@ load` turns them into a one-bucket task) and for the listwise commands
 Both give a :class:`RetrievalData`, the one in-memory form of a retrieval set (corpus, queries,
 qrels of one split): a position task folder gives the same
 (:meth:`~hf_posbias.tasks.taskdata.PositionTaskData.retrieval_data`), and the listwise
-commands read both as it. Judgements that name an unknown query or document are dropped and
-counted (:attr:`RetrievalData.dropped`), never silently: evaluation reports the counts as
-warnings.
+commands read both as it. Judgements that name an unknown query or document, and corpus or query
+rows whose id an earlier row has (the first row of an id is kept), are dropped and counted
+(:attr:`RetrievalData.dropped`), never silently: evaluation reports the counts as warnings.
 
 Example:
     >>> import tempfile, pathlib
@@ -162,6 +162,32 @@ def _split_file(folder: Path, stem: str, split: str) -> Path:
     raise InputError(f"{folder} has no {stem}.{split}.tsv or {stem}.tsv")
 
 
+T = TypeVar("T")
+
+
+def _first_of_each_id(
+    rows: Iterable[tuple[str, T]], what: str, dropped: dict[str, int]
+) -> dict[str, T]:
+    """``{id: value}`` keeping the first row of each id; later rows of an id are counted in
+    ``dropped`` under ``"<what> rows with a duplicate id (first kept)"``.
+
+    Example:
+        >>> dropped = {}
+        >>> _first_of_each_id([("d1", "a"), ("d2", "b"), ("d1", "c")], "corpus", dropped)
+        {'d1': 'a', 'd2': 'b'}
+        >>> dropped
+        {'corpus rows with a duplicate id (first kept)': 1}
+    """
+    kept: dict[str, T] = {}
+    for item_id, value in rows:
+        if item_id in kept:
+            reason = f"{what} rows with a duplicate id (first kept)"
+            dropped[reason] = dropped.get(reason, 0) + 1
+        else:
+            kept[item_id] = value
+    return kept
+
+
 def clean_qrels(
     qrels: Mapping[str, Mapping[str, int]], queries: Mapping[str, str], corpus: Mapping[str, object]
 ) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
@@ -206,13 +232,17 @@ def read_plain_folder(
                 f"{path} has no qrels for split {split!r} (qrels/{split}.tsv); it has: "
                 f"{', '.join(have) or 'none'}"
             )
-        corpus = {i: (t, x) for i, t, x in _jsonl_records(path / "corpus.jsonl", "corpus")}
-        queries = {i: x for i, _, x in _jsonl_records(path / "queries.jsonl", "query")}
+        corpus_rows = ((i, (t, x)) for i, t, x in _jsonl_records(path / "corpus.jsonl", "corpus"))
+        query_rows = ((i, x) for i, _, x in _jsonl_records(path / "queries.jsonl", "query"))
     else:
         qrels_path = _split_file(path, "qrels", split)
-        corpus = {i: ("", x) for i, x in _tsv_pairs(path / "collection.tsv")}
-        queries = dict(_tsv_pairs(_split_file(path, "queries", split)))
+        corpus_rows = ((i, ("", x)) for i, x in _tsv_pairs(path / "collection.tsv"))
+        query_rows = _tsv_pairs(_split_file(path, "queries", split))
+    duplicates: dict[str, int] = {}
+    corpus = _first_of_each_id(corpus_rows, "corpus", duplicates)
+    queries = _first_of_each_id(query_rows, "query", duplicates)
     qrels, dropped = clean_qrels(read_qrels_tsv(qrels_path), queries, corpus)
+    dropped.update(duplicates)
     data = RetrievalData(path.name, split, corpus, queries, qrels, str(path), fmt, dropped)
     if not data.judged_queries():
         raise InputError(f"{path}: no query of split {split!r} has a relevant document")

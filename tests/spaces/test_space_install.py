@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from guards import HANG_GUARD_S
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -74,7 +75,10 @@ def test_built_space_runs_its_own_copy_of_the_package(tmp_path: Path) -> None:
         "print(len(app.leaderboard_rows()), 'smollm2-135m' in app.listwise_rerankers())"
     )
     done = subprocess.run(
-        [sys.executable, "-I", "-c", code, str(out)], capture_output=True, text=True, timeout=300
+        [sys.executable, "-I", "-c", code, str(out)],
+        capture_output=True,
+        text=True,
+        timeout=HANG_GUARD_S,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     package, lm, board = done.stdout.strip().splitlines()[-3:]
@@ -87,6 +91,6 @@ def test_built_space_runs_its_own_copy_of_the_package(tmp_path: Path) -> None:
         cwd=out,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=HANG_GUARD_S,
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

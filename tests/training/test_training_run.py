@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from guards import HANG_GUARD_S
 
 from hf_posbias import POSITIONS
 from hf_posbias.cli import main as cli_main
@@ -429,7 +430,7 @@ def test_accelerate_two_process_ddp(tiny_models, pool_repo, tmp_path):
         "--global-batch",
         "4",
     ]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=170)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "posbias-train rank=0 world_size=2" in proc.stderr
     assert "posbias-train rank=1 world_size=2" in proc.stderr

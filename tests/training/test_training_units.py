@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from guards import HANG_GUARD_S
 
 from hf_posbias.errors import ModelLoadError
 from hf_posbias.training.batching import SingleBinBatchSamplerFactory, plan_batches
@@ -177,7 +178,7 @@ def test_matrix_dry_run_prints_32_commands():
         ],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_GUARD_S,
         check=True,
     )
     lines = proc.stdout.strip().splitlines()

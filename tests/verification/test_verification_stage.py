@@ -68,9 +68,11 @@ def test_tiny_cross_encoder_panel_end_to_end_with_resume(
     monkeypatch.setattr(BM25Member, "fit", boom)
     again, report2 = run_verification(rows, panel, out, delta=0.05, shard_size=4, progress=False)
     assert again == pool and report2.retained == report.retained
-    # Another δ is another run: refused instead of mixing outputs.
-    with pytest.raises(InputError, match="other parameters"):
-        run_verification(rows, panel, out, delta=0.3, shard_size=4, progress=False)
+    # Another δ re-filters the stored margins: nothing is fitted or scored again.
+    third, report3 = run_verification(rows, panel, out, delta=0.3, shard_size=4, progress=False)
+    assert [r["margin"] for r in third] == [r["margin"] for r in pool]
+    assert [r["retained"] for r in third] == [r["margin"] >= 0.3 for r in pool]
+    assert json.loads((out / "manifest.json").read_text())["params"]["delta"] == 0.3
 
 
 def test_run_verification_rejects_bad_candidates(tmp_path) -> None:

@@ -55,7 +55,12 @@ class LeaderboardSettings(ProgressSettings):
     alpha: float = setting(
         "significance level of the paired test that separates neighbours", default=0.05
     )
-    resamples: int = setting("paired-bootstrap resamples per neighbour pair", default=1000)
+    resamples: int = setting(
+        "paired-bootstrap resamples per neighbour pair",
+        default=1000,
+        flag="--n-resamples",
+        aliases=("--resamples",),
+    )
     seed: int = setting("seed of the paired test", default=0)
     title: str = setting(
         "title of the tables and the dataset card", default="Position-bias leaderboard"
