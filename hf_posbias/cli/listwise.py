@@ -245,7 +245,8 @@ def _compare(s: ListwiseCompareSettings) -> None:
     payload, written = compare_from_settings(s)
     echo(
         f"{labels[1]} vs {labels[0]} on {payload['task']}: k={payload['k']}, "
-        f"{payload['queries']} queries, paired {s.method} test (Δ = {labels[1]} − {labels[0]})"
+        f"{payload['queries']} queries, paired {s.method.removesuffix('-test')} test "
+        f"(Δ = {labels[1]} − {labels[0]})"
     )
     left_out = payload["queries_left_out"]
     if any(left_out.values()):

@@ -219,14 +219,14 @@ class CompareSettings:
     run_a: str = setting("run folder A (the reference, e.g. the base model)", positional=True)
     run_b: str = setting("run folder B", positional=True)
     method: str = setting(
-        "paired test", default="bootstrap", choices=("bootstrap", "randomization")
+        "paired test", default="bootstrap", choices=("bootstrap", "randomization", "t-test")
     )
     resamples: int = setting("resamples", default=1000)
     seed: int = setting("seed of the resampling", default=0)
     out: str | None = setting("also write compare.json and compare.md here", default=None)
 
     def __post_init__(self) -> None:
-        check_choice("method", self.method, ("bootstrap", "randomization"))
+        check_choice("method", self.method, ("bootstrap", "randomization", "t-test"))
         check_positive(self, "resamples")
 
 

@@ -254,13 +254,13 @@ class PairedTestSettings(ResamplingSettings):
     method: str = setting(
         "paired test (per query)",
         default="randomization",
-        choices=("randomization", "bootstrap"),
+        choices=("randomization", "bootstrap", "t-test"),
         flag="--test",
     )
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_choice("method", self.method, ("randomization", "bootstrap"))
+        check_choice("method", self.method, ("randomization", "bootstrap", "t-test"))
 
 
 @dataclass(kw_only=True)
