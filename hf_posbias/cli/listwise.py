@@ -10,6 +10,7 @@ Verbs:
     posbias listwise augment       --data IN --groups n --out OUT [--seed S]
     posbias listwise build-train   --task DIR --split train --out OUT [--teacher first-stage|CE]
     posbias listwise convert       --data FILE|HUB_ID --out OUT   (RankZephyr / FIRST data)
+    posbias listwise transitions   --data IN --out OUT [--augmentation pos-aug] [--groups n]
     posbias listwise rerank        --reranker R --requests FILE --out FILE   (rank_llm JSON)
     posbias listwise train         --model M --data DIR --out DIR [--propensity FILE]
                                    [--pos-aug n] [--max-steps N] [--passage-tokens N] …
@@ -57,6 +58,7 @@ from hf_posbias.listwise.settings import (
     PropensitySettings,
     RerankSettings,
     ShuffleEvalSettings,
+    TransitionsSettings,
 )
 from hf_posbias.settings import flag_name
 
@@ -182,6 +184,25 @@ def _build_train(s: BuildTrainSettings) -> None:
     )
 
 
+def _transitions(s: TransitionsSettings) -> None:
+    from hf_posbias.listwise.training.transitions import (
+        TRANSITIONS_FIGURE,
+        TRANSITIONS_FILE,
+        run_transitions,
+    )
+
+    payload, out = run_transitions(s)
+    for name in ("original", "augmented"):
+        if name in payload:
+            panel = payload[name]
+            echo(
+                f"{name}: {panel['rows']} rows, k={payload['k']}, diagonal mass "
+                f"{panel['diagonal_mass']:.4f} (uniform {1 / payload['k']:.4f}), TV from "
+                f"uniform {panel['tv_from_uniform']:.4f}"
+            )
+    echo(f"wrote {out / TRANSITIONS_FILE}, {TRANSITIONS_FIGURE}")
+
+
 def _convert(s: ConvertSettings) -> None:
     from hf_posbias.listwise.training.trainset import (
         load_conversations,
@@ -293,6 +314,12 @@ VERBS: tuple[tuple[str, str, type, Any], ...] = (
         _build_train,
     ),
     ("convert", "RankZephyr / FIRST training data → training set", ConvertSettings, _convert),
+    (
+        "transitions",
+        "training-data input position × target rank, before/after augmentation (Fig. 3)",
+        TransitionsSettings,
+        _transitions,
+    ),
     ("rerank", "rerank rank_llm Request JSON into rank_llm Results", RerankSettings, _rerank),
     (
         "train",

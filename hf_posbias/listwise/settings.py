@@ -506,6 +506,27 @@ class AugmentSettings(Settings):
 
 
 @dataclass(kw_only=True)
+class TransitionsSettings(Settings):
+    """``posbias listwise transitions``: Q26 Fig. 3, input position × target rank of a
+    training set, before and after augmentation."""
+
+    data: str = setting("training-set folder, .parquet or .jsonl (e.g. listwise convert's)")
+    out: str = setting("output folder (transitions.json, transitions.png)")
+    augmentation: str = setting(
+        "the augmentation of the second panel (none: the file alone)",
+        default="pos-aug",
+        choices=AUGMENTATIONS,
+    )
+    groups: int = setting("Pos-Aug groups n (divides k) / RandAug copies", default=4)
+    seed: int = setting("augmentation seed", default=0)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self, "groups")
+        check_choice("augmentation", self.augmentation, AUGMENTATIONS)
+
+
+@dataclass(kw_only=True)
 class ConvertSettings(Settings):
     """``posbias listwise convert``: RankZephyr / FIRST training data → a training set."""
 
