@@ -11,6 +11,8 @@ Verbs:
     posbias listwise build-train   --task DIR --split train --out OUT [--teacher first-stage|CE]
     posbias listwise convert       --data FILE|HUB_ID --out OUT   (RankZephyr / FIRST data)
     posbias listwise transitions   --data IN --out OUT [--augmentation pos-aug] [--groups n]
+    posbias listwise table         --runs SHUFFLE_EVAL… --out OUT [--test t-test] [--alpha 0.01]
+    posbias listwise curves        --runs TEST… --out OUT [--labels …]   (Fig. 4 / 6 overlay)
     posbias listwise rerank        --reranker R --requests FILE --out FILE   (rank_llm JSON)
     posbias listwise train         --model M --data DIR --out DIR [--propensity FILE]
                                    [--pos-aug n] [--max-steps N] [--passage-tokens N] …
@@ -51,6 +53,7 @@ from hf_posbias.listwise.settings import (
     AugmentSettings,
     BuildTrainSettings,
     ConvertSettings,
+    CurvesSettings,
     ListwiseCompareSettings,
     ListwiseRemediesSettings,
     ListwiseTestSettings,
@@ -58,6 +61,7 @@ from hf_posbias.listwise.settings import (
     PropensitySettings,
     RerankSettings,
     ShuffleEvalSettings,
+    ShuffleTableSettings,
     TransitionsSettings,
 )
 from hf_posbias.settings import flag_name
@@ -203,6 +207,32 @@ def _transitions(s: TransitionsSettings) -> None:
     echo(f"wrote {out / TRANSITIONS_FILE}, {TRANSITIONS_FIGURE}")
 
 
+def _table(s: ShuffleTableSettings) -> None:
+    from hf_posbias.listwise.experiments.papertables import shuffle_table
+    from hf_posbias.shards import write_json
+    from hf_posbias.tables import as_table
+
+    payload = shuffle_table(
+        s.runs, labels=s.labels, method=s.method, alpha=s.alpha,
+        n_resamples=s.n_resamples, seed=s.seed,
+    )  # fmt: skip
+    text = as_table(payload["table"]).to_markdown() + "\n\n" + payload["caption"]
+    echo(text)
+    out = Path(s.out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / "table.json", payload)
+    (out / "table.md").write_text(text + "\n")
+    echo(f"wrote {out / 'table.json'}, table.md")
+
+
+def _curves(s: CurvesSettings) -> None:
+    from hf_posbias.figures import save_figure
+    from hf_posbias.listwise.experiments.papertables import curves_figure
+
+    path = save_figure(curves_figure(s.runs, s.labels), Path(s.out) / "curves.png")
+    echo(f"wrote {path}")
+
+
 def _convert(s: ConvertSettings) -> None:
     from hf_posbias.listwise.training.trainset import (
         load_conversations,
@@ -314,6 +344,13 @@ VERBS: tuple[tuple[str, str, type, Any], ...] = (
         _build_train,
     ),
     ("convert", "RankZephyr / FIRST training data → training set", ConvertSettings, _convert),
+    (
+        "table",
+        "original vs shuffled table of shuffle-eval runs, t-test marks (Q26 Tables 1-3)",
+        ShuffleTableSettings,
+        _table,
+    ),
+    ("curves", "several test runs' 1…k curves in one plot (Fig. 4, 6)", CurvesSettings, _curves),
     (
         "transitions",
         "training-data input position × target rank, before/after augmentation (Fig. 3)",

@@ -527,6 +527,39 @@ class TransitionsSettings(Settings):
 
 
 @dataclass(kw_only=True)
+class ShuffleTableSettings(PairedTestSettings):
+    """``posbias listwise table``: Q26 Table 1 (2, 3) from shuffle-eval folders."""
+
+    runs: list[str] = setting("posbias listwise shuffle-eval folders (one per row and dataset)")
+    out: str = setting("output folder (table.json, table.md)")
+    labels: list[str] | None = setting(
+        "row label of each run (default: reranker (first stage))", default=None
+    )
+    method: str = setting(
+        "paired test (per query) of the significance marks",
+        default="t-test",
+        choices=("randomization", "bootstrap", "t-test"),
+        flag="--test",
+    )
+    alpha: float = setting("significance level of the marks (Q26: 0.01)", default=0.01)
+    seed: int = setting("resampling seed", default=0)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0 < self.alpha < 1:
+            raise InputError(f"{flag_name('alpha')} must lie strictly between 0 and 1")
+
+
+@dataclass(kw_only=True)
+class CurvesSettings(Settings):
+    """``posbias listwise curves``: several test runs' 1…k curves in one plot (Fig. 4, 6)."""
+
+    runs: list[str] = setting("posbias listwise test folders")
+    out: str = setting("output folder (curves.png)")
+    labels: list[str] | None = setting("legend label of each run (default: reranker)", default=None)
+
+
+@dataclass(kw_only=True)
 class ConvertSettings(Settings):
     """``posbias listwise convert``: RankZephyr / FIRST training data → a training set."""
 

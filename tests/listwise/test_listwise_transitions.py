@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from hf_posbias.cli import main
-from hf_posbias.listwise.training.transitions import transition_counts, transitions
 from hf_posbias.listwise.training.trainset import write_train_set
+from hf_posbias.listwise.training.transitions import transition_counts, transitions
 
 
 def _rows(n: int = 6, k: int = 4) -> list[dict]:
