@@ -185,6 +185,18 @@ def training_argv(spec: StudySpec) -> list[str]:
 
 def read_spec_file(path: str | Path) -> dict[str, Any]:
     """The mapping of a YAML (``.yaml``/``.yml``) or JSON spec file; unknown keys refused."""
+    data = read_spec_text(path)
+    unknown = sorted(set(data) - set(_field_names()))
+    if unknown:
+        raise InputError(
+            f"{path}: unknown key(s) {', '.join(unknown)} (known: {', '.join(_field_names())})"
+        )
+    return data
+
+
+def read_spec_text(path: str | Path) -> dict[str, Any]:
+    """The mapping of a YAML (``.yaml``/``.yml``) or JSON spec file, any keys (a listwise
+    study's spec, ``kind: listwise``, has its own: :mod:`hf_posbias.study.listwise_study`)."""
     target = Path(path)
     if not target.is_file():
         raise InputError(f"study spec {target} not found")
@@ -200,11 +212,6 @@ def read_spec_file(path: str | Path) -> dict[str, Any]:
         raise InputError(f"{target}: not a valid spec file ({str(err).splitlines()[0]})") from None
     if not isinstance(data, dict):
         raise InputError(f"{target}: a study spec is a mapping of {', '.join(_field_names())}")
-    unknown = sorted(set(data) - set(_field_names()))
-    if unknown:
-        raise InputError(
-            f"{target}: unknown key(s) {', '.join(unknown)} (known: {', '.join(_field_names())})"
-        )
     return data
 
 

@@ -20,11 +20,9 @@ def _shuffle_eval(reranker: str, task: Path, out: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, shared_beir_task, tiny_llm) -> list[Path]:
-    from conftest import write_beir
-
+def runs(tmp_path_factory, shared_beir_task, tiny_llm, make_beir) -> list[Path]:
     root = tmp_path_factory.mktemp("q26-table")
-    other = write_beir(root / "tiny-other", n_docs=12, n_queries=6)
+    other = make_beir(root / "tiny-other", n_docs=12, n_queries=6)
     return [
         _shuffle_eval(reranker, task, root / f"{i}-{j}")
         for i, reranker in enumerate((tiny_llm, "bm25"))
