@@ -126,8 +126,8 @@ def _fig3(spec: ListwiseStudySpec, out: Path, report: Path) -> dict[str, Any] | 
     from hf_posbias.listwise.training.trainset import TRAIN_FILE, read_train_set
     from hf_posbias.listwise.training.transitions import transitions
 
-    data = out / "train" / "data"
-    if not (data / TRAIN_FILE).is_file():
+    data = Path(str(spec.training.get("data") or out / "train" / "data"))
+    if not (data / TRAIN_FILE).is_file() and not data.is_file():
         return None
     groups = int(spec.training.get("groups", 4))
     payload = transitions(read_train_set(data), augmentation="pos-aug", groups=groups)

@@ -87,8 +87,10 @@ class ListwiseStudySpec:
     """The dataset of the 1…k curves (Fig. 4, 6); default: the first dataset."""
     variants: list[str] = field(default_factory=list)
     training: dict[str, Any] = field(default_factory=dict)
-    """``base``, ``task`` (its ``train`` split), ``k``, ``propensity_reranker``,
-    ``propensity_shuffles``, ``groups``, ``max_steps``, ``lr``, ``global_batch``, ``lambda``."""
+    """``base``; ``data`` (a training set, e.g. ``listwise convert``'s) or ``task`` (its
+    ``train`` split through ``listwise build-train``, ``max_queries`` of them); ``k``,
+    ``propensity_reranker``, ``propensity_shuffles``, ``smoothing``, ``groups`` (Pos-Aug n),
+    ``max_steps``, ``epochs``, ``lr``, ``global_batch``, ``lambda``, ``neftune_alpha``."""
     ips_normalization: str = "paper"
     notes: str = ""
 
@@ -221,15 +223,19 @@ def _training_steps(spec: ListwiseStudySpec, out: Path) -> list[Step]:
     t = spec.training
     k = int(t.get("k", spec.k))
     train_task = str(t.get("task") or next(iter(spec.datasets.values())))
-    data = out / "train" / "data"
-    steps = [
-        Step(
-            "build-train",
-            data,
-            {"task": train_task, "k": k, "seed": spec.seed, "max_queries": t.get("max_queries")},
-            _build_train(train_task, k, spec.seed, t.get("max_queries"), data),
-        )
-    ]
+    steps = []
+    if t.get("data"):  # a training set already made (listwise convert: RankZephyr's windows)
+        data = Path(str(t["data"]))
+    else:
+        data = out / "train" / "data"
+        params = {
+            "task": train_task,
+            "k": k,
+            "seed": spec.seed,
+            "max_queries": t.get("max_queries"),
+        }
+        run = _build_train(train_task, k, spec.seed, t.get("max_queries"), data)
+        steps.append(Step("build-train", data, params, run))
     propensity = out / "train" / "propensity"
     if any(parse_variant(v)[1] for v in spec.variants):
         reference = str(t.get("propensity_reranker", spec.training["base"]))
@@ -252,8 +258,9 @@ def _training_steps(spec: ListwiseStudySpec, out: Path) -> list[Step]:
         argv += ["--window", str(k), "--seed", str(spec.seed), "--no-progress"]
         argv += ["--lambda", str(t.get("lambda", 0.1)), "--lr", str(t.get("lr", 5e-6))]
         argv += ["--global-batch", str(t.get("global_batch", 8))]
-        if t.get("max_steps") is not None:
-            argv += ["--max-steps", str(t["max_steps"])]
+        for key in ("max_steps", "epochs", "neftune_alpha"):
+            if t.get(key) is not None:
+                argv += [f"--{key.replace('_', '-')}", str(t[key])]
         if spec.passage_tokens is not None:
             argv += ["--passage-tokens", str(spec.passage_tokens)]
         if augmentation != "none":
