@@ -95,11 +95,23 @@ class TextEmbedder:
             **self.source,
         }
 
-    def embed(self, texts: list[str] | tuple[str, ...], kind: str) -> Any:
-        """Unit-norm embeddings of ``texts`` as ``kind`` (``query`` or ``document``)."""
+    @property
+    def similarity_fn_name(self) -> str | None:
+        """The sentence-transformers model's own similarity function (``cosine``, ``dot``, …);
+        ``None`` when it has none (an endpoint: its embeddings are compared by cosine)."""
+        name = getattr(self.sentence_transformer, "similarity_fn_name", None)
+        return None if name is None else str(getattr(name, "value", name))
+
+    def embed(
+        self, texts: list[str] | tuple[str, ...], kind: str, *, normalize: bool = True
+    ) -> Any:
+        """Unit-norm embeddings of ``texts`` as ``kind`` (``query`` or ``document``);
+        ``normalize=False``: the model's own vectors (a dot-product model's scores need them)."""
         import numpy as np
 
         vectors = np.asarray(self._encode([str(t) for t in texts], kind), dtype=np.float32)
+        if not normalize:
+            return vectors
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return vectors / np.where(norms > 0, norms, 1.0)
 

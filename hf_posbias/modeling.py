@@ -547,14 +547,19 @@ def load_tokenizer_config(
 
 
 def load_sentence_transformer(
-    name: str | os.PathLike[str], device: str | None = None, **kwargs: Any
+    name: str | os.PathLike[str],
+    device: str | None = None,
+    *,
+    kind: str | None = None,
+    **kwargs: Any,
 ) -> SentenceTransformer:
     """Load a :class:`~sentence_transformers.SentenceTransformer`, with a one-line error on failure.
 
     A local folder saved as a ``SparseEncoder`` or ``MultiVectorEncoder`` loads as that class
-    (:func:`encoder_kind`). The model's ``model_card_data.model_name`` is set to a unique
-    display name so that mteb never files two local models under the same ``no_model_name``
-    cache entry.
+    (:func:`encoder_kind`); ``kind`` (a value of :data:`ENCODER_KINDS`, e.g. ``sparse``) forces
+    the class, for a Hub id (a SPLADE checkpoint loads as a ``SparseEncoder``). The model's
+    ``model_card_data.model_name`` is set to a unique display name so that mteb never files two
+    local models under the same ``no_model_name`` cache entry.
     """
     resolved = model_location(name)
     if not Path(resolved).exists():  # a Hub id: the cache, then (online) the Hub, once
@@ -565,7 +570,7 @@ def load_sentence_transformer(
 
     if not kwargs.get("trust_remote_code") and needs_remote_code(resolved):
         raise _remote_code_error("embedding model", str(name))
-    kind = encoder_kind(resolved) if Path(resolved).is_dir() else "bi-encoder"
+    kind = kind or (encoder_kind(resolved) if Path(resolved).is_dir() else "bi-encoder")
     cls_name = next(k for k, v in ENCODER_KINDS.items() if v == kind)
     try:
         model = getattr(sentence_transformers, cls_name)(resolved, device=device, **kwargs)

@@ -204,7 +204,10 @@ def _unwrap_optional(tp: Any) -> tuple[Any, bool]:
 
 
 def _type_parts(tp: Any) -> tuple[Callable[[str], Any] | None, tuple | None, bool]:
-    """(converter, literal choices, is_list) of a field's annotation."""
+    """(converter, literal choices, is_list) of a field's annotation (``str | list[str]``: one or
+    more names, a single one kept as a string)."""
+    if set(typing.get_args(tp)) - {type(None)} == {str, list[str]}:
+        return str, None, True
     tp, _ = _unwrap_optional(tp)
     origin = typing.get_origin(tp)
     if origin is Literal:

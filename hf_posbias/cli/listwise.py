@@ -10,6 +10,9 @@ Verbs:
     posbias listwise augment       --data IN --groups n --out OUT [--seed S]
     posbias listwise build-train   --task DIR --split train --out OUT [--teacher first-stage|CE]
     posbias listwise convert       --data FILE|HUB_ID --out OUT   (RankZephyr / FIRST data)
+    posbias listwise transitions   --data IN --out OUT [--augmentation pos-aug] [--groups n]
+    posbias listwise table         --runs SHUFFLE_EVAL… --out OUT [--method t-test] [--alpha 0.01]
+    posbias listwise curves        --runs TEST… --out OUT [--labels …]   (Fig. 4 / 6 overlay)
     posbias listwise rerank        --reranker R --requests FILE --out FILE   (rank_llm JSON)
     posbias listwise train         --model M --data DIR --out DIR [--propensity FILE]
                                    [--pos-aug n] [--max-steps N] [--passage-tokens N] …
@@ -50,6 +53,7 @@ from hf_posbias.listwise.settings import (
     AugmentSettings,
     BuildTrainSettings,
     ConvertSettings,
+    CurvesSettings,
     ListwiseCompareSettings,
     ListwiseRemediesSettings,
     ListwiseTestSettings,
@@ -57,6 +61,8 @@ from hf_posbias.listwise.settings import (
     PropensitySettings,
     RerankSettings,
     ShuffleEvalSettings,
+    ShuffleTableSettings,
+    TransitionsSettings,
 )
 from hf_posbias.settings import flag_name
 
@@ -182,6 +188,51 @@ def _build_train(s: BuildTrainSettings) -> None:
     )
 
 
+def _transitions(s: TransitionsSettings) -> None:
+    from hf_posbias.listwise.training.transitions import (
+        TRANSITIONS_FIGURE,
+        TRANSITIONS_FILE,
+        run_transitions,
+    )
+
+    payload, out = run_transitions(s)
+    for name in ("original", "augmented"):
+        if name in payload:
+            panel = payload[name]
+            echo(
+                f"{name}: {panel['rows']} rows, k={payload['k']}, diagonal mass "
+                f"{panel['diagonal_mass']:.4f} (uniform {1 / payload['k']:.4f}), TV from "
+                f"uniform {panel['tv_from_uniform']:.4f}"
+            )
+    echo(f"wrote {out / TRANSITIONS_FILE}, {TRANSITIONS_FIGURE}")
+
+
+def _table(s: ShuffleTableSettings) -> None:
+    from hf_posbias.listwise.experiments.papertables import shuffle_table
+    from hf_posbias.shards import write_json
+    from hf_posbias.tables import as_table
+
+    payload = shuffle_table(
+        s.runs, labels=s.labels, method=s.method, alpha=s.alpha,
+        n_resamples=s.n_resamples, seed=s.seed,
+    )  # fmt: skip
+    text = as_table(payload["table"]).to_markdown() + "\n\n" + payload["caption"]
+    echo(text)
+    out = Path(s.out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / "table.json", payload)
+    (out / "table.md").write_text(text + "\n")
+    echo(f"wrote {out / 'table.json'}, table.md")
+
+
+def _curves(s: CurvesSettings) -> None:
+    from hf_posbias.figures import save_figure
+    from hf_posbias.listwise.experiments.papertables import curves_figure
+
+    path = save_figure(curves_figure(s.runs, s.labels), Path(s.out) / "curves.png")
+    echo(f"wrote {path}")
+
+
 def _convert(s: ConvertSettings) -> None:
     from hf_posbias.listwise.training.trainset import (
         load_conversations,
@@ -245,7 +296,8 @@ def _compare(s: ListwiseCompareSettings) -> None:
     payload, written = compare_from_settings(s)
     echo(
         f"{labels[1]} vs {labels[0]} on {payload['task']}: k={payload['k']}, "
-        f"{payload['queries']} queries, paired {s.method} test (Δ = {labels[1]} − {labels[0]})"
+        f"{payload['queries']} queries, paired {s.method.removesuffix('-test')} test "
+        f"(Δ = {labels[1]} − {labels[0]})"
     )
     left_out = payload["queries_left_out"]
     if any(left_out.values()):
@@ -292,6 +344,19 @@ VERBS: tuple[tuple[str, str, type, Any], ...] = (
         _build_train,
     ),
     ("convert", "RankZephyr / FIRST training data → training set", ConvertSettings, _convert),
+    (
+        "table",
+        "original vs shuffled table of shuffle-eval runs, t-test marks (Q26 Tables 1-3)",
+        ShuffleTableSettings,
+        _table,
+    ),
+    ("curves", "several test runs' 1…k curves in one plot (Fig. 4, 6)", CurvesSettings, _curves),
+    (
+        "transitions",
+        "training-data input position × target rank, before/after augmentation (Fig. 3)",
+        TransitionsSettings,
+        _transitions,
+    ),
     ("rerank", "rerank rank_llm Request JSON into rank_llm Results", RerankSettings, _rerank),
     (
         "train",

@@ -89,8 +89,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_study_cmd(settings: StudyRunSettings, args: argparse.Namespace) -> None:
     """``posbias study run``."""
+    from hf_posbias.study.listwise_report import run_listwise_cmd
+    from hf_posbias.study.listwise_study import is_listwise_spec
     from hf_posbias.study.run import dry_run_lines, run_study
     from hf_posbias.study.spec import StudySpec, load_spec
+
+    if is_listwise_spec(settings.spec):  # kind: listwise (Q26): its own steps and report
+        run_listwise_cmd(settings.spec, settings.out, dry_run=settings.dry_run)
+        return
 
     names = [f.name for f in dataclasses.fields(StudySpec) if hasattr(args, f.name)]
     spec = load_spec(settings.spec, {name: getattr(args, name) for name in names})
@@ -116,8 +122,13 @@ def _print_report(target: Path) -> None:
 
 def study_report_cmd(settings: StudyReportSettings) -> None:
     """``posbias study report``."""
+    from hf_posbias.study.listwise_report import write_listwise_report
+    from hf_posbias.study.listwise_study import spec_of_folder
     from hf_posbias.study.report import write_study_report
 
+    if spec_of_folder(settings.folder) is not None:
+        _print_report(write_listwise_report(settings.folder))
+        return
     _print_report(write_study_report(settings.folder))
 
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from hf_posbias.errors import InputError
 from hf_posbias.rerankers.options import RerankerOptions
@@ -274,11 +274,43 @@ class ListSource(Settings):
         "a seeded sample of this many judged queries (default: all)", default=None
     )
     seed: int = setting("query sample / shuffle seed", default=0)
-    first_stage: str = setting("bm25 or a sentence-transformers model", default="bm25")
+    first_stage: str | list[str] = setting(
+        "bm25, a sentence-transformers model, a sparse encoder (splade++, sparse:<model>); two "
+        "or more are fused by reciprocal rank fusion",
+        default="bm25",
+    )
+    rrf_k: int = setting("k of the reciprocal rank fusion of several first stages", default=60)
+    first_stage_similarity: str | None = setting(
+        "similarity of a dense first stage (default: the model's own similarity_fn_name)",
+        default=None,
+        choices=("cosine", "dot", "euclidean", "manhattan"),
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_positive(self, "k", "max_queries")
+        check_positive(self, "k", "max_queries", "rrf_k")
+        from hf_posbias.listwise.experiments.firststage import first_stage_names
+
+        names = first_stage_names(self.first_stage)
+        self.first_stage = names[0] if len(names) == 1 else names
+
+    def first_stage_options(self) -> dict[str, Any]:
+        """What else changes the first-stage lists, only where it applies (``rrf_k`` when several
+        stages are fused, ``similarity`` when overridden): the keyword arguments of
+        :func:`~hf_posbias.listwise.experiments.lists.first_stage_lists`, pinned in manifests.
+
+        Example:
+            >>> ListSource(first_stage=["bm25", "all-MiniLM-L6-v2"]).first_stage_options()
+            {'rrf_k': 60}
+            >>> ListSource().first_stage_options()
+            {}
+        """
+        options: dict[str, Any] = {}
+        if not isinstance(self.first_stage, str):
+            options["rrf_k"] = self.rrf_k
+        if self.first_stage_similarity:
+            options["similarity"] = self.first_stage_similarity
+        return options
 
 
 LIST_PARAMS: tuple[str, ...] = ("k", "max_queries", "seed", "first_stage", "window", "step")
@@ -473,6 +505,60 @@ class AugmentSettings(Settings):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_positive(self, "groups")
+
+
+@dataclass(kw_only=True)
+class TransitionsSettings(Settings):
+    """``posbias listwise transitions``: Q26 Fig. 3, input position × target rank of a
+    training set, before and after augmentation."""
+
+    data: str = setting("training-set folder, .parquet or .jsonl (e.g. listwise convert's)")
+    out: str = setting("output folder (transitions.json, transitions.png)")
+    augmentation: str = setting(
+        "the augmentation of the second panel (none: the file alone)",
+        default="pos-aug",
+        choices=AUGMENTATIONS,
+    )
+    groups: int = setting("Pos-Aug groups n (divides k) / RandAug copies", default=4)
+    seed: int = setting("augmentation seed", default=0)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self, "groups")
+        check_choice("augmentation", self.augmentation, AUGMENTATIONS)
+
+
+@dataclass(kw_only=True)
+class ShuffleTableSettings(PairedTestSettings):
+    """``posbias listwise table``: Q26 Table 1 (2, 3) from shuffle-eval folders."""
+
+    runs: list[str] = setting("posbias listwise shuffle-eval folders (one per row and dataset)")
+    out: str = setting("output folder (table.json, table.md)")
+    labels: list[str] | None = setting(
+        "row label of each run (default: reranker (first stage))", default=None
+    )
+    method: str = setting(
+        "paired test (per query) of the significance marks",
+        default="t-test",
+        choices=PAIRED_TESTS,
+        aliases=("--test",),
+    )
+    alpha: float = setting("significance level of the marks (Q26: 0.01)", default=0.01)
+    seed: int = setting("resampling seed", default=0)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0 < self.alpha < 1:
+            raise InputError(f"{flag_name('alpha')} must lie strictly between 0 and 1")
+
+
+@dataclass(kw_only=True)
+class CurvesSettings(Settings):
+    """``posbias listwise curves``: several test runs' 1…k curves in one plot (Fig. 4, 6)."""
+
+    runs: list[str] = setting("posbias listwise test folders")
+    out: str = setting("output folder (curves.png)")
+    labels: list[str] | None = setting("legend label of each run (default: reranker)", default=None)
 
 
 @dataclass(kw_only=True)

@@ -2,7 +2,7 @@
 paired comparisons, level and trend statistics, summaries.
 """
 
-PAIRED_TESTS: tuple[str, ...] = ("bootstrap", "randomization")
+PAIRED_TESTS: tuple[str, ...] = ("bootstrap", "randomization", "t-test")
 """The paired tests of :func:`hf_posbias.statistics.uncertainty.paired_comparison`, in one place:
 the ``--method`` choices of ``posbias compare`` and of every listwise verb with a paired test
 (``listwise compare``, ``shuffle-eval``, ``remedies``) are read from here, so a new test is one

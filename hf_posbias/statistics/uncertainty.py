@@ -11,8 +11,10 @@ Per-position nDCG@10, their mean and PSI are statistics of a sample of queries; 
   which keeps the positions' shared query effects together.
 - :func:`paired_comparison` — two runs on the same queries (``b`` against ``a``): Δ = b − a per
   bucket, for the mean and for PSI, each with a paired-bootstrap percentile interval and a
-  two-sided p-value from a paired bootstrap (shifted to the null) or a paired randomization test
-  (each query's two scores swapped with probability 1/2).
+  two-sided p-value from a paired bootstrap (shifted to the null), a paired randomization test
+  (each query's two scores swapped with probability 1/2) or a paired t-test (``t-test``, the
+  test of Q26's significance marks: ``scipy.stats.ttest_rel`` on each bucket's per-query scores,
+  with the t interval of the mean difference).
 
 Replicates are drawn from one seeded ``numpy`` generator, so results are reproducible, and in
 chunks so memory stays bounded for large query sets.
@@ -46,7 +48,7 @@ from hf_posbias.statistics.psi import psi_columns
 PerQueryScores = Mapping[str, Mapping[str, float]]
 """Scores by bucket, then by query id: ``{bucket: {query_id: score}}``."""
 
-Method = Literal["bootstrap", "randomization"]
+Method = Literal["bootstrap", "randomization", "t-test"]
 """A paired test's name: the values of :data:`hf_posbias.statistics.PAIRED_TESTS`."""
 
 DEFAULT_RESAMPLES = 1000
@@ -317,7 +319,9 @@ def paired_comparison(
 
     Intervals are paired-bootstrap percentiles. p-values are two-sided: ``bootstrap`` uses the
     bootstrap distribution shifted to the null (Δ* − Δ̂); ``randomization`` swaps each query's two
-    scores with probability 1/2 (an approximate permutation test). ``paired=True`` treats the
+    scores with probability 1/2 (an approximate permutation test); ``t-test`` is the paired
+    t-test (:func:`paired_t_tests`: each bucket and the mean get its p-value and t interval, PSI,
+    not a mean, keeps the bootstrap's, as a note says). ``paired=True`` treats the
     buckets as the same queries (listwise input positions): resampling and swaps are drawn per
     query, shared by all buckets. Queries scored by only one run are counted, not used.
 
@@ -350,7 +354,7 @@ def paired_comparison(
     _fill_bootstrap(va, vb, rng, n_resamples, paired, boot_a, boot_b)
     boot_bucket, boot_mean, boot_psi = _stats(boot_a, boot_b)
 
-    if method == "bootstrap":
+    if method != "randomization":  # t-test: PSI, not a mean, keeps the bootstrap's p-value
         null_bucket = boot_bucket - obs_bucket[:, None]
         null_mean = boot_mean - obs_mean
         null_psi = boot_psi - obs_psi
@@ -370,12 +374,19 @@ def paired_comparison(
     psi_diff = diff(float(obs_psi), boot_psi, null_psi) if np.isfinite(obs_psi) else None
     if psi_diff is None:
         notes.append("PSI is undefined for one of the runs (every bucket scored 0)")
+    buckets = {
+        n: diff(float(obs_bucket[i]), boot_bucket[i], null_bucket[i]) for i, n in enumerate(names)
+    }
+    mean = diff(float(obs_mean), boot_mean, null_mean)
+    if method == "t-test":
+        tested = paired_t_tests(va, vb, paired=paired, confidence=confidence)
+        buckets = dict(zip(names, tested[:-1]))
+        mean = tested[-1]
+        if psi_diff is not None:
+            notes.append("PSI: paired-bootstrap interval and p-value (a t-test compares means)")
     return PairedComparison(
-        buckets={
-            n: diff(float(obs_bucket[i]), boot_bucket[i], null_bucket[i])
-            for i, n in enumerate(names)
-        },
-        mean=diff(float(obs_mean), boot_mean, null_mean),
+        buckets=buckets,
+        mean=mean,
         psi=psi_diff,
         n_shared={n: int(len(shared[n][0])) for n in names},
         n_only_a=only_a,
@@ -387,6 +398,65 @@ def paired_comparison(
         paired=paired,
         notes=notes,
     )
+
+
+def _t_difference(result: Any, delta: float, confidence: float) -> Difference:
+    low, high = result.confidence_interval(confidence)
+    return Difference(delta, float(low), float(high), float(result.pvalue))
+
+
+def paired_t_tests(
+    va: Sequence[np.ndarray],
+    vb: Sequence[np.ndarray],
+    *,
+    paired: bool = False,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> list[Difference]:
+    """Paired t-tests of ``b`` against ``a`` (Δ = b − a): one per bucket, then the macro mean.
+
+    ``va[i]`` and ``vb[i]`` are bucket ``i``'s scores of the same queries in the same order.
+    Each bucket: ``scipy.stats.ttest_rel(b, a)`` (two-sided) with the t interval of the mean
+    difference. The macro mean over buckets: with ``paired=True`` (every query in every bucket)
+    the t-test of each query's mean over the buckets; otherwise (disjoint buckets) the Welch
+    t-test of the macro mean of independent bucket differences (Satterthwaite degrees of
+    freedom), which is the bucket's own t-test when there is one bucket. Without variance (one
+    query, or equal differences) the p-value is scipy's (0 for a nonzero Δ, ``nan`` for none).
+
+    Example:
+        >>> import numpy as np
+        >>> from scipy.stats import ttest_rel
+        >>> a, b = np.array([.2, .4, .6, .9]), np.array([.3, .6, .7, .9])
+        >>> bucket, mean = paired_t_tests([a], [b])
+        >>> round(bucket.delta, 3), bool(bucket.p_value == ttest_rel(b, a).pvalue)
+        (0.1, True)
+        >>> round(mean.p_value, 6) == round(bucket.p_value, 6)
+        True
+    """
+    from scipy import stats
+
+    out = []
+    for a, b in zip(va, vb):
+        with np.errstate(all="ignore"):
+            out.append(_t_difference(stats.ttest_rel(b, a), float(b.mean() - a.mean()), confidence))
+    if paired:
+        mean_a, mean_b = np.mean(np.stack(va), axis=0), np.mean(np.stack(vb), axis=0)
+        with np.errstate(all="ignore"):
+            result = stats.ttest_rel(mean_b, mean_a)
+        out.append(_t_difference(result, float(mean_b.mean() - mean_a.mean()), confidence))
+        return out
+    diffs = [b - a for a, b in zip(va, vb)]
+    delta = float(np.mean([d.mean() for d in diffs]))
+    with np.errstate(all="ignore"):
+        var = [d.var(ddof=1) / d.size if d.size > 1 else np.nan for d in diffs]
+        se = float(np.sqrt(np.sum(var))) / len(diffs)
+        df = float(np.sum(var) ** 2 / np.sum([v**2 / (d.size - 1) for v, d in zip(var, diffs)]))
+    if not (np.isfinite(se) and se > 0 and np.isfinite(df)):
+        out.append(Difference(delta, float("nan"), float("nan"), float("nan")))
+        return out
+    half = float(stats.t.ppf(0.5 + confidence / 2, df)) * se
+    p_value = float(2 * stats.t.sf(abs(delta) / se, df))
+    out.append(Difference(delta, delta - half, delta + half, p_value))
+    return out
 
 
 def bootstrap_statistic(

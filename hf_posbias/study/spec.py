@@ -333,8 +333,10 @@ def training_argv(spec: StudySpec) -> list[str]:
     return argv
 
 
-def _read_mapping(path: str | Path) -> dict[str, Any]:
-    """The mapping of a spec file; a syntax error names the file, line and column."""
+def read_spec_text(path: str | Path) -> dict[str, Any]:
+    """The mapping of a YAML (``.yaml``/``.yml``) or JSON spec file, any keys (a listwise
+    study's spec, ``kind: listwise``, has its own: :mod:`hf_posbias.study.listwise_study`); a
+    syntax error names the file, line and column."""
     target = Path(path)
     if not target.is_file():
         raise InputError(f"study spec {target} not found")
@@ -374,7 +376,7 @@ def _unknown_keys(data: Mapping[str, Any]) -> list[tuple[KeyPath, str]]:
 
 def read_spec_file(path: str | Path) -> dict[str, Any]:
     """The mapping of a YAML (``.yaml``/``.yml``) or JSON spec file; unknown keys refused."""
-    data = _read_mapping(path)
+    data = read_spec_text(path)
     unknown = sorted(str(key) for key in data if key not in _field_names())
     if unknown:
         raise InputError(
@@ -412,7 +414,7 @@ def load_spec(path: str | Path, overrides: Mapping[str, Any] | None = None) -> S
         ...     print(str(err).split("; ")[-1])
         training.max_step: unknown training setting 'max_step' (did you mean 'max_steps'?)
     """
-    data = _read_mapping(path)
+    data = read_spec_text(path)
     given = {k: v for k, v in (overrides or {}).items() if v is not None}
     data.update(given)
     problems = _unknown_keys(data)

@@ -119,3 +119,31 @@ def test_a_model_returning_nan_scores_is_a_one_line_error(runs, tmp_path):
     message = str(err.value)
     assert "\n" not in message
     assert "NaN or infinite scores for 12 of 12 queries" in message
+
+
+def test_t_test_p_values_are_scipys_on_the_per_query_files(runs, capsys):
+    from scipy.stats import ttest_rel
+
+    from hf_posbias.evaluation.runs.exports import read_per_query
+    from hf_posbias.evaluation.summary import read_summaries
+
+    out = runs / "cmp-t"
+    code = main(["compare", str(runs / "bm25"), str(runs / "tiny"), "--method", "t-test",
+                 "--out", str(out)])  # fmt: skip
+    assert code == 0 and "(t-test, " in capsys.readouterr().out
+    data = json.loads((out / "compare.json").read_text())[0]
+    assert data["method"] == "t-test"
+
+    def scores(run: str) -> dict[str, dict[str, float]]:
+        [summary] = read_summaries(runs / run)
+        by: dict[str, dict[str, float]] = {}
+        for r in read_per_query(summary.per_query_path):
+            by.setdefault(r["bucket"], {})[r["query_id"]] = r["ndcg_at_10"]
+        return by
+
+    a, b = scores("bm25"), scores("tiny")
+    for bucket in ("begin", "middle", "end"):
+        ids = sorted(a[bucket])
+        expected = ttest_rel([b[bucket][q] for q in ids], [a[bucket][q] for q in ids]).pvalue
+        got = data["buckets"][bucket]["p_value"]
+        assert got == pytest.approx(expected, nan_ok=True)

@@ -128,3 +128,9 @@ class SlotBiased:
 def slot_biased() -> type:
     """The :class:`SlotBiased` test reranker class."""
     return SlotBiased
+
+
+@pytest.fixture(scope="session")
+def make_beir():
+    """:func:`write_beir`, for tests that need another tiny BEIR folder of their own size."""
+    return write_beir

@@ -107,3 +107,31 @@ def test_common_queries_compares_the_shared_ones(two_runs, shared_beir_task, tmp
     assert payload["comparison"]["mean"]["delta"] == 0  # the same queries, the same control
     a, b = payload["table"][0]["A"], payload["table"][0]["B"]
     assert a == b  # B's curve was recomputed on the 2 shared queries
+
+
+def test_the_t_test_is_scipys_on_the_per_query_files(two_runs, tmp_path, capsys):
+    import numpy as np
+    from scipy.stats import ttest_rel
+
+    llm, bm25 = two_runs
+    code = main(["listwise", "compare", str(llm), str(bm25), "--test", "t-test",
+                 "--out", str(tmp_path / "cmp")])  # fmt: skip
+    assert code == 0 and "paired t test" in capsys.readouterr().out
+    comparison = json.loads((tmp_path / "cmp" / "comparison.json").read_text())["comparison"]
+    assert comparison["method"] == "t-test"
+    a, b = read_rows(llm / "per_query.jsonl"), read_rows(bm25 / "per_query.jsonl")
+
+    def score(rows: list[dict], position: int) -> dict[str, float]:
+        return {r["query_id"]: r["ndcg_at_10"] for r in rows if r["position"] == position}
+
+    ids = sorted(score(a, 1))
+    for position in (1, 4):
+        sa, sb = score(a, position), score(b, position)
+        expected = ttest_rel([sb[q] for q in ids], [sa[q] for q in ids]).pvalue
+        got = comparison["buckets"][str(position)]["p_value"]
+        assert got == pytest.approx(expected, nan_ok=True)
+    # The mean over positions: the t-test of each query's mean over the positions.
+    mean_a = np.mean([[score(a, p)[q] for q in ids] for p in (1, 4)], axis=0)
+    mean_b = np.mean([[score(b, p)[q] for q in ids] for p in (1, 4)], axis=0)
+    expected = ttest_rel(mean_b, mean_a).pvalue
+    assert comparison["mean"]["p_value"] == pytest.approx(expected, nan_ok=True)

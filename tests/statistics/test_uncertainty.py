@@ -130,3 +130,47 @@ def test_comparison_counts_unshared_queries_and_refuses_other_tasks() -> None:
         paired_comparison(a, {"y": {"q1": 0.5}})
     with pytest.raises(InputError, match="share no query"):
         paired_comparison(a, {"x": {"z": 0.5}})
+
+
+def test_t_test_is_scipys_per_bucket_and_welch_on_the_macro_mean() -> None:
+    from scipy import stats
+
+    rng = np.random.default_rng(4)
+    a = _scores(rng, 30, {"begin": 0.6, "end": 0.5})
+    b = {k: {q: min(1.0, v + rng.normal(0.05, 0.1)) for q, v in s.items()} for k, s in a.items()}
+    cmp = paired_comparison(a, b, method="t-test", n_resamples=100, seed=0)
+    assert cmp.method == "t-test" and any("PSI" in n for n in cmp.notes)
+    diffs = []
+    for bucket in ("begin", "end"):
+        ids = sorted(a[bucket])
+        va, vb = np.array([a[bucket][q] for q in ids]), np.array([b[bucket][q] for q in ids])
+        result = stats.ttest_rel(vb, va)
+        assert cmp.buckets[bucket].p_value == pytest.approx(result.pvalue)
+        low, high = result.confidence_interval(0.95)
+        assert (cmp.buckets[bucket].low, cmp.buckets[bucket].high) == pytest.approx((low, high))
+        diffs.append(vb - va)
+    # Disjoint buckets: Welch's t-test of the macro mean of the two independent differences.
+    var = [d.var(ddof=1) / d.size for d in diffs]
+    se = math.sqrt(sum(var)) / 2
+    df = sum(var) ** 2 / sum(v**2 / (d.size - 1) for v, d in zip(var, diffs))
+    t = np.mean([d.mean() for d in diffs]) / se
+    assert cmp.mean.p_value == pytest.approx(2 * stats.t.sf(abs(t), df))
+    # Paired buckets (every query at every position): the t-test of per-query means.
+    shared = {k: {str(i): v for i, v in enumerate(s.values())} for k, s in a.items()}
+    moved = {k: {str(i): v for i, v in enumerate(s.values())} for k, s in b.items()}
+    paired = paired_comparison(shared, moved, method="t-test", n_resamples=50, paired=True)
+    ids = sorted(shared["begin"])
+    mean_a = [np.mean([shared[k][q] for k in shared]) for q in ids]
+    mean_b = [np.mean([moved[k][q] for k in moved]) for q in ids]
+    assert paired.mean.p_value == pytest.approx(stats.ttest_rel(mean_b, mean_a).pvalue)
+
+
+def test_t_test_without_variance_has_no_p_value_and_unknown_tests_are_refused() -> None:
+    a = {"all": {"q1": 0.25, "q2": 0.5, "q3": 0.75}}
+    b = {"all": {q: v + 0.125 for q, v in a["all"].items()}}
+    cmp = paired_comparison(a, b, method="t-test", n_resamples=20)
+    assert cmp.buckets["all"].delta == 0.125 and cmp.buckets["all"].p_value == 0.0  # scipy's
+    same = paired_comparison(a, a, method="t-test", n_resamples=20)
+    assert math.isnan(same.buckets["all"].p_value) and math.isnan(same.mean.p_value)
+    with pytest.raises(InputError, match="unknown paired test 'z': bootstrap, randomization, t"):
+        paired_comparison(a, b, method="z")  # type: ignore[arg-type]

@@ -90,29 +90,36 @@ def relevant_for(task: RerankTask, query_id: str, candidates: Sequence[str]) -> 
 def first_stage_lists(
     task: RerankTask,
     query_ids: Sequence[str],
-    first_stage_name: str,
+    first_stage_name: str | Sequence[str],
     k: int,
     out_dir: str | Path,
     *,
     show_progress: bool = True,
     endpoint: EndpointSettings | None = None,
+    rrf_k: int | None = None,
+    similarity: str | None = None,
 ) -> list[QueryList]:
     """Each query's top-k from the first stage, cached in ``out_dir/first_stage.json``.
 
-    An ``openai:<model>`` first stage is served at ``endpoint``'s URL (the verb's
-    ``--base-url``) with its key. The cache is keyed on the task, the first stage, k, the
-    queries and a dense first stage's encoding settings (its prompts, maximum length, folder
-    content, registry revision or endpoint URL: the model is loaded, not run, to read them):
-    a cache made with other ones is recomputed.
+    Several first stages (``first_stage_name`` a list) are fused by reciprocal rank fusion
+    with ``rrf_k`` (:class:`~hf_posbias.listwise.experiments.firststage.FusedFirstStage`): the
+    file records the fused lists. ``similarity`` overrides a dense model's own similarity
+    function. An ``openai:<model>`` first stage is served at ``endpoint``'s URL (the verb's
+    ``--base-url``) with its key. The cache is keyed on the task, the first stage(s), k, the
+    queries and each stage's encoding settings (a dense model's prompts, maximum length,
+    similarity, folder content, registry revision or endpoint URL: the model is loaded, not
+    run, to read them; the fusion's k and depth): a cache made with other ones is recomputed.
     """
-    from hf_posbias.listwise.experiments.firststage import check_k, load_first_stage
+    from hf_posbias.listwise.experiments.firststage import RRF_K, check_k, load_first_stage
     from hf_posbias.modeling import ModelSettings
 
     check_k(k, len(task.corpus))
     params: dict[str, Any] = {
         "task": task.source,
         "split": task.split,
-        "first_stage": first_stage_name,
+        "first_stage": first_stage_name
+        if isinstance(first_stage_name, str)
+        else list(first_stage_name),
         "k": k,
         "queries": list(query_ids),
     }
@@ -120,7 +127,13 @@ def first_stage_lists(
     if endpoint is not None:
         settings = ModelSettings(base_url=endpoint.base_url, api_key_env=endpoint.api_key_env)
     # Loading indexes or encodes nothing yet; a dense model's settings join the key.
-    first_stage = load_first_stage(first_stage_name, task.corpus, settings)
+    first_stage = load_first_stage(
+        first_stage_name,
+        task.corpus,
+        settings,
+        rrf_k=RRF_K if rrf_k is None else rrf_k,
+        similarity=similarity,
+    )
     if first_stage.encoding is not None:
         params["encoding"] = first_stage.encoding
     path = Path(out_dir) / FIRST_STAGE_FILE

@@ -11,7 +11,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -67,4 +67,41 @@ def heatmap_figure(omega: Sequence[Sequence[float]], title: str) -> Figure:
     ax.set_title(title, fontsize=10)
     fig.colorbar(image, ax=ax, label="ω")
     fig.tight_layout()
+    return fig
+
+
+def heatmaps_figure(
+    panels: Mapping[str, Sequence[Sequence[float]]],
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    colorbar: str,
+) -> Figure:
+    """k×k matrices side by side on one colour scale (1-based ticks), e.g. the training-data
+    transitions before and after Pos-Aug (Q26 Fig. 3).
+
+    Example:
+        >>> fig = heatmaps_figure({"a": [[1, 0], [0, 1]], "b": [[.5, .5], [.5, .5]]},
+        ...                       title="t", xlabel="x", ylabel="y", colorbar="c")
+        >>> len(fig.axes)  # two panels and the colour bar
+        3
+    """
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(5.0 * len(panels) + 1.0, 5.0), dpi=100)
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    vmax = max(max(max(row) for row in m) for m in panels.values())
+    image = None
+    for ax, (name, matrix) in zip(axes, panels.items()):
+        k = len(matrix)
+        image = ax.imshow(matrix, cmap="viridis", vmin=0.0, vmax=vmax, aspect="equal")
+        ticks = list(range(0, k, max(1, k // 10)))
+        ax.set_xticks(ticks, [str(t + 1) for t in ticks])
+        ax.set_yticks(ticks, [str(t + 1) for t in ticks])
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_title(name, fontsize=10)
+    fig.suptitle(title, fontsize=11)
+    fig.colorbar(image, ax=list(axes), label=colorbar)
     return fig

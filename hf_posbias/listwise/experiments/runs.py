@@ -107,7 +107,14 @@ def run_experiment(
     s = lists_from
     query_ids = select_queries(task, s.max_queries, s.seed)
     lists = first_stage_lists(
-        task, query_ids, s.first_stage, s.k, out_dir, show_progress=show_progress, endpoint=s
+        task,
+        query_ids,
+        s.first_stage,
+        s.k,
+        out_dir,
+        show_progress=show_progress,
+        endpoint=s,
+        **s.first_stage_options(),
     )
     params = experiment_params(reranker, task, s, query_ids, experiment, settings)
     rows = rerank_queries(
@@ -249,9 +256,17 @@ def experiment_params(
         "task": task.source,
         "split": task.split,
         **{name: getattr(lists_from, name) for name in LIST_PARAMS},
+        **_pinned_options(lists_from),
         **settings,
         "queries": list(query_ids),
     }
+
+
+def _pinned_options(lists_from: ListSettings) -> dict[str, Any]:
+    """The first stage's fusion k / similarity, pinned only where they apply (so a manifest of
+    one stage with the model's own similarity stays what it was)."""
+    options = lists_from.first_stage_options()
+    return {"first_stage_options": options} if options else {}
 
 
 def _row(

@@ -118,6 +118,7 @@ def build_train_set(s: Any) -> tuple[list[dict[str, Any]], dict[str, Any], Path]
         task,
         k=s.k,
         first_stage=s.first_stage,
+        first_stage_options=s.first_stage_options(),
         teacher=s.teacher,
         max_queries=s.max_queries,
         seed=s.seed,
@@ -132,7 +133,8 @@ def build_train_rows(
     task: Any,
     *,
     k: int = 20,
-    first_stage: str = "bm25",
+    first_stage: str | list[str] = "bm25",
+    first_stage_options: dict[str, Any] | None = None,
     teacher: str = "first-stage",
     max_queries: int | None = None,
     seed: int = 0,
@@ -143,7 +145,15 @@ def build_train_rows(
     from hf_posbias.listwise.experiments.lists import first_stage_lists, select_queries
 
     query_ids = select_queries(task, max_queries, seed)
-    lists = first_stage_lists(task, query_ids, first_stage, k, out_dir, show_progress=show_progress)
+    lists = first_stage_lists(
+        task,
+        query_ids,
+        first_stage,
+        k,
+        out_dir,
+        show_progress=show_progress,
+        **(first_stage_options or {}),
+    )
     score = _teacher(teacher)
     rows = []
     for query_list in lists:
@@ -171,6 +181,7 @@ def build_train_rows(
         "split": task.split,
         "k": k,
         "first_stage": first_stage,
+        **({"first_stage_options": first_stage_options} if first_stage_options else {}),
         "teacher": teacher,
         "seed": seed,
         "relevant_injected": sum(x.injected for x in lists),

@@ -1,0 +1,401 @@
+"""Listwise studies (``kind: listwise``): Q26 (DebiasFirst) as one spec run by
+``posbias study run`` and ``posbias study report``.
+
+A spec names the rerankers (checkpoints, Hub ids, ``openai:`` served models, packaged models,
+and ``variant:<name>`` for a variant the spec trains), the first stages (a name, or a list fused
+by reciprocal rank fusion), the datasets (task folders with qrels), the shuffles and the paired
+test. The variants are Q26's ablation grid, ``<augmentation>-<loss>``: augmentation ``noaug``,
+``randaug`` or ``posaug`` × loss ``rank`` (FIRST's L_Rank), ``rank-ips`` (L_Rank-IPS, Eq. 4) or
+``rank-ips+lm`` (λ·L_Rank-IPS + L_LM, Eq. 6, DebiasFirst). The IPS weights' normalisation is the
+spec's ``ips_normalization`` (``paper``: Eq. 4 as written).
+
+``posbias study run`` runs, each step resumable (a finished step is skipped, an interrupted one
+resumes from its finished queries): the training set (``listwise build-train``), the propensity
+(``listwise propensity``, Eq. 5) when a variant uses IPS, each variant's training, then
+``listwise shuffle-eval`` for every dataset × first stage × reranker and ``listwise test`` (the
+1…k curve) of every reranker on the ``curves`` dataset. ``posbias study report`` writes
+Table 1 (every reranker on the first first stage), Table 2 (one block per first stage),
+Table 3 (the trained variants), Fig. 3 (training-data transitions before/after Pos-Aug),
+Fig. 4 (every reranker's curve), Fig. 5 (per-shuffle nDCG@10 with its spread, and PermSC-style
+aggregation over the first m shuffles) and Fig. 6 (the variants' curves, one panel per loss and
+one per augmentation), with ``report.json`` naming every cell's per-query file.
+
+Example:
+    >>> spec = ListwiseStudySpec(name="t", datasets={"d": "folder"}, rerankers={"b": "bm25"})
+    >>> [step.name for step in plan(spec, "out")]
+    ['shuffle-eval d bm25 b', 'curves b']
+    >>> parse_variant("posaug-rank-ips+lm")
+    ('pos-aug', True, True)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hf_posbias.errors import InputError
+
+KIND = "listwise"
+STUDY_FILE = "listwise_study.json"
+DONE_FILE = "step_done.json"
+VARIANT_PREFIX = "variant:"
+AUGMENTATION_NAMES = {"noaug": "none", "randaug": "rand-aug", "posaug": "pos-aug"}
+LOSSES = ("rank", "rank-ips", "rank-ips+lm")
+VARIANTS = tuple(f"{a}-{loss}" for a in AUGMENTATION_NAMES for loss in LOSSES)
+"""Q26's ablation grid: NoAug / RandAug / PosAug × Rank / Rank-IPS / Rank-IPS+LM."""
+
+
+def parse_variant(name: str) -> tuple[str, bool, bool]:
+    """(augmentation, IPS, L_LM) of a variant name of :data:`VARIANTS`, or a one-line error."""
+    if name not in VARIANTS:
+        raise InputError(f"unknown variant {name!r}: one of {', '.join(VARIANTS)}")
+    aug, loss = name.split("-", 1)
+    return AUGMENTATION_NAMES[aug], loss != "rank", loss.endswith("+lm")
+
+
+@dataclass(kw_only=True)
+class ListwiseStudySpec:
+    """A listwise study (see the module docstring); the keys of a ``kind: listwise`` spec."""
+
+    name: str
+    datasets: dict[str, str]
+    rerankers: dict[str, str]
+    kind: str = KIND
+    first_stages: list[str | list[str]] = field(default_factory=lambda: ["bm25"])
+    rrf_k: int = 60
+    first_stage_similarity: str | None = None
+    """A dense first stage's similarity when not the model's own (Contriever: dot)."""
+    split: str | None = None
+    k: int = 20
+    window: int = 20
+    step: int = 10
+    shuffles: int = 5
+    aggregate: int = 0
+    max_queries: int | None = None
+    seed: int = 0
+    passage_tokens: int | None = None
+    dtype: str = "auto"
+    test: str = "t-test"
+    alpha: float = 0.01
+    n_resamples: int = 1000
+    curves: str | None = None
+    """The dataset of the 1…k curves (Fig. 4, 6); default: the first dataset."""
+    variants: list[str] = field(default_factory=list)
+    training: dict[str, Any] = field(default_factory=dict)
+    """``base``; ``data`` (a training set, e.g. ``listwise convert``'s) or ``task`` (its
+    ``train`` split through ``listwise build-train``, ``max_queries`` of them); ``k``,
+    ``propensity_reranker``, ``propensity_shuffles``, ``smoothing``, ``groups`` (Pos-Aug n),
+    ``max_steps``, ``epochs``, ``lr``, ``global_batch``, ``lambda``, ``neftune_alpha``."""
+    ips_normalization: str = "paper"
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind != KIND:
+            raise InputError(f"a listwise study spec has kind: {KIND}, got {self.kind!r}")
+        if not self.datasets or not self.rerankers:
+            raise InputError("a listwise study needs datasets and rerankers")
+        for variant in self.variants:
+            parse_variant(variant)
+        for label, model in self.rerankers.items():
+            if model.startswith(VARIANT_PREFIX):
+                variant = model.removeprefix(VARIANT_PREFIX)
+                if variant not in self.variants:
+                    raise InputError(
+                        f"reranker {label!r} is {model}, a variant the spec does not train "
+                        f"(its variants: {', '.join(self.variants) or 'none'})"
+                    )
+        if self.variants and not self.training.get("base"):
+            raise InputError("the spec trains variants: training needs a base model (base:)")
+        if self.curves is not None and self.curves not in self.datasets:
+            raise InputError(f"curves: {self.curves!r} is not one of the datasets")
+
+    @property
+    def curves_dataset(self) -> str:
+        return self.curves or next(iter(self.datasets))
+
+    def evaluated(self) -> dict[str, str]:
+        """Every reranker evaluated: the spec's, then each trained variant not named there."""
+        named = {m.removeprefix(VARIANT_PREFIX) for m in self.rerankers.values()}
+        extra = {v: f"{VARIANT_PREFIX}{v}" for v in self.variants if v not in named}
+        return {**self.rerankers, **extra}
+
+
+def is_listwise_spec(path: str | Path) -> bool:
+    """Whether a spec file says ``kind: listwise`` (False for the bi-encoder studies)."""
+    from hf_posbias.study.spec import read_spec_text
+
+    data = read_spec_text(path)
+    return isinstance(data, dict) and data.get("kind") == KIND
+
+
+def load_listwise_spec(path: str | Path) -> ListwiseStudySpec:
+    """The :class:`ListwiseStudySpec` of a spec file; unknown keys are one line."""
+    from hf_posbias.study.spec import read_spec_text
+
+    data = read_spec_text(path)
+    known = {f.name for f in dataclasses.fields(ListwiseStudySpec)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise InputError(f"{path}: unknown key(s) {', '.join(unknown)} (known: {sorted(known)})")
+    try:
+        return ListwiseStudySpec(**data)
+    except TypeError as err:
+        raise InputError(f"{path}: {err}") from None
+
+
+def stage_slug(value: str | list[str]) -> str:
+    text = value if isinstance(value, str) else "rrf-" + "+".join(value)
+    return text.replace("/", "__").replace(":", "_")
+
+
+@dataclass
+class Step:
+    """One resumable step of a listwise study: its name, folder and what it runs."""
+
+    name: str
+    folder: Path
+    params: dict[str, Any]
+    run: Callable[[], Any] = field(repr=False)
+
+    def done(self) -> bool:
+        marker = self.folder / DONE_FILE
+        return marker.is_file() and json.loads(marker.read_text()) == _jsonable(self.params)
+
+    def mark_done(self) -> None:
+        (self.folder / DONE_FILE).write_text(json.dumps(_jsonable(self.params), indent=1))
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+def _argv(spec: ListwiseStudySpec) -> list[str]:
+    """The list and reranker flags every reranking step shares."""
+    argv = ["--k", str(spec.k), "--window", str(spec.window), "--step", str(spec.step)]
+    argv += ["--seed", str(spec.seed), "--dtype", spec.dtype, "--no-progress"]
+    argv += ["--n-resamples", str(spec.n_resamples), "--rrf-k", str(spec.rrf_k)]
+    if spec.passage_tokens is not None:
+        argv += ["--passage-tokens", str(spec.passage_tokens)]
+    if spec.max_queries is not None:
+        argv += ["--max-queries", str(spec.max_queries)]
+    if spec.first_stage_similarity:
+        argv += ["--first-stage-similarity", spec.first_stage_similarity]
+    return argv
+
+
+def _stage_argv(stage: str | list[str]) -> list[str]:
+    return ["--first-stage", *([stage] if isinstance(stage, str) else stage)]
+
+
+def _reranker_path(spec: ListwiseStudySpec, model: str, out: Path) -> str:
+    if model.startswith(VARIANT_PREFIX):
+        return str(out / "train" / model.removeprefix(VARIANT_PREFIX))
+    return model
+
+
+def _rerank_step(cls_name: str, runner: str, argv: list[str]) -> Callable[[], Any]:
+    """Parse ``argv`` into the verb's settings and run it as the verb does."""
+
+    def run() -> Any:
+        import importlib
+
+        from hf_posbias.listwise import settings as listwise_settings
+        from hf_posbias.listwise.experiments.runs import load_task_and_reranker
+        from hf_posbias.settings import parse_settings_args
+
+        s = parse_settings_args(getattr(listwise_settings, cls_name), argv)
+        module, name = runner.rsplit(".", 1)
+        fn = getattr(importlib.import_module(module), name)
+        task, reranker, out = load_task_and_reranker(s)
+        return fn(reranker, task, out, s, show_progress=False)
+
+    return run
+
+
+def _training_steps(spec: ListwiseStudySpec, out: Path) -> list[Step]:
+    if not spec.variants:
+        return []
+    t = spec.training
+    k = int(t.get("k", spec.k))
+    train_task = str(t.get("task") or next(iter(spec.datasets.values())))
+    steps = []
+    if t.get("data"):  # a training set already made (listwise convert: RankZephyr's windows)
+        data = Path(str(t["data"]))
+    else:
+        data = out / "train" / "data"
+        params = {
+            "task": train_task,
+            "k": k,
+            "seed": spec.seed,
+            "max_queries": t.get("max_queries"),
+        }
+        run = _build_train(train_task, k, spec.seed, t.get("max_queries"), data)
+        steps.append(Step("build-train", data, params, run))
+    propensity = out / "train" / "propensity"
+    if any(parse_variant(v)[1] for v in spec.variants):
+        reference = str(t.get("propensity_reranker", spec.training["base"]))
+        argv = ["--reranker", reference, "--task", train_task, "--split", "train"]
+        argv += ["--k", str(k), "--window", str(k), "--seed", str(spec.seed), "--no-progress"]
+        argv += ["--shuffles", str(t.get("propensity_shuffles", 10)), "--dtype", spec.dtype]
+        argv += ["--smoothing", str(t.get("smoothing", 0.5)), "--out", str(propensity)]
+        if spec.passage_tokens is not None:
+            argv += ["--passage-tokens", str(spec.passage_tokens)]
+        if t.get("max_queries") is not None:
+            argv += ["--max-queries", str(t["max_queries"])]
+        run = _rerank_step(
+            "PropensitySettings", "hf_posbias.listwise.experiments.propensity.run_propensity", argv
+        )
+        steps.append(Step("propensity", propensity, {"argv": argv}, run))
+    for variant in spec.variants:
+        augmentation, ips, lm = parse_variant(variant)
+        folder = out / "train" / variant
+        argv = ["--model", str(t["base"]), "--data", str(data), "--out", str(folder)]
+        argv += ["--window", str(k), "--seed", str(spec.seed), "--no-progress"]
+        argv += ["--lambda", str(t.get("lambda", 0.1)), "--lr", str(t.get("lr", 5e-6))]
+        argv += ["--global-batch", str(t.get("global_batch", 8))]
+        for key in ("max_steps", "epochs", "neftune_alpha"):
+            if t.get(key) is not None:
+                argv += [f"--{key.replace('_', '-')}", str(t[key])]
+        if spec.passage_tokens is not None:
+            argv += ["--passage-tokens", str(spec.passage_tokens)]
+        if augmentation != "none":
+            argv += ["--pos-aug", str(t.get("groups", 4)), "--augmentation", augmentation]
+        if ips:
+            argv += ["--propensity", str(propensity / "propensity.json")]
+            argv += ["--ips-normalization", spec.ips_normalization]
+        if not lm:
+            argv.append("--no-lm-loss")
+        steps.append(Step(f"train {variant}", folder, {"argv": argv}, _train(argv)))
+    return steps
+
+
+def _build_train(task: str, k: int, seed: int, max_queries: Any, out: Path) -> Callable[[], Any]:
+    def run() -> Any:
+        from hf_posbias.listwise.settings import BuildTrainSettings
+        from hf_posbias.listwise.training.trainset import build_train_set
+
+        return build_train_set(
+            BuildTrainSettings(
+                task=task, split="train", k=k, seed=seed, max_queries=max_queries,
+                out=str(out), progress=False,
+            )
+        )  # fmt: skip
+
+    return run
+
+
+def _train(argv: list[str]) -> Callable[[], Any]:
+    def run() -> Any:
+        from hf_posbias.listwise.settings import ListwiseTrainingSettings
+        from hf_posbias.listwise.train import train_listwise
+        from hf_posbias.settings import parse_settings_args
+
+        return train_listwise(parse_settings_args(ListwiseTrainingSettings, argv))
+
+    return run
+
+
+def plan(spec: ListwiseStudySpec, out: str | Path) -> list[Step]:
+    """Every step of the study, in the order they run (training, shuffles, curves)."""
+    out = Path(out)
+    steps = _training_steps(spec, out)
+    rerankers = spec.evaluated()
+    for dataset, folder in spec.datasets.items():
+        for stage in spec.first_stages:
+            for label, model in rerankers.items():
+                target = out / "shuffle" / dataset / stage_slug(stage) / label
+                argv = ["--reranker", _reranker_path(spec, model, out), "--task", folder]
+                argv += [*_argv(spec), *_stage_argv(stage), "--shuffles", str(spec.shuffles)]
+                argv += ["--aggregate", str(spec.aggregate), "--test", spec.test]
+                argv += ["--out", str(target)] + (["--split", spec.split] if spec.split else [])
+                run = _rerank_step(
+                    "ShuffleEvalSettings",
+                    "hf_posbias.listwise.experiments.shuffle.run_shuffle_eval",
+                    argv,
+                )
+                name = f"shuffle-eval {dataset} {stage_slug(stage)} {label}"
+                steps.append(Step(name, target, {"argv": argv}, run))
+    curves_task = spec.datasets[spec.curves_dataset]
+    for label, model in rerankers.items():
+        target = out / "curves" / label
+        argv = ["--reranker", _reranker_path(spec, model, out), "--task", curves_task]
+        argv += [*_argv(spec), *_stage_argv(spec.first_stages[0]), "--out", str(target)]
+        argv += ["--split", spec.split] if spec.split else []
+        run = _rerank_step(
+            "ListwiseTestSettings",
+            "hf_posbias.listwise.experiments.controlled.run_controlled_test",
+            argv,
+        )
+        steps.append(Step(f"curves {label}", target, {"argv": argv}, run))
+    return steps
+
+
+def check_datasets(spec: ListwiseStudySpec) -> None:
+    """Every dataset (and the training task) reads and has judged queries: one line if not."""
+    from hf_posbias.listwise.experiments.taskio import load_rerank_task
+
+    for name, folder in spec.datasets.items():
+        try:
+            load_rerank_task(folder, spec.split)
+        except InputError as err:
+            raise InputError(f"dataset {name!r}: {err}") from None
+
+
+def dry_run_lines(spec: ListwiseStudySpec, out: str | Path) -> list[str]:
+    """The plan, one line per step, ``done`` where a finished step would be skipped."""
+    steps = plan(spec, out)
+    lines = [f"listwise study {spec.name}: {len(steps)} step(s) into {out}"]
+    for step in steps:
+        state = "done" if step.done() else "to run"
+        lines.append(f"  [{state}] {step.name} → {step.folder}")
+    lines.append(f"IPS normalisation: {spec.ips_normalization} (paper = Eq. 4 as written)")
+    return lines
+
+
+@dataclass
+class StudyOutcome:
+    """What one ``posbias study run`` of a listwise spec did."""
+
+    ran: list[str]
+    skipped: list[str]
+    seconds: float
+
+
+def run_listwise_study(
+    spec: ListwiseStudySpec, out: str | Path, *, echo: Callable[[str], None] = print
+) -> StudyOutcome:
+    """Run every step not done yet (see the module docstring); the report is
+    :func:`~hf_posbias.study.listwise_report.write_listwise_report`'s."""
+    out = Path(out)
+    check_datasets(spec)
+    study = out / STUDY_FILE
+    record = {"kind": KIND, "spec": dataclasses.asdict(spec)}
+    if study.is_file() and json.loads(study.read_text())["spec"] != _jsonable(record["spec"]):
+        raise InputError(f"{out} holds a study with another spec: use another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    study.write_text(json.dumps(record, indent=1))
+    started = time.perf_counter()
+    ran, skipped = [], []
+    for step in plan(spec, out):
+        if step.done():
+            skipped.append(step.name)
+            continue
+        echo(f"{step.name} …")
+        step.folder.mkdir(parents=True, exist_ok=True)
+        step.run()
+        step.mark_done()
+        ran.append(step.name)
+    return StudyOutcome(ran, skipped, round(time.perf_counter() - started, 3))
+
+
+def spec_of_folder(out: str | Path) -> ListwiseStudySpec | None:
+    """The spec a listwise study folder was run with, ``None`` for any other folder."""
+    path = Path(out) / STUDY_FILE
+    if not path.is_file():
+        return None
+    return ListwiseStudySpec(**json.loads(path.read_text())["spec"])

@@ -1,0 +1,103 @@
+"""A CPU-sized Q26 study (``kind: listwise``): run, resume, report, dry run and bad specs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hf_posbias.cli import main
+from hf_posbias.rows import read_rows
+
+
+def _spec(tmp_path: Path, task: Path, tiny_llm: str, **extra) -> Path:
+    spec = {
+        "kind": "listwise",
+        "name": "q26-tiny",
+        "datasets": {"tiny": str(task)},
+        "rerankers": {"llm": tiny_llm, "bm25": "bm25", "debiasfirst": "variant:posaug-rank-ips+lm"},
+        "variants": ["posaug-rank-ips+lm", "noaug-rank-ips+lm"],
+        "training": {"base": tiny_llm, "k": 8, "max_steps": 1, "global_batch": 2, "lr": 1e-3,
+                     "groups": 2, "propensity_shuffles": 2, "propensity_reranker": "bm25"},
+        "k": 4, "window": 8, "step": 4, "shuffles": 2, "passage_tokens": 8,
+        "dtype": "float32", "n_resamples": 20,
+        **extra,
+    }  # fmt: skip
+    path = tmp_path / "q26.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory, tiny_llm, make_beir) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("q26-study")
+    task = make_beir(root / "beir", n_docs=12, n_queries=8)
+    spec = _spec(root, task, tiny_llm)
+    assert main(["study", "run", str(spec), "--out", str(root / "out")]) == 0
+    return spec, root / "out"
+
+
+def test_the_report_holds_tables_and_figures_recomputable_from_per_query_files(study):
+    from scipy.stats import ttest_rel
+
+    _, out = study
+    report = json.loads((out / "report" / "report.json").read_text())
+    assert report["test"] == "t-test" and report["ips_normalization"] == "paper"
+    table1 = report["tables"]["table1"]
+    assert [row[""] for row in table1["table"]] == ["llm", "bm25", "debiasfirst"]
+    assert set(report["tables"]["table3"]["cells"]) == {"debiasfirst", "noaug-rank-ips+lm"}
+    for by_task in table1["cells"].values():
+        for task, cell in by_task.items():
+            if task == "Average":
+                continue
+            rows = read_rows(Path(cell["folder"]) / "per_query.jsonl")
+            o, s = [r["original"] for r in rows], [r["shuffled"] for r in rows]
+            assert cell["original"] == pytest.approx(sum(o) / len(o))
+            assert cell["p_value"] == pytest.approx(ttest_rel(s, o).pvalue, nan_ok=True)
+    figures = report["figures"]
+    for name in ("fig3", "fig4", "fig5"):
+        assert Path(figures[name]).is_file(), name
+    assert figures["fig6"]["a"]["group"] == "loss rank-ips+lm"  # PosAug vs NoAug
+    assert Path(figures["fig6"]["a"]["path"]).is_file()
+    assert (
+        report["fig3"]["augmented"]["tv_from_uniform"]
+        < report["fig3"]["original"]["tv_from_uniform"]
+    )
+    assert len(report["fig5"]["llm"]["permsc"]) == 2
+    text = (out / "report" / "report.md").read_text()
+    assert "Table 1" in text and "Table 3: ablations" in text and "t-test" in text
+
+
+def test_a_rerun_redoes_nothing_finished_and_an_unfinished_step_resumes(study, capsys):
+    spec, out = study
+    capsys.readouterr()
+    assert main(["study", "run", str(spec), "--out", str(out)]) == 0
+    assert "0 step(s) run" in capsys.readouterr().out
+    marker = out / "curves" / "bm25" / "step_done.json"
+    marker.unlink()  # as if killed before this step finished
+    assert main(["study", "run", str(spec), "--out", str(out), "--dry-run"]) == 0
+    plan = capsys.readouterr().out
+    assert "[to run] curves bm25" in plan and plan.count("[to run]") == 1
+    assert main(["study", "run", str(spec), "--out", str(out)]) == 0
+    assert "1 step(s) run" in capsys.readouterr().out and marker.is_file()
+    assert main(["study", "report", str(out)]) == 0
+
+
+def _one_line(capsys) -> str:
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err, err
+    return err
+
+
+def test_bad_specs_are_one_line(tmp_path, tiny_llm, make_beir, capsys):
+    task = make_beir(tmp_path / "beir", n_docs=12, n_queries=4)
+    spec = _spec(tmp_path, task, tiny_llm, rerankers={"x": "variant:randaug-rank"})
+    assert main(["study", "run", str(spec), "--out", str(tmp_path / "o")]) == 2
+    assert "a variant the spec does not train" in _one_line(capsys)
+    (task / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n")
+    spec = _spec(tmp_path, task, tiny_llm, variants=[], training={},
+                 rerankers={"bm25": "bm25"})  # fmt: skip
+    assert main(["study", "run", str(spec), "--out", str(tmp_path / "o")]) == 2
+    assert "dataset 'tiny'" in _one_line(capsys)
