@@ -59,10 +59,9 @@ from hf_posbias.evaluation.runs.exports import (
     write_per_query,
     write_trec_run,
 )
-from hf_posbias.evaluation.runs.models import LoadedModel, load_model
+from hf_posbias.evaluation.runs.models import LoadedModel, check_model_argument, load_model
 from hf_posbias.evaluation.settings import EvaluationOptions, check_run_options
 from hf_posbias.evaluation.summary import EvaluationSummary, write_summary_json
-from hf_posbias.modeling import check_model_name
 from hf_posbias.tasks.registry import DEFAULT_TOP_K, SPLIT
 
 if TYPE_CHECKING:
@@ -363,7 +362,7 @@ def evaluate_model(
     """
     check_run_options(batch_size=batch_size, top_k=top_k, scoring=scoring, bootstrap=bootstrap)
     if isinstance(model, str | os.PathLike) and not first_stage:
-        check_model_name(model)  # a misspelt name: one line in a second, before mteb loads
+        check_model_argument(str(model))  # a misspelt name: one line before mteb loads
     task_objects = load_tasks(tasks, scoring=scoring, top_k=top_k)
     if isinstance(model, LoadedModel):
         loaded = model
