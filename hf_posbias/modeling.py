@@ -272,22 +272,110 @@ def registry_meta(name: str) -> ModelMeta | None:
         >>> registry_meta("intfloat/e5-small-v2").loader_kwargs["model_prompts"]["query"]
         'query: '
     """
+    if "/" not in name or name not in registry_names().lookup:
+        return None  # decided from the cached name list: mteb is not imported
     import mteb
 
-    if "/" not in name:
-        return None
     try:
         return mteb.get_model_meta(name)
     except (KeyError, ValueError):
         return None
 
 
-def known_model_names() -> list[str]:
-    """Every model name that resolves without a folder or the Hub: the packaged models, ``bm25``
-    and mteb's registry (what "did you mean" lines choose from)."""
+REGISTRY_NAMES_FILE = "mteb_registry_names.json"
+"""File in :func:`cache_root` listing mteb's registry names, keyed by the installed mteb version."""
+
+
+@dataclass(frozen=True)
+class RegistryNames:
+    """The names in mteb's model registry (:func:`registry_names`), without importing mteb.
+
+    Attributes:
+        mteb_version: the installed mteb version they were read from.
+        models: every registry model name.
+        rerankers: the registry names that are rerankers (cross-encoders).
+        lookup: every name ``mteb.get_model_meta`` accepts (the models and renamed names).
+    """
+
+    mteb_version: str
+    models: tuple[str, ...]
+    rerankers: tuple[str, ...]
+    lookup: frozenset[str]
+
+
+def _mteb_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mteb")
+    except PackageNotFoundError:
+        return ""
+
+
+def _read_registry_names(path: Path, mteb_version: str) -> RegistryNames | None:
+    import json
+
+    try:
+        data = json.loads(path.read_text())
+        if data.get("mteb_version") != mteb_version:
+            return None  # written for another mteb: rebuilt
+        models, rerankers = tuple(data["models"]), tuple(data["rerankers"])
+        lookup = frozenset([*models, *data["renamed"]])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return RegistryNames(mteb_version, models, rerankers, lookup)
+
+
+def _write_registry_names(path: Path, mteb_version: str) -> RegistryNames:
+    """Read mteb's registry (imports mteb: seconds) and keep its names in ``path``."""
+    import json
+    import tempfile
+
     import mteb
 
-    return [*PACKAGED_MODELS, "bm25", *(m.name for m in mteb.get_model_metas() if m.name)]
+    metas = [m for m in mteb.get_model_metas() if m.name]
+    renamed = getattr(importlib.import_module("mteb.models.get_model_meta"), "_MODEL_RENAMES", {})
+    names = RegistryNames(
+        mteb_version,
+        tuple(str(m.name) for m in metas),
+        tuple(str(m.name) for m in metas if _is_reranker_meta(m)),
+        frozenset([*(str(m.name) for m in metas), *map(str, renamed)]),
+    )
+    data = {
+        "mteb_version": mteb_version,
+        "models": list(names.models),
+        "rerankers": list(names.rerankers),
+        "renamed": sorted(map(str, renamed)),
+    }
+    try:  # beside the target, then renamed: a concurrent reader never sees half a file
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False) as tmp:
+            json.dump(data, tmp)
+        Path(tmp.name).replace(path)
+    except OSError:  # a read-only cache: the names still answer this process
+        pass
+    return names
+
+
+def registry_names() -> RegistryNames:
+    """mteb's registry names from :data:`REGISTRY_NAMES_FILE` in :func:`cache_root`; the first
+    call after mteb is installed or upgraded reads the registry (imports mteb) and writes the
+    file, later processes read the file only (milliseconds).
+
+    Example:
+        >>> names = registry_names()
+        >>> "intfloat/e5-small-v2" in names.lookup, "intfloat/e5-smal-v2" in names.lookup
+        (True, False)
+    """
+    version = _mteb_version()
+    path = cache_root() / REGISTRY_NAMES_FILE
+    return _read_registry_names(path, version) or _write_registry_names(path, version)
+
+
+def known_model_names() -> list[str]:
+    """Every model name that resolves without a folder or the Hub: the packaged models, ``bm25``
+    and mteb's registry (what "did you mean" lines choose from; :func:`registry_names`)."""
+    return [*PACKAGED_MODELS, "bm25", *registry_names().models]
 
 
 def suggest_model_names(name: str, n: int = 3) -> list[str]:
@@ -478,6 +566,28 @@ def check_hub_model(kind: str, name: str, known: Callable[[], list[str]]) -> Hub
     if not state.known:
         raise unknown_model_error(kind, name, state, known())
     return state
+
+
+def check_model_name(name: str | os.PathLike[str]) -> ResolvedModel:
+    """:func:`resolve_model`, and for a Hub id the local HF cache (then, only when online, one
+    Hub request): a name that resolves nowhere is a one-line :class:`UnknownModelError` before
+    anything heavy loads (tasks, mteb). With the registry names cached (:func:`registry_names`)
+    this takes well under a second.
+
+    Example:
+        >>> import os
+        >>> os.environ["HF_HUB_OFFLINE"] = "1"
+        >>> check_model_name("bm25").source
+        'bm25'
+        >>> check_model_name("all-MiniLM-L6-v3")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        hf_posbias.modeling.UnknownModelError: unknown model 'all-MiniLM-L6-v3': ... (did you mean 'all-MiniLM-L6-v2'...?)
+    """  # noqa: E501
+    resolved = resolve_model(name)
+    if resolved.source == "hub":
+        check_hub_model("model", resolved.location, known_model_names)
+    return resolved
 
 
 def registry_needs_remote_code(meta: ModelMeta) -> bool:
@@ -717,10 +827,7 @@ def registry_reranker(name: str) -> ModelMeta | None:
 def known_reranker_names() -> list[str]:
     """The reranker names that resolve without a folder or the Hub: ``bm25``, the packaged chat
     models and mteb's registry rerankers."""
-    import mteb
-
-    names = [m.name for m in mteb.get_model_metas() if m.name and _is_reranker_meta(m)]
-    return ["bm25", *PACKAGED_CHAT_MODELS, *names]
+    return ["bm25", *PACKAGED_CHAT_MODELS, *registry_names().rerankers]
 
 
 def suggest_reranker_names(name: str, n: int = 3) -> list[str]:

@@ -3,6 +3,7 @@ the closest names, without Hub retries (offline, or the Hub unreachable: patched
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from pathlib import Path
 
@@ -37,6 +38,9 @@ def remote_registry_entry(monkeypatch):
         "get_model_meta",
         lambda name, *a, **k: meta if name == REMOTE else real(name, *a, **k),
     )
+    names = modeling.registry_names()
+    registered = dataclasses.replace(names, lookup=names.lookup | {REMOTE})
+    monkeypatch.setattr(modeling, "registry_names", lambda: registered)
     return meta, calls
 
 
@@ -195,3 +199,45 @@ def test_unknown_first_stage_suggests_bm25(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(modeling.UnknownModelError, match="did you mean 'bm25'"):
         load_first_stage("bm26", {})
+
+
+def test_registry_names_are_cached_and_a_stale_file_is_rebuilt(tmp_path, monkeypatch):
+    import json
+
+    monkeypatch.setenv(modeling.CACHE_ENV, str(tmp_path))
+    path = tmp_path / modeling.REGISTRY_NAMES_FILE
+    stale = {"mteb_version": "0.0.0", "models": ["acme/stale"], "rerankers": [], "renamed": []}
+    path.write_text(json.dumps(stale))
+    names = modeling.registry_names()
+    assert names.mteb_version == modeling._mteb_version() != "0.0.0"
+    assert "acme/stale" not in names.models and "intfloat/e5-small-v2" in names.models
+    assert "cross-encoder/ms-marco-MiniLM-L6-v2" in names.rerankers
+    written = json.loads(path.read_text())
+    assert written["mteb_version"] == names.mteb_version
+    assert modeling.registry_names() == names  # read back from the file
+
+
+def test_the_warm_unknown_name_path_does_not_import_mteb(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from tests.test_bm25 import tiny_task
+
+    env = {**os.environ, modeling.CACHE_ENV: str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
+    task = tiny_task(tmp_path / "task")
+    argv = ["evaluate", "--model", "all-MiniLM-L6-v3", "--task", str(task), "--out"]
+    argv += [str(tmp_path / "out"), "--no-progress"]
+    script = (
+        "import sys; from hf_posbias.cli import main; rc = main(sys.argv[1:]); "
+        "print('mteb imported:', 'mteb' in sys.modules); sys.exit(rc)"
+    )
+    runs = [
+        subprocess.run([sys.executable, "-c", script, *argv], env=env, capture_output=True)
+        for _ in ("cold", "warm")
+    ]
+    for run in runs:
+        assert run.returncode == 2, run.stderr
+        assert b"did you mean 'all-MiniLM-L6-v2'" in run.stderr
+    assert b"mteb imported: True" in runs[0].stdout  # the first lookup reads the registry
+    assert b"mteb imported: False" in runs[1].stdout, runs[1].stdout

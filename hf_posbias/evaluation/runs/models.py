@@ -187,6 +187,16 @@ def _check_model_path(spec: str) -> None:
         raise ModelLoadError(f"model path {text} does not exist")
 
 
+def check_model_argument(spec: str) -> None:
+    """Fail in one line, before tasks or mteb load, on a model argument that resolves nowhere: a
+    missing path, or a name in no local folder, package, mteb registry, HF cache or (online) Hub
+    (:func:`~hf_posbias.modeling.check_model_name`)."""
+    from hf_posbias.modeling import check_model_name
+
+    _check_model_path(spec)
+    check_model_name(spec)
+
+
 def _model_identity(spec: str, loaded: Any) -> tuple[str, str]:
     """Unique mteb (name, revision) for a model argument (see docs/contributing-notes.md, mteb)."""
     from hf_posbias.modeling import PACKAGED_MODELS, model_display_name, model_location

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import time
 import warnings
 from collections.abc import Iterator, Sequence
@@ -59,7 +60,7 @@ from hf_posbias.evaluation.runs.exports import (
     write_per_query,
     write_trec_run,
 )
-from hf_posbias.evaluation.runs.models import LoadedModel, load_model
+from hf_posbias.evaluation.runs.models import LoadedModel, check_model_argument, load_model
 from hf_posbias.evaluation.settings import EvaluationOptions, check_run_options
 from hf_posbias.evaluation.summary import EvaluationSummary, write_summary_json
 from hf_posbias.tasks.registry import DEFAULT_TOP_K, SPLIT
@@ -437,6 +438,8 @@ def evaluate_model(
         'runs/bm25'
     """
     check_run_options(batch_size=batch_size, top_k=top_k, scoring=scoring, bootstrap=bootstrap)
+    if isinstance(model, str | os.PathLike) and not first_stage:
+        check_model_argument(str(model))  # a misspelt name: one line before mteb loads
     task_objects = load_tasks(tasks, scoring=scoring, top_k=top_k)
     if isinstance(model, LoadedModel):
         loaded = model
