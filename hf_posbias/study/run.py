@@ -18,7 +18,9 @@ The steps of a study, in order, each one resumable:
    (the code of ``posbias evaluate``) into ``<out>/eval/<model folder>/<task>/``; the marker
    ``posbias_study_eval.json`` (written last) holds the model's and the task's fingerprints (a
    remedy row's names the remedy and its passage settings), so a rerun evaluates nothing that is
-   done and re-evaluates a model whose weights (or remedy settings) changed;
+   done and re-evaluates a model whose weights (or remedy settings) changed; with the spec's
+   ``analyses``, each of them runs on every model but the remedy rows
+   (:mod:`hf_posbias.study.analyses`: one result file per model × analysis, resumable alike);
 4. when every evaluation of the study is there, the report (:mod:`hf_posbias.study.report`).
 
 ``shard="i/n"`` takes runs ``i, i+n, …`` (and bases ``i, i+n, …``) for node ``i`` of ``n``; the
@@ -173,7 +175,14 @@ def evaluate_study_model(
             from hf_posbias.evaluation.runs.models import load_model
 
             loaded = load_model(model.folder, remedy=remedy)
-        evaluate_model(loaded, [task.folder], out=folder, bootstrap=spec.bootstrap, seed=spec.seed)
+        evaluate_model(
+            loaded,
+            [task.folder],
+            out=folder,
+            bootstrap=spec.bootstrap,
+            seed=spec.seed,
+            scoring=spec.scoring,
+        )
         marker = {
             "base": model.base,
             "config": model.config,
@@ -331,7 +340,8 @@ def study_dry_run(
     n_eval = len(models) * len(spec.tasks)
     untrained = len(models) - len(runs) - len(remedied)
     lines.append(
-        f"# {len(runs)} runs to train, {untrained} untrained base model(s), "
+        f"# {len(runs)} runs to train, {untrained} "
+        f"{'untrained base' if spec.train else 'published (evaluation only)'} model(s), "
         f"{len(remedied)} remedy row(s), {n_eval} evaluations ({len(models)} models × "
         f"{len(spec.tasks)} tasks)"
     )
@@ -401,6 +411,9 @@ def run_study(
         if model.trained:
             parse_settings(_matrix_run(model).train_args(spec.data, extra))
     check_remedies(models, tasks, spec, out)
+    from hf_posbias.study.analyses import AnalysisInputs, run_model_analyses
+
+    inputs = AnalysisInputs(spec, tasks)
     outcome = StudyOutcome([], 0, 0, None, [])
     durations: list[float] = []
     for index, model in enumerate(models, start=1):
@@ -429,6 +442,11 @@ def run_study(
             what.append(f"evaluated on {evaluated} task(s)")
         if skipped:
             what.append(f"{skipped} evaluation(s) skipped (done)")
+        if spec.analyses and model.remedy is None:
+            ran, done = run_model_analyses(model, spec, out, inputs)
+            evaluated += ran  # for the ETA: an analysis is work done like an evaluation
+            what += [f"{ran} analysis(es) run"] * bool(ran)
+            what += [f"{done} analysis(es) skipped (done)"] * bool(done)
         seconds = time.perf_counter() - start
         if evaluated or model.name in outcome.trained:
             durations.append(seconds)
@@ -460,9 +478,11 @@ def run_study(
 
 
 def study_complete(spec: StudySpec, out: str | Path, tasks: Sequence[StudyTask]) -> bool:
-    """Whether every model of the study (all shards) has every evaluation."""
+    """Whether every model of the study (all shards) has every evaluation and analysis."""
+    from hf_posbias.study.analyses import analyses_complete
+
     return all(
         (eval_dir(out, m, t) / EVAL_MARKER).is_file()
         for m in study_models(spec, out)
         for t in tasks
-    )
+    ) and analyses_complete(spec, out)

@@ -5,7 +5,9 @@ Top-level keys (every one a field of :class:`StudySpec`): ``bases``, ``configs``
 :class:`~hf_posbias.training.settings.TrainingSettings` fields by name, e.g. ``max_steps: 3``),
 ``bootstrap``, ``hub_org``, ``seed``, ``off_the_shelf``, ``remedies`` with ``passage_tokens``,
 ``stride``, ``segments`` (inference-time remedies evaluated on each untrained base: rows
-``base +<remedy>``). The paper's study is ``studies/yhp26.yaml``.
+``base +<remedy>``), ``analyses`` with ``analysis_pairs``, ``analysis_corpus``,
+``analysis_limit``, ``analysis_slots`` (YHP26's representation analyses on every model:
+:mod:`hf_posbias.study.analyses`). The paper's study is ``studies/yhp26.yaml``.
 
 Example:
     >>> spec = StudySpec(bases=["bert-base"], data="d", tasks=["SQuAD-PosQ"],
@@ -22,6 +24,11 @@ Example:
     Traceback (most recent call last):
     ...
     hf_posbias.errors.InputError: --remedies must be one of maxp, firstp, ..., got 'maxq'
+    >>> StudySpec(bases=["bert-base"], data="d", tasks=["t"], analyses=["reversals"])
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    hf_posbias.errors.InputError: --analyses must be one of reversal, ..., got 'reversals'
 """
 
 from __future__ import annotations
@@ -48,11 +55,24 @@ SPEC_FILE = "study.json"
 """The spec a study folder was run with (its identity: a rerun must match it)."""
 RUN_FIELDS = ("model", "config", "data", "out", "pooling")
 """Training settings the study sets per run (not allowed under ``training``)."""
-IDENTITY_FIELDS = ("bases", "configs", "poolings", "data", "tasks", "training", "seed")
+IDENTITY_FIELDS = (
+    "bases",
+    "configs",
+    "poolings",
+    "data",
+    "tasks",
+    "training",
+    "seed",
+    "train",
+    "scoring",
+)
 """What makes two specs the same study (``bootstrap``/``hub_org`` may change on a rerun, and
 ``remedies`` and the passage settings: they change no trained model, a rerun only evaluates the
 remedy rows it lacks, and the evaluation markers name the remedy's settings, so a changed setting
-re-evaluates that remedy's rows)."""
+re-evaluates that remedy's rows; likewise ``analyses`` and their settings)."""
+ANALYSES = ("reversal", "evidence-moving", "segment-profile")
+"""The analyses a study runs on every checkpoint and untrained base
+(:mod:`hf_posbias.study.analyses`)."""
 
 
 @dataclass(kw_only=True)
@@ -103,6 +123,47 @@ class StudySpec(PassageSettings):
         choices=remedy_names,
     )
 
+    train: bool = setting(
+        "train the configurations (false: evaluation only, every base evaluated as published "
+        "and nothing trained: configs, data and training are not used)",
+        default=True,
+    )
+    scoring: str = setting(
+        "per-position protocol of every evaluation: default, zeng2025 (Zeng et al.'s top-100 "
+        "nDCG@10 and inclusive buckets) or posir",
+        default="default",
+        choices=("default", "zeng2025", "posir"),
+    )
+    analyses: list[str] = setting(
+        "analyses run on every checkpoint and untrained base: reversal (mirror reversal, "
+        "Table 12), evidence-moving (Tables 5/13), segment-profile (Figs. 3/7)",
+        default_factory=list,
+        choices=ANALYSES,
+    )
+    analysis_pairs: str = setting(
+        "evidence-moving pairs: msmarco (MS MARCO on the Hub, the source YHP26 names; "
+        "msmarco:REPO_OR_FOLDER for another copy) or a pair file/folder as `posbias analyze "
+        "evidence-moving --pairs` takes",
+        default="msmarco",
+    )
+    analysis_corpus: str | None = setting(
+        "segment-profile documents as `posbias analyze segment-profile --corpus` takes; "
+        "default: the corpus of the study's first task",
+        default=None,
+    )
+    analysis_min_words: int | None = setting(
+        "segment profile: only documents of at least this many words (Zeng et al. App. A.4's "
+        "length filter)",
+        default=None,
+    )
+    analysis_max_words: int | None = setting(
+        "segment profile: only documents of at most this many words", default=None
+    )
+    analysis_limit: int = setting("pairs and documents sampled per analysis (0 = all)", default=200)
+    analysis_slots: int = setting(
+        "positions p1…pn of evidence moving and segments of the segment profile", default=10
+    )
+
     @property
     def uses_passages(self) -> bool:
         """Whether a remedy of the study cuts passages (``stride`` is checked only then)."""
@@ -115,12 +176,18 @@ class StudySpec(PassageSettings):
         self.bases, self.configs = list(self.bases), list(self.configs)
         self.poolings, self.tasks = list(self.poolings), list(self.tasks)
         for name, values in (("bases", self.bases), ("configs", self.configs)):
-            if not values:
+            if not values and (self.train or name == "bases"):
                 raise InputError(f"{flag_name(name)}: the study names no {name[:-1]}")
         if not self.tasks:
             raise InputError(f"{flag_name('tasks')}: the study names no evaluation task")
-        if not self.data:
+        if not self.data and self.train:
             raise InputError(f"{flag_name('data')}: the study names no training data")
+        check_choice("scoring", self.scoring, ("default", "zeng2025", "posir"))
+        if not self.train and self.remedies:
+            raise InputError(
+                f"{flag_name('remedies')} need the untrained bases: an evaluation-only study "
+                "(train: false) has none"
+            )
         for config in self.configs:
             if config == "ips":
                 continue
@@ -146,6 +213,14 @@ class StudySpec(PassageSettings):
             check_choice("remedies", remedy, remedy_names())
         if len(set(self.remedies)) < len(self.remedies):
             raise InputError(f"{flag_name('remedies')}: a remedy is named twice")
+        self.analyses = list(dict.fromkeys(self.analyses))
+        for analysis in self.analyses:
+            check_choice("analyses", analysis, ANALYSES)
+        check_positive(self, "analysis_limit", allow_zero=True)
+        check_positive(self, "analysis_min_words")
+        check_positive(self, "analysis_max_words")
+        if self.analysis_slots < 2:
+            raise InputError(f"{flag_name('analysis_slots')} must be at least 2")
         super().__post_init__()
 
     def identity(self) -> dict[str, Any]:
@@ -243,7 +318,7 @@ def check_inputs(spec: StudySpec, out: str | Path | None, hub_token: str | None 
     from hf_posbias.tasks.mteb_tasks import get_task
     from hf_posbias.training.models import get_model_spec
 
-    for base in spec.bases:
+    for base in spec.bases if spec.train else ():  # evaluation only: any `evaluate` model
         try:
             get_model_spec(base)
         except PosbiasError as err:
@@ -252,7 +327,7 @@ def check_inputs(spec: StudySpec, out: str | Path | None, hub_token: str | None 
             raise InputError(f"bases: {err}") from None
     for task in spec.tasks:
         get_task(task)
-    if Path(spec.data).expanduser().is_dir():
+    if spec.train and Path(spec.data).expanduser().is_dir():
         from hf_posbias.training.train import resolve_repo_config
 
         for config in spec.configs:
