@@ -771,7 +771,9 @@ def write_study_report(out: str | Path) -> Path:
         Path(out) / REPORT_DIRNAME,
         n_resamples=spec.bootstrap,
         seed=spec.seed,
-        title=f"Position bias study: {bases} × {', '.join(spec.configs)}",
+        title=f"Position bias study: {bases} × {', '.join(spec.configs)}"
+        if spec.train
+        else f"Position bias of published models (evaluation only): {bases}",
         root=Path(out),
     )
     if spec.analyses:

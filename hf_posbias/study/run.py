@@ -337,6 +337,13 @@ def study_dry_run(
             f"{Path(model.folder).name} under {key}, evaluated on {len(spec.tasks)} task(s), "
             "no training"
         )
+    if spec.analyses:
+        analysed = [m for m in models if m.remedy is None]
+        documents = spec.analysis_corpus or "of the first task"
+        lines.append(
+            f"analyses: {', '.join(spec.analyses)} on each of {len(analysed)} model(s) "
+            f"(pairs {spec.analysis_pairs}, documents {documents})"
+        )
     n_eval = len(models) * len(spec.tasks)
     untrained = len(models) - len(runs) - len(remedied)
     lines.append(
