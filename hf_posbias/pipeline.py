@@ -448,7 +448,7 @@ def run_audit_stage(
     )
     judge = {
         "model": model,
-        "prompt_file": prompt_file,
+        **({"prompt_file": prompt_file} if prompt_file else {}),
         "backend": backend,
         "base_url": base_url if backend == "openai" else None,
         "constrained": constrained,
