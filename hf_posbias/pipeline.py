@@ -418,6 +418,7 @@ def run_audit_stage(
     progress: bool = True,
     backend: str = "openai",
     constrained: bool = True,
+    prompt_file: str | None = None,
 ) -> Any:
     """YHP26's LLM segment audit of the scored pool (TargetYes / DistractorNo / Exclusive per
     margin stratum); written to ``work/scored/audit.json``. δ is the one the pool was verified
@@ -425,10 +426,13 @@ def run_audit_stage(
 
     ``backend`` is ``"openai"`` (any OpenAI-compatible endpoint at ``base_url``) or
     ``"local-lm"`` (``model`` is a local folder, Hub id, ``.gguf`` or ``smollm2-135m``); with
-    ``constrained`` the judge answers under the audit's JSON schema, as query generation does.
+    ``constrained`` the judge answers under the audit's JSON schema, as query generation does;
+    ``prompt_file`` replaces the judge's prompt (:mod:`hf_posbias.generation.prompt_files`).
     """
     from hf_posbias.generation.backends import make_chat_backend
+    from hf_posbias.generation.prompt_files import stage_prompt
     from hf_posbias.verification.audit import audit_segments
+    from hf_posbias.verification.judge import SEGMENT_AUDIT
 
     check_audit_options(per_stratum, backend, constrained)
     pool = load_work_pool(work)
@@ -445,9 +449,11 @@ def run_audit_stage(
         delta=delta,
         progress=progress,
         constrained=constrained,
+        prompt=stage_prompt(prompt_file, "audit", SEGMENT_AUDIT.template),
     )
     judge = {
         "model": model,
+        **({"prompt_file": prompt_file} if prompt_file else {}),
         "backend": backend,
         "base_url": base_url if backend == "openai" else None,
         "constrained": constrained,
@@ -754,6 +760,21 @@ class GeneratorSettings(EndpointSettings, SeedSettings, ProgressSettings):
         "default: the project's own packaged pool)",
         default=None,
     )
+    persona_model: str | None = setting(
+        "LLM generators: the embedding model that picks each document's personas (YHP26: "
+        "BAAI/bge-m3; default: the packaged all-MiniLM-L6-v2)",
+        default=None,
+    )
+    stage1_prompt_file: str | None = setting(
+        "LLM generators: Jinja template replacing the stage-1 prompt (variables: title, "
+        "document, personas)",
+        default=None,
+    )
+    stage2_prompt_file: str | None = setting(
+        "LLM generators: Jinja template replacing the stage-2 prompt (variables: persona, "
+        "difficulty, length, position, title, document, segment)",
+        default=None,
+    )
     constrained: bool = setting(
         "LLM generators: decode under each stage's JSON schema; --no-constrained decodes "
         "free-form (reproduces the paper's parse-failure accounting)",
@@ -774,6 +795,12 @@ class GeneratorSettings(EndpointSettings, SeedSettings, ProgressSettings):
                 f"{flag_name('generator')} {self.generator} needs {flag_name('llm_model')}"
             )
         check_positive(self, "concurrency")
+        from hf_posbias.generation.prompt_files import load_prompt_file
+
+        for stage in ("stage1", "stage2"):  # checked before any model loads
+            path = getattr(self, f"{stage}_prompt_file")
+            if path is not None:
+                load_prompt_file(path, stage)
 
     def generator_options(self) -> dict[str, Any]:
         """The keyword options of :func:`hf_posbias.generation.registry.make_generator`."""
@@ -790,6 +817,12 @@ class GeneratorSettings(EndpointSettings, SeedSettings, ProgressSettings):
             constrained=self.constrained,
             progress=self.progress,
         )
+        if self.persona_model:
+            options["persona_model"] = self.persona_model
+        for stage in ("stage1", "stage2"):
+            path = getattr(self, f"{stage}_prompt_file")
+            if path is not None:
+                options[f"{stage}_prompt"] = path
         if self.generator == "openai":
             options.update(
                 base_url=self.base_url,
@@ -856,6 +889,10 @@ class AuditSettings(EndpointSettings):
         default=False,
     )
     audit_per_stratum: int = setting("candidates per stratum", default=100)
+    audit_prompt_file: str | None = setting(
+        "Jinja template replacing the audit judge's prompt (variables: query, segment)",
+        default=None,
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -863,6 +900,10 @@ class AuditSettings(EndpointSettings):
             check_audit_options(
                 self.audit_per_stratum, self.audit_backend, not self.audit_free_form
             )
+        if self.audit_prompt_file is not None:  # checked before any model loads
+            from hf_posbias.generation.prompt_files import load_prompt_file
+
+            load_prompt_file(self.audit_prompt_file, "audit")
 
 
 @dataclass(kw_only=True)

@@ -141,6 +141,50 @@ def segment_profile(
     )
 
 
+def load_documents(
+    corpus: str,
+    limit: int | None = None,
+    seed: int = 42,
+    clip_chars: int | None = None,
+    words: tuple[int | None, int | None] = (None, None),
+) -> tuple[list[tuple[str, str]], str | None]:
+    """``(id, text)`` documents of ``corpus`` (any source :func:`hf_posbias.corpus.read_corpus`
+    reads), each clipped at the last sentence start within ``clip_chars``, those whose word
+    count lies within ``words`` (``(min, max)``, ``None`` = no bound) kept, and ``limit`` of
+    them sampled with ``seed`` (in corpus order); returns them and a line saying what was
+    sampled.
+
+    Example:
+        >>> load_documents("/no/such.jsonl")
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: corpus not found: /no/such.jsonl
+    """
+    import random
+
+    from hf_posbias.analysis.evidence_moving import sentence_boundaries
+    from hf_posbias.corpus import read_corpus
+
+    docs = []
+    for record in read_corpus(corpus):
+        text = record["text"] if isinstance(record["text"], str) else ""
+        if clip_chars and len(text) > clip_chars:
+            # Clip at a sentence start so the last segment is not a broken sentence.
+            cuts = [c for c in sentence_boundaries(text) if 0 < c <= clip_chars]
+            text = text[: cuts[-1] if cuts else clip_chars]
+        n_words = len(text.split())
+        if (words[0] and n_words < words[0]) or (words[1] and n_words > words[1]):
+            continue
+        docs.append((str(record["id"]), text.strip()))
+    if not docs:
+        bounds = "" if words == (None, None) else f" of {words[0] or 0}–{words[1] or '∞'} words"
+        raise InputError(f"corpus {corpus} has no documents{bounds}")
+    if not limit or limit >= len(docs):
+        return docs, None
+    keep = sorted(random.Random(seed).sample(range(len(docs)), limit))
+    return [docs[i] for i in keep], f"sampled {limit} of {len(docs)} documents (seed {seed})"
+
+
 def profile_table(profiles: Sequence[SegmentProfile], digits: int = 4) -> str:
     """A markdown table: model, documents, p1…pn, peak, lowest, range.
 

@@ -53,7 +53,8 @@ class PairSource(Settings):
     """Claim–evidence pairs (evidence moving)."""
 
     pairs: str | None = setting(
-        "SciFact folder (claims_*.csv), user .jsonl, training-set .parquet or folder",
+        "SciFact folder (claims_*.csv), user .jsonl, training-set .parquet or folder, or "
+        "msmarco[:REPO_OR_FOLDER] (MS MARCO, YHP26's source)",
         default=None,
     )
     split: str = setting("SciFact split: train|validation|all", default="train")

@@ -27,7 +27,6 @@ from hf_posbias.analysis.settings import (
     SegmentProfileSettings,
 )
 from hf_posbias.cli.common import add_group, add_verb
-from hf_posbias.errors import InputError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -111,9 +110,10 @@ def _in_out(handler: Callable[[Any, Path], None]) -> Callable[[Any], None]:
 
 
 def _pairs(args: Any) -> tuple[list[Any], str]:
-    from hf_posbias.analysis.evidence_moving import load_pairs, sample_pairs
+    from hf_posbias.analysis.evidence_moving import sample_pairs
+    from hf_posbias.analysis.msmarco_pairs import resolve_pairs
 
-    cases, report = load_pairs(args.pairs, split=args.split, config=args.config)
+    cases, report = resolve_pairs(args.pairs, split=args.split, config=args.config)
     print(report.summary_line())
     chosen = sample_pairs(cases, args.limit or None, seed=args.seed)
     if len(chosen) < len(cases):
@@ -124,25 +124,11 @@ def _pairs(args: Any) -> tuple[list[Any], str]:
 
 
 def _documents(args: Any) -> list[tuple[str, str]]:
-    import random
+    from hf_posbias.analysis.segment_profile import load_documents
 
-    from hf_posbias.analysis.evidence_moving import sentence_boundaries
-    from hf_posbias.corpus import read_corpus
-
-    docs = []
-    for record in read_corpus(args.corpus):
-        text = record["text"] if isinstance(record["text"], str) else ""
-        if args.clip_chars and len(text) > args.clip_chars:
-            # Clip at a sentence start so the last segment is not a broken sentence.
-            cuts = [c for c in sentence_boundaries(text) if 0 < c <= args.clip_chars]
-            text = text[: cuts[-1] if cuts else args.clip_chars]
-        docs.append((str(record["id"]), text.strip()))
-    if not docs:
-        raise InputError(f"corpus {args.corpus} has no documents")
-    if args.limit and args.limit < len(docs):
-        keep = sorted(random.Random(args.seed).sample(range(len(docs)), args.limit))
-        print(f"sampled {args.limit} of {len(docs)} documents (seed {args.seed})")
-        docs = [docs[i] for i in keep]
+    docs, sampled = load_documents(args.corpus, args.limit, args.seed, args.clip_chars)
+    if sampled:
+        print(sampled)
     return docs
 
 

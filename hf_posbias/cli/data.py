@@ -56,6 +56,7 @@ def _cmd_verify(s: VerifySettings) -> None:
             progress=s.progress,
             backend=s.audit_backend,
             constrained=not s.audit_free_form,
+            prompt_file=s.audit_prompt_file,
         )
 
 

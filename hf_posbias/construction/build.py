@@ -304,7 +304,7 @@ class _Build:
         s = self.s
 
         def request(p: dict[str, Any]) -> list[dict[str, str]]:
-            content = SUMMARY_PROMPT.format(title=p["title"], passage=p["text"])
+            content = self.prompt("summary").format(title=p["title"], passage=p["text"])
             return [
                 {"role": "system", "content": SUMMARY_SYSTEM},
                 {"role": "user", "content": content},
@@ -313,7 +313,7 @@ class _Build:
         replies = self.llm_stage(
             "02-summary",
             [(p["id"], request(p)) for p in passages],
-            prompt=fingerprint({"s": SUMMARY_SYSTEM, "p": SUMMARY_PROMPT}),
+            prompt=fingerprint({"s": SUMMARY_SYSTEM, "p": str(self.prompt("summary"))}),
             source=fingerprint({"passages": [p["id"] for p in passages]}),
             max_tokens=s.summary_max_tokens,
             schema=SUMMARY_SCHEMA,
@@ -343,14 +343,18 @@ class _Build:
                         "passage_id": p["id"],
                         "start": start,
                         "end": end,
-                        "tag": recipe.position_tag(start, end, len(text)),
+                        "tags": recipe.position_tags(start, end, len(text), self.s.tagging),
                     }
                 )
         folder = self.stages / "03-chunks"
         if self.proc.is_main:
             pin_parameters(
                 folder,
-                {"chunk_words": self.s.chunk_words, "separators": list(recipe.SEPARATORS)},
+                {
+                    "chunk_words": self.s.chunk_words,
+                    "separators": list(recipe.SEPARATORS),
+                    **({"tagging": self.s.tagging} if self.s.tagging != "single" else {}),
+                },
                 overwrite=self.s.overwrite,
             )
             write_parquet(chunks, folder / "chunks.parquet")
@@ -365,7 +369,7 @@ class _Build:
         schema = recipe.faq_schema(s.faq_max_items)
 
         def request(c: dict[str, Any]) -> list[dict[str, str]]:
-            content = FAQ_PROMPT.format(
+            content = self.prompt("faq").format(
                 summary=summaries[c["passage_id"]],
                 chunk=text_of[c["passage_id"]][c["start"] : c["end"]],
                 n=s.faq_max_items,
@@ -378,7 +382,7 @@ class _Build:
         replies = self.llm_stage(
             "04-faq",
             [(c["chunk_id"], request(c)) for c in chunks],
-            prompt=fingerprint({"s": FAQ_SYSTEM, "p": FAQ_PROMPT, "schema": schema}),
+            prompt=fingerprint({"s": FAQ_SYSTEM, "p": str(self.prompt("faq")), "schema": schema}),
             source=fingerprint({"chunks": chunks, "summaries": summaries}),
             max_tokens=s.faq_max_tokens,
             schema=schema,
@@ -403,28 +407,48 @@ class _Build:
                     self.drop("faq", "question repeated within its passage")
                     continue
                 seen.add(key)
-                questions.append(
-                    {
-                        **item,
-                        "qid": f"{c['chunk_id']}::q{k}",
-                        "passage_id": c["passage_id"],
-                        "chunk_id": c["chunk_id"],
-                        "start": c["start"],
-                        "end": c["end"],
-                        "tag": c["tag"],
-                    }
-                )
+                tags = list(c["tags"])
+                for tag in tags:  # two tags (the "Myopic Trap" tagging): a row per tag
+                    suffix = f"::{tag}" if len(tags) > 1 else ""
+                    questions.append(
+                        {
+                            **item,
+                            "qid": f"{c['chunk_id']}::q{k}{suffix}",
+                            "passage_id": c["passage_id"],
+                            "chunk_id": c["chunk_id"],
+                            "start": c["start"],
+                            "end": c["end"],
+                            "tag": tag,
+                        }
+                    )
         self.record("faq", questions)
         return questions
 
     # -- 5. Stage 1, rerankers + downsampling ----------------------------------------------
-    def panel(self) -> RerankerPanel:
+    def prompt(self, stage: str) -> Any:
+        """The prompt of ``stage`` (``summary``, ``faq``, ``judge``): the shipped one, or the
+        user's prompt file (:mod:`hf_posbias.generation.prompt_files`)."""
+        from hf_posbias.generation.prompt_files import stage_prompt
+        from hf_posbias.verification.judge import RELEVANCE_0_4
+
+        shipped = {"summary": SUMMARY_PROMPT, "faq": FAQ_PROMPT, "judge": RELEVANCE_0_4.template}
+        return stage_prompt(getattr(self.s, f"{stage}_prompt_file"), stage, shipped[stage])
+
+    def judge_prompt(self) -> Any:
+        """The 0-4 relevance judge with the prompt of :meth:`prompt`."""
+        from dataclasses import replace
+
+        from hf_posbias.verification.judge import RELEVANCE_0_4
+
+        return replace(RELEVANCE_0_4, template=self.prompt("judge"))
+
+    def panel(self, stage: int = 1) -> RerankerPanel:
+        """Stage 1's reranker panel, or Stage 2's (``--stage2-rerankers``, default the same)."""
         from hf_posbias.verification.panel import parse_panel
 
+        spec = self.s.rerankers if stage == 1 else self.s.stage2_rerankers or self.s.rerankers
         return parse_panel(
-            self.s.rerankers,
-            batch_size=max(8, self.s.batch_size),
-            trust_remote_code=self.s.trust_remote_code,
+            spec, batch_size=max(8, self.s.batch_size), trust_remote_code=self.s.trust_remote_code
         )
 
     def stage1_rerank(
@@ -477,10 +501,12 @@ class _Build:
     def stage1_judge(
         self, passages: list[dict[str, Any]], questions: list[dict[str, Any]]
     ) -> list[dict[str, Any]]:
-        from hf_posbias.verification.judge import RELEVANCE_0_4, judge_pairs
+        from hf_posbias.verification.judge import judge_pairs
 
         s = self.s
         text_of = {p["id"]: p["text"] for p in passages}
+        judge = self.judge_prompt()
+        judge_model = s.judge_model or s.llm_model
 
         def work(shard: list[dict[str, Any]]) -> list[dict[str, Any]]:
             pairs = []
@@ -488,8 +514,8 @@ class _Build:
                 text = text_of[q["passage_id"]]
                 pairs.extend((q["question"], text[a:b]) for a, b in recipe.third_spans(len(text)))
             verdicts = judge_pairs(
-                self.backend(s.llm_model),
-                RELEVANCE_0_4,
+                self.backend(judge_model),
+                judge,
                 pairs,
                 seed=s.seed,
                 temperature=s.judge_temperature,
@@ -504,8 +530,8 @@ class _Build:
             ]
 
         params = {
-            "llm": self.llm_params(s.llm_model),
-            "prompt": fingerprint({"t": RELEVANCE_0_4.template, "s": RELEVANCE_0_4.schema}),
+            "llm": self.llm_params(judge_model),
+            "prompt": fingerprint({"t": str(judge.template), "s": judge.schema}),
             "temperature": s.judge_temperature,
             "constrained": s.constrained,
             "seed": s.seed,
@@ -533,12 +559,12 @@ class _Build:
         self, passages: list[dict[str, Any]], questions: list[dict[str, Any]]
     ) -> list[dict[str, Any]]:
         from hf_posbias.modeling import load_sentence_transformer
-        from hf_posbias.verification.judge import RELEVANCE_0_4
 
         s = self.s
         texts = [p["text"] for p in passages]
         ids = [p["id"] for p in passages]
-        panel = self.panel()
+        relevance = self.judge_prompt()
+        panel = self.panel(stage=2)
         panel.prepare([{"segments": texts}])  # BM25 statistics over the whole corpus
         k = min(s.recall_k, len(passages))
         encoder: list[Any] = []
@@ -603,7 +629,7 @@ class _Build:
             for j, model in enumerate(asked):
                 verdicts = judge_pairs(
                     self.backend(model),
-                    RELEVANCE_0_4,
+                    relevance,
                     [(question_of[qid]["question"], text_of[pid]) for qid, pid in shard],
                     seed=s.seed + j,
                     temperature=s.judge_temperature,
@@ -626,7 +652,7 @@ class _Build:
 
         judge_params = {
             "judges": [self.llm_params(m) for m in judges],
-            "prompt": fingerprint({"t": RELEVANCE_0_4.template, "s": RELEVANCE_0_4.schema}),
+            "prompt": fingerprint({"t": str(relevance.template), "s": relevance.schema}),
             "temperature": s.judge_temperature,
             "constrained": s.constrained,
             "seed": s.seed,

@@ -250,6 +250,29 @@ def position_tag(start: int, end: int, length: int) -> str:
     return "middle"
 
 
+TAGGINGS = ("single", "two-tag")
+"""Algorithm 1's variants: Z25's one tag per chunk, and the 2025 "Myopic Trap" version's two."""
+
+
+def position_tags(start: int, end: int, length: int, tagging: str = "single") -> list[str]:
+    """The tags of a chunk: ``single``: :func:`position_tag`'s one; ``two-tag`` (the "Myopic
+    Trap" version of Algorithm 1): every third the chunk overlaps, so a chunk straddling two
+    thirds gets both.
+
+    Example:
+        >>> position_tags(0, 40, 100), position_tags(0, 40, 100, "two-tag")
+        (['middle'], ['begin', 'middle'])
+        >>> position_tags(70, 90, 100, "two-tag")
+        ['end']
+    """
+    if tagging == "single":
+        return [position_tag(start, end, length)]
+    if tagging != "two-tag":
+        raise InputError(f"tagging must be one of {', '.join(TAGGINGS)}, got {tagging!r}")
+    position_tag(start, end, length)  # validates the span
+    return [p for p, (s, e) in zip(POSITIONS, third_spans(length)) if start < e and end > s]
+
+
 def third_spans(length: int) -> list[tuple[int, int]]:
     """The begin/middle/end segments Algorithm 1 tags against: ``[0, t)``, ``[t, 2t)``,
     ``[2t, length)`` with ``t = length // 3``.

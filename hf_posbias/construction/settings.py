@@ -99,6 +99,27 @@ class BenchmarkBuildSettings:
         "gte-multilingual-reranker, jina-reranker-v2); only for repositories you trust",
         default=False,
     )
+    stage2_rerankers: str | None = setting(
+        "Stage 2's pre-labelling panel, apart from Stage 1's (Z25: jina-reranker-v1-turbo-en, "
+        "bge-reranker-v2-minicpm-layerwise, gte-reranker-modernbert-base); default: --rerankers",
+        default=None,
+    )
+    judge_model: str | None = setting(
+        "Stage 1's 0-4 judge LLM, apart from the generator (Z25: DeepSeek-V3-0324); default: "
+        "--llm-model",
+        default=None,
+    )
+    summary_prompt_file: str | None = setting(
+        "Jinja template replacing the summary prompt (variables: title, passage)", default=None
+    )
+    faq_prompt_file: str | None = setting(
+        "Jinja template replacing the FAQ prompt (variables: summary, chunk, n)", default=None
+    )
+    judge_prompt_file: str | None = setting(
+        "Jinja template replacing the 0-4 judge's prompt of both stages (variables: query, "
+        "segment)",
+        default=None,
+    )
     judge_min_score: int = setting(
         "Stage 1: the labelled segment's least 0-4 grade (Z25: 3)", default=3
     )
@@ -125,6 +146,13 @@ class BenchmarkBuildSettings:
     fn_min_votes: int = setting("Stage 2: judges needed for a false negative (Z25: 2)", default=2)
     tiny_size: int = setting(
         "questions per position in the tiny version (Z25: 1,000)", default=1000
+    )
+    tagging: str = setting(
+        "Algorithm 1: single (one tag per chunk, the EMNLP version) or two-tag (the 2025 "
+        "'Myopic Trap' version: a chunk straddling two thirds gets both tags, its questions "
+        "one row per tag)",
+        default="single",
+        choices=("single", "two-tag"),
     )
     seed: int = setting("seed of every sample and LLM request", default=42)
     shard_size: int = setting("work items per shard (the unit of resumption)", default=8)
@@ -166,6 +194,12 @@ class BenchmarkBuildSettings:
                 raise InputError(f"{flag_name(name)} must lie in 0-4, got {getattr(self, name)}")
         if self.judge_min_gap < 0:
             raise InputError(f"{flag_name('judge_min_gap')} must be >= 0, got {self.judge_min_gap}")
+        from hf_posbias.generation.prompt_files import load_prompt_file
+
+        for stage in ("summary", "faq", "judge"):  # checked before any model loads
+            path = getattr(self, f"{stage}_prompt_file")
+            if path is not None:
+                load_prompt_file(path, stage)
         if not 0.0 <= self.prelabel_threshold <= 1.0:
             raise InputError(
                 f"{flag_name('prelabel_threshold')} must lie in [0, 1], "

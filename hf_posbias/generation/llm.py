@@ -298,6 +298,9 @@ class PersonaQueryGenerator:
             parse failures can be measured.
         progress: show a progress bar per stage (requests done / total).
         name: generator name recorded in every candidate.
+        stage1_prompt, stage2_prompt: a prompt file (a Jinja template with the stage's
+            variables, :mod:`hf_posbias.generation.prompt_files`) replacing the shipped
+            :data:`STAGE1_PROMPT` / :data:`STAGE2_PROMPT`.
 
     Every candidate's ``meta`` records how each stage was decoded (``stage1_decoding``,
     ``stage2_decoding``: ``json_schema`` | ``free_form`` | ``free_form_fallback``).
@@ -323,7 +326,13 @@ class PersonaQueryGenerator:
         constrained: bool = True,
         progress: bool = False,
         name: str = "persona-llm",
+        stage1_prompt: str | None = None,
+        stage2_prompt: str | None = None,
     ) -> None:
+        from hf_posbias.generation.prompt_files import stage_prompt
+
+        self.stage1_prompt = stage_prompt(stage1_prompt, "stage1", STAGE1_PROMPT)
+        self.stage2_prompt = stage_prompt(stage2_prompt, "stage2", STAGE2_PROMPT)
         if int(top_k) < 1:
             raise InputError(f"top_k must be >= 1, got {top_k}")
         if int(max_tokens) < 1:
@@ -360,7 +369,13 @@ class PersonaQueryGenerator:
             "top_p": self.top_p,
             "max_tokens": self.max_tokens,
             "seed": self.seed,
-            "prompts": PROMPTS_FINGERPRINT,
+            "prompts": PROMPTS_FINGERPRINT
+            if (self.stage1_prompt, self.stage2_prompt) == (STAGE1_PROMPT, STAGE2_PROMPT)
+            else hashlib.sha256(
+                "\x1f".join(
+                    [STAGE1_SYSTEM, str(self.stage1_prompt), str(self.stage2_prompt)]
+                ).encode()
+            ).hexdigest()[:16],
             "constrained": self.constrained,
             "schemas": (
                 hashlib.sha256("\x1f".join(map(schema_key, schemas)).encode()).hexdigest()[:16]
@@ -440,7 +455,7 @@ class PersonaQueryGenerator:
         offered = self.personas.top_k_many([documents[i].text for i in usable], self.top_k)
         stage1 = [
             _messages(
-                STAGE1_PROMPT.format(
+                self.stage1_prompt.format(
                     title=documents[i].title or "(untitled)",
                     document=documents[i].text,
                     personas="\n".join(f"{n}. {p}" for n, p in enumerate(options, start=1)),
@@ -473,7 +488,7 @@ class PersonaQueryGenerator:
             doc, config = documents[i], configs[i][0]
             stage2.append(
                 _messages(
-                    STAGE2_PROMPT.format(
+                    self.stage2_prompt.format(
                         persona=config.persona.rstrip("."),
                         difficulty=config.difficulty.replace("_", " "),
                         length=QUERY_LENGTHS[config.query_length],
@@ -536,7 +551,17 @@ BACKEND_OPTIONS: dict[str, tuple[str, ...]] = {
     "openai": ("base_url", "api_key_env", "max_concurrency", "max_retries", "timeout", "backoff"),
     "local-lm": ("gguf_file", "device", "max_new_tokens", "dtype"),
 }
-PROMPT_OPTIONS = ("top_k", "temperature", "top_p", "max_tokens", "seed", "constrained", "progress")
+PROMPT_OPTIONS = (
+    "top_k",
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "seed",
+    "constrained",
+    "progress",
+    "stage1_prompt",
+    "stage2_prompt",
+)
 PERSONA_OPTIONS = ("personas", "persona_model", "persona_limit", "persona_cache_dir")
 
 

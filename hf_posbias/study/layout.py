@@ -73,6 +73,8 @@ def study_models(spec: StudySpec, out: str | Path) -> list[StudyModel]:
     off-the-shelf), then its runs."""
     from hf_posbias.training.matrix import expand_runs, run_name
 
+    if not spec.train:  # evaluation only: each base as published
+        return [StudyModel(b, OFF_THE_SHELF, None, _published_model(b)) for b in spec.bases]
     root = Path(out)
     poolings: list[str | None] = list(spec.poolings) or [None]
     models = []

@@ -19,7 +19,10 @@ per-query tables (``per_query/<task>.parquet``) with
   remedy rows are no training configuration (no PSI reduction, no direction check);
 - per task a table with a row per base (per base · pooling in a pooling study) and a column per
   configuration plus the base (mean nDCG@10 and PSI), the average over tasks, and a grid of
-  per-position curves (a panel per base, a line per configuration).
+  per-position curves in both orientations (a panel per configuration and a line per base, as
+  YHP26 draws them, and the transpose);
+- with the spec's ``analyses``, their tables and figures (:mod:`hf_posbias.study.analyses`,
+  ``report.json`` key ``analyses``).
 
 Files: ``report.md``, ``report.csv`` (one row per cell and position), ``curves-<task>.png``, and
 ``report.json`` = ``{"cells": [{task, model, config, pooling, per_position, mean, psi, ci,
@@ -398,22 +401,35 @@ def reductions(
 
 
 def direction_checks(sources: Sequence[Source], n_resamples: int, seed: int) -> list[dict]:
-    """Does each skewed configuration raise its own position against the untrained base?"""
+    """Does each skewed configuration raise its own region against the untrained base (paired
+    bootstrap test on that region's queries), and where does its curve peak? Any bucket scheme:
+    the region is :func:`hf_posbias.study.direction.own_region` of the task's buckets."""
     from hf_posbias.evaluation.compare import ALPHA
     from hf_posbias.statistics.uncertainty import paired_comparison
+    from hf_posbias.study.direction import own_region, pooled, region_of
 
     out = []
     for (task, model, pooling), configs in _groups(sources).items():
         if BASE not in configs:
             continue
         base_scores = _scores(configs[BASE])
+        buckets = [b for b in configs[BASE].summary.buckets if base_scores.get(b)]
+        if not buckets or buckets == [PLAIN_BUCKET]:
+            continue
         for config in SKEWED:
-            if config not in configs or config not in base_scores:
+            region = own_region(buckets, config)
+            if config not in configs or not region:
                 continue
+            scores = _scores(configs[config])
             comparison = paired_comparison(
-                base_scores, _scores(configs[config]), n_resamples=n_resamples, seed=seed
+                pooled(base_scores, region, config),
+                pooled(scores, region, config),
+                n_resamples=n_resamples,
+                seed=seed,
             )
             diff = comparison.buckets[config]
+            curve = {b: sum(scores[b].values()) / len(scores[b]) for b in buckets if scores.get(b)}
+            peak = max(curve, key=lambda b: curve[b])
             out.append(
                 {
                     "task": task,
@@ -421,10 +437,13 @@ def direction_checks(sources: Sequence[Source], n_resamples: int, seed: int) -> 
                     "pooling": pooling,
                     "config": config,
                     "position": config,
+                    "region": region,
                     "delta": diff.delta,
                     "ci": [diff.low, diff.high],
                     "p_value": diff.p_value,
                     "raised": diff.delta > 0 and diff.p_value < ALPHA,
+                    "peak": peak,
+                    "peak_region": region_of(buckets, peak),
                 }
             )
     return out
@@ -634,7 +653,8 @@ def report_markdown(report: StudyReport, title: str) -> str:
         parts += ["", f"## {task}", "", "Mean nDCG@10:", "", tables["mean"].to_markdown()]
         parts += ["", "PSI:", "", tables["psi"].to_markdown()]
         parts += ["", protocol_line([c for c in report.cells if c.task == task])]
-        parts += ["", f"![per-position curves](curves-{safe_name(task)}.png)"]
+        parts += ["", f"![a panel per configuration](curves-{safe_name(task)}-by-config.png)"]
+        parts += ["", f"![a panel per base](curves-{safe_name(task)}.png)"]
     sections: list[tuple[str, list[dict[str, Any]]]] = [
         (
             "PSI reduction: 1 − PSI(uniform) / max(PSI(begin), PSI(middle), PSI(end))",
@@ -649,15 +669,18 @@ def report_markdown(report: StudyReport, title: str) -> str:
             ],
         ),
         (
-            "Direction check: Δ nDCG@10 at each skewed configuration's own position vs the "
-            "untrained base (paired bootstrap)",
+            "Direction check: Δ nDCG@10 in each skewed configuration's own region (its third "
+            "of the ordered buckets) vs the untrained base (paired bootstrap), and where its "
+            "curve peaks",
             [
                 {
                     **_keys(r),
                     "config": r["config"],
-                    "Δ at own position": _ci(r["delta"], r["ci"]),
+                    "own region": ", ".join(r["region"]),
+                    "Δ in own region": _ci(r["delta"], r["ci"]),
                     "p": _fmt(r["p_value"], 4),
                     "raised (p < 0.05)": "yes" if r["raised"] else "no",
+                    "peak (its region)": f"{r['peak']} ({r['peak_region']})",
                 }
                 for r in report.direction
             ],
@@ -738,8 +761,12 @@ def write_csv(report: StudyReport, path: Path) -> Path:
     return path
 
 
-def plot_grid(sources: Sequence[Source], cells: Sequence[Cell], task: str, path: Path) -> Path:
-    """Per-position curves of one task: a panel per base (· pooling), a line per configuration."""
+def plot_grid(
+    sources: Sequence[Source], cells: Sequence[Cell], task: str, path: Path, by: str = "base"
+) -> Path:
+    """Per-position curves of one task: a panel per base (· pooling) and a line per
+    configuration; ``by="config"``: a panel per configuration and a line per base (the
+    orientation of YHP26's Figs. 1, 2 and 8)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -750,23 +777,25 @@ def plot_grid(sources: Sequence[Source], cells: Sequence[Cell], task: str, path:
 
     rows = list(dict.fromkeys(c.row for c in cells if c.task == task))
     order = _configs_in_order([c for c in cells if c.task == task])
-    ncols = min(len(rows), 4)
-    nrows = -(-len(rows) // ncols)
+    panels, lines = (order, rows) if by == "config" else (rows, order)
+    ncols = min(len(panels), 4)
+    nrows = -(-len(panels) // ncols)
     fig, axes = plt.subplots(
         nrows, ncols, figsize=(5.2 * ncols, 3.8 * nrows), dpi=100, squeeze=False
     )
-    for index, label in enumerate(rows):
+    for index, panel in enumerate(panels):
         ax = axes[index // ncols][index % ncols]
-        mine = {
-            s.config: s.summary
-            for s in sources
-            if s.task == task and _row_label({"model": s.model, "pooling": s.pooling}) == label
-        }
-        configs = [c for c in order if c in mine]
+        mine = {}
+        for s in (s for s in sources if s.task == task):
+            label = _row_label({"model": s.model, "pooling": s.pooling})
+            panel_of, line_of = (s.config, label) if by == "config" else (label, s.config)
+            if panel_of == panel:
+                mine[line_of] = s.summary
+        shown = [line for line in lines if line in mine]
         plot_position_curves(
-            [mine[c] for c in configs], path, title=label, labels=dict(enumerate(configs)), ax=ax
+            [mine[c] for c in shown], path, title=panel, labels=dict(enumerate(shown)), ax=ax
         )
-    for index in range(len(rows), nrows * ncols):
+    for index in range(len(panels), nrows * ncols):
         axes[index // ncols][index % ncols].axis("off")
     # Wrapped to the grid's width: one panel is too narrow for the whole title on one line.
     title = f"{task}: nDCG@10 per position (95% bootstrap intervals)"
@@ -792,6 +821,9 @@ def write_report(
     report = build_report(sources, n_resamples, seed, root)
     for task in position_tasks(report.cells):
         plot_grid(sources, report.cells, task, out / f"curves-{safe_name(task)}.png")
+        plot_grid(
+            sources, report.cells, task, out / f"curves-{safe_name(task)}-by-config.png", "config"
+        )
     write_csv(report, out / "report.csv")
     (out / "report.md").write_text(report_markdown(report, title))
     target = out / "report.json"
@@ -806,14 +838,25 @@ def write_study_report(out: str | Path) -> Path:
 
     spec = spec_from_folder(out)
     bases = ", ".join(base_label(b) for b in spec.bases)
-    return write_report(
+    target = write_report(
         study_sources(out),
         Path(out) / REPORT_DIRNAME,
         n_resamples=spec.bootstrap,
         seed=spec.seed,
-        title=f"Position bias study: {bases} × {', '.join(spec.configs)}",
+        title=f"Position bias study: {bases} × {', '.join(spec.configs)}"
+        if spec.train
+        else f"Position bias of published models (evaluation only): {bases}",
         root=Path(out),
     )
+    if spec.analyses:
+        from hf_posbias.study.analyses import add_analyses_to_report
+
+        add_analyses_to_report(spec, out, target.parent)
+    if not spec.train:  # evaluation only: Zeng et al.'s view of published models
+        from hf_posbias.study.zeng import add_zeng_to_report
+
+        add_zeng_to_report(target.parent)
+    return target
 
 
 def read_report(path: str | Path) -> dict[str, Any]:

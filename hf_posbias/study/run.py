@@ -18,7 +18,9 @@ The steps of a study, in order, each one resumable:
    (the code of ``posbias evaluate``) into ``<out>/eval/<model folder>/<task>/``; the marker
    ``posbias_study_eval.json`` (written last) holds the model's and the task's fingerprints (a
    remedy row's names the remedy and its passage settings), so a rerun evaluates nothing that is
-   done and re-evaluates a model whose weights (or remedy settings) changed;
+   done and re-evaluates a model whose weights (or remedy settings) changed; with the spec's
+   ``analyses``, each of them runs on every model but the remedy rows
+   (:mod:`hf_posbias.study.analyses`: one result file per model × analysis, resumable alike);
 4. when every evaluation of the study is there, the report (:mod:`hf_posbias.study.report`).
 
 ``shard="i/n"`` takes runs ``i, i+n, …`` (and bases ``i, i+n, …``) for node ``i`` of ``n``; the
@@ -401,10 +403,18 @@ def study_dry_run(
             f"{Path(model.folder).name} under {key}, evaluated on "
             f"{sum(e.runs_on(model.base) for e in entries)} task(s), no training"
         )
+    if spec.analyses:
+        analysed = [m for m in models if m.remedy is None]
+        documents = spec.analysis_corpus or "of the first task"
+        lines.append(
+            f"analyses: {', '.join(spec.analyses)} on each of {len(analysed)} model(s) "
+            f"(pairs {spec.analysis_pairs}, documents {documents})"
+        )
     n_eval = sum(e.runs_on(m.base) for m in models for e in entries)
     untrained = len(models) - len(runs) - len(remedied)
     lines.append(
-        f"# {len(runs)} runs to train, {untrained} untrained base model(s), "
+        f"# {len(runs)} runs to train, {untrained} "
+        f"{'untrained base' if spec.train else 'published (evaluation only)'} model(s), "
         f"{len(remedied)} remedy row(s), {n_eval} evaluations ({len(models)} models × "
         f"{len(entries)} tasks{_per_task_bases(entries)})"
     )
@@ -484,6 +494,9 @@ def run_study(
             parse_settings(_matrix_run(model).train_args(spec.data, extra))
     save_spec(spec, out)
     check_remedies(models, tasks, spec, out)
+    from hf_posbias.study.analyses import AnalysisInputs, run_model_analyses
+
+    inputs = AnalysisInputs(spec, tasks)
     outcome = StudyOutcome([], 0, 0, None, [])
     clock = StudyClock()
     for index, model in enumerate(models, start=1):
@@ -512,6 +525,11 @@ def run_study(
             what.append(f"evaluated on {evaluated} task(s)")
         if skipped:
             what.append(f"{skipped} evaluation(s) skipped (done)")
+        if spec.analyses and model.remedy is None:
+            ran, done = run_model_analyses(model, spec, out, inputs)
+            evaluated += ran  # for the ETA: an analysis is work done like an evaluation
+            what += [f"{ran} analysis(es) run"] * bool(ran)
+            what += [f"{done} analysis(es) skipped (done)"] * bool(done)
         seconds = time.perf_counter() - start
         if evaluated or model.name in outcome.trained:
             clock.measured(model.name in outcome.trained, seconds)
@@ -537,10 +555,12 @@ def run_study(
 
 
 def study_complete(spec: StudySpec, out: str | Path, tasks: Sequence[StudyTask]) -> bool:
-    """Whether every model of the study (all shards) has every evaluation."""
+    """Whether every model of the study (all shards) has every evaluation and analysis."""
+    from hf_posbias.study.analyses import analyses_complete
+
     return all(
         (eval_dir(out, m, t) / EVAL_MARKER).is_file()
         for m in study_models(spec, out)
         for t in tasks
         if t.runs_on(m.base)
-    )
+    ) and analyses_complete(spec, out)

@@ -5,8 +5,12 @@ Top-level keys (every one a field of :class:`StudySpec`): ``bases``, ``configs``
 :class:`~hf_posbias.training.settings.TrainingSettings` fields by name, e.g. ``max_steps: 3``),
 ``bootstrap``, ``hub_org``, ``seed``, ``off_the_shelf``, ``remedies`` with ``passage_tokens``,
 ``stride``, ``segments`` (inference-time remedies evaluated on each untrained base: rows
-``base +<remedy>``). An entry of ``tasks`` may pin its protocol — scoring, buckets, the bases
-it runs on (:mod:`hf_posbias.study.protocol`). The paper's study is ``studies/yhp26.yaml``.
+``base +<remedy>``), ``analyses`` with ``analysis_pairs``, ``analysis_corpus``,
+``analysis_limit``, ``analysis_slots`` (YHP26's representation analyses on every model:
+:mod:`hf_posbias.study.analyses`), ``train`` (false: evaluation only) and ``scoring`` (the
+protocol of every task entry that pins none). An entry of ``tasks`` may pin its protocol —
+scoring, buckets, the bases it runs on (:mod:`hf_posbias.study.protocol`). The paper's study
+is ``studies/yhp26.yaml``.
 
 Example:
     >>> spec = StudySpec(bases=["bert-base"], data="d", tasks=["SQuAD-PosQ"],
@@ -23,6 +27,11 @@ Example:
     Traceback (most recent call last):
     ...
     hf_posbias.study.spec.SpecError: --remedies: must be one of maxp, firstp, ..., got 'maxq' ...
+    >>> StudySpec(bases=["bert-base"], data="d", tasks=["t"], analyses=["reversals"])
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    hf_posbias.study.spec.SpecError: --analyses: must be one of reversal, ..., got 'reversals' ...
 """
 
 from __future__ import annotations
@@ -52,6 +61,7 @@ from hf_posbias.settings import (
     settings_record,
     value_problems,
 )
+from hf_posbias.study.protocol import SCORINGS
 from hf_posbias.suggestions import suggest
 
 SPEC_FILE = "study.json"
@@ -68,11 +78,16 @@ IDENTITY_FIELDS = (
     "seed",
     "standard",
     "exclude_truncated",
+    "train",
+    "scoring",
 )
 """What makes two specs the same study (``bootstrap``/``hub_org`` may change on a rerun, and
 ``remedies`` and the passage settings: they change no trained model, a rerun only evaluates the
 remedy rows it lacks, and the evaluation markers name the remedy's settings, so a changed setting
-re-evaluates that remedy's rows)."""
+re-evaluates that remedy's rows; likewise ``analyses`` and their settings)."""
+ANALYSES = ("reversal", "evidence-moving", "segment-profile")
+"""The analyses a study runs on every checkpoint and untrained base
+(:mod:`hf_posbias.study.analyses`)."""
 
 
 @dataclass(kw_only=True)
@@ -135,6 +150,47 @@ class StudySpec(PassageSettings):
         choices=remedy_names,
     )
 
+    train: bool = setting(
+        "train the configurations (false: evaluation only, every base evaluated as published "
+        "and nothing trained: configs, data and training are not used)",
+        default=True,
+    )
+    scoring: str = setting(
+        "per-position protocol of every evaluation: default, zeng2025 (Zeng et al.'s top-100 "
+        "nDCG@10 and inclusive buckets) or posir",
+        default="default",
+        choices=tuple(SCORINGS),
+    )
+    analyses: list[str] = setting(
+        "analyses run on every checkpoint and untrained base: reversal (mirror reversal, "
+        "Table 12), evidence-moving (Tables 5/13), segment-profile (Figs. 3/7)",
+        default_factory=list,
+        choices=ANALYSES,
+    )
+    analysis_pairs: str = setting(
+        "evidence-moving pairs: msmarco (MS MARCO on the Hub, the source YHP26 names; "
+        "msmarco:REPO_OR_FOLDER for another copy) or a pair file/folder as `posbias analyze "
+        "evidence-moving --pairs` takes",
+        default="msmarco",
+    )
+    analysis_corpus: str | None = setting(
+        "segment-profile documents as `posbias analyze segment-profile --corpus` takes; "
+        "default: the corpus of the study's first task",
+        default=None,
+    )
+    analysis_min_words: int | None = setting(
+        "segment profile: only documents of at least this many words (Zeng et al. App. A.4's "
+        "length filter)",
+        default=None,
+    )
+    analysis_max_words: int | None = setting(
+        "segment profile: only documents of at most this many words", default=None
+    )
+    analysis_limit: int = setting("pairs and documents sampled per analysis (0 = all)", default=200)
+    analysis_slots: int = setting(
+        "positions p1…pn of evidence moving and segments of the segment profile", default=10
+    )
+
     @property
     def uses_passages(self) -> bool:
         """Whether a remedy of the study cuts passages (``stride`` is checked only then)."""
@@ -161,6 +217,13 @@ class StudySpec(PassageSettings):
             raise SpecError(problems)
         self.bases, self.configs = list(self.bases), list(self.configs)
         self.poolings, self.tasks = list(self.poolings), list(self.tasks)
+        self.analyses = list(dict.fromkeys(self.analyses))
+        if self.scoring != "default":
+            # The spec's protocol for every entry that pins none (Zeng et al.'s spec).
+            self.tasks = [
+                t if isinstance(t, Mapping) else {"task": t, "scoring": self.scoring}
+                for t in self.tasks
+            ]
         from hf_posbias.study.protocol import task_entries
 
         self.tasks = [e.record() for e in task_entries(self.tasks, self.bases)]
@@ -236,15 +299,43 @@ def spec_problems(values: Mapping[str, Any]) -> list[tuple[KeyPath, str]]:
             return field.default_factory()
         return field.default
 
+    train = given("train") is not False
     for name, what in (
         ("bases", "base"),
         ("configs", "configuration"),
         ("tasks", "evaluation task"),
     ):
-        if name not in bad and not given(name):
+        if name not in bad and not given(name) and (train or name != "configs"):
             problems.append(((name,), f"the study names no {'base' if name == 'bases' else what}"))
-    if "data" not in bad and not given("data"):
+    if train and "data" not in bad and not given("data"):
         problems.append((("data",), "the study names no training data"))
+    scoring = given("scoring")
+    if scoring is not None and scoring not in SCORINGS:
+        problems.append(
+            (
+                ("scoring",),
+                f"must be one of {', '.join(SCORINGS)}, got {scoring!r}"
+                f"{suggest(scoring, SCORINGS)}",
+            )
+        )
+    for index, analysis in enumerate(given("analyses") or ()):
+        if analysis not in ANALYSES:
+            problems.append(
+                (
+                    ("analyses", index),
+                    f"must be one of {', '.join(ANALYSES)}, got {analysis!r}"
+                    f"{suggest(analysis, ANALYSES)}",
+                )
+            )
+    for name, least in (
+        ("analysis_limit", 0),
+        ("analysis_min_words", 1),
+        ("analysis_max_words", 1),
+        ("analysis_slots", 2),
+    ):
+        value = given(name)
+        if value is not None and value < least:
+            problems.append(((name,), f"must be at least {least}, got {value}"))
     known_configs = [*PAPER_CONFIG_NAMES, "ips"]
     for index, config in enumerate(given("configs") or ()):
         if config == "ips":
@@ -283,6 +374,14 @@ def spec_problems(values: Mapping[str, Any]) -> list[tuple[KeyPath, str]]:
             )
         elif remedy in remedies[:index]:
             problems.append((("remedies", index), f"a remedy is named twice ({remedy!r})"))
+    if remedies and not train:
+        problems.append(
+            (
+                ("remedies",),
+                "remedies need the untrained bases: an evaluation-only study (train: false) "
+                "has none",
+            )
+        )
     problems += _training_problems(given("training") or {})
     return problems
 
@@ -447,7 +546,7 @@ def check_inputs(spec: StudySpec, out: str | Path | None, hub_token: str | None 
     from hf_posbias.tasks.registry import resolve_task_reference
     from hf_posbias.training.models import get_model_spec
 
-    for base in spec.bases:
+    for base in spec.bases if spec.train else ():  # evaluation only: any `evaluate` model
         try:
             get_model_spec(base)
         except PosbiasError as err:
@@ -459,7 +558,7 @@ def check_inputs(spec: StudySpec, out: str | Path | None, hub_token: str | None 
     for entry in task_entries(spec.evaluation_tasks, spec.bases):
         for part in expand_domains(entry):
             resolve_task_reference(part.task)
-    if Path(spec.data).expanduser().is_dir():
+    if spec.train and Path(spec.data).expanduser().is_dir():
         from hf_posbias.training.train import resolve_repo_config
 
         for config in spec.configs:

@@ -160,6 +160,7 @@ def audit_segments(
     batch_size: int = 64,
     progress: bool = True,
     constrained: bool = True,
+    prompt: Any = None,
 ) -> AuditReport:
     """Ask a yes/no LLM judge, segment by segment, whether each segment answers the query.
 
@@ -169,8 +170,13 @@ def audit_segments(
     non-target segment judged not answering; Exclusive = target yes and both distractors no.
     Unparseable replies and failed calls are counted, never guessed. ``constrained`` decodes
     each reply under :data:`AUDIT_SCHEMA`; ``max_tokens`` defaults to
-    :data:`CONSTRAINED_MAX_TOKENS` or :data:`FREE_FORM_MAX_TOKENS` accordingly.
+    :data:`CONSTRAINED_MAX_TOKENS` or :data:`FREE_FORM_MAX_TOKENS` accordingly. ``prompt``
+    replaces the judge's user message (a ``{query}``/``{segment}`` string or a prompt file's
+    template, :mod:`hf_posbias.generation.prompt_files`).
     """
+    from dataclasses import replace
+
+    judge = SEGMENT_AUDIT if prompt is None else replace(SEGMENT_AUDIT, template=prompt)
     if per_stratum < 1:
         raise InputError(f"per_stratum must be >= 1, got {per_stratum}")
     by_stratum: dict[str, list[dict[str, Any]]] = {label: [] for label in stratum_labels(delta)}
@@ -190,7 +196,7 @@ def audit_segments(
         picked.extend((label, r) for r in chosen)
         report.strata.append(AuditStratum(stratum=label, candidates=len(members)))
 
-    requests = [audit_messages(r["query"], seg) for _, r in picked for seg in r["segments"]]
+    requests = [judge.messages(r["query"], seg) for _, r in picked for seg in r["segments"]]
     replies = ask_judge(
         backend,
         requests,

@@ -47,8 +47,11 @@ def write_train_data(folder: Path, n_docs: int = 12) -> str:
     return str(write_dataset_repo(folder, configs, card))
 
 
-def write_task(folder: Path, n_docs: int = 18, name: str = "TinyStudyTask") -> str:
-    """A thirds task: each query is a sentence of one third of its document (kept in it)."""
+def write_task(
+    folder: Path, n_docs: int = 18, name: str = "TinyStudyTask", spans: bool = False
+) -> str:
+    """A thirds task: each query is a sentence of one third of its document (kept in it);
+    ``spans``: its evidence is a character span (start and end: mirror reversal needs both)."""
     from hf_posbias.tasks.builders.jsonl import build_from_records
 
     records = []
@@ -57,7 +60,9 @@ def write_task(folder: Path, n_docs: int = 18, name: str = "TinyStudyTask") -> s
         k = d % 3
         text = " ".join(sentences)
         target = sentences[3 * k + 1]
-        records.append({"query": target, "document": text, "evidence_start": text.index(target)})
+        start = text.index(target)
+        record = {"query": target, "document": text, "evidence_start": start}
+        records.append({**record, "evidence_end": start + len(target)} if spans else record)
     return str(build_from_records(records, name=name).save(folder))
 
 

@@ -1,0 +1,520 @@
+"""YHP26's representation analyses inside the study: run on every model, reported as its tables.
+
+The spec's ``analyses`` names any of:
+
+- ``reversal``: the mirror-reversal diagnostic
+  (:func:`hf_posbias.evaluation.runs.reversal.mirror_reversal`) on every task with character
+  evidence spans (YHP26 Table 12: Δrev = nDCG@10(B→F) − nDCG@10(F→B));
+- ``evidence-moving``: the evidence moved to ``analysis_slots`` insertion points
+  (:mod:`hf_posbias.analysis.evidence_moving`) on ``analysis_pairs`` (default ``msmarco``, the
+  source YHP26 names; any pair file), peak, lowest and Δ×10³ (Tables 5 and 13);
+- ``segment-profile``: cosine(document, segment i) (:mod:`hf_posbias.analysis.segment_profile`)
+  on ``analysis_corpus`` (default: the corpus of the study's first task), with App. C's range
+  statistic, ``max − min`` of the mean curve, and its change against the untrained base
+  (Figs. 3 and 7).
+
+Each runs on every checkpoint and every untrained base (and off-the-shelf row), never on remedy
+rows. One result file per model × analysis, ``<out>/analyses/<model>/<analysis>.json``, records
+the model's fingerprint and the settings it read (:func:`analysis_key`); a rerun skips a file
+that matches and redoes one that does not. Evidence-moving curves are compared on the pairs
+every model could use (:func:`~hf_posbias.analysis.evidence_moving.common_pairs`).
+
+The report (``report.json`` key ``analyses``, a section of ``report.md``, and figures drawn a
+panel per configuration with a line per base as the paper draws them, plus the transpose) comes
+from :func:`analyses_report`.
+
+Example:
+    >>> from hf_posbias.study.spec import StudySpec
+    >>> spec = StudySpec(bases=["bert-base"], data="d", tasks=["t"], analyses=["reversal"])
+    >>> analysis_key(spec, "evidence-moving")
+    'msmarco/200/10/42'
+    >>> analysis_file("out", "posbias-bert-base-base", "segment-profile").as_posix()
+    'out/analyses/posbias-bert-base-base/segment-profile.json'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from hf_posbias.errors import InputError
+from hf_posbias.rows import read_json
+from hf_posbias.study.layout import (
+    BASE_CONFIG,
+    StudyModel,
+    StudyTask,
+    base_label,
+    evaluation_fingerprint,
+    study_models,
+)
+from hf_posbias.study.spec import StudySpec
+
+ANALYSES_DIRNAME = "analyses"
+
+
+def analysis_file(out: str | Path, model_name: str, analysis: str) -> Path:
+    """``<out>/analyses/<model>/<analysis>.json``: one model's result of one analysis."""
+    return Path(out) / ANALYSES_DIRNAME / model_name / f"{analysis}.json"
+
+
+def analysis_key(spec: StudySpec, analysis: str, tasks: Sequence[StudyTask] = ()) -> str:
+    """What an analysis result depends on besides the model: its inputs and settings."""
+    if analysis == "reversal":
+        return "/".join(f"{t.name}@{t.fingerprint}" for t in tasks)
+    key = f"{spec.analysis_limit}/{spec.analysis_slots}/{spec.seed}"
+    if analysis == "evidence-moving":
+        return f"{spec.analysis_pairs}/{key}"
+    words = f"{spec.analysis_min_words or 0}-{spec.analysis_max_words or 'inf'}"
+    return f"{spec.analysis_corpus or 'first-task'}/{words}/{key}"
+
+
+def analysis_models(spec: StudySpec, out: str | Path) -> list[StudyModel]:
+    """The models the analyses run on: every checkpoint and untrained base (no remedy rows)."""
+    return [m for m in study_models(spec, out) if m.remedy is None]
+
+
+def _done(path: Path, fingerprint: str, key: str) -> bool:
+    if not path.is_file():
+        return False
+    marker = read_json(path).get("marker", {})
+    return marker.get("model_fingerprint") == fingerprint and marker.get("key") == key
+
+
+def analyses_complete(spec: StudySpec, out: str | Path) -> bool:
+    """Whether every model of the study (all shards) has every analysis of the spec."""
+    return all(
+        analysis_file(out, m.name, a).is_file()
+        for m in analysis_models(spec, out)
+        for a in spec.analyses
+    )
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+class AnalysisInputs:
+    """The pairs and documents of a study's analyses, read once (on first use)."""
+
+    def __init__(self, spec: StudySpec, tasks: Sequence[StudyTask]) -> None:
+        self.spec, self.tasks = spec, list(tasks)
+        self._pairs: tuple[list[Any], str] | None = None
+        self._documents: list[tuple[str, str]] | None = None
+
+    @property
+    def pairs(self) -> tuple[list[Any], str]:
+        """The sampled evidence-moving pairs and the line saying where they came from."""
+        if self._pairs is None:
+            from hf_posbias.analysis.evidence_moving import sample_pairs
+            from hf_posbias.analysis.msmarco_pairs import resolve_pairs
+
+            cases, report = resolve_pairs(self.spec.analysis_pairs)
+            chosen = sample_pairs(cases, self.spec.analysis_limit or None, seed=self.spec.seed)
+            self._pairs = (chosen, f"{report.summary_line()}; {len(chosen)} sampled")
+        return self._pairs
+
+    @property
+    def documents(self) -> list[tuple[str, str]]:
+        """The sampled segment-profile documents."""
+        if self._documents is None:
+            from hf_posbias.analysis.segment_profile import load_documents
+
+            corpus = self.spec.analysis_corpus or default_corpus(self.tasks)
+            words = (self.spec.analysis_min_words, self.spec.analysis_max_words)
+            self._documents = load_documents(
+                corpus, self.spec.analysis_limit, self.spec.seed, words=words
+            )[0]
+        return self._documents
+
+
+def default_corpus(tasks: Sequence[StudyTask]) -> str:
+    """The corpus file of the study's first task (the segment profile's default documents)."""
+    for task in tasks:
+        for name in ("corpus.parquet", "corpus.jsonl"):
+            if (Path(task.folder) / name).is_file():
+                return str(Path(task.folder) / name)
+    raise InputError("analysis_corpus: no task folder holds a corpus; name one")
+
+
+# --------------------------------------------------------------------------- running
+
+
+def _run_reversal(loaded: Any, inputs: AnalysisInputs, folder: Path) -> dict[str, Any]:
+    from hf_posbias.evaluation.runs.exports import safe_name
+    from hf_posbias.evaluation.runs.reversal import mirror_reversal
+
+    results, skipped = [], {}
+    for task in inputs.tasks:
+        try:
+            outcome = mirror_reversal(
+                loaded, task.folder, folder / "reversal" / safe_name(task.name), progress=False
+            )
+        except InputError as err:  # no spans, nothing front or back: said in the report
+            skipped[task.name] = str(err)
+            continue
+        results.append(outcome.to_dict())
+    return {"results": results, "skipped": skipped}
+
+
+def _run_evidence_moving(loaded: Any, inputs: AnalysisInputs, folder: Path) -> dict[str, Any]:
+    from hf_posbias.analysis.evidence_moving import run_evidence_moving
+
+    cases, source = inputs.pairs
+    summary = run_evidence_moving(
+        loaded.sentence_transformer, cases, inputs.spec.analysis_slots, progress=False
+    )
+    return {
+        "source": source,
+        "n_input": summary.n_input,
+        "skipped": summary.skipped,
+        "curves": [
+            {"index": c.index, "pair_id": c.pair_id, "unit": c.unit, "cosines": list(c.cosines)}
+            for c in summary.curves
+        ],
+    }
+
+
+def _run_segment_profile(loaded: Any, inputs: AnalysisInputs, folder: Path) -> dict[str, Any]:
+    from hf_posbias.analysis.segment_profile import segment_profile
+
+    profile = segment_profile(
+        loaded.sentence_transformer,
+        inputs.documents,
+        inputs.spec.analysis_slots,
+        progress=False,
+    )
+    return {
+        "mean": list(profile.mean),
+        "stderr": list(profile.stderr),
+        "n_docs": profile.n_docs,
+        "n_input": profile.n_input,
+        "skipped": profile.skipped,
+    }
+
+
+RUNNERS: dict[str, Callable[[Any, AnalysisInputs, Path], dict[str, Any]]] = {
+    "reversal": _run_reversal,
+    "evidence-moving": _run_evidence_moving,
+    "segment-profile": _run_segment_profile,
+}
+"""Each analysis of the spec: ``runner(loaded model, inputs, model's analyses folder)``."""
+EMBEDDING_ANALYSES = ("evidence-moving", "segment-profile")
+"""The analyses that read a bi-encoder's embeddings: BM25 and rerankers are listed as not run."""
+
+
+def run_model_analyses(
+    model: StudyModel, spec: StudySpec, out: str | Path, inputs: AnalysisInputs
+) -> tuple[int, int]:
+    """Run every analysis of the spec on ``model`` that is not done; returns (run, skipped)."""
+    from hf_posbias.shards import write_json
+
+    fingerprint = evaluation_fingerprint(model, spec)
+    keys = {a: analysis_key(spec, a, inputs.tasks) for a in spec.analyses}
+    todo = [
+        a
+        for a in spec.analyses
+        if not _done(analysis_file(out, model.name, a), fingerprint, keys[a])
+    ]
+    loaded = None
+    for analysis in todo:
+        if loaded is None:
+            from hf_posbias.evaluation.runs.models import load_model
+
+            loaded = load_model(model.folder)
+        path = analysis_file(out, model.name, analysis)
+        if analysis in EMBEDDING_ANALYSES and loaded.sentence_transformer is None:
+            result = {"not_run": f"{loaded.spec} is a {loaded.kind}, not a bi-encoder"}
+        else:
+            result = RUNNERS[analysis](loaded, inputs, path.parent)
+        marker = {"model_fingerprint": fingerprint, "key": keys[analysis]}
+        write_json(
+            path,
+            {
+                "marker": marker,
+                "base": model.base,
+                "config": model.config,
+                "pooling": model.pooling,
+                "analysis": analysis,
+                **result,
+            },
+        )
+    return len(todo), len(spec.analyses) - len(todo)
+
+
+# --------------------------------------------------------------------------- the report
+
+
+def _results(
+    spec: StudySpec, out: str | Path, analysis: str
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """The results of ``analysis`` per model, and the models it could not run on (with why)."""
+    rows, not_run = [], {}
+    for model in analysis_models(spec, out):
+        path = analysis_file(out, model.name, analysis)
+        if not path.is_file():
+            raise InputError(f"{out}: {path} is missing: rerun `posbias study run`")
+        result = {**read_json(path), "model": base_label(model.base)}
+        if "not_run" in result:
+            not_run[f"{_label(result)} ({result['config']})"] = result["not_run"]
+        else:
+            rows.append(result)
+    return rows, not_run
+
+
+def _row_keys(result: Mapping[str, Any]) -> dict[str, Any]:
+    return {"model": result["model"], "config": result["config"], "pooling": result["pooling"]}
+
+
+def reversal_rows(results: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Table 12: per model × configuration × task, each origin group before and after mirror
+    reversal and Δrev."""
+    return [
+        {**_row_keys(r), **{k: v for k, v in one.items() if k != "model"}}
+        for r in results
+        for one in r["results"]
+    ]
+
+
+def evidence_moving_rows(results: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Tables 5 and 13: per model × configuration the mean curve over the pairs every model
+    could use, its standard error, peak, lowest and Δ×10³."""
+    from hf_posbias.analysis.evidence_moving import (
+        EvidenceCurve,
+        EvidenceMovingSummary,
+        common_pairs,
+        mean_and_stderr,
+    )
+
+    summaries = []
+    for r in results:
+        curves = [
+            EvidenceCurve(
+                tuple(c["cosines"]), pair_id=c["pair_id"], unit=c["unit"], index=c["index"]
+            )
+            for c in r["curves"]
+        ]
+        mean, stderr = mean_and_stderr([c.cosines for c in curves])
+        summaries.append(
+            EvidenceMovingSummary(
+                r["model"], mean, stderr, len(curves), r["n_input"], dict(r["skipped"]), curves
+            )
+        )
+    rows = []
+    for r, s in zip(results, common_pairs(summaries)):
+        rows.append(
+            {
+                **_row_keys(r),
+                "n_pairs": s.n_pairs,
+                "reliable": s.reliable,
+                "curve": list(s.mean),
+                "stderr": list(s.stderr),
+                "peak": s.peak_position,
+                "lowest": s.lowest_position,
+                "delta_e3": s.delta,
+                "skipped": s.skipped,
+            }
+        )
+    return rows
+
+
+def segment_profile_rows(results: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Figs. 3 and 7: per model × configuration the mean profile, its peak and lowest segment,
+    App. C's range (max − min of the mean curve) and the range's change against the untrained
+    base of the same model (``range_vs_base``)."""
+    from hf_posbias.analysis.segment_profile import SegmentProfile
+
+    rows = []
+    for r in results:
+        p = SegmentProfile(r["model"], tuple(r["mean"]), tuple(r["stderr"]), r["n_docs"])
+        rows.append(
+            {
+                **_row_keys(r),
+                "n_docs": p.n_docs,
+                "curve": list(p.mean),
+                "stderr": list(p.stderr),
+                "peak": p.peak_position,
+                "lowest": p.lowest_position,
+                "range": p.range,
+                "skipped": r["skipped"],
+            }
+        )
+    base = {(r["model"], r["pooling"]): r["range"] for r in rows if r["config"] == BASE_CONFIG}
+    for r in rows:
+        ref = base.get((r["model"], r["pooling"]))
+        r["range_vs_base"] = None if ref is None else r["range"] - ref
+    return rows
+
+
+def analyses_report(spec: StudySpec, out: str | Path) -> dict[str, Any]:
+    """``report.json``'s ``analyses``: ``reversal`` (rows and the tasks skipped, with why),
+    ``evidence_moving`` (rows and the pair source), ``segment_profile`` (rows)."""
+    report: dict[str, Any] = {}
+    if "reversal" in spec.analyses:
+        results = _results(spec, out, "reversal")[0]
+        skipped = {t: why for r in results for t, why in r["skipped"].items()}
+        report["reversal"] = {"rows": reversal_rows(results), "skipped": skipped}
+    if "evidence-moving" in spec.analyses:
+        results, not_run = _results(spec, out, "evidence-moving")
+        report["evidence_moving"] = {
+            "source": results[0]["source"] if results else spec.analysis_pairs,
+            "rows": evidence_moving_rows(results) if results else [],
+            "not_run": not_run,
+        }
+    if "segment-profile" in spec.analyses:
+        results, not_run = _results(spec, out, "segment-profile")
+        report["segment_profile"] = {
+            "corpus": spec.analysis_corpus or "the first task's corpus",
+            "words": [spec.analysis_min_words, spec.analysis_max_words],
+            "rows": segment_profile_rows(results),
+            "not_run": not_run,
+        }
+    return report
+
+
+def _label(row: Mapping[str, Any]) -> str:
+    return row["model"] if not row["pooling"] else f"{row['model']} · {row['pooling']}"
+
+
+def plot_curve_panels(
+    rows: Sequence[Mapping[str, Any]], path: Path, *, by: str, title: str, ylabel: str
+) -> Path:
+    """Curves of ``rows`` (each with ``curve`` and ``stderr``): ``by="config"`` draws a panel per
+    configuration with a line per base (the paper's orientation), ``by="base"`` the transpose."""
+    from matplotlib.figure import Figure
+
+    from hf_posbias.figures import save_figure
+
+    def panel_of(r: Mapping[str, Any]) -> str:
+        return str(r["config"]) if by == "config" else _label(r)
+
+    def line_of(r: Mapping[str, Any]) -> str:
+        return _label(r) if by == "config" else str(r["config"])
+
+    panels = list(dict.fromkeys(panel_of(r) for r in rows))
+    ncols = min(len(panels), 4)
+    nrows = -(-len(panels) // ncols)
+    fig = Figure(figsize=(4.6 * ncols, 3.4 * nrows), dpi=100)
+    for index, panel in enumerate(panels):
+        ax = fig.add_subplot(nrows, ncols, index + 1)
+        for r in (r for r in rows if panel_of(r) == panel):
+            xs = list(range(1, len(r["curve"]) + 1))
+            (line,) = ax.plot(xs, r["curve"], marker="o", markersize=3, label=line_of(r))
+            low = [m - e for m, e in zip(r["curve"], r["stderr"])]
+            high = [m + e for m, e in zip(r["curve"], r["stderr"])]
+            ax.fill_between(xs, low, high, alpha=0.2, color=line.get_color())
+            ax.set_xticks(xs, [f"p{i}" for i in xs], fontsize=7)
+        ax.set_title(panel)
+        ax.set_ylabel(ylabel)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize="x-small")
+    fig.suptitle(title)
+    return save_figure(fig, path, tight_layout=True)
+
+
+ORIENTATIONS = {"config": "a panel per configuration, a line per base (the paper's)",
+                "base": "a panel per base, a line per configuration"}  # fmt: skip
+
+
+def write_analysis_figures(analyses: Mapping[str, Any], out_dir: Path) -> list[tuple[str, Path]]:
+    """The evidence-moving and segment-profile figures in both orientations."""
+    figures = []
+    for key, name, ylabel in (
+        ("evidence_moving", "evidence-moving", "cosine(query, document)"),
+        ("segment_profile", "segment-profile", "cosine(document, segment)"),
+    ):
+        if key not in analyses or not analyses[key]["rows"]:
+            continue
+        for by, what in ORIENTATIONS.items():
+            suffix = "" if by == "config" else "-by-base"
+            path = plot_curve_panels(
+                analyses[key]["rows"],
+                out_dir / f"{name}{suffix}.png",
+                by=by,
+                title=f"{name} ({what}; mean ± s.e.)",
+                ylabel=ylabel,
+            )
+            figures.append((f"{name}: {what}", path))
+    return figures
+
+
+def _fmt(value: float | None, digits: int = 4) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def analyses_markdown(analyses: Mapping[str, Any], figures: Sequence[tuple[str, Path]]) -> str:
+    """The analyses' section of ``report.md`` (Table 12, Tables 5/13, the segment profile)."""
+    from hf_posbias.tables import as_table
+
+    parts: list[str] = []
+    if "reversal" in analyses:
+        from dataclasses import fields
+
+        from hf_posbias.evaluation.runs.reversal import ReversalResult
+
+        names = [f.name for f in fields(ReversalResult)]
+        rows = [
+            {
+                "model": _label(r),
+                "config": r["config"],
+                **ReversalResult(**{k: r[k] for k in names}).table_row(),
+            }
+            for r in analyses["reversal"]["rows"]
+        ]
+        parts += ["", "## Mirror reversal (YHP26 Table 12): Δrev = nDCG@10(B→F) − nDCG@10(F→B)"]
+        if rows:
+            parts += ["", as_table(rows).to_markdown()]
+        for task, why in analyses["reversal"]["skipped"].items():
+            parts += ["", f"{task}: not run — {why}"]
+    if "evidence_moving" in analyses:
+        rows = [
+            {
+                "model": _label(r),
+                "config": r["config"],
+                "pairs": r["n_pairs"] if r["reliable"] else f"{r['n_pairs']} (unreliable)",
+                "peak": r["peak"],
+                "lowest": r["lowest"],
+                "Δ×10³": f"{r['delta_e3']:.1f}",
+            }
+            for r in analyses["evidence_moving"]["rows"]
+        ]
+        parts += ["", "## Evidence moving (YHP26 Tables 5 and 13): peak, lowest, Δ×10³", ""]
+        parts.append(analyses["evidence_moving"]["source"])
+        parts += ["", as_table(rows).to_markdown()] if rows else []
+    if "segment_profile" in analyses:
+        rows = [
+            {
+                "model": _label(r),
+                "config": r["config"],
+                "documents": r["n_docs"],
+                "peak": r["peak"],
+                "lowest": r["lowest"],
+                "range (max − min)": _fmt(r["range"]),
+                "range − base's": _fmt(r["range_vs_base"]),
+            }
+            for r in analyses["segment_profile"]["rows"]
+        ]
+        parts += ["", "## Segment profile (YHP26 Figs. 3 and 7, App. C's range statistic)", ""]
+        low, high = analyses["segment_profile"]["words"]
+        parts += [f"documents: {analyses['segment_profile']['corpus']}, {low or 0}–"
+                  f"{high or '∞'} words", ""]  # fmt: skip
+        parts += [as_table(rows).to_markdown()] if rows else []
+    for key in ("evidence_moving", "segment_profile"):
+        for model, why in analyses.get(key, {}).get("not_run", {}).items():
+            parts += ["", f"{key.replace('_', ' ')} of {model}: not run — {why}"]
+    for what, path in figures:
+        parts += ["", f"![{what}]({path.name})"]
+    return "\n".join(parts) + "\n" if parts else ""
+
+
+def add_analyses_to_report(spec: StudySpec, out: str | Path, report_dir: Path) -> dict[str, Any]:
+    """Add the analyses to a written study report: ``report.json``'s ``analyses``, their
+    section of ``report.md`` and their figures."""
+    from hf_posbias.shards import write_json
+
+    analyses = analyses_report(spec, out)
+    figures = write_analysis_figures(analyses, report_dir)
+    target = report_dir / "report.json"
+    write_json(target, {**read_json(target), "analyses": analyses})
+    markdown = report_dir / "report.md"
+    markdown.write_text(markdown.read_text() + analyses_markdown(analyses, figures))
+    return analyses

@@ -1,0 +1,143 @@
+"""Zeng et al. (2025)'s view of an evaluation-only study: their Table 1 and the late-evidence drop.
+
+An evaluation-only study (``train: false``, e.g. ``studies/zeng2025.yaml``) evaluates each base
+as published on every task. Its report gains ``report.json``'s ``zeng2025``:
+
+- ``table1``: per model, nDCG@10 per bucket and PSI on each task, and the bias mark: a model is
+  marked position-biased when its PSI is at least :data:`BIAS_THRESHOLD` (0.03) on every task of
+  the table (Zeng et al. mark it on both SQuAD-PosQ and FineWeb-PosQ);
+- ``late_evidence_drop``: per model and task, how much of the score is lost when the evidence
+  is late, ``1 − mean(nDCG@10 of the late buckets) / nDCG@10 of the first bucket``, the late
+  buckets being the last third of the ordered buckets (SQuAD-PosQ: ``400-500`` and
+  ``500-3120``; FineWeb-PosQ: ``end``; :func:`hf_posbias.study.direction.own_region`);
+  ``average_late_evidence_drop`` averages it over the models, per task — the paper's "average
+  drop when the evidence is late". The definition is ours: the paper states the drop without
+  its formula.
+
+Example:
+    >>> curve = {"0-100": 0.8, "100-200": 0.7, "200-300": 0.6, "300-400": 0.5,
+    ...          "400-500": 0.45, "500-3120": 0.35}
+    >>> round(late_evidence_drop(curve), 3)
+    0.5
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+BIAS_THRESHOLD = 0.03
+"""PSI at or above which Zeng et al. mark a model as position-biased (on both sets)."""
+
+
+def late_evidence_drop(per_position: Mapping[str, float]) -> float | None:
+    """``1 − mean(late buckets) / first bucket`` of an ordered per-position curve (``None``
+    when the first bucket scores 0)."""
+    from hf_posbias.study.direction import own_region
+
+    buckets = list(per_position)
+    first = per_position[buckets[0]]
+    late = [per_position[b] for b in own_region(buckets, "end")]
+    if not first or not late:
+        return None
+    return 1.0 - sum(late) / len(late) / first
+
+
+def zeng_report(cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``table1``, ``late_evidence_drop`` and ``average_late_evidence_drop`` of the position
+    cells of ``report.json`` (one per model and task; standard tasks left out).
+
+    Example:
+        >>> curve = {"begin": 0.8, "middle": 0.6, "end": 0.4}
+        >>> cells = [{"task": t, "model": "m", "per_position": curve, "psi": 0.5,
+        ...           "ci": {"psi": None}, "mean": 0.6} for t in ("A", "B")]
+        >>> r = zeng_report(cells)
+        >>> r["table1"][0]["biased"], r["average_late_evidence_drop"]
+        (True, {'A': 0.5, 'B': 0.5})
+    """
+    cells = [c for c in cells if not c.get("standard")]
+    tasks = list(dict.fromkeys(c["task"] for c in cells))
+    table: dict[str, dict[str, Any]] = {}
+    drops = []
+    for c in cells:
+        row = table.setdefault(c["model"], {"model": c["model"], "tasks": {}})
+        row["tasks"][c["task"]] = {
+            "per_position": c["per_position"],
+            "psi": c["psi"],
+            "psi_ci": c["ci"]["psi"],
+            "mean": c["mean"],
+        }
+        drop = late_evidence_drop(c["per_position"])
+        drops.append({"model": c["model"], "task": c["task"], "drop": drop})
+    for row in table.values():
+        psis = [row["tasks"][t]["psi"] for t in tasks if t in row["tasks"]]
+        row["biased"] = len(psis) == len(tasks) and all(
+            p is not None and p >= BIAS_THRESHOLD for p in psis
+        )
+    average = {}
+    for task in tasks:
+        values = [d["drop"] for d in drops if d["task"] == task and d["drop"] is not None]
+        average[task] = sum(values) / len(values) if values else None
+    return {
+        "bias_threshold": BIAS_THRESHOLD,
+        "table1": list(table.values()),
+        "late_evidence_drop": drops,
+        "average_late_evidence_drop": average,
+    }
+
+
+def add_zeng_to_report(report_dir: Path) -> dict[str, Any]:
+    """Add the view to a written report: ``report.json``'s ``zeng2025`` and its section of
+    ``report.md``."""
+    from hf_posbias.rows import read_json
+    from hf_posbias.shards import write_json
+
+    target = report_dir / "report.json"
+    data = read_json(target)
+    view = zeng_report(data["cells"])
+    write_json(target, {**data, "zeng2025": view})
+    markdown = report_dir / "report.md"
+    markdown.write_text(markdown.read_text() + zeng_markdown(view))
+    return view
+
+
+def zeng_markdown(report: Mapping[str, Any]) -> str:
+    """Table 1 (a row per model: nDCG@10 per bucket and PSI per task, the bias mark) and the
+    late-evidence drop, as a section of ``report.md``."""
+    from hf_posbias.tables import as_table
+
+    rows = []
+    for row in report["table1"]:
+        line: dict[str, Any] = {"model": row["model"]}
+        for task, cell in row["tasks"].items():
+            for bucket, value in cell["per_position"].items():
+                line[f"{task} {bucket}"] = f"{value:.3f}"
+            line[f"{task} PSI"] = "n/a" if cell["psi"] is None else f"{cell['psi']:.3f}"
+        line[f"biased (PSI ≥ {report['bias_threshold']} on all)"] = "✗" if row["biased"] else ""
+        rows.append(line)
+    drops = [
+        {"model": d["model"], "task": d["task"],
+         "late-evidence drop": "n/a" if d["drop"] is None else f"{d['drop']:.1%}"}
+        for d in report["late_evidence_drop"]
+    ]  # fmt: skip
+    average = ", ".join(
+        f"{task} {'n/a' if v is None else f'{v:.1%}'}"
+        for task, v in report["average_late_evidence_drop"].items()
+    )
+    return "\n".join(
+        [
+            "",
+            "## Zeng et al. (2025) Table 1: nDCG@10 per bucket and PSI per model",
+            "",
+            as_table(rows).to_markdown(),
+            "",
+            "## Late-evidence drop: 1 − mean(nDCG@10 of the last third of the buckets) / "
+            "nDCG@10 of the first bucket",
+            "",
+            f"Average over the models: {average}.",
+            "",
+            as_table(drops).to_markdown(),
+            "",
+        ]
+    )

@@ -1,0 +1,87 @@
+"""An evaluation-only study (``train: false``, Zeng et al.'s Table 1): published models on two
+tasks with their scoring, Table 1 with the bias mark, the late-evidence drop; nothing trains."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from study_fixtures import files_with_mtimes, write_task
+
+from hf_posbias.cli import main
+
+
+@pytest.fixture(scope="module")
+def zeng_spec(tmp_path_factory):
+    root = tmp_path_factory.mktemp("zeng")
+    spec = {
+        "bases": ["bm25", "all-MiniLM-L6-v2"],
+        "train": False,
+        "tasks": [write_task(root / "a", name="TaskA"), write_task(root / "b", 12, name="TaskB")],
+        "scoring": "zeng2025",
+        "bootstrap": 50,
+        # App. A.4's representation table: begin/middle/end cosines on length-filtered passages
+        "analyses": ["segment-profile"],
+        "analysis_slots": 3,
+        "analysis_min_words": 20,
+        "analysis_max_words": 1000,
+    }
+    path = root / "zeng.yaml"
+    path.write_text(json.dumps(spec))
+    return path
+
+
+def test_evaluation_only_study_reports_table1_and_the_late_drop(zeng_spec, tmp_path, capsys):
+    from hf_posbias.evaluation.summary import read_summaries
+    from hf_posbias.study.direction import own_region
+
+    out = tmp_path / "z"
+    assert main(["study", "run", str(zeng_spec), "--out", str(out), "--in-process"]) == 0
+    assert "0 run(s) trained, 4 evaluation(s) run" in capsys.readouterr().out
+    assert not (out / "models").exists() and not (out / "bases").exists()
+    report = json.loads((out / "report" / "report.json").read_text())
+    runs = sorted(out.glob("eval/*/*/summary.json"))
+    assert len(runs) == 4 and {s.scoring for p in runs for s in read_summaries(p)} == {"zeng2025"}
+    view = report["zeng2025"]
+    cells = {(c["model"], c["task"]): c for c in report["cells"]}
+    assert {c["config"] for c in report["cells"]} == {"off-the-shelf"}
+    assert len(view["table1"]) == 2
+    for row in view["table1"]:
+        psis = [row["tasks"][t]["psi"] for t in ("TaskA", "TaskB")]
+        assert row["biased"] == all(p >= 0.03 for p in psis)
+    for d in view["late_evidence_drop"]:
+        curve = cells[(d["model"], d["task"])]["per_position"]
+        late = [curve[b] for b in own_region(list(curve), "end")]
+        first = next(iter(curve.values()))
+        assert d["drop"] == pytest.approx(1 - sum(late) / len(late) / first)
+    for task, value in view["average_late_evidence_drop"].items():
+        mine = [d["drop"] for d in view["late_evidence_drop"] if d["task"] == task]
+        assert value == pytest.approx(sum(mine) / len(mine))
+    assert "Zeng et al. (2025) Table 1" in (out / "report" / "report.md").read_text()
+    profile = report["analyses"]["segment_profile"]
+    [row] = profile["rows"]
+    assert (row["model"], row["config"], len(row["curve"])) == (
+        "all-MiniLM-L6-v2",
+        "off-the-shelf",
+        3,
+    )
+    assert profile["words"] == [20, 1000] and list(profile["not_run"]) == ["bm25 (off-the-shelf)"]
+    first_run = files_with_mtimes(out / "eval")
+    assert main(["study", "run", str(zeng_spec), "--out", str(out), "--in-process"]) == 0
+    assert "0 evaluation(s) run, 4 skipped" in capsys.readouterr().out
+    assert files_with_mtimes(out / "eval") == first_run
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"scoring": "zeng2024"}, "--scoring must be one of default, zeng2025, posir"),
+        ({"remedies": ["maxp"]}, "an evaluation-only study (train: false) has none"),
+    ],
+)
+def test_bad_evaluation_only_spec_is_one_line(zeng_spec, tmp_path, capsys, change, message):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({**json.loads(zeng_spec.read_text()), **change}))
+    assert main(["study", "run", str(path), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
