@@ -32,15 +32,13 @@ Example:
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hf_posbias.deprecation import former_settings_call
 from hf_posbias.errors import InputError
-from hf_posbias.rows import read_json
 from hf_posbias.settings import check_positive, flag_name, setting
 from hf_posbias.study.layout import (
     BASE_CONFIG,
@@ -56,6 +54,9 @@ from hf_posbias.study.layout import (
     study_models,
 )
 from hf_posbias.study.spec import StudySpec, check_inputs, save_spec, training_argv
+
+if TYPE_CHECKING:
+    from hf_posbias.study.units import StudyWork
 
 Echo = Callable[[str], None]
 
@@ -83,7 +84,8 @@ class StudyRunSettings:
         metavar="DEVICE",
     )
     throughput: str | None = setting(
-        "dry run: seconds per step from benchmarks/train_throughput.py --json",
+        "seconds per step from benchmarks/train_throughput.py --json: the dry run's projected "
+        "hours; the executor starts the longest runs first",
         default=None,
         metavar="JSON",
     )
@@ -113,6 +115,7 @@ class StudyRunSettings:
             "in_process": self.in_process,
             "num_processes": self.num_processes,
             "hub_token": self.hub_token,
+            "throughput": self.throughput,
         }
 
     def dry_run_kwargs(self) -> dict[str, Any]:
@@ -223,10 +226,6 @@ class StudyOutcome:
     lines: list[str]
 
 
-def _eta(seconds: float) -> str:
-    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
-
-
 def select_models(models: Sequence[StudyModel], shard: str | None) -> list[StudyModel]:
     """This node's models: runs ``i, i+n, …`` and bases ``i, i+n, …`` (all without a shard);
     a base's remedy rows go with it (they read the folder it saves)."""
@@ -335,6 +334,12 @@ def study_dry_run(
         f"{len(remedied)} remedy row(s), {n_eval} evaluations ({len(models)} models × "
         f"{len(spec.tasks)} tasks)"
     )
+    if spec.executor != "local":
+        from hf_posbias.study.units import executor_plan
+
+        lines += executor_plan(
+            spec, out or "study", models, study_work(), throughput, plan_for, num_processes
+        )
     if report.projected_seconds is not None:
         lines.append(f"# training projected {report.projected_seconds / 3600:.1f} h in all")
     else:
@@ -366,6 +371,7 @@ def run_study(
     num_processes: int | None = None,
     hub_token: str | None = None,
     echo: Echo = print,
+    throughput: str | Path | None = None,
 ) -> StudyOutcome:
     """Train, evaluate and report the study (see the module docstring); resumable.
 
@@ -376,7 +382,12 @@ def run_study(
         in_process: train in this process instead of ``accelerate launch``.
         num_processes: accelerate processes per run (DDP).
         hub_token: Hub token for the spec's ``hub_org`` (unset: ``HF_TOKEN`` or the login).
-        echo: where each progress line goes.
+        echo: where each progress line goes (one per finished unit of work).
+        throughput: ``benchmarks/train_throughput.py --json`` figures: the runs' projected
+            hours, by which the executor starts the longest runs first.
+
+    The units of work (:mod:`hf_posbias.study.units`) run under the spec's ``executor``
+    (:mod:`hf_posbias.executors`: ``local``, ``ray``, ``slurm``).
 
     The former call, ``run_study(spec, settings)``, still works for one release
     (``DeprecationWarning``).
@@ -386,10 +397,11 @@ def run_study(
         >>> StudyRunSettings(spec="studies/yhp26.yaml", out="study").run_kwargs()["out"]
         'study'
     """
-    from hf_posbias.training.matrix import run_matrix
-
     out = str(out)
     check_inputs(spec, out, hub_token)
+    from hf_posbias.executors import check_executor
+
+    check_executor(spec)  # one line before any work when it cannot start
     tasks = resolve_tasks(spec.tasks)
     save_spec(spec, out)
     models = select_models(study_models(spec, out), shard)
@@ -401,53 +413,27 @@ def run_study(
         if model.trained:
             parse_settings(_matrix_run(model).train_args(spec.data, extra))
     check_remedies(models, tasks, spec, out)
+    # The units of work go to the executor (hf_posbias.executors): local, Ray or Slurm.
+    from hf_posbias.executors import run_units
+    from hf_posbias.study.units import projected_costs, study_units
+
+    costs = projected_costs(spec, models, throughput, num_processes=num_processes)
+    units = study_units(spec, out, models, tasks, study_work(), in_process=in_process,
+                        num_processes=num_processes, costs=costs)  # fmt: skip
     outcome = StudyOutcome([], 0, 0, None, [])
-    durations: list[float] = []
-    for index, model in enumerate(models, start=1):
-        start = time.perf_counter()
-        what = []
-        if model.trained:
-            run = _matrix_run(model)
-            if run.is_finished():
-                what.append("training skipped (done)")
-            else:
-                run_matrix(
-                    [run], spec.data, extra, num_processes=num_processes, in_process=in_process
-                )
-                outcome.trained.append(model.name)
-                facts = read_json(Path(model.folder) / "posbias_training.json")
-                what.append(
-                    f"trained {facts['steps']} steps in {facts['train_seconds']:.1f} s "
-                    f"({facts['train_seconds'] / max(facts['steps'], 1):.2f} s/step)"
-                )
-        elif model.config == BASE_CONFIG or model.remedy:
-            save_untrained_base(model, spec)  # a remedy row: done by its base row already
-        evaluated, skipped = evaluate_study_model(model, tasks, spec, out)
-        outcome.evaluated += evaluated
-        outcome.skipped += skipped
-        if evaluated:
-            what.append(f"evaluated on {evaluated} task(s)")
-        if skipped:
-            what.append(f"{skipped} evaluation(s) skipped (done)")
-        seconds = time.perf_counter() - start
-        if evaluated or model.name in outcome.trained:
-            durations.append(seconds)
-        left = len(models) - index
-        if not left:
-            eta = "0 s"
-        elif durations:
-            eta = _eta(sum(durations) / len(durations) * left)
-        else:
-            eta = "n/a (nothing measured yet)"
-        line = (
-            f"[{index}/{len(models)}] {model.name}: {'; '.join(what)} ({seconds:.1f} s, ETA {eta})"
-        )
+
+    def echo_line(line: str) -> None:
         outcome.lines.append(line)
         echo(line)
-    if study_complete(spec, out, tasks):
-        from hf_posbias.study.report import write_study_report
 
-        outcome.report = write_study_report(out)
+    ran, skipped = run_units(units, out, spec, echo_line)
+    outcome.trained = [u.id.split("/", 1)[1] for u in ran if u.kind == "train"]
+    outcome.evaluated = sum(u.kind == "eval" for u in ran)
+    outcome.skipped = sum(u.kind == "eval" for u in skipped)
+    if study_complete(spec, out, tasks):
+        from hf_posbias.study.report import REPORT_DIRNAME
+
+        outcome.report = Path(out) / REPORT_DIRNAME / "report.json"  # the report unit wrote it
         echo(f"report: {outcome.report}")
         if spec.hub_org:
             from hf_posbias.study.publish import publish_study
@@ -465,4 +451,13 @@ def study_complete(spec: StudySpec, out: str | Path, tasks: Sequence[StudyTask])
         (eval_dir(out, m, t) / EVAL_MARKER).is_file()
         for m in study_models(spec, out)
         for t in tasks
+    )
+
+
+def study_work() -> StudyWork:
+    """The steps of this module the study's units call (:mod:`hf_posbias.study.units`)."""
+    from hf_posbias.study.units import StudyWork
+
+    return StudyWork(
+        save_base=save_untrained_base, evaluate=evaluate_study_model, complete=study_complete
     )
