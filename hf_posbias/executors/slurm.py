@@ -148,8 +148,13 @@ def run_slurm(
 
     if real:  # Slurm keeps the dependencies: every job is queued now, in schedule order
         queued = {u.id: start(u) for u in todo}
-        drive(todo, out, lambda u: queued[u.id], _wait, echo=echo, parallel=len(todo) or 1,
-              where="slurm")  # fmt: skip
+
+        def queued_or_again(unit: Unit) -> Any:  # a retry is submitted again
+            job = queued.pop(unit.id, None)
+            return start(unit) if job is None else job
+
+        drive(todo, out, queued_or_again, _wait, echo=echo, parallel=len(todo) or 1,
+              where="slurm", retries=settings.retries)  # fmt: skip
         return
     where = f"submitit {settings.slurm_cluster} executor (no Slurm)"
     drive(todo, out, start, _wait, echo=echo, parallel=1, where=where, retries=settings.retries)

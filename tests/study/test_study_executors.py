@@ -140,7 +140,7 @@ def ray_cluster():
     ray = pytest.importorskip("ray")
     # Two logical GPUs on a CPU machine: every training/evaluation unit asks for one.
     ray.init(num_cpus=2, num_gpus=2, include_dashboard=False, object_store_memory=80 << 20,
-             log_to_driver=False)  # fmt: skip
+             log_to_driver=False, logging_level="ERROR")  # fmt: skip
     yield ray
     ray.shutdown()
 
