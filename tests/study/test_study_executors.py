@@ -3,9 +3,13 @@ same report cells under each, units resumed after a failure, `posbias study stat
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
+import sys
+import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -42,8 +46,18 @@ def small_spec(tmp_path_factory) -> str:
 @pytest.fixture(scope="module")
 def local_study(small_spec, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("local") / "s"
-    assert main(["study", "run", small_spec, "--out", str(out), "--in-process"]) == 0
+    with timed("local"):
+        assert main(["study", "run", small_spec, "--out", str(out), "--in-process"]) == 0
     return out
+
+
+@contextlib.contextmanager
+def timed(executor: str):
+    """Print the wall time of one study run to the terminal (past pytest's capture)."""
+    start = time.perf_counter()
+    yield
+    seconds = time.perf_counter() - start
+    print(f"\nSTUDY UNDER {executor}: {seconds:.1f} s wall", file=sys.__stderr__)
 
 
 def cells(out: Path) -> dict:
@@ -65,8 +79,6 @@ def cells(out: Path) -> dict:
 def test_an_executor_that_cannot_start_is_one_line_before_any_work(
     small_spec, tmp_path, capsys, monkeypatch
 ):
-    import sys
-
     cases = [
         (["--executor", "ray", "--ray-address", "127.0.0.1:9"], "no Ray cluster at 127.0.0.1:9"),
         (["--executor", "slurm"], "--executor slurm: "),
@@ -155,7 +167,8 @@ def test_ray_gives_the_local_cells_with_units_on_logical_gpus(
     out = tmp_path / "ray"
     argv = ["study", "run", small_spec, "--out", str(out), "--in-process", "--executor", "ray",
             "--gpus-per-task", "1", "--cpus-per-task", "1"]  # fmt: skip
-    assert main(argv) == 0
+    with timed("ray (2 CPUs, 2 logical GPUs)"):
+        assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "on ray (local)" in printed and "0 left, ETA 0 s" in printed
     assert cells(out) == cells(local_study)
@@ -175,11 +188,14 @@ def slurm(tmp_path_factory):
 
     cluster = SlurmCluster(tmp_path_factory.mktemp("slurm"))
     if cluster.start():
-        print("\nSLURM EXECUTOR TEST: real Slurm (slurmctld + slurmd on 127.0.0.1)")
+        print("\nSLURM EXECUTOR TEST: real Slurm (slurmctld + slurmd on 127.0.0.1)",
+              file=sys.__stderr__)  # fmt: skip
         yield "slurm"
         cluster.stop()
     else:
-        print(f"\nSLURM EXECUTOR TEST: submitit LocalExecutor (Slurm: {cluster.reason})")
+        which = f"SLURM EXECUTOR TEST: submitit LocalExecutor (Slurm: {cluster.reason})"
+        print(f"\n{which}", file=sys.__stderr__)
+        warnings.warn(which, UserWarning, stacklevel=1)  # in the summary, under xdist too
         yield "local"
 
 
@@ -194,7 +210,8 @@ def test_slurm_gives_the_local_cells_one_job_per_unit(
     jobs = [x for x in capsys.readouterr().out.splitlines() if x.startswith("job ")]
     assert len(jobs) == 13 and jobs[-1].startswith("job 13/13: report/report")
     assert "--dependency afterok:job" in jobs[-1]
-    assert main(argv) == 0
+    with timed(f"slurm (submitit cluster={slurm})"):
+        assert main(argv) == 0
     printed = capsys.readouterr().out
     assert printed.count(" left, ETA ") == 13
     assert cells(out) == cells(local_study)
