@@ -44,20 +44,29 @@ def small_spec(tmp_path_factory) -> str:
 
 
 @pytest.fixture(scope="module")
-def local_study(small_spec, tmp_path_factory) -> Path:
+def local_study(small_spec, tmp_path_factory, pytestconfig) -> Path:
     out = tmp_path_factory.mktemp("local") / "s"
-    with timed("local"):
+    with timed(pytestconfig, "local"):
         assert main(["study", "run", small_spec, "--out", str(out), "--in-process"]) == 0
     return out
 
 
+def say(config: pytest.Config, text: str) -> None:
+    """Show ``text`` in the test output past pytest's capture: on the terminal, or as a warning
+    in the summary where there is no terminal (an xdist worker)."""
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+    if terminal is not None:
+        terminal.write_line(f"\n{text}")
+    else:
+        warnings.warn(text, UserWarning, stacklevel=2)
+
+
 @contextlib.contextmanager
-def timed(executor: str):
-    """Print the wall time of one study run to the terminal (past pytest's capture)."""
+def timed(config: pytest.Config, executor: str):
+    """Show the wall time of one study run."""
     start = time.perf_counter()
     yield
-    seconds = time.perf_counter() - start
-    print(f"\nSTUDY UNDER {executor}: {seconds:.1f} s wall", file=sys.__stderr__)
+    say(config, f"STUDY UNDER {executor}: {time.perf_counter() - start:.1f} s wall")
 
 
 def cells(out: Path) -> dict:
@@ -158,7 +167,7 @@ def ray_cluster():
 
 
 def test_ray_gives_the_local_cells_with_units_on_logical_gpus(
-    ray_cluster, local_study, small_spec, tmp_path, capsys
+    ray_cluster, local_study, small_spec, tmp_path, capsys, pytestconfig
 ):
     import os
 
@@ -167,7 +176,7 @@ def test_ray_gives_the_local_cells_with_units_on_logical_gpus(
     out = tmp_path / "ray"
     argv = ["study", "run", small_spec, "--out", str(out), "--in-process", "--executor", "ray",
             "--gpus-per-task", "1", "--cpus-per-task", "1"]  # fmt: skip
-    with timed("ray (2 CPUs, 2 logical GPUs)"):
+    with timed(pytestconfig, "ray (2 CPUs, 2 logical GPUs)"):
         assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "on ray (local)" in printed and "0 left, ETA 0 s" in printed
@@ -181,26 +190,23 @@ def test_ray_gives_the_local_cells_with_units_on_logical_gpus(
 
 
 @pytest.fixture(scope="module")
-def slurm(tmp_path_factory):
+def slurm(tmp_path_factory, pytestconfig):
     """A real single-node Slurm when it starts here, else submitit's LocalExecutor."""
     pytest.importorskip("submitit")
     from slurm_cluster import SlurmCluster
 
     cluster = SlurmCluster(tmp_path_factory.mktemp("slurm"))
     if cluster.start():
-        print("\nSLURM EXECUTOR TEST: real Slurm (slurmctld + slurmd on 127.0.0.1)",
-              file=sys.__stderr__)  # fmt: skip
+        say(pytestconfig, "SLURM EXECUTOR TEST: real Slurm (slurmctld + slurmd on 127.0.0.1)")
         yield "slurm"
         cluster.stop()
     else:
-        which = f"SLURM EXECUTOR TEST: submitit LocalExecutor (Slurm: {cluster.reason})"
-        print(f"\n{which}", file=sys.__stderr__)
-        warnings.warn(which, UserWarning, stacklevel=1)  # in the summary, under xdist too
+        say(pytestconfig, f"SLURM EXECUTOR TEST: submitit LocalExecutor (Slurm: {cluster.reason})")
         yield "local"
 
 
 def test_slurm_gives_the_local_cells_one_job_per_unit(
-    slurm, local_study, small_spec, tmp_path, capsys
+    slurm, local_study, small_spec, tmp_path, capsys, pytestconfig
 ):
     out = tmp_path / "slurm"
     argv = ["study", "run", small_spec, "--out", str(out), "--in-process", "--executor", "slurm",
@@ -210,7 +216,7 @@ def test_slurm_gives_the_local_cells_one_job_per_unit(
     jobs = [x for x in capsys.readouterr().out.splitlines() if x.startswith("job ")]
     assert len(jobs) == 13 and jobs[-1].startswith("job 13/13: report/report")
     assert "--dependency afterok:job" in jobs[-1]
-    with timed(f"slurm (submitit cluster={slurm})"):
+    with timed(pytestconfig, f"slurm (submitit cluster={slurm})"):
         assert main(argv) == 0
     printed = capsys.readouterr().out
     assert printed.count(" left, ETA ") == 13
