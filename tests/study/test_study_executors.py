@@ -55,8 +55,10 @@ def say(config: pytest.Config, text: str) -> None:
     """Show ``text`` in the test output past pytest's capture: on the terminal, or as a warning
     in the summary where there is no terminal (an xdist worker)."""
     terminal = config.pluginmanager.get_plugin("terminalreporter")
-    if terminal is not None:
-        terminal.write_line(f"\n{text}")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if terminal is not None and capture is not None:
+        with capture.global_and_fixture_disabled():
+            terminal.write_line(f"\n{text}")
     else:
         warnings.warn(text, UserWarning, stacklevel=2)
 
