@@ -1,4 +1,4 @@
-"""``posbias study run|report|bases|remedies`` and ``posbias report``: the models ×
+"""``posbias study run|report|status|bases|remedies`` and ``posbias report``: the models ×
 configurations study (``bases`` and ``remedies`` list what its spec's keys of those names take,
 plugins included: :mod:`hf_posbias.cli.listing`).
 
@@ -22,6 +22,7 @@ from hf_posbias.cli.common import add_group, add_verb
 if TYPE_CHECKING:
     from hf_posbias.study.report import ReportSettings, StudyReportSettings
     from hf_posbias.study.run import StudyRunSettings
+    from hf_posbias.study.units import StudyStatusSettings
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,6 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from hf_posbias.study.report import ReportSettings, StudyReportSettings
     from hf_posbias.study.run import StudyRunSettings
     from hf_posbias.study.spec import StudySpec
+    from hf_posbias.study.units import StudyStatusSettings
 
     verbs = add_group(
         subparsers,
@@ -59,6 +61,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         StudyReportSettings,
         study_report_cmd,
         help="the report of a study folder (tables, PSI reductions, curves, report.json)",
+    )
+    add_verb(
+        verbs,
+        "status",
+        StudyStatusSettings,
+        study_status_cmd,
+        help="every unit of a study folder: done / running / failed / waiting (failures with "
+        "their last log line)",
     )
     add_listing_verb(
         verbs,
@@ -113,6 +123,15 @@ def run_study_cmd(settings: StudyRunSettings, args: argparse.Namespace) -> None:
         f"{len(outcome.trained)} run(s) trained, {outcome.evaluated} evaluation(s) run, "
         f"{outcome.skipped} skipped (done)"
     )
+
+
+def study_status_cmd(settings: StudyStatusSettings) -> None:
+    """``posbias study status``."""
+    from hf_posbias.study.run import study_work
+    from hf_posbias.study.units import study_status
+
+    for line in study_status(settings.folder, study_work()):
+        print(line)
 
 
 def _print_report(target: Path) -> None:

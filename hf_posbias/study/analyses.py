@@ -241,6 +241,32 @@ def run_model_analyses(
     return len(todo), len(spec.analyses) - len(todo)
 
 
+def model_analyses_done(
+    model: StudyModel, spec: StudySpec, out: str | Path, tasks: Sequence[StudyTask]
+) -> bool:
+    """Whether every analysis of the spec on ``model`` is there, for this model and inputs."""
+    fingerprint = evaluation_fingerprint(model, spec)
+    return all(
+        _done(analysis_file(out, model.name, a), fingerprint, analysis_key(spec, a, tasks))
+        for a in spec.analyses
+    )
+
+
+_INPUTS: dict[str, AnalysisInputs] = {}
+"""The inputs of each study this process analyses, read once for all its models (the analysis
+units of one study share them under the local executor)."""
+
+
+def analyse_study_model(
+    model: StudyModel, spec: StudySpec, out: str | Path, tasks: Sequence[StudyTask]
+) -> tuple[int, int]:
+    """:func:`run_model_analyses` with the study's inputs (one analysis unit of the study)."""
+    key = f"{Path(out).resolve()}|{','.join(t.name for t in tasks)}"
+    if key not in _INPUTS or _INPUTS[key].spec != spec:
+        _INPUTS[key] = AnalysisInputs(spec, tasks)
+    return run_model_analyses(model, spec, out, _INPUTS[key])
+
+
 # --------------------------------------------------------------------------- the report
 
 

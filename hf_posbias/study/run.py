@@ -34,15 +34,13 @@ Example:
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hf_posbias.deprecation import former_settings_call
 from hf_posbias.errors import InputError
-from hf_posbias.rows import read_json
 from hf_posbias.settings import check_positive, flag_name, setting
 from hf_posbias.study.layout import (
     BASE_CONFIG,
@@ -58,6 +56,9 @@ from hf_posbias.study.layout import (
     study_models,
 )
 from hf_posbias.study.spec import StudySpec, check_inputs, save_spec, training_argv
+
+if TYPE_CHECKING:
+    from hf_posbias.study.units import StudyWork
 
 Echo = Callable[[str], None]
 
@@ -85,7 +86,8 @@ class StudyRunSettings:
         metavar="DEVICE",
     )
     throughput: str | None = setting(
-        "dry run: seconds per step from benchmarks/train_throughput.py --json",
+        "seconds per step from benchmarks/train_throughput.py --json: the dry run's projected "
+        "hours; the executor starts the longest runs first",
         default=None,
         metavar="JSON",
     )
@@ -121,6 +123,7 @@ class StudyRunSettings:
             "num_processes": self.num_processes,
             "hub_token": self.hub_token,
             "progress": self.progress,
+            "throughput": self.throughput,
         }
 
     def dry_run_kwargs(self) -> dict[str, Any]:
@@ -254,52 +257,6 @@ class StudyOutcome:
     lines: list[str]
 
 
-def _eta(seconds: float) -> str:
-    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
-
-
-@dataclass
-class StudyClock:
-    """The study's ETA from what it measured: the mean duration of the runs it trained (and
-    evaluated) times the training runs left, plus the mean of the evaluation-only rows times
-    the rows left that only evaluate. A finished training run left counts as evaluation only.
-
-    Example:
-        >>> clock = StudyClock()
-        >>> clock.measured(True, 600.0); clock.measured(False, 30.0)
-        >>> clock.seconds_left(trainings=2, evaluations=4)
-        1320.0
-        >>> StudyClock().seconds_left(trainings=1, evaluations=0) is None
-        True
-    """
-
-    trained: list[float] = field(default_factory=list)
-    evaluated: list[float] = field(default_factory=list)
-
-    def measured(self, trained: bool, seconds: float) -> None:
-        """One model row done: ``seconds`` it took, with or without training."""
-        (self.trained if trained else self.evaluated).append(seconds)
-
-    def seconds_left(self, *, trainings: int, evaluations: int) -> float | None:
-        """Seconds for the rows left; ``None`` while a kind that is left has no measurement
-        (the other kind's figure would be a guess)."""
-        total = 0.0
-        for left, seen in ((trainings, self.trained), (evaluations, self.evaluated)):
-            if left and not seen:
-                return None
-            if left:
-                total += sum(seen) / len(seen) * left
-        return total
-
-    def eta(self, rest: Sequence[StudyModel]) -> str:
-        """The ETA text of the rows ``rest`` (``0 s`` when none are left)."""
-        if not rest:
-            return "0 s"
-        trainings = sum(1 for m in rest if m.trained and not _matrix_run(m).is_finished())
-        seconds = self.seconds_left(trainings=trainings, evaluations=len(rest) - trainings)
-        return "n/a (nothing measured yet)" if seconds is None else _eta(seconds)
-
-
 def select_models(models: Sequence[StudyModel], shard: str | None) -> list[StudyModel]:
     """This node's models: runs ``i, i+n, …`` and bases ``i, i+n, …`` (all without a shard);
     a base's remedy rows go with it (they read the folder it saves)."""
@@ -418,6 +375,12 @@ def study_dry_run(
         f"{len(remedied)} remedy row(s), {n_eval} evaluations ({len(models)} models × "
         f"{len(entries)} tasks{_per_task_bases(entries)})"
     )
+    if spec.executor != "local":
+        from hf_posbias.study.units import executor_plan
+
+        lines += executor_plan(
+            spec, out or "study", models, study_work(), throughput, plan_for, num_processes
+        )
     if report.projected_seconds is not None:
         lines.append(f"# training projected {report.projected_seconds / 3600:.1f} h in all")
     else:
@@ -455,6 +418,7 @@ def run_study(
     hub_token: str | None = None,
     echo: Echo = print,
     progress: bool = True,
+    throughput: str | Path | None = None,
 ) -> StudyOutcome:
     """Train, evaluate and report the study (see the module docstring); resumable.
 
@@ -465,10 +429,15 @@ def run_study(
         in_process: train in this process instead of ``accelerate launch``.
         num_processes: accelerate processes per run (DDP).
         hub_token: Hub token for the spec's ``hub_org`` (unset: ``HF_TOKEN`` or the login).
-        echo: where each progress line goes (one per model, with the ETA of the rest from
-            the measured durations: :class:`StudyClock`).
-        progress: training steps and evaluation counts while each model runs
-            (``--no-progress``: only the per-model lines).
+        echo: where each progress line goes (one per finished unit of work, with the ETA
+            of the units left from the measured durations of each kind).
+        progress: training steps and evaluation counts while each unit runs
+            (``--no-progress``: only the per-unit lines).
+        throughput: ``benchmarks/train_throughput.py --json`` figures: the runs' projected
+            hours, by which the executor starts the longest runs first.
+
+    The units of work (:mod:`hf_posbias.study.units`) run under the spec's ``executor``
+    (:mod:`hf_posbias.executors`: ``local``, ``ray``, ``slurm``).
 
     The former call, ``run_study(spec, settings)``, still works for one release
     (``DeprecationWarning``).
@@ -478,10 +447,11 @@ def run_study(
         >>> StudyRunSettings(spec="studies/yhp26.yaml", out="study").run_kwargs()["out"]
         'study'
     """
-    from hf_posbias.training.matrix import run_matrix
-
     out = str(out)
     check_inputs(spec, out, hub_token)
+    from hf_posbias.executors import check_executor
+
+    check_executor(spec)  # one line before any work when it cannot start
     tasks = resolve_tasks(spec.evaluation_tasks)
     models = select_models(study_models(spec, out), shard)
     extra = training_argv(spec) + ([] if progress else ["--no-progress"])
@@ -494,55 +464,27 @@ def run_study(
             parse_settings(_matrix_run(model).train_args(spec.data, extra))
     save_spec(spec, out)
     check_remedies(models, tasks, spec, out)
-    from hf_posbias.study.analyses import AnalysisInputs, run_model_analyses
+    # The units of work go to the executor (hf_posbias.executors): local, Ray or Slurm.
+    from hf_posbias.executors import run_units
+    from hf_posbias.study.units import projected_costs, study_units
 
-    inputs = AnalysisInputs(spec, tasks)
+    costs = projected_costs(spec, models, throughput, num_processes=num_processes)
+    units = study_units(spec, out, models, tasks, study_work(progress), in_process=in_process,
+                        num_processes=num_processes, costs=costs)  # fmt: skip
     outcome = StudyOutcome([], 0, 0, None, [])
-    clock = StudyClock()
-    for index, model in enumerate(models, start=1):
-        start = time.perf_counter()
-        what = []
-        if model.trained:
-            run = _matrix_run(model)
-            if run.is_finished():
-                what.append("training skipped (done)")
-            else:
-                run_matrix(
-                    [run], spec.data, extra, num_processes=num_processes, in_process=in_process
-                )
-                outcome.trained.append(model.name)
-                facts = read_json(Path(model.folder) / "posbias_training.json")
-                what.append(
-                    f"trained {facts['steps']} steps in {facts['train_seconds']:.1f} s "
-                    f"({facts['train_seconds'] / max(facts['steps'], 1):.2f} s/step)"
-                )
-        elif model.config == BASE_CONFIG or model.remedy:
-            save_untrained_base(model, spec)  # a remedy row: done by its base row already
-        evaluated, skipped = evaluate_study_model(model, tasks, spec, out, progress=progress)
-        outcome.evaluated += evaluated
-        outcome.skipped += skipped
-        if evaluated:
-            what.append(f"evaluated on {evaluated} task(s)")
-        if skipped:
-            what.append(f"{skipped} evaluation(s) skipped (done)")
-        if spec.analyses and model.remedy is None:
-            ran, done = run_model_analyses(model, spec, out, inputs)
-            evaluated += ran  # for the ETA: an analysis is work done like an evaluation
-            what += [f"{ran} analysis(es) run"] * bool(ran)
-            what += [f"{done} analysis(es) skipped (done)"] * bool(done)
-        seconds = time.perf_counter() - start
-        if evaluated or model.name in outcome.trained:
-            clock.measured(model.name in outcome.trained, seconds)
-        eta = clock.eta(models[index:])
-        line = (
-            f"[{index}/{len(models)}] {model.name}: {'; '.join(what)} ({seconds:.1f} s, ETA {eta})"
-        )
+
+    def echo_line(line: str) -> None:
         outcome.lines.append(line)
         echo(line)
-    if study_complete(spec, out, tasks):
-        from hf_posbias.study.report import write_study_report
 
-        outcome.report = write_study_report(out)
+    ran, skipped = run_units(units, out, spec, echo_line)
+    outcome.trained = [u.id.split("/", 1)[1] for u in ran if u.kind == "train"]
+    outcome.evaluated = sum(u.kind == "eval" for u in ran)
+    outcome.skipped = sum(u.kind == "eval" for u in skipped)
+    if study_complete(spec, out, tasks):
+        from hf_posbias.study.report import REPORT_DIRNAME
+
+        outcome.report = Path(out) / REPORT_DIRNAME / "report.json"  # the report unit wrote it
         echo(f"report: {outcome.report}")
         if spec.hub_org:
             from hf_posbias.study.publish import publish_study
@@ -564,3 +506,15 @@ def study_complete(spec: StudySpec, out: str | Path, tasks: Sequence[StudyTask])
         for t in tasks
         if t.runs_on(m.base)
     ) and analyses_complete(spec, out)
+
+
+def study_work(progress: bool = True) -> StudyWork:
+    """The steps of this module the study's units call (:mod:`hf_posbias.study.units`)."""
+    from hf_posbias.study.units import StudyWork
+
+    return StudyWork(
+        save_base=save_untrained_base,
+        evaluate=evaluate_study_model,
+        complete=study_complete,
+        progress=progress,
+    )

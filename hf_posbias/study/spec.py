@@ -50,6 +50,7 @@ from hf_posbias.evaluation.runs.remedies import (
     get_remedy,
     remedy_names,
 )
+from hf_posbias.executors.options import ExecutorSettings
 from hf_posbias.locks import is_lock_file
 from hf_posbias.rows import read_json
 from hf_posbias.sampling import PAPER_CONFIG_NAMES
@@ -91,11 +92,13 @@ ANALYSES = ("reversal", "evidence-moving", "segment-profile")
 
 
 @dataclass(kw_only=True)
-class StudySpec(PassageSettings):
+class StudySpec(PassageSettings, ExecutorSettings):
     """Which bases, configurations, training data, tasks and settings make up one study.
 
     The passage settings (``passage_tokens``, ``stride``, ``segments``) are those of
-    :class:`~hf_posbias.evaluation.runs.remedies.PassageSettings`, read by ``remedies``.
+    :class:`~hf_posbias.evaluation.runs.remedies.PassageSettings`, read by ``remedies``; the
+    executor settings (``executor``, ``ray_address``, …) those of
+    :class:`~hf_posbias.executors.options.ExecutorSettings`: where the units of work run.
     """
 
     bases: list[str] = setting(
@@ -488,6 +491,7 @@ def _field_names() -> list[str]:
     """The spec's keys, its own first (the passage settings it inherits last)."""
     names = [f.name for f in dataclasses.fields(StudySpec)]
     inherited = {f.name for f in dataclasses.fields(PassageSettings)}
+    inherited |= {f.name for f in dataclasses.fields(ExecutorSettings)}
     return [n for n in names if n not in inherited] + [n for n in names if n in inherited]
 
 

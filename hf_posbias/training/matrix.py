@@ -35,6 +35,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from hf_posbias.errors import InputError, PosbiasError
 from hf_posbias.progress import progress
@@ -150,6 +151,38 @@ def _rows_per_bin(data: str, config: str) -> dict[str, int] | None:
     return {b: sum(row.values()) for b, row in counts.items()}
 
 
+def plan_runs(
+    runs: Sequence[Run],
+    data: str,
+    extra: Sequence[str] = (),
+    num_processes: int | None = None,
+    plan_for: str | None = None,
+    throughput: str | None = None,
+) -> list[Any]:
+    """The :class:`~hf_posbias.training.planning.RunPlan` of each run (memory settings, steps,
+    projected seconds with ``throughput``), for ``plan_for`` (default: this machine)."""
+    from hf_posbias.devices import described_device, device_info
+    from hf_posbias.training.planning import load_throughput, plan_run
+    from hf_posbias.training.settings import parse_settings
+
+    device = described_device(plan_for) if plan_for else device_info()
+    figures = load_throughput(throughput) if throughput else None
+    # Each configuration's data is read once, not once per base model that trains on it.
+    rows_per_bin = {config: _rows_per_bin(data, config) for config in {r.config for r in runs}}
+    # No bar: a plan is made in seconds, and a bar's ETA next to the projected hours of
+    # training would read as the time the study takes.
+    return [
+        plan_run(
+            parse_settings(run.train_args(data, extra)),
+            device,
+            num_processes or 1,
+            rows_per_bin=rows_per_bin[run.config],
+            throughput=figures,
+        )
+        for run in runs
+    ]
+
+
 def plan_matrix(
     runs: Sequence[Run],
     data: str,
@@ -159,34 +192,10 @@ def plan_matrix(
     throughput: str | None = None,
 ) -> tuple[list[str], float | None]:
     """One settings line per run (see :func:`hf_posbias.training.planning.plan_run`) + total."""
-    from hf_posbias.devices import described_device, device_info
-    from hf_posbias.training.planning import load_throughput, plan_run
-    from hf_posbias.training.settings import parse_settings
-
-    device = described_device(plan_for) if plan_for else device_info()
-    figures = load_throughput(throughput) if throughput else None
-    # Each configuration's data is read once, not once per base model that trains on it.
-    rows_per_bin = {config: _rows_per_bin(data, config) for config in {r.config for r in runs}}
-    lines: list[str] = []
-    total: float | None = 0.0
-    # No bar: a plan is made in seconds, and a bar's ETA next to the projected hours of
-    # training would read as the time the study takes.
-    for run in runs:
-        settings = parse_settings(run.train_args(data, extra))
-        plan = plan_run(
-            settings,
-            device,
-            num_processes or 1,
-            rows_per_bin=rows_per_bin[run.config],
-            throughput=figures,
-        )
-        lines.append(plan.summary())
-        total = (
-            None
-            if total is None or plan.projected_seconds is None
-            else (total + plan.projected_seconds)
-        )
-    return lines, total
+    plans = plan_runs(runs, data, extra, num_processes, plan_for, throughput)
+    seconds = [plan.projected_seconds for plan in plans]
+    total = None if any(s is None for s in seconds) else float(sum(seconds))  # type: ignore[arg-type]
+    return [plan.summary() for plan in plans], total
 
 
 def run_matrix(

@@ -165,13 +165,17 @@ def test_data_lacking_a_config_hub_org_without_token_and_foreign_out(
 
 
 def test_study_eta_comes_from_measured_durations_of_each_kind():
-    from hf_posbias.study.run import StudyClock
+    from hf_posbias.executors.units import ProgressLines, Unit
 
-    clock = StudyClock()
-    assert clock.seconds_left(trainings=0, evaluations=0) == 0.0
-    clock.measured(True, 100.0)
-    assert clock.seconds_left(trainings=3, evaluations=0) == 300.0
-    assert clock.seconds_left(trainings=3, evaluations=1) is None  # not measured: no guess
-    clock.measured(False, 10.0)
-    clock.measured(False, 20.0)
-    assert clock.seconds_left(trainings=1, evaluations=2) == 100.0 + 2 * 15.0
+    def units(kind: str, n: int) -> list[Unit]:
+        return [Unit(f"{kind}/{i}", kind, print) for i in range(n)]
+
+    clock = ProgressLines(total=10)
+    assert clock.eta([]) == "0 s"
+    clock.line(units("train", 1)[0], 100.0, [])
+    assert clock.eta(units("train", 3)) == "5.0 min"
+    assert clock.eta(units("train", 3) + units("eval", 1)).startswith("n/a")  # no guess
+    clock.line(units("eval", 1)[0], 10.0, [])
+    clock.line(units("eval", 1)[0], 20.0, [])
+    assert clock.eta(units("train", 1) + units("eval", 2)) == "2.2 min"  # 100 + 2 × 15 s
+    assert clock.eta(units("report", 1)) == "0 s"  # the report is not counted

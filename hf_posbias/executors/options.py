@@ -1,0 +1,89 @@
+"""The executor setting, declared once: ``--executor local|ray|slurm`` and its options.
+
+A verb that fans out work takes these fields (the study spec inherits them, so each is both a
+flag of ``posbias study run`` and a spec key). ``local`` runs the units one after another in this
+process (the default); ``ray`` places them on a Ray cluster (this machine's GPUs, or the cluster
+at ``--ray-address``); ``slurm`` submits one Slurm job per unit through submitit.
+
+Example:
+    >>> ExecutorSettings(executor="ray", gpus_per_task=1).executor
+    'ray'
+    >>> ExecutorSettings(executor="dask")
+    Traceback (most recent call last):
+    ...
+    hf_posbias.errors.InputError: --executor must be one of local, ray, slurm, got 'dask'
+    >>> ExecutorSettings(retries=-1)
+    Traceback (most recent call last):
+    ...
+    hf_posbias.errors.InputError: --retries must be >= 0, got -1
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from hf_posbias.settings import Settings, check_choice, check_positive, setting
+
+EXECUTORS: tuple[str, ...] = ("local", "ray", "slurm")
+SUBMITIT_CLUSTERS: tuple[str, ...] = ("slurm", "local", "debug")
+
+
+@dataclass(kw_only=True)
+class ExecutorSettings(Settings):
+    """Where the units of work run, and with what resources."""
+
+    executor: Literal["local", "ray", "slurm"] = setting(
+        "where the units of work run: local (one after another in this process), ray (a Ray "
+        "cluster: this machine's GPUs or --ray-address), slurm (one job per unit via submitit)",
+        default="local",
+    )
+    ray_address: str | None = setting(
+        "ray: join this cluster (e.g. 10.0.0.1:6379, or auto); unset: start Ray on this machine",
+        default=None,
+        metavar="ADDR",
+    )
+    gpus_per_task: float = setting(
+        "ray/slurm: GPUs per training or evaluation unit (0 on a CPU-only cluster)", default=1.0
+    )
+    cpus_per_task: int = setting("ray/slurm: CPU cores per unit", default=1)
+    retries: int = setting(
+        "ray/slurm: times a failed or preempted unit is started again", default=2
+    )
+    slurm_partition: str | None = setting("slurm: partition (sbatch -p)", default=None)
+    slurm_account: str | None = setting("slurm: account (sbatch -A)", default=None)
+    slurm_time: int = setting("slurm: time limit per job in minutes", default=24 * 60)
+    slurm_gpus_per_job: int | None = setting(
+        "slurm: GPUs per job (default: --gpus-per-task rounded up)", default=None
+    )
+    slurm_options: list[str] = setting(
+        "slurm: extra sbatch options as KEY=VALUE (e.g. qos=high constraint=a100)",
+        default_factory=list,
+    )
+    slurm_cluster: Literal["slurm", "local", "debug"] = setting(
+        "slurm: submitit's cluster: slurm (sbatch), local (submitit's LocalExecutor: processes "
+        "on this machine, no sbatch; for tests), debug (in this process)",
+        default="slurm",
+    )
+
+    def __post_init__(self) -> None:
+        check_choice("executor", self.executor, EXECUTORS)
+        check_choice("slurm_cluster", self.slurm_cluster, SUBMITIT_CLUSTERS)
+        check_positive(self, "cpus_per_task", "slurm_time", "slurm_gpus_per_job")
+        check_positive(self, "retries", "gpus_per_task", allow_zero=True)
+        self.slurm_options = list(self.slurm_options)
+        for option in self.slurm_options:
+            if "=" not in option:
+                from hf_posbias.errors import InputError
+
+                raise InputError(f"--slurm-options takes KEY=VALUE, got {option!r}")
+        super().__post_init__()
+
+    def sbatch_options(self) -> dict[str, str]:
+        """``--slurm-options`` as a mapping (submitit's ``slurm_additional_parameters``).
+
+        Example:
+            >>> ExecutorSettings(slurm_options=["qos=high"]).sbatch_options()
+            {'qos': 'high'}
+        """
+        return dict(o.split("=", 1) for o in self.slurm_options)
