@@ -51,7 +51,8 @@ def is_lock_file(name: str) -> bool:
     return name == LOCK_NAME or (name.startswith(".posbias-") and name.endswith(".lock"))
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs on this host (another user's process counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -83,7 +84,7 @@ def is_stale(lock: Path) -> bool:
     if holder.get("host") != socket.gethostname():
         return False  # another node's process: cannot be checked from here
     pid = holder.get("pid")
-    return not isinstance(pid, int) or not _alive(pid)
+    return not isinstance(pid, int) or not process_alive(pid)
 
 
 def _acquire(lock: Path, holder: dict[str, Any]) -> None:

@@ -19,13 +19,13 @@ Example:
 
 from __future__ import annotations
 
-import os
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from hf_posbias.executors.units import Unit, UnitRecord, read_record
+from hf_posbias.locks import process_alive
 
 STATES: tuple[str, ...] = ("done", "running", "failed", "waiting")
 
@@ -37,16 +37,6 @@ class UnitState:
     unit: Unit
     state: str
     detail: str = ""
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def last_log_line(out: str | Path, record: UnitRecord) -> str:
@@ -67,7 +57,7 @@ def unit_state(unit: Unit, out: str | Path, deps_done: bool = True) -> UnitState
         return UnitState(unit, "waiting")  # done once, but its inputs changed since
     where = f"{record.host} pid {record.pid}, attempt {record.attempt}"
     if record.state == "running":
-        if record.host == socket.gethostname() and not _alive(record.pid):
+        if record.host == socket.gethostname() and not process_alive(record.pid):
             return UnitState(unit, "failed", f"died while running ({where}: process gone)")
         return UnitState(unit, "running", where)
     last = last_log_line(out, record)

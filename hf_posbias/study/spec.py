@@ -270,6 +270,10 @@ def _flag_path(path: KeyPath) -> str:
     return key_path(path) if path[0] == "training" else flag_name(str(path[0]))
 
 
+def _not_one_of(value: str, known: tuple[str, ...]) -> str:
+    return f"must be one of {', '.join(known)}, got {value!r}{suggest(value, known)}"
+
+
 def spec_problems(values: Mapping[str, Any]) -> list[tuple[KeyPath, str]]:
     """Every mistake in a spec's values (a spec file's mapping, or a :class:`StudySpec`'s
     fields), each with its key path: types, empty lists, unknown configurations, poolings,
@@ -314,22 +318,10 @@ def spec_problems(values: Mapping[str, Any]) -> list[tuple[KeyPath, str]]:
         problems.append((("data",), "the study names no training data"))
     scoring = given("scoring")
     if scoring is not None and scoring not in SCORINGS:
-        problems.append(
-            (
-                ("scoring",),
-                f"must be one of {', '.join(SCORINGS)}, got {scoring!r}"
-                f"{suggest(scoring, SCORINGS)}",
-            )
-        )
+        problems.append((("scoring",), _not_one_of(scoring, tuple(SCORINGS))))
     for index, analysis in enumerate(given("analyses") or ()):
         if analysis not in ANALYSES:
-            problems.append(
-                (
-                    ("analyses", index),
-                    f"must be one of {', '.join(ANALYSES)}, got {analysis!r}"
-                    f"{suggest(analysis, ANALYSES)}",
-                )
-            )
+            problems.append((("analyses", index), _not_one_of(analysis, ANALYSES)))
     for name, least in (
         ("analysis_limit", 0),
         ("analysis_min_words", 1),
@@ -368,13 +360,7 @@ def spec_problems(values: Mapping[str, Any]) -> list[tuple[KeyPath, str]]:
     remedies = list(given("remedies") or ())
     for index, remedy in enumerate(remedies):
         if remedy not in remedy_names():
-            problems.append(
-                (
-                    ("remedies", index),
-                    f"must be one of {', '.join(remedy_names())}, got {remedy!r}"
-                    f"{suggest(remedy, remedy_names())}",
-                )
-            )
+            problems.append((("remedies", index), _not_one_of(remedy, remedy_names())))
         elif remedy in remedies[:index]:
             problems.append((("remedies", index), f"a remedy is named twice ({remedy!r})"))
     if remedies and not train:
