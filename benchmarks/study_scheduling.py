@@ -86,11 +86,11 @@ def static_makespan(units, models, n: int) -> float:
 def schedule_table(spec, costs: dict, gpus: list[int], unit: str) -> list[str]:
     """The markdown table of makespans for each N (ratios to the lower bound)."""
     from hf_posbias.executors.units import simulate
-    from hf_posbias.study.layout import StudyTask, study_models
-    from hf_posbias.study.units import StudyWork, study_units
+    from hf_posbias.study.layout import study_models
+    from hf_posbias.study.units import StudyWork, dry_run_tasks, study_units
 
     models = study_models(spec, "study")
-    tasks = [StudyTask(t, Path(t).name, t, "") for t in spec.tasks]
+    tasks = dry_run_tasks(spec)
     work = StudyWork(save_base=print, evaluate=print, complete=print)  # never called here
     units = study_units(spec, "study", models, tasks, work, costs=costs)
     total = sum(u.cost or 0.0 for u in units)

@@ -125,7 +125,7 @@ def output_lock(folder: str | Path, *, command: str, part: str | None = None) ->
     """
     target = Path(folder)
     if target.exists() and not target.is_dir():
-        raise InputError(f"{target} is a file, not an output folder")
+        raise InputError(f"{target} exists and is a file, not an output folder")
     created = not target.exists()
     target.mkdir(parents=True, exist_ok=True)
     lock = target / (LOCK_NAME if part is None else lock_name(part))

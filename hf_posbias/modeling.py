@@ -108,8 +108,7 @@ ENDPOINT_PREFIX = "openai:"
 """Model argument prefix of an OpenAI-compatible ``/v1/embeddings`` endpoint's model."""
 
 
-@dataclass(frozen=True)
-class ResolvedModel:
+class ResolvedModel(str):
     """What a model argument is and where it loads from: :func:`resolve_model`'s answer.
 
     Attributes:
@@ -121,14 +120,34 @@ class ResolvedModel:
             ``bm25``, ``endpoint`` and ``registry``).
         meta: the mteb registry entry (``registry`` only).
 
-    ``os.fspath(resolved)`` is its :attr:`location`, so ``Path(resolve_model(name))`` is the
-    folder of a local model.
+    ``os.fspath(resolved)`` and ``str(resolved)`` are its :attr:`location`, so
+    ``Path(resolve_model(name))`` is the folder of a local model and
+    ``SentenceTransformer(resolve_model(name))`` loads it.
     """
 
     name: str
     source: ModelSource
     location: str
-    meta: ModelMeta | None = None
+    meta: ModelMeta | None
+
+    def __new__(
+        cls, name: str, source: ModelSource, location: str, meta: ModelMeta | None = None
+    ) -> ResolvedModel:
+        # A string (its location) with the facts as attributes: what the resolver returned
+        # before it returned this record, and what every loader takes, so
+        # ``SentenceTransformer(resolve_model(name))`` keeps working.
+        self = super().__new__(cls, location)
+        self.name, self.source, self.location, self.meta = name, source, location, meta
+        return self
+
+    def __getnewargs__(self) -> tuple[Any, ...]:  # copy and pickle build it the same way
+        return (self.name, self.source, self.location, self.meta)
+
+    def __repr__(self) -> str:
+        return (
+            f"ResolvedModel(name={self.name!r}, source={self.source!r}, "
+            f"location={self.location!r})"
+        )
 
     @property
     def is_local(self) -> bool:

@@ -481,6 +481,25 @@ def _field_names() -> list[str]:
     return [n for n in names if n not in inherited] + [n for n in names if n in inherited]
 
 
+def _tasks_on_bases(tasks: list[Any], bases: list[str]) -> list[Any]:
+    """The spec file's task entries for the ``bases`` a flag put in place of its own: a task
+    pinned to some bases keeps those still studied, and is left out when none is.
+
+    Example:
+        >>> _tasks_on_bases(["A", {"task": "B", "bases": ["x", "y"]}, {"task": "C",
+        ...                  "bases": ["x"]}], ["y"])
+        ['A', {'task': 'B', 'bases': ['y']}]
+    """
+    kept: list[Any] = []
+    for entry in tasks:
+        pinned = entry.get("bases") if isinstance(entry, Mapping) else None
+        if not isinstance(pinned, list):
+            kept.append(entry)
+        elif any(b in bases for b in pinned):
+            kept.append({**entry, "bases": [b for b in pinned if b in bases]})
+    return kept
+
+
 def load_spec(path: str | Path, overrides: Mapping[str, Any] | None = None) -> StudySpec:
     """The spec of ``path`` with ``overrides`` (flags given on the command line; ``None`` values
     mean "not given") applied on top.
@@ -506,6 +525,8 @@ def load_spec(path: str | Path, overrides: Mapping[str, Any] | None = None) -> S
     data = read_spec_text(path)
     given = {k: v for k, v in (overrides or {}).items() if v is not None}
     data.update(given)
+    if "bases" in given and isinstance(data.get("tasks"), list):
+        data["tasks"] = _tasks_on_bases(data["tasks"], list(given["bases"]))
     problems = _unknown_keys(data)
     if not problems:
         try:

@@ -131,7 +131,7 @@ def test_rrf_over_one_list_and_unknown_first_stages_are_one_line(beir_task, tmp_
     base = ["listwise", "test", "--reranker", "bm25", "--task", str(beir_task), "--k", "4"]
     for stages, message in (
         (["bm25", "bm25"], "reciprocal rank fusion needs two or more different first stages"),
-        (["no-such-first-stage"], "cannot load embedding model 'no-such-first-stage'"),
+        (["no-such-first-stage"], "unknown model 'no-such-first-stage'"),
         (["bm25", "--rrf-k", "0"], "--rrf-k must be"),
     ):
         code = main([*base, "--first-stage", *stages, "--out", str(tmp_path / "o")])
