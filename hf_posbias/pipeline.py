@@ -1157,20 +1157,24 @@ def build(config: BuildSettings, echo: Echo = _silent) -> BuildResult:
     _, corpus_report = run_corpus_stage(
         config, work, echo, overwrite=overwrite, progress=config.progress
     )
-    # Under ray/slurm each worker builds the generator from its name and options.
+    from hf_posbias.executors.stages import executor_session
+
+    # Under ray/slurm each worker builds the generator from its name and options; Ray, when a
+    # shard is left to make, is started once for both stages.
     local = config.executor == "local"
-    _, generation_report = run_generate_stage(
-        work,
-        plan.generator if local else config.generator,
-        None if local else config.generator_options(),
-        config.progress,
-        echo,
-        overwrite=overwrite,
-        executor=config,
-    )
-    _, verification_report = run_verify_stage(
-        work, config, plan.panel, config.progress, echo, overwrite=overwrite, executor=config
-    )
+    with executor_session():
+        _, generation_report = run_generate_stage(
+            work,
+            plan.generator if local else config.generator,
+            None if local else config.generator_options(),
+            config.progress,
+            echo,
+            overwrite=overwrite,
+            executor=config,
+        )
+        _, verification_report = run_verify_stage(
+            work, config, plan.panel, config.progress, echo, overwrite=overwrite, executor=config
+        )
     resample = not overwrite and only_the_pool_changed(work, config)
     if resample:
         echo("sample: the scored pool changed (δ re-filtered): drawing the training sets again")

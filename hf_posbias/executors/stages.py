@@ -23,7 +23,9 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,40 @@ from hf_posbias.executors import run_units
 from hf_posbias.executors.options import ExecutorSettings
 from hf_posbias.executors.units import Unit
 from hf_posbias.shards import shard_path
+
+_SESSION: ContextVar[list[Any] | None] = ContextVar("executor_session", default=None)
+"""Inside :func:`executor_session`: the Ray module the session started (empty until then)."""
+
+
+@contextlib.contextmanager
+def executor_session() -> Iterator[None]:
+    """Keep Ray, once a stage's units started it, for the verb's later stages, and stop it when
+    the block ends (a verb of several sharded stages starts Ray once, and only if a shard is
+    left to make; an already running Ray is left running).
+
+    Example:
+        >>> with executor_session():
+        ...     _SESSION.get()
+        []
+    """
+    started: list[Any] = []
+    token = _SESSION.set(started)
+    try:
+        yield
+    finally:
+        _SESSION.reset(token)
+        for ray in started:
+            ray.shutdown()
+
+
+def _join_session(settings: ExecutorSettings) -> None:
+    session = _SESSION.get()
+    if session is not None and not session and settings.executor == "ray":
+        from hf_posbias.executors.ray import connect
+
+        ray, started = connect(settings)
+        if started:
+            session.append(ray)
 
 
 def shard_units(
@@ -69,9 +105,11 @@ def shard_units_runner(
     gpus: float = 0.0,
 ) -> Callable[[list[int]], None]:
     """The ``remote`` of :func:`~hf_posbias.shards.run_sharded`: the missing shards as units
-    run under ``settings.executor`` (state and logs under ``records_dir``)."""
+    run under ``settings.executor`` (state and logs under ``records_dir``); inside
+    :func:`executor_session`, Ray is started once for all the stages."""
 
     def run(indices: list[int]) -> None:
+        _join_session(settings)
         units = shard_units(kind, call, args, stage_dir, indices, gpus=gpus)
         run_units(units, str(records_dir), settings, echo)
 
