@@ -1,6 +1,6 @@
-"""`posbias build --executor ray`: each generate and verify shard one Ray task, the same files as
-a local build; a rerun redoes only the shard that is missing; an executor that cannot start is
-one line before any work."""
+"""`posbias build --executor ray|slurm`: each generate and verify shard one Ray task (or one
+submitit job: its local executor, no Slurm here), the same files as a local build; a rerun redoes
+only the shard that is missing; an executor that cannot start is one line before any work."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hf_posbias.cli import main
 
 # The embedded default corpus, 49 documents kept of 60: two generate shards of 32, one verify.
 BUILD = ["build", "--corpus", "demo", "--limit", "60", "--no-progress"]
-RECORDS = ("units", "logs")  # the executor's unit records, in the work folder only
+RECORDS = ("units", "logs", "slurm")  # the executors' records, in the work folder only
 
 
 def files(out: Path) -> dict[str, bytes]:
@@ -72,6 +72,16 @@ def test_ray_build_gives_the_local_files_and_resumes_a_missing_shard(
         < json.loads(first.pop(report))["pairs_scored"]
     )
     assert again == first
+
+
+def test_submitit_build_gives_the_local_files(local_build, tmp_path, capsys):
+    pytest.importorskip("submitit")
+    out = tmp_path / "slurm"
+    argv = [*BUILD, "--out", str(out), "--executor", "slurm", "--slurm-cluster", "local"]
+    assert main([*argv, "--gpus-per-task", "0"]) == 0
+    printed = capsys.readouterr().out
+    assert "generate/shard-00001: done in" in printed and "submitit local executor" in printed
+    assert files(out) == files(local_build)
 
 
 def test_an_executor_that_cannot_start_is_one_line_before_any_work(tmp_path, capsys):
