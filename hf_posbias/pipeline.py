@@ -22,6 +22,9 @@ output) instead of mixing outputs.
 :func:`build` runs them all with ``W = OUT/work``, after validating every option first
 (:func:`prepare_build`): nothing is written before the whole configuration is known to be
 usable. The same inputs and seed give byte-identical parquet files.
+``--executor ray|slurm`` (:class:`~hf_posbias.executors.ExecutorSettings`, taken by ``build``,
+``generate`` and ``verify``) makes each generate and verify shard one unit of work
+(:mod:`hf_posbias.executors.stages`) and gives the same files as ``local``, the default.
 
 Example (each third of a document has its own topic, so an ICT query drawn from one third is
 verifiably about that third):
