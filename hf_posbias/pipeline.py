@@ -308,12 +308,17 @@ def _remote_shards(
     gpus: float,
 ) -> Callable[[list[int]], None] | None:
     """Under ``--executor ray|slurm``: the stage's missing shards as one unit each (state and
-    logs under the work folder); ``None`` under ``local`` (the shards are made here)."""
+    logs under the work folder; ``Path`` arguments made absolute); ``None`` under ``local``
+    (the shards are made here)."""
     if executor is None or executor.executor == "local":
         return None
     from hf_posbias.executors.stages import shard_units_runner
 
-    return shard_units_runner(kind, call, args, stage_dir, work, executor, echo=echo, gpus=gpus)
+    # Absolute folders: a worker (another node, a Slurm job) does not start in this folder.
+    args = tuple(str(Path(a).resolve()) if isinstance(a, Path) else a for a in args)
+    return shard_units_runner(
+        kind, call, args, stage_dir.resolve(), work.resolve(), executor, echo=echo, gpus=gpus
+    )
 
 
 def check_stage_executor(executor: ExecutorSettings | None) -> None:
@@ -356,7 +361,7 @@ def run_generate_stage(
             executor,
             "generate",
             generate_shard,
-            (str(work / CORPUS), str(work / CANDIDATES), generator, options or {}, SHARD_SIZE),
+            (Path(work) / CORPUS, Path(work) / CANDIDATES, generator, options or {}, SHARD_SIZE),
             Path(work) / CANDIDATES,
             Path(work),
             echo,
@@ -425,8 +430,8 @@ def run_verify_stage(
             "verify",
             verify_shard,
             (
-                str(work / CANDIDATES),
-                str(work / SCORED),
+                Path(work) / CANDIDATES,
+                Path(work) / SCORED,
                 settings.panel,
                 settings.normalization,
                 settings.trust_remote_code,
