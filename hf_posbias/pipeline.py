@@ -22,6 +22,9 @@ output) instead of mixing outputs.
 :func:`build` runs them all with ``W = OUT/work``, after validating every option first
 (:func:`prepare_build`): nothing is written before the whole configuration is known to be
 usable. The same inputs and seed give byte-identical parquet files.
+``--executor ray|slurm`` (:class:`~hf_posbias.executors.ExecutorSettings`, taken by ``build``,
+``generate`` and ``verify``) makes each generate and verify shard one unit of work
+(:mod:`hf_posbias.executors.stages`) and gives the same files as ``local``, the default.
 
 Example (each third of a document has its own topic, so an ICT query drawn from one third is
 verifiably about that third):
@@ -67,6 +70,7 @@ from hf_posbias.corpus import (
     write_documents,
 )
 from hf_posbias.errors import InputError
+from hf_posbias.executors.options import ExecutorSettings
 from hf_posbias.generation.backends import CHAT_BACKENDS, EndpointSettings
 from hf_posbias.generation.registry import GENERATORS
 from hf_posbias.rows import read_json, read_parquet_rows
@@ -293,6 +297,38 @@ def make_stage_generator(
     return make_generator(generator, **(options or {}))
 
 
+def _remote_shards(
+    executor: ExecutorSettings | None,
+    kind: str,
+    call: Callable[..., Any],
+    args: tuple[Any, ...],
+    stage_dir: Path,
+    work: Path,
+    echo: Echo,
+    gpus: float,
+) -> Callable[[list[int]], None] | None:
+    """Under ``--executor ray|slurm``: the stage's missing shards as one unit each (state and
+    logs under the work folder; ``Path`` arguments made absolute); ``None`` under ``local``
+    (the shards are made here)."""
+    if executor is None or executor.executor == "local":
+        return None
+    from hf_posbias.executors.stages import shard_units_runner
+
+    # Absolute folders: a worker (another node, a Slurm job) does not start in this folder.
+    args = tuple(str(Path(a).resolve()) if isinstance(a, Path) else a for a in args)
+    return shard_units_runner(
+        kind, call, args, stage_dir.resolve(), work.resolve(), executor, echo=echo, gpus=gpus
+    )
+
+
+def check_stage_executor(executor: ExecutorSettings | None) -> None:
+    """One :class:`InputError` line, before any work, when ``--executor`` cannot start."""
+    if executor is not None and executor.executor != "local":
+        from hf_posbias.executors import check_executor
+
+        check_executor(executor)
+
+
 def run_generate_stage(
     work: Path,
     generator: str | QueryGenerator = "ict",
@@ -301,15 +337,36 @@ def run_generate_stage(
     echo: Echo = _silent,
     *,
     overwrite: bool = False,
+    executor: ExecutorSettings | None = None,
 ) -> tuple[list[Any], Any]:
     """Generate position-targeted queries for ``work/corpus`` into ``work/candidates``.
 
     The generator's name and every option that changes its output (seed included) are pinned
-    in the stage manifest with a fingerprint of the documents.
+    in the stage manifest with a fingerprint of the documents. Under ``executor`` ray or
+    slurm each shard is one unit (:func:`hf_posbias.generation.stage.generate_shard`, which
+    builds the generator from its name and ``options`` on the worker).
     """
-    from hf_posbias.generation.stage import run_generation
+    from hf_posbias.generation.stage import SHARD_SIZE, generate_shard, run_generation
 
+    check_stage_executor(executor)
     query_generator = make_stage_generator(generator, options)
+    remote = None
+    if executor is not None and executor.executor != "local":
+        if not isinstance(generator, str):
+            raise InputError(
+                f"{flag_name('executor')} {executor.executor} builds the generator on each "
+                "worker: give it by name and options, not as a loaded generator"
+            )
+        remote = _remote_shards(
+            executor,
+            "generate",
+            generate_shard,
+            (Path(work) / CORPUS, Path(work) / CANDIDATES, generator, options or {}, SHARD_SIZE),
+            Path(work) / CANDIDATES,
+            Path(work),
+            echo,
+            gpus=1.0 if generator == "local-lm" else 0.0,
+        )
     documents = load_documents(Path(work) / CORPUS)
     candidates, report = run_generation(
         documents,
@@ -317,6 +374,7 @@ def run_generate_stage(
         Path(work) / CANDIDATES,
         progress=progress,
         overwrite=overwrite,
+        remote=remote,
     )
     for line in report.summary_lines():
         echo(line)
@@ -349,24 +407,55 @@ def run_verify_stage(
     echo: Echo = _silent,
     *,
     overwrite: bool = False,
+    executor: ExecutorSettings | None = None,
 ) -> tuple[list[dict[str, Any]], Any]:
     """Score ``work/candidates`` with the reranker panel into ``work/scored``.
 
     δ was checked against the panel once, when ``settings`` was made; ``panel`` is the loaded
-    panel when the caller has it already (else it is loaded from ``settings``).
+    panel when the caller has it already (else it is loaded from ``settings``). Under
+    ``executor`` ray or slurm each shard is one unit
+    (:func:`hf_posbias.verification.stage.verify_shard`, which builds the panel from
+    ``settings`` on the worker) and no panel is loaded here.
     """
     from hf_posbias.generation.stage import load_candidates
-    from hf_posbias.verification.stage import verify_candidates
+    from hf_posbias.verification.members import BM25Member
+    from hf_posbias.verification.stage import SHARD_SIZE, verify_candidates, verify_shard
 
-    reranker_panel = panel if panel is not None else settings.make_panel()
+    check_stage_executor(executor)
+    remote = None
+    if executor is not None and executor.executor != "local":
+        described = panel if panel is not None else settings.make_panel(load=False)
+        remote = _remote_shards(
+            executor,
+            "verify",
+            verify_shard,
+            (
+                Path(work) / CANDIDATES,
+                Path(work) / SCORED,
+                settings.panel,
+                settings.normalization,
+                settings.trust_remote_code,
+                float(settings.delta),  # type: ignore[arg-type]
+                SHARD_SIZE,
+            ),
+            Path(work) / SCORED,
+            Path(work),
+            echo,
+            gpus=0.0 if all(isinstance(m, BM25Member) for m in described.members) else 1.0,
+        )
+        reranker_panel = described
+    else:
+        reranker_panel = panel if panel is not None else settings.make_panel()
     candidates = [c.to_row() for c in load_candidates(Path(work) / CANDIDATES)]
     rows, report = verify_candidates(
         candidates,
         reranker_panel,
         Path(work) / SCORED,
         delta=float(settings.delta),  # type: ignore[arg-type]
+        shard_size=SHARD_SIZE,
         progress=progress,
         overwrite=overwrite,
+        remote=remote,
     )
     for line in report.summary_lines():
         echo(line)
@@ -971,12 +1060,14 @@ class CorpusStageSettings(CorpusSettings, WorkSettings, StageSettings):
 
 
 @dataclass(kw_only=True)
-class GenerateSettings(GeneratorSettings, WorkSettings, StageSettings):
+class GenerateSettings(ExecutorSettings, GeneratorSettings, WorkSettings, StageSettings):
     """``posbias generate``."""
 
 
 @dataclass(kw_only=True)
-class VerifySettings(PanelSettings, AuditSettings, SeedSettings, WorkSettings, StageSettings):
+class VerifySettings(
+    ExecutorSettings, PanelSettings, AuditSettings, SeedSettings, WorkSettings, StageSettings
+):
     """``posbias verify``."""
 
 
@@ -993,6 +1084,7 @@ class PublishStageSettings(PublishSettings, OutSettings, WorkSettings, StageSett
 @dataclass(kw_only=True)
 class BuildSettings(
     # Listed last-shown first: --help shows --out and the corpus options first.
+    ExecutorSettings,
     StageSettings,
     PublishSettings,
     SampleSettings,
@@ -1046,6 +1138,7 @@ uniform (B/M/E/U) or three numbers b:m:e such as 50:25:25
         from hf_posbias.hub import resolve_token
 
         token = resolve_token(config.token, purpose=f"{flag_name('repo_id')} {config.repo_id}")
+    check_stage_executor(config)
     panel = config.make_panel()  # the cross-encoders: a bad id fails here, before the corpus
     return BuildPlan(config, out, out / "work", generator, panel, token)
 
@@ -1072,12 +1165,24 @@ def build(config: BuildSettings, echo: Echo = _silent) -> BuildResult:
     _, corpus_report = run_corpus_stage(
         config, work, echo, overwrite=overwrite, progress=config.progress
     )
-    _, generation_report = run_generate_stage(
-        work, plan.generator, None, config.progress, echo, overwrite=overwrite
-    )
-    _, verification_report = run_verify_stage(
-        work, config, plan.panel, config.progress, echo, overwrite=overwrite
-    )
+    from hf_posbias.executors.stages import executor_session
+
+    # Under ray/slurm each worker builds the generator from its name and options; Ray, when a
+    # shard is left to make, is started once for both stages.
+    local = config.executor == "local"
+    with executor_session():
+        _, generation_report = run_generate_stage(
+            work,
+            plan.generator if local else config.generator,
+            None if local else config.generator_options(),
+            config.progress,
+            echo,
+            overwrite=overwrite,
+            executor=config,
+        )
+        _, verification_report = run_verify_stage(
+            work, config, plan.panel, config.progress, echo, overwrite=overwrite, executor=config
+        )
     resample = not overwrite and only_the_pool_changed(work, config)
     if resample:
         echo("sample: the scored pool changed (δ re-filtered): drawing the training sets again")

@@ -262,6 +262,7 @@ def run_sharded(
     schema: Any = None,
     progress: bool = True,
     overwrite: bool = False,
+    remote: Callable[[list[int]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Map ``fn`` over ``items`` shard by shard, resumably, and return all rows in item order.
 
@@ -277,6 +278,9 @@ def run_sharded(
         schema: optional pyarrow schema (keeps empty shards mergeable).
         progress: report progress on the main process (:func:`hf_posbias.progress.progress`).
         overwrite: replace a folder pinned to other parameters instead of refusing.
+        remote: instead of ``fn`` here, ``remote(indices)`` makes the missing shards' files
+            (:func:`shard_path`) elsewhere, e.g. one executor unit per shard
+            (:mod:`hf_posbias.executors.stages`); then the shards are merged as usual.
 
     Returns:
         The merged rows (every process returns them after a barrier).
@@ -296,8 +300,13 @@ def run_sharded(
 
     n_shards = (len(items) + shard_size - 1) // shard_size
     mine = [i for i in range(n_shards) if i % proc.count == proc.index]
-    todo = [i for i in mine if not (shard_dir / f"shard-{i:05d}.parquet").exists()]
+    todo = [i for i in mine if not shard_path(out, i).exists()]
     done = len(mine) - len(todo)
+    if remote is not None:
+        if todo:
+            remote(todo)
+        wait_for_everyone()
+        return merge_shards(out, n_shards)
     bar = progress_bar(
         total=len(todo),
         desc=f"{desc} ({done} shard(s) already done)" if done else desc,
@@ -305,12 +314,32 @@ def run_sharded(
         disable=not (progress and proc.is_main),
     )
     for i in todo:
-        rows = fn(list(items[i * shard_size : (i + 1) * shard_size]))
-        write_parquet(rows, shard_dir / f"shard-{i:05d}.parquet", schema=schema)
+        rows = fn(shard_items(items, i, shard_size))
+        write_parquet(rows, shard_path(out, i), schema=schema)
         bar.update(1)
     bar.close()
     wait_for_everyone()
     return merge_shards(out, n_shards)
+
+
+def shard_path(out_dir: str | Path, index: int) -> Path:
+    """Where shard ``index`` of a stage folder is written (its presence: the shard is done).
+
+    Example:
+        >>> shard_path("W/candidates", 1).as_posix()
+        'W/candidates/shards/shard-00001.parquet'
+    """
+    return Path(out_dir) / "shards" / f"shard-{index:05d}.parquet"
+
+
+def shard_items(items: Sequence[T], index: int, shard_size: int) -> list[T]:
+    """The items of shard ``index`` (the same cut :func:`run_sharded` makes).
+
+    Example:
+        >>> shard_items(list(range(10)), 2, 4)
+        [8, 9]
+    """
+    return list(items[index * shard_size : (index + 1) * shard_size])
 
 
 def merge_shards(out_dir: str | Path, n_shards: int | None = None) -> list[dict[str, Any]]:
@@ -320,7 +349,7 @@ def merge_shards(out_dir: str | Path, n_shards: int | None = None) -> list[dict[
         n_shards = len(list(shard_dir.glob("shard-*.parquet")))
     rows: list[dict[str, Any]] = []
     for i in range(n_shards):
-        path = shard_dir / f"shard-{i:05d}.parquet"
+        path = shard_path(out_dir, i)
         if not path.exists():
             raise InputError(f"{path} is missing: rerun the stage to finish it")
         rows.extend(read_parquet_rows(path))

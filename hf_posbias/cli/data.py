@@ -32,16 +32,23 @@ def _cmd_corpus(s: CorpusStageSettings) -> None:
 
 
 def _cmd_generate(s: GenerateSettings) -> None:
-    from hf_posbias.pipeline import make_stage_generator, run_generate_stage
+    from hf_posbias.pipeline import run_generate_stage
 
-    generator = make_stage_generator(s.generator, s.generator_options())
-    run_generate_stage(Path(s.work), generator, None, s.progress, echo, overwrite=s.overwrite)
+    run_generate_stage(
+        Path(s.work),
+        s.generator,
+        s.generator_options(),
+        s.progress,
+        echo,
+        overwrite=s.overwrite,
+        executor=s,
+    )
 
 
 def _cmd_verify(s: VerifySettings) -> None:
     from hf_posbias.pipeline import run_verify_stage
 
-    run_verify_stage(Path(s.work), s, None, s.progress, echo, overwrite=s.overwrite)
+    run_verify_stage(Path(s.work), s, None, s.progress, echo, overwrite=s.overwrite, executor=s)
     if s.audit_model:
         from hf_posbias.pipeline import run_audit_stage
 

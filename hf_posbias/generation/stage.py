@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,12 +43,16 @@ from hf_posbias.rows import read_parquet_rows
 from hf_posbias.shards import (
     process_info,
     run_sharded,
+    shard_items,
+    shard_path,
     write_json,
     write_parquet,
 )
 
 CANDIDATES_FILE = "candidates.parquet"
 REPORT_FILE = "report.json"
+SHARD_SIZE = 32
+"""Documents per generate shard (the unit of resumption and of distribution)."""
 
 
 @dataclass
@@ -128,9 +132,10 @@ def run_generation(
     generator: QueryGenerator,
     out_dir: str | Path,
     *,
-    shard_size: int = 32,
+    shard_size: int = SHARD_SIZE,
     progress: bool = True,
     overwrite: bool = False,
+    remote: Callable[[list[int]], None] | None = None,
 ) -> tuple[list[Candidate], GenerationReport]:
     """Generate candidates for ``documents`` into ``out_dir``, resumably.
 
@@ -148,6 +153,8 @@ def run_generation(
         shard_size: documents per shard (unit of resumption and of ``accelerate`` distribution).
         progress: report progress (in shards of ``shard_size`` documents).
         overwrite: replace a stage folder pinned to other settings instead of refusing.
+        remote: make the missing shards elsewhere (see :func:`hf_posbias.shards.run_sharded`;
+            each shard through :func:`generate_shard`, e.g. as executor units).
 
     Returns:
         ``(candidates, report)``; every process returns the merged result.
@@ -169,27 +176,7 @@ def run_generation(
     proc = process_info()
 
     def work(shard: list[Document]) -> list[dict[str, Any]]:
-        # Batch generators (LLM) overlap requests across the whole shard. Progress is counted
-        # in shards by run_sharded: a bar per shard would print a line per shard in a log.
-        outcomes = generate_batch(generator, shard)
-        rows = []
-        for doc, outcome in zip(shard, outcomes, strict=True):
-            row: dict[str, Any] = {
-                "doc_id": doc.id,
-                "process_index": proc.index,
-                "excluded": None,
-                "excluded_detail": None,
-                "skipped": "{}",
-                "candidates": [],
-            }
-            if isinstance(outcome, GenerationFailure):
-                row["excluded"] = outcome.reason
-                row["excluded_detail"] = outcome.detail[:500]
-            else:
-                row["skipped"] = json.dumps(outcome.skipped, sort_keys=True)
-                row["candidates"] = [c.to_row() for c in outcome.candidates]
-            rows.append(row)
-        return rows
+        return document_rows(generator, shard, proc.index)
 
     rows = run_sharded(
         list(documents),
@@ -201,6 +188,7 @@ def run_generation(
         schema=_document_schema(),
         progress=progress,
         overwrite=overwrite,
+        remote=remote,
     )
     candidates, report = _collect(rows, generator.name)
     if proc.is_main:
@@ -210,6 +198,66 @@ def run_generation(
         )
         write_json(out / REPORT_FILE, report.to_dict())
     return candidates, report
+
+
+def document_rows(
+    generator: QueryGenerator, shard: Sequence[Document], process_index: int = 0
+) -> list[dict[str, Any]]:
+    """One shard row per document: its candidates, the positions it skipped, or why it was
+    excluded (what a generate shard file holds)."""
+    # Batch generators (LLM) overlap requests across the whole shard. Progress is counted
+    # in shards by run_sharded: a bar per shard would print a line per shard in a log.
+    outcomes = generate_batch(generator, list(shard))
+    rows = []
+    for doc, outcome in zip(shard, outcomes, strict=True):
+        row: dict[str, Any] = {
+            "doc_id": doc.id,
+            "process_index": process_index,
+            "excluded": None,
+            "excluded_detail": None,
+            "skipped": "{}",
+            "candidates": [],
+        }
+        if isinstance(outcome, GenerationFailure):
+            row["excluded"] = outcome.reason
+            row["excluded_detail"] = outcome.detail[:500]
+        else:
+            row["skipped"] = json.dumps(outcome.skipped, sort_keys=True)
+            row["candidates"] = [c.to_row() for c in outcome.candidates]
+        rows.append(row)
+    return rows
+
+
+def generate_shard(
+    corpus_dir: str | Path,
+    out_dir: str | Path,
+    generator: str,
+    options: dict[str, Any],
+    shard_size: int,
+    index: int,
+) -> None:
+    """Write shard ``index`` of a generate stage on a worker: the documents are read from
+    ``corpus_dir`` and the generator is built from its name and options (nothing loaded is
+    handed over), so the file equals the one :func:`run_generation` writes here.
+
+    Example:
+        >>> import tempfile
+        >>> from hf_posbias.corpus import prepare_documents, write_documents
+        >>> from hf_posbias.shards import shard_path
+        >>> text = " ".join(f"Line {i} says the bridge has {i} arches in total." for i in range(9))
+        >>> docs, report = prepare_documents([{"id": "a", "text": text}])
+        >>> corpus, out = tempfile.mkdtemp(), tempfile.mkdtemp()
+        >>> _ = write_documents(docs, report, corpus)
+        >>> generate_shard(corpus, out, "ict", {"seed": 1}, 32, 0)
+        >>> shard_path(out, 0).is_file()
+        True
+    """
+    from hf_posbias.corpus import load_documents
+    from hf_posbias.generation.registry import make_generator
+
+    documents = shard_items(load_documents(Path(corpus_dir)), index, shard_size)
+    rows = document_rows(make_generator(generator, **options), documents)
+    write_parquet(rows, shard_path(out_dir, index), schema=_document_schema())
 
 
 def _collect(rows: list[dict[str, Any]], name: str) -> tuple[list[Candidate], GenerationReport]:

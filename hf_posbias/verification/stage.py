@@ -23,16 +23,27 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
-from hf_posbias.shards import merge_shards, process_info, run_sharded, write_json
+from hf_posbias.rows import read_parquet_rows
+from hf_posbias.shards import (
+    merge_shards,
+    process_info,
+    run_sharded,
+    shard_items,
+    shard_path,
+    write_json,
+    write_parquet,
+)
 from hf_posbias.verification.panel import RerankerPanel, check_candidate, check_delta
 from hf_posbias.verification.report import DEFAULT_DELTA, VerificationReport
 
 REPORT_FILE = "report.json"
+SHARD_SIZE = 4096
+"""Candidates per verify shard (the unit of resumption and of distribution)."""
 
 
 def candidates_fingerprint(candidates: Sequence[dict[str, Any]]) -> str:
@@ -57,7 +68,7 @@ def run_verification(
     out_dir: str | Path,
     *,
     delta: float = DEFAULT_DELTA,
-    shard_size: int = 4096,
+    shard_size: int = SHARD_SIZE,
     progress: bool = True,
     overwrite: bool = False,
 ) -> tuple[list[dict[str, Any]], VerificationReport]:
@@ -90,12 +101,15 @@ def verify_candidates(
     out_dir: str | Path,
     *,
     delta: float,
-    shard_size: int = 4096,
+    shard_size: int = SHARD_SIZE,
     progress: bool = True,
     overwrite: bool = False,
+    remote: Callable[[list[int]], None] | None = None,
 ) -> tuple[list[dict[str, Any]], VerificationReport]:
     """:func:`run_verification` with δ already checked against ``panel`` once (by the settings
-    of ``posbias verify``/``build``)."""
+    of ``posbias verify``/``build``). ``remote`` makes the missing shards elsewhere (each
+    through :func:`verify_shard`, e.g. as executor units; see
+    :func:`hf_posbias.shards.run_sharded`)."""
     if not candidates:
         raise InputError("no candidates to verify")
     for row in candidates:
@@ -112,19 +126,17 @@ def verify_candidates(
             # Fitted lazily: a rerun with every shard done fits nothing and scores nothing.
             panel.prepare(candidates)
             state["prepared"] = True
-        result = panel.score(shard, progress=progress)
+        rows, result = scored_rows(panel, shard, delta, progress)
         state["pairs_total"] += result.pairs_total
         state["pairs_scored"] += result.pairs_scored
-        out = []
-        for i, row in enumerate(shard):
-            new = dict(row)
-            new["segments"] = [str(x) for x in row["segments"]]
-            new["panel_scores"] = [[float(x) for x in r] for r in result.normalized[i]]
-            new["member_margins"] = [float(x) for x in result.member_margins[i]]
-            new["margin"] = float(result.margin[i])
-            new["retained"] = bool(result.margin[i] >= delta)
-            out.append(new)
-        return out
+        return rows
+
+    def run_remote(todo: list[int]) -> None:
+        remote(todo)  # type: ignore[misc]
+        for index in todo:  # the counts the shards' own scoring reported here
+            total, scored = shard_pair_counts(read_parquet_rows(shard_path(out_dir, index)))
+            state["pairs_total"] += total
+            state["pairs_scored"] += scored
 
     params = {
         "stage": "verify",
@@ -143,6 +155,7 @@ def verify_candidates(
         desc="verify",
         progress=progress,
         overwrite=overwrite,
+        remote=run_remote if remote is not None else None,
     )
     report = VerificationReport.from_rows(
         rows,
@@ -154,6 +167,73 @@ def verify_candidates(
     if process_info().is_main:
         write_json(Path(out_dir) / REPORT_FILE, report.to_dict())
     return rows, report
+
+
+def scored_rows(
+    panel: RerankerPanel, shard: Sequence[dict[str, Any]], delta: float, progress: bool = False
+) -> tuple[list[dict[str, Any]], Any]:
+    """A verify shard's rows (each candidate with its panel scores, margins and ``retained``)
+    and the panel's scores, from a panel already prepared on every candidate."""
+    result = panel.score(shard, progress=progress)
+    out = []
+    for i, row in enumerate(shard):
+        new = dict(row)
+        new["segments"] = [str(x) for x in row["segments"]]
+        new["panel_scores"] = [[float(x) for x in r] for r in result.normalized[i]]
+        new["member_margins"] = [float(x) for x in result.member_margins[i]]
+        new["margin"] = float(result.margin[i])
+        new["retained"] = bool(result.margin[i] >= delta)
+        out.append(new)
+    return out, result
+
+
+def shard_pair_counts(rows: Sequence[dict[str, Any]]) -> tuple[int, int]:
+    """``(pairs_total, pairs_scored)`` of a scored shard, as the panel counted them when it
+    scored the shard: every (query, segment) pair, and the unique ones (each scored once).
+
+    Example:
+        >>> shard_pair_counts([{"query": "q", "segments": ["a", "b", "a"]}])
+        (3, 2)
+    """
+    pairs = [(row["query"], str(seg)) for row in rows for seg in row["segments"]]
+    return len(pairs), len(set(pairs))
+
+
+def verify_shard(
+    candidates_dir: str | Path,
+    out_dir: str | Path,
+    panel: str,
+    normalization: str | None,
+    trust_remote_code: bool,
+    delta: float,
+    shard_size: int,
+    index: int,
+) -> None:
+    """Write shard ``index`` of a verify stage on a worker: the candidates are read from
+    ``candidates_dir`` and the panel is built from its spec and prepared on all of them (as
+    :func:`verify_candidates` does here), so the file equals a local run's.
+
+    Example:
+        >>> import tempfile
+        >>> from hf_posbias.generation.base import Candidate
+        >>> from hf_posbias.shards import shard_path, write_parquet
+        >>> segments = ["lions hunt", "fish swim", "owls nest in old trees"]
+        >>> row = Candidate("d::end", "d", "T", "256-512", "end", "where do owls nest",
+        ...                 "".join(segments), segments).to_row()
+        >>> cands, out = tempfile.mkdtemp(), tempfile.mkdtemp()
+        >>> write_parquet([row], f"{cands}/candidates.parquet")
+        >>> verify_shard(cands, out, "bm25", None, False, 0.3, 4096, 0)
+        >>> shard_path(out, 0).is_file()
+        True
+    """
+    from hf_posbias.generation.stage import load_candidates
+    from hf_posbias.verification.panel import parse_panel
+
+    candidates = [c.to_row() for c in load_candidates(candidates_dir)]
+    members = parse_panel(panel, normalization, trust_remote_code=trust_remote_code)
+    members.prepare(candidates)
+    rows, _ = scored_rows(members, shard_items(candidates, index, shard_size), delta)
+    write_parquet(rows, shard_path(out_dir, index))
 
 
 def refilter_at_delta(out_dir: str | Path, pinned: dict[str, Any]) -> bool:
@@ -168,8 +248,7 @@ def refilter_at_delta(out_dir: str | Path, pinned: dict[str, Any]) -> bool:
         >>> refilter_at_delta("/nonexistent/scored", {"delta": 0.3})
         False
     """
-    from hf_posbias.rows import read_parquet_rows
-    from hf_posbias.shards import MANIFEST, fingerprint, read_manifest, write_parquet
+    from hf_posbias.shards import MANIFEST, fingerprint, read_manifest
 
     out = Path(out_dir)
     found = read_manifest(out)
