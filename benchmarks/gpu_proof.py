@@ -56,6 +56,7 @@ import importlib.util
 import json
 import math
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -343,16 +344,22 @@ def projection_part(proof: Proof) -> dict[str, Any]:
 
 
 def parse_losses(stdout: str) -> list[float]:
-    """The training losses the trainer printed (one ``{'loss': …}`` dict per logging step).
+    """The training losses the trainer printed, one per logging step: the progress lines
+    ``train: step 3 loss=2.5`` (or transformers' own ``{'loss': …}`` dicts).
 
     Example:
+        >>> parse_losses("train: step 1 loss=2.5\\nnoise\\ntrain: 1/1 (100%) loss=2.5")
+        [2.5]
         >>> parse_losses("{'loss': '2.5', 'epoch': '0.1'}\\nnoise\\n{'train_loss': '2.0'}")
         [2.5]
     """
     losses = []
     for line in stdout.splitlines():
         line = line.strip()
-        if line.startswith("{") and "'loss'" in line:
+        step = re.fullmatch(r"\S+: step \d+ loss=(\S+)", line)
+        if step:
+            losses.append(float(step.group(1)))
+        elif line.startswith("{") and "'loss'" in line:
             try:
                 losses.append(float(ast.literal_eval(line)["loss"]))
             except (ValueError, SyntaxError, KeyError):
@@ -391,7 +398,7 @@ def accelerate_part(proof: Proof) -> dict[str, Any]:
     logs.mkdir(parents=True, exist_ok=True)
     (logs / "stdout.txt").write_text(proc.stdout)
     (logs / "stderr.txt").write_text(proc.stderr)
-    losses = parse_losses(proc.stdout)
+    losses = parse_losses(proc.stdout + "\n" + proc.stderr)  # progress lines go to stderr
     fifth = max(1, len(losses) // 5)
     result: dict[str, Any] = {
         "command": shlex.join(command),

@@ -3,7 +3,8 @@
 :class:`TrainingProgressCallback` is a ``transformers.TrainerCallback`` that reports through the
 package's one progress convention (:func:`hf_posbias.progress.progress`): a ``tqdm`` bar on a
 terminal, plain ``train: 40/400 (10%) [1.9 step/s, eta 3m09s] loss=1.234`` lines in a log (one
-each 10 % of the steps or 30 s), silent with ``--no-progress``. Only the main process reports.
+each 10 % of the steps or 30 s, and a ``train: step 40 loss=1.234`` line for each logged loss),
+silent with ``--no-progress``. Only the main process reports.
 :func:`hf_posbias.training.scaffold.fit` installs it in place of transformers' own bar and its
 printer of raw log dicts.
 
@@ -30,11 +31,12 @@ Example:
 
 from __future__ import annotations
 
+import sys
 from typing import IO, Any
 
 from transformers import TrainerCallback
 
-from hf_posbias.progress import LOG_INTERVAL_S, progress
+from hf_posbias.progress import LOG_INTERVAL_S, LineProgress, progress
 
 
 class TrainingProgressCallback(TrainerCallback):
@@ -87,6 +89,13 @@ class TrainingProgressCallback(TrainerCallback):
         loss = logs.get("loss", logs.get("train_loss"))
         if isinstance(loss, (int, float)):
             self.bar.set_postfix_str(f"loss={loss:.4g}")
+        if isinstance(self.bar, LineProgress) and isinstance(logs.get("loss"), (int, float)):
+            # A log keeps every logged loss, one line each, as transformers' printer did.
+            print(
+                f"{self.desc}: step {state.global_step} loss={logs['loss']:.4g}",
+                file=self.file or sys.stderr,
+                flush=True,
+            )
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         """The last line (steps done, elapsed time, last loss)."""
