@@ -89,7 +89,8 @@ class TrainingProgressCallback(TrainerCallback):
         loss = logs.get("loss", logs.get("train_loss"))
         if isinstance(loss, (int, float)):
             self.bar.set_postfix_str(f"loss={loss:.4g}")
-        if isinstance(self.bar, LineProgress) and isinstance(logs.get("loss"), (int, float)):
+        logged = isinstance(logs.get("loss"), (int, float))
+        if logged and not self.disable and isinstance(self.bar, LineProgress):
             # A log keeps every logged loss, one line each, as transformers' printer did.
             print(
                 f"{self.desc}: step {state.global_step} loss={logs['loss']:.4g}",
