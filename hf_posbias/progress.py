@@ -20,6 +20,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Iterable, Iterator
+from dataclasses import KW_ONLY, dataclass, field
 from typing import IO, Any, TypeVar
 
 T = TypeVar("T")
@@ -31,7 +32,50 @@ LOG_EVERY_PERCENT = 10.0
 """A progress line also each time another this many percent of a known total is done."""
 
 
-class LineProgress:
+@dataclass(eq=False)
+class ProgressReporter:
+    """What every progress reporter takes: its label and the three options of the convention.
+
+    ``desc`` starts each line; ``disable`` (``--no-progress``) silences it; ``file`` is where the
+    lines go (default stderr; a terminal gets a ``tqdm`` bar); ``interval`` is the most seconds
+    between two plain lines in a log. :class:`LineProgress`, :class:`Heartbeat` and the counters
+    of evaluation and training runs are reporters.
+
+    Example:
+        >>> import io
+        >>> out = io.StringIO()
+        >>> reporter = ProgressReporter("encode", file=out, interval=0)
+        >>> reporter.print_line("done")
+        >>> bar = reporter.counter(total=2, unit="text")
+        >>> bar.update(2); bar.close()
+        >>> [line.split(" [")[0] for line in out.getvalue().splitlines()]
+        ['encode: done', 'encode: 2/2 (100%)']
+    """
+
+    desc: str = ""
+    _: KW_ONLY
+    disable: bool = False
+    file: IO[str] | None = None
+    interval: float = LOG_INTERVAL_S
+
+    def counter(self, *, total: int | None, unit: str, desc: str | None = None) -> Any:
+        """A :func:`progress` counter with this reporter's options (label ``desc`` or its own)."""
+        return progress(
+            total=total,
+            desc=self.desc if desc is None else desc,
+            unit=unit,
+            disable=self.disable,
+            file=self.file,
+            interval=self.interval,
+        )
+
+    def print_line(self, text: str) -> None:
+        """Print ``desc: text`` where the lines go (flushed), whatever ``disable`` says."""
+        print(f"{self.desc}: {text}", file=self.file or sys.stderr, flush=True)
+
+
+@dataclass(eq=False)
+class LineProgress(ProgressReporter):
     """A tqdm-compatible counter that prints plain ``desc: n/total (p%) [rate, eta]`` lines.
 
     A line every ``interval`` seconds and each time another ``every_percent`` of ``total`` is
@@ -55,33 +99,20 @@ class LineProgress:
         steps: 4/4 (100%) loss=0.5
     """
 
-    def __init__(
-        self,
-        iterable: Iterable[Any] | None = None,
-        *,
-        total: int | None = None,
-        desc: str = "",
-        unit: str = "it",
-        file: IO[str] | None = None,
-        interval: float = LOG_INTERVAL_S,
-        every_percent: float = LOG_EVERY_PERCENT,
-        disable: bool = False,
-    ) -> None:
-        self.iterable = iterable
-        if total is None and iterable is not None and hasattr(iterable, "__len__"):
-            total = len(iterable)  # type: ignore[arg-type]
-        self.total = total
-        self.desc = desc
-        self.unit = unit
-        self.file = file
-        self.interval = interval
-        self.every_percent = every_percent
-        self.disable = disable
+    iterable: Iterable[Any] | None = field(default=None, repr=False)
+    desc: str = field(default="", kw_only=True)
+    total: int | None = field(default=None, kw_only=True)
+    unit: str = field(default="it", kw_only=True)
+    every_percent: float = field(default=LOG_EVERY_PERCENT, kw_only=True)
+
+    def __post_init__(self) -> None:
+        if self.total is None and hasattr(self.iterable, "__len__"):
+            self.total = len(self.iterable)  # type: ignore[arg-type]
         self.n = 0
         self._start = time.monotonic()
         self._last = self._start
         self._first: tuple[float, int] | None = None  # (time, count) of the first update
-        self._next_percent = every_percent
+        self._next_percent = self.every_percent
         self._emitted: tuple[int, str] | None = None  # (count, postfix) of the last line
         self._closed = False
         self._postfix = ""
@@ -154,8 +185,7 @@ class LineProgress:
         else:
             done += f" {self.unit} [{rate:.3g} {self.unit}/s, {_duration(elapsed)}]"
         self._emitted = (self.n, self._postfix)
-        tail = f" {self._postfix}" if self._postfix else ""
-        print(f"{self.desc}: {done}{tail}", file=self.file or sys.stderr, flush=True)
+        self.print_line(f"{done} {self._postfix}" if self._postfix else done)
 
 
 def _duration(seconds: float) -> str:
@@ -197,7 +227,8 @@ def progress(
     )
 
 
-class Heartbeat:
+@dataclass(eq=False)
+class Heartbeat(ProgressReporter):
     """Plain ``desc: still running (1m30s)`` lines every ``interval`` seconds while a block runs.
 
     For work whose loop lives inside a library (``mteb.evaluate`` encoding a corpus): the thread
@@ -214,30 +245,18 @@ class Heartbeat:
         (True, True)
     """
 
-    def __init__(
-        self,
-        desc: str,
-        *,
-        interval: float = LOG_INTERVAL_S,
-        file: IO[str] | None = None,
-        disable: bool = False,
-    ) -> None:
+    desc: str = field()  # required: no default of the base's
+
+    def __post_init__(self) -> None:
         import threading
 
-        self.desc = desc
-        self.interval = interval
-        self.file = file
-        self.disable = disable
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._start = time.monotonic()
 
-    def _print(self, text: str) -> None:
-        print(f"{self.desc}: {text}", file=self.file or sys.stderr, flush=True)
-
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
-            self._print(f"still running ({_duration(time.monotonic() - self._start)})")
+            self.print_line(f"still running ({_duration(time.monotonic() - self._start)})")
 
     def __enter__(self) -> Heartbeat:
         self._start = time.monotonic()
@@ -251,4 +270,4 @@ class Heartbeat:
         self._stop.set()
         self._thread.join()
         if exc[0] is None:
-            self._print(f"done in {_duration(time.monotonic() - self._start)}")
+            self.print_line(f"done in {_duration(time.monotonic() - self._start)}")

@@ -31,49 +31,34 @@ Example:
 
 from __future__ import annotations
 
-import sys
-from typing import IO, Any
+from dataclasses import dataclass
+from typing import Any
 
 from transformers import TrainerCallback
 
-from hf_posbias.progress import LOG_INTERVAL_S, LineProgress, progress
+from hf_posbias.progress import LineProgress, ProgressReporter
 
 
-class TrainingProgressCallback(TrainerCallback):
+@dataclass(eq=False)
+class TrainingProgressCallback(TrainerCallback, ProgressReporter):
     """Progress of ``trainer.train()``: optimiser steps done / total, the last logged loss, ETA.
 
     Args:
         desc: the label of each line (``train``).
-        disable: ``--no-progress``: print nothing.
-        file: where the lines go (default stderr; a terminal gets a bar).
-        interval: seconds between two plain lines (log mode).
+        disable, file, interval: :class:`~hf_posbias.progress.ProgressReporter`'s options
+            (``--no-progress``; default stderr, where a terminal gets a bar; seconds between two
+            plain lines in a log).
     """
 
-    def __init__(
-        self,
-        desc: str = "train",
-        *,
-        disable: bool = False,
-        file: IO[str] | None = None,
-        interval: float = LOG_INTERVAL_S,
-    ) -> None:
-        self.desc = desc
-        self.disable = disable
-        self.file = file
-        self.interval = interval
+    desc: str = "train"
+
+    def __post_init__(self) -> None:
         self.bar: Any = None
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         """Open the bar over ``state.max_steps`` steps (main process only)."""
         if self.bar is None and state.is_world_process_zero:
-            self.bar = progress(
-                total=int(state.max_steps) or None,
-                desc=self.desc,
-                unit="step",
-                disable=self.disable,
-                file=self.file,
-                interval=self.interval,
-            )
+            self.bar = self.counter(total=int(state.max_steps) or None, unit="step")
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         """Move the bar to ``state.global_step``."""
@@ -92,11 +77,7 @@ class TrainingProgressCallback(TrainerCallback):
         logged = isinstance(logs.get("loss"), (int, float))
         if logged and not self.disable and isinstance(self.bar, LineProgress):
             # A log keeps every logged loss, one line each, as transformers' printer did.
-            print(
-                f"{self.desc}: step {state.global_step} loss={logs['loss']:.4g}",
-                file=self.file or sys.stderr,
-                flush=True,
-            )
+            self.print_line(f"step {state.global_step} loss={logs['loss']:.4g}")
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         """The last line (steps done, elapsed time, last loss)."""

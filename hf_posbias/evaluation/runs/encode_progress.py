@@ -30,9 +30,10 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import IO, Any
+from dataclasses import dataclass, field
+from typing import Any
 
-from hf_posbias.progress import LOG_INTERVAL_S, progress
+from hf_posbias.progress import ProgressReporter
 
 
 def task_size(task: Any) -> tuple[int, int]:
@@ -58,42 +59,31 @@ def task_size(task: Any) -> tuple[int, int]:
     return documents, queries
 
 
-class EvaluationProgress:
+@dataclass(eq=False)
+class EvaluationProgress(ProgressReporter):
     """Two counters, ``<desc>: texts encoded: n/total`` and ``<desc>: queries scored: n/total``.
 
     Args:
         desc: the run's label (model and task).
         documents: corpus texts the run encodes.
         queries: queries it encodes and scores.
-        disable: ``--no-progress``.
-        file: where the lines go (default stderr).
-        interval: seconds between two plain lines (log mode).
+        disable, file, interval: :class:`~hf_posbias.progress.ProgressReporter`'s options.
     """
 
-    def __init__(
-        self,
-        desc: str,
-        *,
-        documents: int,
-        queries: int,
-        disable: bool = False,
-        file: IO[str] | None = None,
-        interval: float = LOG_INTERVAL_S,
-    ) -> None:
-        self.desc = desc
-        self.documents = documents
-        self.queries = queries
-        self.options = {"disable": disable, "file": file, "interval": interval}
+    desc: str = field()  # required
+    documents: int = field(kw_only=True)
+    queries: int = field(kw_only=True)
+
+    def __post_init__(self) -> None:
         self.texts: Any = None
         self.scoring: Any = None
         self._documents_scored = 0
 
     def __enter__(self) -> EvaluationProgress:
-        self.texts = progress(
+        self.texts = self.counter(
             total=self.documents + self.queries or None,
             desc=f"{self.desc}: texts encoded",
             unit="text",
-            **self.options,
         )
         return self
 
@@ -108,11 +98,8 @@ class EvaluationProgress:
         if self._documents_scored >= self.documents and self.scoring is None:
             if self.texts is not None:
                 self.texts.close()
-            self.scoring = progress(
-                total=self.queries or None,
-                desc=f"{self.desc}: queries scored",
-                unit="query",
-                **self.options,
+            self.scoring = self.counter(
+                total=self.queries or None, desc=f"{self.desc}: queries scored", unit="query"
             )
             self.scoring.update(min(queries, self.queries) if self.queries else queries)
 
