@@ -31,7 +31,6 @@ from typing import Any
 from hf_posbias.errors import InputError
 from hf_posbias.modeling import context_length
 from hf_posbias.rerankers.base import Window
-from hf_posbias.rerankers.identifiers import identifier_token_ids
 from hf_posbias.rerankers.prompt import ListwisePrompt
 from hf_posbias.rerankers.records import WindowRanking, order_by_score
 from hf_posbias.settings import flag_name
@@ -75,11 +74,12 @@ def left_pad(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[Any, Any, Any]
 
 
 class LocalListwiseLM:
-    """What every local-LM listwise reranker holds: model, tokenizer, prompt, window, batch.
+    """What every local-LM listwise reranker holds: model, prompt, window, batch.
 
     Args:
         model: a ``transformers`` causal LM in eval mode.
-        tokenizer: its tokenizer (left padding is applied here, whatever its setting).
+        tokenizer: its tokenizer, kept by ``prompt`` (left padding is applied here, whatever its
+            setting).
         name: how runs name this reranker.
         style: ``letters`` ([A]…) or ``numbers`` ([1]…).
         window_size: most passages per window (20).
@@ -103,11 +103,9 @@ class LocalListwiseLM:
         system: str | None = None,
     ) -> None:
         self.model = model
-        self.tokenizer = tokenizer
         self.name = name
         self.window_size = window_size
         self.batch_size = batch_size
-        self.style = style
         self.prompt = ListwisePrompt(
             tokenizer, style=style, passage_tokens=passage_tokens, system=system
         )
@@ -134,7 +132,7 @@ class FirstReranker(LocalListwiseLM):
 
     def __init__(self, model: Any, tokenizer: Any, **kwargs: Any) -> None:
         super().__init__(model, tokenizer, **kwargs)
-        self.identifier_ids = identifier_token_ids(tokenizer, self.window_size, self.style)
+        self.identifier_ids = self.prompt.identifier_ids(self.window_size)
         self.stats = ScoringStats()
         params = inspect.signature(model.forward).parameters
         self._takes_positions = "position_ids" in params
@@ -171,7 +169,9 @@ class FirstReranker(LocalListwiseLM):
         start = time.perf_counter()
         for b in range(0, len(order), self.batch_size):
             chunk = order[b : b + self.batch_size]
-            ids, mask, positions = left_pad([rows[i] for i in chunk], self.tokenizer.pad_token_id)
+            ids, mask, positions = left_pad(
+                [rows[i] for i in chunk], self.prompt.tokenizer.pad_token_id
+            )
             kwargs: dict[str, Any] = {
                 "input_ids": ids.to(device),
                 "attention_mask": mask.to(device),

@@ -36,7 +36,7 @@ from hf_posbias.rerankers.identifiers import (
     identifier_labels,
     parse_permutation,
 )
-from hf_posbias.rerankers.prompt import messages, truncate_text
+from hf_posbias.rerankers.prompt import ListwiseMessages
 from hf_posbias.rerankers.records import Passage, WindowRanking, order_by_score
 from hf_posbias.settings import flag_name
 
@@ -68,7 +68,7 @@ class LocalGenerationReranker(LocalListwiseLM):
 
     def __init__(self, model: Any, tokenizer: Any, **kwargs: Any) -> None:
         super().__init__(model, tokenizer, **kwargs)
-        identifier_labels(self.window_size, self.style)  # k fits the style
+        identifier_labels(self.window_size, self.prompt.style)  # k fits the style
 
     def generate_texts(self, windows: Sequence[Window]) -> list[str]:
         """The model's answer text for each window (greedy)."""
@@ -78,7 +78,8 @@ class LocalGenerationReranker(LocalListwiseLM):
         texts = [""] * len(rows)
         order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
         device = next(self.model.parameters()).device
-        pad = self.tokenizer.pad_token_id
+        tokenizer = self.prompt.tokenizer
+        pad = tokenizer.pad_token_id
         for b in range(0, len(order), self.batch_size):
             chunk = order[b : b + self.batch_size]
             ids, mask, _ = left_pad([rows[i] for i in chunk], pad)
@@ -87,20 +88,20 @@ class LocalGenerationReranker(LocalListwiseLM):
                 out = self.model.generate(
                     input_ids=ids.to(device),
                     attention_mask=mask.to(device),
-                    max_new_tokens=_answer_tokens(self.tokenizer, longest, self.style),
+                    max_new_tokens=_answer_tokens(tokenizer, longest, self.prompt.style),
                     do_sample=False,
                     pad_token_id=pad,
                 )
             new = out[:, ids.shape[1] :]
             for row, i in enumerate(chunk):
-                texts[i] = self.tokenizer.decode(new[row], skip_special_tokens=True)
+                texts[i] = tokenizer.decode(new[row], skip_special_tokens=True)
         return texts
 
     def rank_windows(self, windows: Sequence[Window]) -> list[WindowRanking]:
         """Rank each window by the permutation the model writes."""
         texts = self.generate_texts(windows)
         return [
-            ranking_from_text(t, [p.doc_id for p in ps], self.style)
+            ranking_from_text(t, [p.doc_id for p in ps], self.prompt.style)
             for t, (_, ps) in zip(texts, windows)
         ]
 
@@ -111,7 +112,9 @@ class EndpointReranker:
     Args:
         backend: an :class:`hf_posbias.generation.backends.OpenAIChatBackend`.
         mode: ``generate`` (read the permutation) or ``first`` (first-token logprobs).
-        passage_tokens: budget per passage in *words* (the endpoint's tokenizer is not local).
+        passage_tokens: budget per passage in *words* (the endpoint's tokenizer is not local):
+            ``style``, ``passage_tokens`` and ``system`` make its ``prompt``
+            (:class:`~hf_posbias.rerankers.prompt.ListwiseMessages`).
         probe: send one small logprobs request at construction (``mode="first"``).
     """
 
@@ -131,10 +134,8 @@ class EndpointReranker:
         identifier_labels(window_size, style)
         self.backend = backend
         self.mode = mode
-        self.style = style
         self.window_size = window_size
-        self.passage_tokens = passage_tokens
-        self.system = system
+        self.prompt = ListwiseMessages(style=style, passage_tokens=passage_tokens, system=system)
         self.name = str(backend.model)
         if mode == "first" and probe:
             self._probe()
@@ -145,18 +146,10 @@ class EndpointReranker:
             "name": self.name,
             "kind": f"endpoint-{self.mode}",
             "window_size": self.window_size,
-            "style": self.style,
-            "passage_words": self.passage_tokens,
+            "style": self.prompt.style,
+            "passage_words": self.prompt.passage_tokens,
             **self.backend.params(),
         }
-
-    def _messages(self, window: Window) -> list[dict[str, str]]:
-        query, passages = window
-        if self.passage_tokens is not None:
-            passages = [
-                Passage(p.doc_id, truncate_text(p.content(), self.passage_tokens)) for p in passages
-            ]
-        return messages(query, passages, self.style, self.system)
 
     def _top_logprobs(self, msgs: list[dict[str, str]], top_n: int) -> dict[str, float]:
         """Top-n first-token logprobs after an assistant prefix ``[`` (one request)."""
@@ -199,22 +192,23 @@ class EndpointReranker:
         }
 
     def _probe(self) -> None:
-        window = ("probe", [Passage("a", "first passage"), Passage("b", "second passage")])
+        passages = [Passage("a", "first passage"), Passage("b", "second passage")]
         from hf_posbias.generation.backends import EndpointUnreachable
 
         try:
-            self._top_logprobs(self._messages(window), 2)
+            self._top_logprobs(self.prompt.messages("probe", passages), 2)
         except EndpointUnreachable:
             raise
         except BackendError as err:
             raise BackendError(f"{first_line(err)} (use {flag_name('mode')} generate)") from None
 
     def _first(self, window: Window) -> WindowRanking:
-        labels = identifier_labels(len(window[1]), self.style)
-        top = self._top_logprobs(self._messages(window), min(len(labels), 20))
+        query, passages = window
+        labels = identifier_labels(len(passages), self.prompt.style)
+        top = self._top_logprobs(self.prompt.messages(query, passages), min(len(labels), 20))
         scores = [top.get(label, -math.inf) for label in labels]
         cut = sum(1 for s in scores if s == -math.inf)
-        order = order_by_score(scores, [p.doc_id for p in window[1]])
+        order = order_by_score(scores, [p.doc_id for p in passages])
         return WindowRanking(order, scores, cut=cut)
 
     def rank_windows(self, windows: Sequence[Window]) -> list[WindowRanking]:
@@ -223,7 +217,7 @@ class EndpointReranker:
             return [self._first(w) for w in windows]
         k_max = max((len(ps) for _, ps in windows), default=1)
         answers = self.backend.complete_many(
-            [self._messages(w) for w in windows],
+            [self.prompt.messages(q, ps) for q, ps in windows],
             temperature=0.0,
             top_p=1.0,
             max_tokens=8 * k_max,
@@ -232,5 +226,5 @@ class EndpointReranker:
         for answer, (_, passages) in zip(answers, windows):
             if isinstance(answer, BackendError):
                 raise BackendError(f"{self.name}: {first_line(answer)}")
-            out.append(ranking_from_text(answer, [p.doc_id for p in passages], self.style))
+            out.append(ranking_from_text(answer, [p.doc_id for p in passages], self.prompt.style))
         return out

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from hf_posbias.errors import InputError
-from hf_posbias.rerankers.identifiers import OPEN, identifier_labels
+from hf_posbias.rerankers.identifiers import OPEN, identifier_labels, identifier_token_ids
 from hf_posbias.rerankers.records import Passage
 
 SYSTEM_MESSAGE = (
@@ -97,50 +98,35 @@ def truncate_text(text: str, budget: int, tokenizer: Any = None) -> str:
     return str(tokenizer.decode(ids[:budget])).strip()
 
 
-class ListwisePrompt:
-    """Token ids of listwise prompts for one tokenizer, passages cut to ``passage_tokens``.
+@dataclass(eq=False)
+class ListwiseMessages:
+    """Chat messages of listwise windows: identifier style, system message, passages cut.
+
+    The one home of a listwise prompt's settings, for a local model (:class:`ListwisePrompt`) and
+    an HTTP endpoint alike.
 
     Args:
-        tokenizer: a ``transformers`` tokenizer; one without a chat template gets the generation
-            package's minimal fallback template.
+        tokenizer: cut passages to ``passage_tokens`` of its tokens (``None``: whitespace words,
+            as rank_llm's ``max_passage_words``, for an endpoint whose tokenizer is not local).
         style: identifier style (``letters`` or ``numbers``).
         passage_tokens: keep at most this many tokens of each passage (``None``: no cut). The cut
             is made on the passage's own tokens and decoded back to text, as rank_llm cuts words.
         system: system message (``None``: RankLLM's; ``""``: none).
 
     Example:
-        >>> from hf_posbias.testing import build_bpe_tokenizer
-        >>> prompt = ListwisePrompt(build_bpe_tokenizer(), passage_tokens=3)
-        >>> cut = prompt.truncate(Passage("d", "the quick brown fox jumps over"))
-        >>> len(prompt.tokenizer.encode(cut.text))
-        3
-        >>> ids = prompt.scoring_ids("fox?", [Passage("a", "fox"), Passage("b", "dog")])
-        >>> ids[-1] == prompt.open_id
-        True
+        >>> words = ListwiseMessages(passage_tokens=2, system="")
+        >>> words.messages("q", [Passage("d", "one two three")])[0]["content"].splitlines()[2]
+        '[A] one two'
     """
 
-    def __init__(
-        self,
-        tokenizer: Any,
-        *,
-        style: str = "letters",
-        passage_tokens: int | None = None,
-        system: str | None = None,
-    ) -> None:
-        self.tokenizer = tokenizer
-        self.style = style
-        self.passage_tokens = passage_tokens
-        self.system = system
-        open_ids = tokenizer.encode(OPEN, add_special_tokens=False)
-        if len(open_ids) != 1:
-            raise InputError(f"the tokenizer splits {OPEN!r} into {len(open_ids)} tokens")
-        self.open_id: int = open_ids[0]
-        self._cut: dict[tuple[str, str, str], Passage] = {}
-        self._template = getattr(tokenizer, "chat_template", None)
-        if not self._template:
-            from hf_posbias.generation.backends import FALLBACK_CHAT_TEMPLATE
+    tokenizer: Any = None
+    _: KW_ONLY
+    style: str = "letters"
+    passage_tokens: int | None = None
+    system: str | None = None
 
-            self._template = FALLBACK_CHAT_TEMPLATE
+    def __post_init__(self) -> None:
+        self._cut: dict[tuple[str, str, str], Passage] = {}
 
     def describe(self) -> dict[str, Any]:
         """What pins the prompt (for manifests)."""
@@ -168,6 +154,47 @@ class ListwisePrompt:
         """Chat messages of one window, passages truncated."""
         cut = [self.truncate(p) for p in passages]
         return messages(query, cut, self.style, self.system)
+
+
+@dataclass(eq=False)
+class ListwisePrompt(ListwiseMessages):
+    """Token ids of listwise prompts for one tokenizer, passages cut to ``passage_tokens``.
+
+    Takes :class:`ListwiseMessages`'s arguments; ``tokenizer`` is required: a ``transformers``
+    tokenizer (one without a chat template gets the generation package's minimal fallback
+    template) that writes ``[`` as one token.
+
+    Example:
+        >>> from hf_posbias.testing import build_bpe_tokenizer
+        >>> prompt = ListwisePrompt(build_bpe_tokenizer(), passage_tokens=3)
+        >>> cut = prompt.truncate(Passage("d", "the quick brown fox jumps over"))
+        >>> len(prompt.tokenizer.encode(cut.text))
+        3
+        >>> ids = prompt.scoring_ids("fox?", [Passage("a", "fox"), Passage("b", "dog")])
+        >>> ids[-1] == prompt.open_id
+        True
+        >>> len(prompt.identifier_ids(3))
+        3
+    """
+
+    tokenizer: Any = field()  # required here
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        open_ids = self.tokenizer.encode(OPEN, add_special_tokens=False)
+        if len(open_ids) != 1:
+            raise InputError(f"the tokenizer splits {OPEN!r} into {len(open_ids)} tokens")
+        self.open_id: int = open_ids[0]
+        self._template = getattr(self.tokenizer, "chat_template", None)
+        if not self._template:
+            from hf_posbias.generation.backends import FALLBACK_CHAT_TEMPLATE
+
+            self._template = FALLBACK_CHAT_TEMPLATE
+
+    def identifier_ids(self, k: int) -> list[int]:
+        """Token ids of the first ``k`` identifiers right after ``[``: where FIRST reads logits
+        (:func:`~hf_posbias.rerankers.identifiers.identifier_token_ids`)."""
+        return identifier_token_ids(self.tokenizer, k, self.style)
 
     def prompt_ids(self, query: str, passages: Sequence[Passage]) -> list[int]:
         """Token ids of the rendered chat prompt, ending with the assistant turn's opening."""

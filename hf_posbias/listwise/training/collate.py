@@ -41,7 +41,7 @@ from typing import Any
 
 from hf_posbias.errors import InputError
 from hf_posbias.listwise.training.trainset import target_ranks
-from hf_posbias.rerankers.identifiers import format_permutation, identifier_token_ids
+from hf_posbias.rerankers.identifiers import format_permutation
 from hf_posbias.rerankers.prompt import ListwisePrompt
 from hf_posbias.rerankers.records import Passage
 from hf_posbias.settings import flag_name
@@ -76,14 +76,12 @@ class ListwiseCollator:
         if padding_side not in ("left", "right"):
             raise InputError(f"padding_side must be left or right, got {padding_side!r}")
         self.padding_side = padding_side
-        self.tokenizer = tokenizer
-        self.style = style
         self.max_window = max_window
         self.max_length = max_length
         self.prompt = ListwisePrompt(
             tokenizer, style=style, passage_tokens=passage_tokens, system=system
         )
-        self.identifier_ids = identifier_token_ids(tokenizer, max_window, style)
+        self.identifier_ids = self.prompt.identifier_ids(max_window)
 
     def encode_row(self, row: dict[str, Any]) -> dict[str, Any]:
         """``input_ids``, ``labels``, ``answer_start`` and ``target_ranks`` of one row."""
@@ -98,9 +96,9 @@ class ListwiseCollator:
         ranks = target_ranks(row)
         order = sorted(range(k), key=lambda i: ranks[i])
         prompt_ids = self.prompt.prompt_ids(str(row["query"]), passages)
-        answer_ids = list(
-            self.tokenizer.encode(format_permutation(order, self.style), add_special_tokens=False)
-        )
+        tokenizer = self.prompt.tokenizer
+        answer = format_permutation(order, self.prompt.style)
+        answer_ids = list(tokenizer.encode(answer, add_special_tokens=False))
         if (
             len(answer_ids) < 2
             or answer_ids[0] != self.prompt.open_id
@@ -110,8 +108,8 @@ class ListwiseCollator:
                 "the answer does not start with '[' and the first identifier as single tokens "
                 "for this tokenizer: the identifier logits could not be read at the answer start"
             )
-        if self.tokenizer.eos_token_id is not None:
-            answer_ids.append(self.tokenizer.eos_token_id)
+        if tokenizer.eos_token_id is not None:
+            answer_ids.append(tokenizer.eos_token_id)
         input_ids = prompt_ids + answer_ids
         if self.max_length is not None and len(input_ids) > self.max_length:
             raise InputError(
@@ -135,7 +133,7 @@ class ListwiseCollator:
 
         width = max(len(e["input_ids"]) for e in encoded)
         k = max(len(e["target_ranks"]) for e in encoded)
-        pad = self.tokenizer.pad_token_id
+        pad = self.prompt.tokenizer.pad_token_id
         input_ids = torch.full((len(encoded), width), pad, dtype=torch.long)
         labels = torch.full((len(encoded), width), -100, dtype=torch.long)
         mask = torch.zeros((len(encoded), width), dtype=torch.long)
