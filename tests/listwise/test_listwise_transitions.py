@@ -9,7 +9,7 @@ import pytest
 
 from hf_posbias.cli import main
 from hf_posbias.listwise.training.trainset import write_train_set
-from hf_posbias.listwise.training.transitions import transition_counts, transitions
+from hf_posbias.listwise.training.transitions import target_transition_counts, transitions
 
 
 def _rows(n: int = 6, k: int = 4) -> list[dict]:
@@ -26,7 +26,7 @@ def _rows(n: int = 6, k: int = 4) -> list[dict]:
 def test_counts_are_input_position_by_target_rank():
     rows = _rows(3)
     rows[0] = dict(rows[0], target=list(reversed(rows[0]["doc_ids"])))
-    counts = transition_counts(rows)
+    counts = target_transition_counts(rows)
     expected = 2 * np.eye(4, dtype=int) + np.fliplr(np.eye(4, dtype=int))
     assert counts.tolist() == expected.tolist()
 

@@ -25,7 +25,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,14 +41,22 @@ from hf_posbias.settings import flag_name
 from hf_posbias.shards import write_json
 
 
-def transition_counts(rows: Sequence[dict[str, Any]], k: int) -> np.ndarray:
-    """``counts[i, π]``: how often the passage at input position i came out at position π."""
+def transition_counts(
+    rows: Iterable[Mapping[str, Any]], k: int, *, given: str = "input", output: str = "ranking"
+) -> np.ndarray:
+    """``counts[i, π]``: how often the passage at input position i came out at position π.
+
+    ``row[given]`` is each row's input order and ``row[output]`` its output order, both of ``k``
+    document ids: a reranker's ``input`` and ``ranking`` (Eq. 5), or a training row's
+    ``doc_ids`` and ``target`` (input position × target rank,
+    :func:`~hf_posbias.listwise.training.transitions.target_transition_counts`).
+    """
     counts = np.zeros((k, k), dtype=np.int64)
     for row in rows:
-        where = {d: i for i, d in enumerate(row["input"])}
-        if len(where) != k or len(row["ranking"]) != k:
+        where = {d: i for i, d in enumerate(row[given])}
+        if len(where) != k or len(row[output]) != k:
             raise InputError(f"a reranked list of query {row.get('query_id')!r} is not of k={k}")
-        for out_pos, doc in enumerate(row["ranking"]):
+        for out_pos, doc in enumerate(row[output]):
             counts[where[doc], out_pos] += 1
     return counts
 

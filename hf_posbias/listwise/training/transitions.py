@@ -16,9 +16,9 @@ information left).
 Example:
     >>> rows = [{"doc_ids": ["a", "b"], "target": ["a", "b"]},
     ...         {"doc_ids": ["b", "a"], "target": ["a", "b"]}]
-    >>> transition_counts(rows).tolist()
+    >>> target_transition_counts(rows).tolist()
     [[1, 1], [1, 1]]
-    >>> transition_summary(transition_counts(rows[:1]))["diagonal_mass"]
+    >>> transition_summary(target_transition_counts(rows[:1]))["diagonal_mass"]
     1.0
 """
 
@@ -31,26 +31,28 @@ from typing import Any
 import numpy as np
 
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.training.trainset import target_ranks
 
 TRANSITIONS_FILE = "transitions.json"
 TRANSITIONS_FIGURE = "transitions.png"
 
 
-def transition_counts(rows: Sequence[Mapping[str, Any]]) -> np.ndarray:
-    """k×k counts: row i = input position, column r = target rank (0-based indices)."""
+def target_transition_counts(rows: Sequence[Mapping[str, Any]]) -> np.ndarray:
+    """k×k counts: row i = input position, column r = target rank (0-based indices), over
+    training rows of one window size
+    (:func:`~hf_posbias.listwise.experiments.propensity.transition_counts` of their ``doc_ids``
+    and ``target``)."""
+    from hf_posbias.listwise.experiments.propensity import transition_counts
+
     if not rows:
         raise InputError("the training set has no rows: no transitions to count")
     k = len(rows[0]["doc_ids"])
-    counts = np.zeros((k, k), dtype=np.int64)
     for n, row in enumerate(rows):
         if len(row["doc_ids"]) != k:
             raise InputError(
                 f"row {n} has {len(row['doc_ids'])} passages, row 0 has {k}: the transition "
                 "matrix needs one window size"
             )
-        counts[np.arange(k), target_ranks(dict(row))] += 1
-    return counts
+    return transition_counts(rows, k, given="doc_ids", output="target")
 
 
 def transition_summary(counts: np.ndarray) -> dict[str, Any]:
@@ -74,10 +76,10 @@ def transitions(
     ``augmentation`` is ``none``, the ``augmented`` rows' (``augment_rows`` with ``groups``)."""
     from hf_posbias.listwise.training.augment import augment_rows
 
-    panels = {"original": transition_summary(transition_counts(rows))}
+    panels = {"original": transition_summary(target_transition_counts(rows))}
     if augmentation != "none":
         augmented = augment_rows(rows, groups, seed, method=augmentation)
-        panels["augmented"] = transition_summary(transition_counts(augmented))
+        panels["augmented"] = transition_summary(target_transition_counts(augmented))
     return {
         "k": len(rows[0]["doc_ids"]),
         "augmentation": augmentation,
