@@ -26,13 +26,14 @@ import logging
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 from typing import Any
 
 from hf_posbias import POSITIONS
 from hf_posbias.errors import InputError
+from hf_posbias.jsonable import JsonRecord
 from hf_posbias.rows import FILE_SUFFIXES, iter_rows, read_parquet_rows, read_text
 
 logger = logging.getLogger(__name__)
@@ -202,8 +203,9 @@ class Document:
 
 
 @dataclass
-class CorpusReport:
-    """What the corpus stage kept and why it dropped the rest — nothing is lost silently."""
+class CorpusReport(JsonRecord):
+    """What the corpus stage kept and why it dropped the rest — nothing is lost silently
+    (``to_dict``: written to the stage manifest)."""
 
     source: str = ""
     records_read: int = 0
@@ -225,10 +227,6 @@ class CorpusReport:
         ids = self.examples.setdefault(reason, [])
         if len(ids) < 5:
             ids.append(record_id)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable form (written to the stage manifest)."""
-        return asdict(self)
 
     def summary_lines(self) -> list[str]:
         """Human-readable lines for the CLI stage report."""

@@ -28,12 +28,13 @@ import math
 import random
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from hf_posbias import POSITIONS
 from hf_posbias.corpus import bin_sort_key
 from hf_posbias.errors import BudgetError, InputError
+from hf_posbias.jsonable import JsonRecord
 
 TRAINING_COLUMNS: tuple[str, ...] = (
     "query",
@@ -192,7 +193,7 @@ def config_label(text: str) -> str:
 
 
 @dataclass
-class SampleReport:
+class SampleReport(JsonRecord):
     """What one configuration took, from where, and what was left out and why."""
 
     config: str
@@ -209,10 +210,6 @@ class SampleReport:
     not_retained_skipped: int
     min_cell: int
     notes: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable form."""
-        return asdict(self)
 
     def summary_lines(self) -> list[str]:
         """Human-readable lines for the CLI stage report."""

@@ -141,7 +141,7 @@ def segment_profile(
     )
 
 
-def load_documents(
+def sample_profile_documents(
     corpus: str,
     limit: int | None = None,
     seed: int = 42,
@@ -155,7 +155,7 @@ def load_documents(
     sampled.
 
     Example:
-        >>> load_documents("/no/such.jsonl")
+        >>> sample_profile_documents("/no/such.jsonl")
         Traceback (most recent call last):
         ...
         hf_posbias.errors.InputError: corpus not found: /no/such.jsonl

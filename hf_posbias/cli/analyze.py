@@ -124,9 +124,9 @@ def _pairs(args: Any) -> tuple[list[Any], str]:
 
 
 def _documents(args: Any) -> list[tuple[str, str]]:
-    from hf_posbias.analysis.segment_profile import load_documents
+    from hf_posbias.analysis.segment_profile import sample_profile_documents
 
-    docs, sampled = load_documents(args.corpus, args.limit, args.seed, args.clip_chars)
+    docs, sampled = sample_profile_documents(args.corpus, args.limit, args.seed, args.clip_chars)
     if sampled:
         print(sampled)
     return docs

@@ -207,16 +207,18 @@ class _Build:
     def llm_stage(
         self,
         name: str,
-        requests: list[tuple[str, list[dict[str, str]]]],
+        system: str,
+        requests: list[tuple[str, str]],
         *,
         prompt: str,
         source: str,
         max_tokens: int,
         schema: dict[str, Any],
     ) -> dict[str, str | None]:
-        """One generation request per ``(key, messages)``, sharded and resumable; raw replies are
-        stored (``None``: the request failed), so a parser change never asks the model again.
-        ``prompt`` and ``source`` are fingerprints of the prompt and of the stage's input."""
+        """One chat request per ``(key, user turn)`` after the ``system`` message, sharded and
+        resumable; raw replies are stored (``None``: the request failed), so a parser change
+        never asks the model again. ``prompt`` and ``source`` are fingerprints of the prompt and
+        of the stage's input."""
         s = self.s
         tag = name.split("-", 1)[1]
         params = {
@@ -245,7 +247,11 @@ class _Build:
                 for (key, _), reply in zip(shard, replies, strict=True)
             ]
 
-        rows = self.sharded(name, requests, work, params)
+        chats = [
+            (key, [{"role": "system", "content": system}, {"role": "user", "content": user}])
+            for key, user in requests
+        ]
+        rows = self.sharded(name, chats, work, params)
         self.notes[f"{tag}_replies_cut_by_token_budget"] = sum(
             r["finish_reason"] == "length" for r in rows
         )
@@ -303,17 +309,12 @@ class _Build:
     def summaries(self, passages: list[dict[str, Any]]) -> dict[str, str]:
         s = self.s
 
-        def request(p: dict[str, Any]) -> list[dict[str, str]]:
-            content = self.prompt("summary").format(title=p["title"], passage=p["text"])
-            return [
-                {"role": "system", "content": SUMMARY_SYSTEM},
-                {"role": "user", "content": content},
-            ]
-
+        template = self.prompt("summary")
         replies = self.llm_stage(
             "02-summary",
-            [(p["id"], request(p)) for p in passages],
-            prompt=fingerprint({"s": SUMMARY_SYSTEM, "p": str(self.prompt("summary"))}),
+            SUMMARY_SYSTEM,
+            [(p["id"], template.format(title=p["title"], passage=p["text"])) for p in passages],
+            prompt=fingerprint({"s": SUMMARY_SYSTEM, "p": str(template)}),
             source=fingerprint({"passages": [p["id"] for p in passages]}),
             max_tokens=s.summary_max_tokens,
             schema=SUMMARY_SCHEMA,
@@ -368,21 +369,20 @@ class _Build:
         text_of = {p["id"]: p["text"] for p in passages}
         schema = recipe.faq_schema(s.faq_max_items)
 
-        def request(c: dict[str, Any]) -> list[dict[str, str]]:
-            content = self.prompt("faq").format(
+        template = self.prompt("faq")
+
+        def request(c: dict[str, Any]) -> str:
+            return template.format(
                 summary=summaries[c["passage_id"]],
                 chunk=text_of[c["passage_id"]][c["start"] : c["end"]],
                 n=s.faq_max_items,
             )
-            return [
-                {"role": "system", "content": FAQ_SYSTEM},
-                {"role": "user", "content": content},
-            ]
 
         replies = self.llm_stage(
             "04-faq",
+            FAQ_SYSTEM,
             [(c["chunk_id"], request(c)) for c in chunks],
-            prompt=fingerprint({"s": FAQ_SYSTEM, "p": str(self.prompt("faq")), "schema": schema}),
+            prompt=fingerprint({"s": FAQ_SYSTEM, "p": str(template), "schema": schema}),
             source=fingerprint({"chunks": chunks, "summaries": summaries}),
             max_tokens=s.faq_max_tokens,
             schema=schema,

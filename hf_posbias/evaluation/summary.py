@@ -13,17 +13,18 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError, first_line
+from hf_posbias.jsonable import JsonRecord
 from hf_posbias.shards import write_text_atomic
 from hf_posbias.statistics.psi import UNDEFINED_PSI, summarize_positions
 
 
 @dataclass
-class EvaluationSummary:
+class EvaluationSummary(JsonRecord):
     """Position-wise results of one model on one task (``summary.json``).
 
     ``intervals`` holds the bootstrap confidence intervals
@@ -147,10 +148,6 @@ class EvaluationSummary:
             warnings=notes,
             **extra,
         )
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable form (the ``summary.json`` schema)."""
-        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EvaluationSummary:

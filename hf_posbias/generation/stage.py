@@ -25,7 +25,7 @@ import hashlib
 import json
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ from hf_posbias.generation.base import (
     candidate_schema,
     generate_batch,
 )
+from hf_posbias.jsonable import JsonRecord
 from hf_posbias.rows import read_parquet_rows
 from hf_posbias.shards import (
     process_info,
@@ -56,8 +57,9 @@ SHARD_SIZE = 32
 
 
 @dataclass
-class GenerationReport:
-    """What the generate stage produced and what it could not — every loss is counted.
+class GenerationReport(JsonRecord):
+    """What the generate stage produced and what it could not — every loss is counted
+    (``to_dict``: its ``report.json``).
 
     Example:
         >>> r = GenerationReport(generator="ict", documents_in=2, documents_excluded={"x": 1})
@@ -73,10 +75,6 @@ class GenerationReport:
     candidates: int = 0
     per_bin_position: dict[str, dict[str, int]] = field(default_factory=dict)
     examples: dict[str, list[str]] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable form (written to ``report.json``)."""
-        return asdict(self)
 
     def summary_lines(self) -> list[str]:
         """Human-readable lines for the CLI stage report."""

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ from hf_posbias import POSITIONS
 from hf_posbias.citations import ICT, YHP26, Z25, bibtex
 from hf_posbias.corpus import bin_position_counts
 from hf_posbias.errors import InputError
+from hf_posbias.jsonable import JsonRecord
 from hf_posbias.publish.repo import (
     check_config_names,
     front_matter_yaml,
@@ -166,7 +167,7 @@ class PanelInfo:
 
 
 @dataclass(frozen=True)
-class DatasetCardInfo:
+class DatasetCardInfo(JsonRecord):
     """Everything a pool or training-set card states that cannot be counted from its rows.
 
     Counts per (length bin, position) and the begin:middle:end distribution are measured from
@@ -211,7 +212,7 @@ class DatasetCardInfo:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> DatasetCardInfo:
-        """Build from plain nested dicts, e.g. a JSON manifest.
+        """Build from plain nested dicts, e.g. a JSON manifest (the inverse of ``to_dict``).
 
         Example:
             >>> info = DatasetCardInfo.from_dict({
@@ -231,10 +232,6 @@ class DatasetCardInfo:
             if key in values:
                 values[key] = tuple(values[key])
         return cls(**values)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable form (round-trips through :meth:`from_dict`)."""
-        return asdict(self)
 
     @property
     def citation(self) -> str:

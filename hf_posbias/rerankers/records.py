@@ -9,7 +9,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 
@@ -61,21 +61,51 @@ def order_by_score(scores: Sequence[float], doc_ids: Sequence[str]) -> list[int]
 
 
 @dataclass
-class RerankedList:
-    """A reranked candidate list: ``ranking`` (doc ids, best first) and per-doc ``scores``.
+class WindowCounts:
+    """What windows of a reranker did, added up: ``windows`` ranked, ``windows_with_fallback``
+    (at least one generated identifier left out and ``appended`` in input order), identifiers
+    ``appended``, identifiers ``cut`` (left out of an endpoint's top-n logprobs), and
+    ``identifiers`` ranked in all.
 
-    ``scores[d]`` is the score the last window that held ``d`` gave it (raw window scores are
-    comparable only within one window; the ranking is what counts). ``windows``, ``appended``
-    and ``cut`` add up the windows this list took.
+    Example:
+        >>> counts = WindowCounts()
+        >>> counts.add(WindowCounts.of_window(WindowRanking([1, 0], [0.0, 1.0], appended=1), 2))
+        >>> counts.windows_with_fallback, counts.as_row()
+        (1, {'windows': 1, 'windows_with_fallback': 1, 'appended': 1, 'cut': 0, 'identifiers': 2})
     """
 
-    ranking: list[str]
-    scores: dict[str, float]
     windows: int = 0
     windows_with_fallback: int = 0
     appended: int = 0
     cut: int = 0
     identifiers: int = 0
+
+    @classmethod
+    def of_window(cls, answer: WindowRanking, size: int) -> WindowCounts:
+        """The counts of one window of ``size`` passages ranked as ``answer``."""
+        return cls(1, int(answer.appended > 0), answer.appended, answer.cut, size)
+
+    def add(self, other: WindowCounts) -> None:
+        """Add ``other``'s counts (a window's, a list's) to these."""
+        for f in fields(WindowCounts):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+    def as_row(self) -> dict[str, int]:
+        """The counts by name, in declaration order (the listwise run rows' columns)."""
+        return {f.name: getattr(self, f.name) for f in fields(WindowCounts)}
+
+
+@dataclass
+class RerankedList(WindowCounts):
+    """A reranked candidate list: ``ranking`` (doc ids, best first) and per-doc ``scores``.
+
+    ``scores[d]`` is the score the last window that held ``d`` gave it (raw window scores are
+    comparable only within one window; the ranking is what counts). The
+    :class:`WindowCounts` add up the windows this list took.
+    """
+
+    ranking: list[str] = field(kw_only=True)
+    scores: dict[str, float] = field(kw_only=True)
 
     def ranked_scores(self) -> list[float]:
         """``scores`` in ranking order."""
@@ -83,23 +113,10 @@ class RerankedList:
 
 
 @dataclass
-class FallbackStats:
+class FallbackStats(WindowCounts):
     """Counts of generated identifiers appended in input order (and top-n cuts), over windows."""
 
-    windows: int = 0
-    windows_with_fallback: int = 0
-    appended: int = 0
-    cut: int = 0
-    identifiers: int = 0
     notes: list[str] = field(default_factory=list)
-
-    def add(self, reranked: RerankedList) -> None:
-        """Accumulate one reranked list's counts."""
-        self.windows += reranked.windows
-        self.windows_with_fallback += reranked.windows_with_fallback
-        self.appended += reranked.appended
-        self.cut += reranked.cut
-        self.identifiers += reranked.identifiers
 
     @property
     def rate(self) -> float:

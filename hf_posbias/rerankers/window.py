@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from hf_posbias.errors import InputError
 from hf_posbias.rerankers.base import ListwiseReranker, Window
-from hf_posbias.rerankers.records import RerankedList
+from hf_posbias.rerankers.records import RerankedList, WindowCounts
 
 DEFAULT_WINDOW = 20
 DEFAULT_STEP = 10
@@ -110,11 +110,7 @@ def rerank_lists(
             result = results[i]
             for j, passage in enumerate(passages):
                 result.scores[passage.doc_id] = float(answer.scores[j])
-            result.windows += 1
-            result.windows_with_fallback += int(answer.appended > 0)
-            result.appended += answer.appended
-            result.cut += answer.cut
-            result.identifiers += len(passages)
+            result.add(WindowCounts.of_window(answer, len(passages)))
     for result, passages in zip(results, current):
         result.ranking = [p.doc_id for p in passages]
     return results

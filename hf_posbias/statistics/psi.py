@@ -19,10 +19,11 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import InputError
+from hf_posbias.jsonable import JsonRecord
 
 if TYPE_CHECKING:
     import numpy as np
@@ -94,7 +95,7 @@ def worst_relative_drop(scores: Sequence[float] | Mapping[str, float]) -> float:
 
 
 @dataclass
-class PositionSummary:
+class PositionSummary(JsonRecord):
     """Per-position scores with mean, PSI and worst drop; empty buckets listed, not hidden.
 
     ``psi`` is ``None`` only when the summary was asked to allow an undefined PSI (every score
@@ -108,10 +109,6 @@ class PositionSummary:
     best_bucket: str
     worst_bucket: str
     empty_buckets: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable form."""
-        return asdict(self)
 
 
 def summarize_positions(

@@ -36,12 +36,13 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 
 from hf_posbias.errors import InputError
+from hf_posbias.jsonable import JsonRecord
 from hf_posbias.statistics import PAIRED_TESTS
 from hf_posbias.statistics.psi import psi_columns
 
@@ -80,7 +81,7 @@ class Difference:
 
 
 @dataclass
-class PositionIntervals:
+class PositionIntervals(JsonRecord):
     """Bootstrap intervals of per-bucket scores, their macro mean, PSI and harmonic mean.
 
     ``psi`` is ``None`` when PSI is undefined for the observed scores (every bucket 0);
@@ -98,13 +99,9 @@ class PositionIntervals:
     psi_undefined: int = 0
     harmonic_mean: Interval | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable form."""
-        return asdict(self)
-
 
 @dataclass
-class PairedComparison:
+class PairedComparison(JsonRecord):
     """Run ``b`` against run ``a`` on their shared queries."""
 
     buckets: dict[str, Difference]
@@ -119,10 +116,6 @@ class PairedComparison:
     seed: int
     paired: bool
     notes: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable form."""
-        return asdict(self)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -349,9 +342,9 @@ def paired_comparison(
 
     rng = np.random.default_rng(seed)
     # Bootstrap of the paired differences: the same query indices for a and b.
-    boot_a = np.empty((len(names), n_resamples))
-    boot_b = np.empty((len(names), n_resamples))
-    _fill_bootstrap(va, vb, rng, n_resamples, paired, boot_a, boot_b)
+    boot_a, boot_b = _resampled_means(
+        va, vb, n_resamples, paired, lambda r, n: rng.integers(0, n, size=(r, n)), _same_queries
+    )
     boot_bucket, boot_mean, boot_psi = _stats(boot_a, boot_b)
 
     if method != "randomization":  # t-test: PSI, not a mean, keeps the bootstrap's p-value
@@ -359,9 +352,9 @@ def paired_comparison(
         null_mean = boot_mean - obs_mean
         null_psi = boot_psi - obs_psi
     else:
-        perm_a = np.empty((len(names), n_resamples))
-        perm_b = np.empty((len(names), n_resamples))
-        _fill_randomization(va, vb, rng, n_resamples, paired, perm_a, perm_b)
+        perm_a, perm_b = _resampled_means(
+            va, vb, n_resamples, paired, lambda r, n: rng.random((r, n)) < 0.5, _swapped
+        )
         null_bucket, null_mean, null_psi = _stats(perm_a, perm_b)
 
     def diff(observed: float, boot: np.ndarray, null: np.ndarray) -> Difference:
@@ -536,34 +529,33 @@ def _per_bucket_draws(
             start += size
 
 
-def _fill_bootstrap(
+def _resampled_means(
     va: list[np.ndarray],
     vb: list[np.ndarray],
-    rng: np.random.Generator,
     n_resamples: int,
     paired: bool,
-    out_a: np.ndarray,
-    out_b: np.ndarray,
-) -> None:
-    def apply(row: int, idx: np.ndarray, cols: slice) -> None:
-        out_a[row, cols] = va[row][idx].mean(axis=1)
-        out_b[row, cols] = vb[row][idx].mean(axis=1)
+    draw: Callable[[int, int], np.ndarray],
+    pick: Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each bucket's mean of ``a`` and of ``b`` in ``n_resamples`` resamples (rows: buckets):
+    ``pick(a, b, draws)`` makes one chunk of resampled rows from ``draw(rows, n)``."""
+    out_a = np.empty((len(va), n_resamples))
+    out_b = np.empty((len(va), n_resamples))
 
-    _per_bucket_draws(va, n_resamples, paired, lambda r, n: rng.integers(0, n, size=(r, n)), apply)
+    def apply(row: int, draws: np.ndarray, cols: slice) -> None:
+        a, b = pick(va[row], vb[row], draws)
+        out_a[row, cols] = a.mean(axis=1)
+        out_b[row, cols] = b.mean(axis=1)
+
+    _per_bucket_draws(va, n_resamples, paired, draw, apply)
+    return out_a, out_b
 
 
-def _fill_randomization(
-    va: list[np.ndarray],
-    vb: list[np.ndarray],
-    rng: np.random.Generator,
-    n_resamples: int,
-    paired: bool,
-    out_a: np.ndarray,
-    out_b: np.ndarray,
-) -> None:
-    def apply(row: int, swap: np.ndarray, cols: slice) -> None:
-        a, b = va[row], vb[row]
-        out_a[row, cols] = np.where(swap, b, a).mean(axis=1)
-        out_b[row, cols] = np.where(swap, a, b).mean(axis=1)
+def _same_queries(a: np.ndarray, b: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Bootstrap: the same drawn queries for ``a`` and ``b`` (paired differences)."""
+    return a[idx], b[idx]
 
-    _per_bucket_draws(va, n_resamples, paired, lambda r, n: rng.random((r, n)) < 0.5, apply)
+
+def _swapped(a: np.ndarray, b: np.ndarray, swap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Randomization: each query's ``a`` and ``b`` scores exchanged where ``swap``."""
+    return np.where(swap, b, a), np.where(swap, a, b)

@@ -117,11 +117,11 @@ class AnalysisInputs:
     def documents(self) -> list[tuple[str, str]]:
         """The sampled segment-profile documents."""
         if self._documents is None:
-            from hf_posbias.analysis.segment_profile import load_documents
+            from hf_posbias.analysis.segment_profile import sample_profile_documents
 
             corpus = self.spec.analysis_corpus or default_corpus(self.tasks)
             words = (self.spec.analysis_min_words, self.spec.analysis_max_words)
-            self._documents = load_documents(
+            self._documents = sample_profile_documents(
                 corpus, self.spec.analysis_limit, self.spec.seed, words=words
             )[0]
         return self._documents

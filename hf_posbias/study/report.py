@@ -42,11 +42,12 @@ import json
 import os
 import textwrap
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
+from hf_posbias.jsonable import JsonRecord
 from hf_posbias.rows import read_json
 from hf_posbias.sampling import PAPER_CONFIG_NAMES
 from hf_posbias.settings import check_positive, setting
@@ -138,7 +139,7 @@ def _row_label(row: Mapping[str, Any]) -> str:
 
 
 @dataclass
-class StudyReport:
+class StudyReport(JsonRecord):
     """Everything ``report.json`` holds."""
 
     cells: list[Cell]
@@ -151,10 +152,6 @@ class StudyReport:
     standard: dict[str, Any] = field(default_factory=dict)
     """YHP26's Table 4 view of the standard tasks (:func:`hf_posbias.study.standard.standard_view`:
     ``rows``, ``average_over_bases``, ``vs_base``); empty without standard tasks."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable form (the ``report.json`` schema)."""
-        return asdict(self)
 
 
 def psi_reduction(psi: Mapping[str, float | None]) -> tuple[float | None, str | None]:

@@ -44,6 +44,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import InputError
+from hf_posbias.jsonable import JsonRecord
 from hf_posbias.statistics.psi import UNDEFINED_PSI, summarize_positions
 from hf_posbias.statistics.scoring import Qrels, Run, per_query_metrics
 from hf_posbias.tasks.positions import (
@@ -140,8 +141,9 @@ class QueryResult:
 
 
 @dataclass
-class PositionScores:
-    """Per-position averages of per-query rows, with mean, PSI and worst drop."""
+class PositionScores(JsonRecord):
+    """Per-position averages of per-query rows, with mean, PSI and worst drop (``to_dict``:
+    what the mteb task adds to its scores)."""
 
     scoring: str
     buckets: list[str]
@@ -163,10 +165,6 @@ class PositionScores:
     """
     trend: dict[str, float | None] = field(default_factory=dict)
     """Slope, R², Spearman's ρ and p of per-query nDCG@10 on the relative evidence position."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable form (what the mteb task adds to its scores)."""
-        return asdict(self)
 
 
 # --------------------------------------------------------------------------- ranking helpers

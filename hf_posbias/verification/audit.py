@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias import POSITIONS
 from hf_posbias.errors import InputError
 from hf_posbias.generation.backends import reply_decoding
+from hf_posbias.jsonable import JsonRecord
 from hf_posbias.tables import as_table
 from hf_posbias.verification.judge import (
     SEGMENT_AUDIT,
@@ -71,7 +72,7 @@ class AuditStratum:
 
 
 @dataclass
-class AuditReport:
+class AuditReport(JsonRecord):
     """TargetYes / DistractorNo / Exclusive per margin stratum (YHP26's LLM audit)."""
 
     delta: float
@@ -81,10 +82,6 @@ class AuditReport:
     decodings: dict[str, int] = field(default_factory=dict)
     """Replies by how they were decoded (``json_schema``, ``free_form``, ``free_form_fallback``:
     the endpoint refused the schema)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable form."""
-        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AuditReport:

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from hf_posbias import POSITIONS
 from hf_posbias.corpus import bin_position_counts
+from hf_posbias.jsonable import JsonRecord
 from hf_posbias.tables import as_table
 
 DEFAULT_DELTA = 0.3
@@ -80,7 +81,7 @@ def _margin_of(row: Mapping[str, Any]) -> float | None:
 
 
 @dataclass
-class VerificationReport:
+class VerificationReport(JsonRecord):
     """Filtering statistics of one verification run (YHP26 Table 6 and its strata).
 
     ``cumulative`` rows: ``threshold, count, pct`` (of generated) and per-position counts of
@@ -163,10 +164,6 @@ class VerificationReport:
     def from_dict(cls, data: Mapping[str, Any]) -> VerificationReport:
         """Inverse of :meth:`to_dict` (e.g. a ``report.json`` read back)."""
         return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable form."""
-        return asdict(self)
 
     def filter_rows(self) -> list[dict[str, Any]]:
         """YHP26 Table 6 as rows (``filter, retained, %, begin, middle, end``), cumulative.

@@ -21,12 +21,13 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import InputError, ModelLoadError
 from hf_posbias.hashing import folder_fingerprint
+from hf_posbias.jsonable import JsonRecord
 from hf_posbias.modeling import ModelSettings
 from hf_posbias.settings import flag_name
 
@@ -40,17 +41,13 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class EncodeStats:
+class EncodeStats(JsonRecord):
     """Texts the model encoded, by prompt type (``query``/``document``)."""
 
     calls: int = 0
     texts_encoded: int = 0
     encoded_by_type: dict[str, int] = field(default_factory=dict)
     tokens_encoded: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable form."""
-        return asdict(self)
 
 
 class CountingEncoder:

@@ -36,7 +36,7 @@ Example:
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import InputError
@@ -52,6 +52,7 @@ from hf_posbias.evaluation.runs.remedy_kinds import (
     special_tokens,
 )
 from hf_posbias.evaluation.runs.search import CorpusSearch
+from hf_posbias.jsonable import JsonRecord
 from hf_posbias.plugins import GROUPS, Registry
 from hf_posbias.settings import Settings, check_choice, check_positive, flag_name, setting
 
@@ -234,17 +235,13 @@ class RemedySettings(PassageSettings):
 
 
 @dataclass
-class RemedyStats:
+class RemedyStats(JsonRecord):
     """What a remedy cost on the document side (queries are counted by the query encoder)."""
 
     documents: int = 0
     passages: int = 0
     document_tokens: int = 0
     index_seconds: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable form."""
-        return asdict(self)
 
 
 def check_remedy_fits(st_model: Any, settings: RemedySettings) -> None:

@@ -24,7 +24,7 @@ Example:
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ from hf_posbias.evaluation.reports.report import (
     register_audit_section,
 )
 from hf_posbias.figures import save_figure
+from hf_posbias.jsonable import JsonRecord
 from hf_posbias.tables import as_table
 from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo
 
@@ -207,7 +208,7 @@ def build_reversal_tasks(
 
 
 @dataclass
-class ReversalResult:
+class ReversalResult(JsonRecord):
     """nDCG@10 of each origin group before/after mirroring, and Δrev."""
 
     task: str
@@ -285,10 +286,6 @@ class ReversalResult:
             "B→F": self.back_after,
             "Δrev": self.delta_rev,
         }
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable form."""
-        return asdict(self)
 
 
 def mirror_reversal(

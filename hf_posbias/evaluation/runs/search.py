@@ -23,8 +23,10 @@ Example:
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from hf_posbias.jsonable import JsonRecord
 
 if TYPE_CHECKING:
     from mteb.abstasks.task_metadata import TaskMetadata
@@ -34,17 +36,13 @@ logger = logging.getLogger(__name__)
 
 
 @dataclass
-class SearchStats:
+class SearchStats(JsonRecord):
     """How often the search model did its expensive work."""
 
     index_builds: int = 0
     searches: int = 0
     queries: int = 0
     pairs_scored: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable form."""
-        return asdict(self)
 
 
 def _task_language(task_metadata: TaskMetadata, hf_subset: str) -> str:

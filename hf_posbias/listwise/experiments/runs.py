@@ -34,7 +34,7 @@ from hf_posbias.listwise.experiments.lists import QueryList
 from hf_posbias.listwise.experiments.taskio import RerankTask
 from hf_posbias.listwise.settings import LIST_PARAMS, ListSettings
 from hf_posbias.rerankers.base import ListwiseReranker
-from hf_posbias.rerankers.records import FallbackStats, RerankedList
+from hf_posbias.rerankers.records import FallbackStats, RerankedList, WindowCounts
 from hf_posbias.rerankers.window import rerank_lists
 
 InputsFn = Callable[[QueryList], list[tuple[dict[str, Any], list[str]]]]
@@ -278,11 +278,7 @@ def _row(
         "input": list(doc_ids),
         "ranking": result.ranking,
         "scores": result.ranked_scores(),
-        "windows": result.windows,
-        "windows_with_fallback": result.windows_with_fallback,
-        "appended": result.appended,
-        "cut": result.cut,
-        "identifiers": result.identifiers,
+        **result.as_row(),
     }
 
 
@@ -290,17 +286,7 @@ def fallback_stats(rows: Sequence[dict[str, Any]]) -> FallbackStats:
     """Sum the rows' window counts (generation fallbacks, endpoint top-n cuts)."""
     stats = FallbackStats()
     for row in rows:
-        stats.add(
-            RerankedList(
-                ranking=[],
-                scores={},
-                windows=int(row["windows"]),
-                windows_with_fallback=int(row["windows_with_fallback"]),
-                appended=int(row["appended"]),
-                cut=int(row["cut"]),
-                identifiers=int(row["identifiers"]),
-            )
-        )
+        stats.add(WindowCounts(**{name: int(row[name]) for name in stats.as_row()}))
     return stats
 
 
