@@ -33,7 +33,6 @@ import logging
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any, Literal
 
 from hf_posbias.errors import InputError
@@ -357,23 +356,30 @@ class TaskAssembler:
         return data
 
 
-evidence_card = partial(
-    TaskCard,
-    buckets=THIRDS.labels,
-    annotations_creators="human-annotated",
-    task_subtypes=("Claim verification",),
-)
-"""A :class:`~hf_posbias.tasks.registry.TaskCard` of the evidence-subset family (SciFact,
-Climate-FEVER, FEVER, HotpotQA): queries bucketed in thirds of the annotated evidence's position,
-human-annotated evidence, claim verification; a card states its own facts (name, description,
-reference, citation, licence, dates, source) and overrides a family default where it differs.
+def evidence_card(
+    *,
+    buckets: tuple[str, ...] = THIRDS.labels,
+    annotations_creators: str = "human-annotated",
+    task_subtypes: tuple[str, ...] = ("Claim verification",),
+    **facts: Any,
+) -> TaskCard:
+    """The :class:`~hf_posbias.tasks.registry.TaskCard` of an evidence-subset benchmark (SciFact,
+    Climate-FEVER, FEVER, HotpotQA): the family's defaults (thirds of the annotated evidence's
+    position, human-annotated evidence, claim verification) are stated here once; ``facts`` are
+    the card's own fields (name, description, reference, citation, licence, dates, source).
 
-Example:
-    >>> card = evidence_card(name="X-Evidence", class_name="XEvidence", description="d",
-    ...     reference="https://x.org", citation="", license="mit", adapted_from=("X",))
-    >>> card.buckets, card.annotations_creators, card.task_subtypes
-    (('begin', 'middle', 'end'), 'human-annotated', ('Claim verification',))
-"""
+    Example:
+        >>> card = evidence_card(name="X-Evidence", class_name="XEvidence", description="d",
+        ...     reference="https://x.org", citation="", license="mit", adapted_from=("X",))
+        >>> card.buckets, card.annotations_creators, card.task_subtypes
+        (('begin', 'middle', 'end'), 'human-annotated', ('Claim verification',))
+    """
+    return TaskCard(
+        buckets=buckets,
+        annotations_creators=annotations_creators,
+        task_subtypes=task_subtypes,
+        **facts,
+    )
 
 
 def sample_task_info(
