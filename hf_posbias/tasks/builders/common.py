@@ -383,7 +383,7 @@ def evidence_card(
 
 
 def sample_task_info(
-    card: TaskCard, tiny_card: TaskCard, sample: str | None, *, description: str, source: str
+    card: TaskCard, tiny_card: TaskCard, *, sample: str | None, description: str, source: str
 ) -> TaskInfo:
     """The ``task.json`` header of a benchmark built whole or as its tiny sample (SQuAD-PosQ,
     FineWeb-PosQ): ``card``'s name and ``description.``, or, when ``sample`` describes the tiny
@@ -391,9 +391,9 @@ def sample_task_info(
 
     Example:
         >>> from hf_posbias.tasks.builders.squad import CARD, TINY_CARD
-        >>> info = sample_task_info(CARD, TINY_CARD, "10 queries", description="Q", source="s")
+        >>> info = sample_task_info(CARD, TINY_CARD, sample="10 q", description="Q", source="s")
         >>> info.name, info.description
-        ('SQuAD-PosQ-tiny', 'Q; 10 queries.')
+        ('SQuAD-PosQ-tiny', 'Q; 10 q.')
     """
     chosen = card if sample is None else tiny_card
     return chosen.task_info(

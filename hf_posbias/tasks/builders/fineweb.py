@@ -175,7 +175,7 @@ def build_fineweb_posq(
     info = sample_task_info(
         CARD,
         TINY_CARD,
-        f"{tiny_per_position} queries per position, seed {seed}" if tiny else None,
+        sample=f"{tiny_per_position} queries per position, seed {seed}" if tiny else None,
         description="Synthetic position-targeted questions over FineWeb-edu passages of 500-1,024 "
         "words, bucketed by the third of the passage that holds the answer (Zeng et al. 2025)",
         source=f"{HUB_ID} via {source}",

@@ -177,7 +177,7 @@ def build_squad_posq(
     info = sample_task_info(
         CARD,
         TINY_CARD,
-        f"{tiny_size} queries sampled with seed {seed}" if tiny else None,
+        sample=f"{tiny_size} queries sampled with seed {seed}" if tiny else None,
         description="SQuAD v2 answerable questions (train + validation) retrieving their passage "
         "among all distinct SQuAD v2 contexts, bucketed by the first answer's character start "
         "(Zeng et al. 2025)",
