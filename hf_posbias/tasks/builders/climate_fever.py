@@ -42,17 +42,18 @@ from hf_posbias.tasks.builders.common import (
     BuilderOutput,
     RelativeBuckets,
     TaskAssembler,
+    evidence_card,
     join_sentences,
     locate,
     require_fields,
     settings_build,
     split_labels,
 )
-from hf_posbias.tasks.positions import THIRDS, Anchor, IntervalBuckets
-from hf_posbias.tasks.registry import Benchmark, TaskCard
+from hf_posbias.tasks.positions import Anchor, IntervalBuckets
+from hf_posbias.tasks.registry import Benchmark
 from hf_posbias.tasks.taskdata import PositionTaskData
 
-CARD = TaskCard(
+CARD = evidence_card(
     name="ClimateFEVER-Evidence",
     class_name="ClimateFEVEREvidence",
     description=(
@@ -63,10 +64,7 @@ CARD = TaskCard(
     citation=citations.CLIMATE_FEVER,
     # The authors state no licence; the evidence sentences are Wikipedia (CC BY-SA).
     license="not specified",
-    buckets=THIRDS.labels,
     date=("2020-01-01", "2020-12-01"),
-    annotations_creators="human-annotated",
-    task_subtypes=("Claim verification",),
     adapted_from=("ClimateFEVER",),
 )
 

@@ -37,7 +37,14 @@ from typing import Any, Literal
 
 from hf_posbias.errors import InputError
 from hf_posbias.settings import Settings, setting
-from hf_posbias.tasks.positions import Anchor, IntervalBuckets, parse_buckets, relative_position
+from hf_posbias.tasks.positions import (
+    THIRDS,
+    Anchor,
+    IntervalBuckets,
+    parse_buckets,
+    relative_position,
+)
+from hf_posbias.tasks.registry import TaskCard
 from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo
 
 logger = logging.getLogger(__name__)
@@ -347,6 +354,53 @@ class TaskAssembler:
         for bucket, n in data.bucket_counts().items():
             logger.debug("%s %s: %d queries", info.name, bucket, n)
         return data
+
+
+def evidence_card(
+    *,
+    buckets: tuple[str, ...] = THIRDS.labels,
+    annotations_creators: str = "human-annotated",
+    task_subtypes: tuple[str, ...] = ("Claim verification",),
+    **facts: Any,
+) -> TaskCard:
+    """The :class:`~hf_posbias.tasks.registry.TaskCard` of an evidence-subset benchmark (SciFact,
+    Climate-FEVER, FEVER, HotpotQA): the family's defaults (thirds of the annotated evidence's
+    position, human-annotated evidence, claim verification) are stated here once; ``facts`` are
+    the card's own fields (name, description, reference, citation, licence, dates, source).
+
+    Example:
+        >>> card = evidence_card(name="X-Evidence", class_name="XEvidence", description="d",
+        ...     reference="https://x.org", citation="", license="mit", adapted_from=("X",))
+        >>> card.buckets, card.annotations_creators, card.task_subtypes
+        (('begin', 'middle', 'end'), 'human-annotated', ('Claim verification',))
+    """
+    return TaskCard(
+        buckets=buckets,
+        annotations_creators=annotations_creators,
+        task_subtypes=task_subtypes,
+        **facts,
+    )
+
+
+def sample_task_info(
+    card: TaskCard, tiny_card: TaskCard, *, sample: str | None, description: str, source: str
+) -> TaskInfo:
+    """The ``task.json`` header of a benchmark built whole or as its tiny sample (SQuAD-PosQ,
+    FineWeb-PosQ): ``card``'s name and ``description.``, or, when ``sample`` describes the tiny
+    sample, ``tiny_card``'s name and ``description; sample.``.
+
+    Example:
+        >>> from hf_posbias.tasks.builders.squad import CARD, TINY_CARD
+        >>> info = sample_task_info(CARD, TINY_CARD, sample="10 q", description="Q", source="s")
+        >>> info.name, info.description
+        ('SQuAD-PosQ-tiny', 'Q; 10 q.')
+    """
+    chosen = card if sample is None else tiny_card
+    return chosen.task_info(
+        name=chosen.name,
+        description=f"{description}." if sample is None else f"{description}; {sample}.",
+        source=source,
+    )
 
 
 BUCKETS_HELP = "bucket rule: thirds (default), posir20, or relative edges such as 0,0.2,0.5,1"

@@ -29,16 +29,17 @@ from hf_posbias.tasks.builders.common import (
     BuilderOutput,
     RelativeBuckets,
     TaskAssembler,
+    evidence_card,
     join_sentences,
     require_fields,
     settings_build,
     split_labels,
 )
-from hf_posbias.tasks.positions import THIRDS, Anchor, IntervalBuckets
-from hf_posbias.tasks.registry import Benchmark, TaskCard
+from hf_posbias.tasks.positions import Anchor, IntervalBuckets
+from hf_posbias.tasks.registry import Benchmark
 from hf_posbias.tasks.taskdata import PositionTaskData
 
-CARD = TaskCard(
+CARD = evidence_card(
     name="FEVER-Evidence",
     class_name="FEVEREvidence",
     description=(
@@ -48,10 +49,7 @@ CARD = TaskCard(
     reference="https://fever.ai/dataset/fever.html",
     citation=citations.FEVER,
     license="cc-by-sa-3.0",
-    buckets=THIRDS.labels,
     date=("2017-01-01", "2018-06-01"),
-    annotations_creators="human-annotated",
-    task_subtypes=("Claim verification",),
     adapted_from=("FEVER",),
 )
 

@@ -43,6 +43,7 @@ from hf_posbias.tasks.builders.common import (
     BuilderOutput,
     TaskAssembler,
     load_rows,
+    sample_task_info,
     settings_build,
     stable_id,
 )
@@ -171,13 +172,12 @@ def build_fineweb_posq(
             asm.queries[-1]["extra_buckets"] = buckets[1:]
     asm.report.note("distractor_passages", distractors)
     asm.report.note("questions_with_several_position_labels", multi)
-    info = CARD.task_info(
-        name=(TINY_CARD if tiny else CARD).name,
-        description=(
-            "Synthetic position-targeted questions over FineWeb-edu passages of 500-1,024 words, "
-            "bucketed by the third of the passage that holds the answer (Zeng et al. 2025)"
-            + (f"; {tiny_per_position} queries per position, seed {seed}." if tiny else ".")
-        ),
+    info = sample_task_info(
+        CARD,
+        TINY_CARD,
+        sample=f"{tiny_per_position} queries per position, seed {seed}" if tiny else None,
+        description="Synthetic position-targeted questions over FineWeb-edu passages of 500-1,024 "
+        "words, bucketed by the third of the passage that holds the answer (Zeng et al. 2025)",
         source=f"{HUB_ID} via {source}",
     )
     return asm.finish(

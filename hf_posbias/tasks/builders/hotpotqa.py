@@ -33,15 +33,16 @@ from hf_posbias.tasks.builders.common import (
     BuilderOutput,
     RelativeBuckets,
     TaskAssembler,
+    evidence_card,
     load_rows,
     require_fields,
     settings_build,
 )
-from hf_posbias.tasks.positions import THIRDS, Anchor, IntervalBuckets
-from hf_posbias.tasks.registry import Benchmark, TaskCard
+from hf_posbias.tasks.positions import Anchor, IntervalBuckets
+from hf_posbias.tasks.registry import Benchmark
 from hf_posbias.tasks.taskdata import PositionTaskData
 
-CARD = TaskCard(
+CARD = evidence_card(
     name="HotpotQA-Evidence",
     class_name="HotpotQAEvidence",
     description=(
@@ -51,9 +52,7 @@ CARD = TaskCard(
     reference="https://hotpotqa.github.io/",
     citation=citations.HOTPOTQA,
     license="cc-by-sa-4.0",
-    buckets=THIRDS.labels,
     date=("2018-01-01", "2018-09-01"),
-    annotations_creators="human-annotated",
     task_subtypes=("Question answering",),
     adapted_from=("HotpotQA",),
 )

@@ -42,16 +42,17 @@ from hf_posbias.tasks.builders.common import (
     BuilderOutput,
     RelativeBuckets,
     TaskAssembler,
+    evidence_card,
     join_sentences,
     parse_int_list,
     require_fields,
     settings_build,
 )
-from hf_posbias.tasks.positions import THIRDS, Anchor, IntervalBuckets
-from hf_posbias.tasks.registry import Benchmark, TaskCard
+from hf_posbias.tasks.positions import Anchor, IntervalBuckets
+from hf_posbias.tasks.registry import Benchmark
 from hf_posbias.tasks.taskdata import PositionTaskData
 
-CARD = TaskCard(
+CARD = evidence_card(
     name="SciFact-Evidence",
     class_name="SciFactEvidence",
     description=(
@@ -61,11 +62,9 @@ CARD = TaskCard(
     reference="https://github.com/allenai/scifact",
     citation=citations.SCIFACT,
     license="https://creativecommons.org/licenses/by-nc/2.0/",
-    buckets=THIRDS.labels,
     domains=("Academic", "Medical", "Written"),
     date=("2020-01-01", "2020-05-01"),
     annotations_creators="expert-annotated",
-    task_subtypes=("Claim verification",),
     adapted_from=("SciFact",),
 )
 

@@ -41,6 +41,7 @@ from hf_posbias.tasks.builders.common import (
     BuilderOutput,
     TaskAssembler,
     load_rows,
+    sample_task_info,
     settings_build,
     stable_id,
 )
@@ -173,14 +174,13 @@ def build_squad_posq(
             start + len(answer),
             bucket_value=start,
         )
-    info = CARD.task_info(
-        name=(TINY_CARD if tiny else CARD).name,
-        description=(
-            "SQuAD v2 answerable questions (train + validation) retrieving their passage among "
-            "all distinct SQuAD v2 contexts, bucketed by the first answer's character start "
-            "(Zeng et al. 2025)"
-            + (f"; {tiny_size} queries sampled with seed {seed}." if tiny else ".")
-        ),
+    info = sample_task_info(
+        CARD,
+        TINY_CARD,
+        sample=f"{tiny_size} queries sampled with seed {seed}" if tiny else None,
+        description="SQuAD v2 answerable questions (train + validation) retrieving their passage "
+        "among all distinct SQuAD v2 contexts, bucketed by the first answer's character start "
+        "(Zeng et al. 2025)",
         source=f"{HUB_ID} ({'+'.join(splits)}) via {source}",
     )
     return asm.finish(
