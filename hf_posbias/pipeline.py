@@ -72,6 +72,7 @@ from hf_posbias.corpus import (
 from hf_posbias.errors import InputError
 from hf_posbias.executors.options import ExecutorSettings
 from hf_posbias.generation.backends import CHAT_BACKENDS, EndpointSettings
+from hf_posbias.generation.prompt_files import check_prompt_files, prompt_file_setting
 from hf_posbias.generation.registry import GENERATORS
 from hf_posbias.rows import read_json, read_parquet_rows
 from hf_posbias.sampling import PAPER_CONFIG_NAMES, PositionConfig, check_sampling_options
@@ -854,15 +855,11 @@ class GeneratorSettings(EndpointSettings, SeedSettings, ProgressSettings):
         "BAAI/bge-m3; default: the packaged all-MiniLM-L6-v2)",
         default=None,
     )
-    stage1_prompt_file: str | None = setting(
-        "LLM generators: Jinja template replacing the stage-1 prompt (variables: title, "
-        "document, personas)",
-        default=None,
+    stage1_prompt_file: str | None = prompt_file_setting(
+        "stage1", "the stage-1 prompt", scope="LLM generators: "
     )
-    stage2_prompt_file: str | None = setting(
-        "LLM generators: Jinja template replacing the stage-2 prompt (variables: persona, "
-        "difficulty, length, position, title, document, segment)",
-        default=None,
+    stage2_prompt_file: str | None = prompt_file_setting(
+        "stage2", "the stage-2 prompt", scope="LLM generators: "
     )
     constrained: bool = setting(
         "LLM generators: decode under each stage's JSON schema; --no-constrained decodes "
@@ -884,12 +881,7 @@ class GeneratorSettings(EndpointSettings, SeedSettings, ProgressSettings):
                 f"{flag_name('generator')} {self.generator} needs {flag_name('llm_model')}"
             )
         check_positive(self, "concurrency")
-        from hf_posbias.generation.prompt_files import load_prompt_file
-
-        for stage in ("stage1", "stage2"):  # checked before any model loads
-            path = getattr(self, f"{stage}_prompt_file")
-            if path is not None:
-                load_prompt_file(path, stage)
+        check_prompt_files(self, "stage1", "stage2")
 
     def generator_options(self) -> dict[str, Any]:
         """The keyword options of :func:`hf_posbias.generation.registry.make_generator`."""
@@ -978,10 +970,7 @@ class AuditSettings(EndpointSettings):
         default=False,
     )
     audit_per_stratum: int = setting("candidates per stratum", default=100)
-    audit_prompt_file: str | None = setting(
-        "Jinja template replacing the audit judge's prompt (variables: query, segment)",
-        default=None,
-    )
+    audit_prompt_file: str | None = prompt_file_setting("audit", "the audit judge's prompt")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -989,10 +978,7 @@ class AuditSettings(EndpointSettings):
             check_audit_options(
                 self.audit_per_stratum, self.audit_backend, not self.audit_free_form
             )
-        if self.audit_prompt_file is not None:  # checked before any model loads
-            from hf_posbias.generation.prompt_files import load_prompt_file
-
-            load_prompt_file(self.audit_prompt_file, "audit")
+        check_prompt_files(self, "audit")
 
 
 @dataclass(kw_only=True)

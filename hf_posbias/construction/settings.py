@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from hf_posbias.errors import InputError
+from hf_posbias.generation.prompt_files import check_prompt_files, prompt_file_setting
 from hf_posbias.settings import check_positive, flag_name, setting
 
 OFFLINE_LLM = "smollm2-135m"
@@ -109,16 +110,10 @@ class BenchmarkBuildSettings:
         "--llm-model",
         default=None,
     )
-    summary_prompt_file: str | None = setting(
-        "Jinja template replacing the summary prompt (variables: title, passage)", default=None
-    )
-    faq_prompt_file: str | None = setting(
-        "Jinja template replacing the FAQ prompt (variables: summary, chunk, n)", default=None
-    )
-    judge_prompt_file: str | None = setting(
-        "Jinja template replacing the 0-4 judge's prompt of both stages (variables: query, "
-        "segment)",
-        default=None,
+    summary_prompt_file: str | None = prompt_file_setting("summary", "the summary prompt")
+    faq_prompt_file: str | None = prompt_file_setting("faq", "the FAQ prompt")
+    judge_prompt_file: str | None = prompt_file_setting(
+        "judge", "the 0-4 judge's prompt of both stages"
     )
     judge_min_score: int = setting(
         "Stage 1: the labelled segment's least 0-4 grade (Z25: 3)", default=3
@@ -194,12 +189,7 @@ class BenchmarkBuildSettings:
                 raise InputError(f"{flag_name(name)} must lie in 0-4, got {getattr(self, name)}")
         if self.judge_min_gap < 0:
             raise InputError(f"{flag_name('judge_min_gap')} must be >= 0, got {self.judge_min_gap}")
-        from hf_posbias.generation.prompt_files import load_prompt_file
-
-        for stage in ("summary", "faq", "judge"):  # checked before any model loads
-            path = getattr(self, f"{stage}_prompt_file")
-            if path is not None:
-                load_prompt_file(path, stage)
+        check_prompt_files(self, "summary", "faq", "judge")
         if not 0.0 <= self.prelabel_threshold <= 1.0:
             raise InputError(
                 f"{flag_name('prelabel_threshold')} must lie in [0, 1], "

@@ -33,16 +33,26 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
+from hf_posbias.settings import flag_name, setting
 
 
 @dataclass(frozen=True)
 class PromptStage:
-    """One LLM stage whose prompt a file may replace: its variables and its flag."""
+    """One LLM stage whose prompt a file may replace: its variables, its setting and flag."""
 
     name: str
     variables: tuple[str, ...]
-    flag: str
     what: str
+
+    @property
+    def field(self) -> str:
+        """The settings field that names the stage's prompt file (``stage1_prompt_file``)."""
+        return f"{self.name}_prompt_file"
+
+    @property
+    def flag(self) -> str:
+        """Its flag (``--stage1-prompt-file``)."""
+        return flag_name(self.field)
 
 
 PROMPT_STAGES: dict[str, PromptStage] = {
@@ -51,37 +61,31 @@ PROMPT_STAGES: dict[str, PromptStage] = {
         PromptStage(
             "stage1",
             ("title", "document", "personas"),
-            "--stage1-prompt-file",
             "query generation, stage 1 (persona, difficulty, query length; YHP26)",
         ),
         PromptStage(
             "stage2",
             ("persona", "difficulty", "length", "position", "title", "document", "segment"),
-            "--stage2-prompt-file",
             "query generation, stage 2 (a query for the target segment; YHP26)",
         ),
         PromptStage(
             "summary",
             ("title", "passage"),
-            "--summary-prompt-file",
             "benchmark builder: the passage summary (Zeng et al.)",
         ),
         PromptStage(
             "faq",
             ("summary", "chunk", "n"),
-            "--faq-prompt-file",
             "benchmark builder: FAQ questions of a chunk (Zeng et al.)",
         ),
         PromptStage(
             "judge",
             ("query", "segment"),
-            "--judge-prompt-file",
             "benchmark builder: the 0-4 relevance judge of both filtering stages (Zeng et al.)",
         ),
         PromptStage(
             "audit",
             ("query", "segment"),
-            "--audit-prompt-file",
             "the yes/no segment audit judge (YHP26)",
         ),
     )
@@ -131,6 +135,37 @@ def load_prompt_file(path: str | Path, stage: str) -> PromptTemplate:
             f"(known: {', '.join(known.variables)})"
         )
     return PromptTemplate(stage, str(target), text)
+
+
+def prompt_file_setting(stage: str, prompt: str, *, scope: str = "") -> Any:
+    """The ``<stage>_prompt_file`` setting: a file replacing ``prompt``, whose help names the
+    stage's variables (:data:`PROMPT_STAGES`); ``scope`` starts the help (``"LLM generators: "``).
+
+    Example:
+        >>> print(prompt_file_setting("summary", "the summary prompt").metadata["help"])
+        Jinja template replacing the summary prompt (variables: title, passage)
+    """
+    variables = ", ".join(PROMPT_STAGES[stage].variables)
+    return setting(
+        f"{scope}Jinja template replacing {prompt} (variables: {variables})", default=None
+    )
+
+
+def check_prompt_files(settings: Any, *stages: str) -> None:
+    """Read and check the prompt file ``settings`` gives for each of ``stages`` (its
+    ``<stage>_prompt_file``), so that a bad file is one line before any model loads.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> check_prompt_files(SimpleNamespace(faq_prompt_file="nowhere.j2"), "faq")
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: --faq-prompt-file: prompt file nowhere.j2 not found
+    """
+    for stage in stages:
+        path = getattr(settings, PROMPT_STAGES[stage].field)
+        if path is not None:
+            load_prompt_file(path, stage)
 
 
 def stage_prompt(path: str | Path | None, stage: str, shipped: str) -> str | PromptTemplate:

@@ -30,7 +30,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from hf_posbias import POSITIONS
 from hf_posbias.citations import ICT, YHP26, Z25, bibtex
@@ -64,8 +64,25 @@ def _known_keys(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
     return dict(data)
 
 
+_Part = TypeVar("_Part", bound="_FromDict")
+
+
+class _FromDict:
+    """A card part built from a plain dict by field name (unknown keys are an error)."""
+
+    @classmethod
+    def from_dict(cls: type[_Part], data: Mapping[str, Any]) -> _Part:
+        """Build from a plain dict (unknown keys are an error, not silently dropped).
+
+        Example:
+            >>> GeneratorInfo.from_dict({"name": "ict", "params": {"seed": 0}}).params
+            {'seed': 0}
+        """
+        return cls(**_known_keys(cls, data))
+
+
 @dataclass(frozen=True)
-class CorpusInfo:
+class CorpusInfo(_FromDict):
     """Where the document text comes from and under which licence.
 
     Attributes:
@@ -84,14 +101,9 @@ class CorpusInfo:
     url: str = ""
     report: Mapping[str, Any] = field(default_factory=dict)
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> CorpusInfo:
-        """Build from a plain dict (unknown keys are an error, not silently dropped)."""
-        return cls(**_known_keys(cls, data))
-
 
 @dataclass(frozen=True)
-class GeneratorInfo:
+class GeneratorInfo(_FromDict):
     """The query generator: its name (backend + model) and the parameters it ran with.
 
     Attributes:
@@ -102,11 +114,6 @@ class GeneratorInfo:
 
     name: str
     params: Mapping[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> GeneratorInfo:
-        """Build from ``{"name": …, "params": {…}}``."""
-        return cls(**_known_keys(cls, data))
 
 
 @dataclass(frozen=True)
