@@ -312,7 +312,7 @@ def throughput_document(proof: Proof) -> dict[str, Any]:
 def projection_part(proof: Proof) -> dict[str, Any]:
     """The 32 runs of studies/yhp26.yaml as ``posbias study run --dry-run --throughput`` plans
     them from the measured seconds per step."""
-    from hf_posbias.study.run import study_dry_run
+    from hf_posbias.study.run import dry_run_lines
     from hf_posbias.study.spec import load_spec
 
     figures = throughput_document(proof)
@@ -324,7 +324,8 @@ def projection_part(proof: Proof) -> dict[str, Any]:
         overrides = {"bases": proof.models, "training": training}
     spec = load_spec(SPEC, overrides)
     # The plan itself needs no evaluation task; the study's task check imports mteb.
-    lines, seconds = study_dry_run(spec, throughput=str(path), check=False)
+    lines = dry_run_lines(spec, throughput=str(path), check=False)
+    seconds = lines.projected_seconds
     measured = {e["model"] for e in figures["results"] if e["settings"] == "auto"}
     failed = {e["model"] for e in figures["results"] if e["settings"] == "auto" and "error" in e}
     return {

@@ -314,8 +314,7 @@ def run_sharded(
         disable=not (progress and proc.is_main),
     )
     for i in todo:
-        rows = fn(shard_items(items, i, shard_size))
-        write_parquet(rows, shard_path(out, i), schema=schema)
+        write_shard(items, fn, out, i, shard_size, schema=schema)
         bar.update(1)
     bar.close()
     wait_for_everyone()
@@ -340,6 +339,29 @@ def shard_items(items: Sequence[T], index: int, shard_size: int) -> list[T]:
         [8, 9]
     """
     return list(items[index * shard_size : (index + 1) * shard_size])
+
+
+def write_shard(
+    items: Sequence[T],
+    fn: Callable[[list[T]], list[dict[str, Any]]],
+    out_dir: str | Path,
+    index: int,
+    shard_size: int,
+    schema: Any = None,
+) -> Path:
+    """Make shard ``index`` of a stage: ``fn`` over its items (:func:`shard_items`), written to
+    :func:`shard_path` — the file :func:`run_sharded` writes for it, here or on a worker.
+
+    Example:
+        >>> import tempfile
+        >>> path = write_shard(["a", "b", "c"], lambda s: [{"x": x} for x in s], tempfile.mkdtemp(),
+        ...                    1, 2)
+        >>> path.name, read_parquet_rows(path)
+        ('shard-00001.parquet', [{'x': 'c'}])
+    """
+    path = shard_path(out_dir, index)
+    write_parquet(fn(shard_items(items, index, shard_size)), path, schema=schema)
+    return path
 
 
 def merge_shards(out_dir: str | Path, n_shards: int | None = None) -> list[dict[str, Any]]:

@@ -1,8 +1,9 @@
 """Chat backends for the LLM query generators: OpenAI-compatible HTTP and local ``transformers``.
 
-Both implement :class:`ChatBackend`: ``complete(messages, …) -> ChatReply`` for one conversation
-and ``complete_many(batch, …)`` for many, in order. A :class:`ChatReply` is the reply text (a
-``str``) that also says how it was decoded and why it ended.
+Both implement :class:`ChatBackend` (``complete_many(batch, …)``: many conversations, in order)
+and answer one conversation with ``complete(messages, …) -> ChatReply``
+(:class:`BatchCompletion`). A :class:`ChatReply` is the reply text (a ``str``) that also says
+how it was decoded and why it ended.
 
 **Structured output.** Pass ``json_schema=SCHEMA`` to ask for one JSON document valid under the
 schema. The local backend decodes under the schema (llguidance, :mod:`~hf_posbias.generation.
@@ -148,24 +149,14 @@ class RequestRejected(BackendError):
 
 @runtime_checkable
 class ChatBackend(Protocol):
-    """A chat-completion service: one conversation → one assistant message.
+    """A chat-completion service: one assistant message per conversation of a batch.
 
     ``complete_many`` keeps the order of ``batch`` and returns a :class:`BackendError` in place
-    of each request that failed; ``params()`` describes the backend for the stage manifest.
+    of each request that failed; ``params()`` describes the backend for the stage manifest. (The
+    built-in backends also answer one conversation with ``complete``: :class:`BatchCompletion`.)
     ``json_schema`` asks for a reply that is one JSON document valid under the schema (see the
     module docstring for what each backend guarantees).
     """
-
-    def complete(
-        self,
-        messages: Messages,
-        *,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        max_tokens: int = 512,
-        seed: int | None = None,
-        json_schema: dict[str, Any] | None = None,
-    ) -> ChatReply: ...
 
     def complete_many(
         self,
@@ -181,14 +172,49 @@ class ChatBackend(Protocol):
     def params(self) -> dict[str, Any]: ...
 
 
-class BatchCompletion:
-    """``complete_many`` over ``complete``, the one loop every chat backend shares.
+@dataclass(frozen=True)
+class ChatRequest:
+    """One conversation and how its reply is decoded: each request of ``complete`` or
+    ``complete_many``, as a backend's ``_complete`` receives it (:class:`BatchCompletion`).
 
-    A backend says how the requests run (:meth:`_run_all`: one after another by default) and
-    which errors come back in the list instead of being raised (:attr:`returned_errors`).
+    Example:
+        >>> ChatRequest([{"role": "user", "content": "hi"}], temperature=0.0).max_tokens
+        512
+    """
+
+    messages: Messages
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_tokens: int = 512
+    seed: int | None = None
+    json_schema: dict[str, Any] | None = None
+
+
+class BatchCompletion:
+    """``complete`` and ``complete_many``, the entry points every chat backend shares.
+
+    Both take their keywords apart into one :class:`ChatRequest` per conversation; a backend
+    implements :meth:`_complete` (one request → one reply), says how the requests of a batch run
+    (:meth:`_run_all`: one after another by default) and which errors come back in the list
+    instead of being raised (:attr:`returned_errors`).
     """
 
     returned_errors: tuple[type[BackendError], ...] = (BackendError,)
+
+    def complete(
+        self,
+        messages: Messages,
+        *,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        max_tokens: int = 512,
+        seed: int | None = None,
+        json_schema: dict[str, Any] | None = None,
+    ) -> ChatReply:
+        """The reply to ``messages`` (under ``json_schema`` if given); failures are raised."""
+        return self._complete(
+            ChatRequest(messages, temperature, top_p, max_tokens, seed, json_schema)
+        )
 
     def complete_many(
         self,
@@ -204,21 +230,22 @@ class BatchCompletion:
         seeds = list(seeds) if seeds is not None else [None] * len(batch)
         if len(seeds) != len(batch):
             raise ValueError(f"{len(seeds)} seeds for {len(batch)} requests")
+        requests = [
+            ChatRequest(messages, temperature, top_p, max_tokens, seed, json_schema)
+            for messages, seed in zip(batch, seeds)
+        ]
 
         def one(index: int) -> ChatReply | BackendError:
             try:
-                return self.complete(  # type: ignore[attr-defined]
-                    batch[index],
-                    temperature=temperature,
-                    top_p=top_p,
-                    max_tokens=max_tokens,
-                    seed=seeds[index],
-                    json_schema=json_schema,
-                )
+                return self._complete(requests[index])
             except self.returned_errors as err:
                 return err
 
         return self._run_all(one, len(batch))
+
+    def _complete(self, request: ChatRequest) -> ChatReply:
+        """One request → one reply: what each backend implements."""
+        raise NotImplementedError
 
     def _run_all(
         self, one: Callable[[int], ChatReply | BackendError], n: int
@@ -346,16 +373,7 @@ class OpenAIChatBackend(BatchCompletion, OpenAIEndpoint):
         """Why the endpoint refused ``response_format`` (``None`` while it has not)."""
         return self._schema_refused
 
-    def complete(
-        self,
-        messages: Messages,
-        *,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        max_tokens: int = 512,
-        seed: int | None = None,
-        json_schema: dict[str, Any] | None = None,
-    ) -> ChatReply:
+    def _complete(self, request: ChatRequest) -> ChatReply:
         """One chat completion; raises :class:`EndpointUnreachable` / :class:`RequestRejected`.
 
         With ``json_schema`` the request carries ``response_format``; if the endpoint rejects
@@ -363,13 +381,14 @@ class OpenAIChatBackend(BatchCompletion, OpenAIEndpoint):
         the free-form reply is returned (``decoding="free_form_fallback"``), a warning is logged
         once, and later requests skip ``response_format``.
         """
+        messages, json_schema = request.messages, request.json_schema
         sampling: dict[str, Any] = {
-            "temperature": temperature,
-            "top_p": top_p,
-            "max_tokens": max_tokens,
+            "temperature": request.temperature,
+            "top_p": request.top_p,
+            "max_tokens": request.max_tokens,
         }
-        if seed is not None:
-            sampling["seed"] = int(seed)
+        if request.seed is not None:
+            sampling["seed"] = int(request.seed)
         if json_schema is None:
             return self._request(messages, sampling, "free_form")
         if self._schema_refused is None:
@@ -534,26 +553,20 @@ class TransformersChatBackend(BatchCompletion):
             self._grammar_tokenizer, self._grammars[key], prompt_length
         )
 
-    def complete(
-        self,
-        messages: Messages,
-        *,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        max_tokens: int = 512,
-        seed: int | None = None,
-        json_schema: dict[str, Any] | None = None,
-    ) -> ChatReply:
-        """Generate the assistant reply to ``messages`` (under ``json_schema`` if given)."""
+    def _complete(self, request: ChatRequest) -> ChatReply:
+        """Generate the assistant reply to the request's messages (under its schema if any)."""
         import torch
         from transformers import LogitsProcessorList, TemperatureLogitsWarper, TopPLogitsWarper
 
+        temperature, top_p, json_schema = request.temperature, request.top_p, request.json_schema
         self.load()
         tok, model = self._tokenizer, self._model
-        prompt = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        prompt = tok.apply_chat_template(
+            request.messages, tokenize=False, add_generation_prompt=True
+        )
         inputs = tok(prompt, return_tensors="pt", add_special_tokens=False).to(self.device)
         n_prompt = int(inputs["input_ids"].shape[1])
-        new_tokens = min(int(max_tokens), self.max_new_tokens)
+        new_tokens = min(int(request.max_tokens), self.max_new_tokens)
         context = self._context_size()
         if context is not None and n_prompt + new_tokens > context:
             raise RequestRejected(
@@ -579,8 +592,8 @@ class TransformersChatBackend(BatchCompletion):
             [torch.device(self.device).index or 0] if str(self.device).startswith("cuda") else []
         )
         with torch.random.fork_rng(devices=devices), torch.inference_mode():
-            if seed is not None:
-                torch.manual_seed(int(seed))
+            if request.seed is not None:
+                torch.manual_seed(int(request.seed))
             output = model.generate(**inputs, pad_token_id=tok.pad_token_id, **options)
         generated = output[0, n_prompt:].tolist()
         ended = bool(generated) and generated[-1] in self._eos_token_ids()

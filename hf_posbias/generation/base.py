@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from hf_posbias.errors import InputError
@@ -88,24 +88,17 @@ class Candidate:
 
 
 def candidate_schema() -> Any:
-    """The pyarrow schema of a candidate row (keeps empty outputs typed and mergeable)."""
+    """The pyarrow schema of a candidate row (keeps empty outputs typed and mergeable): one
+    column per :class:`Candidate` field, in field order.
+
+    Example:
+        >>> candidate_schema().names[:3], str(candidate_schema().field("segments").type)
+        (['candidate_id', 'doc_id', 'title'], 'list<item: string>')
+    """
     import pyarrow as pa
 
-    return pa.schema(
-        [
-            ("candidate_id", pa.string()),
-            ("doc_id", pa.string()),
-            ("title", pa.string()),
-            ("length_bin", pa.string()),
-            ("target_position", pa.string()),
-            ("query", pa.string()),
-            ("positive", pa.string()),
-            ("segments", pa.list_(pa.string())),
-            ("answer", pa.string()),
-            ("generator", pa.string()),
-            ("meta", pa.string()),
-        ]
-    )
+    arrow = {"str": pa.string(), "str | None": pa.string(), "list[str]": pa.list_(pa.string())}
+    return pa.schema([(f.name, arrow[f.type]) for f in fields(Candidate)])
 
 
 def make_candidate(

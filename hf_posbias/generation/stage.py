@@ -41,14 +41,7 @@ from hf_posbias.generation.base import (
 )
 from hf_posbias.jsonable import JsonRecord
 from hf_posbias.rows import read_parquet_rows
-from hf_posbias.shards import (
-    process_info,
-    run_sharded,
-    shard_items,
-    shard_path,
-    write_json,
-    write_parquet,
-)
+from hf_posbias.shards import process_info, run_sharded, write_json, write_parquet, write_shard
 
 CANDIDATES_FILE = "candidates.parquet"
 REPORT_FILE = "report.json"
@@ -253,9 +246,16 @@ def generate_shard(
     from hf_posbias.corpus import load_documents
     from hf_posbias.generation.registry import make_generator
 
-    documents = shard_items(load_documents(Path(corpus_dir)), index, shard_size)
-    rows = document_rows(make_generator(generator, **options), documents)
-    write_parquet(rows, shard_path(out_dir, index), schema=_document_schema())
+    documents = load_documents(Path(corpus_dir))
+    model = make_generator(generator, **options)
+    write_shard(
+        documents,
+        lambda shard: document_rows(model, shard),
+        out_dir,
+        index,
+        shard_size,
+        schema=_document_schema(),
+    )
 
 
 def _collect(rows: list[dict[str, Any]], name: str) -> tuple[list[Candidate], GenerationReport]:

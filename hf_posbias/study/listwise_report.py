@@ -232,14 +232,14 @@ def run_listwise_cmd(spec_path: str, out: str | None, *, dry_run: bool = False) 
     """``posbias study run SPEC`` for a ``kind: listwise`` spec: the plan (``--dry-run``) or
     the run, resumable, then the report."""
     from hf_posbias.study.listwise_study import (
-        dry_run_lines,
+        listwise_dry_run_lines,
         load_listwise_spec,
         run_listwise_study,
     )
 
     spec = load_listwise_spec(spec_path)
     if dry_run:
-        print("\n".join(dry_run_lines(spec, out or "<out>")))
+        print("\n".join(listwise_dry_run_lines(spec, out or "<out>")))
         return
     if not out:
         raise InputError("--out is required (the study folder) unless --dry-run")

@@ -346,7 +346,7 @@ def check_datasets(spec: ListwiseStudySpec) -> None:
             raise InputError(f"dataset {name!r}: {err}") from None
 
 
-def dry_run_lines(spec: ListwiseStudySpec, out: str | Path) -> list[str]:
+def listwise_dry_run_lines(spec: ListwiseStudySpec, out: str | Path) -> list[str]:
     """The plan, one line per step, ``done`` where a finished step would be skipped."""
     steps = plan(spec, out)
     lines = [f"listwise study {spec.name}: {len(steps)} step(s) into {out}"]
@@ -358,7 +358,7 @@ def dry_run_lines(spec: ListwiseStudySpec, out: str | Path) -> list[str]:
 
 
 @dataclass
-class StudyOutcome:
+class ListwiseStudyOutcome:
     """What one ``posbias study run`` of a listwise spec did."""
 
     ran: list[str]
@@ -368,7 +368,7 @@ class StudyOutcome:
 
 def run_listwise_study(
     spec: ListwiseStudySpec, out: str | Path, *, echo: Callable[[str], None] = print
-) -> StudyOutcome:
+) -> ListwiseStudyOutcome:
     """Run every step not done yet (see the module docstring); the report is
     :func:`~hf_posbias.study.listwise_report.write_listwise_report`'s."""
     out = Path(out)
@@ -390,7 +390,7 @@ def run_listwise_study(
         step.run()
         step.mark_done()
         ran.append(step.name)
-    return StudyOutcome(ran, skipped, round(time.perf_counter() - started, 3))
+    return ListwiseStudyOutcome(ran, skipped, round(time.perf_counter() - started, 3))
 
 
 def spec_of_folder(out: str | Path) -> ListwiseStudySpec | None:

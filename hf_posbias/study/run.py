@@ -279,6 +279,21 @@ def _matrix_run(model: StudyModel) -> Any:
     return Run(model.base, model.config, model.folder, model.pooling)
 
 
+class DryRunLines(list[str]):
+    """The lines of a study's dry run, which also carry the projected training seconds of all
+    its runs (``None`` unless the throughput figures cover every run).
+
+    Example:
+        >>> lines = DryRunLines(["run 1/1: posbias-bert-base-begin"], 3600.0)
+        >>> lines[0], lines.projected_seconds
+        ('run 1/1: posbias-bert-base-begin', 3600.0)
+    """
+
+    def __init__(self, lines: Sequence[str] = (), projected_seconds: float | None = None) -> None:
+        super().__init__(lines)
+        self.projected_seconds = projected_seconds
+
+
 def _former_dry_run_call(settings: StudyRunSettings) -> tuple[tuple[Any, ...], dict[str, Any]]:
     return (), settings.dry_run_kwargs()
 
@@ -297,39 +312,20 @@ def dry_run_lines(
     num_processes: int | None = None,
     plan_for: str | None = None,
     throughput: str | Path | None = None,
-) -> list[str]:
+    check: bool = True,
+) -> DryRunLines:
     """Every training run with its launch command, its settings after the memory plan and its
     projected time, then the evaluations and the projected total.
 
     ``out``: the study folder the runs would write (default ``study``); ``shard``: this node's
     share (``i/n``); ``num_processes``: accelerate processes per run; ``plan_for``: the GPU to
     plan for (default: this machine); ``throughput``: a ``benchmarks/train_throughput.py
-    --json`` file for the projected time. The former call, ``dry_run_lines(spec, settings)``,
-    still works for one release (``DeprecationWarning``).
+    --json`` file for the projected time; ``check=False`` skips :func:`check_inputs`, whose
+    task check imports mteb: a GPU host without it still gets the training plan. The lines
+    carry the projected training seconds (:attr:`DryRunLines.projected_seconds`). The former
+    call, ``dry_run_lines(spec, settings)``, still works for one release
+    (``DeprecationWarning``).
     """
-    return study_dry_run(
-        spec,
-        out=out,
-        shard=shard,
-        num_processes=num_processes,
-        plan_for=plan_for,
-        throughput=throughput,
-    )[0]
-
-
-def study_dry_run(
-    spec: StudySpec,
-    *,
-    out: str | Path | None = None,
-    shard: str | None = None,
-    num_processes: int | None = None,
-    plan_for: str | None = None,
-    throughput: str | Path | None = None,
-    check: bool = True,
-) -> tuple[list[str], float | None]:
-    """:func:`dry_run_lines` and the projected training seconds of all runs (None unless the
-    throughput figures cover every run). ``check=False`` skips :func:`check_inputs`, whose task
-    check imports mteb: a GPU host without it still gets the training plan."""
     from hf_posbias.study.protocol import task_entries
     from hf_posbias.training.matrix import run_matrix
 
@@ -388,7 +384,7 @@ def study_dry_run(
             "# pass --throughput FILE (benchmarks/train_throughput.py --json FILE) for a "
             "projected time"
         )
-    return lines, report.projected_seconds
+    return DryRunLines(lines, report.projected_seconds)
 
 
 def _per_task_bases(entries: Sequence[Any]) -> str:

@@ -183,21 +183,6 @@ def plan_runs(
     ]
 
 
-def plan_matrix(
-    runs: Sequence[Run],
-    data: str,
-    extra: Sequence[str] = (),
-    num_processes: int | None = None,
-    plan_for: str | None = None,
-    throughput: str | None = None,
-) -> tuple[list[str], float | None]:
-    """One settings line per run (see :func:`hf_posbias.training.planning.plan_run`) + total."""
-    plans = plan_runs(runs, data, extra, num_processes, plan_for, throughput)
-    seconds = [plan.projected_seconds for plan in plans]
-    total = None if any(s is None for s in seconds) else float(sum(seconds))  # type: ignore[arg-type]
-    return [plan.summary() for plan in plans], total
-
-
 def run_matrix(
     runs: Sequence[Run],
     data: str,
@@ -212,7 +197,7 @@ def run_matrix(
 
     Every run's flags are parsed into the training settings first, so a bad flag stops the
     matrix before anything is launched. ``dry_run`` only lists the launch commands and plans
-    (:func:`plan_matrix`). ``in_process`` calls the trainer in this Python process instead of
+    (:func:`plan_runs`). ``in_process`` calls the trainer in this Python process instead of
     ``accelerate launch`` (single process; used by tests and on laptops).
     """
     from hf_posbias.training.settings import parse_settings
@@ -221,9 +206,11 @@ def run_matrix(
     settings = [parse_settings(run.train_args(data, extra)) for run in runs]
     if dry_run:
         report.commands = [shlex.join(r.launch_command(data, extra, num_processes)) for r in runs]
-        report.plans, report.projected_seconds = plan_matrix(
-            runs, data, extra, num_processes, plan_for, throughput
-        )
+        plans = plan_runs(runs, data, extra, num_processes, plan_for, throughput)
+        report.plans = [plan.summary() for plan in plans]
+        seconds = [plan.projected_seconds for plan in plans]
+        if all(s is not None for s in seconds):
+            report.projected_seconds = float(sum(seconds))  # type: ignore[arg-type]
         return report
     for run, run_settings in progress(
         list(zip(runs, settings)), total=len(runs), desc="matrix", disable=len(runs) < 2

@@ -21,7 +21,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -60,6 +60,22 @@ def score_range(normalization: str) -> tuple[float, float]:
     if normalization not in _SCORE_RANGES:
         raise InputError(f"unknown normalisation {normalization!r}")
     return _SCORE_RANGES[normalization]
+
+
+def check_normalization(normalization: str, allowed: Sequence[str], member: str) -> None:
+    """One line if ``normalization`` is not one of the ``allowed`` ones of ``member``.
+
+    Example:
+        >>> check_normalization("clip", ("share", "none"), "bm25")
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: normalisation 'clip' is not valid for bm25; choose one of ...
+    """
+    if normalization not in allowed:
+        raise InputError(
+            f"normalisation {normalization!r} is not valid for {member}; "
+            f"choose one of {', '.join(allowed)}"
+        )
 
 
 def normalize_scores(raw: np.ndarray, method: str, saturation: float = 1.0) -> np.ndarray:
@@ -139,11 +155,7 @@ class CrossEncoderMember:
         device: str | None = None,
         trust_remote_code: bool = False,
     ) -> None:
-        if normalization not in CROSS_ENCODER_NORMALIZATIONS:
-            raise InputError(
-                f"normalisation {normalization!r} is not valid for cross-encoder {model!r}; "
-                f"choose one of {', '.join(CROSS_ENCODER_NORMALIZATIONS)}"
-            )
+        check_normalization(normalization, CROSS_ENCODER_NORMALIZATIONS, f"cross-encoder {model!r}")
         if batch_size < 1:
             raise InputError(f"batch size must be >= 1, got {batch_size}")
         self.model_name = str(model)
@@ -313,11 +325,7 @@ class BM25Member:
     ) -> None:
         from hf_posbias.bm25 import BM25Analyzer, BM25PairScorer
 
-        if normalization not in BM25_NORMALIZATIONS:
-            raise InputError(
-                f"normalisation {normalization!r} is not valid for bm25; "
-                f"choose one of {', '.join(BM25_NORMALIZATIONS)}"
-            )
+        check_normalization(normalization, BM25_NORMALIZATIONS, "bm25")
         self.name = "bm25"
         self.normalization = normalization
         self.k1 = k1
@@ -367,11 +375,7 @@ class BiEncoderMember:
         batch_size: int = 32,
         device: str | None = None,
     ) -> None:
-        if normalization not in BI_ENCODER_NORMALIZATIONS:
-            raise InputError(
-                f"normalisation {normalization!r} is not valid for bi-encoder {model!r}; "
-                f"choose one of {', '.join(BI_ENCODER_NORMALIZATIONS)}"
-            )
+        check_normalization(normalization, BI_ENCODER_NORMALIZATIONS, f"bi-encoder {model!r}")
         self.model_name = str(model)
         self.name = f"bi:{self.model_name}"
         self.normalization = normalization

@@ -33,10 +33,10 @@ from hf_posbias.shards import (
     merge_shards,
     process_info,
     run_sharded,
-    shard_items,
     shard_path,
     write_json,
     write_parquet,
+    write_shard,
 )
 from hf_posbias.verification.panel import RerankerPanel, check_candidate, check_delta
 from hf_posbias.verification.report import DEFAULT_DELTA, VerificationReport
@@ -232,8 +232,9 @@ def verify_shard(
     candidates = [c.to_row() for c in load_candidates(candidates_dir)]
     members = parse_panel(panel, normalization, trust_remote_code=trust_remote_code)
     members.prepare(candidates)
-    rows, _ = scored_rows(members, shard_items(candidates, index, shard_size), delta)
-    write_parquet(rows, shard_path(out_dir, index))
+    write_shard(
+        candidates, lambda shard: scored_rows(members, shard, delta)[0], out_dir, index, shard_size
+    )
 
 
 def refilter_at_delta(out_dir: str | Path, pinned: dict[str, Any]) -> bool:

@@ -71,6 +71,8 @@ def test_dry_run_lines_take_keywords_and_their_former_settings_call():
     spec = load_spec(REPO / "studies" / "yhp26.yaml")
     lines = dry_run_lines(spec, shard="1/4")
     assert sum(line.startswith("run ") for line in lines) == 8  # 32 runs, 4 nodes
+    assert lines.projected_seconds is None  # no throughput figures: no projected time
+    assert lines[-1].startswith("# pass --throughput FILE")
     settings = StudyRunSettings(spec="yhp26.yaml", dry_run=True, shard="1/4")
     with pytest.warns(DeprecationWarning, match=r"dry_run_lines\(StudyRunSettings\) is deprec"):
         assert dry_run_lines(spec, settings) == lines

@@ -192,7 +192,8 @@ def summarize_task(
 
     The numbers come from the ``position`` scores mteb recorded; the per-query rows kept by the
     task give the intervals and (with ``out_dir``) the per-query table and the TREC run.
-    ``truncation`` (:func:`~hf_posbias.evaluation.runs.truncation.count_truncated`) gives the
+    ``truncation``
+    (:func:`~hf_posbias.evaluation.runs.truncation.count_truncated_evidence`) gives the
     truncated queries per bucket and the PSI per document token-length stratum.
     """
     import mteb
@@ -296,7 +297,7 @@ def _truncation(loaded: LoadedModel, task: Any, exclude: bool) -> TruncationCoun
     """Count the task's truncated queries in the model's tokenization (``None`` for a model
     without a token limit of its own); with ``exclude``, leave them out of the task."""
     from hf_posbias.evaluation.runs.truncation import (
-        count_truncated,
+        count_truncated_evidence,
         drop_queries,
         model_tokenization,
     )
@@ -310,7 +311,7 @@ def _truncation(loaded: LoadedModel, task: Any, exclude: bool) -> TruncationCoun
             )
         return None
     tokenizer, limit, prefix = tokenization
-    count = count_truncated(task.task_data, tokenizer, limit, prefix=prefix)
+    count = count_truncated_evidence(task.task_data, tokenizer, limit, prefix=prefix)
     if exclude:
         drop_queries(task, count.truncated_ids)
     return count

@@ -1,7 +1,7 @@
 """Truncation and document length, in the model's own tokens.
 
 A model that reads 256 tokens, scored on a document whose evidence starts at token 600, measures
-truncation, not position bias. Before a task is scored, :func:`measure_truncation` tokenizes
+truncation, not position bias. Before a task is scored, :func:`count_truncated_evidence` tokenizes
 every evidence document with the model's tokenizer — its document prompt and special tokens
 included, exactly what the encoder is fed before it cuts at ``max_seq_length`` — and finds the
 token at which each query's evidence starts (the first token whose character span ends after
@@ -122,7 +122,7 @@ def _title_shift(doc: Mapping[str, Any]) -> int:
     return len(title) + 1 if title else 0
 
 
-def count_truncated(
+def count_truncated_evidence(
     data: Any, tokenizer: Any, max_seq_length: int, *, prefix: str = ""
 ) -> TruncationCount:
     """Count, per bucket of the task folder ``data``
