@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -168,31 +169,37 @@ def read_parquet(path: str | Path, columns: list[str] | None = None) -> Any:
     """
     import pyarrow.parquet as pq
 
+    with _readable_parquet(path) as path:
+        return pq.read_table(path, columns=columns)
+
+
+def parquet_num_rows(path: str | Path) -> int:
+    """A parquet file's row count from its footer, without reading its rows; an unreadable file
+    is one error line, as in :func:`read_parquet`.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> import pyarrow as pa, pyarrow.parquet as pq
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "ids.parquet"
+        >>> pq.write_table(pa.table({"id": ["d1", "d2", "d3"]}), path)
+        >>> parquet_num_rows(path)
+        3
+    """
+    import pyarrow.parquet as pq
+
+    with _readable_parquet(path) as path:
+        return int(pq.ParquetFile(path).metadata.num_rows)
+
+
+@contextmanager
+def _readable_parquet(path: str | Path) -> Iterator[Path]:
+    """Turn a missing file or pyarrow's many error types for an unreadable one into one
+    :class:`InputError` line naming the file."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: no such file")
     try:
-        return pq.read_table(path, columns=columns)
-    except Exception as err:  # pyarrow raises several types for unreadable files
-        raise InputError(f"{path}: not a readable parquet file ({first_line(err)})") from None
-
-
-def parquet_num_rows(path: str | Path) -> int:
-    """A parquet file's row count from its footer; an unreadable file is one error line.
-
-    Example:
-        >>> import pathlib, tempfile
-        >>> path = pathlib.Path(tempfile.mkdtemp()) / "x.parquet"
-        >>> _ = path.write_text("{}")
-        >>> parquet_num_rows(path)  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        hf_posbias.errors.InputError: ...x.parquet: not a readable parquet file (...)
-    """
-    import pyarrow.parquet as pq
-
-    try:
-        return int(pq.ParquetFile(path).metadata.num_rows)
+        yield path
     except Exception as err:  # pyarrow raises several types for unreadable files
         raise InputError(f"{path}: not a readable parquet file ({first_line(err)})") from None
 

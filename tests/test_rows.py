@@ -195,3 +195,17 @@ def test_a_hub_dataset_that_does_not_load_names_no_none_config(monkeypatch) -> N
     assert "HF_HUB_OFFLINE is set" in message
     with pytest.raises(BackendError, match=r"cannot load rajpurkar/squad_v2 \(config v2\): "):
         read_dataset("rajpurkar/squad_v2", "v2")
+
+
+def test_parquet_num_rows_counts_from_the_footer_and_names_an_unreadable_file(tmp_path) -> None:
+    from hf_posbias.rows import parquet_num_rows
+
+    good = tiny_task(tmp_path / "task") / "corpus.parquet"
+    assert parquet_num_rows(good) == read_parquet(good).num_rows
+    foreign = tmp_path / "x.parquet"
+    foreign.write_text("{}")
+    with pytest.raises(InputError, match=r"x\.parquet: not a readable parquet file \(") as err:
+        parquet_num_rows(foreign)
+    assert "\n" not in str(err.value)
+    with pytest.raises(InputError, match=r"gone\.parquet: no such file"):
+        parquet_num_rows(tmp_path / "gone.parquet")

@@ -312,6 +312,16 @@ def delta_e3(values: Sequence[float]) -> float:
     return (max(values) - min(values)) * 1000.0
 
 
+def skipped_column(skipped: dict[str, int]) -> str:
+    """The ``skipped`` CSV column: ``reason=count`` pairs by reason.
+
+    Example:
+        >>> skipped_column({"too_short_for_slots": 3, "empty": 1})
+        'empty=1;too_short_for_slots=3'
+    """
+    return ";".join(f"{k}={v}" for k, v in sorted(skipped.items()))
+
+
 class PositionCurve:
     """Peak/lowest/Δ of a curve over ``p1…pn``; subclasses provide :attr:`values`."""
 
@@ -363,7 +373,36 @@ class EvidenceCurve(PositionCurve):
 
 
 @dataclass
-class EvidenceMovingSummary(PositionCurve):
+class MeanCurve(PositionCurve):
+    """One model's mean curve over ``p1…pn`` with its standard errors: the common part of
+    :class:`EvidenceMovingSummary` (over pairs) and ``SegmentProfile`` (over documents).
+
+    Example:
+        >>> MeanCurve("B", mean=(0.6, 0.58), stderr=(0.01, 0.02)).curve_row("pairs", 2, note="x")
+        {'model': 'B', 'pairs': 2, 'p1': 0.6, 'p2': 0.58, 'se_p1': 0.01, 'se_p2': 0.02, \
+'peak': 'p1', 'lowest': 'p2', 'note': 'x'}
+    """
+
+    model: str
+    mean: tuple[float, ...]
+    stderr: tuple[float, ...]
+
+    @property
+    def values(self) -> tuple[float, ...]:
+        return self.mean
+
+    def curve_row(self, count_column: str, count: int, **after: Any) -> dict[str, Any]:
+        """A flat CSV row: model, ``count_column``, ``p1…pn`` and ``se_p1…se_pn`` (6 decimals),
+        peak, lowest, then the columns ``after``."""
+        row: dict[str, Any] = {"model": self.model, count_column: count}
+        row.update({p: round(v, 6) for p, v in zip(self.positions, self.mean)})
+        row.update({f"se_{p}": round(v, 6) for p, v in zip(self.positions, self.stderr)})
+        row.update(peak=self.peak_position, lowest=self.lowest_position, **after)
+        return row
+
+
+@dataclass
+class EvidenceMovingSummary(MeanCurve):
     """The mean curve of one model over many pairs, with its standard error.
 
     Example:
@@ -372,17 +411,10 @@ class EvidenceMovingSummary(PositionCurve):
         'B peaks at p1 (Δ 21.5)'
     """
 
-    model: str
-    mean: tuple[float, ...]
-    stderr: tuple[float, ...]
     n_pairs: int
     n_input: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
     curves: list[EvidenceCurve] = field(default_factory=list, repr=False)
-
-    @property
-    def values(self) -> tuple[float, ...]:
-        return self.mean
 
     @property
     def n_word_slots(self) -> int:
@@ -427,18 +459,14 @@ class EvidenceMovingSummary(PositionCurve):
 
     def to_row(self) -> dict[str, Any]:
         """A flat CSV row: model, pairs, p1…pn, se_p1…, peak, lowest, delta_e3, skipped."""
-        row: dict[str, Any] = {"model": self.model, "pairs": self.n_pairs}
-        row.update({p: round(v, 6) for p, v in zip(self.positions, self.mean)})
-        row.update({f"se_{p}": round(v, 6) for p, v in zip(self.positions, self.stderr)})
-        row.update(
-            peak=self.peak_position,
-            lowest=self.lowest_position,
+        return self.curve_row(
+            "pairs",
+            self.n_pairs,
             delta_e3=round(self.delta, 2),
-            skipped=";".join(f"{k}={v}" for k, v in sorted(self.skipped.items())),
+            skipped=skipped_column(self.skipped),
             word_slot_pairs=self.n_word_slots,
             reliable=self.reliable,
         )
-        return row
 
 
 def mean_and_stderr(rows: Sequence[Sequence[float]]) -> tuple[tuple[float, ...], tuple[float, ...]]:

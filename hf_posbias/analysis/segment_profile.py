@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias.analysis.evidence_moving import (
-    PositionCurve,
+    MeanCurve,
     count_truncated_for_model,
     encode_texts,
     mean_and_stderr,
+    skipped_column,
 )
 from hf_posbias.errors import InputError
 from hf_posbias.progress import progress as progress_bar
@@ -36,20 +37,13 @@ DEFAULT_SEGMENTS = 10
 
 
 @dataclass
-class SegmentProfile(PositionCurve):
+class SegmentProfile(MeanCurve):
     """Mean cosine(document, segment i) over a corpus for one model."""
 
-    model: str
-    mean: tuple[float, ...]
-    stderr: tuple[float, ...]
     n_docs: int
     n_input: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
     per_document: list[tuple[str, tuple[float, ...]]] = field(default_factory=list, repr=False)
-
-    @property
-    def values(self) -> tuple[float, ...]:
-        return self.mean
 
     @property
     def range(self) -> float:
@@ -58,16 +52,12 @@ class SegmentProfile(PositionCurve):
 
     def to_row(self) -> dict[str, Any]:
         """A flat CSV row: model, documents, p1…pn, se_p1…, peak, lowest, range, skipped."""
-        row: dict[str, Any] = {"model": self.model, "documents": self.n_docs}
-        row.update({p: round(v, 6) for p, v in zip(self.positions, self.mean)})
-        row.update({f"se_{p}": round(v, 6) for p, v in zip(self.positions, self.stderr)})
-        row.update(
-            peak=self.peak_position,
-            lowest=self.lowest_position,
+        return self.curve_row(
+            "documents",
+            self.n_docs,
             range=round(self.range, 6),
-            skipped=";".join(f"{k}={v}" for k, v in sorted(self.skipped.items())),
+            skipped=skipped_column(self.skipped),
         )
-        return row
 
 
 def document_profile(
