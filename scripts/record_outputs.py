@@ -90,6 +90,7 @@ DROPPED_KEYS: frozenset[str] = frozenset(
         "date",
         "created",
         "created_at",
+        "started",  # a unit's state record (<out>/units/*.json): when it started
         "started_at",
         "finished_at",
         "updated_at",
