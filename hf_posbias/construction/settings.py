@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from hf_posbias.errors import InputError
 from hf_posbias.generation.prompt_files import check_prompt_files, prompt_file_setting
-from hf_posbias.settings import check_positive, flag_name, setting
+from hf_posbias.settings import ProgressSettings, check_positive, flag_name, setting
 
 OFFLINE_LLM = "smollm2-135m"
 OFFLINE_RERANKERS = "bm25,bi:all-MiniLM-L6-v2"
@@ -32,7 +32,7 @@ OFFLINE_EMBEDDER = "all-MiniLM-L6-v2"
 
 
 @dataclass(kw_only=True)
-class BenchmarkBuildSettings:
+class BenchmarkBuildSettings(ProgressSettings):
     """Everything ``posbias benchmark build`` depends on (pinned in every stage's manifest).
 
     Formerly ``BuildSettings`` (still importable, with a deprecation warning): that name is
@@ -153,9 +153,9 @@ class BenchmarkBuildSettings:
     shard_size: int = setting("work items per shard (the unit of resumption)", default=8)
     batch_size: int = setting("requests per backend call / pairs per model batch", default=8)
     overwrite: bool = setting("replace stage folders pinned to other settings", default=False)
-    progress: bool = setting("report progress on stderr", default=True)
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         check_positive(
             self,
             "limit",

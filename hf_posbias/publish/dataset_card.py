@@ -6,22 +6,8 @@ distributions are counted from the rows being written, the filtering table (YHP2
 :meth:`hf_posbias.verification.report.VerificationReport.filter_rows`; everything else (δ,
 generator, panel, seeds, budget, corpus licence, stage reports) comes from
 :class:`DatasetCardInfo`, which :mod:`hf_posbias.pipeline` fills from the stage manifests — so a
-card cannot state a parameter the data was not made with.
-
-Example:
-    >>> import tempfile
-    >>> from hf_posbias.rows import read_dataset
-    >>> info = DatasetCardInfo.from_dict({
-    ...     "pretty_name": "Demo position-controlled training sets", "delta": 0.3,
-    ...     "corpus": {"name": "demo", "license": "cc-by-sa-4.0"},
-    ...     "generator": {"name": "ict", "params": {"seed": 0}},
-    ...     "panel": {"members": [{"name": "bm25", "normalization": "share"}]},
-    ...     "sampling_seed": 0})
-    >>> row = dict(query="q", positive="p", doc_id="d1", length_bin="256-512",
-    ...            target_position="begin", candidate_id="d1::begin", margin=0.5)
-    >>> folder = write_train_repo({"begin": [row]}, tempfile.mkdtemp() + "/train", info)
-    >>> read_dataset(folder, "begin")[0]["query"]
-    'q'
+card cannot state a parameter the data was not made with. :func:`write_train_repo` and
+:func:`write_pool_repo` show a card's facts and the rows going in and the dataset coming back.
 """
 
 from __future__ import annotations
@@ -468,6 +454,9 @@ def write_train_repo(
         >>> out = write_train_repo({"end": [row]}, tempfile.mkdtemp() + "/train", info)
         >>> (out / "data" / "end" / "train-00000-of-00001.parquet").is_file()
         True
+        >>> from hf_posbias.rows import read_dataset
+        >>> read_dataset(out, "end")[0]["query"]
+        'q'
     """
     names = list(train_sets)
     check_config_names(names)

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from hf_posbias.deprecation import former_settings_call
 from hf_posbias.errors import InputError
-from hf_posbias.settings import check_positive, flag_name, setting
+from hf_posbias.settings import ProgressSettings, flag_name, setting
 from hf_posbias.study.layout import (
     BASE_CONFIG,
     BASE_MARKER,
@@ -56,6 +56,7 @@ from hf_posbias.study.layout import (
     study_models,
 )
 from hf_posbias.study.spec import StudySpec, check_inputs, save_spec, training_argv
+from hf_posbias.training.matrix import LaunchSettings
 
 if TYPE_CHECKING:
     from hf_posbias.study.units import StudyWork
@@ -64,49 +65,28 @@ Echo = Callable[[str], None]
 
 
 @dataclass(kw_only=True)
-class StudyRunSettings:
-    """How one invocation of ``posbias study run`` runs the study (the spec says what)."""
+class StudyFolder:
+    """Which study and where: the spec and the study folder (listed first in ``--help``)."""
 
     spec: str = setting("study spec file (YAML or JSON), e.g. studies/yhp26.yaml", positional=True)
     out: str | None = setting(
         "study folder (a rerun resumes it); required unless --dry-run", default=None
     )
-    shard: str | None = setting("i/n: this node's share of the runs (0-based)", default=None)
-    dry_run: bool = setting(
-        "print every run, its settings after the memory plan and the projected hours; run nothing",
-        default=False,
-    )
-    in_process: bool = setting(
-        "train in this process instead of `accelerate launch`", default=False
-    )
-    num_processes: int | None = setting("accelerate processes per run (DDP)", default=None)
-    plan_for: str | None = setting(
-        "dry run: plan for this GPU (h100, h200, a100-80gb, …, cpu); default: this machine",
-        default=None,
-        metavar="DEVICE",
-    )
-    throughput: str | None = setting(
-        "seconds per step from benchmarks/train_throughput.py --json: the dry run's projected "
-        "hours; the executor starts the longest runs first",
-        default=None,
-        metavar="JSON",
-    )
+
+
+@dataclass(kw_only=True)
+class StudyRunSettings(ProgressSettings, LaunchSettings, StudyFolder):
+    """How one invocation of ``posbias study run`` runs the study (the spec says what); a dry
+    run shows no progress."""
+
     hub_token: str | None = setting(
         "Hub token for hub_org; unset = HF_TOKEN or the stored login", default=None
     )
-    progress: bool = setting(
-        "report progress (training steps, texts encoded; bars on a terminal, plain lines in a "
-        "log); a dry run never shows any",
-        default=True,
-    )
 
     def __post_init__(self) -> None:
-        from hf_posbias.training.matrix import select_shard
-
-        select_shard([], self.shard)  # validates i/n
+        super().__post_init__()
         if self.out is None and not self.dry_run:
             raise InputError(f"{flag_name('out')} is required (the study folder)")
-        check_positive(self, "num_processes")
 
     def run_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of :func:`run_study` these settings stand for:

@@ -37,10 +37,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hf_posbias.devices import KNOWN_GPUS
 from hf_posbias.errors import InputError, PosbiasError
 from hf_posbias.progress import progress
 from hf_posbias.sampling import PAPER_CONFIG_NAMES
-from hf_posbias.settings import add_settings_arguments, flag_name, setting, settings_from_args
+from hf_posbias.settings import (
+    Settings,
+    add_settings_arguments,
+    check_positive,
+    flag_name,
+    setting,
+    settings_from_args,
+)
 
 PAPER_CONFIGS: tuple[str, ...] = PAPER_CONFIG_NAMES  # hf_posbias.sampling.PAPER_CONFIGS
 FINISHED_FILES: tuple[str, ...] = ("posbias_training.json", "README.md", "modules.json")
@@ -236,7 +244,47 @@ def run_matrix(
 
 
 @dataclass(kw_only=True)
-class MatrixSettings:
+class LaunchSettings(Settings):
+    """How the training runs of a matrix are launched, shared out and planned: the flags that
+    ``posbias study run`` and ``scripts/run_matrix.py`` have in common.
+
+    Example:
+        >>> LaunchSettings(shard="4/4")
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: --shard must be i/n with 0 <= i < n, got '4/4'
+    """
+
+    shard: str | None = setting("i/n: this node's share of the runs (0-based)", default=None)
+    dry_run: bool = setting(
+        "print every run, its settings after the memory plan and its projected time; run nothing",
+        default=False,
+    )
+    in_process: bool = setting(
+        "train in this process instead of `accelerate launch`", default=False
+    )
+    num_processes: int | None = setting("accelerate processes per run (DDP)", default=None)
+    plan_for: str | None = setting(
+        f"dry run: plan for this GPU ({', '.join(KNOWN_GPUS)}, cpu); default: this machine's "
+        "device",
+        default=None,
+        metavar="DEVICE",
+    )
+    throughput: str | None = setting(
+        "seconds per step measured by benchmarks/train_throughput.py --json: a dry run's "
+        "projected hours (posbias study run also starts the longest runs first)",
+        default=None,
+        metavar="JSON",
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        select_shard([], self.shard)  # validates i/n before anything runs
+        check_positive(self, "num_processes")
+
+
+@dataclass(kw_only=True)
+class MatrixSettings(LaunchSettings):
     """Flags of ``scripts/run_matrix.py`` (training only; ``posbias study run`` also evaluates and
     reports); unknown flags (e.g. ``--max-steps 100 --global-batch 64``) go to every run."""
 
@@ -244,25 +292,6 @@ class MatrixSettings:
     out: str = setting("root folder of the checkpoints")
     models: list[str] | None = setting("default: the paper's bases", default=None)
     configs: list[str] | None = setting("default: begin middle end uniform", default=None)
-    shard: str | None = setting("i/n: this node's share of the runs", default=None)
-    num_processes: int | None = setting("accelerate processes", default=None)
-    dry_run: bool = setting(
-        "print the launch commands, each run's settings after the memory preflight and its "
-        "projected time; train nothing",
-        default=False,
-    )
-    in_process: bool = setting("no accelerate subprocess", default=False)
-    plan_for: str | None = setting(
-        "dry run: plan for this GPU (h100, h100-pcie, h200, a100-80gb, a100-40gb, v100-32gb, "
-        "cpu); default: this machine's device",
-        default=None,
-        metavar="DEVICE",
-    )
-    throughput: str | None = setting(
-        "dry run: seconds per step measured by benchmarks/train_throughput.py --json",
-        default=None,
-        metavar="JSON",
-    )
 
 
 def build_matrix_parser(prog: str, description: str) -> argparse.ArgumentParser:
