@@ -145,8 +145,7 @@ class ResolvedModel(str):
 
     def __repr__(self) -> str:
         return (
-            f"ResolvedModel(name={self.name!r}, source={self.source!r}, "
-            f"location={self.location!r})"
+            f"ResolvedModel(name={self.name!r}, source={self.source!r}, location={self.location!r})"
         )
 
     @property
