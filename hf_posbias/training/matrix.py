@@ -312,8 +312,8 @@ def matrix_main(
     """Entry point of the matrix scripts; returns the exit status."""
     parser = build_matrix_parser(prog, description)
     namespace, extra = parser.parse_known_args(argv)
-    args = settings_from_args(MatrixSettings, namespace)
     try:
+        args = settings_from_args(MatrixSettings, namespace)  # checks --shard, --num-processes
         runs = expand_runs(
             args.models or default_models, args.configs or default_configs, args.out, poolings
         )

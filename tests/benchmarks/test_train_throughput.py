@@ -107,3 +107,20 @@ def test_matrix_checks_every_flag_before_launching(monkeypatch, capsys):
     assert matrix_main(argv, "run_matrix.py", "", []) == 2
     err = capsys.readouterr().err
     assert "error: argument --precision: invalid choice: 'fp8'" in err and not launched
+
+
+@pytest.mark.parametrize(
+    ("flag", "message"),
+    [
+        (["--shard", "4/4"], "error: --shard must be i/n with 0 <= i < n, got '4/4'"),
+        (["--num-processes", "0"], "error: --num-processes must be >= 1, got 0"),
+    ],
+)
+def test_matrix_launch_flags_are_one_error_line(flag, message, capsys):
+    # The launch flags (training.matrix.LaunchSettings) are checked when the settings are made.
+    from hf_posbias.training.matrix import matrix_main
+
+    argv = ["--data", "d", "--out", "c", "--models", "bert-base", "--dry-run", *flag]
+    assert matrix_main(argv, "run_matrix.py", "", []) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [message]
