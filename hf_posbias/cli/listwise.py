@@ -45,7 +45,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hf_posbias.cli.common import add_group, add_verb, echo
+from hf_posbias.cli.common import add_group, add_verb, echo, hide_as_alias
 from hf_posbias.cli.listing import add_listing_verb, rerankers_table
 from hf_posbias.errors import InputError
 from hf_posbias.listwise.experiments.runs import load_task_and_reranker
@@ -416,3 +416,4 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "distribution)",
         rerankers_table,
     )
+    hide_as_alias(verbs, "rerankers", "posbias list rerankers")
