@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 _FACE = tuple(__all__[2:])
-"""The calls of :mod:`hf_posbias.api` (its ``FACE``; a test keeps the two equal)."""
+"""The calls of :mod:`hf_posbias.api` (a test keeps the two equal)."""
 
 if TYPE_CHECKING:
     from hf_posbias.api import (

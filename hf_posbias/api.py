@@ -1,6 +1,7 @@
 """The face of the library: one call per job, re-exported lazily as ``hf_posbias.<name>``.
 
-Each function is a thin, typed door onto the module that owns the job (named in its docstring);
+Each function is a thin, typed door onto the module that owns the job (named in its docstring),
+or that module's own call where it already has the right shape (``evaluate``, ``compare``);
 nothing is computed here. Heavy libraries load inside the calls, so ``import hf_posbias`` stays
 instant. In the shape of ``mteb.get_tasks`` / ``mteb.evaluate(model, tasks)``:
 
@@ -31,97 +32,36 @@ from typing import TYPE_CHECKING, Any
 
 # The defaults are the owners' (light modules: numpy at most), so the face cannot drift from them.
 from hf_posbias.analysis.evidence_moving import DEFAULT_SLOTS
-from hf_posbias.evaluation.runs.runner import BOOTSTRAP_SEED, DEFAULT_BOOTSTRAP
-from hf_posbias.statistics.uncertainty import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
+
+# Already in the shape of mteb.evaluate and of a paired test of two run folders: the owners'
+# own calls (`posbias evaluate`, `posbias compare`), re-exported as they are.
+from hf_posbias.evaluation.compare import compare_runs as compare
+from hf_posbias.evaluation.runs.runner import evaluate_model as evaluate
 from hf_posbias.tasks.registry import DEFAULT_TOP_K
+
+__all__ = [
+    "compare",
+    "evaluate",
+    "evidence_moving",
+    "get_task",
+    "list_benchmarks",
+    "load_model",
+    "load_training_set",
+    "psi",
+    "run_study",
+    "train",
+]
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
     from hf_posbias.analysis.evidence_moving import EvidenceCase, EvidenceMovingSummary
-    from hf_posbias.evaluation.compare import RunComparison
     from hf_posbias.evaluation.runs.models import LoadedModel
-    from hf_posbias.evaluation.summary import EvaluationSummary
     from hf_posbias.study.run import StudyOutcome
     from hf_posbias.study.spec import StudySpec
     from hf_posbias.tasks.mteb_tasks import PositionRetrievalTask
     from hf_posbias.tasks.registry import Benchmark
     from hf_posbias.training.train import TrainingRows, TrainResult
-
-FACE: tuple[str, ...] = (
-    "evaluate",
-    "compare",
-    "get_task",
-    "list_benchmarks",
-    "load_model",
-    "load_training_set",
-    "train",
-    "run_study",
-    "psi",
-    "evidence_moving",
-)
-"""The calls ``hf_posbias`` re-exports from this module (with ``POSITIONS``, ``__version__``)."""
-
-
-def evaluate(
-    model: str | LoadedModel,
-    tasks: Sequence[str | Path | Any],
-    *,
-    out: str | Path,
-    scoring: str = "default",
-    top_k: int = DEFAULT_TOP_K,
-    batch_size: int = 32,
-    bootstrap: int | None = DEFAULT_BOOTSTRAP,
-    seed: int = BOOTSTRAP_SEED,
-    device: str | None = None,
-    progress: bool = True,
-    **options: Any,
-) -> list[EvaluationSummary]:
-    """Evaluate ``model`` on position tasks (``posbias evaluate``); write ``out/summary.json``.
-
-    ``options`` are the remaining keywords of
-    :func:`hf_posbias.evaluation.runs.runner.evaluate_model` (``remedy``, ``reranker``,
-    ``first_stage``, ``exclude_truncated``, …). Returns one summary per task (subset): per-bucket
-    ``ndcg_at_10``, ``mean`` and ``psi``.
-    """
-    from hf_posbias.evaluation.runs.runner import evaluate_model
-
-    return evaluate_model(
-        model,
-        tasks,
-        out=out,
-        scoring=scoring,
-        top_k=top_k,
-        batch_size=batch_size,
-        bootstrap=bootstrap,
-        seed=seed,
-        device=device,
-        progress=progress,
-        **options,
-    )
-
-
-def compare(
-    run_a: str | Path,
-    run_b: str | Path,
-    *,
-    method: str = "bootstrap",
-    n_resamples: int = DEFAULT_RESAMPLES,
-    confidence: float = DEFAULT_CONFIDENCE,
-    seed: int = 0,
-) -> list[RunComparison]:
-    """Paired comparison (Δ = B − A) of every task two ``evaluate`` folders share
-    (``posbias compare``; :func:`hf_posbias.evaluation.compare.compare_runs`)."""
-    from hf_posbias.evaluation.compare import compare_runs
-
-    return compare_runs(
-        run_a,
-        run_b,
-        method=method,  # type: ignore[arg-type]
-        n_resamples=n_resamples,
-        confidence=confidence,
-        seed=seed,
-    )
 
 
 def get_task(
