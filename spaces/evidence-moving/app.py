@@ -52,10 +52,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hf_posbias.analysis.evidence_moving import EvidenceCase, EvidenceCurve, slot_names
+from hf_posbias.apps import (
+    REMEDIES,
+    EvidenceCase,
+    EvidenceCurve,
+    RemedySettings,
+    SliderCase,
+    SliderCurve,
+    slot_names,
+)
 from hf_posbias.errors import PosbiasError, first_line
-from hf_posbias.evaluation.runs.remedies import REMEDIES, RemedySettings
-from hf_posbias.listwise.experiments.slider import SliderCase, SliderCurve
 
 logger = logging.getLogger("evidence-moving-space")
 
@@ -163,7 +169,7 @@ def allowed_models() -> dict[str, str]:
 
     Only these names are ever loaded: the user picks from this list and never types a path.
     """
-    from hf_posbias.modeling import packaged_model_path
+    from hf_posbias.apps import packaged_model_path
 
     models: dict[str, str] = {}
     packaged = packaged_model_path(DEFAULT_MODEL)
@@ -188,7 +194,7 @@ def get_model(display_name: str) -> Any:
         raise PosbiasError(f"model {display_name!r} is not in this Space's allow-list")
     with _MODEL_LOCK:
         if display_name not in _MODEL_CACHE:
-            from hf_posbias.modeling import load_sentence_transformer
+            from hf_posbias.apps import load_sentence_transformer
 
             _MODEL_CACHE[display_name] = load_sentence_transformer(
                 allowed[display_name], device="cpu"
@@ -311,9 +317,7 @@ def _compute(
     report: Report,
 ) -> SpaceResult:
     """:func:`compute` without its memory of earlier results."""
-    from hf_posbias.analysis.evidence_moving import move_evidence
-    from hf_posbias.analysis.segment_profile import document_profile
-    from hf_posbias.evaluation.runs.remedies import remedy_label, remedy_scorer
+    from hf_posbias.apps import document_profile, move_evidence, remedy_label, remedy_scorer
 
     validate_inputs(query, document, evidence)
     if not models:
@@ -378,7 +382,7 @@ def document_html(result: SpaceResult, position: int) -> str:
 
 
 def evidence_figure(result: SpaceResult, position: int) -> Any:
-    from hf_posbias.analysis.plots import CurveSeries, curve_figure
+    from hf_posbias.apps import CurveSeries, curve_figure
 
     series = [CurveSeries(name, c.cosines) for name, c in result.curves.items()]
     return curve_figure(
@@ -391,7 +395,7 @@ def evidence_figure(result: SpaceResult, position: int) -> Any:
 
 
 def profile_figure(result: SpaceResult) -> Any:
-    from hf_posbias.analysis.plots import CurveSeries, curve_figure
+    from hf_posbias.apps import CurveSeries, curve_figure
 
     series = [CurveSeries(name, p) for name, p in result.profiles.items()]
     return curve_figure(
@@ -448,9 +452,7 @@ BM25 = "bm25 (pointwise control)"
 def examples_task() -> Any:
     """The built-in listwise task: every sentence of the three examples is a passage (titled by
     its article), each example's query has its evidence sentence as the relevant passage."""
-    from hf_posbias.analysis.evidence_moving import sentence_boundaries
-    from hf_posbias.listwise.experiments.taskio import RerankTask
-    from hf_posbias.rerankers.records import Passage
+    from hf_posbias.apps import Passage, RerankTask, sentence_boundaries
 
     corpus: dict[str, Passage] = {}
     queries: dict[str, str] = {}
@@ -471,8 +473,7 @@ def listwise_rerankers() -> dict[str, str]:
     """Display name → reranker argument, for every listwise reranker the Space may use."""
     import importlib.util
 
-    from hf_posbias.listwise.training.card import TRAINING_INFO
-    from hf_posbias.modeling import PACKAGED_CHAT_MODELS
+    from hf_posbias.apps import PACKAGED_CHAT_MODELS, TRAINING_INFO
 
     rerankers = {BM25: "bm25"}
     for name, (_, module, _) in PACKAGED_CHAT_MODELS.items():
@@ -492,8 +493,7 @@ def listwise_task(key: str) -> tuple[Any, Any]:
     """``(task, BM25 first stage)`` of the examples or of ``$POSBIAS_SPACE_LISTWISE_TASK``."""
     with _LISTWISE_LOCK:
         if key not in _TASKS:
-            from hf_posbias.listwise.experiments.firststage import load_first_stage
-            from hf_posbias.listwise.experiments.taskio import load_rerank_task
+            from hf_posbias.apps import load_first_stage, load_rerank_task
 
             task = examples_task() if key == EXAMPLES_TASK else load_rerank_task(key)
             _TASKS[key] = (task, load_first_stage("bm25", task.corpus))
@@ -527,7 +527,7 @@ def get_listwise_reranker(display_name: str, task_key: str) -> Any:
     task, _ = listwise_task(task_key)
     with _LISTWISE_LOCK:
         if key not in _RERANKERS:
-            from hf_posbias.rerankers.loading import load_reranker
+            from hf_posbias.apps import load_reranker
 
             _RERANKERS[key] = load_reranker(
                 name,
@@ -540,7 +540,7 @@ def get_listwise_reranker(display_name: str, task_key: str) -> Any:
 
 def _passage_tokens(name: str) -> int:
     """The passage budget a DebiasFirst checkpoint was trained with, else the default."""
-    from hf_posbias.listwise.training.card import TRAINING_INFO, load_listwise_info
+    from hf_posbias.apps import TRAINING_INFO, load_listwise_info
 
     if (Path(name) / TRAINING_INFO).is_file():
         return load_listwise_info(name).passage_tokens or LISTWISE_PASSAGE_TOKENS
@@ -549,7 +549,7 @@ def _passage_tokens(name: str) -> int:
 
 def listwise_case(query_label: str) -> SliderCase:
     """The chosen query's first-stage top-k (k = 20, or the corpus size if smaller)."""
-    from hf_posbias.listwise.experiments.slider import slider_case
+    from hf_posbias.apps import slider_case
 
     queries = listwise_queries()
     if query_label not in queries:
@@ -583,7 +583,7 @@ def slide(
     Returns the status line, the reranked list (HTML), the curve figure, the curve as JSON and
     the new state (a new curve when the reranker or the query changed).
     """
-    from hf_posbias.listwise.experiments.slider import rerank_at, slider_figure
+    from hf_posbias.apps import rerank_at, slider_figure
 
     case = listwise_case(query_label)
     reranker = get_listwise_reranker(reranker_name, listwise_queries()[query_label][0])
@@ -765,7 +765,7 @@ def board_name(model: str, labels: dict[str, dict[str, str]] | None = None) -> s
 def leaderboard_rows(source: str | None = None) -> list[dict[str, Any]]:
     """Rows of the leaderboard: a folder, a Hub dataset repo id, or the shipped default; each
     row's ``name`` (:func:`board_name`) and ``made_by`` (the command, when the board says)."""
-    from hf_posbias.evaluation.reports.leaderboard import read_leaderboard
+    from hf_posbias.apps import read_leaderboard
 
     source = source or os.environ.get(LEADERBOARD_ENV) or str(SHIPPED_LEADERBOARD)
     if not Path(source).expanduser().exists() and "/" in source and not source.startswith("."):
