@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     verbs = add_group(
         subparsers,
         "analyze",
-        help="position analyses: evidence moving, segment profile, pooling, audit, remedies",
+        help="evidence moving, segment profile, pooling, audit, remedies",
         required=True,
     )
     for name, help_text, settings_cls, handler in (

@@ -85,7 +85,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "benchmark",
         dest="benchmark",
         metavar="NAME",
-        help="build position task folders (SQuAD-PosQ, FineWeb-PosQ, PosIR, SciFact, …)",
+        help="build position tasks (SQuAD-PosQ, FineWeb-PosQ, PosIR, …)",
         description="Build position-bucketed retrieval sets from raw sources, or plot where "
         "their evidence sits.",
     )

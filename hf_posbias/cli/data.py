@@ -143,7 +143,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     verbs = add_group(
         subparsers,
         "data",
-        help="the training data: corpus → queries → verified → sampled → Hub folders",
+        help="training data: corpus → queries → verified → sampled sets",
         description="Build the position-controlled training sets (`data build` runs every "
         "stage; the stage verbs rerun one stage of a work folder).",
     )

@@ -49,7 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "list",
         ListSettings,
         lambda s: print(LISTINGS[s.kind]().to_markdown()),
-        help="what is registered: benchmarks, bases, remedies, rerankers (with plugin source)",
+        help="what is registered: benchmarks, bases, remedies, rerankers",
         description="One table of an extension point, with a source column: built-in, or the "
         "distribution of the plugin that registered the row (docs/extending.md).",
     )

@@ -395,7 +395,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     verbs = add_group(
         subparsers,
         "listwise",
-        help="listwise LLM rerankers under controlled input position (DebiasFirst, Q26)",
+        help="listwise LLM rerankers by input position (DebiasFirst, Q26)",
         description="The 1…k controlled position test, original vs shuffled order, position "
         "propensities, Pos-Aug and listwise training data, rank_llm exchange.",
     )

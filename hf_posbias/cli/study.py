@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     verbs = add_group(
         subparsers,
         "study",
-        help="the models × configurations study: train, evaluate, report, status",
+        help="the bases × configurations study: run, status, report",
         description="Run YHP26's study (or yours) from one spec file: see docs/study.md.",
     )
     run = add_verb(
