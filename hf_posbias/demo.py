@@ -56,7 +56,14 @@ class DemoSettings(ProgressSettings):
     holdout: float = setting("share of documents held out for the task", default=0.1, cli=False)
     min_cell: int = setting("smallest (bin, position) cell kept", default=30, cli=False)
     max_steps: int = setting("training steps per checkpoint", default=20)
-    batch_size: int = setting("training batch size", default=16)
+    # --global-batch, as in `posbias train` (--batch-size is the encoding batch everywhere else;
+    # the demo's former spelling stays accepted, with a warning).
+    batch_size: int = setting(
+        "rows per training step (the in-batch negatives)",
+        default=16,
+        flag="--global-batch",
+        aliases=("--batch-size",),
+    )
     bootstrap: int = setting("resamples of intervals and paired tests", default=1000, cli=False)
     seed: int = setting("seed of every stage", default=42)
     configs: Sequence[str] = setting("training configurations", default=DEMO_CONFIGS, cli=False)

@@ -26,7 +26,13 @@ MAX_ROOM_SHARE = 0.15
 FILE_SUFFIXES = (".parquet", ".json", ".jsonl", ".md", ".py", ".csv", ".yaml", ".txt")
 """A code span ending so names a file (``corpus.parquet``), not a module."""
 
-LISTWISE_USERS = {"hf_posbias.listwise", "hf_posbias.study", "hf_posbias.cli", "hf_posbias.demo"}
+LISTWISE_USERS = {
+    "hf_posbias.listwise",
+    "hf_posbias.study",
+    "hf_posbias.cli",
+    "hf_posbias.demo",
+    "hf_posbias.apps",  # the Space's listwise tab, by name
+}
 """The rooms allowed to import hf_posbias.listwise."""
 
 

@@ -12,7 +12,7 @@ import pytest
 from hf_posbias.cli import main
 
 # The embedded default corpus, 49 documents kept of 60: two generate shards of 32, one verify.
-BUILD = ["build", "--corpus", "demo", "--limit", "60", "--no-progress"]
+BUILD = ["data", "build", "--corpus", "demo", "--limit", "60", "--no-progress"]
 RECORDS = ("units", "logs", "slurm")  # the executors' records, in the work folder only
 
 
@@ -92,6 +92,9 @@ def test_an_executor_that_cannot_start_is_one_line_before_any_work(tmp_path, cap
     assert len(err) == 1 and "no Ray cluster at 127.0.0.1:9" in err[0], err
     assert not out.exists()
     work = tmp_path / "work"
-    assert main(["generate", "--work", str(work), "--executor", "ray", "--ray-address", "x"]) == 2
+    assert (
+        main(["data", "generate", "--work", str(work), "--executor", "ray", "--ray-address", "x"])
+        == 2
+    )
     assert "--ray-address must be HOST:PORT or auto" in capsys.readouterr().err
     assert not work.exists()

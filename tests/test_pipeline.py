@@ -40,7 +40,10 @@ def _digests(folder: Path) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def built(wiki_jsonl: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("build") / "out"
-    assert main(["build", "--corpus", str(wiki_jsonl), "--out", str(out), "--no-progress"]) == 0
+    assert (
+        main(["data", "build", "--corpus", str(wiki_jsonl), "--out", str(out), "--no-progress"])
+        == 0
+    )
     return out
 
 
@@ -73,7 +76,10 @@ def test_build_is_byte_identical_across_runs_and_resumes(
     built: Path, wiki_jsonl: Path, tmp_path: Path
 ) -> None:
     other = tmp_path / "again"
-    assert main(["build", "--corpus", str(wiki_jsonl), "--out", str(other), "--no-progress"]) == 0
+    assert (
+        main(["data", "build", "--corpus", str(wiki_jsonl), "--out", str(other), "--no-progress"])
+        == 0
+    )
     for repo in ("pool", "train"):
         assert _digests(built / repo) == _digests(other / repo)
 
@@ -85,7 +91,10 @@ def test_build_is_byte_identical_across_runs_and_resumes(
     for repo in ("pool", "train"):
         for parquet in (other / repo).rglob("*.parquet"):
             parquet.unlink()
-    assert main(["build", "--corpus", str(wiki_jsonl), "--out", str(other), "--no-progress"]) == 0
+    assert (
+        main(["data", "build", "--corpus", str(wiki_jsonl), "--out", str(other), "--no-progress"])
+        == 0
+    )
     for repo in ("pool", "train"):
         assert _digests(built / repo) == _digests(other / repo)
 
@@ -96,11 +105,11 @@ def test_stage_verbs_compose_to_the_same_result(
 ) -> None:
     work, out = tmp_path / "work", tmp_path / "out"
     common = ["--work", str(work), "--no-progress"]
-    assert main(["corpus", "--corpus", str(wiki_jsonl), *common]) == 0
-    assert main(["generate", *common]) == 0
-    assert main(["verify", *common]) == 0
-    assert main(["sample", *common]) == 0
-    assert main(["publish", "--out", str(out), *common]) == 0
+    assert main(["data", "corpus", "--corpus", str(wiki_jsonl), *common]) == 0
+    assert main(["data", "generate", *common]) == 0
+    assert main(["data", "verify", *common]) == 0
+    assert main(["data", "sample", *common]) == 0
+    assert main(["data", "publish", "--out", str(out), *common]) == 0
     train_a = {k: v for k, v in _digests(built / "train").items() if k.endswith(".parquet")}
     train_b = {k: v for k, v in _digests(out / "train").items() if k.endswith(".parquet")}
     assert train_a == train_b
@@ -133,6 +142,7 @@ def test_build_uploads_both_repos_when_asked(
         monkeypatch.setattr(hub, "HfApi", RecordingApi)
     out = tmp_path / "out"
     args = [
+        "data",
         "build",
         "--corpus",
         str(wiki_jsonl),
@@ -158,7 +168,7 @@ def test_malformed_corpus_line_is_one_line_error(
     corpus = tmp_path / "corpus.jsonl"
     good = json.dumps({"id": "a", "text": "word " * 100})
     corpus.write_text(good + "\n" + '{"id": "b", "text": "unterminated\n' + good + "\n")
-    assert main(["build", "--corpus", str(corpus), "--out", str(tmp_path / "o")]) == 2
+    assert main(["data", "build", "--corpus", str(corpus), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and "corpus.jsonl:2" in err and "\n" not in err
 
@@ -191,7 +201,7 @@ def test_corpus_outside_every_bin_is_reported(
 ) -> None:
     corpus = tmp_path / "short.jsonl"
     corpus.write_text("".join(json.dumps({"id": str(i), "text": "tiny"}) + "\n" for i in range(3)))
-    assert main(["build", "--corpus", str(corpus), "--out", str(tmp_path / "o")]) == 2
+    assert main(["data", "build", "--corpus", str(corpus), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert "no usable document" in err and "3 read" in err
 
@@ -231,6 +241,7 @@ def test_llm_segment_audit_through_a_local_endpoint(
     with LocalChatServer(judge, response_format=server_schema) as server:
         code = main(
             [
+                "data",
                 "verify",
                 "--work",
                 str(work),
@@ -272,7 +283,7 @@ def test_llm_segment_audit_with_a_local_lm_judge(
     judge = build_tiny_checkpoint("llama", tmp_path / "judge", head="causal-lm", max_positions=4096)
     work = tmp_path / "work"
     shutil.copytree(built / "work", work)
-    argv = ["verify", "--work", str(work), "--no-progress", "--audit-model", judge]
+    argv = ["data", "verify", "--work", str(work), "--no-progress", "--audit-model", judge]
     argv += ["--audit-backend", "local-lm", "--audit-per-stratum", "1"]
     assert main(argv) == 0
     audit = json.loads((work / "scored" / "audit.json").read_text())
@@ -296,7 +307,7 @@ def test_audit_judge_that_does_not_load_is_one_line(
 
     work = tmp_path / "work"
     shutil.copytree(built / "work", work)
-    argv = ["verify", "--work", str(work), "--no-progress", "--audit-backend", "local-lm"]
+    argv = ["data", "verify", "--work", str(work), "--no-progress", "--audit-backend", "local-lm"]
     assert main([*argv, "--audit-model", str(tmp_path / "no-such-model")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: cannot load causal LM")
@@ -358,7 +369,7 @@ def test_a_custom_ratio_goes_from_build_to_train_to_the_cards(
     from hf_posbias.training.train import resolve_repo_config
 
     out = tmp_path / "out"
-    build = ["build", "--corpus", topic_jsonl, "--out", str(out), "--no-progress"]
+    build = ["data", "build", "--corpus", topic_jsonl, "--out", str(out), "--no-progress"]
     assert main([*build, "--config", "50:25:25", "--config", "uniform"]) == 0
     train = str(out / "train")
     assert available_configs(train) == ["r50-25-25", "uniform"]
@@ -388,11 +399,11 @@ def test_publish_states_the_seeds_the_stages_recorded(
 
     work, out = tmp_path / "work", tmp_path / "out"
     common = ["--work", str(work), "--no-progress"]
-    assert main(["corpus", "--corpus", topic_jsonl, *common]) == 0
-    assert main(["generate", "--seed", "7", *common]) == 0
-    assert main(["verify", *common]) == 0
-    assert main(["sample", "--seed", "7", *common]) == 0
-    assert main(["publish", "--out", str(out), *common]) == 0
+    assert main(["data", "corpus", "--corpus", topic_jsonl, *common]) == 0
+    assert main(["data", "generate", "--seed", "7", *common]) == 0
+    assert main(["data", "verify", *common]) == 0
+    assert main(["data", "sample", "--seed", "7", *common]) == 0
+    assert main(["data", "publish", "--out", str(out), *common]) == 0
     train_card = (out / "train" / "README.md").read_text()
     pool_card = (out / "pool" / "README.md").read_text()
     assert "Sampling seed: 7." in train_card and "Generation seed: 7." in train_card
@@ -402,30 +413,30 @@ def test_publish_states_the_seeds_the_stages_recorded(
     capsys.readouterr()
 
     # A rerun with other parameters says so instead of mixing outputs …
-    assert main(["generate", "--seed", "8", *common]) == 2
+    assert main(["data", "generate", "--seed", "8", *common]) == 2
     assert "generator_params.seed: 7 → 8" in _one_error_line(capsys)
-    assert main(["sample", "--seed", "9", *common]) == 2
+    assert main(["data", "sample", "--seed", "9", *common]) == 2
     assert "seed: 7 → 9" in _one_error_line(capsys)
     # … more configurations with the same parameters add to the training sets …
-    assert main(["sample", "--seed", "7", "--config", "50:25:25", *common]) == 0
+    assert main(["data", "sample", "--seed", "7", "--config", "50:25:25", *common]) == 0
     manifest = json.loads((work / "train" / "manifest.json").read_text())
     assert manifest["configs"] == ["begin", "middle", "end", "uniform", "r50-25-25"]
     # … and --overwrite replaces the stage's output, which publish then describes.
-    assert main(["sample", "--seed", "9", "--config", "U", "--overwrite", *common]) == 0
+    assert main(["data", "sample", "--seed", "9", "--config", "U", "--overwrite", *common]) == 0
     assert sorted(p.name for p in (work / "train").iterdir()) == [
         "manifest.json",
         "uniform.json",
         "uniform.parquet",
     ]
-    assert main(["publish", "--out", str(out), *common]) == 0
+    assert main(["data", "publish", "--out", str(out), *common]) == 0
     train_card = (out / "train" / "README.md").read_text()
     assert "Sampling seed: 9." in train_card and "Generation seed: 7." in train_card
     assert sorted(p.name for p in (out / "train" / "data").iterdir()) == ["uniform"]
     capsys.readouterr()
     # An upstream stage replaced under a finished one: publish names the stage to rerun.
-    assert main(["verify", "--delta", "0.2", "--overwrite", *common]) == 0
+    assert main(["data", "verify", "--delta", "0.2", "--overwrite", *common]) == 0
     capsys.readouterr()
-    assert main(["publish", "--out", str(out), *common]) == 2
+    assert main(["data", "publish", "--out", str(out), *common]) == 2
     assert "rerun `posbias sample --overwrite`" in _one_error_line(capsys)
 
 
@@ -451,7 +462,7 @@ def test_bad_options_fail_first_in_one_line_and_write_nothing(
     """Regression: `--delta 5` and `--config 1:2` were accepted and failed only after
     generation and verification had run."""
     out = tmp_path / "out"
-    assert main(["build", "--corpus", topic_jsonl, "--out", str(out), *extra]) == 2
+    assert main(["data", "build", "--corpus", topic_jsonl, "--out", str(out), *extra]) == 2
     assert message in _one_error_line(capsys)
     assert not out.exists()
 
@@ -464,7 +475,7 @@ def test_a_corpus_that_is_not_utf8_names_the_file_and_byte_offset(
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_bytes(good.encode() + '{"id": "b", "text": "caf\xe9 "}\n'.encode("latin-1"))
     out = tmp_path / "out"
-    assert main(["build", "--corpus", str(corpus), "--out", str(out), "--no-progress"]) == 2
+    assert main(["data", "build", "--corpus", str(corpus), "--out", str(out), "--no-progress"]) == 2
     offset = len(good.encode()) + len('{"id": "b", "text": "caf')
     assert f"corpus.jsonl: not UTF-8 text at byte offset {offset}" in _one_error_line(capsys)
     assert not out.exists()
@@ -476,16 +487,16 @@ def test_out_pointing_at_a_file_or_a_foreign_folder_is_refused_first(
     """Regression: `--out` pointing at an existing file ended in a traceback."""
     a_file = tmp_path / "results.txt"
     a_file.write_text("keep me")
-    assert main(["build", "--corpus", topic_jsonl, "--out", str(a_file)]) == 2
+    assert main(["data", "build", "--corpus", topic_jsonl, "--out", str(a_file)]) == 2
     assert "exists and is a file" in _one_error_line(capsys)
     assert a_file.read_text() == "keep me"
     out = tmp_path / "out"
     (out / "train").mkdir(parents=True)
     (out / "train" / "notes.md").write_text("mine")
-    assert main(["build", "--corpus", topic_jsonl, "--out", str(out)]) == 2
+    assert main(["data", "build", "--corpus", topic_jsonl, "--out", str(out)]) == 2
     assert "notes.md" in _one_error_line(capsys)
     assert sorted(p.name for p in out.iterdir()) == ["train"]  # no work/ was started
-    assert main(["corpus", "--corpus", topic_jsonl, "--work", str(a_file)]) == 2
+    assert main(["data", "corpus", "--corpus", topic_jsonl, "--work", str(a_file)]) == 2
     assert "--work" in _one_error_line(capsys)
 
 
@@ -493,13 +504,24 @@ def test_progress_in_a_log_is_plain_lines_and_no_progress_silences_it(
     topic_jsonl: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """stderr is not a terminal here (captured): progress must be plain lines, no \\r bars."""
-    assert main(["build", "--corpus", topic_jsonl, "--out", str(tmp_path / "a")]) == 0
+    assert main(["data", "build", "--corpus", topic_jsonl, "--out", str(tmp_path / "a")]) == 0
     err = capsys.readouterr().err
     assert "\r" not in err and "\x1b[" not in err
     starts = {line.split(":")[0].split(" ")[0] for line in err.splitlines()}
     assert {"corpus", "generate", "verify"} <= starts, err
     assert (
-        main(["build", "--corpus", topic_jsonl, "--out", str(tmp_path / "b"), "--no-progress"]) == 0
+        main(
+            [
+                "data",
+                "build",
+                "--corpus",
+                topic_jsonl,
+                "--out",
+                str(tmp_path / "b"),
+                "--no-progress",
+            ]
+        )
+        == 0
     )
     assert capsys.readouterr().err == ""
 
@@ -528,7 +550,7 @@ def test_build_checks_delta_and_sampling_options_once(
     for module in (panel, verification_stage):
         monkeypatch.setattr(module, "check_delta", counted(check_delta))
     out = tmp_path / "out"
-    assert main(["build", "--corpus", topic_jsonl, "--out", str(out), "--no-progress"]) == 0
+    assert main(["data", "build", "--corpus", topic_jsonl, "--out", str(out), "--no-progress"]) == 0
     assert calls == {"check_sampling_options": 1, "check_delta": 1}
     assert len(list((out / "train").rglob("*.parquet"))) == 4  # every configuration sampled
 
@@ -551,7 +573,7 @@ def test_a_delta_change_refilters_the_build_without_scoring(
         raise AssertionError("scored again after a δ change")
 
     monkeypatch.setattr(RerankerPanel, "score", no_scoring)
-    argv = ["build", "--corpus", str(wiki_jsonl), "--out", str(out), "--no-progress"]
+    argv = ["data", "build", "--corpus", str(wiki_jsonl), "--out", str(out), "--no-progress"]
     assert main([*argv, "--delta", "0.05"]) == 0
     pool = merge_shards(out / "work" / "scored")
     assert [r["margin"] for r in pool] == margins

@@ -99,18 +99,18 @@ def _listing(argv: list[str], capsys: pytest.CaptureFixture[str]) -> list[str]:
 
 
 def test_every_plugin_is_listed_with_its_distribution(example_plugins, capsys):
-    rows = _listing(["benchmark", "list"], capsys)
+    rows = _listing(["list", "benchmarks"], capsys)
     assert rows[2].startswith("| squad-posq | SQuAD-PosQ, SQuAD-PosQ-tiny | built-in |")
     assert rows[-1].startswith(f"| sentences | Sentences-Evidence | {DIST} | a text file")
 
-    rows = _listing(["study", "remedies"], capsys)
+    rows = _listing(["list", "remedies"], capsys)
     assert rows[2] == "| none | — | built-in | the plain model |"
     assert rows[-1] == (
         f"| meanp | passage_tokens, stride | {DIST} | score = the mean over the document's "
         "passages |"
     )
 
-    rows = _listing(["listwise", "rerankers"], capsys)
+    rows = _listing(["list", "rerankers"], capsys)
     kinds = [row.split(" | ")[1] for row in rows[2:]]
     assert kinds == [
         "bm25",
@@ -122,7 +122,7 @@ def test_every_plugin_is_listed_with_its_distribution(example_plugins, capsys):
     ]
     assert rows[4].startswith(f"| 25 | overlap | {DIST} | overlap: the share")
 
-    rows = _listing(["study", "bases"], capsys)
+    rows = _listing(["list", "bases"], capsys)
     assert rows[2].startswith("| bert-base | google-bert/bert-base-uncased |")
     assert rows[-1] == f"| e5-small | intfloat/e5-small-v2 | encoder | mean | 33 | 512 | {DIST} |"
 
@@ -246,22 +246,22 @@ def _dist_info(site: Path, name: str, entry_points: str) -> None:
     [
         (
             "[hf_posbias.remedies]\nmaxp = json:loads\n",
-            ["study", "remedies"],
+            ["list", "remedies"],
             "clashes with the built-in remedy 'maxp'",
         ),
         (
             "[hf_posbias.benchmarks]\nlist = json:loads\n",
-            ["benchmark", "list"],
+            ["list", "benchmarks"],
             "clashes with the built-in benchmark 'list'",
         ),
         (
             "[hf_posbias.rerankers]\nbroken = no_such_module_here:KIND\n",
-            ["listwise", "rerankers"],
+            ["list", "rerankers"],
             "does not load: ModuleNotFoundError: No module named 'no_such_module_here'",
         ),
         (
             "[hf_posbias.bases]\nnot-a-spec = json:loads\n",
-            ["study", "bases"],
+            ["list", "bases"],
             "is a function, not a hf_posbias.training.models.ModelSpec",
         ),
     ],

@@ -14,7 +14,7 @@ LONG_VERBS = [
     ["evaluate", "--model", "m", "--task", "t", "--out", "o"],
     ["study", "run", "spec.yaml", "--out", "o"],
     ["demo"],
-    ["build", "--corpus", "c", "--out", "o"],
+    ["data", "build", "--corpus", "c", "--out", "o"],
     ["leaderboard", "run", "--out", "o"],
     ["listwise", "test", "--reranker", "r", "--task", "t", "--out", "o"],
     ["listwise", "train", "--model", "m", "--data", "d", "--out", "o"],

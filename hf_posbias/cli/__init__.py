@@ -1,4 +1,4 @@
-"""The ``posbias`` command: one sub-command per pipeline stage.
+"""The ``posbias`` command: a few verbs, grouped by job in ``posbias --help`` (:data:`JOBS`).
 
 Each area registers its verbs from its own module (``hf_posbias.cli.<area>``) through a
 ``register(subparsers)`` function; handlers import heavy libraries lazily so that
@@ -32,14 +32,46 @@ COMMAND_MODULES: tuple[str, ...] = (
     "hf_posbias.cli.train",
     "hf_posbias.cli.benchmark",
     "hf_posbias.cli.evaluate",
-    "hf_posbias.cli.remedies",
     "hf_posbias.cli.compare",
     "hf_posbias.cli.leaderboard",
     "hf_posbias.cli.analyze",
     "hf_posbias.cli.study",
     "hf_posbias.cli.demo",
     "hf_posbias.cli.listwise",
+    "hf_posbias.cli.listing",
 )
+
+
+JOBS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("data", ("data", "benchmark")),
+    ("training", ("train",)),
+    ("evaluation", ("evaluate", "compare", "leaderboard")),
+    ("analysis", ("analyze",)),
+    ("study", ("study", "demo")),
+    ("listwise", ("listwise",)),
+    ("extension points", ("list",)),
+)
+"""The job headings of ``posbias --help`` and the verbs under each, in order. A verb a plugin
+or a later module adds without a heading here is listed under "other"."""
+
+
+def _jobs_listing(verbs: argparse._SubParsersAction) -> str:
+    """``posbias --help``'s verb list: one line per verb, under its job's heading."""
+    helps = {action.dest: action.help or "" for action in verbs._choices_actions}
+    placed = {name for _, names in JOBS for name in names}
+    groups = [*JOBS, ("other", tuple(n for n in helps if n not in placed))]
+    width = max(map(len, helps)) + 2
+    lines = ["commands (posbias COMMAND --help for each):"]
+    for title, names in groups:
+        shown = [n for n in names if n in helps]
+        if shown:
+            lines.append(f"  {title}:")
+            lines.extend(f"    {name:<{width}}{helps[name]}" for name in shown)
+    return "\n".join(lines)
+
+
+class _RootFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the grouped verb list (the epilog) as written."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = VerbParser(
         prog="posbias",
         description="Measure and control position bias in dense retrievers.",
+        formatter_class=_RootFormatter,
     )
     parser.add_argument("--version", action="version", version=f"hf-posbias {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -59,6 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         module.register(subparsers)
+    # The verbs are listed by job in the epilog, not in argparse's one flat block.
+    subparsers.help = argparse.SUPPRESS
+    parser.usage = "posbias [-h] [--version] [-v] COMMAND ..."  # set last: verbs' progs use it
+    parser.epilog = _jobs_listing(subparsers)
     return parser
 
 

@@ -26,15 +26,15 @@ from hf_posbias.analysis.settings import (
     PoolingSettings,
     SegmentProfileSettings,
 )
-from hf_posbias.cli.common import add_group, add_verb
+from hf_posbias.cli.common import add_alias, add_group, add_verb
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``analyze evidence-moving``, ``analyze segment-profile`` and ``analyze pooling``."""
+    """Add ``analyze evidence-moving|segment-profile|pooling|audit|remedies``."""
     verbs = add_group(
         subparsers,
         "analyze",
-        help="representation analyses: evidence moving, segment profile, pooling",
+        help="evidence moving, segment profile, pooling, audit, remedies",
         required=True,
     )
     for name, help_text, settings_cls, handler in (
@@ -58,6 +58,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     ):
         add_verb(verbs, name, settings_cls, handler, help=help_text)
+    # A model's whole position audit and its remedies were top-level verbs; their former names
+    # stay as hidden aliases.
+    from hf_posbias.cli.evaluate import register_audit
+    from hf_posbias.cli.remedies import register_remedies
+
+    add_alias(subparsers, "audit", register_audit(verbs), "posbias analyze audit")
+    add_alias(subparsers, "remedies", register_remedies(verbs), "posbias analyze remedies")
 
 
 def parse_model_spec(spec: str) -> tuple[str, str]:

@@ -14,11 +14,14 @@ per-bucket query counts and everything it dropped):
     posbias benchmark from-jsonl    --input mine.jsonl --out DIR [--buckets thirds|0,0.2,0.5,1]
                                     [--distractors docs.jsonl]
     posbias benchmark plot-evidence --task DIR [--task DIR …] --out fig.png
-    posbias benchmark sample        --task DIR --per-bucket N --out DIR [--seed 0] [--name NAME]
-    posbias benchmark build         --corpus SOURCE --out DIR [--passages N] [--cut-long] …
+    posbias benchmark subsample     --task DIR --per-bucket N --out DIR [--seed 0] [--name NAME]
+    posbias benchmark from-corpus   --corpus SOURCE --out DIR [--passages N] [--cut-long] …
                                     (Z25's recipe from any corpus: hf_posbias.cli.benchmark_build)
-    posbias benchmark list          (every benchmark verb, its tasks, and the package that
-                                    registered it: built-in or a plugin's distribution)
+
+Every benchmark verb, its tasks and the package that registered it: ``posbias list benchmarks``.
+Former names, hidden and warning once: ``benchmark build`` (now ``from-corpus``: ``build`` is the
+training data's ``posbias data build``), ``benchmark sample`` (now ``subsample``: ``sample`` is
+the training sets' ``posbias data sample``), ``benchmark list``.
 
 Example:
     >>> from hf_posbias.cli import build_parser
@@ -35,7 +38,7 @@ from functools import partial
 from typing import Any
 
 from hf_posbias.cli.benchmark_build import register_build
-from hf_posbias.cli.common import add_group, add_verb
+from hf_posbias.cli.common import add_alias, add_group, add_verb, hide_as_alias
 from hf_posbias.cli.listing import add_listing_verb, benchmarks_table
 from hf_posbias.evaluation.settings import PlotEvidenceSettings, TaskSampleSettings
 
@@ -82,7 +85,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "benchmark",
         dest="benchmark",
         metavar="NAME",
-        help="build position task folders (SQuAD-PosQ, FineWeb-PosQ, PosIR, SciFact, …)",
+        help="build position tasks (SQuAD-PosQ, FineWeb-PosQ, PosIR, …)",
         description="Build position-bucketed retrieval sets from raw sources, or plot where "
         "their evidence sits.",
     )
@@ -91,7 +94,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     for name, bench in benchmarks().items():
         build = partial(_build, bench)
         add_verb(verbs, name, bench.settings, build, help=bench.help, description=bench.help)
-    register_build(verbs)
+    from_corpus = register_build(verbs, "from-corpus")
+    add_alias(verbs, "build", from_corpus, "posbias benchmark from-corpus")
     add_verb(
         verbs,
         "plot-evidence",
@@ -99,9 +103,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         _plot,
         help="histogram of relative evidence positions (PNG)",
     )
-    add_verb(
+    subsample = add_verb(
         verbs,
-        "sample",
+        "subsample",
         TaskSampleSettings,
         _sample,
         help="a seeded per-bucket query sample of a task folder (all documents kept)",
@@ -116,3 +120,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "distribution of a plugin (entry-point group hf_posbias.benchmarks)",
         benchmarks_table,
     )
+    hide_as_alias(verbs, "list", "posbias list benchmarks")
+    add_alias(verbs, "sample", subsample, "posbias benchmark subsample")

@@ -1,10 +1,12 @@
-"""``posbias benchmark build``: a position benchmark from any corpus (Z25's recipe).
+"""``posbias benchmark from-corpus``: a position benchmark from any corpus (Z25's recipe).
+
+(``posbias benchmark build``, its former name, stays as a hidden alias.)
 
 Example:
     >>> import argparse
     >>> from hf_posbias.settings import settings_from_args
     >>> parser = argparse.ArgumentParser(); verbs = parser.add_subparsers()
-    >>> register_build(verbs)
+    >>> _ = register_build(verbs)
     >>> args = parser.parse_args(["build", "--corpus", "demo", "--out", "t", "--passages", "3"])
     >>> settings_from_args(BenchmarkBuildSettings, args).passages
     3
@@ -33,11 +35,13 @@ def _run(settings: BenchmarkBuildSettings) -> None:
     print(f"wrote {settings.out} (task, tiny/) and {settings.hub_dir} (Hub dataset folder)")
 
 
-def register_build(verbs: argparse._SubParsersAction) -> None:
-    """Add the ``build`` verb to ``posbias benchmark``."""
-    add_verb(
+def register_build(
+    verbs: argparse._SubParsersAction, name: str = "build"
+) -> argparse.ArgumentParser:
+    """Add the verb ``name`` (``from-corpus`` in ``posbias benchmark``); returns its parser."""
+    return add_verb(
         verbs,
-        "build",
+        name,
         BenchmarkBuildSettings,
         _run,
         help="build a position benchmark from any corpus (Z25's FineWeb-PosQ recipe)",

@@ -7,7 +7,8 @@ the settings are built from the parsed flags — every check runs then, so a mis
 the exit status (``None`` counts as 0, see :func:`hf_posbias.cli.main`). :func:`add_group` adds a
 verb with verbs of its own (``posbias listwise …``) that prints its help when called bare.
 :class:`VerbParser`, the parser of ``posbias`` and of each of its verbs, answers a mistyped flag,
-verb or choice with the verb's own usage and the closest known name.
+verb or choice with the verb's own usage and the closest known name. :func:`add_alias` keeps a
+former verb name working, hidden from ``--help``, with a warning naming the new one.
 
 Example:
     >>> import argparse
@@ -43,6 +44,86 @@ _NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 _INVALID_CHOICE = re.compile(r"invalid choice: '?(?P<name>[^' ]*)'? \(choose from (?P<known>.*)\)$")
 
 
+REMOVAL_RELEASE = "0.3.0"
+"""The release that removes the former verb names and flag spellings (docs/deprecations.md)."""
+
+_WARNED: set[str] = set()
+
+
+def warn_once(message: str) -> None:
+    """A ``DeprecationWarning`` and one ``warning:`` line on stderr, once per process."""
+    import sys
+    import warnings
+
+    if message in _WARNED:
+        return
+    _WARNED.add(message)
+    warnings.warn(message, DeprecationWarning, stacklevel=3)
+    print(f"warning: {message}", file=sys.stderr)
+
+
+class _Verbs(argparse._SubParsersAction):
+    """Sub-commands that know their former names: one given warns once, then runs the new verb."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.posbias_renamed: dict[str, str] = {}
+
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
+        new = self.posbias_renamed.get(values[0])
+        if new:
+            old = f"{parser.prog} {values[0]}"
+            warn_once(f"`{old}` is deprecated (removed in {REMOVAL_RELEASE}); use `{new}`")
+        super().__call__(parser, namespace, values, option_string)
+
+
+def add_alias(
+    subparsers: argparse._SubParsersAction, name: str, target: argparse.ArgumentParser, new: str
+) -> None:
+    """Accept ``name`` as a former spelling of the verb ``target`` (the command ``new``): the same
+    flags and handler, no line in ``--help``, a warning when used.
+
+    Example:
+        >>> import contextlib, io
+        >>> parser = VerbParser(prog="posbias")
+        >>> verbs = parser.add_subparsers(dest="command", metavar="COMMAND")
+        >>> lb = verbs.add_parser("leaderboard", help="rank runs")
+        >>> _ = lb.set_defaults(func=lambda args: "ranked")
+        >>> add_alias(verbs, "top", lb, "posbias leaderboard")
+        >>> err = io.StringIO()
+        >>> with contextlib.redirect_stderr(err):
+        ...     parser.parse_args(["top"]).func(None)
+        'ranked'
+        >>> print(err.getvalue().strip())
+        warning: `posbias top` is deprecated (removed in 0.3.0); use `posbias leaderboard`
+        >>> "top" in parser.format_help()
+        False
+    """
+    subparsers._name_parser_map[name] = target
+    subparsers.posbias_renamed[name] = new  # type: ignore[attr-defined]
+
+
+def hide_as_alias(subparsers: argparse._SubParsersAction, name: str, new: str) -> None:
+    """Turn the verb ``name`` already added into a hidden former spelling of the command
+    ``new`` (which may take other arguments): it still runs, and warns."""
+    subparsers._choices_actions = [a for a in subparsers._choices_actions if a.dest != name]
+    subparsers.posbias_renamed[name] = new  # type: ignore[attr-defined]
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Shows each flag under its current spelling only: a former one (``posbias_aliases``,
+    :func:`hf_posbias.settings.setting`'s ``aliases``) is accepted but not advertised."""
+
+    def _format_action_invocation(self, action: argparse.Action) -> str:
+        former = getattr(action, "posbias_aliases", ())
+        if former and action.option_strings:
+            import copy
+
+            action = copy.copy(action)
+            action.option_strings = [o for o in action.option_strings if o not in former]
+        return super()._format_action_invocation(action)
+
+
 class VerbParser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose mistakes point at the fix.
 
@@ -72,6 +153,11 @@ class VerbParser(argparse.ArgumentParser):
     """
 
     _posbias_argv: list[str] | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+        self.register("action", "parsers", _Verbs)
 
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
@@ -132,6 +218,15 @@ class VerbParser(argparse.ArgumentParser):
             match = _INVALID_CHOICE.search(message)
             if match:
                 known = [k.strip().strip("'") for k in match["known"].split(",")]
+                # Former verb names are accepted, not offered.
+                former = {
+                    name
+                    for action in self._actions
+                    for name in getattr(action, "posbias_renamed", {})
+                }
+                known = [k for k in known if k not in former]
+                listed = ", ".join(f"'{k}'" for k in known)
+                message = message[: match.start("known")] + listed + ")"
                 message += suggest(match["name"], known)
         super().error(message)
 

@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "compare",
         CompareSettings,
         run_compare,
-        help="paired test of two evaluate runs of the same task: Δ per bucket, mean, PSI",
+        help="paired test of two evaluate runs: Δ per position, mean, PSI",
         description="Compare two `posbias evaluate` run folders of the same task on their shared "
         "queries: Δ = B − A per bucket, for the mean and for PSI, with percentile intervals and "
         "two-sided p-values (paired bootstrap or paired randomization).",

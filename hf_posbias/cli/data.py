@@ -1,4 +1,7 @@
-"""``posbias corpus|generate|verify|sample|publish|build``: the data pipeline verbs.
+"""``posbias data build|corpus|generate|verify|sample|publish``: the training-data pipeline.
+
+The former top-level spellings (``posbias build``, ``posbias sample``, …) stay as hidden aliases
+that warn once (:func:`hf_posbias.cli.common.add_alias`).
 
 Each verb's flags are generated from one settings dataclass of :mod:`hf_posbias.pipeline`
 (:class:`~hf_posbias.pipeline.BuildSettings` and the stage verbs' settings), combined from the
@@ -14,7 +17,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from hf_posbias.cli.common import add_verb, echo
+from hf_posbias.cli.common import add_alias, add_group, add_verb, echo
 from hf_posbias.pipeline import (
     BuildSettings,
     CorpusStageSettings,
@@ -90,7 +93,7 @@ def _cmd_build(s: BuildSettings) -> None:
     from hf_posbias.locks import output_lock
     from hf_posbias.pipeline import build
 
-    with output_lock(s.out, command="posbias build"):
+    with output_lock(s.out, command="posbias data build"):
         result = build(s, echo)
     echo(f"done: load_dataset('{result.train_dir}', 'uniform', split='train')")
 
@@ -136,6 +139,14 @@ VERBS: tuple[tuple[str, type, Any, dict[str, str]], ...] = (
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the data-pipeline verbs to ``posbias``."""
+    """Add ``posbias data`` and its verbs (and their former top-level names)."""
+    verbs = add_group(
+        subparsers,
+        "data",
+        help="training data: corpus → queries → verified → sampled sets",
+        description="Build the position-controlled training sets (`data build` runs every "
+        "stage; the stage verbs rerun one stage of a work folder).",
+    )
     for name, settings_cls, handler, texts in VERBS:
-        add_verb(subparsers, name, settings_cls, handler, **texts)
+        parser = add_verb(verbs, name, settings_cls, handler, **texts)
+        add_alias(subparsers, name, parser, f"posbias data {name}")

@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "demo",
         DemoSettings,
         _cmd_demo,
-        help="the whole job on the embedded default: data, 4 checkpoints, position table",
+        help="the whole job on the embedded default, offline, in minutes",
         description="Build position-controlled data from the packaged Wikipedia lead sections, "
         "train all-MiniLM-L6-v2 once per configuration (begin/middle/end/uniform) and evaluate "
         "every model by evidence position on held-out documents. Offline, CPU, minutes.",

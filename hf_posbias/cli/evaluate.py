@@ -1,4 +1,4 @@
-"""``posbias evaluate`` and ``posbias audit``: position-wise retrieval scores and PSI.
+"""``posbias evaluate`` and ``posbias analyze audit``: position-wise retrieval scores and PSI.
 
 Example:
     >>> from hf_posbias.cli import build_parser
@@ -24,8 +24,8 @@ logger = logging.getLogger(__name__)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``evaluate`` and ``audit`` verbs."""
-    from hf_posbias.evaluation.settings import EvaluateSettings, ModelAuditSettings
+    """Add the ``evaluate`` verb."""
+    from hf_posbias.evaluation.settings import EvaluateSettings
 
     add_verb(
         subparsers,
@@ -40,8 +40,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "files.",
         with_args=True,
     )
-    add_verb(
-        subparsers,
+
+
+def register_audit(verbs: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add the ``audit`` verb (``posbias analyze audit``); returns its parser."""
+    from hf_posbias.evaluation.settings import ModelAuditSettings
+
+    return add_verb(
+        verbs,
         "audit",
         ModelAuditSettings,
         run_audit,

@@ -27,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "leaderboard",
         LeaderboardSettings,
         run_leaderboard,
-        help="rank evaluate runs per task (mean nDCG@10, PSI, harmonic mean, slope) with ties",
+        help="rank evaluate runs per task (mean, PSI, slope), ties marked",
         description="One table per task over `posbias evaluate` run folders: mean nDCG@10, PSI, "
         "harmonic mean and position slope with their intervals, sorted; neighbours a paired "
         "bootstrap on the shared queries cannot separate are marked tied. Writes "

@@ -1,11 +1,14 @@
 """The listings of the extension points: what is registered, and which package registered it.
 
-One verb per extension point, in the group of the commands that use it:
+One verb, one kind of extension point each:
 
-    posbias benchmark list      the benchmark verbs and their tasks
-    posbias study remedies      the bi-encoder remedies (--remedy, --remedies, a study's remedies)
-    posbias study bases         the base models (posbias train --model, a study's bases)
-    posbias listwise rerankers  the reranker kinds (--reranker), in the order they are tried
+    posbias list benchmarks  the benchmark verbs and their tasks
+    posbias list bases       the base models (posbias train --model, a study's bases)
+    posbias list remedies    the bi-encoder remedies (--remedy, --remedies, a study's remedies)
+    posbias list rerankers   the reranker kinds (--reranker), in the order they are tried
+
+The former listing verbs (``benchmark list``, ``study bases``, ``study remedies``, ``listwise
+rerankers``) stay as hidden aliases that warn once.
 
 Each table has a ``source`` column: ``built-in``, or the distribution of the plugin that
 registered the row (:mod:`hf_posbias.plugins`; docs/extending.md).
@@ -19,8 +22,37 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from dataclasses import dataclass
 
+from hf_posbias.cli.common import add_verb
+from hf_posbias.settings import setting
 from hf_posbias.tables import MarkdownTable, format_cell
+
+
+@dataclass(kw_only=True)
+class ListSettings:
+    """The settings of ``posbias list``."""
+
+    kind: str = setting("what to list", positional=True, choices=lambda: list(LISTINGS))
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``posbias list {benchmarks,bases,remedies,rerankers}``.
+
+    Example:
+        >>> from hf_posbias.cli import build_parser
+        >>> build_parser().parse_args(["list", "remedies"]).kind
+        'remedies'
+    """
+    add_verb(
+        subparsers,
+        "list",
+        ListSettings,
+        lambda s: print(LISTINGS[s.kind]().to_markdown()),
+        help="what is registered: benchmarks, bases, remedies, rerankers",
+        description="One table of an extension point, with a source column: built-in, or the "
+        "distribution of the plugin that registered the row (docs/extending.md).",
+    )
 
 
 def add_listing_verb(
@@ -80,3 +112,12 @@ def bases_table() -> MarkdownTable:
             + [entry.source]
         )
     return MarkdownTable(columns, rows)
+
+
+LISTINGS: dict[str, Callable[[], MarkdownTable]] = {
+    "benchmarks": benchmarks_table,
+    "bases": bases_table,
+    "remedies": remedies_table,
+    "rerankers": rerankers_table,
+}
+"""kind → its table: ``posbias list KIND``."""

@@ -45,7 +45,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hf_posbias.cli.common import add_group, add_verb, echo
+from hf_posbias.cli.common import add_group, add_verb, echo, hide_as_alias
 from hf_posbias.cli.listing import add_listing_verb, rerankers_table
 from hf_posbias.errors import InputError
 from hf_posbias.listwise.experiments.runs import load_task_and_reranker
@@ -395,7 +395,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     verbs = add_group(
         subparsers,
         "listwise",
-        help="listwise LLM rerankers under controlled input position (DebiasFirst, Q26)",
+        help="listwise LLM rerankers by input position (DebiasFirst, Q26)",
         description="The 1…k controlled position test, original vs shuffled order, position "
         "propensities, Pos-Aug and listwise training data, rank_llm exchange.",
     )
@@ -416,3 +416,4 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "distribution)",
         rerankers_table,
     )
+    hide_as_alias(verbs, "rerankers", "posbias list rerankers")

@@ -1,8 +1,10 @@
-"""``posbias remedies``: every inference-time remedy of a bi-encoder against the plain model.
+"""``posbias analyze remedies``: every inference-time remedy of a bi-encoder against the plain
+model (``posbias remedies``, its former name, stays as a hidden alias).
 
 Example:
     >>> from hf_posbias.cli import build_parser
-    >>> args = build_parser().parse_args(["remedies", "--model", "m", "--task", "t", "--out", "o"])
+    >>> args = build_parser().parse_args(
+    ...     ["analyze", "remedies", "--model", "m", "--task", "t", "--out", "o"])
     >>> (args.model, args.passage_tokens, args.stride, args.segments)
     ('m', 128, 64, 4)
 """
@@ -16,10 +18,10 @@ from hf_posbias.cli.common import add_verb
 from hf_posbias.evaluation.settings import RemediesSettings
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``remedies`` verb."""
-    add_verb(
-        subparsers,
+def register_remedies(verbs: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add the ``remedies`` verb (``posbias analyze remedies``); returns its parser."""
+    return add_verb(
+        verbs,
         "remedies",
         RemediesSettings,
         run_remedies,

@@ -1,6 +1,8 @@
-"""``posbias study run|report|status|bases|remedies`` and ``posbias report``: the models ×
-configurations study (``bases`` and ``remedies`` list what its spec's keys of those names take,
-plugins included: :mod:`hf_posbias.cli.listing`).
+"""``posbias study run|status|report|report-runs``: the models × configurations study.
+
+What a spec's ``bases`` and ``remedies`` keys take is listed by ``posbias list bases|remedies``
+(:mod:`hf_posbias.cli.listing`); ``study bases``, ``study remedies`` and the top-level ``report``
+(now ``study report-runs``) stay as hidden aliases that warn once.
 
 Example:
     >>> from hf_posbias.cli import build_parser
@@ -17,7 +19,7 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hf_posbias.cli.common import add_group, add_verb
+from hf_posbias.cli.common import add_alias, add_group, add_verb, hide_as_alias
 
 if TYPE_CHECKING:
     from hf_posbias.study.report import ReportSettings, StudyReportSettings
@@ -26,7 +28,8 @@ if TYPE_CHECKING:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``study run``, ``study report``, ``study bases``, ``study remedies`` and ``report``."""
+    """Add ``study run``, ``study report``, ``study status`` and ``study report-runs`` (formerly
+    the top-level ``report``; ``study bases`` and ``study remedies`` are now ``posbias list``)."""
     from hf_posbias.cli.listing import add_listing_verb, bases_table, remedies_table
     from hf_posbias.settings import add_settings_arguments
     from hf_posbias.study.report import ReportSettings, StudyReportSettings
@@ -37,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     verbs = add_group(
         subparsers,
         "study",
-        help="the models × configurations study: train, evaluate, report, publish",
+        help="the bases × configurations study: run, status, report",
         description="Run YHP26's study (or yours) from one spec file: see docs/study.md.",
     )
     run = add_verb(
@@ -85,9 +88,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "with its distribution)",
         remedies_table,
     )
-    add_verb(
-        subparsers,
-        "report",
+    hide_as_alias(verbs, "bases", "posbias list bases")
+    hide_as_alias(verbs, "remedies", "posbias list remedies")
+    from_runs = add_verb(
+        verbs,
+        "report-runs",
         ReportSettings,
         report_cmd,
         help="the study report over `posbias evaluate` runs (base and config from model cards)",
@@ -95,6 +100,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "PSI reduction of uniform, the direction check and curves, from the runs' per-query "
         "tables.",
     )
+    add_alias(subparsers, "report", from_runs, "posbias study report-runs")
 
 
 def run_study_cmd(settings: StudyRunSettings, args: argparse.Namespace) -> None:

@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``train`` verb."""
     parser = subparsers.add_parser(
         "train",
-        help="train a bi-encoder on a position configuration (begin/middle/end/uniform/b:m:e/ips)",
+        help="train a bi-encoder on begin/middle/end/uniform/b:m:e/ips data",
         description="Fine-tune a base model with InfoNCE on single-length-bin batches "
         "(YHP26 protocol). Multi-GPU: accelerate launch -m hf_posbias.training.train …",
     )

@@ -52,10 +52,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hf_posbias.analysis.evidence_moving import EvidenceCase, EvidenceCurve, slot_names
+from hf_posbias.apps import (
+    REMEDIES,
+    EvidenceCase,
+    EvidenceCurve,
+    RemedySettings,
+    SliderCase,
+    SliderCurve,
+    slot_names,
+)
 from hf_posbias.errors import PosbiasError, first_line
-from hf_posbias.evaluation.runs.remedies import REMEDIES, RemedySettings
-from hf_posbias.listwise.experiments.slider import SliderCase, SliderCurve
 
 logger = logging.getLogger("evidence-moving-space")
 
@@ -163,7 +169,7 @@ def allowed_models() -> dict[str, str]:
 
     Only these names are ever loaded: the user picks from this list and never types a path.
     """
-    from hf_posbias.modeling import packaged_model_path
+    from hf_posbias.apps import packaged_model_path
 
     models: dict[str, str] = {}
     packaged = packaged_model_path(DEFAULT_MODEL)
@@ -188,7 +194,7 @@ def get_model(display_name: str) -> Any:
         raise PosbiasError(f"model {display_name!r} is not in this Space's allow-list")
     with _MODEL_LOCK:
         if display_name not in _MODEL_CACHE:
-            from hf_posbias.modeling import load_sentence_transformer
+            from hf_posbias.apps import load_sentence_transformer
 
             _MODEL_CACHE[display_name] = load_sentence_transformer(
                 allowed[display_name], device="cpu"
@@ -311,9 +317,7 @@ def _compute(
     report: Report,
 ) -> SpaceResult:
     """:func:`compute` without its memory of earlier results."""
-    from hf_posbias.analysis.evidence_moving import move_evidence
-    from hf_posbias.analysis.segment_profile import document_profile
-    from hf_posbias.evaluation.runs.remedies import remedy_label, remedy_scorer
+    from hf_posbias.apps import document_profile, move_evidence, remedy_label, remedy_scorer
 
     validate_inputs(query, document, evidence)
     if not models:
@@ -378,7 +382,7 @@ def document_html(result: SpaceResult, position: int) -> str:
 
 
 def evidence_figure(result: SpaceResult, position: int) -> Any:
-    from hf_posbias.analysis.plots import CurveSeries, curve_figure
+    from hf_posbias.apps import CurveSeries, curve_figure
 
     series = [CurveSeries(name, c.cosines) for name, c in result.curves.items()]
     return curve_figure(
@@ -391,7 +395,7 @@ def evidence_figure(result: SpaceResult, position: int) -> Any:
 
 
 def profile_figure(result: SpaceResult) -> Any:
-    from hf_posbias.analysis.plots import CurveSeries, curve_figure
+    from hf_posbias.apps import CurveSeries, curve_figure
 
     series = [CurveSeries(name, p) for name, p in result.profiles.items()]
     return curve_figure(
@@ -448,9 +452,7 @@ BM25 = "bm25 (pointwise control)"
 def examples_task() -> Any:
     """The built-in listwise task: every sentence of the three examples is a passage (titled by
     its article), each example's query has its evidence sentence as the relevant passage."""
-    from hf_posbias.analysis.evidence_moving import sentence_boundaries
-    from hf_posbias.listwise.experiments.taskio import RerankTask
-    from hf_posbias.rerankers.records import Passage
+    from hf_posbias.apps import Passage, RerankTask, sentence_boundaries
 
     corpus: dict[str, Passage] = {}
     queries: dict[str, str] = {}
@@ -471,8 +473,7 @@ def listwise_rerankers() -> dict[str, str]:
     """Display name → reranker argument, for every listwise reranker the Space may use."""
     import importlib.util
 
-    from hf_posbias.listwise.training.card import TRAINING_INFO
-    from hf_posbias.modeling import PACKAGED_CHAT_MODELS
+    from hf_posbias.apps import PACKAGED_CHAT_MODELS, TRAINING_INFO
 
     rerankers = {BM25: "bm25"}
     for name, (_, module, _) in PACKAGED_CHAT_MODELS.items():
@@ -492,8 +493,7 @@ def listwise_task(key: str) -> tuple[Any, Any]:
     """``(task, BM25 first stage)`` of the examples or of ``$POSBIAS_SPACE_LISTWISE_TASK``."""
     with _LISTWISE_LOCK:
         if key not in _TASKS:
-            from hf_posbias.listwise.experiments.firststage import load_first_stage
-            from hf_posbias.listwise.experiments.taskio import load_rerank_task
+            from hf_posbias.apps import load_first_stage, load_rerank_task
 
             task = examples_task() if key == EXAMPLES_TASK else load_rerank_task(key)
             _TASKS[key] = (task, load_first_stage("bm25", task.corpus))
@@ -527,7 +527,7 @@ def get_listwise_reranker(display_name: str, task_key: str) -> Any:
     task, _ = listwise_task(task_key)
     with _LISTWISE_LOCK:
         if key not in _RERANKERS:
-            from hf_posbias.rerankers.loading import load_reranker
+            from hf_posbias.apps import load_reranker
 
             _RERANKERS[key] = load_reranker(
                 name,
@@ -540,7 +540,7 @@ def get_listwise_reranker(display_name: str, task_key: str) -> Any:
 
 def _passage_tokens(name: str) -> int:
     """The passage budget a DebiasFirst checkpoint was trained with, else the default."""
-    from hf_posbias.listwise.training.card import TRAINING_INFO, load_listwise_info
+    from hf_posbias.apps import TRAINING_INFO, load_listwise_info
 
     if (Path(name) / TRAINING_INFO).is_file():
         return load_listwise_info(name).passage_tokens or LISTWISE_PASSAGE_TOKENS
@@ -549,7 +549,7 @@ def _passage_tokens(name: str) -> int:
 
 def listwise_case(query_label: str) -> SliderCase:
     """The chosen query's first-stage top-k (k = 20, or the corpus size if smaller)."""
-    from hf_posbias.listwise.experiments.slider import slider_case
+    from hf_posbias.apps import slider_case
 
     queries = listwise_queries()
     if query_label not in queries:
@@ -583,7 +583,7 @@ def slide(
     Returns the status line, the reranked list (HTML), the curve figure, the curve as JSON and
     the new state (a new curve when the reranker or the query changed).
     """
-    from hf_posbias.listwise.experiments.slider import rerank_at, slider_figure
+    from hf_posbias.apps import rerank_at, slider_figure
 
     case = listwise_case(query_label)
     reranker = get_listwise_reranker(reranker_name, listwise_queries()[query_label][0])
@@ -765,7 +765,7 @@ def board_name(model: str, labels: dict[str, dict[str, str]] | None = None) -> s
 def leaderboard_rows(source: str | None = None) -> list[dict[str, Any]]:
     """Rows of the leaderboard: a folder, a Hub dataset repo id, or the shipped default; each
     row's ``name`` (:func:`board_name`) and ``made_by`` (the command, when the board says)."""
-    from hf_posbias.evaluation.reports.leaderboard import read_leaderboard
+    from hf_posbias.apps import read_leaderboard
 
     source = source or os.environ.get(LEADERBOARD_ENV) or str(SHIPPED_LEADERBOARD)
     if not Path(source).expanduser().exists() and "/" in source and not source.startswith("."):
@@ -925,206 +925,226 @@ def leaderboard_tab() -> None:
     model.change(show, [task, model], plot)
 
 
-def build_demo() -> Any:
-    """The Gradio Blocks app (not launched)."""
+EVIDENCE_INTRO = (
+    "# Evidence moving\n"
+    "Where in a document does an embedding model look? The evidence sentence is "
+    "moved to n evenly spaced sentence boundaries (p1 = start … pn = end) while the "
+    "rest of the "
+    "document stays fixed; the plot shows cosine(query, document) per position "
+    "(YHP26 §6). Δ = (peak − lowest) × 10³. The segment profile (right) compares the "
+    "document's embedding with each of its n equal-length segments — no query needed."
+    "\n\nA **remedy** (no retraining; `docs/remedies.md`) adds each model's curve "
+    "under it: MaxP / FirstP / SumP score the document by the max / first / sum of "
+    "its passages of N tokens, S apart; chunk-mean embeds it as the mean of its "
+    "passages; segment-balanced weighs K equal segments equally in one pass."
+)
+"""The first tab's heading and explanation."""
+
+
+def table_headers(n: int) -> list[str]:
+    """The columns of the cosine-per-position table for ``n`` slots."""
+    return ["model", "peak", "lowest", "Δ×10³", *slot_names(n)]
+
+
+def run_evidence(
+    models: list[str] | None,
+    query: str | None,
+    document: str | None,
+    evidence: str | None,
+    n: float,
+    position: float,
+    remedy: str,
+    passage_tokens: float,
+    stride: float,
+    k: float,
+    progress: Any = None,
+) -> tuple[Any, ...]:
+    """The Run button: every output of the evidence tab (an error is one line in the status)."""
+    import gradio as gr
+
+    n = int(n)
+    position = min(int(position), n)
+    report = (lambda done, text: progress(done, desc=text)) if progress else _no_report
+    try:
+        settings = remedy_settings(remedy, passage_tokens, stride, k)
+        result = compute(
+            list(models or []),
+            query or "",
+            document or "",
+            evidence or "",
+            n,
+            settings,
+            report=report,
+        )
+    except Exception as err:  # every failure becomes one line in the UI, never a traceback
+        message = error_message(err, "evidence moving")
+        gr.Warning(message)
+        empty = gr.update(value=[], headers=table_headers(n))
+        return (f"**Error:** {html.escape(message)}", "", None, None, "{}", empty, None,
+                gr.update(maximum=n, value=position))  # fmt: skip
+    heads = "; ".join(
+        f"{name} peaks at {c.peak_position} (Δ {c.delta:.1f})" for name, c in result.curves.items()
+    )
+    status = f"**OK** — {heads}." + "".join(f"\n\n⚠ {note}" for note in result.notes)
+    return (
+        status,
+        document_html(result, position),
+        evidence_figure(result, position),
+        profile_figure(result) if result.profiles else None,
+        curve_payload(result),
+        gr.update(value=summary_rows(result), headers=table_headers(n)),
+        result,
+        gr.update(maximum=n, value=position),
+    )
+
+
+def move_to(position: float, result: Any) -> tuple[Any, Any]:
+    """The position slider: the highlighted document and the marker on the curve."""
+    import gradio as gr
+
+    if not isinstance(result, SpaceResult) or result.case is None:
+        return gr.update(), gr.update()
+    position = min(int(position), result.n)
+    return document_html(result, position), evidence_figure(result, position)
+
+
+def evidence_inputs() -> dict[str, Any]:
+    """The left column: models, the example's texts, the slots and the remedy's settings."""
     import gradio as gr
 
     choices = list(allowed_models())
-    default_models = [DEFAULT_MODEL] if DEFAULT_MODEL in choices else choices[:1]
     first = EXAMPLES[0]
+    widgets: dict[str, Any] = {
+        "models": gr.CheckboxGroup(
+            choices=choices,
+            value=[DEFAULT_MODEL] if DEFAULT_MODEL in choices else choices[:1],
+            label="Models (allow-list)",
+            elem_id="models",
+        ),
+        "query": gr.Textbox(value=first["query"], label="Query", lines=1, elem_id="query"),
+        "document": gr.Textbox(
+            value=first["document"],
+            label=f"Document (max {MAX_DOCUMENT_CHARS:,} characters)",
+            lines=8,
+            elem_id="document",
+        ),
+        "evidence": gr.Textbox(
+            value=first["evidence"],
+            label="Evidence sentence (must occur in the document)",
+            lines=2,
+            elem_id="evidence",
+        ),
+        "n": gr.Slider(3, 20, value=DEFAULT_SLOTS, step=1, label="Positions n"),
+        "remedy": gr.Dropdown(
+            list(REMEDIES),
+            value="none",
+            label="Remedy (its curve is drawn next to the plain one)",
+            elem_id="remedy",
+        ),
+    }
+    with gr.Row():
+        widgets["passage_tokens"] = gr.Number(
+            value=SPACE_PASSAGE_TOKENS, precision=0, label="Passage tokens N",
+            elem_id="passage-tokens",
+        )  # fmt: skip
+        widgets["stride"] = gr.Number(
+            value=SPACE_STRIDE, precision=0, label="Stride S", elem_id="stride"
+        )
+        widgets["segments"] = gr.Number(
+            value=SPACE_SEGMENTS, precision=0, label="Segments K", elem_id="segments"
+        )
+    widgets["run"] = gr.Button("Run", variant="primary", elem_id="run")
+    gr.Examples(
+        examples=[[e["query"], e["document"], e["evidence"]] for e in EXAMPLES],
+        example_labels=[e["title"] for e in EXAMPLES],
+        inputs=[widgets["query"], widgets["document"], widgets["evidence"]],
+        label="Examples (Wikipedia excerpts, CC BY-SA)",
+        elem_id="examples",
+    )
+    return widgets
 
-    def table_headers(n: int) -> list[str]:
-        return ["model", "peak", "lowest", "Δ×10³", *slot_names(n)]
+
+def evidence_outputs() -> dict[str, Any]:
+    """The right column: status, the position slider, both plots, the document, the table."""
+    import gradio as gr
+
+    widgets: dict[str, Any] = {
+        "status": gr.Markdown(
+            "Computing the first example (the progress bar shows the model loading, then the "
+            "curve)…",
+            elem_id="status",
+        ),
+        "position": gr.Slider(
+            1, DEFAULT_SLOTS, value=1, step=1, label="Evidence position p", elem_id="position"
+        ),
+    }
+    with gr.Row():
+        widgets["evidence_plot"] = gr.Plot(
+            label="Evidence moving", show_label=False, elem_id="evidence-plot"
+        )
+        widgets["profile_plot"] = gr.Plot(
+            label="Segment profile", show_label=False, elem_id="profile-plot"
+        )
+    widgets["doc_view"] = gr.HTML(
+        label="Document with the evidence highlighted", elem_id="doc-view"
+    )
+    widgets["table"] = gr.Dataframe(
+        headers=table_headers(DEFAULT_SLOTS),
+        label="Cosine per position",
+        interactive=False,
+        elem_id="curve-table",
+    )
+    widgets["curve_json"] = gr.Textbox(
+        label="Curve data (JSON)", interactive=False, lines=2, elem_id="curve-data"
+    )
+    return widgets
+
+
+def evidence_tab(demo: Any) -> None:
+    """The first tab: its two columns, wired to :func:`run_evidence` and :func:`move_to`."""
+    import gradio as gr
+
+    gr.Markdown(EVIDENCE_INTRO)
+    with gr.Row():
+        with gr.Column(scale=1):
+            given = evidence_inputs()
+        with gr.Column(scale=2):
+            shown = evidence_outputs()
+    state = gr.State(None)
+    names = ("models", "query", "document", "evidence", "n")
+    rest = ("remedy", "passage_tokens", "stride", "segments")
+    inputs = [*(given[k] for k in names), shown["position"], *(given[k] for k in rest)]
+    outputs = [
+        *(shown[k] for k in ("status", "doc_view", "evidence_plot", "profile_plot")),
+        shown["curve_json"],
+        shown["table"],
+        state,
+        shown["position"],
+    ]
 
     def run(
-        models,
-        query,
-        document,
-        evidence,
-        n,
-        position,
-        remedy,
-        passage_tokens,
-        stride,
-        k,
+        models, query, document, evidence, n, position, remedy, passage_tokens, stride, k,
         progress=gr.Progress(),  # noqa: B008 (Gradio's way: a default it replaces per call)
-    ):
-        n = int(n)
-        position = min(int(position), n)
-        try:
-            settings = remedy_settings(remedy, passage_tokens, stride, k)
-            result = compute(
-                list(models or []),
-                query or "",
-                document or "",
-                evidence or "",
-                n,
-                settings,
-                report=lambda done, text: progress(done, desc=text),
-            )
-        except Exception as err:  # every failure becomes one line in the UI, never a traceback
-            message = error_message(err, "evidence moving")
-            gr.Warning(message)
-            return (
-                f"**Error:** {html.escape(message)}",
-                "",
-                None,
-                None,
-                "{}",
-                gr.update(value=[], headers=table_headers(n)),
-                None,
-                gr.update(maximum=n, value=position),
-            )
-        heads = "; ".join(
-            f"{name} peaks at {c.peak_position} (Δ {c.delta:.1f})"
-            for name, c in result.curves.items()
-        )
-        status = f"**OK** — {heads}." + "".join(f"\n\n⚠ {note}" for note in result.notes)
-        return (
-            status,
-            document_html(result, position),
-            evidence_figure(result, position),
-            profile_figure(result) if result.profiles else None,
-            curve_payload(result),
-            gr.update(value=summary_rows(result), headers=table_headers(n)),
-            result,
-            gr.update(maximum=n, value=position),
-        )
+    ):  # fmt: skip
+        return run_evidence(
+            models, query, document, evidence, n, position, remedy, passage_tokens, stride, k,
+            progress=progress,
+        )  # fmt: skip
 
-    def move(position, result):
-        if not isinstance(result, SpaceResult) or result.case is None:
-            return gr.update(), gr.update()
-        position = min(int(position), result.n)
-        return document_html(result, position), evidence_figure(result, position)
+    given["run"].click(run, inputs, outputs)
+    demo.load(run, inputs, outputs)
+    shown["position"].release(
+        move_to, [shown["position"], state], [shown["doc_view"], shown["evidence_plot"]]
+    )
+
+
+def build_demo() -> Any:
+    """The Gradio Blocks app (not launched): three tabs."""
+    import gradio as gr
 
     with gr.Blocks(title="Evidence moving — hf-posbias") as demo:
         with gr.Tab("Evidence moving", elem_id="tab-evidence"):
-            gr.Markdown(
-                "# Evidence moving\n"
-                "Where in a document does an embedding model look? The evidence sentence is "
-                "moved to n evenly spaced sentence boundaries (p1 = start … pn = end) while the "
-                "rest of the "
-                "document stays fixed; the plot shows cosine(query, document) per position "
-                "(YHP26 §6). Δ = (peak − lowest) × 10³. The segment profile (right) compares the "
-                "document's embedding with each of its n equal-length segments — no query needed."
-                "\n\nA **remedy** (no retraining; `docs/remedies.md`) adds each model's curve "
-                "under it: MaxP / FirstP / SumP score the document by the max / first / sum of "
-                "its passages of N tokens, S apart; chunk-mean embeds it as the mean of its "
-                "passages; segment-balanced weighs K equal segments equally in one pass."
-            )
-            with gr.Row():
-                with gr.Column(scale=1):
-                    models = gr.CheckboxGroup(
-                        choices=choices,
-                        value=default_models,
-                        label="Models (allow-list)",
-                        elem_id="models",
-                    )
-                    query = gr.Textbox(
-                        value=first["query"], label="Query", lines=1, elem_id="query"
-                    )
-                    document = gr.Textbox(
-                        value=first["document"],
-                        label=f"Document (max {MAX_DOCUMENT_CHARS:,} characters)",
-                        lines=8,
-                        elem_id="document",
-                    )
-                    evidence = gr.Textbox(
-                        value=first["evidence"],
-                        label="Evidence sentence (must occur in the document)",
-                        lines=2,
-                        elem_id="evidence",
-                    )
-                    n_slots = gr.Slider(3, 20, value=DEFAULT_SLOTS, step=1, label="Positions n")
-                    remedy = gr.Dropdown(
-                        list(REMEDIES),
-                        value="none",
-                        label="Remedy (its curve is drawn next to the plain one)",
-                        elem_id="remedy",
-                    )
-                    with gr.Row():
-                        passage_tokens = gr.Number(
-                            value=SPACE_PASSAGE_TOKENS,
-                            precision=0,
-                            label="Passage tokens N",
-                            elem_id="passage-tokens",
-                        )
-                        stride = gr.Number(
-                            value=SPACE_STRIDE, precision=0, label="Stride S", elem_id="stride"
-                        )
-                        segments = gr.Number(
-                            value=SPACE_SEGMENTS,
-                            precision=0,
-                            label="Segments K",
-                            elem_id="segments",
-                        )
-                    run_button = gr.Button("Run", variant="primary", elem_id="run")
-                    gr.Examples(
-                        examples=[[e["query"], e["document"], e["evidence"]] for e in EXAMPLES],
-                        example_labels=[e["title"] for e in EXAMPLES],
-                        inputs=[query, document, evidence],
-                        label="Examples (Wikipedia excerpts, CC BY-SA)",
-                        elem_id="examples",
-                    )
-                with gr.Column(scale=2):
-                    status = gr.Markdown(
-                        "Computing the first example (the progress bar shows the model "
-                        "loading, then the curve)…",
-                        elem_id="status",
-                    )
-                    position = gr.Slider(
-                        1,
-                        DEFAULT_SLOTS,
-                        value=1,
-                        step=1,
-                        label="Evidence position p",
-                        elem_id="position",
-                    )
-                    with gr.Row():
-                        evidence_plot = gr.Plot(
-                            label="Evidence moving", show_label=False, elem_id="evidence-plot"
-                        )
-                        profile_plot = gr.Plot(
-                            label="Segment profile", show_label=False, elem_id="profile-plot"
-                        )
-                    doc_view = gr.HTML(
-                        label="Document with the evidence highlighted", elem_id="doc-view"
-                    )
-                    table = gr.Dataframe(
-                        headers=table_headers(DEFAULT_SLOTS),
-                        label="Cosine per position",
-                        interactive=False,
-                        elem_id="curve-table",
-                    )
-                    curve_json = gr.Textbox(
-                        label="Curve data (JSON)", interactive=False, lines=2, elem_id="curve-data"
-                    )
-            state = gr.State(None)
-            inputs = [
-                models,
-                query,
-                document,
-                evidence,
-                n_slots,
-                position,
-                remedy,
-                passage_tokens,
-                stride,
-                segments,
-            ]
-            outputs = [
-                status,
-                doc_view,
-                evidence_plot,
-                profile_plot,
-                curve_json,
-                table,
-                state,
-                position,
-            ]
-            run_button.click(run, inputs, outputs)
-            demo.load(run, inputs, outputs)
-            position.release(move, [position, state], [doc_view, evidence_plot])
+            evidence_tab(demo)
         with gr.Tab("Listwise input position", elem_id="tab-listwise"):
             listwise_tab()
         with gr.Tab("Leaderboard", elem_id="tab-leaderboard"):

@@ -62,7 +62,19 @@ def test_audit_of_an_embedding_model_has_the_evidence_curve(
     task = _task(tmp_path / "task")
     out = tmp_path / "audit"
     assert (
-        main(["audit", minilm_path, "--task", str(task), "--out", str(out), "--no-reversal"]) == 0
+        main(
+            [
+                "analyze",
+                "audit",
+                minilm_path,
+                "--task",
+                str(task),
+                "--out",
+                str(out),
+                "--no-reversal",
+            ]
+        )
+        == 0
     )
     md = (out / "audit.md").read_text()
     assert "## Evidence moving" in md
@@ -80,7 +92,10 @@ def test_audit_of_an_embedding_model_has_the_evidence_curve(
 def test_audit_of_bm25_says_why_there_is_no_curve(tmp_path: Path) -> None:
     task = _task(tmp_path / "task")
     out = tmp_path / "audit"
-    assert main(["audit", "bm25", "--task", str(task), "--out", str(out), "--no-reversal"]) == 0
+    assert (
+        main(["analyze", "audit", "bm25", "--task", str(task), "--out", str(out), "--no-reversal"])
+        == 0
+    )
     assert "no embedding to probe" in (out / "audit.md").read_text()
 
 

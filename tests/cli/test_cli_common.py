@@ -38,8 +38,8 @@ def test_nested_verb_refuses_its_own_unknown_flag(capsys: pytest.CaptureFixture[
 
 
 def test_positional_given_as_a_flag_is_explained(capsys: pytest.CaptureFixture[str]) -> None:
-    _, line = _error(capsys, ["audit", "--model", "m", "--task", "t", "--out", "o"])
-    assert "(model is given without a flag: posbias audit model)" in line
+    _, line = _error(capsys, ["analyze", "audit", "--model", "m", "--task", "t", "--out", "o"])
+    assert "(model is given without a flag: posbias analyze audit model)" in line
 
 
 @pytest.mark.parametrize(

@@ -186,7 +186,7 @@ def test_bad_corpora_are_one_line_errors(tmp_path: Path, scripted: ScriptedLLM) 
 def test_cli_reports_a_bad_chunk_size_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     from hf_posbias.cli import main
 
-    argv = ["benchmark", "build", "--corpus", "demo", "--out", "o", "--chunk-words", "2000"]
+    argv = ["benchmark", "from-corpus", "--corpus", "demo", "--out", "o", "--chunk-words", "2000"]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [

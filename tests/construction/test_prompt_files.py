@@ -95,7 +95,16 @@ def test_a_bad_prompt_file_is_one_line_before_any_call(tmp_path, capsys, flag, t
     path = tmp_path / "p.j2"
     if text is not None:
         path.write_text(text)
-    argv = ["benchmark", "build", "--corpus", "demo", "--out", str(tmp_path / "o"), flag, str(path)]
+    argv = [
+        "benchmark",
+        "from-corpus",
+        "--corpus",
+        "demo",
+        "--out",
+        str(tmp_path / "o"),
+        flag,
+        str(path),
+    ]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0]
@@ -123,8 +132,9 @@ def test_generation_and_audit_prompt_files(tmp_path, capsys):
     # Flags of the generator and of the audit: one line for an unknown variable.
     stage2 = tmp_path / "stage2.j2"
     stage2.write_text("{{ persona }} {{ target }}")
-    argv = ["build", "--corpus", "demo", "--out", str(tmp_path / "w"), "--generator", "openai",
-            "--llm-model", "m", "--stage2-prompt-file", str(stage2)]  # fmt: skip
+    argv = ["data", "build", "--corpus", "demo", "--out", str(tmp_path / "w"),
+            "--generator", "openai", "--llm-model", "m",
+            "--stage2-prompt-file", str(stage2)]  # fmt: skip
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "unknown variable 'target' in the stage2 prompt" in err[0]

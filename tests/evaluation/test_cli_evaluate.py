@@ -90,7 +90,7 @@ def test_bad_inputs_exit_2_with_one_line(task_folder, tmp_path, capsys):
 
 def test_audit_writes_markdown_html_and_pngs(task_folder, tmp_path, capsys):
     out = tmp_path / "audit"
-    assert main(["audit", "bm25", "--task", str(task_folder), "--out", str(out)]) == 0
+    assert main(["analyze", "audit", "bm25", "--task", str(task_folder), "--out", str(out)]) == 0
     md = (out / "audit.md").read_text()
     page = (out / "audit.html").read_text()
     assert "Mirror reversal" in md and "Δrev" in md

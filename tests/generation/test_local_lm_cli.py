@@ -50,6 +50,7 @@ def corpus_file(tmp_path_factory):
 
 def _generate_args(work, model, *extra) -> list[str]:
     return [
+        "data",
         "generate",
         "--work",
         str(work),
@@ -72,7 +73,7 @@ def test_local_lm_generate_is_constrained_resumable_and_deterministic(
     one_torch_thread, tiny_chat_lm, corpus_file, tmp_path, minilm_path, capsys
 ):
     work = tmp_path / "work"
-    assert main(["corpus", "--corpus", str(corpus_file), "--work", str(work)]) == 0
+    assert main(["data", "corpus", "--corpus", str(corpus_file), "--work", str(work)]) == 0
     assert _generate(work, tiny_chat_lm) == 0
     out = capsys.readouterr().out
     assert "documents with candidates: 2" in out and "candidates: 6" in out
@@ -99,7 +100,10 @@ def test_local_lm_generate_is_constrained_resumable_and_deterministic(
     # Deterministic per seed and per document: a fresh work folder holding only the first
     # document gives that document the same candidates.
     other = tmp_path / "other"
-    assert main(["corpus", "--corpus", str(corpus_file), "--limit", "1", "--work", str(other)]) == 0
+    assert (
+        main(["data", "corpus", "--corpus", str(corpus_file), "--limit", "1", "--work", str(other)])
+        == 0
+    )
     assert _generate(other, tiny_chat_lm) == 0
     again = load_candidates(other / "candidates")
     assert [c.to_row() for c in again] == [c.to_row() for c in cands if c.doc_id == "doc0"]
@@ -109,7 +113,7 @@ def test_no_constrained_reproduces_free_form_parse_failures(
     one_torch_thread, tiny_chat_lm, corpus_file, tmp_path, minilm_path, capsys
 ):
     work = tmp_path / "work"
-    assert main(["corpus", "--corpus", str(corpus_file), "--work", str(work)]) == 0
+    assert main(["data", "corpus", "--corpus", str(corpus_file), "--work", str(work)]) == 0
     capsys.readouterr()
     # A random LM never writes a usable configuration free-form: both documents are excluded and
     # counted, and the stage stops with a one-line error instead of an empty dataset.
@@ -125,7 +129,7 @@ def test_broken_gguf_is_one_line_on_stderr_without_traceback(corpus_file, tmp_pa
     broken = tmp_path / "model.gguf"
     broken.write_bytes(b"GGUF" + b"\x00" * 64)
     work = tmp_path / "work"
-    assert main(["corpus", "--corpus", str(corpus_file), "--work", str(work)]) == 0
+    assert main(["data", "corpus", "--corpus", str(corpus_file), "--work", str(work)]) == 0
     # A subprocess: the point is what the process prints (no traceback), and the GGUF reader
     # fails before any persona or model work.
     result = subprocess.run(

@@ -81,7 +81,7 @@ def test_report_cells_recompute_from_per_query_tables(study):
 
 def test_report_over_run_folders_reads_base_and_config_from_cards(study, tmp_path, capsys):
     runs = sorted(str(p.parent) for p in study.glob("eval/*/*/summary.json"))
-    assert main(["report", *runs, "--out", str(tmp_path / "r"), "--bootstrap", "50",
+    assert main(["study", "report-runs", *runs, "--out", str(tmp_path / "r"), "--bootstrap", "50",
                  "--seed", "3"]) == 0  # fmt: skip
     mine = json.loads((tmp_path / "r" / "report.json").read_text())
     theirs = json.loads((study / "report" / "report.json").read_text())
@@ -100,7 +100,10 @@ def test_report_refuses_a_run_of_another_task(study, study_inputs, tmp_path, cap
     evaluate_model("bm25", [other], out=tmp_path / "bm25", bootstrap=10)
     run = next(str(p.parent) for p in study.glob("eval/*/*/summary.json"))
     capsys.readouterr()
-    assert main(["report", run, str(tmp_path / "bm25"), "--out", str(tmp_path / "r")]) == 2
+    assert (
+        main(["study", "report-runs", run, str(tmp_path / "bm25"), "--out", str(tmp_path / "r")])
+        == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "report runs of the same tasks" in err[0]
 
@@ -140,7 +143,10 @@ def test_remedies_extend_a_finished_study_as_rows_without_retraining(
     assert "| base | base +firstp |" in (out / "report" / "report.md").read_text()
     # `posbias report` over the run folders reads the remedy from each run: the same rows.
     runs = sorted(str(p.parent) for p in out.glob("eval/*/*/summary.json"))
-    assert main(["report", *runs, "--out", str(tmp_path / "r"), "--bootstrap", "50"]) == 0
+    assert (
+        main(["study", "report-runs", *runs, "--out", str(tmp_path / "r"), "--bootstrap", "50"])
+        == 0
+    )
     mine = json.loads((tmp_path / "r" / "report.json").read_text())
     assert sorted((c["model"], c["config"]) for c in mine["cells"]) == sorted(cells)
 

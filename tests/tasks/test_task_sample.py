@@ -11,7 +11,7 @@ from hf_posbias.tasks.taskdata import PositionTaskData
 def test_sample_is_seeded_stratified_and_keeps_the_corpus(shared_data, tmp_path, capsys):
     folder = wiki_task(shared_data, tmp_path / "task", n_docs=12)
     full = PositionTaskData.load(folder)
-    argv = ["benchmark", "sample", "--task", str(folder), "--per-bucket", "2"]
+    argv = ["benchmark", "subsample", "--task", str(folder), "--per-bucket", "2"]
     assert main([*argv, "--out", str(tmp_path / "a")]) == 0
     assert main([*argv, "--out", str(tmp_path / "b")]) == 0
     assert "6 of 12 queries (begin 2 of 4, middle 2 of 4, end 2 of 4)" in capsys.readouterr().out

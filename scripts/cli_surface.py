@@ -1,0 +1,75 @@
+"""The size of the ``posbias`` command line a user sees, measured by walking its parser.
+
+Counts what ``--help`` shows: top-level verbs, leaf commands (verbs without verbs of their own),
+flag slots (the flags of each visible leaf, ``--help`` left out; a hidden alias is not a slot)
+and distinct flag names. Hidden aliases (no help line, ``argparse.SUPPRESS``) are not counted.
+
+    python scripts/cli_surface.py          # one JSON line
+    python scripts/cli_surface.py --leaves # and every visible leaf with its flags
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from hf_posbias.cli import build_parser
+
+
+def visible_verbs(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """The verbs of ``parser`` that its help lists (a hidden alias has no help line)."""
+    found = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            listed = {choice.dest for choice in action._choices_actions}
+            found.update({n: p for n, p in action.choices.items() if n in listed})
+    return found
+
+
+def visible_flags(parser: argparse.ArgumentParser) -> list[str]:
+    """The first (shown) spelling of every flag the verb's help lists, ``--help`` left out."""
+    return [
+        action.option_strings[0]
+        for action in parser._actions
+        if action.option_strings
+        and action.help is not argparse.SUPPRESS
+        and not isinstance(action, argparse._HelpAction)
+    ]
+
+
+def leaves(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> dict[str, list[str]]:
+    """Every visible leaf command (its path) → its visible flags."""
+    verbs = visible_verbs(parser)
+    if not verbs and path:
+        return {" ".join(path): visible_flags(parser)}
+    found: dict[str, list[str]] = {}
+    for name, sub in verbs.items():
+        found.update(leaves(sub, (*path, name)))
+    return found
+
+
+def surface(parser: argparse.ArgumentParser | None = None) -> dict[str, int]:
+    """The counts: top-level verbs, leaf commands, flag slots, distinct flag names."""
+    parser = parser or build_parser()
+    found = leaves(parser)
+    return {
+        "verbs": len(visible_verbs(parser)),
+        "leaves": len(found),
+        "flag_slots": sum(map(len, found.values())),
+        "flag_names": len({flag for flags in found.values() for flag in flags}),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = argv if argv is not None else sys.argv[1:]
+    parser = build_parser()
+    print(json.dumps(surface(parser)))
+    if "--leaves" in args:
+        for path, flags in leaves(parser).items():
+            print(f"{path}: {' '.join(flags)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

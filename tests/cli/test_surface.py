@@ -1,0 +1,100 @@
+"""The command line a newcomer sees (issue 40): few verbs grouped by job, one listing verb,
+former names hidden but working (with one warning), measured by ``scripts/cli_surface.py``."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hf_posbias.cli import JOBS, build_parser, main
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "cli_surface.py"
+
+
+def _surface_module():
+    spec = importlib.util.spec_from_file_location("cli_surface", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_help_shows_at_most_12_verbs_each_on_one_line_under_its_job() -> None:
+    surface = _surface_module()
+    parser = build_parser()
+    counts = surface.surface(parser)
+    assert counts["verbs"] <= 12
+    # Issue 40 measured 52 leaves on e2b93ad; the listing and report verbs folded in since.
+    assert counts["leaves"] <= 49
+    help_text = parser.format_help()
+    placed = [name for _, names in JOBS for name in names]
+    assert sorted(placed) == sorted(surface.visible_verbs(parser))  # no verb under "other"
+    listing = help_text.split("commands (", 1)[1].splitlines()[1:]
+    verb_lines = [line for line in listing if line.startswith("    ")]
+    assert len(verb_lines) == counts["verbs"]
+    assert all(len(line) <= 80 for line in verb_lines), verb_lines  # one terminal line each
+
+
+@pytest.mark.parametrize(
+    ("kind", "first_column"),
+    [
+        ("benchmarks", "benchmark"),
+        ("bases", "base"),
+        ("remedies", "remedy"),
+        ("rerankers", "order"),
+    ],
+)
+def test_list_prints_each_kind_with_its_source_column(kind, first_column, capsys) -> None:
+    assert main(["list", kind]) == 0
+    header = capsys.readouterr().out.splitlines()[0]
+    assert header.startswith(f"| {first_column} |") and "| source |" in header
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (["study", "bases"], ["list", "bases"]),
+        (["study", "remedies"], ["list", "remedies"]),
+        (["benchmark", "list"], ["list", "benchmarks"]),
+        (["listwise", "rerankers"], ["list", "rerankers"]),
+    ],
+)
+def test_a_former_listing_verb_prints_the_same_table_and_warns(old, new, capsys) -> None:
+    assert main(new) == 0
+    expected = capsys.readouterr()
+    assert main(old) == 0
+    got = capsys.readouterr()
+    assert got.out == expected.out and expected.err == ""
+    assert f"use `posbias {' '.join(new)}`" in got.err and "0.3.0" in got.err
+
+
+def test_a_former_verb_is_hidden_runs_the_new_one_and_warns_once() -> None:
+    code = (
+        "from hf_posbias.cli import build_parser\n"
+        "p = build_parser()\n"
+        "a = p.parse_args(['build', '--corpus', 'c', '--out', 'o'])\n"
+        "b = p.parse_args(['build', '--corpus', 'c', '--out', 'o'])\n"
+        "n = p.parse_args(['data', 'build', '--corpus', 'c', '--out', 'o'])\n"
+        "listed = [line.split()[0] for line in p.format_help().split('commands (')[1]"
+        ".splitlines() if line.startswith('    ')]\n"
+        "print(a.func == n.func, a.corpus, 'build' in listed, 'data' in listed)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["True", "c", "False", "True"]
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        "warning: `posbias build` is deprecated (removed in 0.3.0); use `posbias data build`"
+    ]
+
+
+def test_a_former_flag_spelling_is_accepted_but_not_shown() -> None:
+    parser = build_parser()
+    train = parser._subparsers._group_actions[0].choices["train"]
+    assert "--batch-size" not in train.format_help() and "--global-batch" in train.format_help()
+    with pytest.warns(DeprecationWarning, match="--batch-size is deprecated; use --global-batch"):
+        args = parser.parse_args(["train", "--model", "m", "--config", "begin", "--data", "d",
+                                  "--out", "o", "--batch-size", "8"])  # fmt: skip
+    assert args.global_batch == 8
