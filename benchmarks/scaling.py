@@ -294,6 +294,16 @@ def summarise(stage: str, floor: Measurement, rows: list[Measurement]) -> dict[s
     }
 
 
+def held_bytes_per_document(docs: list[dict[str, str]]) -> dict[str, float]:
+    """What an exact search must hold per document, measured on ``docs``: the BM25 index's
+    arrays (the evaluation's analyzer over ``title text``), and one float32 embedding row of
+    all-MiniLM-L6-v2 (384 dimensions) for the dense search's current chunk."""
+    from hf_posbias.bm25 import BM25Index
+
+    index = BM25Index([f"{d['title']} {d['text']}".strip() for d in docs])
+    return {"bm25_index": round(index.index_bytes / len(docs), 1), "minilm_embedding": 384 * 4}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -346,8 +356,16 @@ def main(argv: list[str] | None = None) -> int:
             f"peak ratio at 4x {summary['peak_rss_ratio_4x'] or 'n/a'}",
             flush=True,
         )
+    held = held_bytes_per_document(all_docs)
+    print(
+        f"held per document at {len(all_docs)} documents: BM25 index {held['bm25_index']:.0f} "
+        f"bytes; dense search {held['minilm_embedding']} bytes per embedding row of the chunk "
+        f"being scored (--corpus-chunk-size rows at most)",
+        flush=True,
+    )
     if args.json:
-        Path(args.json).write_text(json.dumps({"sizes": sizes, "stages": results}, indent=2))
+        figures = {"sizes": sizes, "stages": results, "held_bytes_per_document": held}
+        Path(args.json).write_text(json.dumps(figures, indent=2))
     return 0
 
 

@@ -16,19 +16,20 @@ def test_scaling_measures_every_stage_at_each_size(run_benchmark, tmp_path: Path
     out_json = tmp_path / "scaling.json"
     out = run_benchmark(
         "scaling.py",
-        *("--sizes", "60,240", "--floor", "30", "--queries", "30"),
+        *("--sizes", "150,600", "--floor", "100", "--queries", "30"),
         *("--stages", "build,evaluate-bm25,listwise-bm25", "--json", str(out_json)),
     )
     figures = json.loads(out_json.read_text())
-    assert figures["sizes"] == [60, 240]
+    assert figures["sizes"] == [150, 600]
+    assert figures["held_bytes_per_document"]["bm25_index"] > 0
     assert [s["stage"] for s in figures["stages"]] == ["build", "evaluate-bm25", "listwise-bm25"]
     for stage in figures["stages"]:
-        assert [r["documents"] for r in stage["runs"]] == [60, 240]
-        assert stage["floor"]["documents"] == 30
+        assert [r["documents"] for r in stage["runs"]] == [150, 600]
+        assert stage["floor"]["documents"] == 100
         for run in [stage["floor"], *stage["runs"]]:
             assert run["wall_s"] > 0 and run["cpu_s"] > 0 and run["peak_rss_mb"] > 50
         assert isinstance(stage["b_work"], float) and isinstance(stage["mb_per_1k_docs"], float)
-        assert set(stage["peak_rss_ratio_4x"]) == {"60->240"}
+        assert set(stage["peak_rss_ratio_4x"]) == {"150->600"}
         assert f"{stage['stage']:16s} b(work) = " in out
 
 
