@@ -189,6 +189,19 @@ class BM25Index:
             return np.zeros(self.size, dtype=np.float32)
         return self._bm25.get_scores(tokens)
 
+    @property
+    def index_bytes(self) -> int:
+        """Bytes of the index's arrays (the sparse score matrix ``bm25s`` keeps: one float and
+        one index per distinct term of each document, plus a pointer per term): what BM25 must
+        hold in memory for a corpus, measured by ``benchmarks/scaling.py`` per document.
+
+        Example:
+            >>> BM25Index(["cats purr", "dogs bark", "dogs run"]).index_bytes > 0
+            True
+        """
+        arrays = getattr(self._bm25, "scores", {})
+        return int(sum(getattr(a, "nbytes", 0) for a in arrays.values()))
+
     def retrieve(self, queries: Sequence[str], k: int) -> tuple[np.ndarray, np.ndarray]:
         """The top ``k`` documents of each query (positions, scores), as mteb's BM25 retrieves."""
         return self._bm25.retrieve(

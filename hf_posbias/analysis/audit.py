@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from hf_posbias.deprecation import former_settings_call
 from hf_posbias.evaluation.runs.runner import BOOTSTRAP_SEED, DEFAULT_BOOTSTRAP
-from hf_posbias.evaluation.settings import ModelAuditSettings
+from hf_posbias.evaluation.settings import CORPUS_CHUNK_SIZE, ModelAuditSettings
 from hf_posbias.tasks.registry import DEFAULT_TOP_K
 
 if TYPE_CHECKING:
@@ -61,6 +61,7 @@ def audit_model(
     model_options: ModelSettings | None = None,
     remedy: RemedySettings | None = None,
     exclude_truncated: bool = False,
+    corpus_chunk_size: int = CORPUS_CHUNK_SIZE,
 ) -> tuple[AuditContext, Path, Path]:
     """Audit ``model`` on ``tasks``; returns (context, audit.md, audit.html).
 
@@ -102,6 +103,7 @@ def audit_model(
             progress=progress,
             show_progress=show_progress,
             exclude_truncated=exclude_truncated,
+            corpus_chunk_size=corpus_chunk_size,
         )
     ctx = AuditContext(
         model=model,

@@ -47,6 +47,11 @@ def _scoring_schemes() -> tuple[str, ...]:
     return tuple(SCORING_SCHEMES)
 
 
+CORPUS_CHUNK_SIZE = 50_000
+"""Documents a bi-encoder encodes and scores at once (mteb's own default); the embeddings held
+at a time are this many rows: 50,000 × 384 float32 ≈ 77 MB for all-MiniLM-L6-v2."""
+
+
 def _task_help() -> str:
     return "task folder(s) from `posbias benchmark` or registered task name(s)"
 
@@ -80,6 +85,11 @@ class EvaluationOptions(RemedySettings, ProgressSettings, ModelSettings):
         "(counted per bucket either way; recorded in summary.json)",
         default=False,
     )
+    corpus_chunk_size: int = setting(
+        "documents a bi-encoder encodes and scores at once (their embeddings are all it holds "
+        "of the corpus; the ranking is the same at any size)",
+        default=CORPUS_CHUNK_SIZE,
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -90,6 +100,7 @@ class EvaluationOptions(RemedySettings, ProgressSettings, ModelSettings):
             scoring=self.scoring,
             bootstrap=self.bootstrap,
         )
+        check_positive(self, "corpus_chunk_size")
 
     def evaluate_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of
@@ -114,6 +125,7 @@ class EvaluationOptions(RemedySettings, ProgressSettings, ModelSettings):
             "model_options": self,
             "remedy": self,
             "exclude_truncated": self.exclude_truncated,
+            "corpus_chunk_size": self.corpus_chunk_size,
         }
 
 

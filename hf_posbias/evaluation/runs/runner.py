@@ -61,7 +61,11 @@ from hf_posbias.evaluation.runs.exports import (
     write_trec_run,
 )
 from hf_posbias.evaluation.runs.models import LoadedModel, check_model_argument, load_model
-from hf_posbias.evaluation.settings import EvaluationOptions, check_run_options
+from hf_posbias.evaluation.settings import (
+    CORPUS_CHUNK_SIZE,
+    EvaluationOptions,
+    check_run_options,
+)
 from hf_posbias.evaluation.summary import EvaluationSummary, write_summary_json
 from hf_posbias.tasks.registry import DEFAULT_TOP_K, SPLIT
 
@@ -75,6 +79,7 @@ logger = logging.getLogger(__name__)
 
 RESULTS_DIRNAME = "mteb-results"
 DEFAULT_BOOTSTRAP = 1000
+
 BOOTSTRAP_SEED = 0
 
 
@@ -95,6 +100,7 @@ def run_task(
     show_progress: bool = False,
     progress: bool = True,
     desc: str | None = None,
+    corpus_chunk_size: int = CORPUS_CHUNK_SIZE,
 ) -> Any:
     """Run ``mteb.evaluate`` on one task and return its ``TaskResult``.
 
@@ -105,6 +111,8 @@ def run_task(
     (:class:`~hf_posbias.evaluation.runs.encode_progress.EvaluationProgress`), a ``still
     running`` line every 30 s for BM25 and reranking pipelines
     (:class:`hf_posbias.progress.Heartbeat`), labelled ``desc`` (default: model and task).
+    A bi-encoder searches the corpus ``corpus_chunk_size`` documents at a time (encoded,
+    scored against every query, top-k merged, then dropped): :func:`search_model`.
     """
     import mteb
 
@@ -114,7 +122,7 @@ def run_task(
     try:
         with _run_progress(loaded, task, label, disable=not progress):
             result = mteb.evaluate(
-                loaded.model,
+                search_model(loaded, corpus_chunk_size),
                 task,
                 cache=cache,
                 overwrite_strategy="always",
@@ -129,6 +137,30 @@ def run_task(
     if result.exceptions:
         raise BackendError(f"{task.metadata.name}: {first_line(result.exceptions[0].exception)}")
     return result.task_results[0]
+
+
+def search_model(loaded: LoadedModel, corpus_chunk_size: int = CORPUS_CHUNK_SIZE) -> Any:
+    """What ``mteb.evaluate`` runs for ``loaded``: a bi-encoder inside mteb's own exact search
+    (``SearchEncoderWrapper``), which encodes the corpus ``corpus_chunk_size`` documents at a
+    time, scores each chunk against every query and merges the per-chunk top-k in a heap, so
+    only one chunk's embeddings are held; BM25, rerankers and remedies search their own way.
+
+    The ranking does not depend on the chunk size (the merge keeps every chunk's top-k): a
+    corpus whose embeddings do not fit in memory is searched exactly, one chunk at a time.
+
+    Example:
+        >>> from hf_posbias.evaluation.runs.models import LoadedModel
+        >>> bm25 = LoadedModel(spec="bm25", model=object(), kind="bm25", name="bm25", revision="")
+        >>> search_model(bm25, 1000) is bm25.model
+        True
+    """
+    if loaded.encoder is None or loaded.model is not loaded.encoder:
+        return loaded.model
+    if corpus_chunk_size < 1:
+        raise InputError(f"--corpus-chunk-size must be at least 1, got {corpus_chunk_size}")
+    from mteb.models import SearchEncoderWrapper
+
+    return SearchEncoderWrapper(loaded.model, corpus_chunk_size=corpus_chunk_size)
 
 
 @contextlib.contextmanager
@@ -388,6 +420,7 @@ def evaluate_model(
     rerank_k: int = 100,
     reranker_options: RerankerOptions | None = None,
     exclude_truncated: bool = False,
+    corpus_chunk_size: int = CORPUS_CHUNK_SIZE,
 ) -> list[EvaluationSummary]:
     """Evaluate ``model`` on position tasks; write summaries, tables and exports into ``out``.
 
@@ -425,6 +458,8 @@ def evaluate_model(
         exclude_truncated: leave out the queries whose evidence starts at or beyond the
             model's ``max_seq_length`` (they are counted either way:
             :mod:`~hf_posbias.evaluation.runs.truncation`).
+        corpus_chunk_size: documents a bi-encoder encodes and scores at once
+            (:func:`search_model`; the ranking is the same at any size).
 
     Returns:
         One :class:`EvaluationSummary` per task (per subset of a multilingual task), in order.
@@ -469,6 +504,7 @@ def evaluate_model(
             results_dir=results_dir,
             show_progress=show_progress,
             progress=progress,
+            corpus_chunk_size=corpus_chunk_size,
         )
         summaries.extend(
             summarize_task(

@@ -1,0 +1,373 @@
+"""Scaling benchmark: how wall time, CPU time and peak memory grow with the number of documents.
+
+Each stage runs as a user runs it (``python -m hf_posbias.cli …``), in its own process, at
+every size of ``--sizes`` and at a small floor size (``--floor``, twice, the faster
+run kept: the first also pays for cold file caches) that measures the stage's fixed cost
+(interpreter, imports, model load) in the same run:
+
+- ``build``: ``posbias build`` with the offline defaults (ICT queries, the BM25 panel) on a
+  JSONL corpus of N documents;
+- ``evaluate-bm25`` and ``evaluate-minilm``: ``posbias evaluate`` (BM25; the packaged
+  all-MiniLM-L6-v2) on a position task whose corpus holds N documents and whose queries are a
+  fixed number (``--queries``) of sentences taken from the first documents, one per document:
+  the corpus is what grows, so the work of an exact search grows linearly with N;
+- ``listwise-bm25``: ``posbias listwise test --first-stage bm25 --reranker bm25`` (the pointwise
+  BM25 control, so the listwise harness and first stage are measured, not an LLM) on the same
+  task.
+
+The text is real: Wikipedia lead sections shipped by the demo corpus package, and Wikipedia
+paragraphs from the real-data folder ``$POSBIAS_SHARED_DATA`` where it exists. Past what they
+hold, documents are deterministic variations of them: sentences shuffled by a seeded generator,
+distinct ids, and never an exact duplicate text (a variation equal to a text already written is
+drawn again, and a document with one sentence is not varied).
+
+For each stage it prints wall time, CPU time (user + system of the process), peak resident
+memory (``ru_maxrss`` of that process), the load average, the fitted exponent ``b`` of
+``work time ∝ N^b`` (least squares on log–log over the sizes, work time = wall time minus the
+floor run's wall time), the memory per 1,000 documents (least-squares slope of peak RSS on N)
+and the ratio of peak RSS between sizes four times apart; ``--json`` writes it all.
+
+Run:
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/scaling.py --sizes 1000,4000,16000
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/scaling.py --sizes 200,800 --stages build
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("POSBIAS_SHARED_DATA", REPO.parent / "shared" / "data"))
+STAGES = ("build", "evaluate-bm25", "evaluate-minilm", "listwise-bm25")
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]")
+_MIN_CHARS = 200
+
+
+# --- the corpus -------------------------------------------------------------------------------
+
+
+def real_documents() -> Iterator[dict[str, str]]:
+    """Real text: Wikipedia paragraphs of the real-data folder (if present), then the demo
+    corpus's lead sections; each at least ``_MIN_CHARS`` characters."""
+    wiki = SHARED / "wikipedia_enwiki_wikiextractor"
+    if wiki.is_dir():
+        from hf_posbias.corpus import read_wikiextractor
+
+        for record in read_wikiextractor(wiki):
+            paragraphs = [p.strip() for p in str(record["text"]).split("\n") if p.strip()]
+            for i, paragraph in enumerate(paragraphs):
+                if len(paragraph) >= _MIN_CHARS:
+                    yield {
+                        "id": f"{record['id']}-p{i}",
+                        "title": record["title"],
+                        "text": paragraph,
+                    }
+    from hf_posbias.corpus import read_demo_corpus
+
+    for record in read_demo_corpus():
+        if len(str(record["text"])) >= _MIN_CHARS:
+            yield {"id": str(record["id"]), "title": record["title"], "text": record["text"]}
+
+
+def corpus_of(n: int, seed: int = 0) -> list[dict[str, str]]:
+    """``n`` documents with distinct ids and distinct texts: the real ones first, then seeded
+    sentence shuffles of them (round after round), never an exact duplicate.
+
+    Example:
+        >>> docs = corpus_of(30)
+        >>> len(docs), len({d["id"] for d in docs}), len({d["text"] for d in docs})
+        (30, 30, 30)
+    """
+    base: list[dict[str, str]] = []
+    seen: set[str] = set()
+    for doc in real_documents():
+        digest = hashlib.sha1(doc["text"].encode()).hexdigest()
+        if digest in seen:
+            continue
+        seen.add(digest)
+        base.append(doc)
+        if len(base) >= n:
+            return base
+    rng = random.Random(seed)
+    docs = list(base)
+    variable = [d for d in base if len(_SENTENCE.findall(d["text"])) >= 2]
+    round_ = 0
+    while len(docs) < n:
+        round_ += 1
+        for doc in variable:
+            sentences = [s.strip() for s in _SENTENCE.findall(doc["text"])]
+            for _ in range(8):  # a few draws; a short document may have few orders left
+                rng.shuffle(sentences)
+                text = " ".join(sentences)
+                digest = hashlib.sha1(text.encode()).hexdigest()
+                if digest not in seen:
+                    seen.add(digest)
+                    docs.append(
+                        {"id": f"{doc['id']}~v{round_}", "title": doc["title"], "text": text}
+                    )
+                    break
+            if len(docs) >= n:
+                break
+        if round_ > 10_000:
+            raise RuntimeError(f"cannot vary the corpus to {n} distinct documents")
+    return docs
+
+
+def write_corpus(docs: list[dict[str, str]], path: Path) -> Path:
+    with path.open("w", encoding="utf-8") as f:
+        for doc in docs:
+            f.write(json.dumps(doc, ensure_ascii=False) + "\n")
+    return path
+
+
+def write_task(docs: list[dict[str, str]], folder: Path, n_queries: int, seed: int = 0) -> Path:
+    """A position task over ``docs``: one query for each of the first ``n_queries`` documents,
+    a sentence of it (kept in the document) whose start decides its third."""
+    from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo
+
+    rng = random.Random(seed)
+    queries, qrels = [], []
+    for doc in docs:
+        if len(queries) >= n_queries:
+            break
+        text = doc["text"]
+        spans = [m.span() for m in _SENTENCE.finditer(text)]
+        if len(spans) < 2:
+            continue
+        start, end = spans[rng.randrange(len(spans))]
+        bucket = ("begin", "middle", "end")[min(2, 3 * start // max(1, len(text)))]
+        qid = f"q{len(queries)}"
+        queries.append(
+            {
+                "id": qid,
+                "text": text[start:end].strip(),
+                "bucket": bucket,
+                "evidence_start": start,
+                "evidence_end": end,
+                "doc_length": len(text),
+            }
+        )
+        qrels.append({"query_id": qid, "doc_id": doc["id"], "score": 1})
+    info = TaskInfo(
+        name=f"Scaling{len(docs)}",
+        description="scaling benchmark: sentence queries over Wikipedia text",
+        buckets=["begin", "middle", "end"],
+    )
+    return PositionTaskData(info=info, corpus=docs, queries=queries, qrels=qrels).save(folder)
+
+
+# --- measuring one process ---------------------------------------------------------------------
+
+
+@dataclass
+class Measurement:
+    stage: str
+    documents: int
+    wall_s: float
+    cpu_s: float
+    peak_rss_mb: float
+    load_average: float
+
+
+def measure(stage: str, documents: int, argv: list[str], log: Path) -> Measurement:
+    """Run ``argv`` in its own process; its wall time, CPU time and peak RSS (``wait4``)."""
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHONPATH": path}
+    load = os.getloadavg()[0]
+    start = time.perf_counter()
+    with log.open("w") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        tail = log.read_text(errors="replace")[-2000:]
+        raise SystemExit(
+            f"error: {stage} at {documents} documents exited {proc.returncode}:\n{tail}"
+        )
+    load = max(load, os.getloadavg()[0])
+    return Measurement(
+        stage=stage,
+        documents=documents,
+        wall_s=round(wall, 2),
+        cpu_s=round(usage.ru_utime + usage.ru_stime, 2),
+        peak_rss_mb=round(usage.ru_maxrss / 1024, 1),  # Linux reports kilobytes
+        load_average=round(load, 2),
+    )
+
+
+def stage_argv(stage: str, work: Path, corpus: Path, task: Path) -> list[str]:
+    cli = [sys.executable, "-m", "hf_posbias.cli"]
+    if stage == "build":
+        return [
+            *cli,
+            "build",
+            "--corpus",
+            str(corpus),
+            "--out",
+            str(work / "build"),
+            "--no-progress",
+        ]
+    if stage == "evaluate-bm25":
+        return [*cli, "evaluate", "--task", str(task), "--model", "bm25", "--out",
+                str(work / "eval-bm25"), "--no-progress", "--no-plot"]  # fmt: skip
+    if stage == "evaluate-minilm":
+        return [*cli, "evaluate", "--task", str(task), "--model", "all-MiniLM-L6-v2", "--out",
+                str(work / "eval-minilm"), "--no-progress", "--no-plot"]  # fmt: skip
+    if stage == "listwise-bm25":
+        return [*cli, "listwise", "test", "--task", str(task), "--reranker", "bm25",
+                "--first-stage", "bm25", "--out", str(work / "listwise"), "--no-progress",
+                "--n-resamples", "10"]  # fmt: skip
+    raise ValueError(stage)
+
+
+# --- fits --------------------------------------------------------------------------------------
+
+
+def fit_exponent(sizes: list[int], times: list[float]) -> float | None:
+    """Least-squares slope of log(time) on log(size); ``None`` with fewer than two usable points.
+
+    Example:
+        >>> round(fit_exponent([1000, 4000, 16000], [1.0, 4.0, 16.0]), 3)
+        1.0
+    """
+    points = [(math.log(n), math.log(t)) for n, t in zip(sizes, times) if t > 0]
+    if len(points) < 2:
+        return None
+    mx = sum(x for x, _ in points) / len(points)
+    my = sum(y for _, y in points) / len(points)
+    sxx = sum((x - mx) ** 2 for x, _ in points)
+    return sum((x - mx) * (y - my) for x, y in points) / sxx if sxx else None
+
+
+def slope_per_1k(sizes: list[int], values: list[float]) -> float | None:
+    """Least-squares slope of ``values`` on ``sizes``, per 1,000 documents.
+
+    Example:
+        >>> slope_per_1k([1000, 2000], [100.0, 150.0])
+        50.0
+    """
+    if len(sizes) < 2:
+        return None
+    mx, my = sum(sizes) / len(sizes), sum(values) / len(values)
+    sxx = sum((x - mx) ** 2 for x in sizes)
+    return 1000 * sum((x - mx) * (y - my) for x, y in zip(sizes, values)) / sxx if sxx else None
+
+
+def summarise(stage: str, floor: Measurement, rows: list[Measurement]) -> dict[str, Any]:
+    sizes = [r.documents for r in rows]
+    work = [max(r.wall_s - floor.wall_s, 1e-3) for r in rows]
+    ratios = {
+        f"{a.documents}->{b.documents}": round(b.peak_rss_mb / a.peak_rss_mb, 3)
+        for a in rows
+        for b in rows
+        if b.documents == 4 * a.documents
+    }
+    b_work = fit_exponent(sizes, work)
+    b_wall = fit_exponent(sizes, [r.wall_s for r in rows])
+    mem = slope_per_1k(sizes, [r.peak_rss_mb for r in rows])
+    return {
+        "stage": stage,
+        "floor": asdict(floor),
+        "runs": [asdict(r) for r in rows],
+        "b_work": None if b_work is None else round(b_work, 3),
+        "b_wall": None if b_wall is None else round(b_wall, 3),
+        "mb_per_1k_docs": None if mem is None else round(mem, 2),
+        "peak_rss_ratio_4x": ratios,
+    }
+
+
+def held_bytes_per_document(docs: list[dict[str, str]]) -> dict[str, float]:
+    """What an exact search must hold per document, measured on ``docs``: the BM25 index's
+    arrays (the evaluation's analyzer over ``title text``), and one float32 embedding row of
+    all-MiniLM-L6-v2 (384 dimensions) for the dense search's current chunk."""
+    from hf_posbias.bm25 import BM25Index
+
+    index = BM25Index([f"{d['title']} {d['text']}".strip() for d in docs])
+    return {"bm25_index": round(index.index_bytes / len(docs), 1), "minilm_embedding": 384 * 4}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--sizes", default="1000,4000,16000", help="document counts, comma-separated"
+    )
+    parser.add_argument(
+        "--floor", type=int, default=300, help="the fixed-cost run's size (at least --queries)"
+    )
+    parser.add_argument("--queries", type=int, default=300, help="queries of the evaluation task")
+    parser.add_argument("--stages", default=",".join(STAGES), help=f"any of {', '.join(STAGES)}")
+    parser.add_argument("--work", help="keep the runs here (default: a temporary folder)")
+    parser.add_argument("--json", help="write the figures to this file")
+    args = parser.parse_args(argv)
+    try:
+        sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
+    except ValueError:
+        parser.error(f"--sizes must be comma-separated integers, got {args.sizes!r}")
+    stages = [s.strip() for s in args.stages.split(",") if s.strip()]
+    unknown = [s for s in stages if s not in STAGES]
+    if unknown or not sizes or min(sizes) <= args.floor:
+        parser.error(f"stages from {STAGES}; every size above --floor ({args.floor})")
+
+    work_root = Path(args.work or tempfile.mkdtemp(prefix="posbias-scaling-"))
+    work_root.mkdir(parents=True, exist_ok=True)
+    all_docs = corpus_of(max(sizes))
+    results = []
+    print(f"cores {os.cpu_count()}; load average at start {os.getloadavg()[0]:.2f}", flush=True)
+    for stage in stages:
+        rows = []
+        # The floor runs twice: the first run of a stage also pays for cold file caches.
+        for n in [args.floor, args.floor, *sizes]:
+            folder = work_root / f"{stage}-{n}"
+            folder.mkdir(parents=True, exist_ok=True)
+            docs = all_docs[:n]
+            corpus = write_corpus(docs, folder / "corpus.jsonl")
+            task = write_task(docs, folder / "task", min(args.queries, n))
+            m = measure(stage, n, stage_argv(stage, folder, corpus, task), folder / "log.txt")
+            print(
+                f"{stage:16s} {n:>7d} docs  wall {m.wall_s:8.1f} s  cpu {m.cpu_s:8.1f} s  "
+                f"peak {m.peak_rss_mb:8.1f} MB  load {m.load_average:.2f}",
+                flush=True,
+            )
+            rows.append(m)
+        floor = min(rows[:2], key=lambda r: r.wall_s)
+        summary = summarise(stage, floor, rows[2:])
+        results.append(summary)
+        print(
+            f"{stage:16s} b(work) = {summary['b_work']}  b(wall) = {summary['b_wall']}  "
+            f"memory {summary['mb_per_1k_docs']} MB per 1k docs  "
+            f"peak ratio at 4x {summary['peak_rss_ratio_4x'] or 'n/a'}",
+            flush=True,
+        )
+    held = held_bytes_per_document(all_docs)
+    print(
+        f"held per document at {len(all_docs)} documents: BM25 index {held['bm25_index']:.0f} "
+        f"bytes; dense search {held['minilm_embedding']} bytes per embedding row of the chunk "
+        f"being scored (--corpus-chunk-size rows at most)",
+        flush=True,
+    )
+    if args.json:
+        figures = {"sizes": sizes, "stages": results, "held_bytes_per_document": held}
+        Path(args.json).write_text(json.dumps(figures, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
