@@ -5,7 +5,7 @@ every size of ``--sizes`` and at a small floor size (``--floor``, twice, the fas
 run kept: the first also pays for cold file caches) that measures the stage's fixed cost
 (interpreter, imports, model load) in the same run:
 
-- ``build``: ``posbias build`` with the offline defaults (ICT queries, the BM25 panel) on a
+- ``build``: ``posbias data build`` with the offline defaults (ICT queries, the BM25 panel) on a
   JSONL corpus of N documents;
 - ``evaluate-bm25`` and ``evaluate-minilm``: ``posbias evaluate`` (BM25; the packaged
   all-MiniLM-L6-v2) on a position task whose corpus holds N documents and whose queries are a
