@@ -216,15 +216,8 @@ def measure(stage: str, documents: int, argv: list[str], log: Path) -> Measureme
 def stage_argv(stage: str, work: Path, corpus: Path, task: Path) -> list[str]:
     cli = [sys.executable, "-m", "hf_posbias.cli"]
     if stage == "build":
-        return [
-            *cli,
-            "build",
-            "--corpus",
-            str(corpus),
-            "--out",
-            str(work / "build"),
-            "--no-progress",
-        ]
+        return [*cli, "data", "build", "--corpus", str(corpus), "--out", str(work / "build"),
+                "--no-progress"]  # fmt: skip
     if stage == "evaluate-bm25":
         return [*cli, "evaluate", "--task", str(task), "--model", "bm25", "--out",
                 str(work / "eval-bm25"), "--no-progress", "--no-plot"]  # fmt: skip
