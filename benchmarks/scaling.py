@@ -327,8 +327,8 @@ def main(argv: list[str] | None = None) -> int:
     for stage in stages:
         rows = []
         # The floor runs twice: the first run of a stage also pays for cold file caches.
-        for n in [args.floor, args.floor, *sizes]:
-            folder = work_root / f"{stage}-{n}"
+        for run, n in enumerate([args.floor, args.floor, *sizes]):
+            folder = work_root / f"{stage}-{run}-{n}"  # a fresh folder: nothing resumed
             folder.mkdir(parents=True, exist_ok=True)
             docs = all_docs[:n]
             corpus = write_corpus(docs, folder / "corpus.jsonl")
