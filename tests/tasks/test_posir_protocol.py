@@ -1,0 +1,275 @@
+"""``--scoring posir`` against PosIR's ``ndcg_PSI_analysis.py`` transcribed here with pandas and
+scipy, per-query statistics under ``zeng2025`` (each query once), and the TREC run export
+re-scored the way trec_eval reads it.
+
+The reference in this file is written independently of the module: the binning, clipping,
+strata, headline and trend follow PosIR's script step by step (``pd.cut`` with
+``np.linspace(0, 1, 21)``, ``include_lowest=True``; token strata ``pd.cut(..., [0, 512, 1024,
+1536, inf])``; bin centres from the pandas intervals; ``scipy.stats`` for the statistics), and
+each query's nDCG@10 is the closed form ``1 / log2(rank + 1)`` of its one relevant document.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from hf_posbias.tasks.position_scoring import (
+    QueryPosition,
+    score_positions,
+    scheme_buckets,
+    summarize_rows,
+)
+
+pd = pytest.importorskip("pandas")
+stats = pytest.importorskip("scipy.stats")
+
+
+def _ndcg_closed_form(rank: int | None) -> float:
+    return 1.0 / math.log2(rank + 1) if rank is not None and rank <= 10 else 0.0
+
+
+def _fixture(n: int = 400, seed: int = 7):
+    """Queries with evidence spans, some starting at or past the document end, some ending past
+    it; one relevant document each, placed at a seeded rank (or not retrieved)."""
+    rng = np.random.default_rng(seed)
+    positions, run, qrels, items = {}, {}, {}, []
+    for i in range(n):
+        qid = f"q{i:03d}"
+        length = int(rng.integers(200, 5000))
+        kind = rng.random()
+        if kind < 0.06:  # evidence starts at or past the document end (PosIR clips to 1.0)
+            start = length + int(rng.integers(0, 50))
+        elif kind < 0.12:  # evidence ends past the document end
+            start = length - int(rng.integers(1, 40))
+        else:
+            start = int(rng.integers(0, length))
+        end = start + int(rng.integers(0, 120))
+        tokens = int(rng.choice([0, 100, 512, 513, 900, 1024, 1300, 1536, 1537, 4000]))
+        rank = int(rng.integers(1, 16))
+        rank_or_none = None if rank == 15 else rank
+        positions[qid] = QueryPosition(qid, "b", start, end, length, doc_tokens=tokens)
+        docs = {f"n{j:02d}": 100.0 - j for j in range(1, 15)}
+        qrels[qid] = {"rel": 1}
+        if rank_or_none is not None:
+            # the relevant document takes rank `rank`: every distractor from there on moves down
+            docs = {f"n{j:02d}": 100.0 - j - (j >= rank) for j in range(1, 15)}
+            docs["rel"] = 100.0 - rank
+        run[qid] = docs
+        items.append(
+            {
+                "query_id": qid,
+                "position": float((start + end) / 2),
+                "total_length": length,
+                "token_length": tokens,
+                "score": _ndcg_closed_form(rank_or_none),
+            }
+        )
+    return positions, run, qrels, items
+
+
+def _posir_reference(items):
+    """PosIR's ndcg_PSI_analysis.py, step by step, on per-query scores."""
+    df = pd.DataFrame(items)
+    df = df[(df["total_length"] > 0) & (df["position"] >= 0)].copy()
+    df["position"] = np.minimum(df["position"], df["total_length"])
+    df["relpos"] = (df["position"] / df["total_length"]).clip(0, 1)
+    df["len_quartile"] = pd.cut(
+        df["token_length"], bins=[0, 512, 1024, 1536, np.inf], labels=["Q1", "Q2", "Q3", "Q4"]
+    )
+    df["relpos_bin"] = pd.cut(df["relpos"], bins=np.linspace(0, 1, 21), include_lowest=True)
+    binned = df.groupby("relpos_bin", observed=True)["score"].agg(["mean", "count"])
+    binned_q = (
+        df.groupby(["len_quartile", "relpos_bin"], observed=True)["score"]
+        .agg(["mean", "count"])
+        .reset_index()
+    )
+    binned_q["bin_center"] = binned_q["relpos_bin"].apply(
+        lambda iv: float(iv.left) + (float(iv.right) - float(iv.left)) / 2.0
+    )
+    strata = {}
+    for q in ["Q1", "Q2", "Q3", "Q4"]:
+        sub = binned_q[binned_q["len_quartile"] == q].sort_values("bin_center")
+        x, y = sub["bin_center"].values, sub["mean"].values
+        fit = stats.linregress(x, y)
+        strata[q] = {
+            "nDCG@10": float(np.mean(y)),
+            "PSI": float(1 - min(y) / max(y)),
+            "slope": fit.slope,
+            "intercept": fit.intercept,
+            "r_squared": fit.rvalue**2,
+            "pearson_r": stats.pearsonr(x, y)[0],
+            "pearson_p": stats.pearsonr(x, y)[1],
+            "spearman_rho": stats.spearmanr(x, y)[0],
+            "spearman_p": stats.spearmanr(x, y)[1],
+            "kendall_tau": stats.kendalltau(x, y)[0],
+            "kendall_p": stats.kendalltau(x, y)[1],
+            "counts": sub["count"].tolist(),
+        }
+    y_b = binned["mean"].values
+    return {
+        "headline": float(np.mean([s["score"] for s in items])),
+        "bin_counts": binned["count"].tolist(),
+        "bin_means": y_b.tolist(),
+        "PSI": float(1 - min(y_b) / max(y_b)),
+        "strata": strata,
+        "clipped": int((df["position"] >= df["total_length"]).sum()),
+    }
+
+
+STRATA = {"Q1": "0-512", "Q2": "512-1024", "Q3": "1024-1536", "Q4": "1536+"}
+
+
+def test_posir_scoring_equals_posir_analysis_script_with_clipped_positions():
+    positions, run, qrels, items = _fixture()
+    ref = _posir_reference(items)
+    rows, notes = score_positions(positions, run, qrels, buckets=["b"], scheme="posir")
+    summary = summarize_rows(rows, scheme_buckets("posir", ["b"]), scoring="posir", notes=notes)
+
+    # every query is scored, including those whose evidence starts past the document end
+    assert len(rows) == len(items)
+    by_id = {r.query_id: r.ndcg_at_10 for r in rows}
+    assert [by_id[i["query_id"]] for i in items] == pytest.approx([i["score"] for i in items])
+    past_end = sum(p.evidence_start >= p.doc_length for p in positions.values())
+    assert past_end >= 10
+    # one line saying how many positions were clipped; none "not scored"
+    clipped = [n for n in summary.notes if "clipped" in n]
+    assert len(clipped) == 1
+    assert not [n for n in summary.notes if "not scored" in n]
+    midpoint_past = sum(i["position"] > i["total_length"] for i in items)
+    assert clipped[0].startswith(f"posir: {midpoint_past} evidence positions")
+
+    present = [b for b in summary.buckets if summary.n_queries[b]]
+    assert [summary.n_queries[b] for b in present] == ref["bin_counts"]
+    assert [summary.ndcg_at_10[b] for b in present] == pytest.approx(ref["bin_means"], abs=1e-12)
+    assert summary.psi == pytest.approx(ref["PSI"], abs=1e-12)
+    # the headline (mean over queries) beside the bin mean, each named
+    assert summary.query_mean == pytest.approx(ref["headline"], abs=1e-12)
+    assert summary.mean == pytest.approx(float(np.mean(ref["bin_means"])), abs=1e-12)
+    assert summary.query_mean != pytest.approx(summary.mean, abs=1e-6)
+
+    for q, label in STRATA.items():
+        expected = ref["strata"][q]
+        stratum = summary.strata[label]
+        counts = [n for n in stratum["ndcg_at_10"].values() if n is not None]
+        assert len(counts) == len(expected["counts"])
+        assert stratum["mean"] == pytest.approx(expected["nDCG@10"], abs=1e-12)
+        assert stratum["psi"] == pytest.approx(expected["PSI"], abs=1e-12)
+        trend = summary.bin_trend[label]
+        for key in (
+            "slope",
+            "intercept",
+            "r_squared",
+            "pearson_r",
+            "pearson_p",
+            "spearman_rho",
+            "spearman_p",
+            "kendall_tau",
+            "kendall_p",
+        ):
+            assert trend[key] == pytest.approx(expected[key], rel=1e-9, abs=1e-12), (q, key)
+    # token length 0 is in no stratum (PosIR's pd.cut has no include_lowest there)
+    zero = sum(i["token_length"] == 0 for i in items)
+    assert zero and sum(s["n_queries"] for s in summary.strata.values()) == len(items) - zero
+
+
+def test_toolkit_trend_is_per_query_and_differs_from_posir_bin_trend():
+    positions, run, qrels, items = _fixture()
+    rows, notes = score_positions(positions, run, qrels, buckets=["b"], scheme="posir")
+    summary = summarize_rows(rows, scheme_buckets("posir", ["b"]), scoring="posir")
+    df = pd.DataFrame(items)
+    relpos = (np.minimum(df["position"], df["total_length"]) / df["total_length"]).clip(0, 1)
+    fit = stats.linregress(relpos.values, df["score"].values)
+    assert summary.trend["n_queries"] == len(items)
+    assert summary.trend["slope"] == pytest.approx(fit.slope, abs=1e-12)
+    assert summary.trend["r2"] == pytest.approx(fit.rvalue**2, abs=1e-12)
+
+
+def test_zeng2025_per_query_statistics_count_each_query_once():
+    from hf_posbias.statistics.levels import psi_by_length
+    from hf_posbias.tasks.positions import SQUAD_POSQ
+    from hf_posbias.tasks.position_scoring import one_row_per_query
+
+    rng = np.random.default_rng(3)
+    positions, run, qrels = {}, {}, {}
+    starts = [100, 200, 300, 400, 500] + [int(s) for s in rng.integers(0, 3000, 45)]
+    expected = {}
+    for i, start in enumerate(starts):
+        qid = f"q{i:02d}"
+        length = 3200 + 10 * i
+        positions[qid] = QueryPosition(qid, SQUAD_POSQ.assign(start), start, start + 5, length)
+        rank = int(rng.integers(1, 13))
+        run[qid] = {f"n{j:02d}": 50.0 - j for j in range(1, 13) if j != rank} | {
+            "rel": 50.0 - rank
+        }
+        qrels[qid] = {"rel": 1}
+        expected[qid] = (start / length, _ndcg_closed_form(rank), SQUAD_POSQ.assign(start))
+    rows, _ = score_positions(
+        positions, run, qrels, buckets=SQUAD_POSQ.labels, scheme="zeng2025", rule=SQUAD_POSQ
+    )
+    assert len(rows) == len(starts) + 5  # the five boundary starts count in two buckets
+    summary = summarize_rows(rows, SQUAD_POSQ.labels, scoring="zeng2025")
+    x = [v[0] for v in expected.values()]
+    y = [v[1] for v in expected.values()]
+    fit = stats.linregress(x, y)
+    assert summary.trend["n_queries"] == len(starts)
+    assert summary.trend["slope"] == pytest.approx(fit.slope, abs=1e-9)
+    assert summary.trend["spearman_rho"] == pytest.approx(stats.spearmanr(x, y)[0], abs=1e-12)
+    assert summary.query_mean == pytest.approx(float(np.mean(y)), abs=1e-12)
+    # psi_by_length gets one row per query: its stored (half-open) bucket
+    once = one_row_per_query([r.to_row() for r in rows])
+    assert {r["query_id"]: r["bucket"] for r in once} == {q: v[2] for q, v in expected.items()}
+    out = psi_by_length(once)
+    assert sum(s["n_queries"] for s in out.values()) == len(starts)
+
+
+def test_trec_export_rescored_like_trec_eval_gives_the_toolkit_ndcg():
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    from hf_posbias.evaluation.runs.exports import write_trec_run
+
+    rng = np.random.default_rng(11)
+    run, qrels, positions = {}, {}, {}
+    for i in range(60):
+        qid = f"q{i:02d}"
+        base = float(rng.random())
+        # scores that differ only past the 6th significant digit: a 6-digit export ties them
+        run[qid] = {f"d{j:02d}": base + j * 1e-9 * float(rng.random()) for j in range(30)}
+        qrels[qid] = {f"d{j:02d}": 1 for j in rng.choice(30, 3, replace=False)}
+        positions[qid] = QueryPosition(qid, "b", 0, 1, 10)
+    rows, _ = score_positions(positions, run, qrels, buckets=["b"])
+    toolkit = {r.query_id: r.ndcg_at_10 for r in rows}
+
+    def rescore(text: str) -> tuple[dict[str, float], dict[str, float]]:
+        """(pytrec_eval on the parsed file, binary nDCG@10 of the file re-sorted by score
+        descending then document id descending, as trec_eval orders a run: trec_eval holds
+        a score as a C ``float``, so the sort key is the score in single precision)."""
+        parsed: dict[str, dict[str, float]] = {}
+        for line in text.splitlines():
+            qid, _, doc, _, score, _ = line.split()
+            parsed.setdefault(qid, {})[doc] = float(score)
+        ev = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut"})
+        by_trec_eval = {q: v["ndcg_cut_10"] for q, v in ev.evaluate(parsed).items()}
+        by_sort = {}
+        for qid, docs in parsed.items():
+            order = sorted(
+                docs.items(), key=lambda kv: (np.float32(kv[1]), kv[0]), reverse=True
+            )[:10]
+            dcg = sum(1 / math.log2(k + 2) for k, (d, _) in enumerate(order) if d in qrels[qid])
+            ideal = sum(1 / math.log2(k + 2) for k in range(min(10, len(qrels[qid]))))
+            by_sort[qid] = dcg / ideal
+        return by_trec_eval, by_sort
+
+    import tempfile
+    from pathlib import Path
+
+    path = write_trec_run(run, Path(tempfile.mkdtemp()) / "r.trec", "m", depth=30)
+    by_trec_eval, by_sort = rescore(path.read_text())
+    assert by_trec_eval == pytest.approx(toolkit, abs=1e-15)
+    assert by_sort == pytest.approx(toolkit, abs=1e-12)
+    # the fixture discriminates: 6 significant digits would reorder some pairs
+    six = "\n".join(
+        f"{qid} Q0 {d} 0 {s:.6g} m" for qid, docs in run.items() for d, s in docs.items()
+    )
+    assert rescore(six)[1] != pytest.approx(toolkit, abs=1e-6)
