@@ -18,8 +18,8 @@ import pytest
 
 from hf_posbias.tasks.position_scoring import (
     QueryPosition,
-    score_positions,
     scheme_buckets,
+    score_positions,
     summarize_rows,
 )
 
@@ -189,8 +189,8 @@ def test_toolkit_trend_is_per_query_and_differs_from_posir_bin_trend():
 
 def test_zeng2025_per_query_statistics_count_each_query_once():
     from hf_posbias.statistics.levels import psi_by_length
-    from hf_posbias.tasks.positions import SQUAD_POSQ
     from hf_posbias.tasks.position_scoring import one_row_per_query
+    from hf_posbias.tasks.positions import SQUAD_POSQ
 
     rng = np.random.default_rng(3)
     positions, run, qrels = {}, {}, {}
@@ -201,9 +201,7 @@ def test_zeng2025_per_query_statistics_count_each_query_once():
         length = 3200 + 10 * i
         positions[qid] = QueryPosition(qid, SQUAD_POSQ.assign(start), start, start + 5, length)
         rank = int(rng.integers(1, 13))
-        run[qid] = {f"n{j:02d}": 50.0 - j for j in range(1, 13) if j != rank} | {
-            "rel": 50.0 - rank
-        }
+        run[qid] = {f"n{j:02d}": 50.0 - j for j in range(1, 13) if j != rank} | {"rel": 50.0 - rank}
         qrels[qid] = {"rel": 1}
         expected[qid] = (start / length, _ndcg_closed_form(rank), SQUAD_POSQ.assign(start))
     rows, _ = score_positions(
@@ -253,9 +251,8 @@ def test_trec_export_rescored_like_trec_eval_gives_the_toolkit_ndcg():
         by_trec_eval = {q: v["ndcg_cut_10"] for q, v in ev.evaluate(parsed).items()}
         by_sort = {}
         for qid, docs in parsed.items():
-            order = sorted(
-                docs.items(), key=lambda kv: (np.float32(kv[1]), kv[0]), reverse=True
-            )[:10]
+            key = lambda kv: (np.float32(kv[1]), kv[0])  # noqa: E731
+            order = sorted(docs.items(), key=key, reverse=True)[:10]
             dcg = sum(1 / math.log2(k + 2) for k, (d, _) in enumerate(order) if d in qrels[qid])
             ideal = sum(1 / math.log2(k + 2) for k in range(min(10, len(qrels[qid]))))
             by_sort[qid] = dcg / ideal

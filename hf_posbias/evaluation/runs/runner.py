@@ -164,6 +164,7 @@ def _intervals(
         return None
     from hf_posbias.statistics.levels import trend_intervals
     from hf_posbias.statistics.uncertainty import bootstrap_positions
+    from hf_posbias.tasks.position_scoring import one_row_per_query
 
     per_bucket = per_bucket_from_table(rows)
     out = bootstrap_positions(per_bucket, n_resamples=n_resamples, seed=seed).to_dict()
