@@ -501,8 +501,9 @@ def posir_bin_trend(bin_means: Mapping[str, float | None]) -> dict[str, float | 
     """PosIR's trend of one stratum: ``linregress``, ``pearsonr``, ``spearmanr`` and
     ``kendalltau`` of the non-empty bin means on the bin centres (:func:`posir_bin_centres`).
 
-    Undefined values (fewer than 3 bins, constant means) are ``None``; ``n_bins`` counts the
-    bins fitted.
+    Values scipy leaves undefined (NaN: constant means give no correlation) are ``None``, all
+    of them with fewer than 2 bins; ``n_bins`` counts the bins fitted. Constant means give
+    ``slope`` 0 and the mean as ``intercept`` (``linregress``), the rest ``None``.
 
     Example:
         >>> t = posir_bin_trend({"0-0.05": 0.9, "0.45-0.5": 0.6, "0.95-1": 0.3})
@@ -517,7 +518,7 @@ def posir_bin_trend(bin_means: Mapping[str, float | None]) -> dict[str, float | 
     points = [(centres[b], v) for b, v in bin_means.items() if v is not None and b in centres]
     out: dict[str, float | None] = dict.fromkeys(BIN_TREND_KEYS)
     out["n_bins"] = len(points)
-    if len(points) < 3 or len({v for _, v in points}) < 2:
+    if len(points) < 2:
         return out
     points.sort()
     x, y = [p[0] for p in points], [p[1] for p in points]
@@ -550,14 +551,32 @@ def mean_exact(values: Sequence[float]) -> float:
     return math.fsum(values) / len(values)
 
 
+def mean_as_pandas(values: Sequence[float]) -> float:
+    """The mean pandas' ``groupby(...).mean()`` returns: a Kahan-compensated sum in row order,
+    divided by the count. PosIR's bin means are these; where two bins hold mathematically equal
+    means, the last bit decides whether Spearman's ρ and Kendall's τ see a tie.
+
+    Example:
+        >>> mean_as_pandas([0.1] * 10)
+        0.1
+    """
+    total = compensation = 0.0
+    for value in values:
+        y = value - compensation
+        t = total + y
+        compensation = (t - total) - y
+        total = t
+    return total / len(values)
+
+
 def _averages(
-    rows: Sequence[QueryResult], buckets: Sequence[str]
+    rows: Sequence[QueryResult], buckets: Sequence[str], mean: Any = mean_exact
 ) -> tuple[dict[str, int], dict[str, float | None], dict[str, dict[str, float | None]]]:
     by_bucket: dict[str, list[QueryResult]] = {b: [] for b in buckets}
     for row in rows:
         by_bucket.setdefault(row.bucket, []).append(row)
     counts = {b: len(by_bucket[b]) for b in buckets}
-    ndcg = {b: mean_exact([r.ndcg_at_10 for r in v]) if v else None for b, v in by_bucket.items()}
+    ndcg = {b: mean([r.ndcg_at_10 for r in v]) if v else None for b, v in by_bucket.items()}
     names = sorted({m for r in rows for m in r.metrics})
     metrics = {
         m: {
@@ -567,6 +586,16 @@ def _averages(
         for m in names
     }
     return counts, {b: ndcg[b] for b in buckets}, metrics
+
+
+def _query_mean(values: Sequence[float], posir: bool) -> float | None:
+    if not values:
+        return None
+    if posir:
+        import numpy as np
+
+        return float(np.mean(values))  # PosIR's headline: np.mean over the queries
+    return mean_exact(values)
 
 
 def summarize_rows(
@@ -580,7 +609,10 @@ def summarize_rows(
     Empty buckets are listed, never hidden; PSI is ``None`` (with a note) when every bucket
     scored 0.
     """
-    counts, ndcg, metrics = _averages(rows, buckets)
+    # posir: PosIR's floats to the last bit (pandas' group means, numpy's means of them), so
+    # ties between bins, and the rank statistics over them, are the ones its script sees.
+    posir = scoring.startswith("posir")
+    counts, ndcg, metrics = _averages(rows, buckets, mean_as_pandas if posir else mean_exact)
     notes = list(notes)
     mean = psi_value = drop = best = worst = None
     empty = [b for b in buckets if ndcg[b] is None]
@@ -589,6 +621,10 @@ def summarize_rows(
         # Only scored buckets go in, so summarize_positions has no empty bucket to warn about.
         summary = summarize_positions(present, allow_undefined_psi=True)
         mean, psi_value, drop = summary.mean, summary.psi, summary.worst_drop
+        if posir:
+            import numpy as np
+
+            mean = float(np.mean(list(present.values())))
         best, worst = summary.best_bucket, summary.worst_bucket
         if psi_value is None:
             notes.append(UNDEFINED_PSI)
@@ -634,7 +670,7 @@ def summarize_rows(
         trend=position_trend(
             [float(r.relative_position or 0.0) for r in placed], [r.ndcg_at_10 for r in placed]
         ),
-        query_mean=mean_exact([r.ndcg_at_10 for r in once]) if once else None,
+        query_mean=_query_mean([r.ndcg_at_10 for r in once], posir),
         bin_trend=bin_trend,
     )
 
