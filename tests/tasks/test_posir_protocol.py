@@ -271,3 +271,96 @@ def test_trec_export_rescored_like_trec_eval_gives_the_toolkit_ndcg():
         f"{qid} Q0 {d} 0 {s:.6g} m" for qid, docs in run.items() for d, s in docs.items()
     )
     assert rescore(six)[1] != pytest.approx(toolkit, abs=1e-6)
+
+
+def _wiki_posir_snapshot(shared_data, root, n_docs: int = 80):
+    """A PosIR-layout snapshot from real Wikipedia text: four-word queries from one sentence of
+    each passage; every 12th query's ``pos_char_length`` ends before its evidence starts."""
+    import random
+    import re
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from hf_posbias.corpus import read_wikiextractor
+
+    sentence = re.compile(r"[^.!?\n]+[.!?]")
+    rng = random.Random(0)
+    corpus, queries, qrels = [], [], []
+    for article in read_wikiextractor(shared_data / "wikipedia_enwiki_wikiextractor"):
+        text = " ".join(article["text"].split())
+        for offset in range(0, len(text) - 800, 2500):
+            if len(corpus) >= n_docs:
+                break
+            chunk = text[offset : offset + rng.choice([1200, 2500, 4500, 7000])]
+            found = [m for m in sentence.finditer(chunk) if 40 <= len(m.group().strip()) <= 300]
+            if len(chunk) < 800 or not found:
+                continue
+            m = rng.choice(found)
+            start = m.start() + len(m.group()) - len(m.group().lstrip())
+            i = len(corpus)
+            length = max(1, start - 3) if i % 12 == 5 else len(chunk)
+            corpus.append({"_id": f"d{i}", "title": "", "text": chunk})
+            queries.append(
+                {
+                    "_id": f"q{i}",
+                    "text": " ".join(m.group().split()[2:6]),
+                    "pos_char_span": [start, m.end()],
+                    "pos_char_length": length,
+                    "pos_token_length": len(chunk) // 4,
+                }
+            )
+            qrels.append({"query-id": f"q{i}", "corpus-id": f"d{i}", "score": 1})
+    folder = root / "eng-Latn" / "wikipedia"
+    (folder / "qrels").mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(corpus), folder / "corpus.parquet")
+    pq.write_table(pa.Table.from_pylist(queries), folder / "queries.parquet")
+    pq.write_table(pa.Table.from_pylist(qrels), folder / "qrels" / "test.parquet")
+    return queries
+
+
+def test_evaluate_posir_on_real_text_equals_posir_script(shared_data, tmp_path, capsys):
+    """The configuration a user runs: `benchmark posir` then `evaluate --scoring posir`."""
+    import json
+
+    from hf_posbias.cli import main
+    from hf_posbias.rows import read_parquet_rows
+
+    queries = _wiki_posir_snapshot(shared_data, tmp_path / "PosIR")
+    task, out = tmp_path / "task", tmp_path / "ev"
+    args = ["--input", str(tmp_path / "PosIR"), "--out", str(task), "--domains", "all"]
+    assert main(["benchmark", "posir", *args]) == 0
+    args = ["--task", str(task), "--out", str(out), "--model", "bm25", "--scoring", "posir"]
+    assert main(["evaluate", *args, "--bootstrap", "10"]) == 0
+    printed = capsys.readouterr().out
+    summary = json.loads((out / "summary.json").read_text())
+    table = read_parquet_rows(next((out / "per_query").glob("*.parquet")))
+    score = {r["query_id"].split("/")[-1]: r["ndcg_at_10"] for r in table}
+    assert len(score) == len(queries)  # every query scored, those past the end included
+    items = [
+        {
+            "position": float(sum(q["pos_char_span"]) / 2),
+            "total_length": q["pos_char_length"],
+            "token_length": q["pos_token_length"],
+            "score": score[q["_id"]],
+        }
+        for q in queries
+    ]
+    ref = _posir_reference(items)
+    present = [b for b in summary["buckets"] if summary["n_queries"][b]]
+    assert [summary["n_queries"][b] for b in present] == ref["bin_counts"]
+    assert [summary["ndcg_at_10"][b] for b in present] == ref["bin_means"]
+    assert summary["psi"] == ref["PSI"]
+    assert summary["query_mean"] == ref["headline"]
+    for q, label in STRATA.items():
+        if not ref["strata"][q]["counts"]:
+            continue
+        assert summary["strata"][label]["mean"] == ref["strata"][q]["nDCG@10"]
+        tau = ref["strata"][q]["kendall_tau"]
+        expected_tau = None if math.isnan(tau) else tau
+        assert summary["bin_trend"][label]["kendall_tau"] == expected_tau
+        assert summary["bin_trend"][label]["slope"] == ref["strata"][q]["slope"]
+    past = sum(q["pos_char_span"][0] >= q["pos_char_length"] for q in queries)
+    assert past and f"posir: {past} evidence positions past the document end" in printed
+    assert "not scored" not in printed
+    assert f"PosIR headline nDCG@10 (mean over queries) {ref['headline']:.4f}" in printed
