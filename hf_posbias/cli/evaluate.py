@@ -99,6 +99,17 @@ def _print_summaries(summaries: list) -> None:
         mean = with_interval(s.mean, s.interval(what="mean"))
         print(f"{s.task}: mean nDCG@10 {mean}, PSI {psi} ({scores})")
         print(f"  {s.protocol_line()}")
+        if s.scoring == "posir" and s.query_mean is not None:
+            # PosIR's headline is the mean over queries; the line above gives the bin mean.
+            trends = "; ".join(
+                f"{stratum} slope {t['slope']:.4f}, tau {t['kendall_tau']:.3f}"
+                for stratum, t in s.bin_trend.items()
+                if t.get("slope") is not None and t.get("kendall_tau") is not None
+            )
+            print(
+                f"  PosIR headline nDCG@10 (mean over queries) {s.query_mean:.4f}; mean above = "
+                f"mean of the bin means" + (f"; trend over bin means: {trends}" if trends else "")
+            )
         for note in s.warnings:
             print(f"warning: {note}")
 

@@ -96,6 +96,13 @@ class EvaluationSummary(JsonRecord):
     """Whether those queries were left out of every score (``--exclude-truncated``)."""
     psi_by_token_length: dict[str, Any] = field(default_factory=dict)
     """PSI per document token-length stratum (PosIR's ``0-512`` … ``1536+``), with intervals."""
+    query_mean: float | None = None
+    """Mean nDCG@10 over the queries, each once (PosIR's headline ``nDCG@10``); ``mean`` is the
+    mean of the bucket means."""
+    bin_trend: dict[str, Any] = field(default_factory=dict)
+    """``posir``: PosIR's trend per token-length stratum over the 20 bin means (``slope``,
+    ``intercept``, ``r_squared``, ``pearson_r``/``_p``, ``spearman_rho``/``_p``,
+    ``kendall_tau``/``_p``, ``n_bins``); ``trend`` is the toolkit's per-query fit."""
 
     @classmethod
     def from_scores(

@@ -20,8 +20,13 @@ averages back to the summary exactly.
 ``posir``      PosIR's analysis: 20 equal relative-position bins of the evidence midpoint
                (right-closed), PSI over the 20 bin means, and the same per token-length stratum
                ``(0, 512], (512, 1024], (1024, 1536], (1536, ∞)`` when the task gives document
-               token lengths (``doc_tokens``); nDCG@10 by pytrec_eval. Queries without a
-               character span are not scored (counted).
+               token lengths (``doc_tokens``); nDCG@10 by pytrec_eval. The position is
+               PosIR's: ``min((start + end) / 2, length) / length`` on the raw span, so
+               evidence at or past the document's end is clipped to 1.0 and scored
+               (counted in a note); only queries with ``length <= 0`` or a negative midpoint
+               (no span) are not scored. The summary adds PosIR's headline (``query_mean``,
+               the mean over queries) and its per-stratum trend over the bin means
+               (``bin_trend``: slope, intercept, R², Pearson, Spearman, Kendall τ).
 =============  ============================================================================
 
 Example:
@@ -91,6 +96,29 @@ class QueryPosition:
             return None
         end = min(max(self.evidence_end, self.evidence_start), self.doc_length)
         return relative_position(self.evidence_start, end, self.doc_length, anchor)  # type: ignore[arg-type]
+
+
+def posir_relative(pos: QueryPosition) -> tuple[float | None, bool]:
+    """PosIR's relative position of the evidence midpoint and whether it was clipped to 1.0.
+
+    ``ndcg_PSI_analysis.py`` keeps a query when ``length > 0`` and the midpoint
+    ``(start + end) / 2 >= 0``, takes ``min(midpoint, length) / length`` and clips to [0, 1]:
+    evidence starting at or past the document's end is scored at 1.0. ``None``: not scored.
+
+    Example:
+        >>> posir_relative(QueryPosition("q", "b", 120, 140, 100))
+        (1.0, True)
+        >>> posir_relative(QueryPosition("q", "b", 90, 120, 100))   # raw end, not clipped first
+        (1.0, True)
+        >>> posir_relative(QueryPosition("q", "b", -1, -1, 100))
+        (None, False)
+    """
+    midpoint = (pos.evidence_start + pos.evidence_end) / 2.0
+    if pos.doc_length <= 0 or midpoint < 0:
+        return None, False
+    return relative_position(pos.evidence_start, pos.evidence_end, pos.doc_length, "center"), (
+        midpoint > pos.doc_length
+    )
 
 
 def query_positions(data: PositionTaskData) -> dict[str, QueryPosition]:
@@ -164,7 +192,14 @@ class PositionScores(JsonRecord):
     See :mod:`~hf_posbias.statistics.levels`.
     """
     trend: dict[str, float | None] = field(default_factory=dict)
-    """Slope, R², Spearman's ρ and p of per-query nDCG@10 on the relative evidence position."""
+    """Slope, R², Spearman's ρ and p of per-query nDCG@10 on the relative evidence position
+    (each query once: :func:`one_row_per_query`)."""
+    query_mean: float | None = None
+    """Mean nDCG@10 over the scored queries, each once (PosIR's headline ``nDCG@10``);
+    ``mean`` is the mean of the bucket means."""
+    bin_trend: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    """``posir``: PosIR's trend per token-length stratum, fitted over the stratum's non-empty
+    bin means against the bin centres (:func:`posir_bin_trend`); ``{}`` otherwise."""
 
 
 # --------------------------------------------------------------------------- ranking helpers
@@ -331,7 +366,7 @@ def score_positions(
     )
     known = set(buckets)
     rows: list[QueryResult] = []
-    skipped_no_span = 0
+    skipped_no_span = clipped = 0
     for qid in qids:
         pos = positions[qid]
         docs = run.get(qid, {})
@@ -345,12 +380,15 @@ def score_positions(
             members = _z25_buckets(pos, rule, anchor, known)
             relative = pos.relative(anchor)
         elif scheme == "posir":
-            relative = pos.relative("center")
+            relative, was_clipped = posir_relative(pos)
             if relative is None:
                 skipped_no_span += 1
                 continue
+            clipped += was_clipped
             members = [POSIR_RELATIVE_20.assign(relative)]  # type: ignore[list-item]
-            if pos.doc_tokens >= 0:
+            # PosIR's pd.cut(token_length, [0, 512, 1024, 1536, inf]) leaves 0 out of every
+            # stratum (no include_lowest there).
+            if pos.doc_tokens > 0:
                 stratum = POSIR_TOKEN_LENGTH.assign(pos.doc_tokens)
         else:
             members = [pos.bucket]
@@ -375,6 +413,11 @@ def score_positions(
             raise InputError(
                 "posir scoring needs character evidence spans; no query of this task has one"
             )
+        if clipped:
+            notes.append(
+                f"posir: {clipped} evidence positions past the document end clipped to "
+                "relative position 1.0 and scored (PosIR's rule)"
+            )
         if skipped_no_span:
             notes.append(f"posir: {skipped_no_span} queries without an evidence span not scored")
     if scheme == "zeng2025":
@@ -397,6 +440,107 @@ def scheme_buckets(scheme: str, buckets: Sequence[str]) -> list[str]:
     return list(POSIR_RELATIVE_20.labels) if scheme == "posir" else list(buckets)
 
 
+def one_row_per_query(rows: Sequence[Any]) -> list[Any]:
+    """The first row of every query: per-query statistics (``trend``, ``psi_by_length``, the
+    headline mean) count each query once.
+
+    :func:`score_positions` emits a query's own bucket (the one its task folder stores) first,
+    so under ``zeng2025`` a boundary query counts in its stored bucket here, in every bucket it
+    touches in the bucket means. Rows may be :class:`QueryResult` or per-query table dicts.
+
+    Example:
+        >>> rows = [{"query_id": "q", "bucket": "a"}, {"query_id": "q", "bucket": "b"}]
+        >>> one_row_per_query(rows)
+        [{'query_id': 'q', 'bucket': 'a'}]
+    """
+    seen: set[str] = set()
+    out = []
+    for row in rows:
+        qid = str(row["query_id"] if isinstance(row, Mapping) else row.query_id)
+        if qid not in seen:
+            seen.add(qid)
+            out.append(row)
+    return out
+
+
+def posir_bin_centres() -> dict[str, float]:
+    """The x of each PosIR bin in its trend fit, as ``ndcg_PSI_analysis.py`` gets it.
+
+    PosIR takes ``left + (right - left) / 2`` of the ``pd.cut`` intervals, whose edges pandas
+    rounds to 3 significant decimals and whose first left edge ``include_lowest`` moves to
+    ``-0.001``: the first centre is ``0.0245``, the others the plain midpoints.
+
+    Example:
+        >>> c = posir_bin_centres()
+        >>> c["0-0.05"], c["0.05-0.1"], len(c)
+        (0.0245, 0.07500000000000001, 20)
+    """
+    edges = [round(e, 3) for e in POSIR_RELATIVE_20.edges]
+    edges[0] -= 10**-3
+    return {
+        label: lo + (hi - lo) / 2.0
+        for label, lo, hi in zip(POSIR_RELATIVE_20.labels, edges, edges[1:], strict=False)
+    }
+
+
+BIN_TREND_KEYS: tuple[str, ...] = (
+    "slope",
+    "intercept",
+    "r_squared",
+    "pearson_r",
+    "pearson_p",
+    "spearman_rho",
+    "spearman_p",
+    "kendall_tau",
+    "kendall_p",
+)
+"""PosIR's per-stratum trend statistics, under its own names."""
+
+
+def posir_bin_trend(bin_means: Mapping[str, float | None]) -> dict[str, float | None]:
+    """PosIR's trend of one stratum: ``linregress``, ``pearsonr``, ``spearmanr`` and
+    ``kendalltau`` of the non-empty bin means on the bin centres (:func:`posir_bin_centres`).
+
+    Values scipy leaves undefined (NaN: constant means give no correlation) are ``None``, all
+    of them with fewer than 2 bins; ``n_bins`` counts the bins fitted. Constant means give
+    ``slope`` 0 and the mean as ``intercept`` (``linregress``), the rest ``None``.
+
+    Example:
+        >>> t = posir_bin_trend({"0-0.05": 0.9, "0.45-0.5": 0.6, "0.95-1": 0.3})
+        >>> round(t["kendall_tau"], 3), t["n_bins"]
+        (-1.0, 3)
+    """
+    import warnings
+
+    from scipy.stats import kendalltau, linregress, pearsonr, spearmanr
+
+    centres = posir_bin_centres()
+    points = [(centres[b], v) for b, v in bin_means.items() if v is not None and b in centres]
+    out: dict[str, float | None] = dict.fromkeys(BIN_TREND_KEYS)
+    out["n_bins"] = len(points)
+    if len(points) < 2:
+        return out
+    points.sort()
+    x, y = [p[0] for p in points], [p[1] for p in points]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = linregress(x, y)
+        pearson, spearman, kendall = pearsonr(x, y), spearmanr(x, y), kendalltau(x, y)
+    values = {
+        "slope": fit.slope,
+        "intercept": fit.intercept,
+        "r_squared": fit.rvalue**2,
+        "pearson_r": pearson.statistic,
+        "pearson_p": pearson.pvalue,
+        "spearman_rho": spearman.statistic,
+        "spearman_p": spearman.pvalue,
+        "kendall_tau": kendall.statistic,
+        "kendall_p": kendall.pvalue,
+    }
+    out.update({k: float(v) if math.isfinite(v) else None for k, v in values.items()})
+    return out
+
+
 def mean_exact(values: Sequence[float]) -> float:
     """Correctly rounded mean (``math.fsum``): independent of the order of the values.
 
@@ -407,14 +551,32 @@ def mean_exact(values: Sequence[float]) -> float:
     return math.fsum(values) / len(values)
 
 
+def mean_as_pandas(values: Sequence[float]) -> float:
+    """The mean pandas' ``groupby(...).mean()`` returns: a Kahan-compensated sum in row order,
+    divided by the count. PosIR's bin means are these; where two bins hold mathematically equal
+    means, the last bit decides whether Spearman's ρ and Kendall's τ see a tie.
+
+    Example:
+        >>> mean_as_pandas([0.1] * 10)
+        0.1
+    """
+    total = compensation = 0.0
+    for value in values:
+        y = value - compensation
+        t = total + y
+        compensation = (t - total) - y
+        total = t
+    return total / len(values)
+
+
 def _averages(
-    rows: Sequence[QueryResult], buckets: Sequence[str]
+    rows: Sequence[QueryResult], buckets: Sequence[str], mean: Any = mean_exact
 ) -> tuple[dict[str, int], dict[str, float | None], dict[str, dict[str, float | None]]]:
     by_bucket: dict[str, list[QueryResult]] = {b: [] for b in buckets}
     for row in rows:
         by_bucket.setdefault(row.bucket, []).append(row)
     counts = {b: len(by_bucket[b]) for b in buckets}
-    ndcg = {b: mean_exact([r.ndcg_at_10 for r in v]) if v else None for b, v in by_bucket.items()}
+    ndcg = {b: mean([r.ndcg_at_10 for r in v]) if v else None for b, v in by_bucket.items()}
     names = sorted({m for r in rows for m in r.metrics})
     metrics = {
         m: {
@@ -424,6 +586,16 @@ def _averages(
         for m in names
     }
     return counts, {b: ndcg[b] for b in buckets}, metrics
+
+
+def _query_mean(values: Sequence[float], posir: bool) -> float | None:
+    if not values:
+        return None
+    if posir:
+        import numpy as np
+
+        return float(np.mean(values))  # PosIR's headline: np.mean over the queries
+    return mean_exact(values)
 
 
 def summarize_rows(
@@ -437,7 +609,10 @@ def summarize_rows(
     Empty buckets are listed, never hidden; PSI is ``None`` (with a note) when every bucket
     scored 0.
     """
-    counts, ndcg, metrics = _averages(rows, buckets)
+    # posir: PosIR's floats to the last bit (pandas' group means, numpy's means of them), so
+    # ties between bins, and the rank statistics over them, are the ones its script sees.
+    posir = scoring.startswith("posir")
+    counts, ndcg, metrics = _averages(rows, buckets, mean_as_pandas if posir else mean_exact)
     notes = list(notes)
     mean = psi_value = drop = best = worst = None
     empty = [b for b in buckets if ndcg[b] is None]
@@ -446,12 +621,17 @@ def summarize_rows(
         # Only scored buckets go in, so summarize_positions has no empty bucket to warn about.
         summary = summarize_positions(present, allow_undefined_psi=True)
         mean, psi_value, drop = summary.mean, summary.psi, summary.worst_drop
+        if posir:
+            import numpy as np
+
+            mean = float(np.mean(list(present.values())))
         best, worst = summary.best_bucket, summary.worst_bucket
         if psi_value is None:
             notes.append(UNDEFINED_PSI)
     if empty:
         notes.append(f"buckets without queries: {', '.join(empty)}")
     strata: dict[str, dict[str, Any]] = {}
+    bin_trend: dict[str, dict[str, float | None]] = {}
     if scoring == "posir" and any(r.length_stratum for r in rows):
         for stratum in POSIR_TOKEN_LENGTH.labels:
             part = [r for r in rows if r.length_stratum == stratum]
@@ -464,12 +644,14 @@ def summarize_rows(
                 "mean": sub.mean,
                 "psi": sub.psi,
             }
+            bin_trend[stratum] = posir_bin_trend(sub.ndcg_at_10)
     elif scoring == "posir":
         notes.append("posir: the task gives no document token lengths (doc_tokens): no strata")
     from hf_posbias.statistics.levels import position_trend
     from hf_posbias.statistics.psi import harmonic_mean
 
-    placed = [r for r in rows if r.relative_position is not None]
+    once = one_row_per_query(rows)
+    placed = [r for r in once if r.relative_position is not None]
     return PositionScores(
         scoring=scoring,
         buckets=list(buckets),
@@ -488,6 +670,8 @@ def summarize_rows(
         trend=position_trend(
             [float(r.relative_position or 0.0) for r in placed], [r.ndcg_at_10 for r in placed]
         ),
+        query_mean=_query_mean([r.ndcg_at_10 for r in once], posir),
+        bin_trend=bin_trend,
     )
 
 

@@ -2,7 +2,9 @@
 
 - ``runs/<Task>.trec`` — the top-100 of every query in TREC format
   (``qid Q0 docid rank score run_name``; rank order = score descending, ties by document id
-  descending, as trec_eval reads them), for ``trec_eval``, ``ranx`` or a re-ranking study;
+  descending, as trec_eval reads them; scores at full float precision, ``repr``, so re-sorting
+  the file reproduces the ranking the toolkit scored), for ``trec_eval``, ``ranx`` or a
+  re-ranking study;
 - ``per_query/<Task>.parquet`` — one row per query and bucket it counts in: ``query_id,
   bucket, evidence_start, evidence_end, relative_position, doc_length, ndcg_at_10,
   first_relevant_rank``, the other metrics and (``posir``) ``length_stratum``. Averaging
@@ -59,7 +61,7 @@ def write_trec_run(
     lines = []
     for qid in sorted(run):
         lines.extend(
-            f"{qid} Q0 {doc} {rank} {score:.6g} {tag}"
+            f"{qid} Q0 {doc} {rank} {float(score)!r} {tag}"
             for rank, (doc, score) in enumerate(ranked(run[qid])[:depth], start=1)
         )
     out.write_text("\n".join(lines) + ("\n" if lines else ""))

@@ -31,7 +31,9 @@ Summary dict keys: those of :class:`~hf_posbias.evaluation.summary.EvaluationSum
 ``per_query_path``, ``run_path``, ``n_documents``, ``top_k``, ``reranker``, ``first_stage``,
 ``rerank_k``, ``encode_stats``, ``search_stats``, ``evaluation_time_s``, ``mteb_version``,
 ``mteb_result_path``, ``strata`` (posir), ``warnings``, ``harmonic_mean``, ``trend``
-(``slope``, ``r2``, ``spearman_rho``, ``spearman_p``), ``psi_by_length``.
+(``slope``, ``r2``, ``spearman_rho``, ``spearman_p``), ``psi_by_length``, ``query_mean``
+(mean over queries: PosIR's headline), ``bin_trend`` (posir: PosIR's per-stratum trend over
+the bin means).
 
 Example:
     >>> from hf_posbias.evaluation.runs.runner import RESULTS_DIRNAME
@@ -194,10 +196,11 @@ def _intervals(
         return None
     from hf_posbias.statistics.levels import trend_intervals
     from hf_posbias.statistics.uncertainty import bootstrap_positions
+    from hf_posbias.tasks.position_scoring import one_row_per_query
 
     per_bucket = per_bucket_from_table(rows)
     out = bootstrap_positions(per_bucket, n_resamples=n_resamples, seed=seed).to_dict()
-    placed = [r for r in rows if r.get("relative_position") is not None]
+    placed = [r for r in one_row_per_query(rows) if r.get("relative_position") is not None]
     out["trend"] = trend_intervals(
         [float(r["relative_position"]) for r in placed],
         [float(r["ndcg_at_10"]) for r in placed],
@@ -232,7 +235,7 @@ def summarize_task(
 
     from hf_posbias.evaluation.runs.truncation import token_length_strata
     from hf_posbias.statistics.levels import psi_by_length
-    from hf_posbias.tasks.position_scoring import bucket_scheme_label
+    from hf_posbias.tasks.position_scoring import bucket_scheme_label, one_row_per_query
 
     subsets = scores_by_subset(task_result)
     name = task.metadata.name
@@ -251,6 +254,9 @@ def summarize_task(
             raise PosbiasError(f"{name}: mteb returned no position scores for subset {subset!r}")
         label = name if len(subsets) == 1 else f"{name} ({subset})"
         table = [r.to_row() for r in kept.rows]  # once: the per-query file and the intervals
+        # Per-query statistics count each query once (zeng2025 puts boundary queries in two
+        # buckets: they stay in both bucket means, in their stored bucket here).
+        once = one_row_per_query(table)
         per_query_path = run_path = None
         if out_dir is not None:
             stem = safe_name(label)
@@ -305,7 +311,9 @@ def summarize_task(
                 warnings=[f"{label}: {n}" for n in notes],
                 harmonic_mean=position.get("harmonic_mean"),
                 trend=dict(position.get("trend") or {}),
-                psi_by_length=psi_by_length(table, n_resamples=bootstrap, seed=seed),
+                query_mean=position.get("query_mean"),
+                bin_trend=dict(position.get("bin_trend") or {}),
+                psi_by_length=psi_by_length(once, n_resamples=bootstrap, seed=seed),
                 bucket_scheme=bucket_scheme_label(task.scoring, task.task_data.info),
                 n_buckets=len(position["buckets"]),
                 max_seq_length=None if truncation is None else truncation.max_seq_length,
@@ -315,7 +323,7 @@ def summarize_task(
                     {}
                     if truncation is None
                     else token_length_strata(
-                        table, truncation.doc_tokens, n_resamples=bootstrap, seed=seed
+                        once, truncation.doc_tokens, n_resamples=bootstrap, seed=seed
                     )
                 ),
             )
