@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import sys
 import types
 import typing
@@ -203,11 +204,27 @@ def _unwrap_optional(tp: Any) -> tuple[Any, bool]:
     return tp, False
 
 
+def _number_or_word(number: type, text: str) -> Any:
+    """A flag's text as ``number`` when it is one, else as it is (a word such as ``auto``).
+
+    Example:
+        >>> _number_or_word(float, "2"), _number_or_word(float, "auto")
+        (2.0, 'auto')
+    """
+    try:
+        return number(text)
+    except ValueError:
+        return text
+
+
 def _type_parts(tp: Any) -> tuple[Callable[[str], Any] | None, tuple | None, bool]:
     """(converter, literal choices, is_list) of a field's annotation (``str | list[str]``: one or
     more names, a single one kept as a string)."""
     if set(typing.get_args(tp)) - {type(None)} == {str, list[str]}:
         return str, None, True
+    number = next((m for m in _union_members(tp) or () if m in (int, float)), None)
+    if number is not None:  # ``float | Literal["auto"]``: a number, else the word as given
+        return functools.partial(_number_or_word, number), None, False
     tp, _ = _unwrap_optional(tp)
     origin = typing.get_origin(tp)
     if origin is Literal:

@@ -10,11 +10,23 @@ on GPUs, CPUs and nodes is the engine's; the order in which ready units are hand
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from hf_posbias.errors import PosbiasError, first_line
-from hf_posbias.executors.units import ProgressLines, Unit, read_record
+from hf_posbias.executors.units import (
+    ProgressLines,
+    Unit,
+    WaitingRecord,
+    read_record,
+    write_waiting,
+)
+
+WAITING_REPORT_S = 60.0
+"""A unit the engine has not started after this many seconds is reported, with the engine's
+reason, and again every as many seconds while it waits."""
 
 Start = Callable[[Unit], Any]
 Wait = Callable[[list[Any]], tuple[Any, "float | BaseException"]]
@@ -68,3 +80,57 @@ def drive(
         finished.add(unit.id)
         echo(progress.line(unit, float(result), [*waiting, *running.values()], where))
         start_ready()
+
+
+@dataclass
+class PendingWatch:
+    """Says which units an engine was handed but has not started after ``after_s`` seconds, with
+    the engine's reason: one progress line each (repeated every ``after_s`` while it waits), and
+    ``<out>/units/<unit>.waiting.json`` for ``posbias study status``. A unit has started when
+    its worker wrote its ``running`` record (:func:`~hf_posbias.executors.units.execute_unit`).
+
+    Example:
+        >>> import tempfile
+        >>> out, lines = tempfile.mkdtemp(), []
+        >>> watch = PendingWatch(out, lines.append, after_s=0.0)
+        >>> unit = Unit("train/a", "train", print, gpus=1)
+        >>> watch.handed(unit)
+        >>> watch.check([unit], lambda u: "Ray: pending until 1 GPU is free")
+        >>> lines[0].split(" (")[0]
+        'train/a: not started after 0 s'
+        >>> lines[0].endswith("(Ray: pending until 1 GPU is free)")
+        True
+    """
+
+    out: str
+    echo: Callable[[str], None]
+    after_s: float = WAITING_REPORT_S
+    handed_at: dict[str, float] = field(default_factory=dict)
+    reported_at: dict[str, float] = field(default_factory=dict)
+
+    def handed(self, unit: Unit) -> None:
+        """``unit`` was just handed to the engine."""
+        self.handed_at[unit.id] = time.time()
+        self.reported_at.pop(unit.id, None)
+
+    def started(self, unit: Unit) -> bool:
+        record = read_record(self.out, unit)
+        return record is not None and record.started >= self.handed_at.get(unit.id, 0.0) - 1.0
+
+    def check(self, units: Iterable[Unit], reason_of: Callable[[Unit], str]) -> None:
+        """Report each of ``units`` that waits longer than ``after_s`` (and was not reported in
+        the last ``after_s``), asking ``reason_of(unit)`` for the engine's reason."""
+        now = time.time()
+        for unit in units:
+            since = self.handed_at.get(unit.id)
+            if since is None or now - since < self.after_s:
+                continue
+            last = self.reported_at.get(unit.id)
+            if last is not None and now - last < self.after_s:
+                continue
+            if self.started(unit):
+                continue
+            reason = reason_of(unit)
+            self.reported_at[unit.id] = now
+            write_waiting(self.out, WaitingRecord(unit.id, since, reason, now))
+            self.echo(f"{unit.id}: not started after {now - since:.0f} s ({reason})")

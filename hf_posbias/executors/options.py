@@ -29,6 +29,30 @@ EXECUTORS: tuple[str, ...] = ("local", "ray", "slurm")
 SUBMITIT_CLUSTERS: tuple[str, ...] = ("slurm", "local", "debug")
 
 
+def _gpus_setting(value: object) -> float | str:
+    """``--gpus-per-task`` as given (a flag's text, a spec's number): ``auto`` or a number >= 0.
+
+    Example:
+        >>> _gpus_setting("0.5"), _gpus_setting("auto"), _gpus_setting(1)
+        (0.5, 'auto', 1.0)
+        >>> _gpus_setting("all")
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: --gpus-per-task must be auto or a number >= 0, got 'all'
+    """
+    from hf_posbias.errors import InputError
+
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return "auto"
+    try:
+        number = float(value) if not isinstance(value, bool) else -1.0
+    except (TypeError, ValueError):
+        number = -1.0
+    if not number >= 0:  # also NaN
+        raise InputError(f"--gpus-per-task must be auto or a number >= 0, got {value!r}")
+    return number
+
+
 @dataclass(kw_only=True)
 class ExecutorSettings(Settings):
     """Where the units of work run, and with what resources."""
@@ -43,8 +67,10 @@ class ExecutorSettings(Settings):
         default=None,
         metavar="ADDR",
     )
-    gpus_per_task: float = setting(
-        "ray/slurm: GPUs per training or evaluation unit (0 on a CPU-only cluster)", default=1.0
+    gpus_per_task: float | Literal["auto"] = setting(
+        "ray/slurm: GPUs per training or evaluation unit: auto (one where the Ray cluster or "
+        "the Slurm partition has GPUs, none where it has none) or a number",
+        default="auto",
     )
     cpus_per_task: int = setting("ray/slurm: CPU cores per unit", default=1)
     retries: int = setting(
@@ -70,7 +96,8 @@ class ExecutorSettings(Settings):
         check_choice("executor", self.executor, EXECUTORS)
         check_choice("slurm_cluster", self.slurm_cluster, SUBMITIT_CLUSTERS)
         check_positive(self, "cpus_per_task", "slurm_time", "slurm_gpus_per_job")
-        check_positive(self, "retries", "gpus_per_task", allow_zero=True)
+        self.gpus_per_task = _gpus_setting(self.gpus_per_task)
+        check_positive(self, "retries", allow_zero=True)
         self.slurm_options = list(self.slurm_options)
         for option in self.slurm_options:
             if "=" not in option:
@@ -78,6 +105,21 @@ class ExecutorSettings(Settings):
 
                 raise InputError(f"--slurm-options takes KEY=VALUE, got {option!r}")
         super().__post_init__()
+
+    def unit_gpus(self, offered: float) -> float:
+        """GPUs per training or evaluation unit on a cluster that offers ``offered`` GPUs in
+        all: ``auto`` takes one where there are GPUs and none where there are none; a number is
+        taken as it is (a request the cluster cannot meet is refused before any unit starts).
+
+        Example:
+            >>> ExecutorSettings().unit_gpus(0), ExecutorSettings().unit_gpus(8)
+            (0.0, 1.0)
+            >>> ExecutorSettings(gpus_per_task=2).unit_gpus(0)
+            2.0
+        """
+        if self.gpus_per_task == "auto":
+            return 1.0 if offered > 0 else 0.0
+        return float(self.gpus_per_task)
 
     def sbatch_options(self) -> dict[str, str]:
         """``--slurm-options`` as a mapping (submitit's ``slurm_additional_parameters``).

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from hf_posbias.executors.units import Unit, UnitRecord, read_record
+from hf_posbias.executors.units import Unit, UnitRecord, read_record, read_waiting
 from hf_posbias.locks import process_alive
 
 STATES: tuple[str, ...] = ("done", "running", "failed", "waiting")
@@ -53,6 +53,10 @@ def unit_state(unit: Unit, out: str | Path, deps_done: bool = True) -> UnitState
     record = read_record(out, unit)
     if deps_done and (unit.done() or (unit.rerun and record and record.state == "done")):
         return UnitState(unit, "done")
+    waiting = read_waiting(out, unit)
+    if waiting is not None and (record is None or record.started < waiting.since):
+        age = max(waiting.checked - waiting.since, 0.0)
+        return UnitState(unit, "waiting", f"queued {age:.0f} s by then: {waiting.reason}")
     if record is None or record.state == "done":
         return UnitState(unit, "waiting")  # done once, but its inputs changed since
     where = f"{record.host} pid {record.pid}, attempt {record.attempt}"

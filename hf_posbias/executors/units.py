@@ -221,6 +221,7 @@ def execute_unit(unit: Unit, out: str | Path, *, capture: bool = True) -> float:
     ``capture``, its output in ``<out>/logs/``); returns its seconds. An exception is recorded
     (first line, traceback in the log) and raised again, so the executor can retry it."""
     previous = read_record(out, unit)
+    waiting_path(out, unit).unlink(missing_ok=True)  # it waits no more
     log = log_path(out, unit) if capture else None
     record = UnitRecord(
         unit=unit.id,
@@ -247,6 +248,43 @@ def execute_unit(unit: Unit, out: str | Path, *, capture: bool = True) -> float:
     record.state, record.seconds = "done", time.perf_counter() - start
     _write_record(out, record)
     return record.seconds
+
+
+@dataclass
+class WaitingRecord:
+    """What ``<out>/units/<unit>.waiting.json`` holds: a unit handed to the engine that has not
+    started after a while, and the engine's reason (Ray's pending state, Slurm's ``Reason``).
+    The unit removes it when it starts; ``posbias study status`` shows it."""
+
+    unit: str
+    since: float
+    """When the unit was handed to the engine (wall-clock seconds)."""
+    reason: str
+    checked: float
+    """When the reason was read."""
+
+
+def waiting_path(out: str | Path, unit: Unit | str) -> Path:
+    """``<out>/units/<unit>.waiting.json``."""
+    return state_path(out, unit).with_suffix(".waiting.json")
+
+
+def write_waiting(out: str | Path, record: WaitingRecord) -> None:
+    """Record that ``record.unit`` still waits for the engine to start it, and why."""
+    from hf_posbias.shards import write_text_atomic
+
+    target = waiting_path(out, record.unit)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(target, json.dumps(record.__dict__, indent=2, sort_keys=True) + "\n")
+
+
+def read_waiting(out: str | Path, unit: Unit | str) -> WaitingRecord | None:
+    """The engine's last reason why ``unit`` has not started (None: it never waited long)."""
+    target = waiting_path(out, unit)
+    try:
+        return WaitingRecord(**json.loads(target.read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
 
 
 def _eta(seconds: float) -> str:

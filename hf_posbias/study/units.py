@@ -247,7 +247,8 @@ def executor_plan(
     lines = []
     for index, unit in enumerate(order, start=1):
         cost = f", projected {unit.cost / 3600:.2f} h" if unit.cost is not None else ""
-        gpus = f"{spec.gpus_per_task:g} GPU" if unit.gpus else "no GPU"
+        g = spec.gpus_per_task
+        gpus = ("GPU: auto" if g == "auto" else f"{g:g} GPU") if unit.gpus else "no GPU"
         lines.append(
             f"task {index}/{len(order)}: {unit.id} ({gpus}, {spec.cpus_per_task} CPU{cost})"
         )

@@ -233,7 +233,10 @@ def run_matrix(
 
             train_model(run_settings)
         else:
-            proc = subprocess.run(command, check=False)
+            # `accelerate launch` of this interpreter, not the first `accelerate` on PATH: a
+            # worker (a Ray task, a Slurm job) may not have the environment's bin folder on it.
+            launch = [sys.executable, "-m", "accelerate.commands.launch", *command[2:]]
+            proc = subprocess.run(launch, check=False)
             if proc.returncode != 0:
                 raise PosbiasError(
                     f"run {run.name} failed (exit {proc.returncode}); rerun to resume: "

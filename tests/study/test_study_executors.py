@@ -225,3 +225,100 @@ def test_slurm_gives_the_local_cells_one_job_per_unit(
     assert cells(out) == cells(local_study)
     logs = list((out / "slurm").glob("*/*_log.out"))
     assert len(logs) >= 11  # one submitit log folder per job, under the study folder
+
+
+def test_ray_started_by_the_verb_on_a_cpu_only_machine_reaches_the_report(
+    local_study, small_spec, tmp_path, pytestconfig
+):
+    """As a user starts it: no Ray running, no faked resources, the default --gpus-per-task
+    (auto), the verb in its own process. Before auto, every unit asked Ray for a GPU this
+    machine does not have and the run waited forever, silently."""
+    import os
+
+    out = tmp_path / "ray-cpu"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path.cwd()), *sys.path])}
+    argv = [sys.executable, "-m", "hf_posbias.cli", "study", "run", small_spec, "--out", str(out),
+            "--executor", "ray", "--no-progress"]  # fmt: skip
+    with timed(pytestconfig, "ray started by the verb (CPU only, default flags)"):
+        proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "ray: no GPU in the cluster: training and evaluation units run on CPU" in proc.stdout
+    assert cells(out) == cells(local_study)
+
+
+@pytest.fixture
+def ray_one_gpu():
+    ray = pytest.importorskip("ray")
+    if ray.is_initialized():
+        ray.shutdown()
+    ray.init(num_cpus=2, num_gpus=1, include_dashboard=False, object_store_memory=80 << 20,
+             log_to_driver=False, logging_level="ERROR")  # fmt: skip
+    yield ray
+    ray.shutdown()
+
+
+def test_ray_refuses_a_unit_no_node_can_take_before_any_unit_starts(
+    ray_one_gpu, small_spec, tmp_path, capsys
+):
+    out = tmp_path / "two-gpus"
+    start = time.perf_counter()
+    argv = ["study", "run", small_spec, "--out", str(out), "--in-process", "--executor", "ray",
+            "--gpus-per-task", "2"]  # fmt: skip
+    assert main(argv) == 2
+    assert time.perf_counter() - start < 60
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert "a unit asks for 2 GPU, 1 CPU" in err[0]
+    assert (
+        "no node of the Ray cluster offers that (1 node; the largest offers 1 GPU, 2 CPU)"
+        in (err[0])
+    )
+    assert not list(out.glob("units/*.json")) and not (out / "models").exists()
+
+
+def test_a_unit_ray_has_not_started_is_reported_with_rays_reason(ray_one_gpu, tmp_path):
+    """Three one-CPU units on a two-CPU cluster: the third waits, and says why."""
+    from hf_posbias.executors import ExecutorSettings
+    from hf_posbias.executors.ray import run_ray
+    from hf_posbias.executors.units import Unit
+
+    units = [Unit(f"report/{n}", "report", time.sleep, args=(4,)) for n in ("a", "b", "c")]
+    lines: list[str] = []
+    settings = ExecutorSettings(executor="ray", cpus_per_task=1)
+    run_ray(units, str(tmp_path), settings, lines.append, ray_one_gpu, waiting_report_s=1.0)
+    waiting = [x for x in lines if "not started after" in x]
+    # at any time two units hold both CPUs: one of the three waits for one of them
+    reason = "(Ray: pending until 0 GPU, 1 CPU are free; free now 1/1 GPU, 0/2 CPU)"
+    assert any(line.endswith(reason) for line in waiting), lines
+    # a unit removes its waiting record when it starts
+    assert not list((tmp_path / "units").glob("*.waiting.json"))
+
+
+def test_status_shows_the_reason_a_unit_waits(local_study, tmp_path, capsys):
+    from hf_posbias.executors.units import WaitingRecord, write_waiting
+
+    out = tmp_path / "s"
+    shutil.copytree(local_study, out)
+    uid = "eval/posbias-tiny-a-uniform/TinyStudyTask"
+    (out / "eval" / "posbias-tiny-a-uniform" / "TinyStudyTask" / "posbias_study_eval.json").unlink()
+    now = time.time()  # handed to the engine after its last run
+    write_waiting(out, WaitingRecord(uid, now, "Slurm: PENDING (Resources)", now + 75.0))
+    assert main(["study", "status", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert f"waiting  {uid}: queued 75 s by then: Slurm: PENDING (Resources)" in lines
+
+
+def test_slurm_refuses_a_gres_the_partition_lacks_before_any_job(
+    slurm, small_spec, tmp_path, capsys
+):
+    if slurm != "slurm":
+        pytest.skip("needs the real single-node Slurm (slurm-wlm and munge, as root)")
+    out = tmp_path / "gres"
+    argv = ["study", "run", small_spec, "--out", str(out), "--in-process", "--executor", "slurm",
+            "--gpus-per-task", "1", "--slurm-time", "10"]  # fmt: skip
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert "a job asks for 1 GPU and 1 CPU, but partition 'test' offers at most 0 GPU" in err[0]
+    assert not (out / "slurm").exists() and not (out / "models").exists()
