@@ -22,10 +22,11 @@ distinct ids, and never an exact duplicate text (a variation equal to a text alr
 drawn again, and a document with one sentence is not varied).
 
 For each stage it prints wall time, CPU time (user + system of the process), peak resident
-memory (``ru_maxrss`` of that process), the load average, the fitted exponent ``b`` of
-``work time ∝ N^b`` (least squares on log–log over the sizes, work time = wall time minus the
-floor run's wall time), the memory per 1,000 documents (least-squares slope of peak RSS on N)
-and the ratio of peak RSS between sizes four times apart; ``--json`` writes it all.
+memory (``ru_maxrss`` of that process), the load average, the fitted exponent ``b`` of ``work
+time ∝ N^b`` (least squares on log–log over the sizes, work time = wall time minus the floor
+run's wall time; ``b(cpu)`` the same on CPU time, steadier on shared cores), the memory per
+1,000 documents (least-squares slope of peak RSS on N) and the ratio of peak RSS between sizes
+four times apart; ``--json`` writes it all.
 
 Run:
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/scaling.py --sizes 1000,4000,16000
@@ -274,6 +275,8 @@ def summarise(stage: str, floor: Measurement, rows: list[Measurement]) -> dict[s
         if b.documents == 4 * a.documents
     }
     b_work = fit_exponent(sizes, work)
+    # CPU time is less disturbed than wall time when other jobs share the cores.
+    b_cpu = fit_exponent(sizes, [max(r.cpu_s - floor.cpu_s, 1e-3) for r in rows])
     b_wall = fit_exponent(sizes, [r.wall_s for r in rows])
     mem = slope_per_1k(sizes, [r.peak_rss_mb for r in rows])
     return {
@@ -282,6 +285,7 @@ def summarise(stage: str, floor: Measurement, rows: list[Measurement]) -> dict[s
         "runs": [asdict(r) for r in rows],
         "b_work": None if b_work is None else round(b_work, 3),
         "b_wall": None if b_wall is None else round(b_wall, 3),
+        "b_cpu": None if b_cpu is None else round(b_cpu, 3),
         "mb_per_1k_docs": None if mem is None else round(mem, 2),
         "peak_rss_ratio_4x": ratios,
     }
@@ -344,7 +348,8 @@ def main(argv: list[str] | None = None) -> int:
         summary = summarise(stage, floor, rows[2:])
         results.append(summary)
         print(
-            f"{stage:16s} b(work) = {summary['b_work']}  b(wall) = {summary['b_wall']}  "
+            f"{stage:16s} b(work) = {summary['b_work']}  b(cpu) = {summary['b_cpu']}  "
+            f"b(wall) = {summary['b_wall']}  "
             f"memory {summary['mb_per_1k_docs']} MB per 1k docs  "
             f"peak ratio at 4x {summary['peak_rss_ratio_4x'] or 'n/a'}",
             flush=True,
