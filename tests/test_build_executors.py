@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from ray_helpers import local_ray
 
 from hf_posbias.cli import main
 
@@ -35,11 +36,8 @@ def local_build(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def ray_cluster():
-    ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=80 << 20,
-             log_to_driver=False, logging_level="ERROR")  # fmt: skip
-    yield ray
-    ray.shutdown()
+    with local_ray() as ray:
+        yield ray
 
 
 def test_ray_build_gives_the_local_files_and_resumes_a_missing_shard(

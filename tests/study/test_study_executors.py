@@ -13,6 +13,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from ray_helpers import local_ray
 from study_fixtures import WORDS, write_task, write_train_data
 
 from hf_posbias.cli import main
@@ -160,12 +161,9 @@ def test_a_failed_or_died_unit_is_shown_and_redone_alone(local_study, small_spec
 
 @pytest.fixture(scope="module")
 def ray_cluster():
-    ray = pytest.importorskip("ray")
     # Two logical GPUs on a CPU machine: every training/evaluation unit asks for one.
-    ray.init(num_cpus=2, num_gpus=2, include_dashboard=False, object_store_memory=80 << 20,
-             log_to_driver=False, logging_level="ERROR")  # fmt: skip
-    yield ray
-    ray.shutdown()
+    with local_ray(num_gpus=2) as ray:
+        yield ray
 
 
 def test_ray_gives_the_local_cells_with_units_on_logical_gpus(
@@ -248,13 +246,8 @@ def test_ray_started_by_the_verb_on_a_cpu_only_machine_reaches_the_report(
 
 @pytest.fixture
 def ray_one_gpu():
-    ray = pytest.importorskip("ray")
-    if ray.is_initialized():
-        ray.shutdown()
-    ray.init(num_cpus=2, num_gpus=1, include_dashboard=False, object_store_memory=80 << 20,
-             log_to_driver=False, logging_level="ERROR")  # fmt: skip
-    yield ray
-    ray.shutdown()
+    with local_ray(num_gpus=1) as ray:
+        yield ray
 
 
 def test_ray_refuses_a_unit_no_node_can_take_before_any_unit_starts(
