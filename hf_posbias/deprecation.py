@@ -129,6 +129,9 @@ MOVED_MODULES: dict[str, str] = {
             "window",
         )
     },
+    # the data pipeline's room (issue 41): its loose modules moved in
+    "hf_posbias.corpus": "hf_posbias.pipeline.corpus",
+    "hf_posbias.sampling": "hf_posbias.pipeline.sampling",
 }
 """Former module path → where the module lives now (the rooms-by-job layout)."""
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hf_posbias import POSITIONS
-from hf_posbias.corpus import (
+from hf_posbias.pipeline.corpus import (
     Document,
     LengthBins,
     prepare_documents,

@@ -13,7 +13,7 @@ import pytest
 from guards import HANG_GUARD_S
 
 from hf_posbias.cli import main
-from hf_posbias.corpus import read_wikiextractor
+from hf_posbias.pipeline.corpus import read_wikiextractor
 
 
 @pytest.fixture(scope="module")
@@ -509,7 +509,7 @@ def test_build_checks_delta_and_sampling_options_once(
 ) -> None:
     """Regression: one `posbias build` ran check_delta 3 times and check_sampling_options 6."""
     import hf_posbias.pipeline as pipeline
-    import hf_posbias.sampling as sampling
+    import hf_posbias.pipeline.sampling as sampling
     import hf_posbias.verification.panel as panel
     import hf_posbias.verification.stage as verification_stage
 

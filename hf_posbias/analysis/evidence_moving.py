@@ -935,7 +935,7 @@ def training_rows_to_pairs(
     positive (``corpus.segment_spans(positive, 3)``) is the evidence.
     """
     from hf_posbias import POSITIONS
-    from hf_posbias.corpus import segment_spans
+    from hf_posbias.pipeline.corpus import segment_spans
 
     report = PairLoadReport(source, "training-set")
     cases: list[EvidenceCase] = []

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hf_posbias import POSITIONS
-from hf_posbias.corpus import Document
+from hf_posbias.pipeline.corpus import Document
 from hf_posbias.errors import BackendError, InputError
 from hf_posbias.generation.backends import (
     ChatBackend,

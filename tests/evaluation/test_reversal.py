@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from task_fixtures import wiki_task
 
-from hf_posbias.corpus import segment_spans
+from hf_posbias.pipeline.corpus import segment_spans
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.runs.reversal import (
     ReversalResult,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hf_posbias import POSITIONS
-from hf_posbias.corpus import Document, prepare_documents, read_wikiextractor
+from hf_posbias.pipeline.corpus import Document, prepare_documents, read_wikiextractor
 from hf_posbias.errors import InputError
 from hf_posbias.generation.base import GenerationFailure
 from hf_posbias.generation.ict import ICTGenerator, split_sentences

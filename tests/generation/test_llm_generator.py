@@ -12,7 +12,7 @@ from collections import Counter
 import pytest
 from openai_server import LocalChatServer
 
-from hf_posbias.corpus import prepare_documents
+from hf_posbias.pipeline.corpus import prepare_documents
 from hf_posbias.errors import BackendError, InputError
 from hf_posbias.generation import make_generator, run_generation
 from hf_posbias.generation.backends import OpenAIChatBackend

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hf_posbias.corpus import prepare_documents
+from hf_posbias.pipeline.corpus import prepare_documents
 from hf_posbias.errors import InputError, ModelLoadError
 from hf_posbias.generation.backends import (
     FALLBACK_CHAT_TEMPLATE,
