@@ -299,9 +299,9 @@ def run_one(
     import torch
     from transformers import AutoConfig
 
-    from hf_posbias.pipeline.corpus import bin_sort_key
     from hf_posbias.devices import dense_peak_flops, device_info
     from hf_posbias.errors import PosbiasError
+    from hf_posbias.pipeline.corpus import bin_sort_key
     from hf_posbias.training.models import get_model_spec
     from hf_posbias.training.settings import TrainingSettings
     from hf_posbias.training.shapes import ModelShape, step_flops

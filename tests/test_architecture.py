@@ -30,7 +30,6 @@ MAX_MODULE_LINES = 800
 """No module is longer than this."""
 
 OVER_THE_LIMIT = {
-    "hf_posbias.analysis.evidence_moving": 1016,
     "hf_posbias.study.report": 865,
     "hf_posbias.construction.build": 858,
 }

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from hf_posbias import POSITIONS
+from hf_posbias.errors import InputError
 from hf_posbias.pipeline.corpus import (
     Document,
     LengthBins,
@@ -17,7 +18,6 @@ from hf_posbias.pipeline.corpus import (
     read_wikiextractor,
     segment_spans,
 )
-from hf_posbias.errors import InputError
 
 
 def test_length_bins_are_half_open_and_default_to_yhp26() -> None:

@@ -36,7 +36,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from hf_posbias import POSITIONS
-from hf_posbias.pipeline.corpus import Document
 from hf_posbias.errors import InputError
 from hf_posbias.generation.base import (
     GenerationFailure,
@@ -45,6 +44,7 @@ from hf_posbias.generation.base import (
     reject_unknown_options,
     stable_seed,
 )
+from hf_posbias.pipeline.corpus import Document
 
 ICT_OPTIONS: tuple[str, ...] = ("seed", "min_words", "max_words", "keep_probability")
 """The options of :class:`ICTGenerator` (``posbias generate --generator ict``)."""

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias import POSITIONS
-from hf_posbias.pipeline.corpus import Document, bin_position_counts
 from hf_posbias.errors import InputError
 from hf_posbias.generation.base import (
     Candidate,
@@ -40,6 +39,7 @@ from hf_posbias.generation.base import (
     generate_batch,
 )
 from hf_posbias.jsonable import JsonRecord
+from hf_posbias.pipeline.corpus import Document, bin_position_counts
 from hf_posbias.rows import read_parquet_rows
 from hf_posbias.shards import process_info, run_sharded, write_json, write_parquet, write_shard
 
@@ -243,8 +243,8 @@ def generate_shard(
         >>> shard_path(out, 0).is_file()
         True
     """
-    from hf_posbias.pipeline.corpus import load_documents
     from hf_posbias.generation.registry import make_generator
+    from hf_posbias.pipeline.corpus import load_documents
 
     documents = load_documents(Path(corpus_dir))
     model = make_generator(generator, **options)

@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hf_posbias import POSITIONS
-from hf_posbias.pipeline.corpus import bin_sort_key
 from hf_posbias.errors import BudgetError, InputError
 from hf_posbias.jsonable import JsonRecord
+from hf_posbias.pipeline.corpus import bin_sort_key
 
 TRAINING_COLUMNS: tuple[str, ...] = (
     "query",

@@ -48,8 +48,8 @@ from typing import Any
 
 from hf_posbias.errors import InputError
 from hf_posbias.jsonable import JsonRecord
-from hf_posbias.rows import read_json
 from hf_posbias.pipeline.sampling import PAPER_CONFIG_NAMES
+from hf_posbias.rows import read_json
 from hf_posbias.settings import check_positive, setting
 from hf_posbias.tasks.taskdata import PLAIN_BUCKET
 

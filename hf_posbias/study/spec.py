@@ -52,8 +52,8 @@ from hf_posbias.evaluation.runs.remedies import (
 )
 from hf_posbias.executors.options import ExecutorSettings
 from hf_posbias.locks import is_lock_file
-from hf_posbias.rows import read_json
 from hf_posbias.pipeline.sampling import PAPER_CONFIG_NAMES
+from hf_posbias.rows import read_json
 from hf_posbias.settings import (
     KeyPath,
     flag_name,

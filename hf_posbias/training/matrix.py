@@ -39,8 +39,8 @@ from typing import Any
 
 from hf_posbias.devices import KNOWN_GPUS
 from hf_posbias.errors import InputError, PosbiasError
-from hf_posbias.progress import progress
 from hf_posbias.pipeline.sampling import PAPER_CONFIG_NAMES
+from hf_posbias.progress import progress
 from hf_posbias.settings import (
     Settings,
     add_settings_arguments,

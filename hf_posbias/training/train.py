@@ -174,7 +174,8 @@ def resolve_repo_config(data: str, config: str) -> str:
     """The data-repo configuration that holds ``config`` (``ips`` reads the pool's ``default``).
 
     A position configuration in any spelling (``uniform``, ``U``, ``50:25:25``, ``r50-25-25``)
-    is looked up by its canonical name (:class:`hf_posbias.pipeline.sampling.PositionConfig`), the name
+    is looked up by its canonical name
+    (:class:`hf_posbias.pipeline.sampling.PositionConfig`), the name
     ``posbias sample``/``build`` gave it; any other name must be a config of ``data`` as is.
     """
     from hf_posbias.pipeline.sampling import PositionConfig
