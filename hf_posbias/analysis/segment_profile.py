@@ -140,9 +140,9 @@ def sample_profile_documents(
 ) -> tuple[list[tuple[str, str]], str | None]:
     """``(id, text)`` documents of ``corpus`` (any source
     :func:`hf_posbias.pipeline.corpus.read_corpus` reads), each clipped at the last sentence start
-    within ``clip_chars``, those whose word count lies within ``words`` (``(min, max)``, ``None`` = no bound) kept, and ``limit`` of
-    them sampled with ``seed`` (in corpus order); returns them and a line saying what was
-    sampled.
+    within ``clip_chars``, those whose word count lies within ``words`` (``(min, max)``, ``None``
+    = no bound) kept, and ``limit`` of them sampled with ``seed`` (in corpus order); returns them
+    and a line saying what was sampled.
 
     Example:
         >>> sample_profile_documents("/no/such.jsonl")
