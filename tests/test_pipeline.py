@@ -508,8 +508,8 @@ def test_build_checks_delta_and_sampling_options_once(
     topic_jsonl: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Regression: one `posbias build` ran check_delta 3 times and check_sampling_options 6."""
-    import hf_posbias.pipeline as pipeline
     import hf_posbias.pipeline.sampling as sampling
+    import hf_posbias.pipeline.settings as pipeline_settings
     import hf_posbias.verification.panel as panel
     import hf_posbias.verification.stage as verification_stage
 
@@ -523,7 +523,7 @@ def test_build_checks_delta_and_sampling_options_once(
         return wrapper
 
     check_sampling, check_delta = sampling.check_sampling_options, panel.check_delta
-    for module in (sampling, pipeline):
+    for module in (sampling, pipeline_settings):  # where the settings call it
         monkeypatch.setattr(module, "check_sampling_options", counted(check_sampling))
     for module in (panel, verification_stage):
         monkeypatch.setattr(module, "check_delta", counted(check_delta))
