@@ -30,7 +30,6 @@ MAX_MODULE_LINES = 800
 """No module is longer than this."""
 
 OVER_THE_LIMIT = {
-    "hf_posbias.study.report": 865,
     "hf_posbias.construction.build": 858,
 }
 """The modules still over :data:`MAX_MODULE_LINES`, with the length they may not exceed (a
