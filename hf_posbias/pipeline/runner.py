@@ -52,6 +52,7 @@ def prepare_build(config: BuildSettings) -> BuildPlan:
     :class:`InputError` line before any work starts.
 
     Example:
+        >>> from hf_posbias.pipeline.settings import BuildSettings
         >>> prepare_build(BuildSettings(corpus="demo", out=Path("/tmp/x"), configs=["1:2"]))
         Traceback (most recent call last):
         ...
