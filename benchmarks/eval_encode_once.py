@@ -33,7 +33,7 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from hf_posbias.corpus import segment_spans  # noqa: E402
+from hf_posbias.pipeline.corpus import segment_spans  # noqa: E402
 from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo  # noqa: E402
 
 SHARED = Path(
@@ -88,7 +88,7 @@ def per_bucket_task(folder: Path) -> Any:
 
 def _passages(max_docs: int, chars: int, seed: int) -> list[str]:
     if SHARED.is_dir():
-        from hf_posbias.corpus import read_wikiextractor
+        from hf_posbias.pipeline.corpus import read_wikiextractor
 
         out = []
         for article in read_wikiextractor(SHARED / "wikipedia_enwiki_wikiextractor"):

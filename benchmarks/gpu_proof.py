@@ -372,7 +372,7 @@ def accelerate_part(proof: Proof) -> dict[str, Any]:
     """A random qwen3-0.6b-shaped model trained for 50 steps through ``accelerate launch``."""
     import train_throughput
 
-    from hf_posbias.corpus import bin_sort_key
+    from hf_posbias.pipeline.corpus import bin_sort_key
     from hf_posbias.training.matrix import Run
     from hf_posbias.training.planning import PAPER_BINS
 

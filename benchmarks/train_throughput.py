@@ -84,7 +84,7 @@ GIB = 2**30
 def _text_stream(seed: int) -> tuple[str, str]:
     """All Wikipedia article bodies joined, or random words when the shared data is absent."""
     if WIKI.is_dir():
-        from hf_posbias.corpus import read_wikiextractor
+        from hf_posbias.pipeline.corpus import read_wikiextractor
 
         texts = [a["text"] for a in read_wikiextractor(WIKI)]
         return "\n\n".join(texts), f"Wikipedia windows from {WIKI}"
@@ -110,7 +110,7 @@ def _query(third: str) -> str:
 def build_rows(rows_per_bin: int, seed: int) -> tuple[list[dict[str, Any]], str]:
     """``rows_per_bin`` position-controlled rows in each of the five YHP26 character bins."""
     from hf_posbias import POSITIONS
-    from hf_posbias.corpus import LengthBins, segment_spans
+    from hf_posbias.pipeline.corpus import LengthBins, segment_spans
 
     stream, source = _text_stream(seed)
     rng = random.Random(seed)
@@ -299,9 +299,9 @@ def run_one(
     import torch
     from transformers import AutoConfig
 
-    from hf_posbias.corpus import bin_sort_key
     from hf_posbias.devices import dense_peak_flops, device_info
     from hf_posbias.errors import PosbiasError
+    from hf_posbias.pipeline.corpus import bin_sort_key
     from hf_posbias.training.models import get_model_spec
     from hf_posbias.training.settings import TrainingSettings
     from hf_posbias.training.shapes import ModelShape, step_flops

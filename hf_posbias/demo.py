@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
+from hf_posbias.pipeline.sampling import PAPER_CONFIG_NAMES
 from hf_posbias.rows import read_json
-from hf_posbias.sampling import PAPER_CONFIG_NAMES
 from hf_posbias.settings import ProgressSettings, flag_name, setting
 
 Echo = Callable[[str], None]
@@ -91,9 +91,9 @@ def build_heldout_task(work: Path, out: Path, seed: int = 42) -> Path:
     where it was removed, bucketed into thirds. The corpus is every held-out document, so each
     query competes against all of them.
     """
-    from hf_posbias.corpus import load_documents
     from hf_posbias.generation.base import GenerationFailure, stable_seed
     from hf_posbias.generation.ict import ICTGenerator
+    from hf_posbias.pipeline.corpus import load_documents
     from hf_posbias.tasks.benchmarks import build_from_records
 
     documents = load_documents(work / "heldout")

@@ -129,6 +129,9 @@ MOVED_MODULES: dict[str, str] = {
             "window",
         )
     },
+    # the data pipeline's room (issue 41): its loose modules moved in
+    "hf_posbias.corpus": "hf_posbias.pipeline.corpus",
+    "hf_posbias.sampling": "hf_posbias.pipeline.sampling",
 }
 """Former module path → where the module lives now (the rooms-by-job layout)."""
 
@@ -177,4 +180,6 @@ def install_moved_modules() -> None:
         (True, 0.5)
     """
     if not any(isinstance(finder, _MovedModuleFinder) for finder in sys.meta_path):
-        sys.meta_path.append(_MovedModuleFinder())
+        # First: a former path is always the redirect, even where an older copy of the module
+        # is still on disk (a stale file from an earlier install, an editable checkout).
+        sys.meta_path.insert(0, _MovedModuleFinder())

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from hf_posbias import POSITIONS
-from hf_posbias.corpus import (
+from hf_posbias.errors import InputError
+from hf_posbias.pipeline.corpus import (
     Document,
     LengthBins,
     prepare_documents,
@@ -17,7 +18,6 @@ from hf_posbias.corpus import (
     read_wikiextractor,
     segment_spans,
 )
-from hf_posbias.errors import InputError
 
 
 def test_length_bins_are_half_open_and_default_to_yhp26() -> None:

@@ -40,7 +40,8 @@ def remote_registry_entry(monkeypatch):
     )
     names = modeling.registry_names()
     registered = dataclasses.replace(names, lookup=names.lookup | {REMOTE})
-    monkeypatch.setattr(modeling, "registry_names", lambda: registered)
+    for module in (modeling.registry, modeling.resolve):  # where the resolver looks names up
+        monkeypatch.setattr(module, "registry_names", lambda: registered)
     return meta, calls
 
 
@@ -106,9 +107,9 @@ def unreachable_hub(monkeypatch):
     monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setattr(HfApi, "model_info", model_info)
-    modeling._ask_hub.cache_clear()
+    modeling.hub_probe._ask_hub.cache_clear()
     yield asked
-    modeling._ask_hub.cache_clear()
+    modeling.hub_probe._ask_hub.cache_clear()
 
 
 @pytest.fixture(params=["offline", "unreachable"])
@@ -152,14 +153,14 @@ def test_a_name_the_hub_does_not_know(monkeypatch):
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setattr(HfApi, "model_info", model_info)
-    modeling._ask_hub.cache_clear()
+    modeling.hub_probe._ask_hub.cache_clear()
     try:
         state = modeling.hub_state("acme/intfloat-e5-smal-v2")
         assert (state.cached, state.exists, state.note) == (False, False, "")
         with pytest.raises(modeling.UnknownModelError, match="nor a Hub model"):
             load_model("acme/intfloat-e5-smal-v2")
     finally:
-        modeling._ask_hub.cache_clear()
+        modeling.hub_probe._ask_hub.cache_clear()
 
 
 def _cli(argv: list[str], capsys) -> list[str]:
@@ -209,7 +210,7 @@ def test_registry_names_are_cached_and_a_stale_file_is_rebuilt(tmp_path, monkeyp
     stale = {"mteb_version": "0.0.0", "models": ["acme/stale"], "rerankers": [], "renamed": []}
     path.write_text(json.dumps(stale))
     names = modeling.registry_names()
-    assert names.mteb_version == modeling._mteb_version() != "0.0.0"
+    assert names.mteb_version == modeling.registry._mteb_version() != "0.0.0"
     assert "acme/stale" not in names.models and "intfloat/e5-small-v2" in names.models
     assert "cross-encoder/ms-marco-MiniLM-L6-v2" in names.rerankers
     written = json.loads(path.read_text())

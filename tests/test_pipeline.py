@@ -13,7 +13,7 @@ import pytest
 from guards import HANG_GUARD_S
 
 from hf_posbias.cli import main
-from hf_posbias.corpus import read_wikiextractor
+from hf_posbias.pipeline.corpus import read_wikiextractor
 
 
 @pytest.fixture(scope="module")
@@ -530,8 +530,8 @@ def test_build_checks_delta_and_sampling_options_once(
     topic_jsonl: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Regression: one `posbias build` ran check_delta 3 times and check_sampling_options 6."""
-    import hf_posbias.pipeline as pipeline
-    import hf_posbias.sampling as sampling
+    import hf_posbias.pipeline.sampling as sampling
+    import hf_posbias.pipeline.settings as pipeline_settings
     import hf_posbias.verification.panel as panel
     import hf_posbias.verification.stage as verification_stage
 
@@ -545,7 +545,7 @@ def test_build_checks_delta_and_sampling_options_once(
         return wrapper
 
     check_sampling, check_delta = sampling.check_sampling_options, panel.check_delta
-    for module in (sampling, pipeline):
+    for module in (sampling, pipeline_settings):  # where the settings call it
         monkeypatch.setattr(module, "check_sampling_options", counted(check_sampling))
     for module in (panel, verification_stage):
         monkeypatch.setattr(module, "check_delta", counted(check_delta))

@@ -139,7 +139,7 @@ def test_a_plugin_base_resolves_by_name(example_plugins):
 @pytest.fixture(scope="module")
 def sentences_task(example_plugins, shared_data, tmp_path_factory) -> Path:
     """A task folder built by the plugin's verb from real Wikipedia text."""
-    from hf_posbias.corpus import read_wikiextractor
+    from hf_posbias.pipeline.corpus import read_wikiextractor
 
     root = tmp_path_factory.mktemp("sentences")
     lines = []

@@ -8,7 +8,7 @@ import pytest
 
 from hf_posbias import POSITIONS
 from hf_posbias.errors import BudgetError, InputError, PosbiasError
-from hf_posbias.sampling import (
+from hf_posbias.pipeline.sampling import (
     BEGIN,
     END,
     MIDDLE,

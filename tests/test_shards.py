@@ -100,7 +100,7 @@ def test_missing_shard_on_merge_is_a_user_error(tmp_path):
 
 SCRIPT = """
 import json, sys
-from hf_posbias.corpus import prepare_documents, read_wikiextractor
+from hf_posbias.pipeline.corpus import prepare_documents, read_wikiextractor
 from hf_posbias.generation import make_generator, run_generation
 from hf_posbias.shards import process_info
 
@@ -118,8 +118,8 @@ with open(f"{sys.argv[2]}/rank{info.index}.json", "w") as f:
 
 
 def test_accelerate_launch_two_processes_share_shards_and_match_one_process(shared_data, tmp_path):
-    from hf_posbias.corpus import prepare_documents, read_wikiextractor
     from hf_posbias.generation import make_generator, run_generation
+    from hf_posbias.pipeline.corpus import prepare_documents, read_wikiextractor
 
     accelerate = Path(sys.executable).with_name("accelerate")
     if not accelerate.exists():

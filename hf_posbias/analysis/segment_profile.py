@@ -73,7 +73,7 @@ def document_profile(
     """
     import numpy as np
 
-    from hf_posbias.corpus import segment_spans
+    from hf_posbias.pipeline.corpus import segment_spans
 
     segments = [text[s:e].strip() for s, e in segment_spans(text, n)]
     if any(not s for s in segments):
@@ -138,11 +138,11 @@ def sample_profile_documents(
     clip_chars: int | None = None,
     words: tuple[int | None, int | None] = (None, None),
 ) -> tuple[list[tuple[str, str]], str | None]:
-    """``(id, text)`` documents of ``corpus`` (any source :func:`hf_posbias.corpus.read_corpus`
-    reads), each clipped at the last sentence start within ``clip_chars``, those whose word
-    count lies within ``words`` (``(min, max)``, ``None`` = no bound) kept, and ``limit`` of
-    them sampled with ``seed`` (in corpus order); returns them and a line saying what was
-    sampled.
+    """``(id, text)`` documents of ``corpus`` (any source
+    :func:`hf_posbias.pipeline.corpus.read_corpus` reads), each clipped at the last sentence start
+    within ``clip_chars``, those whose word count lies within ``words`` (``(min, max)``, ``None``
+    = no bound) kept, and ``limit`` of them sampled with ``seed`` (in corpus order); returns them
+    and a line saying what was sampled.
 
     Example:
         >>> sample_profile_documents("/no/such.jsonl")
@@ -153,7 +153,7 @@ def sample_profile_documents(
     import random
 
     from hf_posbias.analysis.evidence_moving import sentence_boundaries
-    from hf_posbias.corpus import read_corpus
+    from hf_posbias.pipeline.corpus import read_corpus
 
     docs = []
     for record in read_corpus(corpus):

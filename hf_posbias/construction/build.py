@@ -259,7 +259,7 @@ class _Build:
 
     # -- 1. passages -----------------------------------------------------------------------
     def passages(self) -> list[dict[str, Any]]:
-        from hf_posbias.corpus import read_corpus
+        from hf_posbias.pipeline.corpus import read_corpus
 
         s = self.s
         folder = self.stages / "01-passages"

@@ -9,7 +9,7 @@ every process generates its own shards and the main process writes ``candidates.
 
 Example:
     >>> import tempfile
-    >>> from hf_posbias.corpus import prepare_documents
+    >>> from hf_posbias.pipeline.corpus import prepare_documents
     >>> from hf_posbias.generation import make_generator, run_generation
     >>> text = " ".join(f"Line {i} says the bridge has {i} arches in total." for i in range(9))
     >>> docs, _ = prepare_documents([{"id": "a", "text": text}, {"id": "b", "text": "tiny " * 60}])
@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias import POSITIONS
-from hf_posbias.corpus import Document, bin_position_counts
 from hf_posbias.errors import InputError
 from hf_posbias.generation.base import (
     Candidate,
@@ -40,6 +39,7 @@ from hf_posbias.generation.base import (
     generate_batch,
 )
 from hf_posbias.jsonable import JsonRecord
+from hf_posbias.pipeline.corpus import Document, bin_position_counts
 from hf_posbias.rows import read_parquet_rows
 from hf_posbias.shards import process_info, run_sharded, write_json, write_parquet, write_shard
 
@@ -233,7 +233,7 @@ def generate_shard(
 
     Example:
         >>> import tempfile
-        >>> from hf_posbias.corpus import prepare_documents, write_documents
+        >>> from hf_posbias.pipeline.corpus import prepare_documents, write_documents
         >>> from hf_posbias.shards import shard_path
         >>> text = " ".join(f"Line {i} says the bridge has {i} arches in total." for i in range(9))
         >>> docs, report = prepare_documents([{"id": "a", "text": text}])
@@ -243,8 +243,8 @@ def generate_shard(
         >>> shard_path(out, 0).is_file()
         True
     """
-    from hf_posbias.corpus import load_documents
     from hf_posbias.generation.registry import make_generator
+    from hf_posbias.pipeline.corpus import load_documents
 
     documents = load_documents(Path(corpus_dir))
     model = make_generator(generator, **options)

@@ -20,16 +20,16 @@ from typing import Any, TypeVar
 
 from hf_posbias import POSITIONS
 from hf_posbias.citations import ICT, YHP26, Z25, bibtex
-from hf_posbias.corpus import bin_position_counts
 from hf_posbias.errors import InputError
 from hf_posbias.jsonable import JsonRecord
+from hf_posbias.pipeline.corpus import bin_position_counts
+from hf_posbias.pipeline.sampling import config_label
 from hf_posbias.publish.repo import (
     check_config_names,
     front_matter_yaml,
     size_category,
     write_dataset_repo,
 )
-from hf_posbias.sampling import config_label
 from hf_posbias.tables import TableLike, as_table, flatten_report, format_cell
 from hf_posbias.verification.report import VerificationReport
 
@@ -439,7 +439,8 @@ def write_train_repo(
     """Write the position-controlled training sets, one config per position configuration.
 
     ``default_config`` is marked ``default: true`` (``None``: ``"uniform"`` if present, else the
-    first config). Each config's nominal b:m:e (:class:`hf_posbias.sampling.PositionConfig`),
+    first config). Each config's nominal b:m:e
+    (:class:`hf_posbias.pipeline.sampling.PositionConfig`),
     measured begin:middle:end distribution and bin × position counts go into the card. Extra
     keyword arguments go to :func:`~hf_posbias.publish.repo.write_dataset_repo`.
 

@@ -52,8 +52,8 @@ from hf_posbias.evaluation.runs.remedies import (
 )
 from hf_posbias.executors.options import ExecutorSettings
 from hf_posbias.locks import is_lock_file
+from hf_posbias.pipeline.sampling import PAPER_CONFIG_NAMES
 from hf_posbias.rows import read_json
-from hf_posbias.sampling import PAPER_CONFIG_NAMES
 from hf_posbias.settings import (
     KeyPath,
     flag_name,
@@ -289,7 +289,7 @@ def spec_problems(values: Mapping[str, Any]) -> list[tuple[KeyPath, str]]:
         data the study names no training data
         configs[1] unknown configuration 'uniforn' (did you mean 'uniform'?) (begin, ...)
     """
-    from hf_posbias.sampling import PositionConfig
+    from hf_posbias.pipeline.sampling import PositionConfig
     from hf_posbias.training.models import POOLINGS
 
     problems = value_problems(StudySpec, values)

@@ -39,8 +39,8 @@ from typing import Any
 
 from hf_posbias.devices import KNOWN_GPUS
 from hf_posbias.errors import InputError, PosbiasError
+from hf_posbias.pipeline.sampling import PAPER_CONFIG_NAMES
 from hf_posbias.progress import progress
-from hf_posbias.sampling import PAPER_CONFIG_NAMES
 from hf_posbias.settings import (
     Settings,
     add_settings_arguments,
@@ -50,7 +50,7 @@ from hf_posbias.settings import (
     settings_from_args,
 )
 
-PAPER_CONFIGS: tuple[str, ...] = PAPER_CONFIG_NAMES  # hf_posbias.sampling.PAPER_CONFIGS
+PAPER_CONFIGS: tuple[str, ...] = PAPER_CONFIG_NAMES  # hf_posbias.pipeline.sampling.PAPER_CONFIGS
 FINISHED_FILES: tuple[str, ...] = ("posbias_training.json", "README.md", "modules.json")
 
 

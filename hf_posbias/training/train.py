@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 from hf_posbias import POSITIONS
 from hf_posbias.errors import InputError, PosbiasError, first_line
-from hf_posbias.sampling import config_label
+from hf_posbias.pipeline.sampling import config_label
 from hf_posbias.settings import flag_name
 from hf_posbias.training.card import TRAINING_INFO
 from hf_posbias.training.settings import TrainConfig, TrainingSettings
@@ -87,7 +87,7 @@ class TrainingRows:
 
     def counts(self) -> dict[str, dict[str, int]]:
         """Rows per length bin × target position (bins in numeric order)."""
-        from hf_posbias.corpus import bin_position_counts
+        from hf_posbias.pipeline.corpus import bin_position_counts
 
         return bin_position_counts(
             {"length_bin": b, "target_position": p}
@@ -174,10 +174,11 @@ def resolve_repo_config(data: str, config: str) -> str:
     """The data-repo configuration that holds ``config`` (``ips`` reads the pool's ``default``).
 
     A position configuration in any spelling (``uniform``, ``U``, ``50:25:25``, ``r50-25-25``)
-    is looked up by its canonical name (:class:`hf_posbias.sampling.PositionConfig`), the name
+    is looked up by its canonical name
+    (:class:`hf_posbias.pipeline.sampling.PositionConfig`), the name
     ``posbias sample``/``build`` gave it; any other name must be a config of ``data`` as is.
     """
-    from hf_posbias.sampling import PositionConfig
+    from hf_posbias.pipeline.sampling import PositionConfig
 
     available = _available_configs(data)
     if config == "ips":

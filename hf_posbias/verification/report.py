@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from hf_posbias import POSITIONS
-from hf_posbias.corpus import bin_position_counts
 from hf_posbias.jsonable import JsonRecord
+from hf_posbias.pipeline.corpus import bin_position_counts
 from hf_posbias.tables import as_table
 
 DEFAULT_DELTA = 0.3

@@ -252,7 +252,7 @@ def test_jsonl_pairs_count_bad_lines(tmp_path) -> None:
 
 
 def test_training_rows_use_the_target_third_as_evidence() -> None:
-    from hf_posbias.corpus import segment_spans
+    from hf_posbias.pipeline.corpus import segment_spans
 
     positive = " ".join(SENTENCES)
     rows = [

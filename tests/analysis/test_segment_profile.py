@@ -18,7 +18,7 @@ from hf_posbias.errors import InputError
 
 def wikipedia_leads(shared_data, count: int, max_chars: int = 900) -> list[tuple[str, str]]:
     """The first ~900 characters (cut at a sentence start) of real Wikipedia articles."""
-    from hf_posbias.corpus import read_wikiextractor
+    from hf_posbias.pipeline.corpus import read_wikiextractor
 
     docs = []
     for record in read_wikiextractor(shared_data / "wikipedia_enwiki_wikiextractor"):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from task_fixtures import wiki_task
 
-from hf_posbias.corpus import segment_spans
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.runs.reversal import (
     ReversalResult,
@@ -14,6 +13,7 @@ from hf_posbias.evaluation.runs.reversal import (
     mirror_text,
     origin_of,
 )
+from hf_posbias.pipeline.corpus import segment_spans
 from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo
 
 # Five labelled segments of exactly equal length (17 chars + 1 space).

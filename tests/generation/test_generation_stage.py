@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from hf_posbias.corpus import Document, prepare_documents, read_wikiextractor
 from hf_posbias.errors import InputError
 from hf_posbias.generation import load_candidates, run_generation
 from hf_posbias.generation.base import GenerationResult
 from hf_posbias.generation.ict import ICTGenerator
+from hf_posbias.pipeline.corpus import Document, prepare_documents, read_wikiextractor
 
 
 @pytest.fixture(scope="module")

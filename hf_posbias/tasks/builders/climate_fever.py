@@ -138,7 +138,7 @@ def build_climate_fever(
             asm.add_document(title, text, title)
         mode = "reconstructed"
     else:
-        from hf_posbias.corpus import read_jsonl
+        from hf_posbias.pipeline.corpus import read_jsonl
 
         for record in read_jsonl(corpus, id_field="_id", text_field="text"):
             asm.add_document(str(record["id"]), record["text"], record.get("title") or "")

@@ -13,7 +13,7 @@ cells do not influence each other, and with one seed the uniform set's begin exa
 subset of the begin set's.
 
 Example:
-    >>> from hf_posbias.sampling import UNIFORM, sample_training_set
+    >>> from hf_posbias.pipeline.sampling import UNIFORM, sample_training_set
     >>> pool = [{"candidate_id": f"d{i}::{p}", "doc_id": f"d{i}", "query": "q", "positive": "t",
     ...          "length_bin": "256-512", "target_position": p, "margin": 0.5, "retained": True}
     ...         for i in range(6) for p in ("begin", "middle", "end")]
@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hf_posbias import POSITIONS
-from hf_posbias.corpus import bin_sort_key
 from hf_posbias.errors import BudgetError, InputError
 from hf_posbias.jsonable import JsonRecord
+from hf_posbias.pipeline.corpus import bin_sort_key
 
 TRAINING_COLUMNS: tuple[str, ...] = (
     "query",

@@ -7,7 +7,7 @@ length bin by **characters** (tokenizer-agnostic, as in YHP26) and cut into ``k`
 segments whose cut points are moved to the nearest whitespace so that no word is split.
 
 Example:
-    >>> from hf_posbias.corpus import LengthBins, segment_spans, prepare_documents
+    >>> from hf_posbias.pipeline.corpus import LengthBins, segment_spans, prepare_documents
     >>> LengthBins().assign(700)
     '512-1024'
     >>> spans = segment_spans("one two three four five six", 3)

