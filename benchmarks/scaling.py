@@ -69,7 +69,7 @@ def real_documents() -> Iterator[dict[str, str]]:
     corpus's lead sections; each at least ``_MIN_CHARS`` characters."""
     wiki = SHARED / "wikipedia_enwiki_wikiextractor"
     if wiki.is_dir():
-        from hf_posbias.corpus import read_wikiextractor
+        from hf_posbias.pipeline.corpus import read_wikiextractor
 
         for record in read_wikiextractor(wiki):
             paragraphs = [p.strip() for p in str(record["text"]).split("\n") if p.strip()]
@@ -80,7 +80,7 @@ def real_documents() -> Iterator[dict[str, str]]:
                         "title": record["title"],
                         "text": paragraph,
                     }
-    from hf_posbias.corpus import read_demo_corpus
+    from hf_posbias.pipeline.corpus import read_demo_corpus
 
     for record in read_demo_corpus():
         if len(str(record["text"])) >= _MIN_CHARS:

@@ -275,7 +275,7 @@ def _wiki_posir_snapshot(shared_data, root, n_docs: int = 80):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from hf_posbias.corpus import read_wikiextractor
+    from hf_posbias.pipeline.corpus import read_wikiextractor
 
     sentence = re.compile(r"[^.!?\n]+[.!?]")
     rng = random.Random(0)
