@@ -132,6 +132,8 @@ MOVED_MODULES: dict[str, str] = {
     # the data pipeline's room (issue 41): its loose modules moved in
     "hf_posbias.corpus": "hf_posbias.pipeline.corpus",
     "hf_posbias.sampling": "hf_posbias.pipeline.sampling",
+    # the demo is a small study on the embedded default: it lives with the study
+    "hf_posbias.demo": "hf_posbias.study.demo",
 }
 """Former module path → where the module lives now (the rooms-by-job layout)."""
 

@@ -42,7 +42,6 @@ LISTWISE_USERS = {
     "hf_posbias.listwise",
     "hf_posbias.study",
     "hf_posbias.cli",
-    "hf_posbias.demo",
     "hf_posbias.apps",  # the Space's listwise tab, by name
 }
 """The rooms allowed to import hf_posbias.listwise."""

@@ -1,4 +1,4 @@
-"""``posbias demo``: the main job on the embedded default (see :mod:`hf_posbias.demo`).
+"""``posbias demo``: the main job on the embedded default (see :mod:`hf_posbias.study.demo`).
 
 Example:
     >>> import argparse
@@ -13,11 +13,11 @@ from __future__ import annotations
 import argparse
 
 from hf_posbias.cli.common import add_verb, echo
-from hf_posbias.demo import DemoSettings  # light module: defaults live in one place
+from hf_posbias.study.demo import DemoSettings  # light module: defaults live in one place
 
 
 def _cmd_demo(settings: DemoSettings) -> None:
-    from hf_posbias.demo import run_demo
+    from hf_posbias.study.demo import run_demo
 
     run_demo(settings, echo=echo)
 
