@@ -77,7 +77,7 @@ class ListwiseStudySpec:
     """A dense first stage's similarity when not the model's own (Contriever: dot)."""
     split: str | None = None
     splits: dict[str, str] = field(default_factory=dict)
-    """A dataset's own split where it is not ``split`` (Q26: MS MARCO ``dev``, DL19/DL20 ``test``)."""
+    """A dataset's own split where it is not ``split`` (Q26: MS MARCO ``dev``)."""
     fig5: list[str] = field(default_factory=list)
     """The two rerankers Fig. 5 compares (Q26: DebiasFirst vs First); default the first two."""
     k: int = 20
