@@ -6,7 +6,8 @@ recomputed from its run's ``per_query.jsonl``; ``report.json`` names the file of
 curves from :func:`~hf_posbias.listwise.experiments.papertables.curves_figure`, Fig. 3 from
 :mod:`hf_posbias.listwise.training.transitions`. Fig. 5: for the spec's ``fig5`` pair (Q26:
 DebiasFirst vs First; default the first two rerankers) on the curves dataset, nDCG@10 of each
-shuffle (bars, with the mean ± standard deviation across shuffles) and of the Kemeny aggregation (PermSC-style) of the first m shuffles for m = 1…M.
+shuffle (bars, with the mean ± standard deviation across shuffles) and of the Kemeny
+aggregation (PermSC-style) of the first m shuffles for m = 1…M.
 """
 
 from __future__ import annotations
