@@ -50,6 +50,7 @@ def _table(
     return shuffle_table(
         folders, labels=names, method=spec.test, alpha=spec.alpha,
         n_resamples=spec.n_resamples, seed=spec.seed,
+        baselines={mark: label for label, mark in spec.marks.items()},
     )  # fmt: skip
 
 

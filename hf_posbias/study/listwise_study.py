@@ -80,6 +80,9 @@ class ListwiseStudySpec:
     """A dataset's own split where it is not ``split`` (Q26: MS MARCO ``dev``)."""
     fig5: list[str] = field(default_factory=list)
     """The two rerankers Fig. 5 compares (Q26: DebiasFirst vs First); default the first two."""
+    marks: dict[str, str] = field(default_factory=dict)
+    """Reranker label → the mark of "differs from it" in Tables 1–3 (Q26 Table 1: ``first: †``,
+    ``rankzephyr: ‡``), beside the ``*`` of shuffled vs original."""
     k: int = 20
     window: int = 20
     step: int = 10
@@ -123,6 +126,9 @@ class ListwiseStudySpec:
             raise InputError("the spec trains variants: training needs a base model (base:)")
         if self.curves is not None and self.curves not in self.datasets:
             raise InputError(f"curves: {self.curves!r} is not one of the datasets")
+        for label in self.marks:
+            if label not in self.rerankers:
+                raise InputError(f"marks: {label!r} is not one of the rerankers")
         for name in self.splits:
             if name not in self.datasets:
                 raise InputError(f"splits: {name!r} is not one of the datasets")

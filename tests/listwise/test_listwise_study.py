@@ -34,7 +34,7 @@ def _spec(tmp_path: Path, task: Path, tiny_llm: str, **extra) -> Path:
 def study(tmp_path_factory, tiny_llm, make_beir) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("q26-study")
     task = make_beir(root / "beir", n_docs=12, n_queries=8)
-    spec = _spec(root, task, tiny_llm)
+    spec = _spec(root, task, tiny_llm, marks={"llm": "†", "bm25": "‡"})
     assert main(["study", "run", str(spec), "--out", str(root / "out")]) == 0
     return spec, root / "out"
 
@@ -56,6 +56,18 @@ def test_the_report_holds_tables_and_figures_recomputable_from_per_query_files(s
             o, s = [r["original"] for r in rows], [r["shuffled"] for r in rows]
             assert cell["original"] == pytest.approx(sum(o) / len(o))
             assert cell["p_value"] == pytest.approx(ttest_rel(s, o).pvalue, nan_ok=True)
+    # Q26's marks: each number against First (here llm, †) and RankZephyr (bm25, ‡).
+    (task,) = table1["tasks"]
+    base = read_rows(Path(table1["cells"]["llm"][task]["folder"]) / "per_query.jsonl")
+    ours = read_rows(Path(table1["cells"]["debiasfirst"][task]["folder"]) / "per_query.jsonl")
+    against = table1["cells"]["debiasfirst"][task]["vs"]["llm"]
+    assert against["mark"] == "†" and set(table1["cells"]["llm"][task]["vs"]) == {"bm25"}
+    for side in ("original", "shuffled"):
+        p = ttest_rel([r[side] for r in ours], [r[side] for r in base]).pvalue
+        assert against[f"p_{side}"] == pytest.approx(p, nan_ok=True)
+    assert (
+        "†: differs from llm" in table1["caption"] and "‡: differs from bm25" in table1["caption"]
+    )
     figures = report["figures"]
     for name in ("fig3", "fig4", "fig5"):
         assert Path(figures[name]).is_file(), name
