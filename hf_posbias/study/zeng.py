@@ -28,6 +28,11 @@ from pathlib import Path
 from typing import Any
 
 BIAS_THRESHOLD = 0.03
+
+APP_A4_SAMPLES = {"SQuAD-PosQ": (10_000, 100, 512), "FineWeb-PosQ": (10_000, 200, 500)}
+"""Zeng et al. App. A.4's representation sample per dataset as printed: (passages, minimum
+words, maximum words) — SQuAD v2: 10,000 passages of 100–512 words; FineWeb: 10,000 of 200–500
+(``analysis_limit``, ``analysis_min_words``, ``analysis_max_words`` of a study spec)."""
 """PSI at or above which Zeng et al. mark a model as position-biased (on both sets)."""
 
 

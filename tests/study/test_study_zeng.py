@@ -4,6 +4,7 @@ tasks with their scoring, Table 1 with the bias mark, the late-evidence drop; no
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from study_fixtures import files_with_mtimes, write_task
@@ -88,3 +89,24 @@ def test_bad_evaluation_only_spec_is_one_line(zeng_spec, tmp_path, capsys, chang
     assert main(["study", "run", str(path), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0]
+
+
+def test_the_zeng_spec_and_papers_doc_sample_app_a4_as_printed():
+    # Zeng et al. App. A.4: SQuAD v2 10,000 passages of 100-512 words, FineWeb 10,000 of 200-500
+    # (issue 43: the doc's 500-1,024 words selected almost nothing from SQuAD-PosQ).
+    from hf_posbias.study.spec import read_spec_file
+    from hf_posbias.study.zeng import APP_A4_SAMPLES
+
+    root = Path(__file__).parents[2]
+    spec = read_spec_file(root / "studies" / "zeng2025.yaml")
+    assert APP_A4_SAMPLES == {"SQuAD-PosQ": (10_000, 100, 512), "FineWeb-PosQ": (10_000, 200, 500)}
+    n, lo, hi = APP_A4_SAMPLES[spec["tasks"][0]]
+    assert (spec["analysis_limit"], spec["analysis_min_words"], spec["analysis_max_words"]) == (
+        n,
+        lo,
+        hi,
+    )
+    doc = (root / "docs" / "papers.md").read_text()
+    assert "--analysis-min-words 500" not in doc
+    _, lo, hi = APP_A4_SAMPLES["FineWeb-PosQ"]
+    assert f"--analysis-min-words {lo} --analysis-max-words {hi}" in doc
