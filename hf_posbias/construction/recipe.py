@@ -321,6 +321,28 @@ def faq_schema(max_items: int, max_chars: int = 200) -> dict[str, Any]:
     }
 
 
+def _faq_list(reply: str) -> list[Any] | None:
+    """The FAQ items of a reply: ``{"faqs": [...]}`` (the constrained schema) or a top-level
+    JSON list (the paper's printed format), whichever the reply's first bracket opens."""
+    import json
+
+    from hf_posbias.generation.llm import extract_json_object
+
+    start, brace = reply.find("["), reply.find("{")
+    if start >= 0 and (brace < 0 or start < brace):
+        try:
+            value = json.loads(reply[start : reply.rindex("]") + 1])
+        except ValueError:
+            value = None
+        if isinstance(value, list):
+            return value
+    try:
+        items = extract_json_object(reply).get("faqs")
+    except ValueError:
+        return None
+    return items if isinstance(items, list) else None
+
+
 def parse_faq(reply: str) -> list[dict[str, str]] | None:
     """The usable ``{question, answer, type}`` items of a FAQ reply; ``None`` when the reply
     holds no FAQ list at all. Items without a question ending in ``?``-free text are kept;
@@ -332,15 +354,15 @@ def parse_faq(reply: str) -> list[dict[str, str]] | None:
         [{'question': 'Why?', 'answer': 'A.', 'type': 'simple'}]
         >>> parse_faq("no json") is None
         True
-    """
-    from hf_posbias.generation.llm import extract_json_object
 
-    try:
-        value = extract_json_object(reply)
-    except ValueError:
-        return None
-    items = value.get("faqs")
-    if not isinstance(items, list):
+    Free-form decoding (``--no-constrained``, as Zeng et al. decoded) may answer in the
+    paper's printed format, a top-level JSON list of items; it is read the same way:
+
+        >>> parse_faq('FAQ: [{"question": "Why?", "answer": "A.", "type": "simple"}]')
+        [{'question': 'Why?', 'answer': 'A.', 'type': 'simple'}]
+    """
+    items = _faq_list(reply)
+    if items is None:
         return None
     out = []
     for item in items:

@@ -90,9 +90,12 @@ class BenchmarkBuildSettings(ProgressSettings):
     faq_max_tokens: int = setting("token budget of one chunk's FAQ list", default=384)
     faq_max_items: int = setting("most FAQ items per chunk", default=4)
     rerankers: str = setting(
-        "reranker panel of Stage 1 and Stage 2 (parse_panel spec; Z25: three cross-encoder "
-        "rerankers, e.g. `paper` = bge-reranker-v2-m3, gte-multilingual-reranker-base, "
-        "jina-reranker-v2-base-multilingual; offline stand-in: BM25 + MiniLM cosine)",
+        "reranker panel of Stage 1 and Stage 2 (parse_panel spec). Zeng et al.'s Stage 1 panel "
+        "(§3.2, App. A.2): maidalun1020/bce-reranker-base_v1, "
+        "cross-encoder/mmarco-mMiniLMv2-L12-H384-v1, jinaai/jina-reranker-v1-turbo-en, given "
+        "as a comma-separated list; `paper` is YHP26's verification panel (bge-reranker-v2-m3, "
+        "gte-multilingual-reranker-base, jina-reranker-v2-base-multilingual), not Zeng's; "
+        "offline stand-in: BM25 + MiniLM cosine",
         default=OFFLINE_RERANKERS,
     )
     trust_remote_code: bool = setting(

@@ -4,9 +4,10 @@ Q26's Tables 1–3 and Figs. 3–6 from the finished steps, with ``report.json``
 Tables come from :func:`~hf_posbias.listwise.experiments.papertables.shuffle_table` (every cell
 recomputed from its run's ``per_query.jsonl``; ``report.json`` names the file of each cell), the
 curves from :func:`~hf_posbias.listwise.experiments.papertables.curves_figure`, Fig. 3 from
-:mod:`hf_posbias.listwise.training.transitions`. Fig. 5: for the first two rerankers on the
-curves dataset, nDCG@10 of each shuffle (bars, with the mean ± standard deviation across
-shuffles) and of the Kemeny aggregation (PermSC-style) of the first m shuffles for m = 1…M.
+:mod:`hf_posbias.listwise.training.transitions`. Fig. 5: for the spec's ``fig5`` pair (Q26:
+DebiasFirst vs First; default the first two rerankers) on the curves dataset, nDCG@10 of each
+shuffle (bars, with the mean ± standard deviation across shuffles) and of the Kemeny
+aggregation (PermSC-style) of the first m shuffles for m = 1…M.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ def _table(
     return shuffle_table(
         folders, labels=names, method=spec.test, alpha=spec.alpha,
         n_resamples=spec.n_resamples, seed=spec.seed,
+        baselines={mark: label for label, mark in spec.marks.items()},
     )  # fmt: skip
 
 
@@ -171,8 +173,10 @@ def write_listwise_report(out: str | Path) -> Path:
     fig3 = _fig3(spec, out, report)
     figures["fig3"] = None if fig3 is None else fig3["figure"]
     fig5 = {
-        label: permsc_curve(folder, spec.datasets[spec.curves_dataset], spec.split)
-        for label in list(spec.rerankers)[:2]
+        label: permsc_curve(
+            folder, spec.datasets[spec.curves_dataset], spec.split_of(spec.curves_dataset)
+        )
+        for label in spec.fig5_pair
         if (
             (folder := _shuffle_folder(out, spec.curves_dataset, first, label)) / "rankings.jsonl"
         ).is_file()

@@ -45,9 +45,14 @@ STUDY_FILE = "listwise_study.json"
 DONE_FILE = "step_done.json"
 VARIANT_PREFIX = "variant:"
 AUGMENTATION_NAMES = {"noaug": "none", "randaug": "rand-aug", "posaug": "pos-aug"}
-LOSSES = ("rank", "rank-ips", "rank-ips+lm")
+LOSSES = ("rank", "rank+lm", "rank-ips", "rank-ips+lm")
 VARIANTS = tuple(f"{a}-{loss}" for a in AUGMENTATION_NAMES for loss in LOSSES)
-"""Q26's ablation grid: NoAug / RandAug / PosAug × Rank / Rank-IPS / Rank-IPS+LM."""
+"""Q26's ablation grid (Table 3): NoAug / RandAug / PosAug × Rank / Rank+LM (Table 3's "without
+IPS" row: rank + LM loss, no IPS) / Rank-IPS / Rank-IPS+LM."""
+
+MIN_DEV_QUERIES = 1000
+"""An MS MARCO ``dev`` split with fewer judged queries than this holds TREC DL's (DL19: 43,
+DL20: 54), not the 6,980 dev queries: BEIR's MS MARCO ``qrels/test.tsv`` is DL19."""
 
 
 def parse_variant(name: str) -> tuple[str, bool, bool]:
@@ -55,7 +60,7 @@ def parse_variant(name: str) -> tuple[str, bool, bool]:
     if name not in VARIANTS:
         raise InputError(f"unknown variant {name!r}: one of {', '.join(VARIANTS)}")
     aug, loss = name.split("-", 1)
-    return AUGMENTATION_NAMES[aug], loss != "rank", loss.endswith("+lm")
+    return AUGMENTATION_NAMES[aug], "ips" in loss, loss.endswith("+lm")
 
 
 @dataclass(kw_only=True)
@@ -71,6 +76,13 @@ class ListwiseStudySpec:
     first_stage_similarity: str | None = None
     """A dense first stage's similarity when not the model's own (Contriever: dot)."""
     split: str | None = None
+    splits: dict[str, str] = field(default_factory=dict)
+    """A dataset's own split where it is not ``split`` (Q26: MS MARCO ``dev``)."""
+    fig5: list[str] = field(default_factory=list)
+    """The two rerankers Fig. 5 compares (Q26: DebiasFirst vs First); default the first two."""
+    marks: dict[str, str] = field(default_factory=dict)
+    """Reranker label → the mark of "differs from it" in Tables 1–3 (Q26 Table 1: ``first: †``,
+    ``rankzephyr: ‡``), beside the ``*`` of shuffled vs original."""
     k: int = 20
     window: int = 20
     step: int = 10
@@ -89,7 +101,8 @@ class ListwiseStudySpec:
     training: dict[str, Any] = field(default_factory=dict)
     """``base``; ``data`` (a training set, e.g. ``listwise convert``'s) or ``task`` (its
     ``train`` split through ``listwise build-train``, ``max_queries`` of them); ``k``,
-    ``propensity_reranker``, ``propensity_shuffles``, ``smoothing``, ``groups`` (Pos-Aug n),
+    ``propensity_reranker``, ``propensity_shuffles``, ``propensity_queries`` (default
+    ``max_queries``), ``smoothing``, ``groups`` (Pos-Aug n),
     ``max_steps``, ``epochs``, ``lr``, ``global_batch``, ``lambda``, ``neftune_alpha``."""
     ips_normalization: str = "paper"
     notes: str = ""
@@ -113,6 +126,25 @@ class ListwiseStudySpec:
             raise InputError("the spec trains variants: training needs a base model (base:)")
         if self.curves is not None and self.curves not in self.datasets:
             raise InputError(f"curves: {self.curves!r} is not one of the datasets")
+        for label in self.marks:
+            if label not in self.rerankers:
+                raise InputError(f"marks: {label!r} is not one of the rerankers")
+        for name in self.splits:
+            if name not in self.datasets:
+                raise InputError(f"splits: {name!r} is not one of the datasets")
+        if self.fig5 and (len(self.fig5) != 2 or not set(self.fig5) <= set(self.rerankers)):
+            raise InputError(
+                f"fig5: two of the rerankers {sorted(self.rerankers)}, got {self.fig5}"
+            )
+
+    def split_of(self, dataset: str) -> str | None:
+        """The split ``dataset`` is evaluated on: its ``splits:`` entry, else ``split``."""
+        return self.splits.get(dataset, self.split)
+
+    @property
+    def fig5_pair(self) -> list[str]:
+        """The two rerankers of Fig. 5: ``fig5``, else the first two."""
+        return self.fig5 or list(self.rerankers)[:2]
 
     @property
     def curves_dataset(self) -> str:
@@ -245,8 +277,10 @@ def _training_steps(spec: ListwiseStudySpec, out: Path) -> list[Step]:
         argv += ["--smoothing", str(t.get("smoothing", 0.5)), "--out", str(propensity)]
         if spec.passage_tokens is not None:
             argv += ["--passage-tokens", str(spec.passage_tokens)]
-        if t.get("max_queries") is not None:
-            argv += ["--max-queries", str(t["max_queries"])]
+        # Q26 §4.1 estimates ω on 3,000 queries, fewer than the 5K it trains on
+        queries = t.get("propensity_queries", t.get("max_queries"))
+        if queries is not None:
+            argv += ["--max-queries", str(queries)]
         run = _rerank_step(
             "PropensitySettings", "hf_posbias.listwise.experiments.propensity.run_propensity", argv
         )
@@ -312,7 +346,8 @@ def plan(spec: ListwiseStudySpec, out: str | Path) -> list[Step]:
                 argv = ["--reranker", _reranker_path(spec, model, out), "--task", folder]
                 argv += [*_argv(spec), *_stage_argv(stage), "--shuffles", str(spec.shuffles)]
                 argv += ["--aggregate", str(spec.aggregate), "--test", spec.test]
-                argv += ["--out", str(target)] + (["--split", spec.split] if spec.split else [])
+                split = spec.split_of(dataset)
+                argv += ["--out", str(target)] + (["--split", split] if split else [])
                 run = _rerank_step(
                     "ShuffleEvalSettings",
                     "hf_posbias.listwise.experiments.shuffle.run_shuffle_eval",
@@ -325,7 +360,8 @@ def plan(spec: ListwiseStudySpec, out: str | Path) -> list[Step]:
         target = out / "curves" / label
         argv = ["--reranker", _reranker_path(spec, model, out), "--task", curves_task]
         argv += [*_argv(spec), *_stage_argv(spec.first_stages[0]), "--out", str(target)]
-        argv += ["--split", spec.split] if spec.split else []
+        split = spec.split_of(spec.curves_dataset)
+        argv += ["--split", split] if split else []
         run = _rerank_step(
             "ListwiseTestSettings",
             "hf_posbias.listwise.experiments.controlled.run_controlled_test",
@@ -341,15 +377,42 @@ def check_datasets(spec: ListwiseStudySpec) -> None:
 
     for name, folder in spec.datasets.items():
         try:
-            load_rerank_task(folder, spec.split)
+            task = load_rerank_task(folder, spec.split_of(name))
         except InputError as err:
             raise InputError(f"dataset {name!r}: {err}") from None
+        check_split_queries(name, spec.split_of(name), len(task.judged_queries()))
+
+
+def check_split_queries(name: str, split: str | None, n_queries: int) -> None:
+    """Refuse, in one line, a dataset whose split holds the wrong queries for its name where
+    the count tells: an MS MARCO ``dev`` with TREC DL's few queries (BEIR's ``test`` is DL19).
+
+    Example:
+        >>> check_split_queries("msmarco-dev", "dev", 6980)
+        >>> check_split_queries("msmarco-dev", "dev", 43)
+        Traceback (most recent call last):
+        hf_posbias.errors.InputError: dataset 'msmarco-dev': split dev has 43 judged queries, \
+not MS MARCO dev's 6,980 (43 or 54 are TREC DL19/DL20's): use MS MARCO's qrels/dev.tsv
+    """
+    if "msmarco" in name.lower() and split == "dev" and n_queries < MIN_DEV_QUERIES:
+        raise InputError(
+            f"dataset {name!r}: split dev has {n_queries} judged queries, not MS MARCO dev's "
+            "6,980 (43 or 54 are TREC DL19/DL20's): use MS MARCO's qrels/dev.tsv"
+        )
 
 
 def listwise_dry_run_lines(spec: ListwiseStudySpec, out: str | Path) -> list[str]:
     """The plan, one line per step, ``done`` where a finished step would be skipped."""
     steps = plan(spec, out)
     lines = [f"listwise study {spec.name}: {len(steps)} step(s) into {out}"]
+    lines.append(f"datasets ({len(spec.datasets)}):")
+    lines += [f"  {n}: {f} (split {spec.split_of(n) or 'test'})" for n, f in spec.datasets.items()]
+    stages = [
+        s if isinstance(s, str) else f"RRF({' + '.join(s)}, k={spec.rrf_k})"
+        for s in spec.first_stages
+    ]
+    lines.append(f"first stages: {', '.join(stages)}")
+    lines.append(f"Fig. 5: {' vs '.join(spec.fig5_pair)}")
     for step in steps:
         state = "done" if step.done() else "to run"
         lines.append(f"  [{state}] {step.name} → {step.folder}")

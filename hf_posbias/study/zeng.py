@@ -4,14 +4,16 @@ An evaluation-only study (``train: false``, e.g. ``studies/zeng2025.yaml``) eval
 as published on every task. Its report gains ``report.json``'s ``zeng2025``:
 
 - ``table1``: per model, nDCG@10 per bucket and PSI on each task, and the bias mark: a model is
-  marked position-biased when its PSI is at least :data:`BIAS_THRESHOLD` (0.03) on every task of
-  the table (Zeng et al. mark it on both SQuAD-PosQ and FineWeb-PosQ);
+  marked position-biased when its PSI is at least :data:`BIAS_THRESHOLD` (0.03) on every task
+  it was scored on (``scored_on``: colbertv2.0 has SQuAD-PosQ only);
 - ``late_evidence_drop``: per model and task, how much of the score is lost when the evidence
   is late, ``1 − mean(nDCG@10 of the late buckets) / nDCG@10 of the first bucket``, the late
   buckets being the last third of the ordered buckets (SQuAD-PosQ: ``400-500`` and
   ``500-3120``; FineWeb-PosQ: ``end``; :func:`hf_posbias.study.direction.own_region`);
-  ``average_late_evidence_drop`` averages it over the models, per task — the paper's "average
-  drop when the evidence is late". The definition is ours: the paper states the drop without
+  ``average_late_evidence_drop`` averages it, per task, over the model families the paper
+  averages (its 15.6%: dense and late-interaction models, :data:`DROP_FAMILIES`), with
+  ``average_late_evidence_drop_all_models`` (BM25 and rerankers included) beside it. The
+  definition is ours: the paper states the drop without
   its formula.
 
 Example:
@@ -28,6 +30,11 @@ from pathlib import Path
 from typing import Any
 
 BIAS_THRESHOLD = 0.03
+
+APP_A4_SAMPLES = {"SQuAD-PosQ": (10_000, 100, 512), "FineWeb-PosQ": (10_000, 200, 500)}
+"""Zeng et al. App. A.4's representation sample per dataset as printed: (passages, minimum
+words, maximum words) — SQuAD v2: 10,000 passages of 100–512 words; FineWeb: 10,000 of 200–500
+(``analysis_limit``, ``analysis_min_words``, ``analysis_max_words`` of a study spec)."""
 """PSI at or above which Zeng et al. mark a model as position-biased (on both sets)."""
 
 
@@ -42,6 +49,29 @@ def late_evidence_drop(per_position: Mapping[str, float]) -> float | None:
     if not first or not late:
         return None
     return 1.0 - sum(late) / len(late) / first
+
+
+DROP_FAMILIES = ("dense", "late-interaction")
+"""The model families Zeng et al.'s late-evidence drop (15.6%) averages over."""
+
+
+def model_family(model: str) -> str:
+    """The family of a model name: ``lexical`` (BM25), ``reranker`` (a cross-encoder: the name
+    says reranker), ``late-interaction`` (ColBERT) or ``dense``; read from the name, the
+    project's rule (the paper groups its models by family in Table 1).
+
+    Example:
+        >>> [model_family(m) for m in ("bm25", "BAAI/bge-reranker-v2-m3", "colbertv2.0", "e5")]
+        ['lexical', 'reranker', 'late-interaction', 'dense']
+    """
+    name = model.lower()
+    if name == "bm25" or name.endswith("/bm25"):
+        return "lexical"
+    if "reranker" in name or "cross-encoder" in name:
+        return "reranker"
+    if "colbert" in name:
+        return "late-interaction"
+    return "dense"
 
 
 def zeng_report(cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -72,18 +102,27 @@ def zeng_report(cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         drops.append({"model": c["model"], "task": c["task"], "drop": drop})
     for row in table.values():
         psis = [row["tasks"][t]["psi"] for t in tasks if t in row["tasks"]]
-        row["biased"] = len(psis) == len(tasks) and all(
-            p is not None and p >= BIAS_THRESHOLD for p in psis
-        )
-    average = {}
+        row["scored_on"] = [t for t in tasks if t in row["tasks"]]
+        row["biased"] = bool(psis) and all(p is not None and p >= BIAS_THRESHOLD for p in psis)
+    average, average_all = {}, {}
     for task in tasks:
         values = [d["drop"] for d in drops if d["task"] == task and d["drop"] is not None]
+        average_all[task] = sum(values) / len(values) if values else None
+        values = [
+            d["drop"]
+            for d in drops
+            if d["task"] == task
+            and d["drop"] is not None
+            and model_family(d["model"]) in DROP_FAMILIES
+        ]
         average[task] = sum(values) / len(values) if values else None
     return {
         "bias_threshold": BIAS_THRESHOLD,
         "table1": list(table.values()),
         "late_evidence_drop": drops,
+        "drop_families": list(DROP_FAMILIES),
         "average_late_evidence_drop": average,
+        "average_late_evidence_drop_all_models": average_all,
     }
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from hf_posbias.construction import recipe
@@ -156,3 +158,16 @@ def test_settings_refuse_bad_values_in_one_line() -> None:
     with pytest.raises(InputError, match="--judge-min-score must lie in 0-4"):
         BenchmarkBuildSettings(corpus="demo", out="o", judge_min_score=5)
     assert BenchmarkBuildSettings(corpus="demo", out="x/t/").hub_dir == "x/t-hub"
+
+
+def test_parse_faq_reads_the_papers_top_level_json_list():
+    # Zeng et al. print the FAQ reply as a top-level JSON list; free-form decoding
+    # (--no-constrained) returns it as such (issue 43).
+    from hf_posbias.construction.recipe import parse_faq
+
+    items = [{"question": "Why?", "answer": "A.", "type": "simple"},
+             {"question": "", "answer": "B", "type": "simple"}]  # fmt: skip
+    listed = "Here you go:\n" + json.dumps(items)
+    assert parse_faq(listed) == [items[0]]
+    assert parse_faq(json.dumps({"faqs": items})) == parse_faq(listed)
+    assert parse_faq("[not json") is None

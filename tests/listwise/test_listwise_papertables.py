@@ -51,7 +51,7 @@ def test_table_cells_are_recomputed_from_the_per_query_files(runs, tmp_path, cap
         p = ttest_rel(shuffled, original).pvalue
         assert cell["p_value"] == pytest.approx(p, nan_ok=True)
         row = next(r for r in payload["table"] if r[""] == label)
-        assert row[task].endswith("†") == bool(p < 0.5)
+        assert row[task].endswith("*") == bool(p < 0.5)
     for label in ("llm", "bm25"):
         cells = payload["cells"][label]
         mean = sum(cells[t]["original"] for t in payload["tasks"]) / 2

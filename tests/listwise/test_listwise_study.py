@@ -34,7 +34,7 @@ def _spec(tmp_path: Path, task: Path, tiny_llm: str, **extra) -> Path:
 def study(tmp_path_factory, tiny_llm, make_beir) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("q26-study")
     task = make_beir(root / "beir", n_docs=12, n_queries=8)
-    spec = _spec(root, task, tiny_llm)
+    spec = _spec(root, task, tiny_llm, marks={"llm": "†", "bm25": "‡"})
     assert main(["study", "run", str(spec), "--out", str(root / "out")]) == 0
     return spec, root / "out"
 
@@ -56,6 +56,18 @@ def test_the_report_holds_tables_and_figures_recomputable_from_per_query_files(s
             o, s = [r["original"] for r in rows], [r["shuffled"] for r in rows]
             assert cell["original"] == pytest.approx(sum(o) / len(o))
             assert cell["p_value"] == pytest.approx(ttest_rel(s, o).pvalue, nan_ok=True)
+    # Q26's marks: each number against First (here llm, †) and RankZephyr (bm25, ‡).
+    (task,) = table1["tasks"]
+    base = read_rows(Path(table1["cells"]["llm"][task]["folder"]) / "per_query.jsonl")
+    ours = read_rows(Path(table1["cells"]["debiasfirst"][task]["folder"]) / "per_query.jsonl")
+    against = table1["cells"]["debiasfirst"][task]["vs"]["llm"]
+    assert against["mark"] == "†" and set(table1["cells"]["llm"][task]["vs"]) == {"bm25"}
+    for side in ("original", "shuffled"):
+        p = ttest_rel([r[side] for r in ours], [r[side] for r in base]).pvalue
+        assert against[f"p_{side}"] == pytest.approx(p, nan_ok=True)
+    assert (
+        "†: differs from llm" in table1["caption"] and "‡: differs from bm25" in table1["caption"]
+    )
     figures = report["figures"]
     for name in ("fig3", "fig4", "fig5"):
         assert Path(figures[name]).is_file(), name
@@ -101,3 +113,54 @@ def test_bad_specs_are_one_line(tmp_path, tiny_llm, make_beir, capsys):
                  rerankers={"bm25": "bm25"})  # fmt: skip
     assert main(["study", "run", str(spec), "--out", str(tmp_path / "o")]) == 2
     assert "dataset 'tiny'" in _one_line(capsys)
+
+
+def test_q26_spec_dry_run_lists_its_twelve_datasets_three_stage_rrf_and_fig5_pair(capsys):
+    # Q26 Table 1's datasets, MS MARCO on its dev qrels, the RRF of all three first stages
+    # and Fig. 5 as DebiasFirst vs First (issue 43).
+    spec = Path(__file__).parents[2] / "studies" / "q26.yaml"
+    assert main(["study", "run", str(spec), "--dry-run"]) == 0
+    plan = capsys.readouterr().out
+    for name in ("dl19", "dl20", "fiqa", "hotpotqa", "nfcorpus", "nq", "scidocs", "scifact",
+                 "dbpedia", "covid", "climate-fever"):  # fmt: skip
+        assert (
+            f"  {name}: " in plan and "(split test)" in plan.split(f"  {name}: ")[1].split("\n")[0]
+        )
+    assert "  msmarco-dev: data/beir/msmarco (split dev)" in plan
+    assert "datasets (12):" in plan and "touche" not in plan and "robust04" not in plan
+    stages = "facebook/contriever-msmarco, bm25, splade++, "
+    assert f"first stages: {stages}RRF(facebook/contriever-msmarco + bm25 + splade++, k=60)" in plan
+    assert "Fig. 5: debiasfirst vs first" in plan
+    assert "train randaug-rank+lm" in plan
+
+
+def test_the_q26_plan_fuses_three_stages_and_trains_rank_lm_without_ips():
+    from hf_posbias.study.listwise_study import load_listwise_spec, parse_variant, plan
+
+    spec = load_listwise_spec(Path(__file__).parents[2] / "studies" / "q26.yaml")
+    steps = {step.name: step for step in plan(spec, "out")}
+    rrf = steps["shuffle-eval msmarco-dev rrf-facebook__contriever-msmarco+bm25+splade++ first"]
+    argv = rrf.params["argv"]
+    i = argv.index("--first-stage")
+    assert argv[i + 1 : i + 4] == ["facebook/contriever-msmarco", "bm25", "splade++"]
+    assert argv[argv.index("--split") + 1] == "dev"
+    assert parse_variant("randaug-rank+lm") == ("rand-aug", False, True)
+    train = steps["train randaug-rank+lm"].params["argv"]
+    assert "--propensity" not in train and "--no-lm-loss" not in train
+    assert "--augmentation" in train and "--no-lm-loss" in steps["train posaug-rank"].params["argv"]
+    propensity = steps["propensity"].params["argv"]  # Q26: 3,000 queries, no smoothing
+    assert propensity[propensity.index("--max-queries") + 1] == "3000"
+    assert propensity[propensity.index("--smoothing") + 1] == "0"
+
+
+def test_an_msmarco_dev_split_holding_trec_dl_queries_is_refused(tmp_path, make_beir, capsys):
+    task = make_beir(tmp_path / "msmarco", n_docs=12, n_queries=8)
+    (task / "qrels" / "dev.tsv").write_text((task / "qrels" / "test.tsv").read_text())
+    spec = tmp_path / "s.yaml"
+    spec.write_text(yaml.safe_dump({
+        "kind": "listwise", "name": "s", "datasets": {"msmarco-dev": str(task)},
+        "splits": {"msmarco-dev": "dev"}, "rerankers": {"bm25": "bm25"},
+    }))  # fmt: skip
+    assert main(["study", "run", str(spec), "--out", str(tmp_path / "o")]) == 2
+    err = _one_line(capsys)
+    assert "msmarco-dev" in err and "4 judged queries, not MS MARCO dev's 6,980" in err

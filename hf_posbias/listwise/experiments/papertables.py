@@ -2,21 +2,26 @@
 
 - :func:`shuffle_table` — Table 1 (and Tables 2–3, one row per reranker / first stage /
   variant): original vs shuffled nDCG@10 of ``posbias listwise shuffle-eval`` folders, one
-  column per dataset plus the average over datasets, a dataset's cell marked ``†`` where the
-  paired test (Q26: the paired t-test, p < 0.01) on the folder's ``per_query.jsonl`` finds
-  shuffled ≠ original. Every cell is recomputed from the per-query files, and
-  ``table.json`` keeps each cell's inputs (folder, queries, means, Δ, p) so it can be checked.
+  column per dataset plus the average over datasets, a dataset's cell marked ``*`` where the
+  paired test (the paired t-test, p < 0.01, as Q26 tests) on the folder's ``per_query.jsonl``
+  finds shuffled ≠ original (the project's within-reranker test), and each number marked as
+  Q26's Table 1 marks it where ``baselines`` name rows (``†``: differs from First, ``‡``: from
+  RankZephyr, the same paired test over the queries both rows scored). Every cell is
+  recomputed from the per-query files, and ``table.json`` keeps each cell's inputs (folder,
+  queries, means, Δ, p, the p against each baseline) so it can be checked.
 - :func:`curves_figure` — Fig. 4 / Fig. 6: the 1…k curves of several ``posbias listwise test``
   folders in one plot.
 
 Example:
     >>> cell(0.512, 0.498, 0.004, 0.01)
-    '51.2 / 49.8†'
+    '51.2 / 49.8*'
+    >>> cell(0.524, 0.520, 0.5, 0.01, marks=("†", "†‡"))
+    '52.4† / 52.0†‡'
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,17 +30,64 @@ from hf_posbias.errors import InputError
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-MARK = "†"
-"""The significance mark of a cell (shuffled differs from original at level alpha)."""
+MARK = "*"
+"""The project's mark of a cell: shuffled differs from original at level alpha (Q26's † and ‡
+mean "differs from First / RankZephyr": see ``baselines`` of :func:`shuffle_table`)."""
 
 DEFAULT_ALPHA = 0.01
 """Q26's significance level."""
 
 
-def cell(original: float, shuffled: float, p_value: float | None, alpha: float) -> str:
-    """``original / shuffled`` nDCG@10 ×100, marked where ``p_value < alpha``."""
+def cell(
+    original: float,
+    shuffled: float,
+    p_value: float | None,
+    alpha: float,
+    marks: tuple[str, str] = ("", ""),
+) -> str:
+    """``original / shuffled`` nDCG@10 ×100, each followed by its baseline ``marks``, the cell
+    by :data:`MARK` where ``p_value < alpha``."""
     mark = MARK if p_value is not None and p_value < alpha else ""
-    return f"{100 * original:.1f} / {100 * shuffled:.1f}{mark}"
+    return f"{100 * original:.1f}{marks[0]} / {100 * shuffled:.1f}{marks[1]}{mark}"
+
+
+def _against_baselines(
+    cells: dict[str, dict[str, dict[str, Any]]],
+    scores: dict[tuple[str, str], dict[str, dict[str, float]]],
+    baselines: Mapping[str, str],
+    *,
+    method: str,
+    alpha: float,
+    n_resamples: int,
+    seed: int,
+) -> None:
+    """Add to every cell its paired test against each baseline row (mark → label) of the same
+    task, on the original and on the shuffled scores of the queries both rows scored."""
+    from hf_posbias.statistics.uncertainty import paired_comparison
+
+    for label, by_task in cells.items():
+        for task, c in by_task.items():
+            c["marks"] = ["", ""]
+            c["vs"] = {}
+            for mark, base in baselines.items():
+                if base == label or (base, task) not in scores:
+                    continue
+                p_values = []
+                for side in ("original", "shuffled"):
+                    ours, theirs = scores[(label, task)][side], scores[(base, task)][side]
+                    common = sorted(set(ours) & set(theirs))
+                    test = paired_comparison(
+                        {"all": {q: theirs[q] for q in common}},
+                        {"all": {q: ours[q] for q in common}},
+                        method=method,  # type: ignore[arg-type]
+                        n_resamples=n_resamples,
+                        seed=seed,
+                    ).buckets["all"]
+                    p_values.append(test.p_value)
+                for i, p in enumerate(p_values):
+                    if p < alpha:
+                        c["marks"][i] += mark
+                c["vs"][base] = {"mark": mark, "p_original": p_values[0], "p_shuffled": p_values[1]}
 
 
 def _read_shuffle_run(folder: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -64,10 +116,12 @@ def shuffle_table(
     alpha: float = DEFAULT_ALPHA,
     n_resamples: int = 1000,
     seed: int = 0,
+    baselines: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Table 1 from shuffle-eval folders (see the module docstring): the payload of
     ``table.json``. A row per label (default: ``reranker (first stage)``), a column per task;
-    two folders of the same row and task are refused."""
+    two folders of the same row and task are refused. ``baselines`` maps a mark to a row label
+    (Q26: ``{"†": "first", "‡": "rankzephyr"}``)."""
     from hf_posbias.statistics.uncertainty import paired_comparison
 
     if not folders:
@@ -75,6 +129,7 @@ def shuffle_table(
     if labels is not None and len(labels) != len(folders):
         raise InputError(f"{len(labels)} label(s) for {len(folders)} folder(s)")
     cells: dict[str, dict[str, dict[str, Any]]] = {}
+    scores: dict[tuple[str, str], dict[str, dict[str, float]]] = {}
     tasks: list[str] = []
     for i, folder in enumerate(folders):
         summary, rows = _read_shuffle_run(folder)
@@ -84,6 +139,7 @@ def shuffle_table(
             raise InputError(f"{folder}: row {label!r} already has a run of task {task!r}")
         original = {str(r["query_id"]): float(r["original"]) for r in rows}
         shuffled = {str(r["query_id"]): float(r["shuffled"]) for r in rows}
+        scores[(label, task)] = {"original": original, "shuffled": shuffled}
         test = paired_comparison(
             {"all": original},
             {"all": shuffled},
@@ -104,12 +160,19 @@ def shuffle_table(
         }
         if task not in tasks:
             tasks.append(task)
+    if baselines:
+        _against_baselines(
+            cells, scores, baselines,
+            method=method, alpha=alpha, n_resamples=n_resamples, seed=seed,
+        )  # fmt: skip
     table = []
     for label, by_task in cells.items():
         row: dict[str, Any] = {"": label}
         for task in tasks:
             c = by_task.get(task)
-            row[task] = "" if c is None else cell(c["original"], c["shuffled"], c["p_value"], alpha)
+            row[task] = "" if c is None else cell(
+                c["original"], c["shuffled"], c["p_value"], alpha, tuple(c.get("marks", ("", "")))
+            )  # fmt: skip
         complete = all(task in by_task for task in tasks)
         average = {
             "original": sum(by_task[t]["original"] for t in tasks) / len(tasks),
@@ -118,13 +181,19 @@ def shuffle_table(
         row["Average"] = "" if average is None else cell(**average, p_value=None, alpha=alpha)
         by_task["Average"] = average  # type: ignore[assignment]
         table.append(row)
+    against = "".join(
+        f"; {mark}: differs from {base} (paired {method}, p < {alpha})"
+        for mark, base in (baselines or {}).items()
+    )
     return {
         "test": method,
         "alpha": alpha,
         "mark": MARK,
+        "baselines": dict(baselines or {}),
         "caption": (
-            f"nDCG@10 ×100, original / shuffled input order; {MARK}: paired {method} on the "
-            f"per-query scores, p < {alpha}; Average: mean over the {len(tasks)} dataset(s)"
+            f"nDCG@10 ×100, original / shuffled input order; {MARK}: shuffled differs from "
+            f"original, paired {method} on the per-query scores, p < {alpha}{against}; "
+            f"Average: mean over the {len(tasks)} dataset(s)"
         ),
         "tasks": tasks,
         "table": table,
