@@ -4,8 +4,9 @@ nDCG@10 through ``posbias evaluate``, the library call (``evaluate_model``), a s
 evaluation unit, ``posbias audit`` and ``posbias listwise test --first-stage``; and an RRF
 first stage equals an independent fusion of ``evaluate``'s runs at the depth it records.
 
-BM25 and a tiny random dense model (a sentence-transformers folder). The corpus is cut to
-the judged documents plus the first others up to :data:`N_DOCS`, so that ``--top-k N_DOCS``
+BM25 and a tiny random dense model (a sentence-transformers folder). The task is cut to its
+first :data:`N_QUERIES` claims, their judged documents and the first others up to
+:data:`N_DOCS`, so that ``--top-k N_DOCS``
 runs rank the whole corpus (the fusion's recorded depth, 1000, reads every document) and the
 suite stays small on two cores. Skips without the shared SciFact data.
 """
@@ -23,6 +24,7 @@ from hf_posbias.evaluation.runs.exports import read_trec_run
 from hf_posbias.rows import read_parquet_rows
 
 N_DOCS = 100
+N_QUERIES = 24
 K = 20
 
 
@@ -31,12 +33,16 @@ def task(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     from hf_posbias.tasks.builders.scifact import build_scifact
 
     data = build_scifact(shared_data / "scifact_allenai", split="validation")
-    judged = {str(r["doc_id"]) for r in data.qrels}
+    queries = sorted(data.queries, key=lambda q: str(q["id"]))[:N_QUERIES]
+    asked = {str(q["id"]) for q in queries}
+    qrels = [r for r in data.qrels if str(r["query_id"]) in asked]
+    judged = {str(r["doc_id"]) for r in qrels}
     others = sorted(str(d["id"]) for d in data.corpus if str(d["id"]) not in judged)
-    keep = judged | set(others[: max(0, N_DOCS - len(judged))])
+    keep = judged | set(others[: N_DOCS - len(judged)])
     corpus = [d for d in data.corpus if str(d["id"]) in keep]
     assert len(corpus) == N_DOCS and all(d["title"] for d in corpus)  # titled documents
-    return dataclasses.replace(data, corpus=corpus).save(tmp_path_factory.mktemp("c") / "scifact")
+    small = dataclasses.replace(data, corpus=corpus, queries=queries, qrels=qrels)
+    return small.save(tmp_path_factory.mktemp("c") / "scifact")
 
 
 def _ranked(out: Path) -> dict[str, list[str]]:
@@ -98,7 +104,7 @@ def test_a_study_evaluation_unit_agrees_with_evaluate(task, dense, evaluated, tm
 
     model = StudyModel(base="tiny", config="off-the-shelf", pooling=None, folder=dense)
     unit = StudyTask(spec=str(task), name="SciFact", folder=str(task), fingerprint="f")
-    spec = StudySpec(bases=["tiny"], data="d", tasks=[str(task)], configs=["off-the-shelf"])
+    spec = StudySpec(bases=["tiny"], data="d", tasks=[str(task)], configs=["uniform"])
     assert evaluate_study_model(model, [unit], spec, tmp_path, progress=False) == (1, 0)
     folder = eval_dir(tmp_path, model, unit)
     runs, ndcg = evaluated["dense"]
