@@ -72,13 +72,17 @@ def is_bm25(name: str) -> bool:
 
 
 def document_text(title: str, text: str) -> str:
-    """What BM25 indexes for a titled document: ``title`` and ``text`` on two lines (mteb's form).
+    """What BM25 indexes for a titled document: the retrievers' one form
+    (:func:`hf_posbias.doctext.retriever_text`; mteb's BM25 joins with a newline, which gives the
+    same words).
 
     Example:
         >>> document_text("Cat", "It purrs.")
-        'Cat\\nIt purrs.'
+        'Cat It purrs.'
     """
-    return "\n".join([title, text])
+    from hf_posbias.doctext import retriever_text
+
+    return retriever_text(title, text)
 
 
 @functools.cache

@@ -39,8 +39,10 @@ def dot_model(tiny_sentence_transformer: str, tmp_path: Path) -> Path:
 
 
 def _texts(task) -> tuple[list[str], list[str]]:
+    """The corpus in id order, as evaluate's mteb loader joins title and text (not the prompt
+    form ``Passage.content()``)."""
     ids = sorted(task.corpus)
-    return ids, [task.corpus[d].content() for d in ids]
+    return ids, [(task.corpus[d].title + " " + task.corpus[d].text).strip() for d in ids]
 
 
 def test_a_dot_product_model_ranks_by_dot_product(dot_model, beir_task):

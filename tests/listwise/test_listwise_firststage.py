@@ -73,3 +73,38 @@ def test_cached_lists_are_keyed_on_the_dense_encoding(
     assert changed == lists(tmp_path / "fresh")
     cached = json.loads((tmp_path / "out" / FIRST_STAGE_FILE).read_text())
     assert cached["params"]["encoding"]["prompts"]["query"].startswith("find the passage")
+
+
+@pytest.mark.parametrize("stage", ["bm25", "dense"])
+def test_a_changed_document_form_recomputes_cached_lists(
+    stage, tiny_sentence_transformer, beir_task, tmp_path, monkeypatch
+):
+    """The form a first stage indexes or encodes (``hf_posbias.doctext``) joins the cache key
+    and is recorded in ``first_stage.json``: lists made with another form are never reused."""
+    import json
+
+    import hf_posbias.listwise.experiments.firststage as firststage
+    from hf_posbias.listwise.experiments.lists import FIRST_STAGE_FILE, first_stage_lists
+    from hf_posbias.listwise.experiments.taskio import load_rerank_task
+
+    task = load_rerank_task(beir_task)
+    name = "bm25" if stage == "bm25" else tiny_sentence_transformer
+    qids = task.judged_queries()
+    path = tmp_path / "out" / FIRST_STAGE_FILE
+
+    def lists(out):
+        return [
+            x.candidates for x in first_stage_lists(task, qids, name, 5, out, show_progress=False)
+        ]
+
+    first = lists(tmp_path / "out")
+    assert json.loads(path.read_text())["params"]["encoding"]["document_form"] == "title text"
+    stamp = path.stat().st_mtime_ns
+    assert lists(tmp_path / "out") == first and path.stat().st_mtime_ns == stamp  # reused
+    # Another form (the reranker's prompt form, say): the cached lists must not be served.
+    monkeypatch.setattr(firststage, "DOCUMENT_FORM", "Title: title Content: text")
+    monkeypatch.setattr(firststage, "retriever_text", lambda t, x: f"Title: {t} Content: {x}")
+    changed = lists(tmp_path / "out")
+    recorded = json.loads(path.read_text())["params"]["encoding"]["document_form"]
+    assert recorded == "Title: title Content: text" and path.stat().st_mtime_ns != stamp
+    assert changed == lists(tmp_path / "fresh")

@@ -1,9 +1,8 @@
 """First stage for the listwise commands: the top-k document ids of a query.
 
 - :class:`BM25FirstStage` — the package's one BM25 (:class:`hf_posbias.bm25.BM25Index`: English
-  stop words and Snowball stemmer, title and text indexed as ``posbias evaluate --model bm25``
-  indexes them), the corpus indexed once; every document is scored, so any k up to the corpus
-  size is available.
+  stop words and Snowball stemmer), the corpus indexed once; every document is scored, so any k
+  up to the corpus size is available.
 - :class:`DenseFirstStage` — any embedding model the one resolver loads (registry prompts and
   ``openai:`` endpoints included), scored with the model's own similarity function
   (sentence-transformers' ``similarity_fn_name``: a dot-product model such as Contriever ranks
@@ -18,6 +17,12 @@ All break score ties as evaluation's runs do (document id descending, trec_eval'
 :func:`hf_posbias.tasks.position_scoring.ranked`), so the list never depends on
 corpus order
 and a BM25 list is the head of ``posbias evaluate --model bm25``'s run for the same query.
+
+Every stage indexes or encodes a document in the retrievers' one form
+(:func:`hf_posbias.doctext.retriever_text`: title and text as mteb joins them, what ``posbias
+evaluate`` encodes), never the reranker's prompt form (:meth:`Passage.content`); the form's name
+(``document_form``) is part of every stage's ``encoding``, so a cache made with another form is
+recomputed. A dense list is therefore the head of ``posbias evaluate``'s run of the same model.
 
 Example:
     >>> from hf_posbias.rerankers.records import Passage
@@ -35,6 +40,7 @@ from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
+from hf_posbias.doctext import DOCUMENT_FORM, retriever_text
 from hf_posbias.errors import InputError
 from hf_posbias.rerankers.records import Passage
 from hf_posbias.settings import flag_name
@@ -81,11 +87,11 @@ class BM25FirstStage:
     """BM25 (:class:`hf_posbias.bm25.BM25Index`) over a corpus ``{doc_id: Passage}``."""
 
     name = "bm25"
-    encoding = None
 
     def __init__(self, corpus: Mapping[str, Passage]) -> None:
         if not corpus:
             raise InputError("the first stage needs a non-empty corpus")
+        self.encoding: dict[str, Any] | None = {"document_form": DOCUMENT_FORM}
         self._corpus = corpus
         self.doc_ids = sorted(corpus)
         self.size = len(self.doc_ids)
@@ -93,11 +99,9 @@ class BM25FirstStage:
     @cached_property
     def _index(self) -> Any:
         """The corpus index, built on the first query (a cached list needs none)."""
-        from hf_posbias.bm25 import BM25Index, document_text
+        from hf_posbias.bm25 import BM25Index
 
-        return BM25Index(
-            [document_text(self._corpus[d].title, self._corpus[d].text) for d in self.doc_ids]
-        )
+        return BM25Index(_texts(self._corpus, self.doc_ids))
 
     def top_k(self, query: str, k: int) -> list[str]:
         """The ``k`` best documents (ties by document id, descending)."""
@@ -114,7 +118,12 @@ class _EncodedStage:
         self._corpus = corpus
 
     def _texts(self) -> list[str]:
-        return [self._corpus[d].content() for d in self.doc_ids]
+        return _texts(self._corpus, self.doc_ids)
+
+
+def _texts(corpus: Mapping[str, Passage], doc_ids: Sequence[str]) -> list[str]:
+    """The documents in the retrievers' one form (``posbias evaluate``'s), in ``doc_ids`` order."""
+    return [retriever_text(corpus[d].title, corpus[d].text) for d in doc_ids]
 
 
 class DenseFirstStage(_EncodedStage):
@@ -140,7 +149,10 @@ class DenseFirstStage(_EncodedStage):
         super().__init__(model, corpus)
         self._model = load_embedder(model, settings=settings, batch_size=batch_size)
         self.similarity = check_similarity(similarity or self._model.similarity_fn_name)
-        self.encoding: dict[str, Any] | None = self._model.describe()
+        self.encoding: dict[str, Any] | None = {
+            **self._model.describe(),
+            "document_form": DOCUMENT_FORM,
+        }
         if self.similarity != "cosine":  # cosine lists keep the keys they were cached under
             self.encoding["similarity"] = self.similarity
 
@@ -225,6 +237,7 @@ class SparseFirstStage(_EncodedStage):
             "similarity": str(self._model.similarity_fn_name),
             "max_seq_length": self._model.max_seq_length,
             **_st_source(path),
+            "document_form": DOCUMENT_FORM,
         }
 
     @cached_property
