@@ -60,6 +60,7 @@ from hf_posbias.settings import (
     key_path,
     setting,
     settings_record,
+    shared_setting,
     value_problems,
 )
 from hf_posbias.study.protocol import SCORINGS
@@ -140,7 +141,7 @@ class StudySpec(PassageSettings, ExecutorSettings):
     hub_org: str | None = setting(
         "push checkpoints and results under this Hub organisation", default=None
     )
-    seed: int = setting("seed of training (unless training sets one) and bootstrap", default=42)
+    seed: int = shared_setting("seed", default=42)
     off_the_shelf: bool = setting(
         "also evaluate each base with its own settings (as published), next to the base with "
         "the checkpoints' settings",

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hf_posbias.errors import InputError
-from hf_posbias.settings import ProgressSettings, check_positive, flag_name, setting
+from hf_posbias.settings import ProgressSettings, check_positive, flag_name, setting, shared_setting
 
 SortKey = Literal["mean", "harmonic_mean", "psi", "slope"]
 LOWER_IS_BETTER = {"psi"}
@@ -50,18 +50,18 @@ class LeaderboardSettings(ProgressSettings):
     """
 
     runs: list[str] = setting("`posbias evaluate` run folders", positional=True, metavar="RUN")
-    out: str = setting("output folder (markdown, CSV, parquet and a Hub dataset folder)")
+    out: str = shared_setting("out")
     sort_by: SortKey = setting("column that orders each task's table", default="mean")
     alpha: float = setting(
         "significance level of the paired test that separates neighbours", default=0.05
     )
-    resamples: int = setting(
-        "paired-bootstrap resamples per neighbour pair",
+    resamples: int = shared_setting(
+        "n_resamples",
         default=1000,
         flag="--n-resamples",
         aliases=("--resamples",),
     )
-    seed: int = setting("seed of the paired test", default=0)
+    seed: int = shared_setting("seed", default=0)
     title: str = setting(
         "title of the tables and the dataset card", default="Position-bias leaderboard"
     )
