@@ -101,6 +101,11 @@ SHARED_HELPS: dict[str, str] = {
     "max_steps": "stop training after N optimisation steps",
     "epochs": "passes over the training set",
     "logging_steps": "log the losses every N steps",
+    "scoring": "per-position protocol: default (pytrec_eval, each query in one bucket), zeng2025 "
+    "(Zeng et al.'s reference code: top-100 nDCG@10, inclusive buckets) or posir (PosIR's 20 "
+    "relative bins); see docs/evaluation.md",
+    "exclude_truncated": "leave out the queries whose evidence starts at or beyond the model's "
+    "max_seq_length (counted per bucket either way; recorded in summary.json)",
     "trust_remote_code": "run the Python code a Hub model repository ships (gte-multilingual, "
     "jina, stella and the `paper` rerankers need it); off by default: only for repositories "
     "you trust",

@@ -68,9 +68,8 @@ class EvaluationOptions(RemedySettings, ProgressSettings, ModelSettings):
     batch_size: int = shared_setting("batch_size", default=32)
     top_k: int = setting("documents retrieved per query", default=100)
     device: str | None = setting("torch device (default: automatic)", default=None)
-    scoring: str = setting(
-        "per-position protocol: default (pytrec_eval, each query in one bucket), zeng2025 "
-        "(Z25's reference code) or posir (PosIR's 20 relative bins); see docs/evaluation.md",
+    scoring: str = shared_setting(
+        "scoring",
         default="default",
         choices=_scoring_schemes,
     )
@@ -81,9 +80,8 @@ class EvaluationOptions(RemedySettings, ProgressSettings, ModelSettings):
         metavar="N",
     )
     seed: int = shared_setting("seed", default=0)
-    exclude_truncated: bool = setting(
-        "leave out the queries whose evidence starts at or beyond the model's max_seq_length "
-        "(counted per bucket either way; recorded in summary.json)",
+    exclude_truncated: bool = shared_setting(
+        "exclude_truncated",
         default=False,
     )
     corpus_chunk_size: int = setting(

@@ -127,9 +127,8 @@ class StudySpec(PassageSettings, ExecutorSettings):
         "folders, plain BEIR/MS MARCO folders or task names), evaluated on every model",
         default_factory=list,
     )
-    exclude_truncated: bool = setting(
-        "leave out of every evaluation the queries whose evidence starts at or beyond the "
-        "model's max_seq_length (posbias evaluate --exclude-truncated; counted either way)",
+    exclude_truncated: bool = shared_setting(
+        "exclude_truncated",
         default=False,
     )
     training: dict[str, Any] = setting(
@@ -159,9 +158,8 @@ class StudySpec(PassageSettings, ExecutorSettings):
         "and nothing trained: configs, data and training are not used)",
         default=True,
     )
-    scoring: str = setting(
-        "per-position protocol of every evaluation: default, zeng2025 (Zeng et al.'s top-100 "
-        "nDCG@10 and inclusive buckets) or posir",
+    scoring: str = shared_setting(
+        "scoring",
         default="default",
         choices=tuple(SCORINGS),
     )
