@@ -45,6 +45,15 @@ if TYPE_CHECKING:  # the arrows to the owners, for readers and for the import ch
         document_profile as document_profile,
     )
     from hf_posbias.evaluation.reports.leaderboard import (
+        BOARD_LABELS as BOARD_LABELS,
+    )
+    from hf_posbias.evaluation.reports.leaderboard import (
+        display_name as display_name,
+    )
+    from hf_posbias.evaluation.reports.leaderboard import (
+        read_board_labels as read_board_labels,
+    )
+    from hf_posbias.evaluation.reports.leaderboard import (
         read_leaderboard as read_leaderboard,
     )
     from hf_posbias.evaluation.runs.remedies import (
@@ -137,6 +146,9 @@ HOMES: dict[str, str] = {
     "Passage": "hf_posbias.rerankers.records",
     # the leaderboard (third tab)
     "read_leaderboard": "hf_posbias.evaluation.reports.leaderboard",
+    "BOARD_LABELS": "hf_posbias.evaluation.reports.leaderboard",
+    "display_name": "hf_posbias.evaluation.reports.leaderboard",
+    "read_board_labels": "hf_posbias.evaluation.reports.leaderboard",
 }
 """Each name → the module that owns it."""
 

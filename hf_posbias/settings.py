@@ -87,6 +87,49 @@ def setting(
     return dataclasses.field(default=default, default_factory=default_factory, metadata=meta)
 
 
+SHARED_HELPS: dict[str, str] = {
+    "seed": "seed of every random draw (samples, shuffles, resampling, weight initialisation): "
+    "the same seed gives the same result",
+    "out": "output folder",
+    "batch_size": "inputs per forward pass: texts for an encoder, (query, passage) pairs for a "
+    "cross-encoder, prompt windows for a listwise reranker, requests per call to an LLM endpoint",
+    "n_resamples": "resamples of the paired bootstrap or randomization test",
+    "api_key_env": "environment variable holding the endpoint's API key",
+    "base_url": "OpenAI-compatible endpoint URL, e.g. http://127.0.0.1:8000/v1; unset = the "
+    "OpenAI API",
+    "hub_token": "Hub token; unset = HF_TOKEN or the stored login",
+    "max_steps": "stop training after N optimisation steps",
+    "epochs": "passes over the training set",
+    "logging_steps": "log the losses every N steps",
+    "scoring": "per-position protocol: default (pytrec_eval, each query in one bucket), zeng2025 "
+    "(Zeng et al.'s reference code: top-100 nDCG@10, inclusive buckets) or posir (PosIR's 20 "
+    "relative bins); see docs/evaluation.md",
+    "exclude_truncated": "leave out the queries whose evidence starts at or beyond the model's "
+    "max_seq_length (counted per bucket either way; recorded in summary.json)",
+    "trust_remote_code": "run the Python code a Hub model repository ships (gte-multilingual, "
+    "jina, stella and the `paper` rerankers need it); off by default: only for repositories "
+    "you trust",
+}
+"""The settings that mean the same in every verb, each with its one help text: a field of that
+name declared with :func:`shared_setting` reads the same in every ``--help``
+(``scripts/cli_surface.py --helps`` lists the flags that still differ). What a verb writes into
+``--out``, or which draws its ``--seed`` drives, is said by that verb's description."""
+
+
+def shared_setting(name: str, **kwargs: Any) -> Any:
+    """:func:`setting` with the one help text of :data:`SHARED_HELPS` for ``name``.
+
+    Example:
+        >>> from dataclasses import dataclass, fields
+        >>> @dataclass
+        ... class Run:
+        ...     seed: int = shared_setting("seed", default=0)
+        >>> fields(Run)[0].metadata["help"] == SHARED_HELPS["seed"]
+        True
+    """
+    return setting(SHARED_HELPS[name], **kwargs)
+
+
 def flag_name(field_name: str, *, negated: bool = False) -> str:
     """The command-line spelling of a settings field (the one place that spells it).
 

@@ -6,12 +6,15 @@ and distinct flag names. Hidden aliases (no help line, ``argparse.SUPPRESS``) ar
 
     python scripts/cli_surface.py          # one JSON line
     python scripts/cli_surface.py --leaves # and every visible leaf with its flags
+    python scripts/cli_surface.py --helps  # and every flag with more than one help text
+                                           # ((default: …) folded: another default, same meaning)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 
 from hf_posbias.cli import build_parser
@@ -38,6 +41,37 @@ def visible_flags(parser: argparse.ArgumentParser) -> list[str]:
     ]
 
 
+_DEFAULT = re.compile(r" \(default: [^()]*(\([^()]*\)[^()]*)*\)$")
+
+
+def flag_helps(
+    parser: argparse.ArgumentParser, *, fold_defaults: bool = False
+) -> dict[str, set[str]]:
+    """Every flag of the visible leaves → the distinct help texts it has there (whitespace
+    folded, as ``--help`` shows it). ``fold_defaults``: without the ``(default: …)`` the
+    settings append, so two verbs that mean the same with another default count once."""
+    helps: dict[str, set[str]] = {}
+
+    def walk(sub: argparse.ArgumentParser, path: tuple[str, ...]) -> None:
+        verbs = visible_verbs(sub)
+        for name, child in verbs.items():
+            walk(child, (*path, name))
+        if verbs or not path:
+            return
+        formatter = sub._get_formatter()
+        for action in sub._actions:
+            if action.option_strings and action.help is not argparse.SUPPRESS:
+                if isinstance(action, argparse._HelpAction):
+                    continue
+                text = " ".join(formatter._expand_help(action).split()) if action.help else ""
+                if fold_defaults:
+                    text = _DEFAULT.sub("", text)
+                helps.setdefault(action.option_strings[0], set()).add(text)
+
+    walk(parser, ())
+    return helps
+
+
 def leaves(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> dict[str, list[str]]:
     """Every visible leaf command (its path) → its visible flags."""
     verbs = visible_verbs(parser)
@@ -50,7 +84,8 @@ def leaves(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> dict[
 
 
 def surface(parser: argparse.ArgumentParser | None = None) -> dict[str, int]:
-    """The counts: top-level verbs, leaf commands, flag slots, distinct flag names."""
+    """The counts: top-level verbs, leaf commands, flag slots, distinct flag names, and the
+    flags whose help text differs between the visible leaves."""
     parser = parser or build_parser()
     found = leaves(parser)
     return {
@@ -58,6 +93,10 @@ def surface(parser: argparse.ArgumentParser | None = None) -> dict[str, int]:
         "leaves": len(found),
         "flag_slots": sum(map(len, found.values())),
         "flag_names": len({flag for flags in found.values() for flag in flags}),
+        "flags_with_several_helps": sum(len(t) > 1 for t in flag_helps(parser).values()),
+        "flags_with_several_meanings": sum(
+            len(t) > 1 for t in flag_helps(parser, fold_defaults=True).values()
+        ),
     }
 
 
@@ -68,6 +107,12 @@ def main(argv: list[str] | None = None) -> int:
     if "--leaves" in args:
         for path, flags in leaves(parser).items():
             print(f"{path}: {' '.join(flags)}")
+    if "--helps" in args:
+        meanings = flag_helps(parser, fold_defaults=True)
+        for flag, texts in sorted(meanings.items(), key=lambda kv: -len(kv[1])):
+            if len(texts) > 1:
+                print(f"{flag} ({len(texts)}):")
+                print("".join(f"    {text}\n" for text in sorted(texts)), end="")
     return 0
 
 

@@ -18,7 +18,14 @@ from dataclasses import dataclass
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.runs.remedies import RemedySettings
 from hf_posbias.modeling import ModelSettings
-from hf_posbias.settings import ProgressSettings, Settings, check_positive, flag_name, setting
+from hf_posbias.settings import (
+    ProgressSettings,
+    Settings,
+    check_positive,
+    flag_name,
+    setting,
+    shared_setting,
+)
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 
@@ -29,8 +36,8 @@ class AnalysisOptions(ProgressSettings):
 
     n: int = setting("positions p1…pn", default=10)
     limit: int = setting("pairs/documents sampled (0 = all)", default=200)
-    seed: int = setting("sampling seed", default=42)
-    out: str = setting("output folder")
+    seed: int = shared_setting("seed", default=42)
+    out: str = shared_setting("out")
     device: str = setting("torch device", default="cpu")
     max_seq_length: int | None = setting(
         "override the model's max_seq_length (tokens)", default=None

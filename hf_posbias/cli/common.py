@@ -110,6 +110,39 @@ def hide_as_alias(subparsers: argparse._SubParsersAction, name: str, new: str) -
     subparsers.posbias_renamed[name] = new  # type: ignore[attr-defined]
 
 
+def tuck_away(
+    group: argparse.ArgumentParser,
+    verbs: argparse._SubParsersAction,
+    names: Sequence[str],
+    docs: str,
+) -> None:
+    """Keep the verbs ``names`` of ``group`` working, unchanged and without a warning (they are
+    not deprecated), but out of its verb list: the group's help ends with a "see also" line
+    naming each of them and the ``docs`` page that documents them. For expert verbs a newcomer
+    need not read past (``posbias benchmark --help`` lists the headline builders first).
+
+    Example:
+        >>> parser = VerbParser(prog="posbias")
+        >>> group = parser.add_subparsers().add_parser("benchmark")
+        >>> verbs = group.add_subparsers(metavar="NAME")
+        >>> for name in ("squad-posq", "hotpotqa"):
+        ...     _ = verbs.add_parser(name, help=name).set_defaults(built=name)
+        >>> tuck_away(group, verbs, ["hotpotqa"], "docs/evaluation.md")
+        >>> parser.parse_args(["benchmark", "hotpotqa"]).built
+        'hotpotqa'
+        >>> [a.dest for a in verbs._choices_actions], verbs.posbias_tucked
+        (['squad-posq'], ('hotpotqa',))
+        >>> " ".join(group.format_help().split()).endswith(
+        ...     "(each with its own --help; docs/evaluation.md): posbias benchmark hotpotqa.")
+        True
+    """
+    verbs._choices_actions = [a for a in verbs._choices_actions if a.dest not in names]
+    verbs.posbias_tucked = (*getattr(verbs, "posbias_tucked", ()), *names)  # type: ignore[attr-defined]
+    also = ", ".join(f"{group.prog} {name}" for name in names)
+    line = f"see also, working but not listed above (each with its own --help; {docs}): {also}."
+    group.epilog = f"{group.epilog} {line}" if group.epilog else line
+
+
 class _HelpFormatter(argparse.HelpFormatter):
     """Shows each flag under its current spelling only: a former one (``posbias_aliases``,
     :func:`hf_posbias.settings.setting`'s ``aliases``) is accepted but not advertised."""

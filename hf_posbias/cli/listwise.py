@@ -45,7 +45,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hf_posbias.cli.common import add_group, add_verb, echo, hide_as_alias
+from hf_posbias.cli.common import add_group, add_verb, echo, hide_as_alias, tuck_away
 from hf_posbias.cli.listing import add_listing_verb, rerankers_table
 from hf_posbias.errors import InputError
 from hf_posbias.listwise.experiments.runs import load_task_and_reranker
@@ -372,6 +372,11 @@ VERBS: tuple[tuple[str, str, type, Any], ...] = (
     ),
 )
 
+EXPERT_VERBS: tuple[str, ...] = ("curves", "transitions", "rerank")
+"""Verbs that work as listed but are left out of ``posbias listwise --help``'s verb list (its
+"see also" line names them; docs/listwise.md documents them): the paper's figure drawers
+(Fig. 3, 4, 6; ``posbias study run`` draws them for a Q26 spec) and the rank_llm exchange."""
+
 _DESCRIPTIONS = {
     "train": "Fine-tune a causal LM as a FIRST-style listwise reranker with the DebiasFirst loss, "
     "on one process (multi-GPU: accelerate launch -m hf_posbias.listwise.train with the same "
@@ -417,3 +422,4 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         rerankers_table,
     )
     hide_as_alias(verbs, "rerankers", "posbias list rerankers")
+    tuck_away(subparsers.choices["listwise"], verbs, EXPERT_VERBS, "docs/listwise.md")

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from hf_posbias.errors import InputError
 from hf_posbias.generation.prompt_files import check_prompt_files, prompt_file_setting
-from hf_posbias.settings import ProgressSettings, check_positive, flag_name, setting
+from hf_posbias.settings import ProgressSettings, check_positive, flag_name, setting, shared_setting
 
 OFFLINE_LLM = "smollm2-135m"
 OFFLINE_RERANKERS = "bm25,bi:all-MiniLM-L6-v2"
@@ -43,7 +43,7 @@ class BenchmarkBuildSettings(ProgressSettings):
         "corpus source: .jsonl/.json/.parquet, a WikiExtractor folder, a datasets folder, "
         "hf:<id>[:<config>] or demo"
     )
-    out: str = setting("task folder to write (stage folders go to <out>/stages)")
+    out: str = shared_setting("out")
     hub_folder: str | None = setting(
         "Hub dataset repo folder to write beside the task (default: <out>-hub)", default=None
     )
@@ -74,10 +74,8 @@ class BenchmarkBuildSettings(ProgressSettings):
         "SmolLM2-135M; Z25 used a large instruct LLM)",
         default=OFFLINE_LLM,
     )
-    base_url: str | None = setting("endpoint URL for --llm-backend openai", default=None)
-    api_key_env: str = setting(
-        "environment variable holding the endpoint key", default="OPENAI_API_KEY"
-    )
+    base_url: str | None = shared_setting("base_url", default=None)
+    api_key_env: str = shared_setting("api_key_env", default="OPENAI_API_KEY")
     max_concurrency: int = setting("concurrent requests to the endpoint", default=16)
     constrained: bool = setting(
         "decode every LLM reply under its JSON schema (local LM: llguidance; endpoint: "
@@ -98,9 +96,8 @@ class BenchmarkBuildSettings(ProgressSettings):
         "offline stand-in: BM25 + MiniLM cosine",
         default=OFFLINE_RERANKERS,
     )
-    trust_remote_code: bool = setting(
-        "let the rerankers run their repositories' own code (`paper` needs it: "
-        "gte-multilingual-reranker, jina-reranker-v2); only for repositories you trust",
+    trust_remote_code: bool = shared_setting(
+        "trust_remote_code",
         default=False,
     )
     stage2_rerankers: str | None = setting(
@@ -152,9 +149,9 @@ class BenchmarkBuildSettings(ProgressSettings):
         default="single",
         choices=("single", "two-tag"),
     )
-    seed: int = setting("seed of every sample and LLM request", default=42)
+    seed: int = shared_setting("seed", default=42)
     shard_size: int = setting("work items per shard (the unit of resumption)", default=8)
-    batch_size: int = setting("requests per backend call / pairs per model batch", default=8)
+    batch_size: int = shared_setting("batch_size", default=8)
     overwrite: bool = setting("replace stage folders pinned to other settings", default=False)
 
     def __post_init__(self) -> None:

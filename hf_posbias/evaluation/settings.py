@@ -37,6 +37,7 @@ from hf_posbias.settings import (
     check_positive,
     flag_name,
     setting,
+    shared_setting,
 )
 from hf_posbias.statistics import PAIRED_TESTS
 
@@ -63,13 +64,12 @@ class EvaluationOptions(RemedySettings, ProgressSettings, ModelSettings):
     :class:`~hf_posbias.evaluation.runs.remedies.RemedySettings`)."""
 
     task: tuple[str, ...] = setting(_task_help(), metavar="TASK")
-    out: str = setting("output folder")
-    batch_size: int = setting("encoding batch size", default=32)
+    out: str = shared_setting("out")
+    batch_size: int = shared_setting("batch_size", default=32)
     top_k: int = setting("documents retrieved per query", default=100)
     device: str | None = setting("torch device (default: automatic)", default=None)
-    scoring: str = setting(
-        "per-position protocol: default (pytrec_eval, each query in one bucket), zeng2025 "
-        "(Z25's reference code) or posir (PosIR's 20 relative bins); see docs/evaluation.md",
+    scoring: str = shared_setting(
+        "scoring",
         default="default",
         choices=_scoring_schemes,
     )
@@ -79,10 +79,9 @@ class EvaluationOptions(RemedySettings, ProgressSettings, ModelSettings):
         default=1000,
         metavar="N",
     )
-    seed: int = setting("seed of the bootstrap", default=0)
-    exclude_truncated: bool = setting(
-        "leave out the queries whose evidence starts at or beyond the model's max_seq_length "
-        "(counted per bucket either way; recorded in summary.json)",
+    seed: int = shared_setting("seed", default=0)
+    exclude_truncated: bool = shared_setting(
+        "exclude_truncated",
         default=False,
     )
     corpus_chunk_size: int = setting(
@@ -187,9 +186,7 @@ class EvaluateSettings(EvaluationOptions, RerankerOptions):
     )
     rerank_k: int = setting("candidates per query for the reranker", default=100)
     plot: bool = setting("also write per-task position curves (PNG)", default=False)
-    batch_size: int = setting(
-        "texts per encoding batch; windows per forward pass of a listwise reranker", default=32
-    )
+    batch_size: int = shared_setting("batch_size", default=32)
     passage_tokens: int = setting(
         "passage length in model tokens: a --remedy's passages (special tokens included) and "
         "the cut of each passage a listwise --reranker reads",
@@ -239,11 +236,11 @@ class CompareSettings:
     run_b: str = setting("run folder B", positional=True)
     # The flags of every paired test (``listwise compare`` too): --method, --n-resamples.
     method: str = setting("paired test", default="bootstrap", choices=PAIRED_TESTS)
-    resamples: int = setting(
-        "resamples", default=1000, flag="--n-resamples", aliases=("--resamples",)
+    resamples: int = shared_setting(
+        "n_resamples", default=1000, flag="--n-resamples", aliases=("--resamples",)
     )
-    seed: int = setting("seed of the resampling", default=0)
-    out: str | None = setting("also write compare.json and compare.md here", default=None)
+    seed: int = shared_setting("seed", default=0)
+    out: str | None = shared_setting("out", default=None)
 
     def __post_init__(self) -> None:
         check_choice("method", self.method, PAIRED_TESTS)
@@ -262,9 +259,9 @@ class TaskSampleSettings(Settings):
     """
 
     task: str = setting("position task folder to sample")
-    out: str = setting("task folder to write")
+    out: str = shared_setting("out")
     per_bucket: int = setting("queries drawn from every bucket (all of a smaller bucket)")
-    seed: int = setting("sampling seed", default=0)
+    seed: int = shared_setting("seed", default=0)
     name: str | None = setting("task name of the sample (default: <name>-sample)", default=None)
 
     def __post_init__(self) -> None:

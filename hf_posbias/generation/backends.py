@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from hf_posbias.errors import BackendError, InputError, first_line
-from hf_posbias.settings import Settings, flag_name, setting
+from hf_posbias.settings import Settings, flag_name, shared_setting
 
 Messages = list[dict[str, str]]
 
@@ -132,11 +132,11 @@ FALLBACK_CHAT_TEMPLATE = (
 class EndpointSettings(Settings):
     """An OpenAI-compatible endpoint (query generation, the segment audit, listwise rerankers)."""
 
-    base_url: str | None = setting(
-        "OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (default: OpenAI)",
+    base_url: str | None = shared_setting(
+        "base_url",
         default=None,
     )
-    api_key_env: str = setting("env var holding the key", default="OPENAI_API_KEY")
+    api_key_env: str = shared_setting("api_key_env", default="OPENAI_API_KEY")
 
 
 class EndpointUnreachable(BackendError):

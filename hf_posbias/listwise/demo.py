@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.listwise.settings import LAMBDA_FLAG
-from hf_posbias.settings import ProgressSettings, setting
+from hf_posbias.settings import ProgressSettings, setting, shared_setting
 
 RESULTS_FILE = "results.md"
 LABELS = ("base", "DebiasFirst")
@@ -53,7 +53,7 @@ class ListwiseDemoSettings(ProgressSettings):
 
     task: str = setting("evaluation task folder (SciFact validation: posbias benchmark scifact)")
     train_task: str = setting("training task folder (SciFact train): ω and training windows")
-    out: str = setting("output folder")
+    out: str = shared_setting("out")
     model: str = setting("base causal LM", default="smollm2-135m")
     k: int = setting("list length", default=20)
     queries: int = setting("test queries", default=5)
@@ -68,8 +68,8 @@ class ListwiseDemoSettings(ProgressSettings):
     lr: float = setting("learning rate", default=5e-5)
     lam: float = setting("λ of L_Rank-IPS", default=0.1, flag=LAMBDA_FLAG)
     passage_tokens: int = setting("passage cut", default=48)
-    seed: int = setting("seed of every step", default=0)
-    n_resamples: int = setting("bootstrap/test resamples", default=1000)
+    seed: int = shared_setting("seed", default=0)
+    n_resamples: int = shared_setting("n_resamples", default=1000)
 
 
 def demo_settings(s: ListwiseDemoSettings) -> list[tuple[str, str, Any]]:

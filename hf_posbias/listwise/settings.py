@@ -43,6 +43,7 @@ from hf_posbias.settings import (
     check_positive,
     flag_name,
     setting,
+    shared_setting,
 )
 from hf_posbias.statistics import PAIRED_TESTS
 from hf_posbias.training.settings import AUTO, ComputeSettings
@@ -86,7 +87,7 @@ class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
         "listwise training set: the folder (or .parquet/.jsonl) written by "
         "posbias listwise build-train, augment or convert"
     )
-    out: str = setting("output folder of the checkpoint and its model card")
+    out: str = shared_setting("out")
     propensity: str = setting(
         "propensity.json of posbias listwise propensity (L_Rank-IPS, Eq. 4), or "
         "none (FIRST's L_Rank); its k must be the training windows' size",
@@ -137,11 +138,11 @@ class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
     max_length: int | None = setting(
         "refuse training sequences longer than this (never truncated)", default=None
     )
-    max_steps: int | None = setting("stop after N steps", default=None)
-    epochs: float = setting("passes over the training set (Q26: 3)", default=3.0)
+    max_steps: int | None = shared_setting("max_steps", default=None)
+    epochs: float = shared_setting("epochs", default=3.0)
     lr: float = setting("peak learning rate (Q26: 5e-6)", default=5e-6)
     warmup_ratio: float = setting("linear warm-up share of steps", default=0.0)
-    logging_steps: int = setting("log the losses every N steps", default=10)
+    logging_steps: int = shared_setting("logging_steps", default=10)
     card: bool = setting("write the model card README.md", default=True)
 
     def __post_init__(self) -> None:
@@ -238,7 +239,7 @@ def parse_positions(spec: str | Sequence[int] | None, k: int) -> list[int]:
 class ResamplingSettings(Settings):
     """Resamples and confidence of the intervals (checked before any reranking: they come last)."""
 
-    n_resamples: int = setting("bootstrap / test resamples", default=1000)
+    n_resamples: int = shared_setting("n_resamples", default=1000)
     confidence: float = setting("interval confidence", default=0.95, cli=False)
 
     def __post_init__(self) -> None:
@@ -273,7 +274,7 @@ class ListSource(Settings):
     max_queries: int | None = setting(
         "a seeded sample of this many judged queries (default: all)", default=None
     )
-    seed: int = setting("query sample / shuffle seed", default=0)
+    seed: int = shared_setting("seed", default=0)
     first_stage: str | list[str] = setting(
         "bm25, a sentence-transformers model, a sparse encoder (splade++, sparse:<model>); two "
         "or more are fused by reciprocal rank fusion",
@@ -441,7 +442,7 @@ class TaskRunSettings(ProgressSettings):
     split: str | None = setting(
         "qrels split (BEIR default: test; a project folder: its own split)", default=None
     )
-    out: str = setting("output folder")
+    out: str = shared_setting("out")
     overwrite: bool = setting("discard a previous run in OUT instead of resuming it", default=False)
 
 
@@ -499,8 +500,8 @@ class AugmentSettings(Settings):
 
     data: str = setting("training-set folder, .parquet or .jsonl")
     groups: int = setting("number of groups n (divides k)")
-    out: str = setting("output training-set folder")
-    seed: int = setting("shuffle seed", default=0)
+    out: str = shared_setting("out")
+    seed: int = shared_setting("seed", default=0)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -513,14 +514,14 @@ class TransitionsSettings(Settings):
     training set, before and after augmentation."""
 
     data: str = setting("training-set folder, .parquet or .jsonl (e.g. listwise convert's)")
-    out: str = setting("output folder (transitions.json, transitions.png)")
+    out: str = shared_setting("out")
     augmentation: str = setting(
         "the augmentation of the second panel (none: the file alone)",
         default="pos-aug",
         choices=AUGMENTATIONS,
     )
     groups: int = setting("Pos-Aug groups n (divides k) / RandAug copies", default=4)
-    seed: int = setting("augmentation seed", default=0)
+    seed: int = shared_setting("seed", default=0)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -533,7 +534,7 @@ class ShuffleTableSettings(PairedTestSettings):
     """``posbias listwise table``: Q26 Table 1 (2, 3) from shuffle-eval folders."""
 
     runs: list[str] = setting("posbias listwise shuffle-eval folders (one per row and dataset)")
-    out: str = setting("output folder (table.json, table.md)")
+    out: str = shared_setting("out")
     labels: list[str] | None = setting(
         "row label of each run (default: reranker (first stage))", default=None
     )
@@ -544,7 +545,7 @@ class ShuffleTableSettings(PairedTestSettings):
         aliases=("--test",),
     )
     alpha: float = setting("significance level of the marks (Q26: 0.01)", default=0.01)
-    seed: int = setting("resampling seed", default=0)
+    seed: int = shared_setting("seed", default=0)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -557,7 +558,7 @@ class CurvesSettings(Settings):
     """``posbias listwise curves``: several test runs' 1…k curves in one plot (Fig. 4, 6)."""
 
     runs: list[str] = setting("posbias listwise test folders")
-    out: str = setting("output folder (curves.png)")
+    out: str = shared_setting("out")
     labels: list[str] | None = setting("legend label of each run (default: reranker)", default=None)
 
 
@@ -571,7 +572,7 @@ class ConvertSettings(Settings):
         "identifier style (default: detected per record)", default=None
     )
     max_rows: int | None = setting("convert only the first N records", default=None)
-    out: str = setting("output training-set folder")
+    out: str = shared_setting("out")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -599,9 +600,9 @@ class ListwiseCompareSettings(PairedTestSettings):
     run_b: str = setting("posbias listwise test folder B (e.g. the fine-tune)", positional=True)
     label_a: str = setting("name of run A in the table", default="A")
     label_b: str = setting("name of run B in the table", default="B")
-    seed: int = setting("resampling seed", default=0)
+    seed: int = shared_setting("seed", default=0)
     common_queries: bool = setting(
         "compare the queries both runs scored (counted), both curves recomputed on them",
         default=False,
     )
-    out: str | None = setting("folder for comparison.json", default=None)
+    out: str | None = shared_setting("out", default=None)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from hf_posbias.errors import ModelLoadError
 from hf_posbias.modeling.hub_probe import check_hub_model, needs_remote_code
 from hf_posbias.modeling.registry import registry_meta, registry_names, registry_needs_remote_code
-from hf_posbias.settings import Settings, check_positive, setting
+from hf_posbias.settings import Settings, check_positive, setting, shared_setting
 from hf_posbias.suggestions import closest_names, suggest
 
 if TYPE_CHECKING:
@@ -205,19 +205,15 @@ class ModelSettings(Settings):
         hf_posbias.errors.InputError: --max-concurrency must be >= 1, got 0
     """
 
-    trust_remote_code: bool = setting(
-        "run the Python code a Hub model repository ships (gte-multilingual, jina, stella need "
-        "it); off by default: only for repositories you trust",
+    trust_remote_code: bool = shared_setting(
+        "trust_remote_code",
         default=False,
     )
-    base_url: str | None = setting(
-        "OpenAI-compatible endpoint for --model openai:<model> (embeddings) and --reranker "
-        "openai:<model> (a listwise LLM), e.g. http://127.0.0.1:8000/v1 (default: the OpenAI API)",
+    base_url: str | None = shared_setting(
+        "base_url",
         default=None,
     )
-    api_key_env: str = setting(
-        "environment variable holding the endpoint's API key", default="OPENAI_API_KEY"
-    )
+    api_key_env: str = shared_setting("api_key_env", default="OPENAI_API_KEY")
     endpoint_batch_size: int = setting("texts per /v1/embeddings request", default=64)
     max_concurrency: int = setting("concurrent endpoint requests", default=8)
     max_retries: int = setting("retries of a failed endpoint request (backoff)", default=5)

@@ -30,6 +30,7 @@ from hf_posbias.settings import (
     check_positive,
     flag_name,
     setting,
+    shared_setting,
 )
 from hf_posbias.verification.report import DEFAULT_DELTA
 
@@ -61,14 +62,14 @@ class WorkSettings(Settings):
 class OutSettings(Settings):
     """Where ``build`` and ``publish`` put the Hub repo folders."""
 
-    out: str = setting("output folder: OUT/pool and OUT/train (build also keeps OUT/work)")
+    out: str = shared_setting("out")
 
 
 @dataclass(kw_only=True)
 class SeedSettings(Settings):
     """The one seed of generation, sampling and the audit's draw."""
 
-    seed: int = setting("seed of query generation, sampling and the audit's draw", default=42)
+    seed: int = shared_setting("seed", default=42)
 
 
 @dataclass(kw_only=True)
@@ -187,9 +188,8 @@ class PanelSettings(Settings):
         f"consensus-margin threshold δ, within the panel's score range (default {DEFAULT_DELTA})",
         default=None,
     )
-    trust_remote_code: bool = setting(
-        "let the panel's cross-encoders run their repositories' own code ('paper' needs it: "
-        "gte-multilingual-reranker, jina-reranker-v2); only for repositories you trust",
+    trust_remote_code: bool = shared_setting(
+        "trust_remote_code",
         default=False,
     )
 

@@ -18,7 +18,7 @@ from hf_posbias.devices import INFERENCE_DTYPES
 from hf_posbias.errors import InputError
 from hf_posbias.generation.backends import EndpointSettings
 from hf_posbias.rerankers.window import DEFAULT_WINDOW
-from hf_posbias.settings import check_choice, check_positive, flag_name, setting
+from hf_posbias.settings import check_choice, check_positive, flag_name, setting, shared_setting
 
 MODES: tuple[str, ...] = ("first", "generate")
 """first: identifier logits of the first answer token; generate: the model writes a permutation."""
@@ -39,7 +39,7 @@ class RerankerOptions(EndpointSettings):
         choices=INFERENCE_DTYPES,
     )
     device: str | None = setting("torch device (default: cuda if available)", default=None)
-    batch_size: int = setting("windows per forward pass", default=8)
+    batch_size: int = shared_setting("batch_size", default=8)
     passage_tokens: int | None = setting(
         "cut each passage to this many tokens (words for an endpoint)", default=None
     )

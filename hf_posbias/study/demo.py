@@ -33,7 +33,7 @@ from typing import Any
 from hf_posbias.errors import InputError
 from hf_posbias.pipeline.sampling import PAPER_CONFIG_NAMES
 from hf_posbias.rows import read_json
-from hf_posbias.settings import ProgressSettings, flag_name, setting
+from hf_posbias.settings import ProgressSettings, flag_name, setting, shared_setting
 
 Echo = Callable[[str], None]
 
@@ -49,13 +49,13 @@ class DemoSettings(ProgressSettings):
     than ``min_cell`` retained examples are left out; ``max_steps`` is chosen so that
     ``make demo`` stays well under 10 minutes on 2 CPU cores (see the README)."""
 
-    out: str = setting("output folder (rerun resumes)", default="demo-output")
+    out: str = shared_setting("out", default="demo-output")
     corpus: str = setting("corpus source (default: packaged Wikipedia)", default="demo")
     base_model: str = setting("model to fine-tune", default=BASE_MODEL, flag="--model")
     limit: int | None = setting("read at most this many corpus records", default=None)
     holdout: float = setting("share of documents held out for the task", default=0.1, cli=False)
     min_cell: int = setting("smallest (bin, position) cell kept", default=30, cli=False)
-    max_steps: int = setting("training steps per checkpoint", default=20)
+    max_steps: int = shared_setting("max_steps", default=20)
     # --global-batch, as in `posbias train` (--batch-size is the encoding batch everywhere else;
     # the demo's former spelling stays accepted, with a warning).
     batch_size: int = setting(
@@ -65,7 +65,7 @@ class DemoSettings(ProgressSettings):
         aliases=("--batch-size",),
     )
     bootstrap: int = setting("resamples of intervals and paired tests", default=1000, cli=False)
-    seed: int = setting("seed of every stage", default=42)
+    seed: int = shared_setting("seed", default=42)
     configs: Sequence[str] = setting("training configurations", default=DEMO_CONFIGS, cli=False)
 
 

@@ -48,7 +48,7 @@ from typing import Any
 from hf_posbias.errors import InputError
 from hf_posbias.jsonable import JsonRecord
 from hf_posbias.rows import read_json
-from hf_posbias.settings import check_positive, setting
+from hf_posbias.settings import check_positive, setting, shared_setting
 from hf_posbias.study.report_sources import BASE as BASE
 from hf_posbias.study.report_sources import SKEWED as SKEWED
 from hf_posbias.study.report_sources import UNIFORM as UNIFORM
@@ -77,9 +77,9 @@ class ReportSettings:
     """``posbias report RUN …``: the study report over any `posbias evaluate` run folders."""
 
     runs: list[str] = setting("`posbias evaluate` run folders (one model each)", positional=True)
-    out: str = setting("output folder of the report")
+    out: str = shared_setting("out")
     bootstrap: int = setting("bootstrap resamples of every interval and test", default=1000)
-    seed: int = setting("seed of the bootstrap", default=0)
+    seed: int = shared_setting("seed", default=0)
     title: str = setting("report title", default="Position bias report")
 
     def __post_init__(self) -> None:

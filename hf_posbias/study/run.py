@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from hf_posbias.deprecation import former_settings_call
 from hf_posbias.errors import InputError
-from hf_posbias.settings import ProgressSettings, flag_name, setting
+from hf_posbias.settings import ProgressSettings, flag_name, setting, shared_setting
 from hf_posbias.study.layout import (
     BASE_CONFIG,
     BASE_MARKER,
@@ -69,9 +69,7 @@ class StudyFolder:
     """Which study and where: the spec and the study folder (listed first in ``--help``)."""
 
     spec: str = setting("study spec file (YAML or JSON), e.g. studies/yhp26.yaml", positional=True)
-    out: str | None = setting(
-        "study folder (a rerun resumes it); required unless --dry-run", default=None
-    )
+    out: str | None = shared_setting("out", default=None)
 
 
 @dataclass(kw_only=True)
@@ -79,9 +77,7 @@ class StudyRunSettings(ProgressSettings, LaunchSettings, StudyFolder):
     """How one invocation of ``posbias study run`` runs the study (the spec says what); a dry
     run shows no progress."""
 
-    hub_token: str | None = setting(
-        "Hub token for hub_org; unset = HF_TOKEN or the stored login", default=None
-    )
+    hub_token: str | None = shared_setting("hub_token", default=None)
 
     def __post_init__(self) -> None:
         super().__post_init__()

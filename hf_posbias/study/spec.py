@@ -60,6 +60,7 @@ from hf_posbias.settings import (
     key_path,
     setting,
     settings_record,
+    shared_setting,
     value_problems,
 )
 from hf_posbias.study.protocol import SCORINGS
@@ -126,9 +127,8 @@ class StudySpec(PassageSettings, ExecutorSettings):
         "folders, plain BEIR/MS MARCO folders or task names), evaluated on every model",
         default_factory=list,
     )
-    exclude_truncated: bool = setting(
-        "leave out of every evaluation the queries whose evidence starts at or beyond the "
-        "model's max_seq_length (posbias evaluate --exclude-truncated; counted either way)",
+    exclude_truncated: bool = shared_setting(
+        "exclude_truncated",
         default=False,
     )
     training: dict[str, Any] = setting(
@@ -140,7 +140,7 @@ class StudySpec(PassageSettings, ExecutorSettings):
     hub_org: str | None = setting(
         "push checkpoints and results under this Hub organisation", default=None
     )
-    seed: int = setting("seed of training (unless training sets one) and bootstrap", default=42)
+    seed: int = shared_setting("seed", default=42)
     off_the_shelf: bool = setting(
         "also evaluate each base with its own settings (as published), next to the base with "
         "the checkpoints' settings",
@@ -158,9 +158,8 @@ class StudySpec(PassageSettings, ExecutorSettings):
         "and nothing trained: configs, data and training are not used)",
         default=True,
     )
-    scoring: str = setting(
-        "per-position protocol of every evaluation: default, zeng2025 (Zeng et al.'s top-100 "
-        "nDCG@10 and inclusive buckets) or posir",
+    scoring: str = shared_setting(
+        "scoring",
         default="default",
         choices=tuple(SCORINGS),
     )

@@ -42,6 +42,7 @@ from hf_posbias.settings import (
     flag_name,
     parse_settings_args,
     setting,
+    shared_setting,
 )
 from hf_posbias.training.models import PoolingName
 
@@ -99,7 +100,7 @@ class ComputeSettings:
         "GPU; lower it on a shared GPU",
         default=None,
     )
-    seed: int = setting("seed of the weights' init, data order, dropout", default=42)
+    seed: int = shared_setting("seed", default=42)
 
     def __post_init__(self) -> None:
         check_choice("precision", self.precision, ("auto", "fp32", "bf16", "fp16"))
@@ -213,9 +214,9 @@ class TrainingSettings(ComputeSettings, ProgressSettings):
     model: str = setting("short name, checkpoint id or local folder")
     config: str = setting("begin | middle | end | uniform | b:m:e | ips")
     data: str = setting("training-set repo/folder (the pool for ips)")
-    out: str = setting("output folder of the final checkpoint")
-    max_steps: int | None = setting("stop after N steps", default=None)
-    epochs: float = setting("passes over the training set", default=3.0)
+    out: str = shared_setting("out")
+    max_steps: int | None = shared_setting("max_steps", default=None)
+    epochs: float = shared_setting("epochs", default=3.0)
     lr: float | None = setting(
         "learning rate; unset = the model's (4e-5 below 400M parameters, else 2e-5)", default=None
     )
@@ -223,11 +224,11 @@ class TrainingSettings(ComputeSettings, ProgressSettings):
     max_length: int | None = setting("max tokens per text; unset = the model's", default=None)
     warmup_ratio: float = setting("linear warm-up share of steps", default=0.1)
     scale: float = setting("InfoNCE scale = 1 / temperature", default=20.0)
-    logging_steps: int = setting("log the loss every N steps", default=10)
+    logging_steps: int = shared_setting("logging_steps", default=10)
     push_to_hub: str | None = setting(
         "upload checkpoint + card to this model repo id", default=None
     )
-    hub_token: str | None = setting("Hub token; unset = HF_TOKEN or the stored login", default=None)
+    hub_token: str | None = shared_setting("hub_token", default=None)
     card: bool = setting("write the model card README.md", default=True)
     record_batches: bool = setting(
         "keep every batch's row indices in the result (audits)", default=False

@@ -59,6 +59,8 @@ from hf_posbias.apps import (
     RemedySettings,
     SliderCase,
     SliderCurve,
+    display_name,
+    read_board_labels,
     slot_names,
 )
 from hf_posbias.errors import PosbiasError, first_line
@@ -732,39 +734,14 @@ LEADERBOARD_SORTS = {
 }
 
 
-BOARD_LABELS = "models.json"
-"""Next to a board: ``{model id: {"name": …, "made_by": …}}``, how the Space names each row
-and the command that made it (the shipped board has one)."""
-
-
-def board_name(model: str, labels: dict[str, dict[str, str]] | None = None) -> str:
-    """The name a user gives the model of a board row: the board's ``models.json`` name, else
-    the id without the folders and organisations a run records.
-
-    Example:
-        >>> board_name("mteb/baseline-bm25s"), board_name("sentence-transformers/all-MiniLM-L6-v2")
-        ('BM25', 'all-MiniLM-L6-v2')
-        >>> board_name("models/posbias-e5-small-begin"), board_name("bm25 → smollm2-135m@20")
-        ('posbias-e5-small-begin', 'BM25 → smollm2-135m@20')
-        >>> board_name("x", {"x": {"name": "Model X"}})
-        'Model X'
-    """
-    label = (labels or {}).get(model, {}).get("name")
-    if label:
-        return label
-    if model == "mteb/baseline-bm25s":
-        return "BM25"
-    if model.startswith("bm25 → "):
-        return "BM25 → " + model.removeprefix("bm25 → ")
-    for prefix in ("sentence-transformers/", "bases/", "models/"):
-        if model.startswith(prefix):
-            return model.removeprefix(prefix)
-    return model
+board_name = display_name
+"""How a board row is named: :func:`hf_posbias.apps.display_name`, the name the board's own
+tables and Hub card give it (``posbias leaderboard --names``), from the board's ``models.json``."""
 
 
 def leaderboard_rows(source: str | None = None) -> list[dict[str, Any]]:
     """Rows of the leaderboard: a folder, a Hub dataset repo id, or the shipped default; each
-    row's ``name`` (:func:`board_name`) and ``made_by`` (the command, when the board says)."""
+    row's ``name`` (:func:`display_name`) and ``made_by`` (the command, when the board says)."""
     from hf_posbias.apps import read_leaderboard
 
     source = source or os.environ.get(LEADERBOARD_ENV) or str(SHIPPED_LEADERBOARD)
@@ -774,10 +751,9 @@ def leaderboard_rows(source: str | None = None) -> list[dict[str, Any]]:
         source = snapshot_download(source, repo_type="dataset")
     folder = Path(source).expanduser()
     rows = read_leaderboard(folder)
-    labels_file = folder / BOARD_LABELS
-    labels = json.loads(labels_file.read_text()) if labels_file.is_file() else {}
+    labels = read_board_labels(folder)
     for row in rows:
-        row["name"] = board_name(str(row["model"]), labels)
+        row["name"] = display_name(str(row["model"]), labels)
         row["made_by"] = labels.get(str(row["model"]), {}).get("made_by", "")
     return rows
 

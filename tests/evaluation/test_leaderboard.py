@@ -11,6 +11,8 @@ from hf_posbias.cli import main
 from hf_posbias.evaluation.reports.leaderboard import (
     LeaderboardSettings,
     build_leaderboard,
+    display_name,
+    read_board_labels,
     read_leaderboard,
     write_leaderboard,
 )
@@ -124,3 +126,36 @@ def test_a_run_may_cover_some_of_the_tasks(runs, tmp_path):
     )
     assert [r["model"] for r in tables["Toy"]] == ["org/both", "org/base"]
     assert [r["model"] for r in tables["Else"]] == ["org/both"]
+
+
+def test_names_name_every_row_in_the_tables_the_card_and_the_data(runs, tmp_path):
+    """`posbias leaderboard --names models.json`: the board reads as the Space shows it."""
+    names = tmp_path / "names.json"
+    names.write_text(
+        json.dumps(
+            {
+                "_about": "a comment",
+                "org/strong": {"name": "Strong (trained on begin)", "made_by": "posbias train"},
+            }
+        )
+    )
+    out = tmp_path / "lb"
+    argv = ["leaderboard", *map(str, runs), "--out", str(out), "--names", str(names)]
+    assert main([*argv, "--n-resamples", "100", "--no-progress"]) == 0
+    by_model = {r["model"]: r["name"] for r in read_leaderboard(out)}
+    # A labelled id takes its label; the others lose their organisation, as in the Space.
+    assert by_model == {"org/strong": "Strong (trained on begin)", "org/base": "org/base",
+                        "org/twin": "org/twin"}  # fmt: skip
+    assert {r["name"] for r in read_leaderboard(out / "hub")} == set(by_model.values())
+    card = (out / "hub" / "README.md").read_text()
+    assert "| 1 | Strong (trained on begin) |" in card
+    assert "| org/strong |" not in (out / "leaderboard.md").read_text()
+    assert json.loads((out / "models.json").read_text()) == json.loads(names.read_text())
+    assert display_name("org/strong", read_board_labels(out)) == "Strong (trained on begin)"
+
+
+def test_a_missing_names_file_is_a_one_line_error(runs, tmp_path, capsys):
+    code = main(["leaderboard", *map(str, runs), "--out", str(tmp_path / "lb"),
+                 "--names", str(tmp_path / "nope.json")])  # fmt: skip
+    assert code == 2
+    assert capsys.readouterr().err.strip().endswith("no such names file (a models.json)")

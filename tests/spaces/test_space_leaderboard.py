@@ -59,3 +59,22 @@ def test_shipped_rows_are_named_as_a_user_names_them_and_say_how_they_were_made(
     assert "all-MiniLM-L6-v2 trained on begin (60 steps)" in note
     # A board without models.json still gets readable names.
     assert space_app.board_name("models/posbias-e5-small-uniform") == "posbias-e5-small-uniform"
+
+
+def test_the_shipped_board_names_each_model_as_the_space_does(space_app, monkeypatch):
+    """One function names a row (hf_posbias.apps.display_name): the board's own data and Hub
+    card carry the name the Space shows, never an internal folder."""
+    from hf_posbias.evaluation.reports.leaderboard import read_leaderboard
+
+    monkeypatch.delenv(space_app.LEADERBOARD_ENV, raising=False)
+    shown = {(r["task"], r["model"]): r["name"] for r in space_app.leaderboard_rows()}
+    board = space_app.SHIPPED_LEADERBOARD
+    for folder in (board, board / "hub"):
+        stored = {(r["task"], r["model"]): r["name"] for r in read_leaderboard(folder)}
+        assert stored == shown
+    begin = ("SciFact-Evidence", "models/posbias-all-minilm-l6-v2-begin")
+    assert shown[begin] == "all-MiniLM-L6-v2 trained on begin (60 steps)"
+    card = (board / "hub" / "README.md").read_text()
+    assert "| all-MiniLM-L6-v2 trained on begin (60 steps) |" in card
+    assert "models/posbias" not in card and "bases/posbias" not in card
+    assert space_app.board_name is space_app.display_name

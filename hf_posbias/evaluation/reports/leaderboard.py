@@ -11,9 +11,11 @@ when it cannot separate them (p ≥ ``alpha``) they are marked tied and share a 
 adjacent pairs of a public leaderboard are not statistically separable (mteb issue 5208).
 
 Written to ``DIR``: ``leaderboard.md``, ``leaderboard.csv``, ``leaderboard.parquet`` (one row per
-task × model; ``curve`` holds the per-position nDCG@10 with intervals as JSON, for plots) and
-``hub/``, a Hub dataset repo folder (one config per task, a card with the tables) ready for
-:func:`hf_posbias.hub.upload_folder`.
+task × model; ``model`` is the run's model id, ``name`` the model as a reader names it —
+:func:`display_name`, the Space's name too —, ``curve`` holds the per-position nDCG@10 with
+intervals as JSON, for plots), ``hub/``, a Hub dataset repo folder (one config per task, a card
+with the tables under those names) ready for :func:`hf_posbias.hub.upload_folder`, and, with
+``--names``, that file as ``models.json`` (the Space reads it next to the board).
 
 Example:
     >>> rank_groups([True, False, False])  # model 1 ties model 2; 2 and 3 differ
@@ -29,13 +31,77 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hf_posbias.errors import InputError
-from hf_posbias.settings import ProgressSettings, check_positive, flag_name, setting
+from hf_posbias.settings import ProgressSettings, check_positive, flag_name, setting, shared_setting
 
 SortKey = Literal["mean", "harmonic_mean", "psi", "slope"]
 LOWER_IS_BETTER = {"psi"}
 """Sort keys where a smaller value ranks first (PSI: less position sensitivity)."""
 
 TABLE_COLUMNS = ("rank", "model", "mean", "psi", "harmonic_mean", "slope", "n_queries", "tied")
+
+BOARD_LABELS = "models.json"
+"""Next to a board: ``{model id: {"name": …, "made_by": …}}``, how each row is named
+(:func:`display_name`) and the command that made it."""
+
+Labels = dict[str, dict[str, str]]
+
+
+def display_name(model: str, labels: Labels | None = None) -> str:
+    """The name a reader gives the model of a board row — the one the board's tables, its Hub
+    card and the Space show: the board's ``models.json`` name, else the id without the folders
+    and organisations a run records.
+
+    Example:
+        >>> display_name("mteb/baseline-bm25s")
+        'BM25'
+        >>> display_name("sentence-transformers/all-MiniLM-L6-v2")
+        'all-MiniLM-L6-v2'
+        >>> display_name("models/posbias-e5-small-begin"), display_name("bm25 → smollm2-135m@20")
+        ('posbias-e5-small-begin', 'BM25 → smollm2-135m@20')
+        >>> display_name("x", {"x": {"name": "Model X"}})
+        'Model X'
+    """
+    label = (labels or {}).get(model, {}).get("name")
+    if label:
+        return label
+    if model == "mteb/baseline-bm25s":
+        return "BM25"
+    if model.startswith("bm25 → "):
+        return "BM25 → " + model.removeprefix("bm25 → ")
+    for prefix in ("sentence-transformers/", "bases/", "models/"):
+        if model.startswith(prefix):
+            return model.removeprefix(prefix)
+    return model
+
+
+def read_board_labels(path: str | Path | None) -> Labels:
+    """The labels of a board: ``path`` is a ``models.json``, or a board folder (one without a
+    ``models.json`` gives ``{}``, as does ``None``). A ``_``-prefixed key is a comment.
+
+    Example:
+        >>> read_board_labels(None)
+        {}
+        >>> read_board_labels("/no/such/names.json")
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: /no/such/names.json: no such names file (a models.json)
+    """
+    if path is None:
+        return {}
+    file = Path(path)
+    if file.is_dir():
+        file = file / BOARD_LABELS
+        if not file.is_file():
+            return {}
+    elif not file.is_file():
+        raise InputError(f"{path}: no such names file (a models.json)")
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise InputError(f"{file}: not JSON ({err.msg}, line {err.lineno})") from None
+    if not isinstance(data, dict):
+        raise InputError(f'{file}: expected {{model id: {{"name": …}}}}')
+    return {k: v for k, v in data.items() if not k.startswith("_") and isinstance(v, dict)}
 
 
 @dataclass(kw_only=True)
@@ -50,20 +116,25 @@ class LeaderboardSettings(ProgressSettings):
     """
 
     runs: list[str] = setting("`posbias evaluate` run folders", positional=True, metavar="RUN")
-    out: str = setting("output folder (markdown, CSV, parquet and a Hub dataset folder)")
+    out: str = shared_setting("out")
     sort_by: SortKey = setting("column that orders each task's table", default="mean")
     alpha: float = setting(
         "significance level of the paired test that separates neighbours", default=0.05
     )
-    resamples: int = setting(
-        "paired-bootstrap resamples per neighbour pair",
+    resamples: int = shared_setting(
+        "n_resamples",
         default=1000,
         flag="--n-resamples",
         aliases=("--resamples",),
     )
-    seed: int = setting("seed of the paired test", default=0)
+    seed: int = shared_setting("seed", default=0)
     title: str = setting(
         "title of the tables and the dataset card", default="Position-bias leaderboard"
+    )
+    names: str | None = setting(
+        'a models.json ({model id: {"name": …, "made_by": …}}) naming each row as the Space '
+        "shows it; copied into OUT (unset: the ids without their folders and organisations)",
+        default=None,
     )
 
     def __post_init__(self) -> None:
@@ -177,6 +248,9 @@ def task_table(summaries: Sequence[Any], settings: LeaderboardSettings) -> list[
         ((_row(s), s) for s in summaries), key=lambda rs: _sort_value(rs[0], settings.sort_by)
     )
     rows = [r for r, _ in pairs]
+    labels = read_board_labels(settings.names)
+    for row in rows:
+        row["name"] = display_name(row["model"], labels)
     scores = []
     for _, s in pairs:
         if not s.per_query_path or not Path(s.per_query_path).is_file():
@@ -242,7 +316,8 @@ def markdown(tables: dict[str, list[dict[str, Any]]], settings: LeaderboardSetti
             p = "" if r["p_next"] is None else f"{r['p_next']:.3f}"
             mark = " =" if r["tied"] else ""
             lines.append(
-                f"| {r['rank']}{mark} | {r['model']} | {_cell(r, 'mean')} | {_cell(r, 'psi')} | "
+                f"| {r['rank']}{mark} | {r.get('name') or r['model']} | {_cell(r, 'mean')} | "
+                f"{_cell(r, 'psi')} | "
                 f"{_cell(r, 'harmonic_mean')} | {_cell(r, 'slope')} | {r['n_queries']} | {p} |"
             )
     return "\n".join(lines) + "\n"
@@ -255,10 +330,17 @@ def _config_name(task: str) -> str:
 
 def write_leaderboard(settings: LeaderboardSettings) -> dict[str, list[dict[str, Any]]]:
     """Build the leaderboard and write every output into ``settings.out``."""
+    tables = build_leaderboard(settings)
+    write_board(tables, settings)
+    return tables
+
+
+def write_board(tables: dict[str, list[dict[str, Any]]], settings: LeaderboardSettings) -> None:
+    """Write ``{task: sorted rows}`` into ``settings.out``: markdown, CSV, parquet, the Hub
+    dataset folder and (with ``settings.names``) ``models.json``."""
     from hf_posbias.publish.repo import front_matter_yaml, write_dataset_repo
     from hf_posbias.shards import write_parquet
 
-    tables = build_leaderboard(settings)
     out = Path(settings.out)
     out.mkdir(parents=True, exist_ok=True)
     text = markdown(tables, settings)
@@ -278,7 +360,11 @@ def write_leaderboard(settings: LeaderboardSettings) -> dict[str, list[dict[str,
     )
     card = f"---\n{header}---\n{text}\nWritten by `posbias leaderboard` (hf-posbias).\n"
     write_dataset_repo(out / "hub", configs, card, overwrite=True)
-    return tables
+    if settings.names:
+        source = Path(settings.names)
+        source = source / BOARD_LABELS if source.is_dir() else source
+        if source.resolve() != (out / BOARD_LABELS).resolve():
+            (out / BOARD_LABELS).write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
 
 
 def read_leaderboard(folder: str | Path) -> list[dict[str, Any]]:

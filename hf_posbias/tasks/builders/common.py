@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from hf_posbias.errors import InputError
-from hf_posbias.settings import Settings, setting
+from hf_posbias.settings import Settings, setting, shared_setting
 from hf_posbias.tasks.positions import (
     THIRDS,
     Anchor,
@@ -415,7 +415,7 @@ class BuilderOutput(Settings):
     overrides :meth:`builder_kwargs`.
     """
 
-    out: str = setting("task folder to write")
+    out: str = shared_setting("out")
 
     def builder_kwargs(self) -> dict[str, Any]:
         """The builder function's arguments: every setting but ``out``, under its own name

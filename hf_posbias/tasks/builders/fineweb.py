@@ -38,7 +38,7 @@ from typing import Any
 
 from hf_posbias import POSITIONS, citations
 from hf_posbias.errors import InputError
-from hf_posbias.settings import setting
+from hf_posbias.settings import setting, shared_setting
 from hf_posbias.tasks.builders.common import (
     BuilderOutput,
     TaskAssembler,
@@ -206,7 +206,7 @@ class FineWebPosQSettings(BuilderOutput):
 
     input: str = setting("Hub id, Hub-layout folder or parquet/JSONL/JSON rows", default=HUB_ID)
     tiny: bool = setting("--per-position queries per position", default=False)
-    seed: int = setting("seed of the tiny sample", default=42)
+    seed: int = shared_setting("seed", default=42)
     per_position: int = setting("queries per position of the tiny sample", default=1000)
     question_column: str = setting("question column", default="question")
     passage_column: str = setting("passage column", default="content")

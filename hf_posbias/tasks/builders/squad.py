@@ -36,7 +36,7 @@ from typing import Any
 
 from hf_posbias import citations
 from hf_posbias.errors import InputError
-from hf_posbias.settings import setting
+from hf_posbias.settings import setting, shared_setting
 from hf_posbias.tasks.builders.common import (
     BuilderOutput,
     TaskAssembler,
@@ -204,7 +204,7 @@ class SquadPosQSettings(BuilderOutput):
         "Hub id, Hub-layout folder, parquet/JSONL rows or SQuAD JSON", default=HUB_ID
     )
     tiny: bool = setting("10,000 sampled queries, corpus unchanged", default=False)
-    seed: int = setting("seed of the tiny sample", default=42)
+    seed: int = shared_setting("seed", default=42)
     tiny_size: int = setting("queries of the tiny sample", default=10_000)
     splits: list[str] = setting(
         "splits to merge, in order", default_factory=lambda: ["train", "validation"]
