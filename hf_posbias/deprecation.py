@@ -132,6 +132,11 @@ MOVED_MODULES: dict[str, str] = {
     # the data pipeline's room (issue 41): its loose modules moved in
     "hf_posbias.corpus": "hf_posbias.pipeline.corpus",
     "hf_posbias.sampling": "hf_posbias.pipeline.sampling",
+    # what both trainers share (issue 41): the neutral room hf_posbias.trainer_base
+    **{
+        f"hf_posbias.training.{name}": f"hf_posbias.trainer_base.{name}"
+        for name in ("callbacks", "memory", "scaffold", "shapes")
+    },
 }
 """Former module path → where the module lives now (the rooms-by-job layout)."""
 

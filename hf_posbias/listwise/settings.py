@@ -1,7 +1,7 @@
 """The settings of a DebiasFirst fine-tune: the flags of ``posbias listwise train``.
 
 :class:`ListwiseTrainingSettings` inherits every hardware setting from
-:class:`~hf_posbias.training.settings.ComputeSettings` (precision, gradient checkpointing,
+:class:`~hf_posbias.trainer_base.compute.ComputeSettings` (precision, gradient checkpointing,
 mini-batching, attention kernel, memory budget, seed, global batch) without repeating one, and
 adds the listwise run: base model, training set, λ, the propensity file, Pos-Aug, NEFTune, the
 prompt (passage budget, identifiers) and the schedule. The :mod:`hf_posbias.settings` builder
@@ -45,7 +45,7 @@ from hf_posbias.settings import (
     setting,
 )
 from hf_posbias.statistics import PAIRED_TESTS
-from hf_posbias.training.settings import AUTO, ComputeSettings
+from hf_posbias.trainer_base.compute import AUTO, ComputeSettings
 
 NO_PROPENSITY = "none"
 

@@ -27,7 +27,7 @@ the identifier tokens, the answer encoding and every sequence's length. Each is 
 :class:`~hf_posbias.errors.InputError`.
 
 **Memory.** Windows per forward pass (``--mini-batch-size``) and gradient checkpointing come
-from :mod:`hf_posbias.training.memory`: on a GPU its preflight measures forward + backward
+from :mod:`hf_posbias.trainer_base.memory`: on a GPU its preflight measures forward + backward
 passes of the longest windows (:func:`cuda_window_trial`); on a CPU ``auto`` is one window per
 pass, no checkpointing. The rest of each process's share of ``--global-batch`` is gradient
 accumulation.
@@ -39,7 +39,7 @@ facts; written last, it marks a finished run) and the model card (``README.md`` 
 The trainer is :class:`~hf_posbias.listwise.training.trainer.DebiasFirstTrainer`; what is not
 particular to listwise windows — output folder, seeding, the schedule's arguments, the memory
 preflight's agreement between processes, timing, saving on rank 0, the card, the entry point —
-is the skeleton both trainers share, :mod:`hf_posbias.training.scaffold`.
+is the skeleton both trainers share, :mod:`hf_posbias.trainer_base.scaffold`.
 
 Example (tiny model; see tests/listwise/test_listwise_train.py for the data folder)::
 
@@ -69,8 +69,8 @@ if TYPE_CHECKING:
 
     from hf_posbias.listwise.training.card import ListwiseCardInfo
     from hf_posbias.listwise.training.collate import ListwiseCollator
-    from hf_posbias.training.memory import Measure, MemoryPlan
-    from hf_posbias.training.settings import ResolvedCompute
+    from hf_posbias.trainer_base.compute import ResolvedCompute
+    from hf_posbias.trainer_base.memory import Measure, MemoryPlan
 
 logger = logging.getLogger("hf_posbias.listwise.train")
 
@@ -214,8 +214,8 @@ def prepare_listwise_run(
     from hf_posbias.listwise.training.trainset import read_train_set
     from hf_posbias.modeling import causal_lm_folder, context_length, load_tokenizer_config
     from hf_posbias.progress import progress
-    from hf_posbias.training.builder import model_attn_implementation
-    from hf_posbias.training.scaffold import output_folder
+    from hf_posbias.trainer_base.attention import model_attn_implementation
+    from hf_posbias.trainer_base.scaffold import output_folder
 
     compute = settings.resolve()
     out = output_folder(settings.out)
@@ -279,7 +279,7 @@ def windows_per_pass(plan: MemoryPlan, longest_tokens: int) -> int:
     """Windows per forward pass a memory plan stands for (a token budget ÷ the longest window).
 
     Example:
-        >>> from hf_posbias.training.memory import MemoryPlan, MiniBatching
+        >>> from hf_posbias.trainer_base.memory import MemoryPlan, MiniBatching
         >>> windows_per_pass(MemoryPlan(False, MiniBatching(tokens=5000), 1, "cpu"), 1200)
         4
     """
@@ -320,7 +320,7 @@ def plan_memory(
         >>> plan.checkpointing, plan.mini_batching.rows
         (False, 1)
     """
-    from hf_posbias.training.memory import (
+    from hf_posbias.trainer_base.memory import (
         check_checkpointing,
         choose_memory_plan,
         cpu_plan,
@@ -365,8 +365,8 @@ def cuda_window_trial(
     import torch
 
     from hf_posbias.listwise.training.losses import model_loss
-    from hf_posbias.training.builder import set_activation_checkpointing
-    from hf_posbias.training.memory import cuda_peak_bytes
+    from hf_posbias.trainer_base.attention import set_activation_checkpointing
+    from hf_posbias.trainer_base.memory import cuda_peak_bytes
 
     longest = sorted(run.encoded, key=lambda e: -len(e["input_ids"]))
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
@@ -387,7 +387,7 @@ def cuda_window_trial(
 
 
 def _plan_of(mini: Any) -> MemoryPlan:
-    from hf_posbias.training.memory import MemoryPlan
+    from hf_posbias.trainer_base.memory import MemoryPlan
 
     return MemoryPlan(False, mini, 1, "measured")
 
@@ -412,11 +412,11 @@ def train_listwise(
 
     from hf_posbias.listwise.training.trainer import DebiasFirstTrainer
     from hf_posbias.modeling import load_causal_lm
-    from hf_posbias.training.builder import (
+    from hf_posbias.trainer_base.attention import (
         set_activation_checkpointing,
         supports_activation_checkpointing,
     )
-    from hf_posbias.training.scaffold import (
+    from hf_posbias.trainer_base.scaffold import (
         agreed_memory_plan,
         announce,
         finish,
@@ -577,7 +577,7 @@ def save_checkpoint(
 ) -> None:
     """Save model + tokenizer, then the card and the facts (the facts file last)."""
     from hf_posbias.listwise.training.card import LISTWISE_CARD
-    from hf_posbias.training.scaffold import save_card
+    from hf_posbias.trainer_base.scaffold import save_card
 
     model.config.use_cache = True  # inference wants it back
     model.save_pretrained(str(run.out))
@@ -593,7 +593,7 @@ def listwise_train_report(result: ListwiseTrainResult) -> str:
     """One line per run for the terminal.
 
     Example:
-        >>> from hf_posbias.training.memory import MemoryPlan, MiniBatching
+        >>> from hf_posbias.trainer_base.memory import MemoryPlan, MiniBatching
         >>> r = ListwiseTrainResult("o", "m", 2, 1.5, 0.2, 1.48, 4.0, 8, 1, "fp32", "sdpa",
         ...     2, 1, 2, MemoryPlan(False, MiniBatching(rows=1), 1, "cpu"), "cpu (cpu)")
         >>> listwise_train_report(r)  # doctest: +ELLIPSIS
@@ -610,7 +610,7 @@ def listwise_train_report(result: ListwiseTrainResult) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Module entry point; user mistakes print one ``error:`` line and return 2."""
-    from hf_posbias.training.scaffold import trainer_main
+    from hf_posbias.trainer_base.scaffold import trainer_main
 
     return trainer_main(
         argv, sys.modules[__name__], ListwiseTrainingSettings, train_listwise, listwise_train_report
