@@ -5,7 +5,8 @@
 mini-batching, attention kernel, memory budget, seed, global batch) without repeating one, and
 adds the listwise run: base model, training set, λ, the propensity file, Pos-Aug, NEFTune, the
 prompt (passage budget, identifiers) and the schedule. The :mod:`hf_posbias.settings` builder
-parses it for ``accelerate launch -m hf_posbias.listwise.train`` and for ``posbias listwise train``.
+parses it for ``accelerate launch -m hf_posbias.listwise.training.train`` and for
+``posbias listwise train``.
 
 What the shared settings mean for a listwise run:
 

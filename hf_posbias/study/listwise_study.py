@@ -292,7 +292,7 @@ def _build_train(task: str, k: int, seed: int, max_queries: Any, out: Path) -> C
 def _train(argv: list[str]) -> Callable[[], Any]:
     def run() -> Any:
         from hf_posbias.listwise.settings import ListwiseTrainingSettings
-        from hf_posbias.listwise.train import train_listwise
+        from hf_posbias.listwise.training.train import train_listwise
         from hf_posbias.settings import parse_settings_args
 
         return train_listwise(parse_settings_args(ListwiseTrainingSettings, argv))

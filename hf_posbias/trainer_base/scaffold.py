@@ -1,8 +1,8 @@
 """The skeleton both trainers share: one run from the checked settings to the saved checkpoint.
 
 The bi-encoder trainer (:func:`hf_posbias.training.train.train_model`) and the DebiasFirst
-trainer (:func:`hf_posbias.listwise.train.train_listwise`) differ in their data, their model,
-their loss and their card; everything around those is here, in the order a run uses it:
+trainer (:func:`hf_posbias.listwise.training.train.train_listwise`) differ in their data, their
+model, their loss and their card; everything around those is here, in the order a run uses it:
 
 1. :func:`output_folder` — the checkpoint folder, created and checked writable before any
    model loads;

@@ -435,7 +435,7 @@ def train_model(cfg: TrainingSettings, callbacks: Sequence[Any] = ()) -> TrainRe
     trainer = SentenceTransformerTrainer(
         model=model, args=args, train_dataset=dataset, loss=loss, callbacks=list(callbacks)
     )
-    memory = _memory_preflight(cfg, run, trainer, loss)
+    memory = memory_preflight(cfg, run, trainer, loss)
     apply_memory_plan(memory, model, loss)
     logger.info("memory: %s", memory.summary())
     fitted = fit(trainer, model, run.out, compute, memory, progress=cfg.progress)
@@ -453,7 +453,7 @@ def train_model(cfg: TrainingSettings, callbacks: Sequence[Any] = ()) -> TrainRe
 
     def save() -> None:
         model.save_pretrained(str(run.out))
-        info = _card_info(cfg, spec, rows, result, run.truncation, lr, model)
+        info = card_info(cfg, spec, rows, result, run.truncation, lr, model)
         result.card_path = save_card(BI_ENCODER_CARD, run.out, info, card=cfg.card)
         if cfg.push_to_hub and run.token:
             result.hub_url = push_checkpoint(run.out, cfg.push_to_hub, run.token)
@@ -471,7 +471,7 @@ def apply_memory_plan(plan: MemoryPlan, model: Any, loss: Any) -> None:
     loss.mini_batch_num_tokens = plan.mini_batching.tokens
 
 
-def _memory_preflight(cfg: TrainingSettings, run: RunInputs, trainer: Any, loss: Any) -> MemoryPlan:
+def memory_preflight(cfg: TrainingSettings, run: RunInputs, trainer: Any, loss: Any) -> MemoryPlan:
     """The memory plan: trial steps on the GPU (every rank takes rank 0's decision), or CPU's."""
     from hf_posbias.trainer_base.memory import (
         choose_memory_plan,
@@ -515,7 +515,7 @@ def _memory_preflight(cfg: TrainingSettings, run: RunInputs, trainer: Any, loss:
     )
 
 
-def _card_info(cfg, spec, rows, result, truncation, lr, model) -> Any:  # noqa: ANN001
+def card_info(cfg, spec, rows, result, truncation, lr, model) -> Any:  # noqa: ANN001
     from hf_posbias.modeling import hub_model_id
     from hf_posbias.training.card import TrainingCardInfo
 

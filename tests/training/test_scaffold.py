@@ -24,6 +24,7 @@ HEAVY = ("torch", "transformers", "sentence_transformers", "datasets", "mteb")
         "hf_posbias.cli",
         "hf_posbias.training.train",
         "hf_posbias.listwise.train",
+        "hf_posbias.listwise.training.train",
         "hf_posbias.trainer_base.scaffold",
         "hf_posbias.training.card",
         "hf_posbias.listwise.training.card",
