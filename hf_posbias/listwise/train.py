@@ -27,7 +27,7 @@ NEW_HOME = "hf_posbias.listwise.training.train"
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m hf_posbias.listwise.train``: the trainer's entry point under its former name."""
-    from hf_posbias.listwise.settings import ListwiseTrainingSettings
+    from hf_posbias.listwise.training.settings import ListwiseTrainingSettings
     from hf_posbias.listwise.training.train import listwise_train_report, train_listwise
     from hf_posbias.trainer_base.scaffold import trainer_main
 

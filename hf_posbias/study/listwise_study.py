@@ -276,7 +276,7 @@ def _training_steps(spec: ListwiseStudySpec, out: Path) -> list[Step]:
 
 def _build_train(task: str, k: int, seed: int, max_queries: Any, out: Path) -> Callable[[], Any]:
     def run() -> Any:
-        from hf_posbias.listwise.settings import BuildTrainSettings
+        from hf_posbias.listwise.experiments.settings import BuildTrainSettings
         from hf_posbias.listwise.training.trainset import build_train_set
 
         return build_train_set(
@@ -291,7 +291,7 @@ def _build_train(task: str, k: int, seed: int, max_queries: Any, out: Path) -> C
 
 def _train(argv: list[str]) -> Callable[[], Any]:
     def run() -> Any:
-        from hf_posbias.listwise.settings import ListwiseTrainingSettings
+        from hf_posbias.listwise.training.settings import ListwiseTrainingSettings
         from hf_posbias.listwise.training.train import train_listwise
         from hf_posbias.settings import parse_settings_args
 

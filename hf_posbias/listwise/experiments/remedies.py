@@ -53,8 +53,8 @@ from hf_posbias.listwise.experiments.runs import (
     rerank_queries,
     write_jsonl,
 )
+from hf_posbias.listwise.experiments.settings import ControlledTestConfig, ListwiseRemediesConfig
 from hf_posbias.listwise.experiments.taskio import RerankTask
-from hf_posbias.listwise.settings import ControlledTestConfig, ListwiseRemediesConfig
 from hf_posbias.rerankers.base import ListwiseReranker
 from hf_posbias.settings import flag_name
 

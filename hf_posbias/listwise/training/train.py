@@ -48,7 +48,7 @@ is the skeleton both trainers share, :mod:`hf_posbias.trainer_base.scaffold`.
 
 Example (tiny model; see tests/listwise/test_listwise_train.py for the data folder)::
 
-    from hf_posbias.listwise.settings import ListwiseTrainingSettings
+    from hf_posbias.listwise.training.settings import ListwiseTrainingSettings
     from hf_posbias.listwise.training.train import train_listwise
     result = train_listwise(ListwiseTrainingSettings(
         model="smollm2-135m", data="lw/train", out="ckpt/debiasfirst", global_batch=8,
@@ -66,7 +66,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.settings import ListwiseTrainingSettings
+from hf_posbias.listwise.training.settings import ListwiseTrainingSettings
 from hf_posbias.settings import flag_name
 
 if TYPE_CHECKING:
