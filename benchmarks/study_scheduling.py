@@ -15,9 +15,9 @@ each N prints three makespans, as ratios to the lower bound:
 Costs: with ``--throughput FILE`` (``benchmarks/train_throughput.py --json`` on your GPU) each
 run's projected seconds from the training planner (the hours ``posbias study run --dry-run
 --throughput FILE`` prints). Without it, each run's model FLOPs (the planner's steps per bin ×
-global batch × :func:`hf_posbias.training.shapes.sequence_flops` of the bin's mid-length document,
-capped at the model's length): the ratios hold, hours are not shown. Evaluations are not
-projected by the planner and cost 0 here, so the figures are the training schedule.
+global batch × :func:`hf_posbias.trainer_base.shapes.sequence_flops` of the bin's mid-length
+document, capped at the model's length): the ratios hold, hours are not shown. Evaluations are
+not projected by the planner and cost 0 here, so the figures are the training schedule.
 
 Run:
     .venv/bin/python benchmarks/study_scheduling.py                      # yhp26, N = 8 16 32
@@ -38,6 +38,7 @@ def flops_costs(spec, models) -> dict[str, float]:
     """Each run's model FLOPs over all its steps (see the module docstring)."""
     from hf_posbias.study.spec import training_argv
     from hf_posbias.study.units import _run
+    from hf_posbias.trainer_base.shapes import ModelShape, sequence_flops
     from hf_posbias.training.builder import max_seq_length
     from hf_posbias.training.models import get_model_spec
     from hf_posbias.training.planning import (
@@ -48,7 +49,6 @@ def flops_costs(spec, models) -> dict[str, float]:
         steps_per_bin,
     )
     from hf_posbias.training.settings import parse_settings
-    from hf_posbias.training.shapes import ModelShape, sequence_flops
 
     shapes: dict[str, tuple[ModelShape, int]] = {}
     costs = {}

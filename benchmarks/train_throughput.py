@@ -1,7 +1,7 @@
 """Training throughput at the paper's scale: s/step per length bin, tokens/s, peak memory, MFU.
 
 For each registered base (or ``--models``) this builds a random-initialised model of the *real*
-architecture and size (:func:`hf_posbias.training.shapes.real_config`, written in code: nothing
+architecture and size (:func:`hf_posbias.trainer_base.shapes.real_config`, written in code: nothing
 is downloaded) with a real tokenizer (the WordPiece tokenizer of the packaged all-MiniLM-L6-v2),
 saves it as a checkpoint folder, registers it with the base's pooling, prefix and maximum length,
 and trains it through the real entry point (:func:`hf_posbias.training.train.train_model`, the
@@ -24,7 +24,7 @@ summed over its sequences of ``t`` tokens (queries and documents)::
     6 · N · t + 12 · L · d_attn · t²
 
 with ``N`` non-embedding parameters, ``L`` layers, ``d_attn`` = heads × head dim (PaLM, App. B;
-:mod:`hf_posbias.training.shapes`). The gradient cache's second forward and checkpointing's
+:mod:`hf_posbias.trainer_base.shapes`). The gradient cache's second forward and checkpointing's
 recomputation are not model FLOPs, so with both the ceiling is 60%. The peak is the data-sheet
 dense bf16/fp16/fp32 figure of the GPU (:func:`hf_posbias.devices.dense_peak_flops`, or
 ``--peak-tflops``); on a CPU it is the best matmul rate measured in this run, in the settings'
@@ -168,8 +168,8 @@ def build_model(name: str, folder: Path, tiny: bool) -> str:
     from transformers import AutoModel, AutoTokenizer
 
     from hf_posbias.modeling import packaged_model_path
+    from hf_posbias.trainer_base.shapes import real_config, tiny_shape_config
     from hf_posbias.training.models import get_model_spec, register_model
-    from hf_posbias.training.shapes import real_config, tiny_shape_config
 
     minilm = packaged_model_path("all-MiniLM-L6-v2")
     if minilm is None:
@@ -302,9 +302,9 @@ def run_one(
     from hf_posbias.devices import dense_peak_flops, device_info
     from hf_posbias.errors import PosbiasError
     from hf_posbias.pipeline.corpus import bin_sort_key
+    from hf_posbias.trainer_base.shapes import ModelShape, step_flops
     from hf_posbias.training.models import get_model_spec
     from hf_posbias.training.settings import TrainingSettings
-    from hf_posbias.training.shapes import ModelShape, step_flops
     from hf_posbias.training.train import train_model
 
     n_bins = 5

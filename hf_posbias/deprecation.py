@@ -134,6 +134,11 @@ MOVED_MODULES: dict[str, str] = {
     "hf_posbias.sampling": "hf_posbias.pipeline.sampling",
     # the demo is a small study on the embedded default: it lives with the study
     "hf_posbias.demo": "hf_posbias.study.demo",
+    # what both trainers share (issue 41): the neutral room hf_posbias.trainer_base
+    **{
+        f"hf_posbias.training.{name}": f"hf_posbias.trainer_base.{name}"
+        for name in ("callbacks", "memory", "scaffold", "shapes")
+    },
 }
 """Former module path → where the module lives now (the rooms-by-job layout)."""
 

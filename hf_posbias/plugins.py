@@ -2,7 +2,8 @@
 
 Each extension point is a :class:`Registry` of name → object of ONE type (the type the built-ins
 register): benchmarks (:class:`hf_posbias.tasks.registry.Benchmark`), bi-encoder remedies
-(:class:`hf_posbias.evaluation.runs.remedy_kinds.Remedy`), reranker kinds
+(:class:`hf_posbias.evaluation.runs.remedy_kinds.Remedy`), listwise remedies
+(:class:`hf_posbias.listwise.experiments.remedy_kinds.ListwiseRemedy`), reranker kinds
 (:class:`hf_posbias.rerankers.kinds.RerankerKind`) and trainable bases
 (:class:`hf_posbias.training.models.ModelSpec`). A third party adds one from its own installed
 package through a Python entry point of the kind's group (:data:`GROUPS`); the entry point's name
@@ -48,6 +49,7 @@ GROUPS: dict[str, str] = {
     "remedies": "hf_posbias.remedies",
     "rerankers": "hf_posbias.rerankers",
     "bases": "hf_posbias.bases",
+    "listwise_remedies": "hf_posbias.listwise_remedies",
 }
 """The entry-point group of each extension point."""
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hf_posbias.training.shapes import ENCODER_FAMILIES, tiny_config
+from hf_posbias.trainer_base.shapes import ENCODER_FAMILIES, tiny_config
 
 # A few hundred words of varied English, enough for a tokenizer that covers test text.
 _TOKENIZER_TEXT = """
@@ -154,7 +154,7 @@ def build_tiny_checkpoint(
     """Save a tiny random ``family`` checkpoint (model + tokenizer) to ``out_dir``.
 
     Args:
-        family: one of :data:`hf_posbias.training.shapes.FAMILIES`.
+        family: one of :data:`hf_posbias.trainer_base.shapes.FAMILIES`.
         out_dir: target folder (created).
         seed: torch seed for the random weights.
         head: ``"base"`` (AutoModel), ``"causal-lm"`` (decoders: the ``*ForCausalLM`` class, as

@@ -33,11 +33,18 @@ FILES = (
 
 def _registries() -> list:
     from hf_posbias.evaluation.runs.remedies import REMEDY_REGISTRY
+    from hf_posbias.listwise.experiments.remedies import LISTWISE_REMEDY_REGISTRY
     from hf_posbias.rerankers.loading import RERANKER_REGISTRY
     from hf_posbias.tasks.registry import BENCHMARK_REGISTRY
     from hf_posbias.training.models import BASE_REGISTRY
 
-    return [BENCHMARK_REGISTRY, REMEDY_REGISTRY, RERANKER_REGISTRY, BASE_REGISTRY]
+    return [
+        BENCHMARK_REGISTRY,
+        REMEDY_REGISTRY,
+        LISTWISE_REMEDY_REGISTRY,
+        RERANKER_REGISTRY,
+        BASE_REGISTRY,
+    ]
 
 
 def _on_path(folder: Path) -> None:
@@ -104,11 +111,14 @@ def test_every_plugin_is_listed_with_its_distribution(example_plugins, capsys):
     assert rows[-1].startswith(f"| sentences | Sentences-Evidence | {DIST} | a text file")
 
     rows = _listing(["list", "remedies"], capsys)
-    assert rows[2] == "| none | — | built-in | the plain model |"
-    assert rows[-1] == (
-        f"| meanp | passage_tokens, stride | {DIST} | score = the mean over the document's "
-        "passages |"
+    assert rows[2] == "| none | bi-encoder | — | built-in | the plain model |"
+    kinds = [row.split(" | ")[1] for row in rows[2:]]
+    assert kinds == ["bi-encoder"] * 7 + ["listwise"] * 3  # both kinds, each its plugins last
+    assert rows[8] == (
+        f"| meanp | bi-encoder | passage_tokens, stride | {DIST} | score = the mean over the "
+        "document's passages |"
     )
+    assert rows[-1].startswith("| debiasfirst | listwise | checkpoints | built-in |")
 
     rows = _listing(["list", "rerankers"], capsys)
     kinds = [row.split(" | ")[1] for row in rows[2:]]
@@ -248,6 +258,11 @@ def _dist_info(site: Path, name: str, entry_points: str) -> None:
             "[hf_posbias.remedies]\nmaxp = json:loads\n",
             ["list", "remedies"],
             "clashes with the built-in remedy 'maxp'",
+        ),
+        (
+            "[hf_posbias.listwise_remedies]\npermsc = json:loads\n",
+            ["list", "remedies"],
+            "clashes with the built-in listwise remedy 'permsc'",
         ),
         (
             "[hf_posbias.benchmarks]\nlist = json:loads\n",

@@ -4,7 +4,7 @@ One verb, one kind of extension point each:
 
     posbias list benchmarks  the benchmark verbs and their tasks
     posbias list bases       the base models (posbias train --model, a study's bases)
-    posbias list remedies    the bi-encoder remedies (--remedy, --remedies, a study's remedies)
+    posbias list remedies    the remedies: bi-encoder (--remedy, --remedies, a study's) and listwise
     posbias list rerankers   the reranker kinds (--reranker), in the order they are tried
 
 The former listing verbs (``benchmark list``, ``study bases``, ``study remedies``, ``listwise
@@ -15,7 +15,7 @@ registered the row (:mod:`hf_posbias.plugins`; docs/extending.md).
 
 Example:
     >>> print(remedies_table().to_markdown().splitlines()[2])
-    | none | — | built-in | the plain model |
+    | none | bi-encoder | — | built-in | the plain model |
 """
 
 from __future__ import annotations
@@ -76,14 +76,17 @@ def benchmarks_table() -> MarkdownTable:
 
 
 def remedies_table() -> MarkdownTable:
-    """Every remedy ``--remedy`` takes: ``none``, the built-in ones, then plugins'."""
+    """Every remedy of both model kinds: the bi-encoder's (``--remedy``: ``none``, the built-in
+    ones, then plugins'), then the listwise reranker's (``posbias listwise remedies``)."""
     from hf_posbias.evaluation.runs.remedies import NO_REMEDY, REMEDY_REGISTRY
+    from hf_posbias.listwise.experiments.remedies import LISTWISE_REMEDY_REGISTRY
 
-    rows = [[NO_REMEDY, "—", "built-in", "the plain model"]]
-    for name, entry in REMEDY_REGISTRY.entries().items():
-        reads = ", ".join(entry.value.reads) or "—"
-        rows.append([name, reads, entry.source, entry.value.help])
-    return MarkdownTable(["remedy", "reads", "source", "description"], rows)
+    rows = [[NO_REMEDY, "bi-encoder", "—", "built-in", "the plain model"]]
+    for kind, registry in (("bi-encoder", REMEDY_REGISTRY), ("listwise", LISTWISE_REMEDY_REGISTRY)):
+        for name, entry in registry.entries().items():
+            reads = ", ".join(entry.value.reads) or "—"
+            rows.append([name, kind, reads, entry.source, entry.value.help])
+    return MarkdownTable(["remedy", "kind", "reads", "source", "description"], rows)
 
 
 def rerankers_table() -> MarkdownTable:

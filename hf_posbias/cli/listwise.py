@@ -23,7 +23,7 @@ Verbs:
 Every verb's flags are generated from one settings dataclass of
 :mod:`hf_posbias.listwise.settings`, and that one object goes from argv to the library (the
 window, for one, is set once and read by the reranker and the experiment alike). ``train`` takes
-the flags of ``accelerate launch -m hf_posbias.listwise.train``
+the flags of ``accelerate launch -m hf_posbias.listwise.training.train``
 (:class:`~hf_posbias.listwise.settings.ListwiseTrainingSettings`) and runs the same training in
 one process.
 
@@ -280,7 +280,7 @@ def _rerank(s: RerankSettings) -> None:
 
 
 def _train(settings: ListwiseTrainingSettings) -> None:
-    from hf_posbias.listwise.train import listwise_train_report, train_listwise
+    from hf_posbias.listwise.training.train import listwise_train_report, train_listwise
 
     result = train_listwise(settings, echo=echo)
     echo(listwise_train_report(result))
@@ -379,8 +379,8 @@ EXPERT_VERBS: tuple[str, ...] = ("curves", "transitions", "rerank")
 
 _DESCRIPTIONS = {
     "train": "Fine-tune a causal LM as a FIRST-style listwise reranker with the DebiasFirst loss, "
-    "on one process (multi-GPU: accelerate launch -m hf_posbias.listwise.train with the same "
-    "flags). --global-batch counts windows per step (Q26: 8).",
+    "on one process (multi-GPU: accelerate launch -m hf_posbias.listwise.training.train with "
+    "the same flags). --global-batch counts windows per step (Q26: 8).",
     "remedies": "On the same queries and windows of the 1…k test: the plain reranker (none), "
     "slot calibration (one content-free window), PermSC-style aggregation of the list as given "
     "plus m-1 shared shuffles (Borda and Kemeny, m from --shuffles) and --checkpoints; writes "

@@ -38,9 +38,9 @@ away. Modules, one concept each:
   (``build-train``, RankZephyr/FIRST data), :mod:`~hf_posbias.listwise.training.losses` (L_Rank,
   L_Rank-IPS, the DebiasFirst joint loss), :mod:`~hf_posbias.listwise.training.collate` (training
   batches);
-- :mod:`~hf_posbias.listwise.settings`, :mod:`~hf_posbias.listwise.train`,
+- :mod:`~hf_posbias.listwise.settings`, :mod:`~hf_posbias.listwise.training.train`,
   :mod:`~hf_posbias.listwise.training.card` — the DebiasFirst fine-tune (``posbias listwise train``,
-  ``accelerate launch -m hf_posbias.listwise.train``), its checkpoint and model card;
+  ``accelerate launch -m hf_posbias.listwise.training.train``), its checkpoint and model card;
   :mod:`~hf_posbias.listwise.experiments.compare` — two ``test`` runs against each other (paired);
   :mod:`~hf_posbias.listwise.demo` — the before/after demo;
   :mod:`~hf_posbias.listwise.experiments.slider`

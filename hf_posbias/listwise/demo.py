@@ -160,7 +160,7 @@ def _run_step(verb: str, settings: Any) -> None:
     from hf_posbias.listwise.experiments.controlled import run_controlled_test
     from hf_posbias.listwise.experiments.propensity import run_propensity
     from hf_posbias.listwise.experiments.runs import load_task_and_reranker
-    from hf_posbias.listwise.train import train_listwise
+    from hf_posbias.listwise.training.train import train_listwise
     from hf_posbias.listwise.training.trainset import build_train_set
 
     if verb in ("test", "propensity"):

@@ -1,608 +1,85 @@
-"""The settings of a DebiasFirst fine-tune: the flags of ``posbias listwise train``.
-
-:class:`ListwiseTrainingSettings` inherits every hardware setting from
-:class:`~hf_posbias.training.settings.ComputeSettings` (precision, gradient checkpointing,
-mini-batching, attention kernel, memory budget, seed, global batch) without repeating one, and
-adds the listwise run: base model, training set, λ, the propensity file, Pos-Aug, NEFTune, the
-prompt (passage budget, identifiers) and the schedule. The :mod:`hf_posbias.settings` builder
-parses it for ``accelerate launch -m hf_posbias.listwise.train`` and for ``posbias listwise train``.
-
-What the shared settings mean for a listwise run:
-
-- ``--global-batch`` — training windows per optimisation step over all processes (default 8,
-  Q26's effective batch; the bi-encoder trainer's default is 256 rows). Each of W processes
-  takes ``global/W`` windows; DDP averages the gradients (nothing is gathered: a window's loss
-  needs no other window).
-- ``--mini-batch-size N`` — windows per forward pass; the rest of a process's share is gradient
-  accumulation (so N must divide it; the largest divisor ≤ N is used). ``auto``: on a GPU the
-  memory preflight's choice, on a CPU one window (a batched forward is not faster there and
-  needs no padding). ``--mini-batch-tokens T`` — ``T ÷ longest training sequence`` windows.
-- ``--gradient-checkpointing``, ``--precision``, ``--attn-implementation``,
-  ``--device-memory-gib``, ``--seed`` — as for every trainer (:mod:`hf_posbias.devices`).
+"""The listwise settings, split by job: the DebiasFirst fine-tune's
+(:mod:`hf_posbias.listwise.training.settings`: ``ListwiseTrainingSettings``, ``augment``,
+``transitions``) and the experiments' (:mod:`hf_posbias.listwise.experiments.settings`: one
+dataclass per ``posbias listwise`` verb). This face serves both under the one path every caller
+has imported them from.
 
 Example:
-    >>> from hf_posbias.settings import parse_settings_args
-    >>> s = parse_settings_args(ListwiseTrainingSettings, ["--model", "smollm2-135m", "--data",
-    ...                         "d", "--out", "o", "--lambda", "0.5", "--pos-aug", "4"])
-    >>> s.lam, s.pos_aug, s.global_batch, s.precision, s.propensity_file is None
-    (0.5, 4, 8, 'auto', True)
+    >>> from hf_posbias.listwise.training.settings import ListwiseTrainingSettings as moved
+    >>> ListwiseTrainingSettings is moved
+    True
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
-
-from hf_posbias.errors import InputError
-from hf_posbias.rerankers.options import RerankerOptions
-from hf_posbias.settings import (
-    ProgressSettings,
-    Settings,
-    check_choice,
-    check_positive,
-    flag_name,
-    setting,
-    shared_setting,
+from hf_posbias.listwise.experiments.settings import (
+    LIST_PARAMS,
+    BuildTrainSettings,
+    ControlledTestConfig,
+    ConvertSettings,
+    CurvesSettings,
+    ListSettings,
+    ListSource,
+    ListwiseCompareSettings,
+    ListwiseRemediesConfig,
+    ListwiseRemediesSettings,
+    ListwiseTestSettings,
+    PairedTestSettings,
+    PropensityConfig,
+    PropensitySettings,
+    RerankerName,
+    RerankRunSettings,
+    RerankSettings,
+    ResamplingSettings,
+    ShuffleEvalConfig,
+    ShuffleEvalSettings,
+    ShuffleTableSettings,
+    TaskRunSettings,
+    parse_counts,
+    parse_positions,
 )
-from hf_posbias.statistics import PAIRED_TESTS
-from hf_posbias.training.settings import AUTO, ComputeSettings
-
-NO_PROPENSITY = "none"
-
-AUGMENTATIONS = ("pos-aug", "rand-aug", "none")
-"""Training-time augmentations (Q26's ablation): Pos-Aug, RandAug, none."""
-
-DEFAULT_LAMBDA = 0.1
-"""λ of the DebiasFirst loss (Q26)."""
-
-IPS_NORMALIZATIONS = ("paper", "mean1")
-"""How the IPS pair weights ``1/(ω[i, r_i] · ω[j, r_j])`` are scaled: ``paper`` as Eq. 4 with
-Σω = 1 (weights of 10⁵–10⁷ on k = 20, so λ·L_Rank-IPS swamps L_LM), ``mean1`` divided by their
-mean over the training pairs (self-normalised IPS: the average pair weighs 1, as in L_Rank)."""
-
-LAMBDA_FLAG = "--lambda"
-"""The spelling of the ``lam`` field (``lambda`` is a Python keyword)."""
-
-
-@dataclass(kw_only=True)
-class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
-    """One DebiasFirst fine-tune; every field is a flag (see the module docstring)."""
-
-    # Shared hardware settings whose meaning differs for windows: only default and help change.
-    global_batch: int = setting(
-        "training windows per optimisation step over all processes (Q26: 8); each "
-        "of W processes takes global/W, the rest of its share after --mini-batch-size is "
-        "gradient accumulation; must be divisible by W",
-        default=8,
-    )
-    mini_batch_size: str = setting(
-        "windows per forward pass: N (the largest divisor of a process's share "
-        "<= N), or auto = the GPU memory preflight's choice, one window on CPU",
-        default=AUTO,
-    )
-
-    model: str = setting("base causal LM: smollm2-135m (packaged), a folder or a Hub id")
-    data: str = setting(
-        "listwise training set: the folder (or .parquet/.jsonl) written by "
-        "posbias listwise build-train, augment or convert"
-    )
-    out: str = shared_setting("out")
-    propensity: str = setting(
-        "propensity.json of posbias listwise propensity (L_Rank-IPS, Eq. 4), or "
-        "none (FIRST's L_Rank); its k must be the training windows' size",
-        default=NO_PROPENSITY,
-    )
-    ips_normalization: str | None = setting(
-        "scale of the IPS pair weights (needs --propensity): mean1 (the default with a "
-        "propensity file: divided by their mean over the training pairs, self-normalised IPS, "
-        "so λ still balances L_LM) or paper (Eq. 4 as written with Σω = 1: weights of 10⁵–10⁷)",
-        default=None,
-        choices=IPS_NORMALIZATIONS,
-    )
-    lam: float = setting(
-        "λ of λ·L_Rank(-IPS) + L_LM (Q26: 0.1)",
-        default=DEFAULT_LAMBDA,
-        flag=LAMBDA_FLAG,
-        aliases=("--lam",),
-    )
-    pos_aug: int | None = setting(
-        "Pos-Aug on the fly: every window becomes n rotated permutations (n must "
-        "divide the window size); with --augmentation rand-aug, n random shuffles; unset = the "
-        "data as it is (e.g. already augmented)",
-        default=None,
-    )
-    augmentation: str | None = setting(
-        "Q26's augmentation ablation, n from --pos-aug: pos-aug (the default with --pos-aug "
-        "n > 1), rand-aug (n independent seeded shuffles per window: RandAug) or none",
-        default=None,
-        choices=AUGMENTATIONS,
-    )
-    lm_loss: bool = setting(
-        "add L_LM (next-token loss on the answer) to λ·L_Rank(-IPS), Eq. 6; --no-lm-loss "
-        "trains on λ·L_Rank(-IPS) alone (Q26's ablation; L_LM is still logged)",
-        default=True,
-    )
-    neftune_alpha: float | None = setting(
-        "NEFTune noise α on the input embeddings (Q26 trains with it); unset = off", default=None
-    )
-    passage_tokens: int | None = setting(
-        "cut each passage to this many tokens, as --passage-tokens of posbias "
-        "listwise test (evaluate with the same value)",
-        default=None,
-    )
-    identifiers: Literal["letters", "numbers"] = setting(
-        "identifier style: [A]…[T] (default) or [1]…[20]", default="letters"
-    )
-    window: int = setting("largest window the data may hold", default=20)
-    max_length: int | None = setting(
-        "refuse training sequences longer than this (never truncated)", default=None
-    )
-    max_steps: int | None = shared_setting("max_steps", default=None)
-    epochs: float = shared_setting("epochs", default=3.0)
-    lr: float = setting("peak learning rate (Q26: 5e-6)", default=5e-6)
-    warmup_ratio: float = setting("linear warm-up share of steps", default=0.0)
-    logging_steps: int = shared_setting("logging_steps", default=10)
-    card: bool = setting("write the model card README.md", default=True)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_positive(
-            self, "pos_aug", "passage_tokens", "window", "max_length", "max_steps", "logging_steps"
-        )
-        checks = [
-            (LAMBDA_FLAG, self.lam, self.lam >= 0, ">= 0"),
-            (
-                flag_name("neftune_alpha"),
-                self.neftune_alpha,
-                self.neftune_alpha is None or self.neftune_alpha > 0,
-                "> 0",
-            ),
-            (flag_name("epochs"), self.epochs, self.epochs > 0, "> 0"),
-            (flag_name("lr"), self.lr, self.lr > 0, "> 0"),
-            (flag_name("warmup_ratio"), self.warmup_ratio, 0 <= self.warmup_ratio < 1, "in [0, 1)"),
-        ]
-        for flag, value, ok, rule in checks:
-            if not ok:
-                raise InputError(f"{flag} must be {rule}, got {value}")
-        check_choice("identifiers", self.identifiers, ("letters", "numbers"))
-        if self.augmentation is not None:
-            check_choice("augmentation", self.augmentation, AUGMENTATIONS)
-            n = self.pos_aug
-            if self.augmentation == "none" and n is not None and n > 1:
-                raise InputError(
-                    f"{flag_name('augmentation')} none contradicts {flag_name('pos_aug')} {n}"
-                )
-            if self.augmentation != "none" and n is None:
-                raise InputError(
-                    f"{flag_name('augmentation')} {self.augmentation} needs "
-                    f"{flag_name('pos_aug')} n (copies per window)"
-                )
-        if not self.lm_loss and self.lam == 0:
-            raise InputError(
-                f"{LAMBDA_FLAG} 0 with {flag_name('lm_loss', negated=True)} leaves no loss to train"
-            )
-        if self.ips_normalization is not None:
-            check_choice("ips_normalization", self.ips_normalization, IPS_NORMALIZATIONS)
-            if self.propensity_file is None:
-                raise InputError(
-                    f"{flag_name('ips_normalization')} scales IPS weights: give "
-                    f"{flag_name('propensity')} propensity.json (posbias listwise propensity)"
-                )
-
-    @property
-    def augmentation_method(self) -> str:
-        """``pos-aug``, ``rand-aug`` or ``none``: ``--augmentation``, else Pos-Aug when
-        ``--pos-aug n`` > 1 is given.
-
-        Example:
-            >>> s = ListwiseTrainingSettings(model="m", data="d", out="o", pos_aug=4)
-            >>> s.augmentation_method, ListwiseTrainingSettings(
-            ...     model="m", data="d", out="o", pos_aug=4, augmentation="rand-aug"
-            ... ).augmentation_method
-            ('pos-aug', 'rand-aug')
-        """
-        if self.augmentation is not None:
-            return self.augmentation
-        return "pos-aug" if self.pos_aug is not None and self.pos_aug > 1 else "none"
-
-    @property
-    def propensity_file(self) -> str | None:
-        """The propensity file, ``None`` for ``--propensity none`` (FIRST's L_Rank)."""
-        text = str(self.propensity).strip()
-        return None if text.lower() in (NO_PROPENSITY, "") else text
-
-
-# --------------------------------------------------------------------------- experiments
-# The settings of the listwise experiments and of their verbs. The window lives here once
-# (:class:`RerankerOptions`): the reranker reads it when it is loaded and the experiment when it
-# slides, from the same object.
-
-
-def parse_positions(spec: str | Sequence[int] | None, k: int) -> list[int]:
-    """``"1,5,20"`` → ``[1, 5, 20]`` (sorted, unique, each in 1..k); ``None`` → ``1..k``.
-
-    Example:
-        >>> parse_positions("5,1,5", 20), parse_positions(None, 3)
-        ([1, 5], [1, 2, 3])
-    """
-    if spec is None or spec == "":
-        return list(range(1, k + 1))
-    values = _integers(spec, flag_name("positions"))
-    bad = [p for p in values if not 1 <= p <= k]
-    if bad or not values:
-        raise InputError(f"{flag_name('positions')} must lie in 1..{k} (k), got {bad or spec!r}")
-    return sorted(set(values))
-
-
-@dataclass(kw_only=True)
-class ResamplingSettings(Settings):
-    """Resamples and confidence of the intervals (checked before any reranking: they come last)."""
-
-    n_resamples: int = shared_setting("n_resamples", default=1000)
-    confidence: float = setting("interval confidence", default=0.95, cli=False)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        from hf_posbias.statistics.uncertainty import check_resampling
-
-        check_resampling(self.n_resamples, self.confidence)
-
-
-@dataclass(kw_only=True)
-class PairedTestSettings(ResamplingSettings):
-    """A paired test between two variants or runs of the same queries."""
-
-    # --method, as `posbias compare` (--test: its former spelling here).
-    method: str = setting(
-        "paired test (per query)",
-        default="randomization",
-        choices=PAIRED_TESTS,
-        aliases=("--test",),
-    )
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_choice("method", self.method, PAIRED_TESTS)
-
-
-@dataclass(kw_only=True)
-class ListSource(Settings):
-    """Which queries are listed and how deep (the first stage)."""
-
-    k: int = setting("first-stage depth", default=20)
-    max_queries: int | None = setting(
-        "a seeded sample of this many judged queries (default: all)", default=None
-    )
-    seed: int = shared_setting("seed", default=0)
-    first_stage: str | list[str] = setting(
-        "bm25, a sentence-transformers model, a sparse encoder (splade++, sparse:<model>); two "
-        "or more are fused by reciprocal rank fusion",
-        default="bm25",
-    )
-    rrf_k: int = setting("k of the reciprocal rank fusion of several first stages", default=60)
-    first_stage_similarity: str | None = setting(
-        "similarity of a dense first stage (default: the model's own similarity_fn_name)",
-        default=None,
-        choices=("cosine", "dot", "euclidean", "manhattan"),
-    )
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_positive(self, "k", "max_queries", "rrf_k")
-        from hf_posbias.listwise.experiments.firststage import first_stage_names
-
-        names = first_stage_names(self.first_stage)
-        self.first_stage = names[0] if len(names) == 1 else names
-
-    def first_stage_options(self) -> dict[str, Any]:
-        """What else changes the first-stage lists, only where it applies (``rrf_k`` when several
-        stages are fused, ``similarity`` when overridden): the keyword arguments of
-        :func:`~hf_posbias.listwise.experiments.lists.first_stage_lists`, pinned in manifests.
-
-        Example:
-            >>> ListSource(first_stage=["bm25", "all-MiniLM-L6-v2"]).first_stage_options()
-            {'rrf_k': 60}
-            >>> ListSource().first_stage_options()
-            {}
-        """
-        options: dict[str, Any] = {}
-        if not isinstance(self.first_stage, str):
-            options["rrf_k"] = self.rrf_k
-        if self.first_stage_similarity:
-            options["similarity"] = self.first_stage_similarity
-        return options
-
-
-LIST_PARAMS: tuple[str, ...] = ("k", "max_queries", "seed", "first_stage", "window", "step")
-"""The list settings an experiment pins in its manifest (a rerun with others is refused)."""
-
-
-@dataclass(kw_only=True)
-class ListSettings(ListSource, RerankerOptions):
-    """How an experiment's candidate lists are made and reranked."""
-
-
-@dataclass(kw_only=True)
-class ControlledTestConfig(ListSettings, ResamplingSettings):
-    """Settings of one controlled test (``posbias listwise test``)."""
-
-    positions: str | list[int] | None = setting(
-        "comma-separated input slots (default 1..k); a list of slots once made", default=None
-    )
-    calibrate: bool = setting(
-        "also write the slot-calibrated curve (OUT/calibrated/): each slot's identifier-logit "
-        "prior from one content-free window is subtracted from the recorded scores; needs "
-        "k <= --window",
-        default=False,
-    )
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self.positions = parse_positions(self.positions, self.k)  # None: every slot 1..k
-        if self.calibrate and self.k > self.window:
-            raise InputError(
-                f"{flag_name('calibrate')} reads each list's one window: "
-                f"{flag_name('k')} {self.k} is larger than {flag_name('window')} {self.window}"
-            )
-
-
-@dataclass(kw_only=True)
-class ShuffleEvalConfig(ListSettings, PairedTestSettings):
-    """Settings of ``posbias listwise shuffle-eval``."""
-
-    shuffles: int = setting("shuffles per query (m)", default=5)
-    aggregate: int = setting(
-        "also aggregate this many shuffles by Borda and Kemeny (0: off)", default=0
-    )
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_positive(self, "shuffles")
-        if self.aggregate < 0 or self.aggregate == 1:
-            raise InputError(
-                f"{flag_name('aggregate')} needs at least 2 shuffles (0: off), got {self.aggregate}"
-            )
-
-
-def _integers(spec: str | Sequence[int], flag: str) -> list[int]:
-    """``"1,5"`` or ``[1, 5]`` → ``[1, 5]``; anything else is a one-line error naming ``flag``."""
-    try:
-        if isinstance(spec, str):
-            return [int(x) for x in spec.split(",") if x.strip()]
-        return [int(x) for x in spec]
-    except ValueError:
-        raise InputError(f"{flag} takes comma-separated integers, got {spec!r}") from None
-
-
-def parse_counts(spec: str | Sequence[int], flag: str) -> list[int]:
-    """``"1,2,5"`` → ``[1, 2, 5]`` (sorted, unique, each ≥ 1).
-
-    Example:
-        >>> parse_counts("5,1,2,5", "--shuffles")
-        [1, 2, 5]
-    """
-    values = _integers(spec, flag)
-    if not values or min(values) < 1:
-        raise InputError(f"{flag} takes integers >= 1, got {spec!r}")
-    return sorted(set(values))
-
-
-@dataclass(kw_only=True)
-class ListwiseRemediesConfig(ControlledTestConfig, PairedTestSettings):
-    """Settings of ``posbias listwise remedies``: the remedies on the controlled 1…k harness."""
-
-    shuffles: str | list[int] = setting(
-        "PermSC curve: numbers m of inputs aggregated per ranking, the list as given plus m-1 "
-        "seeded shuffles of it (m=1 is the plain reranker); a sorted list once made",
-        default="1,2,5,10,20",
-    )
-    calibrate: bool = setting(
-        "include slot calibration (one content-free window; needs k <= --window)", default=True
-    )
-    checkpoints: str | None = setting(
-        "comma-separated DebiasFirst checkpoint folders (posbias listwise train), each tested "
-        "on the same queries and positions as a remedy row",
-        default=None,
-    )
-    plot: bool = setting("write remedies.png (PSI against windows per ranking)", default=True)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self.shuffles = parse_counts(self.shuffles, flag_name("shuffles"))
-
-    @property
-    def checkpoint_paths(self) -> list[str]:
-        """The ``--checkpoints`` folders, in the order given."""
-        return [p.strip() for p in (self.checkpoints or "").split(",") if p.strip()]
-
-
-@dataclass(kw_only=True)
-class PropensityConfig(ListSettings):
-    """Settings of a propensity estimate (``posbias listwise propensity``)."""
-
-    shuffles: int = setting("Fisher–Yates shuffles per query (n)", default=10)
-    smoothing: float = setting(
-        "add α to every transition count before normalising (0: Eq. 5 exactly)", default=0.0
-    )
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_positive(self, "shuffles")
-        check_positive(self, "smoothing", allow_zero=True)
-
-
-@dataclass(kw_only=True)
-class TaskRunSettings(ProgressSettings):
-    """A listwise verb that reads a task and writes a resumable run folder."""
-
-    task: str = setting(
-        "BEIR folder (corpus.jsonl, queries.jsonl, qrels/) or a project task folder"
-    )
-    split: str | None = setting(
-        "qrels split (BEIR default: test; a project folder: its own split)", default=None
-    )
-    out: str = shared_setting("out")
-    overwrite: bool = setting("discard a previous run in OUT instead of resuming it", default=False)
-
-
-@dataclass(kw_only=True)
-class RerankerName(Settings):
-    """Which reranker a verb loads (:func:`hf_posbias.rerankers.loading.load_reranker`)."""
-
-    reranker: str = setting(
-        "smollm2-135m (packaged), a causal-LM folder or Hub id (FIRST scoring), bm25 or "
-        "cross-encoder:NAME (the pointwise control), or a served model name with --base-url"
-    )
-
-
-@dataclass(kw_only=True)
-class RerankRunSettings(RerankerName, TaskRunSettings):
-    """A task run with a reranker."""
-
-
-@dataclass(kw_only=True)
-class ListwiseTestSettings(ControlledTestConfig, RerankRunSettings):
-    """``posbias listwise test``: one object from argv to the experiment."""
-
-
-@dataclass(kw_only=True)
-class ListwiseRemediesSettings(ListwiseRemediesConfig, RerankRunSettings):
-    """``posbias listwise remedies``."""
-
-
-@dataclass(kw_only=True)
-class ShuffleEvalSettings(ShuffleEvalConfig, RerankRunSettings):
-    """``posbias listwise shuffle-eval``."""
-
-
-@dataclass(kw_only=True)
-class PropensitySettings(PropensityConfig, RerankRunSettings):
-    """``posbias listwise propensity``."""
-
-
-@dataclass(kw_only=True)
-class BuildTrainSettings(ListSource, TaskRunSettings):
-    """``posbias listwise build-train``."""
-
-    # Only the default differs from a test run's: training lists come from the train split.
-    split: str | None = setting("qrels split of the training queries", default="train")
-    teacher: str = setting(
-        "order after the relevant documents: first-stage or a cross-encoder name (stand-in "
-        "for GPT-4 labels)",
-        default="first-stage",
-    )
-
-
-@dataclass(kw_only=True)
-class AugmentSettings(Settings):
-    """``posbias listwise augment``: Pos-Aug rotations of a training set."""
-
-    data: str = setting("training-set folder, .parquet or .jsonl")
-    groups: int = setting("number of groups n (divides k)")
-    out: str = shared_setting("out")
-    seed: int = shared_setting("seed", default=0)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_positive(self, "groups")
-
-
-@dataclass(kw_only=True)
-class TransitionsSettings(Settings):
-    """``posbias listwise transitions``: Q26 Fig. 3, input position × target rank of a
-    training set, before and after augmentation."""
-
-    data: str = setting("training-set folder, .parquet or .jsonl (e.g. listwise convert's)")
-    out: str = shared_setting("out")
-    augmentation: str = setting(
-        "the augmentation of the second panel (none: the file alone)",
-        default="pos-aug",
-        choices=AUGMENTATIONS,
-    )
-    groups: int = setting("Pos-Aug groups n (divides k) / RandAug copies", default=4)
-    seed: int = shared_setting("seed", default=0)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_positive(self, "groups")
-        check_choice("augmentation", self.augmentation, AUGMENTATIONS)
-
-
-@dataclass(kw_only=True)
-class ShuffleTableSettings(PairedTestSettings):
-    """``posbias listwise table``: Q26 Table 1 (2, 3) from shuffle-eval folders."""
-
-    runs: list[str] = setting("posbias listwise shuffle-eval folders (one per row and dataset)")
-    out: str = shared_setting("out")
-    labels: list[str] | None = setting(
-        "row label of each run (default: reranker (first stage))", default=None
-    )
-    method: str = setting(
-        "paired test (per query) of the significance marks",
-        default="t-test",
-        choices=PAIRED_TESTS,
-        aliases=("--test",),
-    )
-    alpha: float = setting("significance level of the marks (Q26: 0.01)", default=0.01)
-    seed: int = shared_setting("seed", default=0)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if not 0 < self.alpha < 1:
-            raise InputError(f"{flag_name('alpha')} must lie strictly between 0 and 1")
-
-
-@dataclass(kw_only=True)
-class CurvesSettings(Settings):
-    """``posbias listwise curves``: several test runs' 1…k curves in one plot (Fig. 4, 6)."""
-
-    runs: list[str] = setting("posbias listwise test folders")
-    out: str = shared_setting("out")
-    labels: list[str] | None = setting("legend label of each run (default: reranker)", default=None)
-
-
-@dataclass(kw_only=True)
-class ConvertSettings(Settings):
-    """``posbias listwise convert``: RankZephyr / FIRST training data → a training set."""
-
-    data: str = setting("a .jsonl/.json file or a Hub dataset id")
-    hf_split: str = setting("split of a Hub dataset", default="train")
-    identifiers: Literal["letters", "numbers"] | None = setting(
-        "identifier style (default: detected per record)", default=None
-    )
-    max_rows: int | None = setting("convert only the first N records", default=None)
-    out: str = shared_setting("out")
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_positive(self, "max_rows")
-
-
-@dataclass(kw_only=True)
-class RerankSettings(RerankerName, RerankerOptions):
-    """``posbias listwise rerank``: rank_llm requests → rank_llm results."""
-
-    requests: str = setting("rank_llm requests (.json or .jsonl)")
-    k: int | None = setting("rerank the top k (default: all)", default=None)
-    out: str = setting("results file (.json or .jsonl)")
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_positive(self, "k")
-
-
-@dataclass(kw_only=True)
-class ListwiseCompareSettings(PairedTestSettings):
-    """``posbias listwise compare``: a paired test between two test runs."""
-
-    run_a: str = setting("posbias listwise test folder A (e.g. the base model)", positional=True)
-    run_b: str = setting("posbias listwise test folder B (e.g. the fine-tune)", positional=True)
-    label_a: str = setting("name of run A in the table", default="A")
-    label_b: str = setting("name of run B in the table", default="B")
-    seed: int = shared_setting("seed", default=0)
-    common_queries: bool = setting(
-        "compare the queries both runs scored (counted), both curves recomputed on them",
-        default=False,
-    )
-    out: str | None = shared_setting("out", default=None)
+from hf_posbias.listwise.training.settings import (
+    AUGMENTATIONS,
+    DEFAULT_LAMBDA,
+    IPS_NORMALIZATIONS,
+    LAMBDA_FLAG,
+    NO_PROPENSITY,
+    AugmentSettings,
+    ListwiseTrainingSettings,
+    TransitionsSettings,
+)
+
+__all__ = [
+    "AUGMENTATIONS",
+    "AugmentSettings",
+    "BuildTrainSettings",
+    "ControlledTestConfig",
+    "ConvertSettings",
+    "CurvesSettings",
+    "DEFAULT_LAMBDA",
+    "IPS_NORMALIZATIONS",
+    "LAMBDA_FLAG",
+    "LIST_PARAMS",
+    "ListSettings",
+    "ListSource",
+    "ListwiseCompareSettings",
+    "ListwiseRemediesConfig",
+    "ListwiseRemediesSettings",
+    "ListwiseTestSettings",
+    "ListwiseTrainingSettings",
+    "NO_PROPENSITY",
+    "PairedTestSettings",
+    "PropensityConfig",
+    "PropensitySettings",
+    "RerankRunSettings",
+    "RerankSettings",
+    "RerankerName",
+    "ResamplingSettings",
+    "ShuffleEvalConfig",
+    "ShuffleEvalSettings",
+    "ShuffleTableSettings",
+    "TaskRunSettings",
+    "TransitionsSettings",
+    "parse_counts",
+    "parse_positions",
+]

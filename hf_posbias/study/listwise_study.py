@@ -230,21 +230,37 @@ def _reranker_path(spec: ListwiseStudySpec, model: str, out: Path) -> str:
     return model
 
 
-def _rerank_step(cls_name: str, runner: str, argv: list[str]) -> Callable[[], Any]:
-    """Parse ``argv`` into the verb's settings and run it as the verb does."""
+def _experiments() -> dict[str, tuple[type, Callable[..., Any]]]:
+    """The ``posbias listwise`` verb a reranking step runs → its settings class and runner,
+    imported here (not named by a dotted string), so the import graph shows what a study runs."""
+    from hf_posbias.listwise.experiments.controlled import run_controlled_test
+    from hf_posbias.listwise.experiments.propensity import run_propensity
+    from hf_posbias.listwise.experiments.settings import (
+        ListwiseTestSettings,
+        PropensitySettings,
+        ShuffleEvalSettings,
+    )
+    from hf_posbias.listwise.experiments.shuffle import run_shuffle_eval
+
+    return {
+        "propensity": (PropensitySettings, run_propensity),
+        "shuffle-eval": (ShuffleEvalSettings, run_shuffle_eval),
+        "test": (ListwiseTestSettings, run_controlled_test),
+    }
+
+
+def _rerank_step(verb: str, argv: list[str]) -> Callable[[], Any]:
+    """Parse ``argv`` into the settings of ``posbias listwise <verb>`` and run it as the verb
+    does (:func:`_experiments`)."""
 
     def run() -> Any:
-        import importlib
-
-        from hf_posbias.listwise import settings as listwise_settings
         from hf_posbias.listwise.experiments.runs import load_task_and_reranker
         from hf_posbias.settings import parse_settings_args
 
-        s = parse_settings_args(getattr(listwise_settings, cls_name), argv)
-        module, name = runner.rsplit(".", 1)
-        fn = getattr(importlib.import_module(module), name)
+        settings_cls, runner = _experiments()[verb]
+        s = parse_settings_args(settings_cls, argv)
         task, reranker, out = load_task_and_reranker(s)
-        return fn(reranker, task, out, s, show_progress=False)
+        return runner(reranker, task, out, s, show_progress=False)
 
     return run
 
@@ -281,9 +297,7 @@ def _training_steps(spec: ListwiseStudySpec, out: Path) -> list[Step]:
         queries = t.get("propensity_queries", t.get("max_queries"))
         if queries is not None:
             argv += ["--max-queries", str(queries)]
-        run = _rerank_step(
-            "PropensitySettings", "hf_posbias.listwise.experiments.propensity.run_propensity", argv
-        )
+        run = _rerank_step("propensity", argv)
         steps.append(Step("propensity", propensity, {"argv": argv}, run))
     for variant in spec.variants:
         augmentation, ips, lm = parse_variant(variant)
@@ -310,7 +324,7 @@ def _training_steps(spec: ListwiseStudySpec, out: Path) -> list[Step]:
 
 def _build_train(task: str, k: int, seed: int, max_queries: Any, out: Path) -> Callable[[], Any]:
     def run() -> Any:
-        from hf_posbias.listwise.settings import BuildTrainSettings
+        from hf_posbias.listwise.experiments.settings import BuildTrainSettings
         from hf_posbias.listwise.training.trainset import build_train_set
 
         return build_train_set(
@@ -325,8 +339,8 @@ def _build_train(task: str, k: int, seed: int, max_queries: Any, out: Path) -> C
 
 def _train(argv: list[str]) -> Callable[[], Any]:
     def run() -> Any:
-        from hf_posbias.listwise.settings import ListwiseTrainingSettings
-        from hf_posbias.listwise.train import train_listwise
+        from hf_posbias.listwise.training.settings import ListwiseTrainingSettings
+        from hf_posbias.listwise.training.train import train_listwise
         from hf_posbias.settings import parse_settings_args
 
         return train_listwise(parse_settings_args(ListwiseTrainingSettings, argv))
@@ -348,11 +362,7 @@ def plan(spec: ListwiseStudySpec, out: str | Path) -> list[Step]:
                 argv += ["--aggregate", str(spec.aggregate), "--test", spec.test]
                 split = spec.split_of(dataset)
                 argv += ["--out", str(target)] + (["--split", split] if split else [])
-                run = _rerank_step(
-                    "ShuffleEvalSettings",
-                    "hf_posbias.listwise.experiments.shuffle.run_shuffle_eval",
-                    argv,
-                )
+                run = _rerank_step("shuffle-eval", argv)
                 name = f"shuffle-eval {dataset} {stage_slug(stage)} {label}"
                 steps.append(Step(name, target, {"argv": argv}, run))
     curves_task = spec.datasets[spec.curves_dataset]
@@ -362,11 +372,7 @@ def plan(spec: ListwiseStudySpec, out: str | Path) -> list[Step]:
         argv += [*_argv(spec), *_stage_argv(spec.first_stages[0]), "--out", str(target)]
         split = spec.split_of(spec.curves_dataset)
         argv += ["--split", split] if split else []
-        run = _rerank_step(
-            "ListwiseTestSettings",
-            "hf_posbias.listwise.experiments.controlled.run_controlled_test",
-            argv,
-        )
+        run = _rerank_step("test", argv)
         steps.append(Step(f"curves {label}", target, {"argv": argv}, run))
     return steps
 

@@ -3,8 +3,8 @@
 ``scripts/run_matrix.py --dry-run`` uses this to print, for every run, the settings a GPU run
 would use after the memory preflight and how long it would take. Without a GPU the preflight's
 trial steps cannot run, so :func:`plan_run` uses the analytic estimate
-(:func:`hf_posbias.training.memory.estimate_trial_peak`) on the model's real shape
-(:func:`hf_posbias.training.shapes.real_config` for the registered bases, the checkpoint's
+(:func:`hf_posbias.trainer_base.memory.estimate_trial_peak`) on the model's real shape
+(:func:`hf_posbias.trainer_base.shapes.real_config` for the registered bases, the checkpoint's
 ``config.json`` otherwise) and a described device (``--plan-for h100``). Times come only from
 measurements: the JSON written by ``benchmarks/train_throughput.py`` (seconds per step for each
 length bin, per model and settings) times the steps of each bin.
@@ -32,7 +32,7 @@ from hf_posbias.errors import InputError, PosbiasError
 
 if TYPE_CHECKING:
     from hf_posbias.devices import DeviceInfo
-    from hf_posbias.training.memory import MemoryPlan
+    from hf_posbias.trainer_base.memory import MemoryPlan
     from hf_posbias.training.settings import TrainingSettings
 
 PAPER_BINS: tuple[str, ...] = ("256-512", "512-1024", "1024-2048", "2048-4096", "4096-8192")
@@ -124,7 +124,7 @@ def benchmark_label(settings: TrainingSettings) -> str | None:
         >>> benchmark_label(TrainingSettings(model="m", config="c", data="d", out="o"))
         'auto'
     """
-    from hf_posbias.training.settings import CPU_MINI_BATCH_ROWS
+    from hf_posbias.trainer_base.compute import CPU_MINI_BATCH_ROWS
 
     memory_auto = (
         settings.gradient_checkpointing == "auto"
@@ -195,7 +195,7 @@ def project_seconds(steps: Mapping[str, int], seconds: Mapping[str, float]) -> f
 def model_shape_config(spec: Any) -> Any:
     """A transformers config of ``spec``'s architecture: built in code for a registered base,
     read from the checkpoint otherwise (no weights are loaded)."""
-    from hf_posbias.training.shapes import FAMILY_OF_BASE, real_config
+    from hf_posbias.trainer_base.shapes import FAMILY_OF_BASE, real_config
 
     if spec.name in FAMILY_OF_BASE and not spec.inferred:
         return real_config(spec.name)
@@ -212,16 +212,17 @@ def plan_run(
     throughput: Mapping[str, Any] | None = None,
 ) -> RunPlan:
     """Resolve ``settings`` for ``device`` and estimate the memory plan and wall time."""
-    from hf_posbias.training.builder import max_seq_length, model_attn_implementation
-    from hf_posbias.training.memory import (
+    from hf_posbias.trainer_base.attention import model_attn_implementation
+    from hf_posbias.trainer_base.memory import (
         choose_memory_plan,
         cpu_plan,
         estimate_trial_peak,
         optimizer_state_bytes,
         usable_bytes,
     )
+    from hf_posbias.trainer_base.shapes import ModelShape
+    from hf_posbias.training.builder import max_seq_length
     from hf_posbias.training.models import get_model_spec
-    from hf_posbias.training.shapes import ModelShape
 
     compute = settings.resolve(device, n_processes)
     spec = get_model_spec(settings.model)

@@ -5,12 +5,10 @@ default, renamed spellings), like every verb's settings. The flags of ``posbias 
 ``accelerate launch -m hf_posbias.training.train``, the matrix scripts (which pass flags through
 and validate them with the same parser) and the facts in the model card all come from here.
 
-- :class:`ComputeSettings` — how a step runs on the hardware: global batch and its split over
-  processes, precision, gradient checkpointing, mini-batching of the cached loss, attention
-  kernel, memory budget, seed. Any trainer inherits it without repeating a field (the listwise
-  LLM fine-tune: ``class ListwiseTrainingSettings(ComputeSettings)``), and
-  :meth:`ComputeSettings.resolve` turns it into hardware decisions (:class:`ResolvedCompute`)
-  with one-line errors before any model is loaded.
+- :class:`~hf_posbias.trainer_base.compute.ComputeSettings` — how a step runs on the hardware
+  (global batch, precision, checkpointing, mini-batching, attention kernel, memory budget,
+  seed), shared by both trainers: it lives in :mod:`hf_posbias.trainer_base.compute` (still
+  importable from here).
 - :class:`TrainingSettings` — one bi-encoder run of YHP26 (model, configuration, data, output,
   schedule, loss, card, Hub). ``TrainConfig`` is the same class under its former name.
 
@@ -32,175 +30,26 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, TypeVar
 
-from hf_posbias.errors import InputError
 from hf_posbias.settings import (
     ProgressSettings,
     check_choice,
     check_positive,
-    flag_name,
     parse_settings_args,
     setting,
     shared_setting,
 )
+from hf_posbias.trainer_base.compute import (  # noqa: F401  (their former home: still importable here)
+    AUTO,
+    CHECKPOINTING_CHOICES,
+    CPU_MINI_BATCH_ROWS,
+    ComputeSettings,
+    ResolvedCompute,
+)
 from hf_posbias.training.models import PoolingName
 
-if TYPE_CHECKING:
-    from hf_posbias.devices import DeviceInfo
-
-S = TypeVar("S", bound="ComputeSettings")
-
-AUTO = "auto"
-CHECKPOINTING_CHOICES: tuple[str, ...] = ("auto", "on", "off")
-CPU_MINI_BATCH_ROWS = 32
-"""Rows per cached-loss mini-batch on CPU with ``--mini-batch-size auto`` (the former default)."""
-
-
-@dataclass(kw_only=True)
-class ComputeSettings:
-    """How a training step runs on the hardware (shared by every trainer of hf-posbias)."""
-
-    global_batch: int = setting(
-        "rows per optimisation step over all processes = the in-batch negatives of "
-        "every query (YHP26: 256); each of W processes embeds global/W rows and the loss "
-        "gathers all of them; must be divisible by W",
-        default=256,
-        aliases=("--batch-size",),
-    )
-    precision: Literal["auto", "fp32", "bf16", "fp16"] = setting(
-        "mixed precision: auto = bf16 on GPUs that support it, fp16 with loss "
-        "scaling on older GPUs, fp32 on CPU",
-        default="auto",
-    )
-    gradient_checkpointing: Literal["auto", "on", "off"] = setting(
-        "recompute activations in the backward pass (less memory, about 25% more "
-        "compute); auto = only when the memory preflight needs it (never on CPU)",
-        default="auto",
-    )
-    mini_batch_size: str = setting(
-        "rows embedded at once by the cached loss (GradCache): N, or auto = the "
-        "memory preflight packs mini-batches by tokens to fill the GPU "
-        f"({CPU_MINI_BATCH_ROWS} rows on CPU)",
-        default=AUTO,
-    )
-    mini_batch_tokens: int | None = setting(
-        "pack embedding mini-batches by token count instead of rows "
-        "(sentence-transformers' mini_batch_num_tokens); must hold the longest sequence",
-        default=None,
-    )
-    attn_implementation: str | None = setting(
-        "attention kernel: eager | sdpa | flex_attention | flash_attention_2 | "
-        "flash_attention_3; unset = the best installed: flash_attention_2 on a GPU in "
-        "bf16/fp16 when flash-attn is installed, else sdpa (a model without it keeps its own)",
-        default=None,
-    )
-    device_memory_gib: float | None = setting(
-        "device memory the memory preflight may plan for, GiB; unset = the whole "
-        "GPU; lower it on a shared GPU",
-        default=None,
-    )
-    seed: int = shared_setting("seed", default=42)
-
-    def __post_init__(self) -> None:
-        check_choice("precision", self.precision, ("auto", "fp32", "bf16", "fp16"))
-        check_choice("gradient_checkpointing", self.gradient_checkpointing, CHECKPOINTING_CHOICES)
-        self.mini_batch_size = _auto_or_positive_int("mini_batch_size", self.mini_batch_size)
-        check_positive(self, "global_batch", "mini_batch_tokens")
-        if self.device_memory_gib is not None and self.device_memory_gib <= 0:
-            raise InputError(
-                f"{flag_name('device_memory_gib')} must be positive, got {self.device_memory_gib}"
-            )
-
-    @property
-    def mini_batch_rows(self) -> int | None:
-        """``--mini-batch-size`` as a number of rows, ``None`` for ``auto``."""
-        return None if self.mini_batch_size == AUTO else int(self.mini_batch_size)
-
-    @property
-    def checkpointing_request(self) -> bool | None:
-        """``True``/``False`` for ``on``/``off``, ``None`` for ``auto``."""
-        return {"on": True, "off": False}.get(self.gradient_checkpointing)
-
-    @property
-    def memory_is_auto(self) -> bool:
-        """Whether the preflight may choose checkpointing or mini-batching."""
-        return self.gradient_checkpointing == AUTO or (
-            self.mini_batch_rows is None and self.mini_batch_tokens is None
-        )
-
-    def resolve(
-        self, info: DeviceInfo | None = None, n_processes: int | None = None
-    ) -> ResolvedCompute:
-        """Check these settings against the hardware; return the decisions (no model needed).
-
-        ``info`` defaults to the probed device, ``n_processes`` to ``WORLD_SIZE``. Raises a
-        one-line :class:`~hf_posbias.errors.InputError` for a precision the device lacks, an
-        attention kernel that is not installed, or a global batch the processes cannot share.
-
-        Example:
-            >>> from hf_posbias.devices import DeviceInfo
-            >>> r = ComputeSettings(global_batch=256).resolve(DeviceInfo("cpu", "cpu"), 4)
-            >>> r.precision, r.per_device_batch, r.gather_across_devices
-            ('fp32', 64, True)
-        """
-        from hf_posbias.devices import (
-            device_info,
-            resolve_attn_implementation,
-            resolve_precision,
-            world_size,
-        )
-
-        n = int(n_processes or world_size())
-        if self.global_batch % n:
-            raise InputError(
-                f"{flag_name('global_batch')} {self.global_batch} is not divisible by the {n} "
-                "processes: "
-                f"use a multiple of {n} (each process embeds global/{n} rows)"
-            )
-        info = info if info is not None else device_info()
-        precision = resolve_precision(self.precision, info)
-        attn = resolve_attn_implementation(self.attn_implementation, info, precision)
-        return ResolvedCompute(
-            device=info,
-            precision=precision,
-            attn_implementation=attn,
-            attn_requested=self.attn_implementation not in (None, AUTO),
-            world_size=n,
-            per_device_batch=self.global_batch // n,
-        )
-
-
-@dataclass(frozen=True)
-class ResolvedCompute:
-    """Hardware decisions of :meth:`ComputeSettings.resolve` (before the memory preflight)."""
-
-    device: DeviceInfo
-    precision: str
-    attn_implementation: str
-    attn_requested: bool
-    world_size: int
-    per_device_batch: int
-
-    @property
-    def gather_across_devices(self) -> bool:
-        """Whether the loss gathers the embeddings of all processes (W > 1)."""
-        return self.world_size > 1
-
-    def training_arguments(self) -> dict[str, Any]:
-        """Keyword arguments of ``transformers.TrainingArguments`` for precision and device.
-
-        Example:
-            >>> from hf_posbias.devices import DeviceInfo
-            >>> ComputeSettings(precision="bf16").resolve(DeviceInfo("cpu", "cpu", bf16=True),
-            ...     1).training_arguments()
-            {'bf16': True, 'fp16': False, 'use_cpu': True}
-        """
-        return {
-            "bf16": self.precision == "bf16",
-            "fp16": self.precision == "fp16",
-            "use_cpu": self.device.kind == "cpu",
-        }
+S = TypeVar("S", bound=ComputeSettings)
 
 
 @dataclass(kw_only=True)
@@ -245,18 +94,6 @@ class TrainingSettings(ComputeSettings, ProgressSettings):
 
 TrainConfig = TrainingSettings
 """Former name of :class:`TrainingSettings` (kept for existing callers)."""
-
-
-def _auto_or_positive_int(field_name: str, value: Any) -> str:
-    """``"auto"`` or a positive integer's decimal string (ints are accepted)."""
-    text = str(value).strip().lower()
-    if text == AUTO:
-        return AUTO
-    if not text.isdigit() or int(text) < 1:
-        raise InputError(
-            f"{flag_name(field_name)} must be a positive integer or auto, got {value!r}"
-        )
-    return str(int(text))
 
 
 # --------------------------------------------------------------------------- parsing

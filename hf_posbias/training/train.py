@@ -12,7 +12,7 @@ no positive document twice in a batch (:mod:`hf_posbias.training.batching`).
 Speed and memory (beyond the paper, same results): mixed precision (``--precision``, auto =
 bf16 on GPUs that have it), the best attention kernel installed, rows sorted by length inside a
 batch so the loss's mini-batches carry little padding, and a memory preflight
-(:mod:`hf_posbias.training.memory`) that runs trial steps on the longest bin before the first
+(:mod:`hf_posbias.trainer_base.memory`) that runs trial steps on the longest bin before the first
 optimiser step and chooses gradient checkpointing and the mini-batch size so a step fits — or
 stops with a one-line error naming the option to change.
 
@@ -22,7 +22,7 @@ Under DDP ``--global-batch`` rows make one step over all processes: each rank em
 
 What is not particular to a bi-encoder — output folder, seeding, the schedule's arguments, the
 memory preflight's agreement between processes, timing, saving on rank 0, the card, the entry
-point — is the skeleton both trainers share, :mod:`hf_posbias.training.scaffold`.
+point — is the skeleton both trainers share, :mod:`hf_posbias.trainer_base.scaffold`.
 
 ``--config ips`` (beyond the paper) trains on the whole retained pool (``--data <out>/pool``)
 instead of a controlled sample and corrects its position skew by inverse-propensity weighting:
@@ -57,10 +57,10 @@ from hf_posbias.training.card import TRAINING_INFO
 from hf_posbias.training.settings import TrainConfig, TrainingSettings
 
 if TYPE_CHECKING:
+    from hf_posbias.trainer_base.compute import ResolvedCompute
+    from hf_posbias.trainer_base.memory import MemoryPlan
     from hf_posbias.training.builder import TruncationReport
-    from hf_posbias.training.memory import MemoryPlan
     from hf_posbias.training.models import ModelSpec
-    from hf_posbias.training.settings import ResolvedCompute
 
 logger = logging.getLogger("hf_posbias.training")
 
@@ -315,13 +315,10 @@ def prepare_run(cfg: TrainingSettings) -> RunInputs:
     processes, output folder, Hub token, training data, and — with the tokenizer only — the
     token lengths (truncation report, ``--mini-batch-tokens`` against the longest sequence).
     """
-    from hf_posbias.training.builder import (
-        count_truncated,
-        load_text_setup,
-        model_attn_implementation,
-    )
+    from hf_posbias.trainer_base.attention import model_attn_implementation
+    from hf_posbias.trainer_base.scaffold import output_folder
+    from hf_posbias.training.builder import count_truncated, load_text_setup
     from hf_posbias.training.models import get_model_spec
-    from hf_posbias.training.scaffold import output_folder
 
     spec = get_model_spec(cfg.model)
     # The training data first: a wrong --data or --config is one line before torch loads and
@@ -377,11 +374,7 @@ def train_model(cfg: TrainingSettings, callbacks: Sequence[Any] = ()) -> TrainRe
         SentenceTransformerTrainingArguments,
     )
 
-    from hf_posbias.training.batching import SingleBinBatchSamplerFactory
-    from hf_posbias.training.builder import build_sentence_transformer
-    from hf_posbias.training.card import BI_ENCODER_CARD
-    from hf_posbias.training.losses import build_loss
-    from hf_posbias.training.scaffold import (
+    from hf_posbias.trainer_base.scaffold import (
         announce,
         finish,
         fit,
@@ -389,6 +382,10 @@ def train_model(cfg: TrainingSettings, callbacks: Sequence[Any] = ()) -> TrainRe
         seeded_model,
         training_arguments,
     )
+    from hf_posbias.training.batching import SingleBinBatchSamplerFactory
+    from hf_posbias.training.builder import build_sentence_transformer
+    from hf_posbias.training.card import BI_ENCODER_CARD
+    from hf_posbias.training.losses import build_loss
 
     model = seeded_model(
         cfg.seed,
@@ -438,7 +435,7 @@ def train_model(cfg: TrainingSettings, callbacks: Sequence[Any] = ()) -> TrainRe
     trainer = SentenceTransformerTrainer(
         model=model, args=args, train_dataset=dataset, loss=loss, callbacks=list(callbacks)
     )
-    memory = _memory_preflight(cfg, run, trainer, loss)
+    memory = memory_preflight(cfg, run, trainer, loss)
     apply_memory_plan(memory, model, loss)
     logger.info("memory: %s", memory.summary())
     fitted = fit(trainer, model, run.out, compute, memory, progress=cfg.progress)
@@ -456,7 +453,7 @@ def train_model(cfg: TrainingSettings, callbacks: Sequence[Any] = ()) -> TrainRe
 
     def save() -> None:
         model.save_pretrained(str(run.out))
-        info = _card_info(cfg, spec, rows, result, run.truncation, lr, model)
+        info = card_info(cfg, spec, rows, result, run.truncation, lr, model)
         result.card_path = save_card(BI_ENCODER_CARD, run.out, info, card=cfg.card)
         if cfg.push_to_hub and run.token:
             result.hub_url = push_checkpoint(run.out, cfg.push_to_hub, run.token)
@@ -467,29 +464,29 @@ def train_model(cfg: TrainingSettings, callbacks: Sequence[Any] = ()) -> TrainRe
 
 def apply_memory_plan(plan: MemoryPlan, model: Any, loss: Any) -> None:
     """Set checkpointing on the model and the mini-batching of the cached loss."""
-    from hf_posbias.training.builder import set_activation_checkpointing
+    from hf_posbias.trainer_base.attention import set_activation_checkpointing
 
     set_activation_checkpointing(model, plan.checkpointing)
     loss.mini_batch_size = plan.mini_batching.rows or plan.loss_chunk_rows
     loss.mini_batch_num_tokens = plan.mini_batching.tokens
 
 
-def _memory_preflight(cfg: TrainingSettings, run: RunInputs, trainer: Any, loss: Any) -> MemoryPlan:
+def memory_preflight(cfg: TrainingSettings, run: RunInputs, trainer: Any, loss: Any) -> MemoryPlan:
     """The memory plan: trial steps on the GPU (every rank takes rank 0's decision), or CPU's."""
-    from hf_posbias.training.memory import (
+    from hf_posbias.trainer_base.memory import (
         choose_memory_plan,
         cpu_plan,
         cuda_trial,
         optimizer_state_bytes,
         usable_bytes,
     )
-    from hf_posbias.training.scaffold import agreed_memory_plan
+    from hf_posbias.trainer_base.scaffold import agreed_memory_plan
 
     compute = run.compute
     if compute.device.kind != "cuda":
         return cpu_plan(cfg, compute.per_device_batch)
+    from hf_posbias.trainer_base.attention import supports_activation_checkpointing
     from hf_posbias.training.batching import plan_batches
-    from hf_posbias.training.builder import supports_activation_checkpointing
 
     plan = plan_batches(
         run.rows.bins,
@@ -518,7 +515,7 @@ def _memory_preflight(cfg: TrainingSettings, run: RunInputs, trainer: Any, loss:
     )
 
 
-def _card_info(cfg, spec, rows, result, truncation, lr, model) -> Any:  # noqa: ANN001
+def card_info(cfg, spec, rows, result, truncation, lr, model) -> Any:  # noqa: ANN001
     from hf_posbias.modeling import hub_model_id
     from hf_posbias.training.card import TrainingCardInfo
 
@@ -595,7 +592,7 @@ def train_report(result: TrainResult) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Module entry point; user mistakes print one ``error:`` line and return 2."""
-    from hf_posbias.training.scaffold import trainer_main
+    from hf_posbias.trainer_base.scaffold import trainer_main
 
     return trainer_main(argv, sys.modules[__name__], TrainingSettings, train_model, train_report)
 

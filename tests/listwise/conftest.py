@@ -60,7 +60,7 @@ def merged_identifier_llm(tmp_path_factory: pytest.TempPathFactory) -> str:
     from tokenizers.trainers import BpeTrainer
     from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
-    from hf_posbias.training.shapes import tiny_config
+    from hf_posbias.trainer_base.shapes import tiny_config
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()

@@ -119,7 +119,7 @@ def test_augmented_rows_reindex_the_target_and_keep_every_pair_term(method):
 
 
 def test_augmentation_flag_picks_the_training_rows(tiny_llm, train_set, tmp_path):
-    from hf_posbias.listwise.train import prepare_listwise_run
+    from hf_posbias.listwise.training.train import prepare_run
     from hf_posbias.listwise.training.trainset import read_train_set
 
     source = read_train_set(str(train_set))
@@ -133,7 +133,7 @@ def test_augmentation_flag_picks_the_training_rows(tiny_llm, train_set, tmp_path
         settings = ListwiseTrainingSettings(
             model=tiny_llm, data=str(train_set), out=str(tmp_path / name), **extra
         )
-        runs[name] = prepare_listwise_run(settings, show_progress=False)
+        runs[name] = prepare_run(settings, show_progress=False)
     assert runs["none"].rows == source == runs["explicit-none"].rows
     assert len(runs["pos-aug"].rows) == 2 * len(source)
     assert all("rotation" in r for r in runs["pos-aug"].rows)
@@ -143,7 +143,7 @@ def test_augmentation_flag_picks_the_training_rows(tiny_llm, train_set, tmp_path
 
 
 def test_no_lm_loss_trains_lambda_rank_alone(tiny_llm, train_set, tmp_path):
-    from hf_posbias.listwise.train import train_listwise
+    from hf_posbias.listwise.training.train import train_listwise
 
     settings = ListwiseTrainingSettings(
         model=tiny_llm,

@@ -142,3 +142,38 @@ def test_a_larger_m_reranks_only_the_new_shuffles(beir_task, tmp_path, slot_bias
 
     prepare_out(grown, overwrite=True)
     assert not list(grown.glob("shuffles-*")) and not (grown / "manifest.json").exists()
+
+
+def test_a_registered_listwise_remedy_adds_its_rows(beir_task, tmp_path, slot_biased, monkeypatch):
+    """The remedy rows come from the registry (built-ins, then plugins): one more entry is one
+    more row, computed from the plain reranker's rows, with no window scored for it."""
+    from hf_posbias.listwise.experiments import remedies
+    from hf_posbias.listwise.experiments.remedy_kinds import (
+        BUILTIN_LISTWISE_REMEDIES,
+        ListwiseRemedy,
+        Variant,
+    )
+    from hf_posbias.plugins import Registry
+
+    def reversed_rows(run, plain, shuffles, none):
+        rows = [{**row, "ranking": row["ranking"][::-1]} for row in plain]
+        return {"reversed": Variant(rows, none.windows, none.seconds, 1.0, {})}
+
+    extra = ListwiseRemedy("reversed", "the plain ranking reversed", (), reversed_rows)
+    registry = Registry(
+        "tests.listwise_remedies",
+        ListwiseRemedy,
+        what="listwise remedy",
+        builtins=lambda: (*BUILTIN_LISTWISE_REMEDIES, extra),
+    )
+    monkeypatch.setattr(remedies, "LISTWISE_REMEDY_REGISTRY", registry)
+    task = load_rerank_task(beir_task)
+    relevant = {d for q in task.qrels.values() for d, g in q.items() if g > 0}
+    reranker = slot_biased(relevant)
+    config = ListwiseRemediesConfig(k=6, positions="1,6", shuffles="1", n_resamples=50)
+    table = run_listwise_remedies(reranker, task, tmp_path / "rem", config, show_progress=False)
+    rows = {r["remedy"]: r for r in table}
+    assert list(rows) == ["none", "calibrated", "reversed"]
+    assert rows["reversed"]["windows"] == rows["none"]["windows"] == reranker.windows - 1
+    per_query = (tmp_path / "rem" / "per_query.jsonl").read_text().splitlines()
+    assert len(per_query) == len(rows) * 4 * 2  # every remedy: 4 queries × 2 positions

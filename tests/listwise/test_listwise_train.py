@@ -3,6 +3,7 @@ checks that run before any weight loads, and ``posbias listwise test`` on the re
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 from pathlib import Path
@@ -101,7 +102,7 @@ def test_listwise_test_loads_the_checkpoint(trained, beir_task, tmp_path):
 
 def test_the_loss_decreases(tmp_path, tiny_llm):
     """Six steps on one window (rotated by Pos-Aug, n = 2): the logged loss goes down."""
-    from hf_posbias.listwise.train import train_listwise
+    from hf_posbias.listwise.training.train import train_listwise
 
     doc_ids = [f"d{i}" for i in range(K)]
     row = {
@@ -197,8 +198,8 @@ def test_bad_settings_are_one_line(tmp_path, capsys, tiny_llm, train_set, flags,
 def test_ips_normalization_needs_a_propensity_file_and_mean1_scales_omega(
     tmp_path, capsys, tiny_llm, train_set
 ):
-    from hf_posbias.listwise.train import prepare_listwise_run
     from hf_posbias.listwise.training.losses import mean_ips_weight
+    from hf_posbias.listwise.training.train import prepare_run
     from hf_posbias.listwise.training.trainset import target_ranks
 
     err = _one_line_error(
@@ -209,7 +210,7 @@ def test_ips_normalization_needs_a_propensity_file_and_mean1_scales_omega(
     omega = uniform_omega(K)
     propensity = str(write_propensity(tmp_path / "p.json", omega))
     runs = {
-        how: prepare_listwise_run(
+        how: prepare_run(
             ListwiseTrainingSettings(
                 model=tiny_llm,
                 data=str(train_set),
@@ -228,7 +229,7 @@ def test_ips_normalization_needs_a_propensity_file_and_mean1_scales_omega(
     assert runs["mean1"].propensity_info["ips_normalization"] == "mean1"
     assert runs["mean1"].propensity_info["mean_ips_weight"] == pytest.approx(c)
     # A propensity file without --ips-normalization gets mean1 (the measured default).
-    default = prepare_listwise_run(
+    default = prepare_run(
         ListwiseTrainingSettings(
             model=tiny_llm, data=str(train_set), out=str(tmp_path / "d"), propensity=propensity
         ),
@@ -239,18 +240,22 @@ def test_ips_normalization_needs_a_propensity_file_and_mean1_scales_omega(
 
 
 def test_windows_larger_than_window_are_refused(tiny_llm, train_set, tmp_path):
-    from hf_posbias.listwise.train import prepare_listwise_run
+    from hf_posbias.listwise.training.train import prepare_run
 
     settings = ListwiseTrainingSettings(
         model=tiny_llm, data=str(train_set), out=str(tmp_path / "o"), global_batch=2, window=4
     )
     with pytest.raises(InputError, match="holds windows of 8 passages, more than --window 4"):
-        prepare_listwise_run(settings, show_progress=False)
+        prepare_run(settings, show_progress=False)
 
 
-def test_module_entry_point(tmp_path, capsys, tiny_llm, train_set):
-    """``python -m hf_posbias.listwise.train`` (what ``accelerate launch -m`` runs), in-process."""
-    from hf_posbias.listwise.train import main as module_main
+@pytest.mark.parametrize(
+    "module", ["hf_posbias.listwise.training.train", "hf_posbias.listwise.train"]
+)
+def test_module_entry_point(module, tmp_path, capsys, tiny_llm, train_set):
+    """``python -m hf_posbias.listwise.training.train`` (what ``accelerate launch -m`` runs),
+    in-process; the former module path ``hf_posbias.listwise.train`` runs the same trainer."""
+    module_main = importlib.import_module(module).main
 
     flags = ["--model", tiny_llm, "--data", str(train_set), "--global-batch", "1"]
     flags += ["--passage-tokens", "8", "--no-progress", "--no-card"]

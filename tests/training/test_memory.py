@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from hf_posbias.errors import BudgetError, InputError
-from hf_posbias.training.memory import (
+from hf_posbias.trainer_base.compute import ComputeSettings
+from hf_posbias.trainer_base.memory import (
     GIB,
     MiniBatching,
     candidate_mini_batches,
@@ -15,8 +16,7 @@ from hf_posbias.training.memory import (
     optimizer_state_bytes,
     usable_bytes,
 )
-from hf_posbias.training.settings import ComputeSettings
-from hf_posbias.training.shapes import ModelShape, real_config
+from hf_posbias.trainer_base.shapes import ModelShape, real_config
 
 LONGEST = 2048
 
@@ -160,7 +160,7 @@ def test_estimate_behaves_like_memory():
 
 
 def test_out_of_memory_during_training_is_one_line():
-    from hf_posbias.training.memory import MemoryPlan, is_out_of_memory, out_of_memory_error
+    from hf_posbias.trainer_base.memory import MemoryPlan, is_out_of_memory, out_of_memory_error
 
     assert is_out_of_memory(RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling"))
     assert not is_out_of_memory(RuntimeError("expected scalar type Float"))

@@ -1,4 +1,4 @@
-"""The skeleton both trainers share (hf_posbias.training.scaffold), the one checkpoint-card
+"""The skeleton both trainers share (hf_posbias.trainer_base.scaffold), the one checkpoint-card
 module (hf_posbias.cards) both write through, and where the custom loss and trainer live."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 from hf_posbias.cards import CheckpointCardKind, load_card_facts, render_checkpoint_card
 from hf_posbias.errors import InputError
-from hf_posbias.training.scaffold import agreed_memory_plan, announce, output_folder, save_card
+from hf_posbias.trainer_base.scaffold import agreed_memory_plan, announce, output_folder, save_card
 
 HEAVY = ("torch", "transformers", "sentence_transformers", "datasets", "mteb")
 
@@ -24,7 +24,8 @@ HEAVY = ("torch", "transformers", "sentence_transformers", "datasets", "mteb")
         "hf_posbias.cli",
         "hf_posbias.training.train",
         "hf_posbias.listwise.train",
-        "hf_posbias.training.scaffold",
+        "hf_posbias.listwise.training.train",
+        "hf_posbias.trainer_base.scaffold",
         "hf_posbias.training.card",
         "hf_posbias.listwise.training.card",
     ],
@@ -84,7 +85,7 @@ def test_announce_prints_one_line_per_process(capsys: pytest.CaptureFixture[str]
 
 
 def test_agreed_memory_plan_raises_the_preflight_error() -> None:
-    from hf_posbias.training.memory import MemoryPlan, MiniBatching
+    from hf_posbias.trainer_base.memory import MemoryPlan, MiniBatching
 
     plan = MemoryPlan(True, MiniBatching(tokens=512), 4, "measured")
     assert agreed_memory_plan(lambda: plan, 1) is plan

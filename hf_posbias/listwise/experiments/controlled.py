@@ -36,7 +36,7 @@ from hf_posbias.listwise.experiments.runs import (
     fallback_stats,
     write_jsonl,
 )
-from hf_posbias.listwise.settings import ControlledTestConfig
+from hf_posbias.listwise.experiments.settings import ControlledTestConfig
 from hf_posbias.shards import write_json
 
 CALIBRATED_FACTS = (

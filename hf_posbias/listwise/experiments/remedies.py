@@ -29,23 +29,31 @@ calibration, whose window is paid once per window shape). Writes ``remedies.json
 ``remedies.md``, ``remedies.png`` (PSI against windows per ranking), ``per_query.jsonl`` (one
 row per remedy, query and position) and the resumable shards of the reranked lists.
 
+The remedies are :class:`~hf_posbias.listwise.experiments.remedy_kinds.ListwiseRemedy` objects
+in :data:`LISTWISE_REMEDY_REGISTRY` (the built-ins, then the plugins of the entry-point group
+``hf_posbias.listwise_remedies``), listed by ``posbias list remedies`` with the bi-encoder ones.
+
 Example:
-    >>> [name for name, _, _ in permsc_variants([1, 2, 5])]
-    ['permsc-borda-m2', 'permsc-kemeny-m2', 'permsc-borda-m5', 'permsc-kemeny-m5']
+    >>> LISTWISE_REMEDY_REGISTRY.names()[:3]
+    ['calibrated', 'permsc', 'debiasfirst']
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.experiments.aggregate import borda, kemeny_local_search
 from hf_posbias.listwise.experiments.lists import QueryList, controlled_list, describe_lists
 from hf_posbias.listwise.experiments.lists import shuffled as shuffle_list
+from hf_posbias.listwise.experiments.remedy_kinds import (
+    BUILTIN_LISTWISE_REMEDIES,
+    ListwiseRemedy,
+    Variant,
+    per_ranking,
+)
 from hf_posbias.listwise.experiments.runs import (
     ListwiseExperiment,
     add_ndcg_at_10,
@@ -53,36 +61,29 @@ from hf_posbias.listwise.experiments.runs import (
     rerank_queries,
     write_jsonl,
 )
-from hf_posbias.listwise.experiments.taskio import RerankTask
-from hf_posbias.listwise.settings import ControlledTestConfig, ListwiseRemediesConfig
+from hf_posbias.listwise.experiments.settings import ListwiseRemediesConfig
+from hf_posbias.plugins import GROUPS, Registry
 from hf_posbias.rerankers.base import ListwiseReranker
 from hf_posbias.settings import flag_name
 
 EXPERIMENT = "listwise-remedies"
 """The main stage's ``experiment`` in its manifest."""
+
+NO_REMEDY = "none"
+"""The plain reranker: always the first row, not a remedy (no plugin may take the name)."""
+
+LISTWISE_REMEDY_REGISTRY: Registry[ListwiseRemedy] = Registry(
+    GROUPS["listwise_remedies"],
+    ListwiseRemedy,
+    what="listwise remedy",
+    builtins=lambda: BUILTIN_LISTWISE_REMEDIES,
+    reserved=(NO_REMEDY,),
+)
+"""The listwise remedy registry: the built-ins
+(:data:`~hf_posbias.listwise.experiments.remedy_kinds.BUILTIN_LISTWISE_REMEDIES`), then the
+plugins of the entry-point group ``hf_posbias.listwise_remedies``."""
 SHUFFLE_BLOCK_PREFIX = "shuffles-"
 """Folders ``OUT/shuffles-SSS-EEE`` hold the PermSC shuffles [SSS, EEE) beyond the main stage's."""
-
-AGGREGATORS: dict[str, Callable[[Sequence[Sequence[str]]], list[str]]] = {
-    "borda": borda,
-    "kemeny": kemeny_local_search,
-}
-
-
-def permsc_variants(ms: Sequence[int]) -> list[tuple[str, int, str]]:
-    """``(remedy name, m, aggregator)`` of every PermSC row (m = 1 is the plain reranker)."""
-    return [(f"permsc-{agg}-m{m}", m, agg) for m in ms if m > 1 for agg in AGGREGATORS]
-
-
-@dataclass
-class Variant:
-    """One remedy's per-(query, position) rows and its measured cost."""
-
-    rows: list[dict[str, Any]]
-    windows: int
-    seconds: float
-    windows_per_ranking: float
-    extra: dict[str, Any]
 
 
 @dataclass
@@ -222,28 +223,18 @@ class ListwiseRemedies(ListwiseExperiment[ListwiseRemediesConfig, list[dict[str,
     def _variants(
         self, plain: list[dict[str, Any]], shuffles: dict[str, list[dict[str, Any]]]
     ) -> dict[str, Variant]:
-        """Every remedy's rows and cost: none, calibrated, PermSC, the checkpoints."""
-        config = self.config
+        """Every remedy's rows and cost: none, then each registered listwise remedy's
+        (calibrated, PermSC, the checkpoints, then the plugins')."""
         none = Variant(
             plain,
             sum(int(r["windows"]) for r in plain),
             sum(float(r["seconds"]) for r in plain),
-            _per_ranking(plain),
+            per_ranking(plain),
             {},
         )
-        variants = {"none": none}
-        if config.calibrate:
-            variants["calibrated"] = _calibrated(self.reranker, plain, self.out, none)
-        for name, m, aggregator in permsc_variants(config.shuffles):
-            variants[name] = _permsc(plain, shuffles, m, aggregator, none)
-        for path in config.checkpoint_paths:
-            variants[f"debiasfirst:{Path(path).name}"] = _checkpoint(
-                self.load_checkpoint(path),  # type: ignore[misc]
-                self.task,
-                self.out,
-                config,
-                self.show_progress,
-            )
+        variants = {NO_REMEDY: none}
+        for entry in LISTWISE_REMEDY_REGISTRY.entries().values():
+            variants.update(entry.value.variants(self, plain, shuffles, none))
         return variants
 
 
@@ -313,75 +304,6 @@ def shuffle_blocks(out: Path, covered: int, needed: int) -> list[tuple[int, int]
         blocks.append((covered, stop))
         covered = stop
     return blocks
-
-
-def _per_ranking(rows: Sequence[dict[str, Any]]) -> float:
-    return sum(int(r["windows"]) for r in rows) / max(len(rows), 1)
-
-
-def _calibrated(
-    reranker: ListwiseReranker, plain: list[dict[str, Any]], out: Path, none: Variant
-) -> Variant:
-    from hf_posbias.listwise.experiments.calibration import calibrated_rows, estimate_slot_priors
-
-    calibration = estimate_slot_priors(reranker, {len(r["input"]) for r in plain}, out)
-    started = time.perf_counter()
-    rows = calibrated_rows(plain, calibration["priors"])
-    seconds = none.seconds + float(calibration["seconds"]) + time.perf_counter() - started
-    return Variant(
-        rows,
-        none.windows + int(calibration["windows"]),
-        seconds,
-        none.windows_per_ranking,
-        {"calibration_windows": calibration["windows"]},
-    )
-
-
-def _permsc(
-    plain: list[dict[str, Any]],
-    shuffles: dict[str, list[dict[str, Any]]],
-    m: int,
-    aggregator: str,
-    none: Variant,
-) -> Variant:
-    aggregate = AGGREGATORS[aggregator]
-    started = time.perf_counter()
-    rows = []
-    for row in plain:
-        pool = [row["ranking"], *(s["ranking"] for s in shuffles[str(row["query_id"])][: m - 1])]
-        rows.append({**row, "ranking": aggregate(pool)})
-    used = [s for qs in shuffles.values() for s in qs[: m - 1]]
-    return Variant(
-        rows,
-        none.windows + sum(int(s["windows"]) for s in used),
-        none.seconds + sum(float(s["seconds"]) for s in used) + time.perf_counter() - started,
-        none.windows_per_ranking * m,
-        {"m": m, "aggregator": aggregator},
-    )
-
-
-def _checkpoint(
-    reranker: ListwiseReranker,
-    task: RerankTask,
-    out: Path,
-    config: ListwiseRemediesConfig,
-    show_progress: bool,
-) -> Variant:
-    from hf_posbias.listwise.experiments.controlled import run_controlled_test
-    from hf_posbias.rows import read_rows
-
-    values = {f.name: getattr(config, f.name) for f in fields(ControlledTestConfig) if f.init}
-    test = ControlledTestConfig(**{**values, "calibrate": False})
-    folder = out / "checkpoints" / Path(reranker.name).name
-    run_controlled_test(reranker, task, folder, test, show_progress=show_progress)
-    rows = read_rows(folder / "per_query.jsonl")
-    return Variant(
-        rows,
-        sum(int(r["windows"]) for r in rows),
-        sum(float(r["seconds"]) for r in rows),
-        _per_ranking(rows),
-        {"checkpoint": reranker.name},
-    )
 
 
 def _table(variants: dict[str, Variant], config: ListwiseRemediesConfig) -> list[dict[str, Any]]:

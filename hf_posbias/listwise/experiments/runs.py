@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
 from hf_posbias.listwise.experiments.lists import QueryList
+from hf_posbias.listwise.experiments.settings import LIST_PARAMS, ListSettings
 from hf_posbias.listwise.experiments.taskio import RerankTask
-from hf_posbias.listwise.settings import LIST_PARAMS, ListSettings
 from hf_posbias.rerankers.base import ListwiseReranker
 from hf_posbias.rerankers.records import FallbackStats, RerankedList, WindowCounts
 from hf_posbias.rerankers.window import rerank_lists

@@ -34,7 +34,7 @@ from hf_posbias.listwise.experiments.runs import (
     ndcg_at_10,
     write_jsonl,
 )
-from hf_posbias.listwise.settings import ShuffleEvalConfig
+from hf_posbias.listwise.experiments.settings import ShuffleEvalConfig
 from hf_posbias.shards import write_json
 
 

@@ -1,8 +1,8 @@
 """The DebiasFirst trainer: the transformers ``Trainer`` with λ·L_Rank(-IPS) + L_LM.
 
-:class:`DebiasFirstTrainer` is what :func:`hf_posbias.listwise.train.train_listwise` runs; the
-loss of a forward pass is :func:`hf_posbias.listwise.training.losses.model_loss` on a batch of
-:class:`~hf_posbias.listwise.training.collate.ListwiseCollator` windows.
+:class:`DebiasFirstTrainer` is what :func:`hf_posbias.listwise.training.train.train_listwise`
+runs; the loss of a forward pass is :func:`hf_posbias.listwise.training.losses.model_loss` on a
+batch of :class:`~hf_posbias.listwise.training.collate.ListwiseCollator` windows.
 
 This module imports transformers (and torch) at the top: only the training run imports it,
 never ``posbias --help``.

@@ -1,8 +1,8 @@
 """The skeleton both trainers share: one run from the checked settings to the saved checkpoint.
 
 The bi-encoder trainer (:func:`hf_posbias.training.train.train_model`) and the DebiasFirst
-trainer (:func:`hf_posbias.listwise.train.train_listwise`) differ in their data, their model,
-their loss and their card; everything around those is here, in the order a run uses it:
+trainer (:func:`hf_posbias.listwise.training.train.train_listwise`) differ in their data, their
+model, their loss and their card; everything around those is here, in the order a run uses it:
 
 1. :func:`output_folder` — the checkpoint folder, created and checked writable before any
    model loads;
@@ -11,12 +11,12 @@ their loss and their card; everything around those is here, in the order a run u
 3. :func:`training_arguments` — the ``TrainingArguments`` of the shared schedule (AdamW, linear
    decay after ``--warmup-ratio``, no intermediate checkpoint, ``--logging-steps``, no bar of
    transformers' own), precision and device from
-   :class:`~hf_posbias.training.settings.ResolvedCompute`, and the Accelerate processes
+   :class:`~hf_posbias.trainer_base.compute.ResolvedCompute`, and the Accelerate processes
    checked against ``WORLD_SIZE``;
 4. :func:`agreed_memory_plan` — the memory preflight's outcome (plan or one-line error) shared
    by every process; :func:`announce` — one ``rank=… world_size=…`` line per process;
 5. :func:`fit` — ``trainer.train()`` timed, with the progress of
-   :class:`~hf_posbias.training.callbacks.TrainingProgressCallback` (step/total, loss, ETA;
+   :class:`~hf_posbias.trainer_base.callbacks.TrainingProgressCallback` (step/total, loss, ETA;
    ``--no-progress`` silences it) in place of transformers' bar and log dicts, a CUDA
    out-of-memory error turned into a one-line error naming the options to change, the
    measured facts (:class:`Fitted`);
@@ -50,8 +50,8 @@ from hf_posbias.errors import BackendError, InputError, PosbiasError
 
 if TYPE_CHECKING:
     from hf_posbias.cards import CheckpointCardKind
-    from hf_posbias.training.memory import MemoryPlan
-    from hf_posbias.training.settings import ResolvedCompute
+    from hf_posbias.trainer_base.compute import ResolvedCompute
+    from hf_posbias.trainer_base.memory import MemoryPlan
 
 M = TypeVar("M")
 S = TypeVar("S")
@@ -146,11 +146,11 @@ def training_arguments(
 
 def agreed_memory_plan(choose: Callable[[], MemoryPlan], world_size: int) -> MemoryPlan:
     """``choose()`` on every process, then rank 0's outcome on all of them
-    (:func:`~hf_posbias.training.memory.shared_plan`): its plan, or its one-line error raised
+    (:func:`~hf_posbias.trainer_base.memory.shared_plan`): its plan, or its one-line error raised
     everywhere (a rank left out of the error would wait for the others forever).
 
     Example:
-        >>> from hf_posbias.training.memory import MemoryPlan, MiniBatching
+        >>> from hf_posbias.trainer_base.memory import MemoryPlan, MiniBatching
         >>> agreed_memory_plan(lambda: MemoryPlan(False, MiniBatching(rows=1), 1, "cpu"), 1).method
         'cpu'
         >>> def too_big():
@@ -160,7 +160,7 @@ def agreed_memory_plan(choose: Callable[[], MemoryPlan], world_size: int) -> Mem
         ...
         hf_posbias.errors.InputError: does not fit
     """
-    from hf_posbias.training.memory import shared_plan
+    from hf_posbias.trainer_base.memory import shared_plan
 
     outcome: MemoryPlan | PosbiasError
     try:
@@ -210,14 +210,14 @@ def fit(
     """Run ``trainer.train()`` and time it; a CUDA out-of-memory error becomes one line.
 
     ``progress`` (``--progress/--no-progress``): step/total, loss and ETA while it trains
-    (:class:`~hf_posbias.training.callbacks.TrainingProgressCallback`, replacing transformers'
+    (:class:`~hf_posbias.trainer_base.callbacks.TrainingProgressCallback`, replacing transformers'
     printer of raw log dicts).
     """
     from transformers import PrinterCallback, ProgressCallback
 
-    from hf_posbias.training.builder import attn_implementation_of
-    from hf_posbias.training.callbacks import TrainingProgressCallback
-    from hf_posbias.training.memory import is_out_of_memory, out_of_memory_error
+    from hf_posbias.trainer_base.attention import attn_implementation_of
+    from hf_posbias.trainer_base.callbacks import TrainingProgressCallback
+    from hf_posbias.trainer_base.memory import is_out_of_memory, out_of_memory_error
 
     trainer.remove_callback(PrinterCallback)
     trainer.remove_callback(ProgressCallback)

@@ -1,56 +1,24 @@
-"""Render dataset and model cards from the Jinja templates in dataset_cards/ and model_cards/.
+"""The checkpoint card of both trainers: a model kind's card as data, written card then facts.
 
-Templates are filled only with measured statistics passed in by the caller; an undefined
-variable is an error (``StrictUndefined``), so a card can never ship with a silent blank.
+The bi-encoder (:data:`hf_posbias.training.card.BI_ENCODER_CARD`) and DebiasFirst
+(:data:`hf_posbias.listwise.training.card.LISTWISE_CARD`) each give a
+:class:`CheckpointCardKind` (template, facts file and class, evaluation keys); the functions here
+save and load the facts and render and write the card for any kind.
 
 Example:
-    >>> from hf_posbias.cards import available_templates
-    >>> isinstance(available_templates("dataset"), list)
-    True
+    >>> kind = CheckpointCardKind("model.md.j2", "facts.json", dict, "a posbias checkpoint")
+    >>> kind.facts_file, kind.evaluation_keys
+    ('facts.json', ())
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-CardKind = Literal["dataset", "model"]
-
-
-def template_dir(kind: CardKind) -> Path:
-    """The folder of ``kind``'s templates: the repository checkout, else the wheel's data files."""
-    name = f"{kind}_cards"
-    for root in (Path(__file__).resolve().parents[1], Path(sys.prefix) / "share" / "hf-posbias"):
-        if (root / name).is_dir():
-            return root / name
-    raise FileNotFoundError(f"card templates {name}/ not found (broken installation)")
-
-
-def available_templates(kind: CardKind) -> list[str]:
-    """Names of the ``*.md.j2`` templates of one kind."""
-    return sorted(p.name for p in template_dir(kind).glob("*.j2"))
-
-
-def render_card(kind: CardKind, template: str, **context: Any) -> str:
-    """Render ``template`` (e.g. ``"train.md.j2"``) of ``kind`` with ``context``.
-
-    Jinja's ``tojson`` filter and a ``pct`` filter (``0.1234 → '12.34'``) are available.
-    """
-    import jinja2
-
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(template_dir(kind)),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-    )
-    env.filters["pct"] = lambda x, digits=2: f"{100 * float(x):.{digits}f}"
-    return env.get_template(template).render(**context)
+from hf_posbias.cards.templates import render_card
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ package's one progress convention (:func:`hf_posbias.progress.progress`): a ``tq
 terminal, plain ``train: 40/400 (10%) [1.9 step/s, eta 3m09s] loss=1.234`` lines in a log (one
 each 10 % of the steps or 30 s, and a ``train: step 40 loss=1.234`` line for each logged loss),
 silent with ``--no-progress``. Only the main process reports.
-:func:`hf_posbias.training.scaffold.fit` installs it in place of transformers' own bar and its
+:func:`hf_posbias.trainer_base.scaffold.fit` installs it in place of transformers' own bar and its
 printer of raw log dicts.
 
 This module imports transformers at import time: import it inside the trainer functions only.

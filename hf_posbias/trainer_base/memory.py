@@ -27,8 +27,8 @@ out-of-memory traceback. On CPU there is no device budget to protect: ``auto`` k
 defaults (no checkpointing, 32-row mini-batches), so CPU runs are not slowed down.
 
 Example:
-    >>> from hf_posbias.training.memory import MiniBatching, choose_memory_plan
-    >>> from hf_posbias.training.settings import ComputeSettings
+    >>> from hf_posbias.trainer_base.memory import MiniBatching, choose_memory_plan
+    >>> from hf_posbias.trainer_base.compute import ComputeSettings
     >>> gib = 2**30
     >>> def fake_trial(checkpointing, mini):  # 1 GiB per 4k tokens, a quarter with checkpointing
     ...     per_token = gib / 4096 / (4 if checkpointing else 1)
@@ -51,8 +51,8 @@ from hf_posbias.errors import BudgetError, InputError, PosbiasError
 from hf_posbias.settings import flag_name
 
 if TYPE_CHECKING:
-    from hf_posbias.training.settings import ComputeSettings
-    from hf_posbias.training.shapes import ModelShape
+    from hf_posbias.trainer_base.compute import ComputeSettings
+    from hf_posbias.trainer_base.shapes import ModelShape
 
 GIB = 2**30
 HEADROOM = 0.10
@@ -178,7 +178,7 @@ def candidate_mini_batches(
     """Mini-batchings to try, largest first (one when the user fixed the size).
 
     Example:
-        >>> from hf_posbias.training.settings import ComputeSettings
+        >>> from hf_posbias.trainer_base.compute import ComputeSettings
         >>> [m.describe() for m in candidate_mini_batches(ComputeSettings(), 6, 100)]
         ['600 tokens', '400 tokens', '200 tokens', '100 tokens']
     """
@@ -201,7 +201,7 @@ def check_checkpointing(settings: ComputeSettings, checkpointing_supported: bool
     """One-line error when ``--gradient-checkpointing on`` meets a model without it.
 
     Example:
-        >>> from hf_posbias.training.settings import ComputeSettings
+        >>> from hf_posbias.trainer_base.compute import ComputeSettings
         >>> try:
         ...     check_checkpointing(ComputeSettings(gradient_checkpointing="on"), False)
         ... except InputError as err:
@@ -336,13 +336,13 @@ def cpu_plan(
     CPU memory here.
 
     Example:
-        >>> from hf_posbias.training.settings import ComputeSettings
+        >>> from hf_posbias.trainer_base.compute import ComputeSettings
         >>> cpu_plan(ComputeSettings(), 8).mini_batching.describe()
         '8 rows'
         >>> cpu_plan(ComputeSettings(), 8, default_rows=1).mini_batching.describe()
         '1 rows'
     """
-    from hf_posbias.training.settings import CPU_MINI_BATCH_ROWS
+    from hf_posbias.trainer_base.compute import CPU_MINI_BATCH_ROWS
 
     if settings.mini_batch_tokens is not None:
         mini = MiniBatching(tokens=settings.mini_batch_tokens)
@@ -436,7 +436,7 @@ def cuda_trial(trainer: Any, loss: Any, rows: Sequence[int]) -> Measure:
     ``torch.cuda.max_memory_allocated``. Gathering across devices is switched off for the trial
     so that an out-of-memory on one process cannot desynchronise the collectives of the others.
     """
-    from hf_posbias.training.builder import set_activation_checkpointing
+    from hf_posbias.trainer_base.attention import set_activation_checkpointing
 
     model = trainer.model
     features = [trainer.train_dataset[int(i)] for i in rows]

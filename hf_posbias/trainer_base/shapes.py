@@ -20,7 +20,7 @@ counted (they are hardware FLOPs, not model FLOPs): with both, the best possible
 Attention is counted over the full sequence even for sliding-window layers (an upper bound).
 
 Example:
-    >>> from hf_posbias.training.shapes import step_flops, ModelShape
+    >>> from hf_posbias.trainer_base.shapes import step_flops, ModelShape
     >>> shape = ModelShape(n_params=110_000_000, n_embedding_params=23_800_000, n_layers=12,
     ...                    hidden=768, intermediate=3072, n_heads=12, n_kv_heads=12, head_dim=64)
     >>> f"{step_flops(shape, [512] * 256):.3e}"
@@ -251,7 +251,7 @@ class ModelShape:
         """The shape of a transformers model (or of a SentenceTransformer's first module)."""
         import torch
 
-        from hf_posbias.training.builder import transformer_of
+        from hf_posbias.trainer_base.attention import transformer_of
 
         hf = transformer_of(model)
         n_params = sum(p.numel() for p in hf.parameters())

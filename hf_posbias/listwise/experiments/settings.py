@@ -1,0 +1,387 @@
+"""The settings of the listwise experiments: one dataclass per ``posbias listwise`` verb.
+
+The lists every experiment reranks (:class:`ListSource`, :class:`ListSettings`: task, k, first
+stage, window), the resampling of their statistics (:class:`ResamplingSettings`,
+:class:`PairedTestSettings`), each experiment's configuration (:class:`ControlledTestConfig`,
+:class:`ShuffleEvalConfig`, :class:`ListwiseRemediesConfig`, :class:`PropensityConfig`) and each
+verb's settings (the configuration plus the reranker and the output folder: ``test``,
+``remedies``, ``shuffle-eval``, ``propensity``, ``build-train``, ``table``, ``curves``,
+``convert``, ``rerank``, ``compare``). The DebiasFirst fine-tune's settings are
+:mod:`hf_posbias.listwise.training.settings`.
+
+Example:
+    >>> parse_positions("1,5,10", k=10), parse_positions(None, k=3)
+    ([1, 5, 10], [1, 2, 3])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from hf_posbias.errors import InputError
+from hf_posbias.rerankers.options import RerankerOptions
+from hf_posbias.settings import (
+    ProgressSettings,
+    Settings,
+    check_choice,
+    check_positive,
+    flag_name,
+    setting,
+)
+from hf_posbias.statistics import PAIRED_TESTS
+
+
+def parse_positions(spec: str | Sequence[int] | None, k: int) -> list[int]:
+    """``"1,5,20"`` → ``[1, 5, 20]`` (sorted, unique, each in 1..k); ``None`` → ``1..k``.
+
+    Example:
+        >>> parse_positions("5,1,5", 20), parse_positions(None, 3)
+        ([1, 5], [1, 2, 3])
+    """
+    if spec is None or spec == "":
+        return list(range(1, k + 1))
+    values = _integers(spec, flag_name("positions"))
+    bad = [p for p in values if not 1 <= p <= k]
+    if bad or not values:
+        raise InputError(f"{flag_name('positions')} must lie in 1..{k} (k), got {bad or spec!r}")
+    return sorted(set(values))
+
+
+@dataclass(kw_only=True)
+class ResamplingSettings(Settings):
+    """Resamples and confidence of the intervals (checked before any reranking: they come last)."""
+
+    n_resamples: int = setting("bootstrap / test resamples", default=1000)
+    confidence: float = setting("interval confidence", default=0.95, cli=False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        from hf_posbias.statistics.uncertainty import check_resampling
+
+        check_resampling(self.n_resamples, self.confidence)
+
+
+@dataclass(kw_only=True)
+class PairedTestSettings(ResamplingSettings):
+    """A paired test between two variants or runs of the same queries."""
+
+    # --method, as `posbias compare` (--test: its former spelling here).
+    method: str = setting(
+        "paired test (per query)",
+        default="randomization",
+        choices=PAIRED_TESTS,
+        aliases=("--test",),
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_choice("method", self.method, PAIRED_TESTS)
+
+
+@dataclass(kw_only=True)
+class ListSource(Settings):
+    """Which queries are listed and how deep (the first stage)."""
+
+    k: int = setting("first-stage depth", default=20)
+    max_queries: int | None = setting(
+        "a seeded sample of this many judged queries (default: all)", default=None
+    )
+    seed: int = setting("query sample / shuffle seed", default=0)
+    first_stage: str | list[str] = setting(
+        "bm25, a sentence-transformers model, a sparse encoder (splade++, sparse:<model>); two "
+        "or more are fused by reciprocal rank fusion",
+        default="bm25",
+    )
+    rrf_k: int = setting("k of the reciprocal rank fusion of several first stages", default=60)
+    first_stage_similarity: str | None = setting(
+        "similarity of a dense first stage (default: the model's own similarity_fn_name)",
+        default=None,
+        choices=("cosine", "dot", "euclidean", "manhattan"),
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self, "k", "max_queries", "rrf_k")
+        from hf_posbias.listwise.experiments.firststage import first_stage_names
+
+        names = first_stage_names(self.first_stage)
+        self.first_stage = names[0] if len(names) == 1 else names
+
+    def first_stage_options(self) -> dict[str, Any]:
+        """What else changes the first-stage lists, only where it applies (``rrf_k`` when several
+        stages are fused, ``similarity`` when overridden): the keyword arguments of
+        :func:`~hf_posbias.listwise.experiments.lists.first_stage_lists`, pinned in manifests.
+
+        Example:
+            >>> ListSource(first_stage=["bm25", "all-MiniLM-L6-v2"]).first_stage_options()
+            {'rrf_k': 60}
+            >>> ListSource().first_stage_options()
+            {}
+        """
+        options: dict[str, Any] = {}
+        if not isinstance(self.first_stage, str):
+            options["rrf_k"] = self.rrf_k
+        if self.first_stage_similarity:
+            options["similarity"] = self.first_stage_similarity
+        return options
+
+
+LIST_PARAMS: tuple[str, ...] = ("k", "max_queries", "seed", "first_stage", "window", "step")
+"""The list settings an experiment pins in its manifest (a rerun with others is refused)."""
+
+
+@dataclass(kw_only=True)
+class ListSettings(ListSource, RerankerOptions):
+    """How an experiment's candidate lists are made and reranked."""
+
+
+@dataclass(kw_only=True)
+class ControlledTestConfig(ListSettings, ResamplingSettings):
+    """Settings of one controlled test (``posbias listwise test``)."""
+
+    positions: str | list[int] | None = setting(
+        "comma-separated input slots (default 1..k); a list of slots once made", default=None
+    )
+    calibrate: bool = setting(
+        "also write the slot-calibrated curve (OUT/calibrated/): each slot's identifier-logit "
+        "prior from one content-free window is subtracted from the recorded scores; needs "
+        "k <= --window",
+        default=False,
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.positions = parse_positions(self.positions, self.k)  # None: every slot 1..k
+        if self.calibrate and self.k > self.window:
+            raise InputError(
+                f"{flag_name('calibrate')} reads each list's one window: "
+                f"{flag_name('k')} {self.k} is larger than {flag_name('window')} {self.window}"
+            )
+
+
+@dataclass(kw_only=True)
+class ShuffleEvalConfig(ListSettings, PairedTestSettings):
+    """Settings of ``posbias listwise shuffle-eval``."""
+
+    shuffles: int = setting("shuffles per query (m)", default=5)
+    aggregate: int = setting(
+        "also aggregate this many shuffles by Borda and Kemeny (0: off)", default=0
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self, "shuffles")
+        if self.aggregate < 0 or self.aggregate == 1:
+            raise InputError(
+                f"{flag_name('aggregate')} needs at least 2 shuffles (0: off), got {self.aggregate}"
+            )
+
+
+def _integers(spec: str | Sequence[int], flag: str) -> list[int]:
+    """``"1,5"`` or ``[1, 5]`` → ``[1, 5]``; anything else is a one-line error naming ``flag``."""
+    try:
+        if isinstance(spec, str):
+            return [int(x) for x in spec.split(",") if x.strip()]
+        return [int(x) for x in spec]
+    except ValueError:
+        raise InputError(f"{flag} takes comma-separated integers, got {spec!r}") from None
+
+
+def parse_counts(spec: str | Sequence[int], flag: str) -> list[int]:
+    """``"1,2,5"`` → ``[1, 2, 5]`` (sorted, unique, each ≥ 1).
+
+    Example:
+        >>> parse_counts("5,1,2,5", "--shuffles")
+        [1, 2, 5]
+    """
+    values = _integers(spec, flag)
+    if not values or min(values) < 1:
+        raise InputError(f"{flag} takes integers >= 1, got {spec!r}")
+    return sorted(set(values))
+
+
+@dataclass(kw_only=True)
+class ListwiseRemediesConfig(ControlledTestConfig, PairedTestSettings):
+    """Settings of ``posbias listwise remedies``: the remedies on the controlled 1…k harness."""
+
+    shuffles: str | list[int] = setting(
+        "PermSC curve: numbers m of inputs aggregated per ranking, the list as given plus m-1 "
+        "seeded shuffles of it (m=1 is the plain reranker); a sorted list once made",
+        default="1,2,5,10,20",
+    )
+    calibrate: bool = setting(
+        "include slot calibration (one content-free window; needs k <= --window)", default=True
+    )
+    checkpoints: str | None = setting(
+        "comma-separated DebiasFirst checkpoint folders (posbias listwise train), each tested "
+        "on the same queries and positions as a remedy row",
+        default=None,
+    )
+    plot: bool = setting("write remedies.png (PSI against windows per ranking)", default=True)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.shuffles = parse_counts(self.shuffles, flag_name("shuffles"))
+
+    @property
+    def checkpoint_paths(self) -> list[str]:
+        """The ``--checkpoints`` folders, in the order given."""
+        return [p.strip() for p in (self.checkpoints or "").split(",") if p.strip()]
+
+
+@dataclass(kw_only=True)
+class PropensityConfig(ListSettings):
+    """Settings of a propensity estimate (``posbias listwise propensity``)."""
+
+    shuffles: int = setting("Fisher–Yates shuffles per query (n)", default=10)
+    smoothing: float = setting(
+        "add α to every transition count before normalising (0: Eq. 5 exactly)", default=0.0
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self, "shuffles")
+        check_positive(self, "smoothing", allow_zero=True)
+
+
+@dataclass(kw_only=True)
+class TaskRunSettings(ProgressSettings):
+    """A listwise verb that reads a task and writes a resumable run folder."""
+
+    task: str = setting(
+        "BEIR folder (corpus.jsonl, queries.jsonl, qrels/) or a project task folder"
+    )
+    split: str | None = setting(
+        "qrels split (BEIR default: test; a project folder: its own split)", default=None
+    )
+    out: str = setting("output folder")
+    overwrite: bool = setting("discard a previous run in OUT instead of resuming it", default=False)
+
+
+@dataclass(kw_only=True)
+class RerankerName(Settings):
+    """Which reranker a verb loads (:func:`hf_posbias.rerankers.loading.load_reranker`)."""
+
+    reranker: str = setting(
+        "smollm2-135m (packaged), a causal-LM folder or Hub id (FIRST scoring), bm25 or "
+        "cross-encoder:NAME (the pointwise control), or a served model name with --base-url"
+    )
+
+
+@dataclass(kw_only=True)
+class RerankRunSettings(RerankerName, TaskRunSettings):
+    """A task run with a reranker."""
+
+
+@dataclass(kw_only=True)
+class ListwiseTestSettings(ControlledTestConfig, RerankRunSettings):
+    """``posbias listwise test``: one object from argv to the experiment."""
+
+
+@dataclass(kw_only=True)
+class ListwiseRemediesSettings(ListwiseRemediesConfig, RerankRunSettings):
+    """``posbias listwise remedies``."""
+
+
+@dataclass(kw_only=True)
+class ShuffleEvalSettings(ShuffleEvalConfig, RerankRunSettings):
+    """``posbias listwise shuffle-eval``."""
+
+
+@dataclass(kw_only=True)
+class PropensitySettings(PropensityConfig, RerankRunSettings):
+    """``posbias listwise propensity``."""
+
+
+@dataclass(kw_only=True)
+class BuildTrainSettings(ListSource, TaskRunSettings):
+    """``posbias listwise build-train``."""
+
+    # Only the default differs from a test run's: training lists come from the train split.
+    split: str | None = setting("qrels split of the training queries", default="train")
+    teacher: str = setting(
+        "order after the relevant documents: first-stage or a cross-encoder name (stand-in "
+        "for GPT-4 labels)",
+        default="first-stage",
+    )
+
+
+@dataclass(kw_only=True)
+class ShuffleTableSettings(PairedTestSettings):
+    """``posbias listwise table``: Q26 Table 1 (2, 3) from shuffle-eval folders."""
+
+    runs: list[str] = setting("posbias listwise shuffle-eval folders (one per row and dataset)")
+    out: str = setting("output folder (table.json, table.md)")
+    labels: list[str] | None = setting(
+        "row label of each run (default: reranker (first stage))", default=None
+    )
+    method: str = setting(
+        "paired test (per query) of the significance marks",
+        default="t-test",
+        choices=PAIRED_TESTS,
+        aliases=("--test",),
+    )
+    alpha: float = setting("significance level of the marks (Q26: 0.01)", default=0.01)
+    seed: int = setting("resampling seed", default=0)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0 < self.alpha < 1:
+            raise InputError(f"{flag_name('alpha')} must lie strictly between 0 and 1")
+
+
+@dataclass(kw_only=True)
+class CurvesSettings(Settings):
+    """``posbias listwise curves``: several test runs' 1…k curves in one plot (Fig. 4, 6)."""
+
+    runs: list[str] = setting("posbias listwise test folders")
+    out: str = setting("output folder (curves.png)")
+    labels: list[str] | None = setting("legend label of each run (default: reranker)", default=None)
+
+
+@dataclass(kw_only=True)
+class ConvertSettings(Settings):
+    """``posbias listwise convert``: RankZephyr / FIRST training data → a training set."""
+
+    data: str = setting("a .jsonl/.json file or a Hub dataset id")
+    hf_split: str = setting("split of a Hub dataset", default="train")
+    identifiers: Literal["letters", "numbers"] | None = setting(
+        "identifier style (default: detected per record)", default=None
+    )
+    max_rows: int | None = setting("convert only the first N records", default=None)
+    out: str = setting("output training-set folder")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self, "max_rows")
+
+
+@dataclass(kw_only=True)
+class RerankSettings(RerankerName, RerankerOptions):
+    """``posbias listwise rerank``: rank_llm requests → rank_llm results."""
+
+    requests: str = setting("rank_llm requests (.json or .jsonl)")
+    k: int | None = setting("rerank the top k (default: all)", default=None)
+    out: str = setting("results file (.json or .jsonl)")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self, "k")
+
+
+@dataclass(kw_only=True)
+class ListwiseCompareSettings(PairedTestSettings):
+    """``posbias listwise compare``: a paired test between two test runs."""
+
+    run_a: str = setting("posbias listwise test folder A (e.g. the base model)", positional=True)
+    run_b: str = setting("posbias listwise test folder B (e.g. the fine-tune)", positional=True)
+    label_a: str = setting("name of run A in the table", default="A")
+    label_b: str = setting("name of run B in the table", default="B")
+    seed: int = setting("resampling seed", default=0)
+    common_queries: bool = setting(
+        "compare the queries both runs scored (counted), both curves recomputed on them",
+        default=False,
+    )
+    out: str | None = setting("folder for comparison.json", default=None)

@@ -1,0 +1,251 @@
+"""The settings of a DebiasFirst fine-tune: the flags of ``posbias listwise train``.
+
+:class:`ListwiseTrainingSettings` inherits every hardware setting from
+:class:`~hf_posbias.trainer_base.compute.ComputeSettings` (precision, gradient checkpointing,
+mini-batching, attention kernel, memory budget, seed, global batch) without repeating one, and
+adds the listwise run: base model, training set, λ, the propensity file, Pos-Aug, NEFTune, the
+prompt (passage budget, identifiers) and the schedule. The :mod:`hf_posbias.settings` builder
+parses it for ``accelerate launch -m hf_posbias.listwise.training.train`` and for
+``posbias listwise train``.
+
+What the shared settings mean for a listwise run:
+
+- ``--global-batch`` — training windows per optimisation step over all processes (default 8,
+  Q26's effective batch; the bi-encoder trainer's default is 256 rows). Each of W processes
+  takes ``global/W`` windows; DDP averages the gradients (nothing is gathered: a window's loss
+  needs no other window).
+- ``--mini-batch-size N`` — windows per forward pass; the rest of a process's share is gradient
+  accumulation (so N must divide it; the largest divisor ≤ N is used). ``auto``: on a GPU the
+  memory preflight's choice, on a CPU one window (a batched forward is not faster there and
+  needs no padding). ``--mini-batch-tokens T`` — ``T ÷ longest training sequence`` windows.
+- ``--gradient-checkpointing``, ``--precision``, ``--attn-implementation``,
+  ``--device-memory-gib``, ``--seed`` — as for every trainer (:mod:`hf_posbias.devices`).
+
+Example:
+    >>> from hf_posbias.settings import parse_settings_args
+    >>> s = parse_settings_args(ListwiseTrainingSettings, ["--model", "smollm2-135m", "--data",
+    ...                         "d", "--out", "o", "--lambda", "0.5", "--pos-aug", "4"])
+    >>> s.lam, s.pos_aug, s.global_batch, s.precision, s.propensity_file is None
+    (0.5, 4, 8, 'auto', True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from hf_posbias.errors import InputError
+from hf_posbias.settings import (
+    ProgressSettings,
+    Settings,
+    check_choice,
+    check_positive,
+    flag_name,
+    setting,
+)
+from hf_posbias.trainer_base.compute import AUTO, ComputeSettings
+
+NO_PROPENSITY = "none"
+
+AUGMENTATIONS = ("pos-aug", "rand-aug", "none")
+"""Training-time augmentations (Q26's ablation): Pos-Aug, RandAug, none."""
+
+DEFAULT_LAMBDA = 0.1
+"""λ of the DebiasFirst loss (Q26)."""
+
+IPS_NORMALIZATIONS = ("paper", "mean1")
+"""How the IPS pair weights ``1/(ω[i, r_i] · ω[j, r_j])`` are scaled: ``paper`` as Eq. 4 with
+Σω = 1 (weights of 10⁵–10⁷ on k = 20, so λ·L_Rank-IPS swamps L_LM), ``mean1`` divided by their
+mean over the training pairs (self-normalised IPS: the average pair weighs 1, as in L_Rank)."""
+
+LAMBDA_FLAG = "--lambda"
+"""The spelling of the ``lam`` field (``lambda`` is a Python keyword)."""
+
+
+@dataclass(kw_only=True)
+class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
+    """One DebiasFirst fine-tune; every field is a flag (see the module docstring)."""
+
+    # Shared hardware settings whose meaning differs for windows: only default and help change.
+    global_batch: int = setting(
+        "training windows per optimisation step over all processes (Q26: 8); each "
+        "of W processes takes global/W, the rest of its share after --mini-batch-size is "
+        "gradient accumulation; must be divisible by W",
+        default=8,
+    )
+    mini_batch_size: str = setting(
+        "windows per forward pass: N (the largest divisor of a process's share "
+        "<= N), or auto = the GPU memory preflight's choice, one window on CPU",
+        default=AUTO,
+    )
+
+    model: str = setting("base causal LM: smollm2-135m (packaged), a folder or a Hub id")
+    data: str = setting(
+        "listwise training set: the folder (or .parquet/.jsonl) written by "
+        "posbias listwise build-train, augment or convert"
+    )
+    out: str = setting("output folder of the checkpoint and its model card")
+    propensity: str = setting(
+        "propensity.json of posbias listwise propensity (L_Rank-IPS, Eq. 4), or "
+        "none (FIRST's L_Rank); its k must be the training windows' size",
+        default=NO_PROPENSITY,
+    )
+    ips_normalization: str | None = setting(
+        "scale of the IPS pair weights (needs --propensity): mean1 (the default with a "
+        "propensity file: divided by their mean over the training pairs, self-normalised IPS, "
+        "so λ still balances L_LM) or paper (Eq. 4 as written with Σω = 1: weights of 10⁵–10⁷)",
+        default=None,
+        choices=IPS_NORMALIZATIONS,
+    )
+    lam: float = setting(
+        "λ of λ·L_Rank(-IPS) + L_LM (Q26: 0.1)",
+        default=DEFAULT_LAMBDA,
+        flag=LAMBDA_FLAG,
+        aliases=("--lam",),
+    )
+    pos_aug: int | None = setting(
+        "Pos-Aug on the fly: every window becomes n rotated permutations (n must "
+        "divide the window size); with --augmentation rand-aug, n random shuffles; unset = the "
+        "data as it is (e.g. already augmented)",
+        default=None,
+    )
+    augmentation: str | None = setting(
+        "Q26's augmentation ablation, n from --pos-aug: pos-aug (the default with --pos-aug "
+        "n > 1), rand-aug (n independent seeded shuffles per window: RandAug) or none",
+        default=None,
+        choices=AUGMENTATIONS,
+    )
+    lm_loss: bool = setting(
+        "add L_LM (next-token loss on the answer) to λ·L_Rank(-IPS), Eq. 6; --no-lm-loss "
+        "trains on λ·L_Rank(-IPS) alone (Q26's ablation; L_LM is still logged)",
+        default=True,
+    )
+    neftune_alpha: float | None = setting(
+        "NEFTune noise α on the input embeddings (Q26 trains with it); unset = off", default=None
+    )
+    passage_tokens: int | None = setting(
+        "cut each passage to this many tokens, as --passage-tokens of posbias "
+        "listwise test (evaluate with the same value)",
+        default=None,
+    )
+    identifiers: Literal["letters", "numbers"] = setting(
+        "identifier style: [A]…[T] (default) or [1]…[20]", default="letters"
+    )
+    window: int = setting("largest window the data may hold", default=20)
+    max_length: int | None = setting(
+        "refuse training sequences longer than this (never truncated)", default=None
+    )
+    max_steps: int | None = setting("stop after N steps", default=None)
+    epochs: float = setting("passes over the training set (Q26: 3)", default=3.0)
+    lr: float = setting("peak learning rate (Q26: 5e-6)", default=5e-6)
+    warmup_ratio: float = setting("linear warm-up share of steps", default=0.0)
+    logging_steps: int = setting("log the losses every N steps", default=10)
+    card: bool = setting("write the model card README.md", default=True)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(
+            self, "pos_aug", "passage_tokens", "window", "max_length", "max_steps", "logging_steps"
+        )
+        checks = [
+            (LAMBDA_FLAG, self.lam, self.lam >= 0, ">= 0"),
+            (
+                flag_name("neftune_alpha"),
+                self.neftune_alpha,
+                self.neftune_alpha is None or self.neftune_alpha > 0,
+                "> 0",
+            ),
+            (flag_name("epochs"), self.epochs, self.epochs > 0, "> 0"),
+            (flag_name("lr"), self.lr, self.lr > 0, "> 0"),
+            (flag_name("warmup_ratio"), self.warmup_ratio, 0 <= self.warmup_ratio < 1, "in [0, 1)"),
+        ]
+        for flag, value, ok, rule in checks:
+            if not ok:
+                raise InputError(f"{flag} must be {rule}, got {value}")
+        check_choice("identifiers", self.identifiers, ("letters", "numbers"))
+        if self.augmentation is not None:
+            check_choice("augmentation", self.augmentation, AUGMENTATIONS)
+            n = self.pos_aug
+            if self.augmentation == "none" and n is not None and n > 1:
+                raise InputError(
+                    f"{flag_name('augmentation')} none contradicts {flag_name('pos_aug')} {n}"
+                )
+            if self.augmentation != "none" and n is None:
+                raise InputError(
+                    f"{flag_name('augmentation')} {self.augmentation} needs "
+                    f"{flag_name('pos_aug')} n (copies per window)"
+                )
+        if not self.lm_loss and self.lam == 0:
+            raise InputError(
+                f"{LAMBDA_FLAG} 0 with {flag_name('lm_loss', negated=True)} leaves no loss to train"
+            )
+        if self.ips_normalization is not None:
+            check_choice("ips_normalization", self.ips_normalization, IPS_NORMALIZATIONS)
+            if self.propensity_file is None:
+                raise InputError(
+                    f"{flag_name('ips_normalization')} scales IPS weights: give "
+                    f"{flag_name('propensity')} propensity.json (posbias listwise propensity)"
+                )
+
+    @property
+    def augmentation_method(self) -> str:
+        """``pos-aug``, ``rand-aug`` or ``none``: ``--augmentation``, else Pos-Aug when
+        ``--pos-aug n`` > 1 is given.
+
+        Example:
+            >>> s = ListwiseTrainingSettings(model="m", data="d", out="o", pos_aug=4)
+            >>> s.augmentation_method, ListwiseTrainingSettings(
+            ...     model="m", data="d", out="o", pos_aug=4, augmentation="rand-aug"
+            ... ).augmentation_method
+            ('pos-aug', 'rand-aug')
+        """
+        if self.augmentation is not None:
+            return self.augmentation
+        return "pos-aug" if self.pos_aug is not None and self.pos_aug > 1 else "none"
+
+    @property
+    def propensity_file(self) -> str | None:
+        """The propensity file, ``None`` for ``--propensity none`` (FIRST's L_Rank)."""
+        text = str(self.propensity).strip()
+        return None if text.lower() in (NO_PROPENSITY, "") else text
+
+
+# --------------------------------------------------------------------------- experiments
+# The settings of the listwise experiments and of their verbs. The window lives here once
+# (:class:`RerankerOptions`): the reranker reads it when it is loaded and the experiment when it
+# slides, from the same object.
+
+
+@dataclass(kw_only=True)
+class AugmentSettings(Settings):
+    """``posbias listwise augment``: Pos-Aug rotations of a training set."""
+
+    data: str = setting("training-set folder, .parquet or .jsonl")
+    groups: int = setting("number of groups n (divides k)")
+    out: str = setting("output training-set folder")
+    seed: int = setting("shuffle seed", default=0)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self, "groups")
+
+
+@dataclass(kw_only=True)
+class TransitionsSettings(Settings):
+    """``posbias listwise transitions``: Q26 Fig. 3, input position × target rank of a
+    training set, before and after augmentation."""
+
+    data: str = setting("training-set folder, .parquet or .jsonl (e.g. listwise convert's)")
+    out: str = setting("output folder (transitions.json, transitions.png)")
+    augmentation: str = setting(
+        "the augmentation of the second panel (none: the file alone)",
+        default="pos-aug",
+        choices=AUGMENTATIONS,
+    )
+    groups: int = setting("Pos-Aug groups n (divides k) / RandAug copies", default=4)
+    seed: int = setting("augmentation seed", default=0)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self, "groups")
+        check_choice("augmentation", self.augmentation, AUGMENTATIONS)
