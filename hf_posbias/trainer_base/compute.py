@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from hf_posbias.errors import InputError
-from hf_posbias.settings import check_choice, check_positive, flag_name, setting
+from hf_posbias.settings import check_choice, check_positive, flag_name, setting, shared_setting
 
 if TYPE_CHECKING:
     from hf_posbias.devices import DeviceInfo
@@ -74,7 +74,7 @@ class ComputeSettings:
         "GPU; lower it on a shared GPU",
         default=None,
     )
-    seed: int = setting("seed of the weights' init, data order, dropout", default=42)
+    seed: int = shared_setting("seed", default=42)
 
     def __post_init__(self) -> None:
         check_choice("precision", self.precision, ("auto", "fp32", "bf16", "fp16"))

@@ -29,6 +29,7 @@ from hf_posbias.settings import (
     check_positive,
     flag_name,
     setting,
+    shared_setting,
 )
 from hf_posbias.statistics import PAIRED_TESTS
 
@@ -53,7 +54,7 @@ def parse_positions(spec: str | Sequence[int] | None, k: int) -> list[int]:
 class ResamplingSettings(Settings):
     """Resamples and confidence of the intervals (checked before any reranking: they come last)."""
 
-    n_resamples: int = setting("bootstrap / test resamples", default=1000)
+    n_resamples: int = shared_setting("n_resamples", default=1000)
     confidence: float = setting("interval confidence", default=0.95, cli=False)
 
     def __post_init__(self) -> None:
@@ -88,7 +89,7 @@ class ListSource(Settings):
     max_queries: int | None = setting(
         "a seeded sample of this many judged queries (default: all)", default=None
     )
-    seed: int = setting("query sample / shuffle seed", default=0)
+    seed: int = shared_setting("seed", default=0)
     first_stage: str | list[str] = setting(
         "bm25, a sentence-transformers model, a sparse encoder (splade++, sparse:<model>); two "
         "or more are fused by reciprocal rank fusion",
@@ -256,7 +257,7 @@ class TaskRunSettings(ProgressSettings):
     split: str | None = setting(
         "qrels split (BEIR default: test; a project folder: its own split)", default=None
     )
-    out: str = setting("output folder")
+    out: str = shared_setting("out")
     overwrite: bool = setting("discard a previous run in OUT instead of resuming it", default=False)
 
 
@@ -313,7 +314,7 @@ class ShuffleTableSettings(PairedTestSettings):
     """``posbias listwise table``: Q26 Table 1 (2, 3) from shuffle-eval folders."""
 
     runs: list[str] = setting("posbias listwise shuffle-eval folders (one per row and dataset)")
-    out: str = setting("output folder (table.json, table.md)")
+    out: str = shared_setting("out")
     labels: list[str] | None = setting(
         "row label of each run (default: reranker (first stage))", default=None
     )
@@ -324,7 +325,7 @@ class ShuffleTableSettings(PairedTestSettings):
         aliases=("--test",),
     )
     alpha: float = setting("significance level of the marks (Q26: 0.01)", default=0.01)
-    seed: int = setting("resampling seed", default=0)
+    seed: int = shared_setting("seed", default=0)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -337,7 +338,7 @@ class CurvesSettings(Settings):
     """``posbias listwise curves``: several test runs' 1…k curves in one plot (Fig. 4, 6)."""
 
     runs: list[str] = setting("posbias listwise test folders")
-    out: str = setting("output folder (curves.png)")
+    out: str = shared_setting("out")
     labels: list[str] | None = setting("legend label of each run (default: reranker)", default=None)
 
 
@@ -351,7 +352,7 @@ class ConvertSettings(Settings):
         "identifier style (default: detected per record)", default=None
     )
     max_rows: int | None = setting("convert only the first N records", default=None)
-    out: str = setting("output training-set folder")
+    out: str = shared_setting("out")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -379,9 +380,9 @@ class ListwiseCompareSettings(PairedTestSettings):
     run_b: str = setting("posbias listwise test folder B (e.g. the fine-tune)", positional=True)
     label_a: str = setting("name of run A in the table", default="A")
     label_b: str = setting("name of run B in the table", default="B")
-    seed: int = setting("resampling seed", default=0)
+    seed: int = shared_setting("seed", default=0)
     common_queries: bool = setting(
         "compare the queries both runs scored (counted), both curves recomputed on them",
         default=False,
     )
-    out: str | None = setting("folder for comparison.json", default=None)
+    out: str | None = shared_setting("out", default=None)

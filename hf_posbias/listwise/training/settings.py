@@ -42,6 +42,7 @@ from hf_posbias.settings import (
     check_positive,
     flag_name,
     setting,
+    shared_setting,
 )
 from hf_posbias.trainer_base.compute import AUTO, ComputeSettings
 
@@ -84,7 +85,7 @@ class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
         "listwise training set: the folder (or .parquet/.jsonl) written by "
         "posbias listwise build-train, augment or convert"
     )
-    out: str = setting("output folder of the checkpoint and its model card")
+    out: str = shared_setting("out")
     propensity: str = setting(
         "propensity.json of posbias listwise propensity (L_Rank-IPS, Eq. 4), or "
         "none (FIRST's L_Rank); its k must be the training windows' size",
@@ -135,11 +136,11 @@ class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
     max_length: int | None = setting(
         "refuse training sequences longer than this (never truncated)", default=None
     )
-    max_steps: int | None = setting("stop after N steps", default=None)
-    epochs: float = setting("passes over the training set (Q26: 3)", default=3.0)
+    max_steps: int | None = shared_setting("max_steps", default=None)
+    epochs: float = shared_setting("epochs", default=3.0)
     lr: float = setting("peak learning rate (Q26: 5e-6)", default=5e-6)
     warmup_ratio: float = setting("linear warm-up share of steps", default=0.0)
-    logging_steps: int = setting("log the losses every N steps", default=10)
+    logging_steps: int = shared_setting("logging_steps", default=10)
     card: bool = setting("write the model card README.md", default=True)
 
     def __post_init__(self) -> None:
@@ -222,8 +223,8 @@ class AugmentSettings(Settings):
 
     data: str = setting("training-set folder, .parquet or .jsonl")
     groups: int = setting("number of groups n (divides k)")
-    out: str = setting("output training-set folder")
-    seed: int = setting("shuffle seed", default=0)
+    out: str = shared_setting("out")
+    seed: int = shared_setting("seed", default=0)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -236,14 +237,14 @@ class TransitionsSettings(Settings):
     training set, before and after augmentation."""
 
     data: str = setting("training-set folder, .parquet or .jsonl (e.g. listwise convert's)")
-    out: str = setting("output folder (transitions.json, transitions.png)")
+    out: str = shared_setting("out")
     augmentation: str = setting(
         "the augmentation of the second panel (none: the file alone)",
         default="pos-aug",
         choices=AUGMENTATIONS,
     )
     groups: int = setting("Pos-Aug groups n (divides k) / RandAug copies", default=4)
-    seed: int = setting("augmentation seed", default=0)
+    seed: int = shared_setting("seed", default=0)
 
     def __post_init__(self) -> None:
         super().__post_init__()
