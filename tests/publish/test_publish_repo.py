@@ -98,9 +98,9 @@ def test_nothing_upstream_imports_publishing() -> None:
 
     root = Path(hf_posbias.__file__).parent
     upstream = [
-        root / "corpus.py",
+        root / "pipeline" / "corpus.py",
         root / "rows.py",
-        root / "sampling.py",
+        root / "pipeline" / "sampling.py",
         root / "shards.py",
         root / "tables.py",
         *sorted((root / "generation").glob("*.py")),
