@@ -128,11 +128,12 @@ def run_ray(
     gpus_total = ray.cluster_resources().get("GPU", 0)
     unit_gpus = settings.unit_gpus(gpus_total)
     needs_gpus = any(u.gpus for u in todo)
-    if needs_gpus:
-        check_placeable({"GPU": unit_gpus, "CPU": settings.cpus_per_task}, ray.nodes())
-        if not unit_gpus:
-            echo("ray: no GPU in the cluster: training and evaluation units run on CPU")
-    check_placeable({"CPU": settings.cpus_per_task}, ray.nodes())
+    # the largest request of any unit: a training or evaluation unit's when there is one
+    check_placeable(
+        {"GPU": unit_gpus if needs_gpus else 0, "CPU": settings.cpus_per_task}, ray.nodes()
+    )
+    if needs_gpus and not unit_gpus:
+        echo("ray: no GPU in the cluster: training and evaluation units run on CPU")
     watch = PendingWatch(out, echo, after_s=waiting_report_s)
     handles: dict[Any, Unit] = {}
 

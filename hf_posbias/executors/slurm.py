@@ -146,7 +146,7 @@ def slurm_unit_gpus(settings: ExecutorSettings, offer: PartitionOffer | None) ->
     return math.ceil(settings.unit_gpus(offer.gpus if offer is not None else 1))
 
 
-def check_placeable(units: Sequence[Unit], settings: ExecutorSettings, offer: PartitionOffer,
+def check_partition_fits(units: Sequence[Unit], settings: ExecutorSettings, offer: PartitionOffer,
                     gpus: int) -> None:  # fmt: skip
     """One :class:`InputError` line when a job asks for more GPUs or CPUs than any node of the
     partition offers (Slurm would hold it pending forever, or refuse it after others ran).
@@ -154,7 +154,7 @@ def check_placeable(units: Sequence[Unit], settings: ExecutorSettings, offer: Pa
     Example:
         >>> offer = PartitionOffer("test", 1, 2, 0, "(null)")
         >>> try:
-        ...     check_placeable([Unit("train/a", "train", print, gpus=1)], ExecutorSettings(),
+        ...     check_partition_fits([Unit("train/a", "train", print, gpus=1)], ExecutorSettings(),
         ...                     offer, 1)
         ... except InputError as err:
         ...     print(str(err).split(", but ")[1])
@@ -296,7 +296,7 @@ def run_slurm(
     offer = partition_offer(settings) if real else None
     unit_gpus = slurm_unit_gpus(settings, offer)
     if offer is not None:
-        check_placeable(todo, settings, offer, unit_gpus)
+        check_partition_fits(todo, settings, offer, unit_gpus)
         if not unit_gpus and any(u.gpus for u in todo):
             echo(f"slurm: no GPU in partition {offer.partition!r}: units run on CPU")
     executor = _executor(out, settings)
