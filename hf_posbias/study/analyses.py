@@ -369,8 +369,9 @@ def evidence_moving_rows(results: Sequence[Mapping[str, Any]]) -> list[dict[str,
 
 def segment_profile_rows(results: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Figs. 3 and 7: per model × configuration the mean profile, its peak and lowest segment,
-    App. C's range (max − min of the mean curve) and the range's change against the untrained
-    base of the same model (``range_vs_base``)."""
+    its range (max − min of the mean curve), App. C's range over segments 1–9
+    (``app_c_range``, over ``app_c_segments``) and each range's change against the untrained
+    base of the same model (``range_vs_base``, ``app_c_range_vs_base``)."""
     from hf_posbias.analysis.segment_profile import SegmentProfile
 
     rows = []
@@ -385,13 +386,16 @@ def segment_profile_rows(results: Sequence[Mapping[str, Any]]) -> list[dict[str,
                 "peak": p.peak_position,
                 "lowest": p.lowest_position,
                 "range": p.range,
+                "app_c_range": p.app_c_range,
+                "app_c_segments": list(p.app_c_segments),
                 "skipped": r["skipped"],
             }
         )
-    base = {(r["model"], r["pooling"]): r["range"] for r in rows if r["config"] == BASE_CONFIG}
+    base = {(r["model"], r["pooling"]): r for r in rows if r["config"] == BASE_CONFIG}
     for r in rows:
         ref = base.get((r["model"], r["pooling"]))
-        r["range_vs_base"] = None if ref is None else r["range"] - ref
+        for key in ("range", "app_c_range"):
+            r[f"{key}_vs_base"] = None if ref is None else r[key] - ref[key]
     return rows
 
 
@@ -540,6 +544,8 @@ def analyses_markdown(analyses: Mapping[str, Any], figures: Sequence[tuple[str, 
                 "lowest": r["lowest"],
                 "range (max − min)": _fmt(r["range"]),
                 "range − base's": _fmt(r["range_vs_base"]),
+                "App. C range (p{}–p{})".format(*r["app_c_segments"]): _fmt(r["app_c_range"]),
+                "App. C range − base's": _fmt(r["app_c_range_vs_base"]),
             }
             for r in analyses["segment_profile"]["rows"]
         ]

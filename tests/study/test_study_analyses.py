@@ -82,8 +82,14 @@ def test_every_analysis_runs_on_every_model_resumes_and_is_reported(
     for r in profile.values():
         assert r["range"] == pytest.approx(max(r["curve"]) - min(r["curve"]))
         assert r["range_vs_base"] == pytest.approx(r["range"] - profile["base"]["range"])
+        # App. C's range: every segment but the last (1–4 of 5 here; 1–9 of YHP26's ten).
+        assert r["app_c_segments"] == [1, 4]
+        assert r["app_c_range"] == pytest.approx(max(r["curve"][:4]) - min(r["curve"][:4]))
+        base_c = profile["base"]["app_c_range"]
+        assert r["app_c_range_vs_base"] == pytest.approx(r["app_c_range"] - base_c)
     text = (out / "report" / "report.md").read_text()
-    for heading in ("Mirror reversal (YHP26 Table 12)", "Tables 5 and 13", "Figs. 3 and 7"):
+    for heading in ("Mirror reversal (YHP26 Table 12)", "Tables 5 and 13", "Figs. 3 and 7",
+                    "App. C range (p1–p4)"):  # fmt: skip
         assert heading in text
     for name in ("evidence-moving.png", "evidence-moving-by-base.png", "segment-profile.png",
                  "segment-profile-by-base.png", "curves-TinyStudyTask-by-config.png"):  # fmt: skip
