@@ -60,7 +60,7 @@ def test_paper_spec_dry_run_lists_its_tasks_and_the_projects_standard_beir_sets(
     beir = ["scifact", "nfcorpus", "fiqa", "arguana", "scidocs", "trec-covid"]
     assert spec.standard == [f"tasks/beir/{name}" for name in beir]
     comment = text.split("\nstandard:")[0].rsplit("\n\n", 1)[1]
-    assert "the project's choice, not the paper's" in comment and "Table 4/14" in comment
+    assert "the project's choice, not YHP26's" in comment and "Table 4/14" in comment
     assert main(["study", "run", "--dry-run", str(REPO / "studies" / "yhp26.yaml")]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "tasks (7):" and out[1] == "  SQuAD-PosQ"
