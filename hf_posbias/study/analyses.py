@@ -22,8 +22,8 @@ that matches and redoes one that does not. Evidence-moving curves are compared o
 every model could use (:func:`~hf_posbias.analysis.evidence_moving.common_pairs`).
 
 The report (``report.json`` key ``analyses``, a section of ``report.md``, and figures drawn a
-panel per configuration with a line per base as the paper draws them, plus the transpose) comes
-from :func:`analyses_report`.
+panel per configuration with a line per base as YHP26 draws its curves, plus the transpose)
+comes from :func:`analyses_report`.
 
 Example:
     >>> from hf_posbias.study.spec import StudySpec
@@ -433,7 +433,7 @@ def plot_curve_panels(
     rows: Sequence[Mapping[str, Any]], path: Path, *, by: str, title: str, ylabel: str
 ) -> Path:
     """Curves of ``rows`` (each with ``curve`` and ``stderr``): ``by="config"`` draws a panel per
-    configuration with a line per base (the paper's orientation), ``by="base"`` the transpose."""
+    configuration with a line per base (YHP26's orientation), ``by="base"`` the transpose."""
     from matplotlib.figure import Figure
 
     from hf_posbias.figures import save_figure
@@ -465,7 +465,7 @@ def plot_curve_panels(
     return save_figure(fig, path, tight_layout=True)
 
 
-ORIENTATIONS = {"config": "a panel per configuration, a line per base (the paper's)",
+ORIENTATIONS = {"config": "a panel per configuration, a line per base (YHP26's)",
                 "base": "a panel per base, a line per configuration"}  # fmt: skip
 
 

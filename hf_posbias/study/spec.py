@@ -9,7 +9,7 @@ Top-level keys (every one a field of :class:`StudySpec`): ``bases``, ``configs``
 ``analysis_limit``, ``analysis_slots`` (YHP26's representation analyses on every model:
 :mod:`hf_posbias.study.analyses`), ``train`` (false: evaluation only) and ``scoring`` (the
 protocol of every task entry that pins none). An entry of ``tasks`` may pin its protocol —
-scoring, buckets, the bases it runs on (:mod:`hf_posbias.study.protocol`). The paper's study
+scoring, buckets, the bases it runs on (:mod:`hf_posbias.study.protocol`). YHP26's study
 is ``studies/yhp26.yaml``.
 
 Example:
