@@ -54,7 +54,7 @@ S = TypeVar("S", bound=ComputeSettings)
 
 @dataclass(kw_only=True)
 class TrainingSettings(ComputeSettings, ProgressSettings):
-    """One bi-encoder training run (YHP26 protocol); every field is a flag of ``posbias train``.
+    """One bi-encoder training run (YHP26 §4, App. D); every field is a flag of ``posbias train``.
 
     ``lr``/``max_length``/``pooling`` default to the model spec; ``max_steps`` (if set) overrides
     ``epochs``. ``record_batches`` keeps the row indices of every batch (tests, audits).
