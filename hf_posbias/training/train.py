@@ -24,11 +24,10 @@ What is not particular to a bi-encoder — output folder, seeding, the schedule'
 memory preflight's agreement between processes, timing, saving on rank 0, the card, the entry
 point — is the skeleton both trainers share, :mod:`hf_posbias.trainer_base.scaffold`.
 
-``--config ips`` (beyond YHP26, the project's) trains on the whole retained pool (``--data
-<out>/pool``) instead of a controlled sample and corrects its position skew by inverse-propensity
-weighting:
-every row gets ``w = 1 / share(target_position | length_bin)`` normalised to mean 1 over the
-rows, and the InfoNCE term of each query is multiplied by its weight
+``--config ips`` (beyond YHP26, the project's) trains on the whole retained pool
+(``--data <out>/pool``) instead of a controlled sample and corrects its position skew by
+inverse-propensity weighting: every row gets ``w = 1 / share(target_position | length_bin)``
+normalised to mean 1 over the rows, and the InfoNCE term of each query is multiplied by its weight
 (:class:`hf_posbias.training.losses.WeightedCachedMNRL`). The weighted loss estimates the loss
 of a pool whose positions are uniform within every bin, without throwing rows away.
 
