@@ -4,13 +4,15 @@ YHP26 §6 / App. F: cut a document into ``n`` equal-length segments (``corpus.se
 cut points snapped to whitespace), embed the full document and every segment, and take
 cosine(document, segment i). Averaged over a corpus, the curve shows which part of the text the
 pooled embedding is dominated by; its range (max − min) summarises the bias and compares base
-against fine-tuned models without any query.
+against fine-tuned models without any query. YHP26 App. C reports the range over segments 1–9
+of the ten, the last segment left out: :attr:`SegmentProfile.app_c_range`, beside the range over
+every segment.
 
 Example:
     >>> from hf_posbias.analysis.segment_profile import SegmentProfile
     >>> p = SegmentProfile("m", mean=(0.71, 0.65, 0.60), stderr=(0.0, 0.0, 0.0), n_docs=4)
-    >>> p.peak_position, p.lowest_position, round(p.range, 2)
-    ('p1', 'p3', 0.11)
+    >>> p.peak_position, p.lowest_position, round(p.range, 2), round(p.app_c_range, 2)
+    ('p1', 'p3', 0.11, 0.06)
 """
 
 from __future__ import annotations
@@ -50,12 +52,35 @@ class SegmentProfile(MeanCurve):
         """max − min of the mean curve (cosine units)."""
         return max(self.mean) - min(self.mean)
 
+    @property
+    def app_c_segments(self) -> tuple[int, int]:
+        """The segments (first, last, 1-based) of :attr:`app_c_range`: 1–9 of YHP26's ten; of
+        another ``n``, 1…n−1 (the project's reading: App. C states ten segments only)."""
+        return 1, max(len(self.mean) - 1, 1)
+
+    @property
+    def app_c_range(self) -> float:
+        """YHP26 App. C's range: max − min of the mean curve over segments 1–9 (of ten; the
+        last segment left out), in cosine units.
+
+        Example:
+            >>> curve = (0.9, 0.8, 0.8, 0.8, 0.8, 0.8, 0.8, 0.8, 0.7, 0.2)
+            >>> p = SegmentProfile("m", curve, (0.0,) * 10, 1)
+            >>> round(p.range, 2), round(p.app_c_range, 2), p.app_c_segments
+            (0.7, 0.2, (1, 9))
+        """
+        first, last = self.app_c_segments
+        head = self.mean[first - 1 : last]
+        return max(head) - min(head)
+
     def to_row(self) -> dict[str, Any]:
-        """A flat CSV row: model, documents, p1…pn, se_p1…, peak, lowest, range, skipped."""
+        """A flat CSV row: model, documents, p1…pn, se_p1…, peak, lowest, range, App. C's
+        range, skipped."""
         return self.curve_row(
             "documents",
             self.n_docs,
             range=round(self.range, 6),
+            app_c_range=round(self.app_c_range, 6),
             skipped=skipped_column(self.skipped),
         )
 
@@ -176,21 +201,23 @@ def sample_profile_documents(
 
 
 def profile_table(profiles: Sequence[SegmentProfile], digits: int = 4) -> str:
-    """A markdown table: model, documents, p1…pn, peak, lowest, range.
+    """A markdown table: model, documents, p1…pn, peak, lowest, range, App. C's range.
 
     Example:
-        >>> p = SegmentProfile("m", (0.7, 0.6), (0.0, 0.0), 3)
+        >>> p = SegmentProfile("m", (0.7, 0.6, 0.4), (0.0, 0.0, 0.0), 3)
         >>> print(profile_table([p], digits=1))
-        | model | documents | p1 | p2 | peak | lowest | range |
-        |---|---|---|---|---|---|---|
-        | m | 3 | 0.7 | 0.6 | p1 | p2 | 0.1000 |
+        | model | documents | p1 | p2 | p3 | peak | lowest | range | range p1–p2 (App. C) |
+        |---|---|---|---|---|---|---|---|---|
+        | m | 3 | 0.7 | 0.6 | 0.4 | p1 | p3 | 0.3000 | 0.1000 |
     """
     from hf_posbias.tables import MarkdownTable
 
+    first, last = profiles[0].app_c_segments
     head = ["model", "documents", *profiles[0].positions, "peak", "lowest", "range"]
+    head.append(f"range p{first}–p{last} (App. C)")
     rows = [
         [p.model, str(p.n_docs), *(f"{v:.{digits}f}" for v in p.mean)]
-        + [p.peak_position, p.lowest_position, f"{p.range:.4f}"]
+        + [p.peak_position, p.lowest_position, f"{p.range:.4f}", f"{p.app_c_range:.4f}"]
         for p in profiles
     ]
     return MarkdownTable(head, rows).to_markdown()

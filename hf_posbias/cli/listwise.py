@@ -374,7 +374,7 @@ VERBS: tuple[tuple[str, str, type, Any], ...] = (
 
 EXPERT_VERBS: tuple[str, ...] = ("curves", "transitions", "rerank")
 """Verbs that work as listed but are left out of ``posbias listwise --help``'s verb list (its
-"see also" line names them; docs/listwise.md documents them): the paper's figure drawers
+"see also" line names them; docs/listwise.md documents them): Q26's figure drawers
 (Fig. 3, 4, 6; ``posbias study run`` draws them for a Q26 spec) and the rank_llm exchange."""
 
 _DESCRIPTIONS = {

@@ -28,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "train",
         help="train a bi-encoder on begin/middle/end/uniform/b:m:e/ips data",
         description="Fine-tune a base model with InfoNCE on single-length-bin batches "
-        "(YHP26 protocol). Multi-GPU: accelerate launch -m hf_posbias.training.train …",
+        "(YHP26 §4, App. D). Multi-GPU: accelerate launch -m hf_posbias.training.train …",
     )
     add_settings_arguments(parser, TrainingSettings)
     parser.set_defaults(func=run)

@@ -323,7 +323,8 @@ def faq_schema(max_items: int, max_chars: int = 200) -> dict[str, Any]:
 
 def _faq_list(reply: str) -> list[Any] | None:
     """The FAQ items of a reply: ``{"faqs": [...]}`` (the constrained schema) or a top-level
-    JSON list (the paper's printed format), whichever the reply's first bracket opens."""
+    JSON list (Zeng et al.'s printed format, App. B.2), whichever the reply's first bracket
+    opens."""
     import json
 
     from hf_posbias.generation.llm import extract_json_object

@@ -1,10 +1,10 @@
 """Settings of ``posbias benchmark build``: every model, threshold, size of Z25's recipe.
 
-Each default is the paper's value where the paper gives one. Where it names a model that cannot
-run offline, the default is the offline stand-in and the help names the paper's choice: the
-packaged SmolLM2-135M (``smollm2-135m``) for summary, FAQ and judges, and BM25 plus the packaged
-all-MiniLM-L6-v2 for rerankers and the recall embedder — a smoke-scale stand-in, not the paper's
-quality (``docs/benchmark_build.md``).
+Each default is Zeng et al.'s value (App. A.2, A.4) where they give one. Where it names a model
+that cannot run offline, the default is the project's offline stand-in and the help names Zeng
+et al.'s choice: the packaged SmolLM2-135M (``smollm2-135m``) for summary, FAQ and judges, and
+BM25 plus the packaged all-MiniLM-L6-v2 for rerankers and the recall embedder — a smoke-scale
+stand-in, not of App. A.2's models' quality (``docs/benchmark_build.md``).
 
 Example:
     >>> s = BenchmarkBuildSettings(corpus="demo", out="task")

@@ -5,14 +5,15 @@ embeddings). :class:`PersonaPool` loads personas from a local file (``.jsonl`` w
 ``persona`` field, or ``.txt`` one per line, ``#`` lines being comments) or from a Hub dataset
 (e.g. ``proj-persona/PersonaHub``, config ``persona``, column ``persona``) and ranks them by
 cosine similarity with a SentenceTransformer (default the packaged ``all-MiniLM-L6-v2``; pass
-``model="BAAI/bge-m3"`` for the paper's choice). Persona embeddings are computed once per pool
+``model="BAAI/bge-m3"`` for YHP26 §3's choice). Persona embeddings are computed once per pool
 (and cached on disk when ``cache_dir`` is given).
 
 Offline, without ``--personas``, the pool is :meth:`PersonaPool.default`: 56 one-line personas
 written for hf-posbias (``hf_posbias/generation/data/personas.txt``, shipped in the wheel). They
 are the project's own, **not** PersonaHub's: a varied set of plausible searchers for
-Wikipedia-style articles (historians, engineers, clinicians, fans, curators …). For the paper's
-setting pass ``--personas proj-persona/PersonaHub``.
+Wikipedia-style articles (historians, engineers, clinicians, fans, curators …). For YHP26 §3's
+setting (the 20 PersonaHub personas nearest the document) pass
+``--personas proj-persona/PersonaHub``.
 
 Example:
     >>> from hf_posbias.generation.personas import PersonaPool

@@ -80,7 +80,7 @@ class PositionConfig:
         'r50-25-25'
         >>> PositionConfig.parse("r50-25-25") == PositionConfig.parse("50:25:25")
         True
-        >>> PositionConfig.parse("33:33:33") is UNIFORM  # the paper writes uniform this way
+        >>> PositionConfig.parse("33:33:33") is UNIFORM  # YHP26 §3 writes uniform this way
         True
     """
 
@@ -141,7 +141,7 @@ class PositionConfig:
     def counts(self, budget: int) -> dict[str, int]:
         """Examples per position for one bin: ``floor(budget × w / Σw)``, at least 1 where w > 0.
 
-        The floor is the paper's rule (8,189 → 2,729 per position for uniform). A weighted
+        The floor is YHP26 §3's rule (8,189 → 2,729 per position for uniform). A weighted
         position is never rounded down to nothing: on a small pool (budget 2, say) a uniform set
         still gets one example per position instead of none.
 
@@ -173,7 +173,7 @@ END = PositionConfig("end", (0.0, 0.0, 100.0), "0:0:100")
 UNIFORM = PositionConfig("uniform", (1.0, 1.0, 1.0), "33:33:33")
 """YHP26's U: a third of each bin's budget per position."""
 PAPER_CONFIGS: tuple[PositionConfig, ...] = (BEGIN, MIDDLE, END, UNIFORM)
-"""YHP26's four configurations B, M, E, U, in the paper's order."""
+"""YHP26's four configurations B, M, E, U, in its order (§3, Table 3)."""
 PAPER_CONFIG_NAMES: tuple[str, ...] = tuple(c.name for c in PAPER_CONFIGS)
 """Their names: ``("begin", "middle", "end", "uniform")`` (CLI defaults, the training matrix)."""
 _BY_NAME = {c.name: c for c in PAPER_CONFIGS}
@@ -352,7 +352,7 @@ def draw_training_set(
         )
 
     if budget is None:
-        # The paper's rule: the smallest cell over the bins used (over all three positions,
+        # YHP26 §3's rule: the smallest cell over the bins used (over all three positions,
         # whatever this configuration's ratio) so every configuration gets the same budget.
         label, pos = min(
             ((b, p) for b in bins_used for p in POSITIONS),

@@ -122,7 +122,7 @@ class GeneratorSettings(EndpointSettings, SeedSettings, ProgressSettings):
     )
     constrained: bool = setting(
         "LLM generators: decode under each stage's JSON schema; --no-constrained decodes "
-        "free-form (reproduces the paper's parse-failure accounting)",
+        "free-form (reproduces YHP26 §3's parse-failure accounting)",
         default=True,
     )
     concurrency: int = setting("parallel requests (openai)", default=8)

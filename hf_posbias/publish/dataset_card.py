@@ -228,8 +228,9 @@ class DatasetCardInfo(JsonRecord):
 
     @property
     def citation(self) -> str:
-        """BibTeX the card asks users to cite: the protocol (YHP26), the position-bias study
-        that motivates cross-encoder verification (Zeng et al., 2025), and ICT when used."""
+        """BibTeX the card asks users to cite: the construction and training protocol (YHP26
+        §3–4), the position-bias study that motivates cross-encoder verification (Zeng et al.,
+        2025), and ICT when used."""
         entries = [YHP26, Z25]
         if self.generator.name == "ict":
             entries.append(ICT)

@@ -4,7 +4,9 @@ The spec's ``analyses`` names any of:
 
 - ``reversal``: the mirror-reversal diagnostic
   (:func:`hf_posbias.evaluation.runs.reversal.mirror_reversal`) on every task with character
-  evidence spans (YHP26 Table 12: Δrev = nDCG@10(B→F) − nDCG@10(F→B));
+  evidence spans that the model's base is evaluated on (a task entry's ``bases``: YHP26 §4.3
+  runs FineWeb-PosQ and PosIR on three bases only; :func:`model_tasks`) (YHP26 Table 12:
+  Δrev = nDCG@10(B→F) − nDCG@10(F→B));
 - ``evidence-moving``: the evidence moved to ``analysis_slots`` insertion points
   (:mod:`hf_posbias.analysis.evidence_moving`) on ``analysis_pairs`` (default ``msmarco``, the
   source YHP26 names; any pair file), peak, lowest and Δ×10³ (Tables 5 and 13);
@@ -20,8 +22,8 @@ that matches and redoes one that does not. Evidence-moving curves are compared o
 every model could use (:func:`~hf_posbias.analysis.evidence_moving.common_pairs`).
 
 The report (``report.json`` key ``analyses``, a section of ``report.md``, and figures drawn a
-panel per configuration with a line per base as the paper draws them, plus the transpose) comes
-from :func:`analyses_report`.
+panel per configuration with a line per base as YHP26 draws its curves, plus the transpose)
+comes from :func:`analyses_report`.
 
 Example:
     >>> from hf_posbias.study.spec import StudySpec
@@ -67,6 +69,18 @@ def analysis_key(spec: StudySpec, analysis: str, tasks: Sequence[StudyTask] = ()
         return f"{spec.analysis_pairs}/{key}"
     words = f"{spec.analysis_min_words or 0}-{spec.analysis_max_words or 'inf'}"
     return f"{spec.analysis_corpus or 'first-task'}/{words}/{key}"
+
+
+def model_tasks(model: StudyModel, tasks: Sequence[StudyTask]) -> list[StudyTask]:
+    """The tasks ``model`` is analysed on: those its base is evaluated on (a task entry's
+    ``bases``), as the evaluations choose them.
+
+    Example:
+        >>> tasks = [StudyTask("A", "A", "a", "f"), StudyTask("B", "B", "b", "g", bases=("y",))]
+        >>> [t.name for t in model_tasks(StudyModel("x", "base", None, "m"), tasks)]
+        ['A']
+    """
+    return [t for t in tasks if t.runs_on(model.base)]
 
 
 def analysis_models(spec: StudySpec, out: str | Path) -> list[StudyModel]:
@@ -139,12 +153,14 @@ def default_corpus(tasks: Sequence[StudyTask]) -> str:
 # --------------------------------------------------------------------------- running
 
 
-def _run_reversal(loaded: Any, inputs: AnalysisInputs, folder: Path) -> dict[str, Any]:
+def _run_reversal(
+    loaded: Any, inputs: AnalysisInputs, folder: Path, model: StudyModel
+) -> dict[str, Any]:
     from hf_posbias.evaluation.runs.exports import safe_name
     from hf_posbias.evaluation.runs.reversal import mirror_reversal
 
     results, skipped = [], {}
-    for task in inputs.tasks:
+    for task in model_tasks(model, inputs.tasks):
         try:
             outcome = mirror_reversal(
                 loaded, task.folder, folder / "reversal" / safe_name(task.name), progress=False
@@ -156,7 +172,9 @@ def _run_reversal(loaded: Any, inputs: AnalysisInputs, folder: Path) -> dict[str
     return {"results": results, "skipped": skipped}
 
 
-def _run_evidence_moving(loaded: Any, inputs: AnalysisInputs, folder: Path) -> dict[str, Any]:
+def _run_evidence_moving(
+    loaded: Any, inputs: AnalysisInputs, folder: Path, model: StudyModel
+) -> dict[str, Any]:
     from hf_posbias.analysis.evidence_moving import run_evidence_moving
 
     cases, source = inputs.pairs
@@ -174,7 +192,9 @@ def _run_evidence_moving(loaded: Any, inputs: AnalysisInputs, folder: Path) -> d
     }
 
 
-def _run_segment_profile(loaded: Any, inputs: AnalysisInputs, folder: Path) -> dict[str, Any]:
+def _run_segment_profile(
+    loaded: Any, inputs: AnalysisInputs, folder: Path, model: StudyModel
+) -> dict[str, Any]:
     from hf_posbias.analysis.segment_profile import segment_profile
 
     profile = segment_profile(
@@ -192,12 +212,12 @@ def _run_segment_profile(loaded: Any, inputs: AnalysisInputs, folder: Path) -> d
     }
 
 
-RUNNERS: dict[str, Callable[[Any, AnalysisInputs, Path], dict[str, Any]]] = {
+RUNNERS: dict[str, Callable[[Any, AnalysisInputs, Path, StudyModel], dict[str, Any]]] = {
     "reversal": _run_reversal,
     "evidence-moving": _run_evidence_moving,
     "segment-profile": _run_segment_profile,
 }
-"""Each analysis of the spec: ``runner(loaded model, inputs, model's analyses folder)``."""
+"""Each analysis of the spec: ``runner(loaded model, inputs, model's analyses folder, model)``."""
 EMBEDDING_ANALYSES = ("evidence-moving", "segment-profile")
 """The analyses that read a bi-encoder's embeddings: BM25 and rerankers are listed as not run."""
 
@@ -209,7 +229,7 @@ def run_model_analyses(
     from hf_posbias.shards import write_json
 
     fingerprint = evaluation_fingerprint(model, spec)
-    keys = {a: analysis_key(spec, a, inputs.tasks) for a in spec.analyses}
+    keys = {a: analysis_key(spec, a, model_tasks(model, inputs.tasks)) for a in spec.analyses}
     todo = [
         a
         for a in spec.analyses
@@ -225,7 +245,7 @@ def run_model_analyses(
         if analysis in EMBEDDING_ANALYSES and loaded.sentence_transformer is None:
             result = {"not_run": f"{loaded.spec} is a {loaded.kind}, not a bi-encoder"}
         else:
-            result = RUNNERS[analysis](loaded, inputs, path.parent)
+            result = RUNNERS[analysis](loaded, inputs, path.parent, model)
         marker = {"model_fingerprint": fingerprint, "key": keys[analysis]}
         write_json(
             path,
@@ -247,7 +267,11 @@ def model_analyses_done(
     """Whether every analysis of the spec on ``model`` is there, for this model and inputs."""
     fingerprint = evaluation_fingerprint(model, spec)
     return all(
-        _done(analysis_file(out, model.name, a), fingerprint, analysis_key(spec, a, tasks))
+        _done(
+            analysis_file(out, model.name, a),
+            fingerprint,
+            analysis_key(spec, a, model_tasks(model, tasks)),
+        )
         for a in spec.analyses
     )
 
@@ -345,8 +369,9 @@ def evidence_moving_rows(results: Sequence[Mapping[str, Any]]) -> list[dict[str,
 
 def segment_profile_rows(results: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Figs. 3 and 7: per model × configuration the mean profile, its peak and lowest segment,
-    App. C's range (max − min of the mean curve) and the range's change against the untrained
-    base of the same model (``range_vs_base``)."""
+    its range (max − min of the mean curve), App. C's range over segments 1–9
+    (``app_c_range``, over ``app_c_segments``) and each range's change against the untrained
+    base of the same model (``range_vs_base``, ``app_c_range_vs_base``)."""
     from hf_posbias.analysis.segment_profile import SegmentProfile
 
     rows = []
@@ -361,13 +386,16 @@ def segment_profile_rows(results: Sequence[Mapping[str, Any]]) -> list[dict[str,
                 "peak": p.peak_position,
                 "lowest": p.lowest_position,
                 "range": p.range,
+                "app_c_range": p.app_c_range,
+                "app_c_segments": list(p.app_c_segments),
                 "skipped": r["skipped"],
             }
         )
-    base = {(r["model"], r["pooling"]): r["range"] for r in rows if r["config"] == BASE_CONFIG}
+    base = {(r["model"], r["pooling"]): r for r in rows if r["config"] == BASE_CONFIG}
     for r in rows:
         ref = base.get((r["model"], r["pooling"]))
-        r["range_vs_base"] = None if ref is None else r["range"] - ref
+        for key in ("range", "app_c_range"):
+            r[f"{key}_vs_base"] = None if ref is None else r[key] - ref[key]
     return rows
 
 
@@ -405,7 +433,7 @@ def plot_curve_panels(
     rows: Sequence[Mapping[str, Any]], path: Path, *, by: str, title: str, ylabel: str
 ) -> Path:
     """Curves of ``rows`` (each with ``curve`` and ``stderr``): ``by="config"`` draws a panel per
-    configuration with a line per base (the paper's orientation), ``by="base"`` the transpose."""
+    configuration with a line per base (YHP26's orientation), ``by="base"`` the transpose."""
     from matplotlib.figure import Figure
 
     from hf_posbias.figures import save_figure
@@ -437,7 +465,7 @@ def plot_curve_panels(
     return save_figure(fig, path, tight_layout=True)
 
 
-ORIENTATIONS = {"config": "a panel per configuration, a line per base (the paper's)",
+ORIENTATIONS = {"config": "a panel per configuration, a line per base (YHP26's)",
                 "base": "a panel per base, a line per configuration"}  # fmt: skip
 
 
@@ -516,6 +544,8 @@ def analyses_markdown(analyses: Mapping[str, Any], figures: Sequence[tuple[str, 
                 "lowest": r["lowest"],
                 "range (max − min)": _fmt(r["range"]),
                 "range − base's": _fmt(r["range_vs_base"]),
+                "App. C range (p{}–p{})".format(*r["app_c_segments"]): _fmt(r["app_c_range"]),
+                "App. C range − base's": _fmt(r["app_c_range_vs_base"]),
             }
             for r in analyses["segment_profile"]["rows"]
         ]

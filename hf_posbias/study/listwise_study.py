@@ -50,10 +50,6 @@ VARIANTS = tuple(f"{a}-{loss}" for a in AUGMENTATION_NAMES for loss in LOSSES)
 """Q26's ablation grid (Table 3): NoAug / RandAug / PosAug × Rank / Rank+LM (Table 3's "without
 IPS" row: rank + LM loss, no IPS) / Rank-IPS / Rank-IPS+LM."""
 
-MIN_DEV_QUERIES = 1000
-"""An MS MARCO ``dev`` split with fewer judged queries than this holds TREC DL's (DL19: 43,
-DL20: 54), not the 6,980 dev queries: BEIR's MS MARCO ``qrels/test.tsv`` is DL19."""
-
 
 def parse_variant(name: str) -> tuple[str, bool, bool]:
     """(augmentation, IPS, L_LM) of a variant name of :data:`VARIANTS`, or a one-line error."""
@@ -379,32 +375,14 @@ def plan(spec: ListwiseStudySpec, out: str | Path) -> list[Step]:
 
 def check_datasets(spec: ListwiseStudySpec) -> None:
     """Every dataset (and the training task) reads and has judged queries: one line if not."""
-    from hf_posbias.listwise.experiments.taskio import load_rerank_task
+    from hf_posbias.listwise.experiments.taskio import check_split_queries, load_rerank_task
 
     for name, folder in spec.datasets.items():
         try:
             task = load_rerank_task(folder, spec.split_of(name))
         except InputError as err:
             raise InputError(f"dataset {name!r}: {err}") from None
-        check_split_queries(name, spec.split_of(name), len(task.judged_queries()))
-
-
-def check_split_queries(name: str, split: str | None, n_queries: int) -> None:
-    """Refuse, in one line, a dataset whose split holds the wrong queries for its name where
-    the count tells: an MS MARCO ``dev`` with TREC DL's few queries (BEIR's ``test`` is DL19).
-
-    Example:
-        >>> check_split_queries("msmarco-dev", "dev", 6980)
-        >>> check_split_queries("msmarco-dev", "dev", 43)
-        Traceback (most recent call last):
-        hf_posbias.errors.InputError: dataset 'msmarco-dev': split dev has 43 judged queries, \
-not MS MARCO dev's 6,980 (43 or 54 are TREC DL19/DL20's): use MS MARCO's qrels/dev.tsv
-    """
-    if "msmarco" in name.lower() and split == "dev" and n_queries < MIN_DEV_QUERIES:
-        raise InputError(
-            f"dataset {name!r}: split dev has {n_queries} judged queries, not MS MARCO dev's "
-            "6,980 (43 or 54 are TREC DL19/DL20's): use MS MARCO's qrels/dev.tsv"
-        )
+        check_split_queries(name, task.split, len(task.judged_queries()))
 
 
 def listwise_dry_run_lines(spec: ListwiseStudySpec, out: str | Path) -> list[str]:

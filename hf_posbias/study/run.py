@@ -290,8 +290,9 @@ def dry_run_lines(
     throughput: str | Path | None = None,
     check: bool = True,
 ) -> DryRunLines:
-    """Every training run with its launch command, its settings after the memory plan and its
-    projected time, then the evaluations and the projected total.
+    """The study's tasks and standard tasks (:func:`task_plan_lines`), every training run with
+    its launch command, its settings after the memory plan and its projected time, then the
+    evaluations and the projected total.
 
     ``out``: the study folder the runs would write (default ``study``); ``shard``: this node's
     share (``i/n``); ``num_processes``: accelerate processes per run; ``plan_for``: the GPU to
@@ -305,8 +306,7 @@ def dry_run_lines(
     from hf_posbias.study.protocol import task_entries
     from hf_posbias.training.matrix import run_matrix
 
-    if check:
-        check_inputs(spec, None)
+    not_built = check_inputs(spec, None, plan=True) if check else []
     entries = task_entries(spec.evaluation_tasks, spec.bases)
     models = select_models(study_models(spec, out or "study"), shard)
     runs = [_matrix_run(m) for m in models if m.trained]
@@ -319,7 +319,7 @@ def dry_run_lines(
         plan_for=plan_for,
         throughput=throughput,
     )
-    lines = []
+    lines = task_plan_lines(spec, not_built)
     for index, (command, plan) in enumerate(zip(report.commands, report.plans), start=1):
         lines.append(f"run {index}/{len(runs)}: {runs[index - 1].name}")
         lines.append(f"  {command}")
@@ -361,6 +361,44 @@ def dry_run_lines(
             "projected time"
         )
     return DryRunLines(lines, report.projected_seconds)
+
+
+def task_plan_lines(spec: StudySpec, not_built: Sequence[str] = ()) -> list[str]:
+    """The dry run's list of the study's ``tasks`` and ``standard`` tasks (YHP26 Table 4/14),
+    each with the protocol and bases it pins; a folder in ``not_built`` is marked (a run
+    refuses it until it is built).
+
+    Example:
+        >>> spec = StudySpec(bases=["bert-base", "gpt2-medium"], data="d", tasks=[
+        ...     "SQuAD-PosQ", {"task": "PosIR", "buckets": "posir20", "bases": ["bert-base"]}],
+        ...     standard=["tasks/beir/scifact"])
+        >>> for line in task_plan_lines(spec, ["tasks/beir/scifact"]):
+        ...     print(line)
+        tasks (2):
+          SQuAD-PosQ
+          PosIR (pytrec_eval, buckets posir20; on 1 base: bert-base)
+        standard (1; YHP26 Table 4/14: nDCG@10 on every model):
+          tasks/beir/scifact (not built yet: a run refuses it)
+    """
+    from hf_posbias.study.protocol import task_entries
+
+    def described(entry: Any) -> str:
+        pinned = []
+        if (entry.scoring, entry.buckets) != ("pytrec_eval", "task"):
+            pinned.append(f"{entry.scoring}, buckets {entry.buckets}")
+        if entry.bases is not None:
+            n = len(entry.bases)
+            pinned.append(f"on {n} base{'s' if n != 1 else ''}: {', '.join(entry.bases)}")
+        missing = " (not built yet: a run refuses it)" if entry.task in not_built else ""
+        protocol = f" ({'; '.join(pinned)})" if pinned else ""
+        return f"  {entry.task}{protocol}{missing}"
+
+    lines = [f"tasks ({len(spec.tasks)}):"]
+    lines += [described(e) for e in task_entries(spec.tasks, spec.bases)]
+    if spec.standard:
+        lines.append(f"standard ({len(spec.standard)}; YHP26 Table 4/14: nDCG@10 on every model):")
+        lines += [described(e) for e in task_entries(spec.standard, spec.bases)]
+    return lines
 
 
 def _per_task_bases(entries: Sequence[Any]) -> str:

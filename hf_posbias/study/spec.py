@@ -9,7 +9,7 @@ Top-level keys (every one a field of :class:`StudySpec`): ``bases``, ``configs``
 ``analysis_limit``, ``analysis_slots`` (YHP26's representation analyses on every model:
 :mod:`hf_posbias.study.analyses`), ``train`` (false: evaluation only) and ``scoring`` (the
 protocol of every task entry that pins none). An entry of ``tasks`` may pin its protocol —
-scoring, buckets, the bases it runs on (:mod:`hf_posbias.study.protocol`). The paper's study
+scoring, buckets, the bases it runs on (:mod:`hf_posbias.study.protocol`). YHP26's study
 is ``studies/yhp26.yaml``.
 
 Example:
@@ -547,13 +547,21 @@ def spec_from_folder(out: str | Path) -> StudySpec:
     return StudySpec(**read_json(target)["spec"])
 
 
-def check_inputs(spec: StudySpec, out: str | Path | None, hub_token: str | None = None) -> None:
+def check_inputs(
+    spec: StudySpec,
+    out: str | Path | None,
+    hub_token: str | None = None,
+    *,
+    plan: bool = False,
+) -> list[str]:
     """Every check that needs no model, before anything trains or evaluates (one line each).
 
     Unknown base or task, training data lacking a configuration, a Hub org without a token, an
-    output folder holding another study.
+    output folder holding another study. ``plan=True`` (a dry run): a task folder that is not
+    there yet is returned, for the plan to list as not built, instead of refused (a run refuses
+    it); an unknown task name is still refused. Returns those folders (empty unless ``plan``).
     """
-    from hf_posbias.tasks.registry import resolve_task_reference
+    from hf_posbias.tasks.registry import is_missing_folder, resolve_task_reference
     from hf_posbias.training.models import get_model_spec
 
     for base in spec.bases if spec.train else ():  # evaluation only: any `evaluate` model
@@ -565,7 +573,11 @@ def check_inputs(spec: StudySpec, out: str | Path | None, hub_token: str | None 
             raise InputError(f"bases: {err}") from None
     from hf_posbias.study.protocol import expand_domains, task_entries
 
+    not_built = []
     for entry in task_entries(spec.evaluation_tasks, spec.bases):
+        if plan and is_missing_folder(entry.task):
+            not_built.append(entry.task)
+            continue
         for part in expand_domains(entry):
             resolve_task_reference(part.task)
     if spec.train and Path(spec.data).expanduser().is_dir():
@@ -579,6 +591,7 @@ def check_inputs(spec: StudySpec, out: str | Path | None, hub_token: str | None 
         resolve_token(hub_token, purpose=f"hub_org {spec.hub_org}", flag="--hub-token")
     if out is not None:
         check_out_folder(spec, out)
+    return not_built
 
 
 def check_out_folder(spec: StudySpec, out: str | Path) -> None:

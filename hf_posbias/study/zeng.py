@@ -10,11 +10,10 @@ as published on every task. Its report gains ``report.json``'s ``zeng2025``:
   is late, ``1 − mean(nDCG@10 of the late buckets) / nDCG@10 of the first bucket``, the late
   buckets being the last third of the ordered buckets (SQuAD-PosQ: ``400-500`` and
   ``500-3120``; FineWeb-PosQ: ``end``; :func:`hf_posbias.study.direction.own_region`);
-  ``average_late_evidence_drop`` averages it, per task, over the model families the paper
-  averages (its 15.6%: dense and late-interaction models, :data:`DROP_FAMILIES`), with
+  ``average_late_evidence_drop`` averages it, per task, over the model families Zeng et al.
+  average (their 15.6%: dense and late-interaction models, :data:`DROP_FAMILIES`), with
   ``average_late_evidence_drop_all_models`` (BM25 and rerankers included) beside it. The
-  definition is ours: the paper states the drop without
-  its formula.
+  definition is the project's: Zeng et al. state the drop without its formula.
 
 Example:
     >>> curve = {"0-100": 0.8, "100-200": 0.7, "200-300": 0.6, "300-400": 0.5,
@@ -30,12 +29,13 @@ from pathlib import Path
 from typing import Any
 
 BIAS_THRESHOLD = 0.03
+"""PSI at or above which a model gets Zeng et al.'s Table 1 bias mark, on every set it was scored
+on (that a model scored on one set only can get it is the project's rule)."""
 
 APP_A4_SAMPLES = {"SQuAD-PosQ": (10_000, 100, 512), "FineWeb-PosQ": (10_000, 200, 500)}
 """Zeng et al. App. A.4's representation sample per dataset as printed: (passages, minimum
 words, maximum words) — SQuAD v2: 10,000 passages of 100–512 words; FineWeb: 10,000 of 200–500
 (``analysis_limit``, ``analysis_min_words``, ``analysis_max_words`` of a study spec)."""
-"""PSI at or above which Zeng et al. mark a model as position-biased (on both sets)."""
 
 
 def late_evidence_drop(per_position: Mapping[str, float]) -> float | None:
@@ -58,7 +58,7 @@ DROP_FAMILIES = ("dense", "late-interaction")
 def model_family(model: str) -> str:
     """The family of a model name: ``lexical`` (BM25), ``reranker`` (a cross-encoder: the name
     says reranker), ``late-interaction`` (ColBERT) or ``dense``; read from the name, the
-    project's rule (the paper groups its models by family in Table 1).
+    project's rule (Zeng et al. group their models by family in Table 1).
 
     Example:
         >>> [model_family(m) for m in ("bm25", "BAAI/bge-reranker-v2-m3", "colbertv2.0", "e5")]

@@ -334,7 +334,6 @@ def resolve_task_reference(name_or_path: Any) -> tuple[Any, TaskCard | None]:
         ...
         hf_posbias.errors.InputError: task folder /nonexistent does not exist (or give a task ...
     """
-    import os
     from pathlib import Path
 
     from hf_posbias.tasks.taskdata import read_task_info
@@ -343,8 +342,26 @@ def resolve_task_reference(name_or_path: Any) -> tuple[Any, TaskCard | None]:
     candidate = Path(text).expanduser()
     if candidate.exists():
         return candidate, find_card(read_task_info(candidate).name)
-    if find_card(text) is None and (text.startswith((".", "/", "~")) or os.sep in text):
+    if is_missing_folder(text):
         raise InputError(
             f"task folder {text} does not exist (or give a task name: {', '.join(card_names())})"
         )
     return None, require_card(text)
+
+
+def is_missing_folder(reference: str) -> bool:
+    """Whether a task reference names a folder (a path, not a registered task name) that is not
+    there: what :func:`resolve_task_reference` refuses, and what a study's dry run lists as
+    not built yet.
+
+    Example:
+        >>> is_missing_folder("tasks/beir/nfcorpus-not-built"), is_missing_folder("PosIR")
+        (True, False)
+    """
+    import os
+    from pathlib import Path
+
+    text = str(reference)
+    if Path(text).expanduser().exists() or find_card(text) is not None:
+        return False
+    return text.startswith((".", "/", "~")) or os.sep in text

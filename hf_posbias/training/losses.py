@@ -1,4 +1,4 @@
-"""The bi-encoder trainer's InfoNCE losses: the paper's cached MNRL and its IPS-weighted form.
+"""The bi-encoder trainer's InfoNCE losses: YHP26 App. D's cached MNRL and its IPS-weighted form.
 
 YHP26 trains with ``CachedMultipleNegativesRankingLoss(scale=20)`` (in-batch negatives,
 gradient caching). ``--config ips`` multiplies every query's InfoNCE term by its
@@ -27,11 +27,11 @@ from sentence_transformers.sentence_transformer.losses import CachedMultipleNega
 class WeightedCachedMNRL(CachedMultipleNegativesRankingLoss):
     """InfoNCE with in-batch negatives where query i's term is multiplied by ``labels[i]``.
 
-    loss = Σ_i w_i · CE(scale · cos(q_i, d_·), i) / batch_size — the plain cached MNRL when
-    every w_i is 1 (one direction, query→document, no hardness terms: the configuration of
-    the paper). Gradient caching is unchanged: the loss is computed in mini-batches and
-    back-propagated into the cached embeddings; the embedding mini-batches may be cut by
-    rows or by tokens (``mini_batch_num_tokens``) like the parent's. With
+    loss = Σ_i w_i · CE(scale · cos(q_i, d_·), i) / batch_size — the plain cached MNRL when every
+    w_i is 1 (one direction, query→document, no hardness terms: the loss's defaults, the project's
+    reading of YHP26 App. D). Gradient caching is unchanged: the loss is computed in mini-batches
+    and back-propagated into the cached embeddings; the embedding mini-batches may be cut by rows or
+    by tokens (``mini_batch_num_tokens``) like the parent's. With
     ``gather_across_devices`` the documents of all processes are gathered (with gradients)
     and each process scores its own queries against all of them, as the parent does.
     """

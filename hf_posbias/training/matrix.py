@@ -1,6 +1,6 @@
 """Expand models × configurations (× poolings) into training runs; run them resumably.
 
-The paper's matrix is 8 bases × 4 configurations = 32 runs (``scripts/run_matrix.py``); the
+YHP26's matrix (§4) is 8 bases × 4 configurations = 32 runs (``scripts/run_matrix.py``); the
 pooling ablation is ModernBERT-base × 4 poolings × 4 configurations (a study with a pooling axis:
 ``studies/yhp26-pooling.yaml``). ``posbias study run`` (:mod:`hf_posbias.study.run`) trains
 through this runner and evaluates and reports too.
@@ -293,7 +293,7 @@ class MatrixSettings(LaunchSettings):
 
     data: str = setting("training-set repo/folder (<out>/train)")
     out: str = setting("root folder of the checkpoints")
-    models: list[str] | None = setting("default: the paper's bases", default=None)
+    models: list[str] | None = setting("default: YHP26's eight bases (Table 2)", default=None)
     configs: list[str] | None = setting("default: begin middle end uniform", default=None)
 
 

@@ -1,7 +1,7 @@
 """Registry of the base models trained in YHP26 (§4, App. D) plus user-defined ones.
 
 Each base is a :class:`ModelSpec`: checkpoint id, encoder/decoder, positional encoding, pooling,
-size, maximum length, and the two values that follow from them in the paper's protocol — the
+size, maximum length, and the two values that follow from them in YHP26's setup (App. D) — the
 learning rate (4e-5 below 400M parameters, 2e-5 above) and the query prefix (``"query: "`` for
 encoders, ``"Retrieve a relevant passage: "`` for decoders; never a document prefix).
 
@@ -43,7 +43,7 @@ LARGE_MODEL_PARAMS_M = 400.0
 
 
 def default_lr(params_m: float | None) -> float:
-    """The paper's learning rate by scale: 4e-5 below 400M parameters, 2e-5 above.
+    """YHP26 App. D's learning rate by scale: 4e-5 below 400M parameters, 2e-5 above.
 
     An unknown size gets the small-model rate (every unknown checkpoint we infer is small enough
     to be trained on the machines this runs on; the user can always pass ``--lr``).
@@ -57,8 +57,8 @@ def default_lr(params_m: float | None) -> float:
 class ModelSpec:
     """One trainable base model and the protocol values derived from it.
 
-    ``lr`` and ``query_prefix`` default to the paper's rules (by size and by kind) when left
-    ``None``; ``document_prefix`` is empty in the paper.
+    ``lr`` and ``query_prefix`` default to YHP26 App. D's rules (by size and by kind) when left
+    ``None``; ``document_prefix`` is empty in YHP26 (App. D: no document prefix).
     """
 
     name: str
@@ -112,12 +112,12 @@ _BUILTIN: tuple[ModelSpec, ...] = (
     ),
     _spec("qwen3-0.6b", "Qwen/Qwen3-0.6B", "decoder", "RoPE", "lasttoken", 600, 32768),
 )
-# Note: ModernBERT-large has 395M parameters, under the 400M threshold by size, but the paper
+# Note: ModernBERT-large has 395M parameters, under the 400M threshold by size, but YHP26
 # trains it at 2e-5 (App. D): the table value wins over the rule.
 _BUILTIN = tuple(replace(s, lr=2e-5) if s.name == "modernbert-large" else s for s in _BUILTIN)
 
 PAPER_MODELS: tuple[str, ...] = tuple(s.name for s in _BUILTIN)
-"""The eight bases of YHP26 in the paper's table order."""
+"""The eight bases of YHP26 in its Table 2 order."""
 
 BASE_REGISTRY: Registry[ModelSpec] = Registry(
     GROUPS["bases"], ModelSpec, what="base model", builtins=lambda: _BUILTIN
@@ -191,7 +191,7 @@ def _config_max_length(config: dict) -> int:
             if config.get("model_type") in ("roberta", "longformer", "xlm-roberta", "camembert"):
                 value -= int(config.get("pad_token_id", 1) or 1) + 1
             return value
-    return 2048  # ALiBi / NoPE models have no table; 2k is the paper's value for them.
+    return 2048  # ALiBi / NoPE models have no table; 2k is YHP26 Table 2's value for them.
 
 
 def infer_spec_from_folder(path: str | Path, name: str | None = None) -> ModelSpec:
@@ -200,7 +200,7 @@ def infer_spec_from_folder(path: str | Path, name: str | None = None) -> ModelSp
     A sentence-transformers folder (``modules.json``) keeps its own pooling. A plain checkpoint is
     a decoder when its config's ``architectures`` name a ``*ForCausalLM``/``*LMHeadModel`` class
     or its ``model_type`` is a known decoder family; decoders pool the last token, BERT/ModernBERT
-    the CLS token, other encoders the mean (Longformer in the paper).
+    the CLS token, other encoders the mean (Longformer in YHP26 Table 2).
     """
     folder = Path(path).expanduser()
     is_st = (folder / "modules.json").is_file()

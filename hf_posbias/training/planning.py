@@ -9,8 +9,8 @@ trial steps cannot run, so :func:`plan_run` uses the analytic estimate
 measurements: the JSON written by ``benchmarks/train_throughput.py`` (seconds per step for each
 length bin, per model and settings) times the steps of each bin.
 
-Steps per bin: from the training data when ``--data`` is a local folder, else the paper's sizes
-(YHP26: 8,189 rows per bin for begin/middle/end, 3 × 2,729 for uniform — ``PAPER_ROWS_PER_BIN``).
+Steps per bin: from the training data when ``--data`` is a local folder, else YHP26's sizes
+(§3: 8,189 rows per bin for begin/middle/end, 3 × 2,729 for uniform — ``PAPER_ROWS_PER_BIN``).
 Without the data the longest sequence is assumed to be the longest bin's 8,192 characters at
 4 characters per token (2,048 tokens), capped by the model's maximum length.
 

@@ -13,7 +13,7 @@ and validate them with the same parser) and the facts in the model card all come
   schedule, loss, card, Hub). ``TrainConfig`` is the same class under its former name.
 
 Multi-GPU semantics: ``--global-batch`` is the number of rows of one optimisation step over all
-processes, i.e. the in-batch negatives of every query (256 in the paper). With W processes each
+processes, i.e. the in-batch negatives of every query (256 in YHP26 App. D). With W processes each
 embeds ``global_batch / W`` rows of the same length bin and the loss gathers the embeddings of all
 processes (``gather_across_devices``), so every query still scores against ``global_batch``
 documents. ``global_batch`` must be divisible by W.
@@ -54,7 +54,7 @@ S = TypeVar("S", bound=ComputeSettings)
 
 @dataclass(kw_only=True)
 class TrainingSettings(ComputeSettings, ProgressSettings):
-    """One bi-encoder training run (YHP26 protocol); every field is a flag of ``posbias train``.
+    """One bi-encoder training run (YHP26 §4, App. D); every field is a flag of ``posbias train``.
 
     ``lr``/``max_length``/``pooling`` default to the model spec; ``max_steps`` (if set) overrides
     ``epochs``. ``record_batches`` keeps the row indices of every batch (tests, audits).

@@ -9,8 +9,8 @@ The protocol is YHP26's (§4, App. D): SentenceTransformerTrainer, InfoNCE as
 10% warm-up, seed 42, query prefix only, final checkpoint only, every batch from one length bin and
 no positive document twice in a batch (:mod:`hf_posbias.training.batching`).
 
-Speed and memory (beyond the paper, same results): mixed precision (``--precision``, auto =
-bf16 on GPUs that have it), the best attention kernel installed, rows sorted by length inside a
+Speed and memory (beyond YHP26, the project's; same results): mixed precision (``--precision``, auto
+= bf16 on GPUs that have it), the best attention kernel installed, rows sorted by length inside a
 batch so the loss's mini-batches carry little padding, and a memory preflight
 (:mod:`hf_posbias.trainer_base.memory`) that runs trial steps on the longest bin before the first
 optimiser step and chooses gradient checkpointing and the mini-batch size so a step fits — or
@@ -24,10 +24,10 @@ What is not particular to a bi-encoder — output folder, seeding, the schedule'
 memory preflight's agreement between processes, timing, saving on rank 0, the card, the entry
 point — is the skeleton both trainers share, :mod:`hf_posbias.trainer_base.scaffold`.
 
-``--config ips`` (beyond the paper) trains on the whole retained pool (``--data <out>/pool``)
-instead of a controlled sample and corrects its position skew by inverse-propensity weighting:
-every row gets ``w = 1 / share(target_position | length_bin)`` normalised to mean 1 over the
-rows, and the InfoNCE term of each query is multiplied by its weight
+``--config ips`` (beyond YHP26, the project's) trains on the whole retained pool
+(``--data <out>/pool``) instead of a controlled sample and corrects its position skew by
+inverse-propensity weighting: every row gets ``w = 1 / share(target_position | length_bin)``
+normalised to mean 1 over the rows, and the InfoNCE term of each query is multiplied by its weight
 (:class:`hf_posbias.training.losses.WeightedCachedMNRL`). The weighted loss estimates the loss
 of a pool whose positions are uniform within every bin, without throwing rows away.
 

@@ -95,6 +95,8 @@ def test_segment_profile_verb(tmp_path, tiny_sentence_transformer) -> None:
     assert code == 0
     (row,) = read_csv(out / "segment_profile.csv")
     assert row["documents"] == "4" and {"p1", "p5", "range"} <= set(row)
+    head = [float(row[f"p{i}"]) for i in range(1, 5)]  # App. C's range: all but the last segment
+    assert float(row["app_c_range"]) == pytest.approx(max(head) - min(head), abs=1e-5)
     assert (out / "segment_profile.png").read_bytes()[:4] == b"\x89PNG"
 
 

@@ -56,8 +56,12 @@ def test_segment_profile_on_wikipedia_with_minilm(shared_data, minilm_path) -> N
     assert max(profile.mean) < 0.99
     assert profile.range == pytest.approx(max(profile.mean) - min(profile.mean))
     assert profile.range > 0
+    # YHP26 App. C's range: segments 1–9 of the ten, the last left out.
+    assert profile.app_c_segments == (1, 9)
+    assert profile.app_c_range == pytest.approx(max(profile.mean[:9]) - min(profile.mean[:9]))
     row = profile.to_row()
     assert row["documents"] == 6 and row["peak"] == profile.peak_position
+    assert row["app_c_range"] == pytest.approx(profile.app_c_range, abs=1e-6)
     # The same document alone reproduces its row of the average.
     single = document_profile(model, docs[0][1], n=10)
     assert single == pytest.approx(profile.per_document[0][1])
@@ -66,7 +70,21 @@ def test_segment_profile_on_wikipedia_with_minilm(shared_data, minilm_path) -> N
 def test_profile_table_and_errors() -> None:
     profile = SegmentProfile("m", (0.7, 0.5, 0.6), (0.0, 0.0, 0.0), 2)
     assert profile.peak_position == "p1" and profile.lowest_position == "p2"
-    assert "| m | 2 | 0.7000 | 0.5000 | 0.6000 | p1 | p2 | 0.2000 |" in profile_table([profile])
+    assert "| m | 2 | 0.7000 | 0.5000 | 0.6000 | p1 | p2 | 0.2000 | 0.2000 |" in profile_table(
+        [profile]
+    )
+
+
+def test_app_c_range_leaves_the_last_segment_out() -> None:
+    # A profile whose last segment drops: the range over all ten sees the drop, App. C's range
+    # over segments 1–9 does not.
+    curve = (0.80, 0.78, 0.76, 0.75, 0.74, 0.74, 0.73, 0.72, 0.70, 0.40)
+    profile = SegmentProfile("m", curve, (0.0,) * 10, 5)
+    assert profile.range == pytest.approx(0.40)
+    assert profile.app_c_range == pytest.approx(0.10)
+    table = profile_table([profile])
+    assert "range p1–p9 (App. C) |" in table.splitlines()[0]
+    assert table.splitlines()[-1].endswith("| 0.4000 | 0.1000 |")
 
 
 def test_no_usable_document_is_an_error(tiny_sentence_transformer) -> None:

@@ -125,7 +125,7 @@ def test_two_stage_generation_counts_failures_and_retries(tmp_path, persona_file
             max_retries=2,
             backoff=0.01,
             seed=7,
-            constrained=False,  # free-form: the paper's parse-failure accounting
+            constrained=False,  # free-form: YHP26 §3's parse-failure accounting
         )
         cands, report = run_generation(docs, gen, tmp_path / "gen", shard_size=2, progress=False)
         requests = list(server.requests)

@@ -164,3 +164,25 @@ def test_an_msmarco_dev_split_holding_trec_dl_queries_is_refused(tmp_path, make_
     assert main(["study", "run", str(spec), "--out", str(tmp_path / "o")]) == 2
     err = _one_line(capsys)
     assert "msmarco-dev" in err and "4 judged queries, not MS MARCO dev's 6,980" in err
+
+
+@pytest.mark.parametrize("verb", ["shuffle-eval", "test"])
+def test_the_bare_verbs_refuse_an_msmarco_dev_split_of_trec_dl_queries(verb, tmp_path, capsys):
+    """BEIR's MS MARCO folder with TREC DL19's 43 queries as its dev split: `listwise
+    shuffle-eval` and `listwise test` refuse it in one line, before any model loads, by the
+    check the study runs (issue 43)."""
+    from hf_posbias.tasks.beir import write_beir_folder
+
+    corpus = {f"d{i}": ("", f"passage {i} about topic {i}") for i in range(50)}
+    queries = {f"q{i}": f"topic {i}?" for i in range(43)}
+    qrels = {q: {f"d{i}": 1} for i, q in enumerate(queries)}
+    folder = write_beir_folder(tmp_path / "msmarco", corpus, queries, qrels, split="dev")
+    argv = ["listwise", verb, "--reranker", "bm25", "--task", str(folder), "--k", "4"]
+    argv += ["--no-progress", "--out", str(tmp_path / "o")]
+    assert main([*argv, "--split", "dev"]) == 2
+    err = _one_line(capsys)
+    assert err.endswith(
+        "dataset 'msmarco': split dev has 43 judged queries, not MS MARCO dev's 6,980 (43 or 54 "
+        "are TREC DL19/DL20's): use MS MARCO's qrels/dev.tsv (split dev)"
+    ), err
+    assert not (tmp_path / "o").exists()  # refused before anything is written

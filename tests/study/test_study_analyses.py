@@ -82,8 +82,14 @@ def test_every_analysis_runs_on_every_model_resumes_and_is_reported(
     for r in profile.values():
         assert r["range"] == pytest.approx(max(r["curve"]) - min(r["curve"]))
         assert r["range_vs_base"] == pytest.approx(r["range"] - profile["base"]["range"])
+        # App. C's range: every segment but the last (1–4 of 5 here; 1–9 of YHP26's ten).
+        assert r["app_c_segments"] == [1, 4]
+        assert r["app_c_range"] == pytest.approx(max(r["curve"][:4]) - min(r["curve"][:4]))
+        base_c = profile["base"]["app_c_range"]
+        assert r["app_c_range_vs_base"] == pytest.approx(r["app_c_range"] - base_c)
     text = (out / "report" / "report.md").read_text()
-    for heading in ("Mirror reversal (YHP26 Table 12)", "Tables 5 and 13", "Figs. 3 and 7"):
+    for heading in ("Mirror reversal (YHP26 Table 12)", "Tables 5 and 13", "Figs. 3 and 7",
+                    "App. C range (p1–p4)"):  # fmt: skip
         assert heading in text
     for name in ("evidence-moving.png", "evidence-moving-by-base.png", "segment-profile.png",
                  "segment-profile-by-base.png", "curves-TinyStudyTask-by-config.png"):  # fmt: skip
@@ -171,3 +177,49 @@ def test_direction_check_covers_any_bucket_scheme(tmp_path):
     assert (direction["begin"]["peak"], direction["begin"]["peak_region"]) == ("0-100", "begin")
     assert direction["middle"]["peak_region"] == "middle"
     assert "own region" in (tmp_path / "r" / "report.md").read_text()
+
+
+def test_reversal_runs_on_the_tasks_of_the_models_base_only(monkeypatch, tmp_path):
+    """A task entry's ``bases`` (YHP26 §4.3: FineWeb-PosQ and PosIR on three bases) holds for the
+    mirror reversal as for the evaluations: a model of another base is not reversed on it, and
+    its result's key names only the tasks it ran (issue 43)."""
+    from types import SimpleNamespace
+
+    import hf_posbias.evaluation.runs.models as models
+    import hf_posbias.evaluation.runs.reversal as reversal
+    from hf_posbias.study.analyses import (
+        AnalysisInputs,
+        analysis_file,
+        model_analyses_done,
+        run_model_analyses,
+    )
+    from hf_posbias.study.layout import StudyModel, StudyTask
+    from hf_posbias.study.spec import StudySpec
+
+    reversed_on = []
+
+    def fake_reversal(loaded, folder, out, progress):
+        reversed_on.append(folder)
+        return SimpleNamespace(to_dict=lambda: {"task": folder})
+
+    monkeypatch.setattr(reversal, "mirror_reversal", fake_reversal)
+    monkeypatch.setattr(models, "load_model", lambda folder: SimpleNamespace())
+    monkeypatch.setattr("hf_posbias.study.analyses.evaluation_fingerprint", lambda m, s: "fp")
+    spec = StudySpec(bases=["a", "b"], data="d", tasks=["t"], analyses=["reversal"])
+    tasks = [StudyTask("All", "All", "all-folder", "f1"),
+             StudyTask("OnlyB", "OnlyB", "b-folder", "f2", bases=("b",))]  # fmt: skip
+    inputs = AnalysisInputs(spec, tasks)
+    model_a = StudyModel("a", "base", None, "ma")
+    model_b = StudyModel("b", "uniform", None, "mb")
+
+    assert run_model_analyses(model_a, spec, tmp_path, inputs) == (1, 0)
+    assert reversed_on == ["all-folder"]
+    result = json.loads(analysis_file(tmp_path, model_a.name, "reversal").read_text())
+    assert result["marker"]["key"] == "All@f1" and result["results"] == [{"task": "all-folder"}]
+    assert model_analyses_done(model_a, spec, tmp_path, tasks)  # its own tasks: done
+
+    reversed_on.clear()
+    assert run_model_analyses(model_b, spec, tmp_path, inputs) == (1, 0)
+    assert reversed_on == ["all-folder", "b-folder"]
+    result = json.loads(analysis_file(tmp_path, model_b.name, "reversal").read_text())
+    assert result["marker"]["key"] == "All@f1/OnlyB@f2"

@@ -52,6 +52,40 @@ def test_paper_spec_dry_run_prints_32_runs(capsys):
     assert out.count("global batch 256") == 32  # each run's settings after the memory plan
 
 
+def test_paper_spec_dry_run_lists_its_tasks_and_the_projects_standard_beir_sets(capsys):
+    # YHP26 Table 4/14 evaluates "in the standard BEIR setting" without naming the sets: the
+    # spec's `standard:` list is the project's choice and says so (issue 43).
+    text = (REPO / "studies" / "yhp26.yaml").read_text()
+    spec = load_spec(REPO / "studies" / "yhp26.yaml")
+    beir = ["scifact", "nfcorpus", "fiqa", "arguana", "scidocs", "trec-covid"]
+    assert spec.standard == [f"tasks/beir/{name}" for name in beir]
+    comment = text.split("\nstandard:")[0].rsplit("\n\n", 1)[1]
+    assert "the project's choice, not YHP26's" in comment and "Table 4/14" in comment
+    assert main(["study", "run", "--dry-run", str(REPO / "studies" / "yhp26.yaml")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "tasks (7):" and out[1] == "  SQuAD-PosQ"
+    assert "  FineWeb-PosQ (on 3 bases: modernbert-base, modernbert-large, qwen3-0.6b)" in out
+    head = out.index("standard (6; YHP26 Table 4/14: nDCG@10 on every model):")
+    assert out[head + 1 : head + 7] == [
+        f"  tasks/beir/{name} (not built yet: a run refuses it)" for name in beir
+    ]
+    assert "470 evaluations (40 models × 13 tasks;" in "\n".join(out)  # 7 tasks + 6 standard
+
+
+def test_a_standard_folder_not_built_is_planned_by_a_dry_run_and_refused_by_a_run(tmp_path):
+    from hf_posbias.study.spec import check_inputs
+
+    missing = str(tmp_path / "beir" / "nfcorpus")
+    spec = StudySpec(bases=["bert-base"], data="d", tasks=["SciFact-Evidence"],
+                     standard=[missing])  # fmt: skip
+    assert check_inputs(spec, None, plan=True) == [missing]
+    with pytest.raises(InputError, match=r"task folder .*nfcorpus does not exist"):
+        check_inputs(spec, None)
+    typo = StudySpec(bases=["bert-base"], data="d", tasks=["SciFact-Evidense"])
+    with pytest.raises(InputError, match="unknown task 'SciFact-Evidense'"):
+        check_inputs(typo, None, plan=True)  # a name is no folder: refused even in a plan
+
+
 def test_dry_run_lists_remedy_rows_without_training_them(capsys):
     spec = str(REPO / "studies" / "yhp26.yaml")
     assert main(["study", "run", "--dry-run", spec, "--remedies", "maxp", "segment-balanced",

@@ -385,10 +385,12 @@ def load_task_and_reranker(s: Any) -> tuple[Any, ListwiseReranker, Path]:
     ``overwrite``): what ``listwise test``, ``shuffle-eval``, ``propensity`` and the demo share.
     """
     from hf_posbias.listwise.experiments.firststage import check_k
-    from hf_posbias.listwise.experiments.taskio import load_rerank_task
+    from hf_posbias.listwise.experiments.taskio import check_split_queries, load_rerank_task
     from hf_posbias.rerankers.loading import load_reranker
 
     task = load_rerank_task(s.task, s.split)
+    # The study checks its datasets by their names; a bare verb by the folder's name.
+    check_split_queries(Path(s.task).name, task.split, len(task.judged_queries()))
     check_k(s.k, len(task.corpus))
     texts = (p.content() for p in task.corpus.values())
     reranker = load_reranker(s.reranker, s, corpus_texts=texts)

@@ -7,7 +7,9 @@
 - a project task folder (:class:`hf_posbias.tasks.taskdata.PositionTaskData`), which holds
   one split: the one its ``task.json`` names under ``extra.split`` (``test`` when absent).
 
-A split without qrels is refused in one line, before any model loads.
+A split without qrels is refused in one line, before any model loads, and so is a split that
+holds the wrong queries for the set's name where the count tells (:func:`check_split_queries`:
+an MS MARCO ``dev`` with TREC DL's 43 queries).
 
 Example:
     >>> import tempfile
@@ -27,6 +29,10 @@ from pathlib import Path
 from hf_posbias.errors import InputError
 from hf_posbias.rerankers.records import Passage
 from hf_posbias.tasks.beir import RetrievalData
+
+MIN_DEV_QUERIES = 1000
+"""An MS MARCO ``dev`` split with fewer judged queries than this holds TREC DL's (DL19: 43,
+DL20: 54), not the 6,980 dev queries: BEIR's MS MARCO ``qrels/test.tsv`` is DL19."""
 
 
 class RerankTask(RetrievalData[Passage]):
@@ -70,3 +76,29 @@ def load_rerank_task(folder: str | Path, split: str | None = None) -> RerankTask
     if not task.judged_queries():
         raise InputError(f"{path}: no query of split {task.split!r} has a relevant document")
     return task
+
+
+def check_split_queries(name: str, split: str, n_queries: int) -> None:
+    """Refuse, in one line, a dataset whose split holds the wrong queries for its name where
+    the count tells: MS MARCO's dev (the split ``dev``, or a set named ``…dev``) with TREC DL's
+    few queries (BEIR's MS MARCO ``qrels/test.tsv`` is DL19's 43). ``name``: the study's
+    dataset name, or the task folder's name for the bare ``listwise`` verbs.
+
+    Example:
+        >>> check_split_queries("msmarco", "dev", 6980)
+        >>> check_split_queries("msmarco", "test", 43)  # BEIR's MS MARCO test: DL19, as named
+        >>> check_split_queries("msmarco-dev", "dev", 43)
+        Traceback (most recent call last):
+        hf_posbias.errors.InputError: dataset 'msmarco-dev': split dev has 43 judged queries, \
+not MS MARCO dev's 6,980 (43 or 54 are TREC DL19/DL20's): use MS MARCO's qrels/dev.tsv (split dev)
+        >>> check_split_queries("msmarco-dev", "test", 43)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        hf_posbias.errors.InputError: dataset 'msmarco-dev': split test has 43 judged queries, ...
+    """
+    key = "".join(c for c in name.lower() if c.isalnum())  # MS-MARCO_dev → msmarcodev
+    says_dev = split == "dev" or key.endswith("dev")
+    if "msmarco" in key and says_dev and n_queries < MIN_DEV_QUERIES:
+        raise InputError(
+            f"dataset {name!r}: split {split} has {n_queries} judged queries, not MS MARCO dev's "
+            "6,980 (43 or 54 are TREC DL19/DL20's): use MS MARCO's qrels/dev.tsv (split dev)"
+        )

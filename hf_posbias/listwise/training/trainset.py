@@ -13,7 +13,7 @@ A listwise training set has one row per window::
 
 - :func:`build_train_rows` makes such a set from a task's split: first-stage top-k in input
   order; target = relevant documents first (most relevant first), then a teacher order (a
-  cross-encoder's scores, or the first stage's order). This is a **stand-in** for the paper's
+  cross-encoder's scores, or the first stage's order). This is a **stand-in** for Q26's
   GPT-4 labels (the RankZephyr training set), documented as such in ``info.json``.
 - :func:`rows_from_conversations` reads the RankZephyr / FIRST training data as published on the
   Hub (``{"id", "conversations": [{"from": "system"|"human"|"gpt", "value"}]}`` with the answer
@@ -185,7 +185,7 @@ def build_train_rows(
         "teacher": teacher,
         "seed": seed,
         "relevant_injected": sum(x.injected for x in lists),
-        "labels": "stand-in for the paper's GPT-4 listwise labels: relevant documents first "
+        "labels": "stand-in for Q26's GPT-4 listwise labels: relevant documents first "
         f"(qrels), then the {teacher} order",
     }
     return rows, info
