@@ -78,9 +78,9 @@ class ReportSettings:
 
     runs: list[str] = setting("`posbias evaluate` run folders (one model each)", positional=True)
     out: str = shared_setting("out")
-    bootstrap: int = setting("bootstrap resamples of every interval and test", default=1000)
+    bootstrap: int = shared_setting("bootstrap", default=1000)
     seed: int = shared_setting("seed", default=0)
-    title: str = setting("report title", default="Position bias report")
+    title: str = shared_setting("title", default="Position bias report")
 
     def __post_init__(self) -> None:
         check_positive(self, "bootstrap")
