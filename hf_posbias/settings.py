@@ -109,6 +109,8 @@ SHARED_HELPS: dict[str, str] = {
     "trust_remote_code": "run the Python code a Hub model repository ships (gte-multilingual, "
     "jina, stella and the `paper` rerankers need it); off by default: only for repositories "
     "you trust",
+    "device": "torch device, e.g. cpu, cuda, cuda:1 or mps (unset: a GPU if one is visible, "
+    "else cpu)",
     # The data and benchmark builders
     "corpus": "the corpus: demo (the packaged Wikipedia sample), a .jsonl/.json/.parquet file "
     "(id, title, text), a WikiExtractor folder, a datasets folder or hf:<dataset id>[:<config>]",
@@ -424,19 +426,25 @@ def add_settings_arguments(
         elif "choices" in kwargs and len(kwargs["choices"]) > 8:
             kwargs["metavar"] = f.name.upper()
         show = meta.get("show_default", True)
+        appended = ""
         if show and not required and default not in (None, False, (), []) and base is not bool:
             shown = " ".join(map(str, default)) if isinstance(default, list | tuple) else default
-            help_text = f"{help_text} (default: {shown})"
+            appended = f" (default: {shown})"
+        help_text = f"{help_text}{appended}"
         kwargs["help"] = help_text.replace("%", "%%") if help_text else None
         if meta.get("positional"):
             kwargs.pop("dest")
             if not required:
                 kwargs["nargs"] = "?"
             action = parser.add_argument(f.name, **kwargs)
+            action.posbias_default_note = appended  # type: ignore[attr-defined]
             continue
         names = [meta.get("flag") or flag_name(f.name), *meta.get("aliases", ())]
         action = parser.add_argument(*names, required=required, **kwargs)
         action.posbias_aliases = tuple(meta.get("aliases", ()))  # type: ignore[attr-defined]
+        # What was appended to the help (scripts/cli_surface.py folds it: another default, the
+        # same meaning).
+        action.posbias_default_note = appended  # type: ignore[attr-defined]
         if base is bool:
             # BooleanOptionalAction adds --no-<alias> too; those are deprecated as well.
             action.posbias_aliases += tuple(  # type: ignore[attr-defined]

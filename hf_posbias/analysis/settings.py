@@ -45,7 +45,7 @@ class AnalysisOptions(ProgressSettings):
     )
     seed: int = shared_setting("seed", default=42)
     out: str = shared_setting("out")
-    device: str = setting("torch device", default="cpu")
+    device: str = shared_setting("device", default="cpu")
     max_seq_length: int | None = setting(
         "override the model's max_seq_length (tokens)", default=None
     )

@@ -67,7 +67,7 @@ class EvaluationOptions(RemedySettings, ProgressSettings, ModelSettings):
     out: str = shared_setting("out")
     batch_size: int = shared_setting("batch_size", default=32)
     top_k: int = setting("documents retrieved per query", default=100)
-    device: str | None = setting("torch device (default: automatic)", default=None)
+    device: str | None = shared_setting("device", default=None)
     scoring: str = shared_setting(
         "scoring",
         default="default",

@@ -38,7 +38,7 @@ class RerankerOptions(EndpointSettings):
         default="auto",
         choices=INFERENCE_DTYPES,
     )
-    device: str | None = setting("torch device (default: cuda if available)", default=None)
+    device: str | None = shared_setting("device", default=None)
     batch_size: int = shared_setting("batch_size", default=8)
     passage_tokens: int | None = shared_setting("passage_tokens", default=None)
     identifiers: Literal["letters", "numbers"] = shared_setting("identifiers", default="letters")
