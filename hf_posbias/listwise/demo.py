@@ -140,7 +140,7 @@ def demo_settings(s: ListwiseDemoSettings) -> list[tuple[str, str, Any]]:
         ("build-train", "build-train", build),
         ("train", "train", train),
         ("after", "test", after),
-        ("compare", "compare", compare),
+        ("compare", "compare-tests", compare),
     ]
 
 
