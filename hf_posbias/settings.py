@@ -308,6 +308,10 @@ class _Bool(_DeprecatedAliasMixin, argparse.BooleanOptionalAction):
         self._warn(option_string)
         super().__call__(parser, namespace, values, option_string)
 
+    def format_usage(self) -> str:
+        # The usage line names the current spellings only, as the help list does.
+        return " | ".join(o for o in self.option_strings if o not in self.posbias_aliases)
+
 
 def _unwrap_optional(tp: Any) -> tuple[Any, bool]:
     origin = typing.get_origin(tp)

@@ -252,7 +252,7 @@ def test_cross_encoder_control_is_flat_too(beir_task, tmp_path, tiny_cross_encod
                 "--no-progress",
                 "--n-resamples",
                 "50",
-                "--overwrite",
+                "--start-over",
             ]
         )
         assert code == 0
