@@ -228,7 +228,7 @@ class CompareSettings:
 
     run_a: str = setting("run folder A (the reference, e.g. the base model)", positional=True)
     run_b: str = setting("run folder B", positional=True)
-    # The flags of every paired test (``listwise compare`` too): --method, --n-resamples.
+    # The flags of every paired test (``listwise compare-tests`` too): --method, --n-resamples.
     method: str = shared_setting("method", default="bootstrap", choices=PAIRED_TESTS)
     resamples: int = shared_setting(
         "n_resamples", default=1000, flag="--n-resamples", aliases=("--resamples",)

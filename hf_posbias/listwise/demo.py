@@ -12,7 +12,7 @@ object (:func:`demo_commands`, printed and kept in ``results.md``):
 3. ``listwise build-train`` on ``--train-task`` → ``OUT/train``;
 4. ``listwise train`` (L_Rank-IPS with that propensity, Pos-Aug on the fly) → ``OUT/checkpoint``;
 5. ``listwise test`` of the checkpoint → ``OUT/after``;
-6. ``listwise compare`` of the two tests (paired, per query) → ``OUT/comparison.json``.
+6. ``listwise compare-tests`` of the two tests (paired, per query) → ``OUT/comparison.json``.
 
 ``results.md`` gets the before/after table in the README's table style
 (:func:`hf_posbias.tables.as_table`). A rerun resumes: the tests and the propensity keep their

@@ -200,7 +200,8 @@ def parse_counts(spec: str | Sequence[int], flag: str) -> list[int]:
 
 @dataclass(kw_only=True)
 class ListwiseRemediesConfig(ControlledTestConfig, PairedTestSettings):
-    """Settings of ``posbias listwise remedies``: the remedies on the controlled 1…k harness."""
+    """Settings of ``posbias listwise reranker-remedies``: the remedies on the controlled 1…k
+    harness."""
 
     shuffles: str | list[int] = shared_setting(
         "shuffles",
@@ -275,7 +276,7 @@ class ListwiseTestSettings(ControlledTestConfig, RerankRunSettings):
 
 @dataclass(kw_only=True)
 class ListwiseRemediesSettings(ListwiseRemediesConfig, RerankRunSettings):
-    """``posbias listwise remedies``."""
+    """``posbias listwise reranker-remedies``."""
 
 
 @dataclass(kw_only=True)
@@ -364,7 +365,7 @@ class RerankSettings(RerankerName, RerankerOptions):
 
 @dataclass(kw_only=True)
 class ListwiseCompareSettings(PairedTestSettings):
-    """``posbias listwise compare``: a paired test between two test runs."""
+    """``posbias listwise compare-tests``: a paired test between two test runs."""
 
     run_a: str = setting("posbias listwise test folder A (e.g. the base model)", positional=True)
     run_b: str = setting("posbias listwise test folder B (e.g. the fine-tune)", positional=True)
