@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
 from hf_posbias.listwise.experiments.lists import QueryList
-from hf_posbias.listwise.experiments.settings import LIST_PARAMS, ListSettings
+from hf_posbias.listwise.experiments.settings import LIST_PARAMS, START_OVER_FLAG, ListSettings
 from hf_posbias.listwise.experiments.taskio import RerankTask
 from hf_posbias.rerankers.base import ListwiseReranker
 from hf_posbias.rerankers.records import FallbackStats, RerankedList, WindowCounts
@@ -83,6 +83,7 @@ def rerank_queries(
         params=params,
         desc=desc,
         progress=show_progress,
+        replace_flag=START_OVER_FLAG,
     )
 
 

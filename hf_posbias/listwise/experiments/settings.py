@@ -128,6 +128,9 @@ class ListSource(Settings):
         return options
 
 
+START_OVER_FLAG = "--start-over"
+"""The spelling of a listwise run's ``overwrite`` field (not the data verbs' ``--overwrite``)."""
+
 LIST_PARAMS: tuple[str, ...] = ("k", "max_queries", "seed", "first_stage", "window", "step")
 """The list settings an experiment pins in its manifest (a rerun with others is refused)."""
 
@@ -252,7 +255,7 @@ class TaskRunSettings(ProgressSettings):
     overwrite: bool = setting(
         "discard a previous run in OUT instead of resuming it",
         default=False,
-        flag="--start-over",
+        flag=START_OVER_FLAG,
         aliases=("--overwrite",),
     )
 
