@@ -28,7 +28,7 @@ the flags of ``accelerate launch -m hf_posbias.listwise.training.train``
 one process.
 
 ``test`` and ``propensity`` (and ``shuffle-eval``) resume an interrupted run from the finished
-queries in OUT; ``--overwrite`` starts again.
+queries in OUT; ``--start-over`` starts again.
 
 Example:
     >>> from hf_posbias.cli import build_parser

@@ -1,9 +1,9 @@
 """The study report: YHP26's Table 3 per task, PSI reductions, the direction check, curves.
 
-One implementation for ``posbias study report DIR`` (a study folder) and ``posbias report RUN
-…`` (any ``posbias evaluate`` run folders; each model's base and configuration are read from its
-checkpoint's card facts, an untrained model is the ``base``). Every number is recomputed from the
-per-query tables (``per_query/<task>.parquet``) with
+One implementation for ``posbias study report DIR`` (a study folder) and ``posbias study report
+RUN … --out OUT`` (any ``posbias evaluate`` run folders; each model's base and configuration are
+read from its checkpoint's card facts, an untrained model is the ``base``). Every number is
+recomputed from the per-query tables (``per_query/<task>.parquet``) with
 :mod:`hf_posbias.statistics.uncertainty`:
 
 - a **cell** per (task, model, configuration[, pooling]): nDCG@10 per position, their mean and
@@ -14,9 +14,9 @@ per-query tables (``per_query/<task>.parquet``) with
 - the **direction check**: does each skewed configuration raise the score of its own position
   against the untrained base (paired bootstrap test on that position's queries);
 - with inference-time remedies (the study's ``remedies``, or ``posbias evaluate --remedy`` runs
-  in ``posbias report``), a **row per remedy** (configuration ``base +<remedy>``, placed after
-  the base) and its paired Δ mean nDCG@10 and Δ PSI against the base on the same queries;
-  remedy rows are no training configuration (no PSI reduction, no direction check);
+  in ``posbias study report RUN …``), a **row per remedy** (configuration ``base +<remedy>``,
+  placed after the base) and its paired Δ mean nDCG@10 and Δ PSI against the base on the same
+  queries; remedy rows are no training configuration (no PSI reduction, no direction check);
 - per task a table with a row per base (per base · pooling in a pooling study) and a column per
   configuration plus the base (mean nDCG@10 and PSI), the average over tasks, and a grid of
   per-position curves in both orientations (a panel per configuration and a line per base, as
