@@ -131,7 +131,8 @@ SHARED_HELPS: dict[str, str] = {
     "folder: its own), a source's split, or SciFact's train | validation (validation = BEIR "
     "test; all = both, where taken)",
     "config": "training-set configuration: begin | middle | end | uniform (where the evidence "
-    "sits) or b:m:e proportions; posbias train also takes ips (the pool reweighted)",
+    "sits) or b:m:e proportions; posbias train also takes ips (the pool reweighted); data build "
+    "and sample take one or more (default: YHP26's four)",
     # Training
     "global_batch": "training examples per optimisation step over all processes (train: rows, "
     "each query's in-batch negatives, YHP26: 256; listwise: windows, Q26: 8); each of W "
