@@ -109,6 +109,79 @@ SHARED_HELPS: dict[str, str] = {
     "trust_remote_code": "run the Python code a Hub model repository ships (gte-multilingual, "
     "jina, stella and the `paper` rerankers need it); off by default: only for repositories "
     "you trust",
+    "device": "torch device, e.g. cpu, cuda, cuda:1 or mps (unset: a GPU if one is visible, "
+    "else cpu)",
+    # The data and benchmark builders
+    "corpus": "the corpus: demo (the packaged Wikipedia sample), a .jsonl/.json/.parquet file "
+    "(id, title, text), a WikiExtractor folder, a datasets folder or hf:<dataset id>[:<config>]",
+    "limit": "read at most this many corpus records",
+    "overwrite": "replace outputs made with other settings instead of refusing",
+    "llm_model": "the LLM every generation (and judging) step calls: a packaged name, a folder "
+    "or a Hub id for a local LM, or the model name an endpoint serves",
+    "constrained": "decode every LLM reply under its stage's JSON schema (local LM: llguidance; "
+    "endpoint: response_format); --no-constrained decodes free-form (reproduces YHP26 §3's "
+    "parse-failure accounting)",
+    "max_concurrency": "concurrent requests to the endpoint",
+    "tiny": "also build the tiny variant: a seeded sample of the queries (its size: "
+    "--tiny-size or --per-position), corpus unchanged",
+    "per_position": "queries per position in the tiny variant",
+    "anchor": "which point of the evidence span is bucketed",
+    "name": "task name written into task.json (unset: derived from the input)",
+    "split": "which split to read: the qrels split of a BEIR folder (unset: test; a project "
+    "folder: its own), a source's split, or SciFact's train | validation (validation = BEIR "
+    "test; all = both, where taken)",
+    "config": "training-set configuration: begin | middle | end | uniform (where the evidence "
+    "sits) or b:m:e proportions; posbias train also takes ips (the pool reweighted); data build "
+    "and sample take one or more (default: YHP26's four)",
+    # Training
+    "global_batch": "training examples per optimisation step over all processes (train: rows, "
+    "each query's in-batch negatives, YHP26: 256; listwise: windows, Q26: 8); each of W "
+    "processes takes global/W; must be divisible by W",
+    "mini_batch_size": "training examples per forward pass: N, or auto = the GPU memory "
+    "preflight's choice (train: rows of the cached loss, GradCache, 32 on CPU; listwise: "
+    "windows, the largest divisor of a process's share <= N, the rest gradient accumulation, "
+    "one on CPU)",
+    "lr": "peak learning rate (train, unset: 4e-5 below 400M parameters, else 2e-5; Q26: 5e-6)",
+    "lambda": "λ of λ·L_Rank(-IPS) + L_LM (Q26: 0.1)",
+    "pos_aug": "Pos-Aug on the fly: every window becomes n rotated permutations (n must divide "
+    "the window size); with --augmentation rand-aug, n random shuffles; unset = the data as it "
+    "is (e.g. already augmented)",
+    # Evaluation and the listwise experiments
+    "passage_tokens": "passage length in model tokens (special tokens included): the passages a "
+    "remedy (maxp, firstp, sump, chunk-mean) splits a document into, or the cut of each passage "
+    "a listwise reranker reads (words for an endpoint; train with the value you test with)",
+    "bootstrap": "bootstrap resamples of every percentile interval and paired test (queries "
+    "resampled within buckets; None in Python: no intervals)",
+    "remedies": "inference-time remedies run beside the plain model (none) on the same queries "
+    "(posbias list remedies; a study adds rows `base +<remedy>` for each untrained base)",
+    "plot": "also write the figure as PNG (evaluate: per-task position curves; remedies: PSI "
+    "against cost)",
+    "method": "paired test (per query)",
+    "alpha": "significance level of the paired test (leaderboard: neighbours that differ; "
+    "listwise table: the marks)",
+    "title": "title of the report (and of the dataset card it writes)",
+    "k": "list length: the first stage's top k of each query, the list the reranker orders",
+    "first_stage": "first-stage retriever whose top list the reranker reorders: bm25 or an "
+    "embedding model (listwise verbs: a sparse encoder too, splade++ or sparse:<model>, and two "
+    "or more fused by reciprocal rank fusion)",
+    "reranker": "the reranker (posbias list rerankers shows how a name is matched): a listwise "
+    "LLM slid over the list (smollm2-135m, a FIRST/DebiasFirst checkpoint folder or Hub causal "
+    "LM; openai:<model> or a served model name with --base-url), a cross-encoder "
+    "(cross-encoder:NAME; evaluate: also a *ForSequenceClassification model or an mteb registry "
+    "reranker) or bm25 (the position-free control); evaluate: it reorders --model's top "
+    "--rerank-k, the rest keep their first-stage order",
+    "identifiers": "passage identifiers in the prompt: letters [A]…[T] or numbers [1]…[20] "
+    "(convert, unset: detected per record)",
+    "window": "sliding-window size",
+    "positions": "comma-separated input slots tested (default 1..k)",
+    "calibrate": "slot calibration: each slot's identifier-logit prior from one content-free "
+    "window is subtracted from the recorded scores (test: also OUT/calibrated/; remedies: a "
+    "row); needs k <= --window",
+    "shuffles": "seeded shuffles of each query's list: m of shuffle-eval, n (Fisher–Yates) of "
+    "the propensities ω; remedies: the numbers m of inputs aggregated per ranking, the list as "
+    "given plus m-1 shuffles (m=1 is the plain reranker), comma-separated",
+    "smoothing": "add α to every transition count of the propensities ω before normalising "
+    "(0: Eq. 5 exactly)",
 }
 """The settings that mean the same in every verb, each with its one help text: a field of that
 name declared with :func:`shared_setting` reads the same in every ``--help``
@@ -236,6 +309,10 @@ class _Bool(_DeprecatedAliasMixin, argparse.BooleanOptionalAction):
         self._warn(option_string)
         super().__call__(parser, namespace, values, option_string)
 
+    def format_usage(self) -> str:
+        # The usage line names the current spellings only, as the help list does.
+        return " | ".join(o for o in self.option_strings if o not in self.posbias_aliases)
+
 
 def _unwrap_optional(tp: Any) -> tuple[Any, bool]:
     origin = typing.get_origin(tp)
@@ -354,19 +431,25 @@ def add_settings_arguments(
         elif "choices" in kwargs and len(kwargs["choices"]) > 8:
             kwargs["metavar"] = f.name.upper()
         show = meta.get("show_default", True)
+        appended = ""
         if show and not required and default not in (None, False, (), []) and base is not bool:
             shown = " ".join(map(str, default)) if isinstance(default, list | tuple) else default
-            help_text = f"{help_text} (default: {shown})"
+            appended = f" (default: {shown})"
+        help_text = f"{help_text}{appended}"
         kwargs["help"] = help_text.replace("%", "%%") if help_text else None
         if meta.get("positional"):
             kwargs.pop("dest")
             if not required:
                 kwargs["nargs"] = "?"
             action = parser.add_argument(f.name, **kwargs)
+            action.posbias_default_note = appended  # type: ignore[attr-defined]
             continue
         names = [meta.get("flag") or flag_name(f.name), *meta.get("aliases", ())]
         action = parser.add_argument(*names, required=required, **kwargs)
         action.posbias_aliases = tuple(meta.get("aliases", ()))  # type: ignore[attr-defined]
+        # What was appended to the help (scripts/cli_surface.py folds it: another default, the
+        # same meaning).
+        action.posbias_default_note = appended  # type: ignore[attr-defined]
         if base is bool:
             # BooleanOptionalAction adds --no-<alias> too; those are deprecated as well.
             action.posbias_aliases += tuple(  # type: ignore[attr-defined]

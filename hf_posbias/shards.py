@@ -168,7 +168,11 @@ def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
 
 
 def check_parameters(
-    stage_dir: str | Path, params: dict[str, Any], *, overwrite: bool = False
+    stage_dir: str | Path,
+    params: dict[str, Any],
+    *,
+    overwrite: bool = False,
+    replace_flag: str | None = None,
 ) -> bool:
     """Whether ``stage_dir`` may hold a run with ``params``; writes nothing.
 
@@ -191,12 +195,17 @@ def check_parameters(
     changes = _differences(found.get("params"), params) or ["fingerprint"]
     raise InputError(
         f"{out} holds a run with other parameters ({'; '.join(changes)}); "
-        f"rerun with {flag_name('overwrite')} to replace it, or use a new output folder"
+        f"rerun with {replace_flag or flag_name('overwrite')} to replace it, or use a new output "
+        "folder"
     )
 
 
 def pin_parameters(
-    stage_dir: str | Path, params: dict[str, Any], *, overwrite: bool = False
+    stage_dir: str | Path,
+    params: dict[str, Any],
+    *,
+    overwrite: bool = False,
+    replace_flag: str | None = None,
 ) -> dict[str, Any]:
     """Record a stage's parameters in ``stage_dir/manifest.json``; refuse a rerun with others.
 
@@ -220,7 +229,7 @@ def pin_parameters(
         hf_posbias.errors.InputError: ... holds a run with other parameters (seed: 42 → 7); ...
     """
     out = Path(stage_dir)
-    if check_parameters(out, params, overwrite=overwrite):
+    if check_parameters(out, params, overwrite=overwrite, replace_flag=replace_flag):
         return read_manifest(out)  # type: ignore[return-value]
     if read_manifest(out) is not None:
         # Pinned to other parameters and overwrite was asked: the folder is a stage folder
@@ -263,6 +272,7 @@ def run_sharded(
     progress: bool = True,
     overwrite: bool = False,
     remote: Callable[[list[int]], None] | None = None,
+    replace_flag: str | None = None,
 ) -> list[dict[str, Any]]:
     """Map ``fn`` over ``items`` shard by shard, resumably, and return all rows in item order.
 
@@ -278,6 +288,8 @@ def run_sharded(
         schema: optional pyarrow schema (keeps empty shards mergeable).
         progress: report progress on the main process (:func:`hf_posbias.progress.progress`).
         overwrite: replace a folder pinned to other parameters instead of refusing.
+        replace_flag: the flag the refusal names for that (default ``--overwrite``; the listwise
+            experiments' is ``--start-over``).
         remote: instead of ``fn`` here, ``remote(indices)`` makes the missing shards' files
             (:func:`shard_path`) elsewhere, e.g. one executor unit per shard
             (:mod:`hf_posbias.executors.stages`); then the shards are merged as usual.
@@ -294,7 +306,7 @@ def run_sharded(
     proc = process_info()
     if proc.is_main:
         pinned = {**params, "items": len(items), "shard_size": shard_size}
-        pin_parameters(out, pinned, overwrite=overwrite)
+        pin_parameters(out, pinned, overwrite=overwrite, replace_flag=replace_flag)
         shard_dir.mkdir(parents=True, exist_ok=True)
     wait_for_everyone()
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 
 from hf_posbias.cli import build_parser
@@ -41,15 +40,14 @@ def visible_flags(parser: argparse.ArgumentParser) -> list[str]:
     ]
 
 
-_DEFAULT = re.compile(r" \(default: [^()]*(\([^()]*\)[^()]*)*\)$")
-
-
 def flag_helps(
     parser: argparse.ArgumentParser, *, fold_defaults: bool = False
 ) -> dict[str, set[str]]:
     """Every flag of the visible leaves → the distinct help texts it has there (whitespace
     folded, as ``--help`` shows it). ``fold_defaults``: without the ``(default: …)`` the
-    settings append, so two verbs that mean the same with another default count once."""
+    settings append from the flag's default value, so two verbs that mean the same with another
+    default count once (a default written into the help text itself is kept: it may say what
+    the flag means)."""
     helps: dict[str, set[str]] = {}
 
     def walk(sub: argparse.ArgumentParser, path: tuple[str, ...]) -> None:
@@ -65,7 +63,11 @@ def flag_helps(
                     continue
                 text = " ".join(formatter._expand_help(action).split()) if action.help else ""
                 if fold_defaults:
-                    text = _DEFAULT.sub("", text)
+                    # Only the note the settings appended (hf_posbias.settings), not a default a
+                    # help text spells out itself ("(default: <name>-sample)"): that one says
+                    # what the flag means.
+                    note = " ".join(getattr(action, "posbias_default_note", "").split())
+                    text = text.removesuffix(f" {note}") if note else text
                 helps.setdefault(action.option_strings[0], set()).add(text)
 
     walk(parser, ())

@@ -80,7 +80,7 @@ LONG_VERBS = (
     "analyze pooling",
     "demo",
     "listwise test",
-    "listwise remedies",
+    "listwise reranker-remedies",
     "listwise shuffle-eval",
     "listwise propensity",
     "listwise build-train",

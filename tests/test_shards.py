@@ -44,7 +44,7 @@ def test_rows_come_back_in_item_order_and_finished_shards_are_skipped(tmp_path):
 
 def test_other_parameters_or_item_count_are_refused(tmp_path):
     run_sharded([1, 2], lambda xs: [{"x": x} for x in xs], tmp_path, 1, {"a": 1}, progress=False)
-    with pytest.raises(InputError, match="other parameters"):
+    with pytest.raises(InputError, match="other parameters.*rerun with --overwrite to"):
         run_sharded(
             [1, 2], lambda xs: [{"x": x} for x in xs], tmp_path, 1, {"a": 2}, progress=False
         )

@@ -35,10 +35,17 @@ class AnalysisOptions(ProgressSettings):
     """What every analysis takes: slots, sample, seed, output, device, length policy."""
 
     n: int = setting("positions p1…pn", default=10)
-    limit: int = setting("pairs/documents sampled (0 = all)", default=200)
+    # Not --limit (the data verbs' "read at most N records"): a seeded sample; the former
+    # spelling stays accepted.
+    limit: int = setting(
+        "pairs/documents sampled (0 = all)",
+        default=200,
+        flag="--sample-size",
+        aliases=("--limit",),
+    )
     seed: int = shared_setting("seed", default=42)
     out: str = shared_setting("out")
-    device: str = setting("torch device", default="cpu")
+    device: str = shared_setting("device", default="cpu")
     max_seq_length: int | None = setting(
         "override the model's max_seq_length (tokens)", default=None
     )
@@ -51,7 +58,8 @@ class AnalysisOptions(ProgressSettings):
         super().__post_init__()
         if self.n < 2:
             raise InputError(f"{flag_name('n')} must be at least 2, got {self.n}")
-        check_positive(self, "limit", allow_zero=True)
+        if self.limit < 0:
+            raise InputError(f"--sample-size must be >= 0, got {self.limit}")
         check_positive(self, "max_seq_length")
 
 
@@ -64,17 +72,15 @@ class PairSource(Settings):
         "msmarco[:REPO_OR_FOLDER] (MS MARCO, YHP26's source)",
         default=None,
     )
-    split: str = setting("SciFact split: train|validation|all", default="train")
-    config: str = setting("training-set configuration", default="uniform")
+    split: str = shared_setting("split", default="train")
+    config: str = shared_setting("config", default="uniform")
 
 
 @dataclass(kw_only=True)
 class DocumentSource(Settings):
     """Documents to analyse: ``--corpus``, ``--clip-chars`` (segment profile, pooling)."""
 
-    corpus: str | None = setting(
-        "documents: demo, .jsonl, .parquet, WikiExtractor folder, hf:<id>", default=None
-    )
+    corpus: str | None = shared_setting("corpus", default=None)
     clip_chars: int | None = setting("keep the first N characters", default=None)
 
     def __post_init__(self) -> None:

@@ -77,7 +77,7 @@ def benchmarks_table() -> MarkdownTable:
 
 def remedies_table() -> MarkdownTable:
     """Every remedy of both model kinds: the bi-encoder's (``--remedy``: ``none``, the built-in
-    ones, then plugins'), then the listwise reranker's (``posbias listwise remedies``)."""
+    ones, then plugins'), then the listwise reranker's (``posbias listwise reranker-remedies``)."""
     from hf_posbias.evaluation.runs.remedies import NO_REMEDY, REMEDY_REGISTRY
     from hf_posbias.listwise.experiments.remedies import LISTWISE_REMEDY_REGISTRY
 

@@ -3,7 +3,7 @@
 Verbs:
 
     posbias listwise test          --reranker R --task DIR --out OUT [--k 20] [--positions 1,5,20]
-    posbias listwise remedies      --reranker R --task DIR --out OUT [--shuffles 1,2,5,10,20]
+    posbias listwise reranker-remedies --reranker R --task DIR --out OUT [--shuffles 1,2,5,10,20]
                                    [--no-calibrate] [--checkpoints CKPT,…]
     posbias listwise shuffle-eval  --reranker R --task DIR --out OUT [--shuffles m] [--aggregate m]
     posbias listwise propensity    --reranker R --task DIR --out OUT --shuffles n [--smoothing a]
@@ -16,7 +16,7 @@ Verbs:
     posbias listwise rerank        --reranker R --requests FILE --out FILE   (rank_llm JSON)
     posbias listwise train         --model M --data DIR --out DIR [--propensity FILE]
                                    [--pos-aug n] [--max-steps N] [--passage-tokens N] …
-    posbias listwise compare       RUN_A RUN_B [--out DIR]   (two test folders, same queries)
+    posbias listwise compare-tests RUN_A RUN_B [--out DIR]   (two test folders, same queries)
     posbias listwise demo          --task VAL --train-task TRAIN --out OUT   (before/after)
     posbias listwise rerankers     (the reranker kinds --reranker takes, in the order tried)
 
@@ -28,7 +28,7 @@ the flags of ``accelerate launch -m hf_posbias.listwise.training.train``
 one process.
 
 ``test`` and ``propensity`` (and ``shuffle-eval``) resume an interrupted run from the finished
-queries in OUT; ``--overwrite`` starts again.
+queries in OUT; ``--start-over`` starts again.
 
 Example:
     >>> from hf_posbias.cli import build_parser
@@ -45,7 +45,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hf_posbias.cli.common import add_group, add_verb, echo, hide_as_alias, tuck_away
+from hf_posbias.cli.common import add_alias, add_group, add_verb, echo, hide_as_alias, tuck_away
 from hf_posbias.cli.listing import add_listing_verb, rerankers_table
 from hf_posbias.errors import InputError
 from hf_posbias.listwise.experiments.runs import load_task_and_reranker
@@ -324,7 +324,7 @@ VERBS: tuple[tuple[str, str, type, Any], ...] = (
         _test,
     ),
     (
-        "remedies",
+        "reranker-remedies",
         "plain, slot-calibrated, PermSC (Borda, Kemeny) and DebiasFirst on one 1…k harness",
         ListwiseRemediesSettings,
         _remedies,
@@ -365,12 +365,16 @@ VERBS: tuple[tuple[str, str, type, Any], ...] = (
         _train,
     ),
     (
-        "compare",
-        "paired test between two test runs (same queries)",
+        "compare-tests",
+        "paired test between two listwise test runs (same queries)",
         ListwiseCompareSettings,
         _compare,
     ),
 )
+
+RENAMED: dict[str, str] = {"remedies": "reranker-remedies", "compare": "compare-tests"}
+"""Former verb name → its name now (issue 40: names that say the job apart from
+``posbias analyze remedies`` and ``posbias compare``)."""
 
 EXPERT_VERBS: tuple[str, ...] = ("curves", "transitions", "rerank")
 """Verbs that work as listed but are left out of ``posbias listwise --help``'s verb list (its
@@ -381,10 +385,10 @@ _DESCRIPTIONS = {
     "train": "Fine-tune a causal LM as a FIRST-style listwise reranker with the DebiasFirst loss, "
     "on one process (multi-GPU: accelerate launch -m hf_posbias.listwise.training.train with "
     "the same flags). --global-batch counts windows per step (Q26: 8).",
-    "remedies": "On the same queries and windows of the 1…k test: the plain reranker (none), "
-    "slot calibration (one content-free window), PermSC-style aggregation of the list as given "
-    "plus m-1 shared shuffles (Borda and Kemeny, m from --shuffles) and --checkpoints; writes "
-    "OUT/remedies.json (remedy, mean, psi, harmonic_mean, delta_mean, p_value, windows, "
+    "reranker-remedies": "On the same queries and windows of the 1…k test: the plain reranker "
+    "(none), slot calibration (one content-free window), PermSC-style aggregation of the list "
+    "as given plus m-1 shared shuffles (Borda and Kemeny, m from --shuffles) and --checkpoints; "
+    "writes OUT/remedies.json (remedy, mean, psi, harmonic_mean, delta_mean, p_value, windows, "
     "seconds, windows_per_ranking), remedies.md and remedies.png (PSI against cost). A rerun "
     "with a larger --shuffles reranks only the new shuffles (OUT/shuffles-SSS-EEE/).",
     "demo": "test → propensity → build-train → train → test → compare, each a posbias listwise "
@@ -422,4 +426,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         rerankers_table,
     )
     hide_as_alias(verbs, "rerankers", "posbias list rerankers")
+    # Former names: `remedies` read as `posbias analyze remedies` (a bi-encoder's passage
+    # remedies, what `posbias list remedies` lists) and `compare` as `posbias compare` (two
+    # evaluate runs); each stays a hidden alias that warns once.
+    for old, new in RENAMED.items():
+        add_alias(verbs, old, verbs.choices[new], f"posbias listwise {new}")
     tuck_away(subparsers.choices["listwise"], verbs, EXPERT_VERBS, "docs/listwise.md")

@@ -1,8 +1,9 @@
-"""``posbias study run|status|report|report-runs``: the models × configurations study.
+"""``posbias study run|status|report``: the models × configurations study.
 
 What a spec's ``bases`` and ``remedies`` keys take is listed by ``posbias list bases|remedies``
-(:mod:`hf_posbias.cli.listing`); ``study bases``, ``study remedies`` and the top-level ``report``
-(now ``study report-runs``) stay as hidden aliases that warn once.
+(:mod:`hf_posbias.cli.listing`); ``study bases``, ``study remedies``, ``study report-runs`` and
+the top-level ``report`` (both now ``study report RUN … --out OUT``) stay as hidden aliases that
+warn once.
 
 Example:
     >>> from hf_posbias.cli import build_parser
@@ -28,8 +29,9 @@ if TYPE_CHECKING:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``study run``, ``study report``, ``study status`` and ``study report-runs`` (formerly
-    the top-level ``report``; ``study bases`` and ``study remedies`` are now ``posbias list``)."""
+    """Add ``study run``, ``study report`` (of a study folder, or of run folders with ``--out``:
+    formerly ``study report-runs`` and the top-level ``report``) and ``study status`` (``study
+    bases`` and ``study remedies`` are now ``posbias list``)."""
     from hf_posbias.cli.listing import add_listing_verb, bases_table, remedies_table
     from hf_posbias.settings import add_settings_arguments
     from hf_posbias.study.report import ReportSettings, StudyReportSettings
@@ -63,7 +65,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "report",
         StudyReportSettings,
         study_report_cmd,
-        help="the report of a study folder (tables, PSI reductions, curves, report.json)",
+        help="the report of a study folder, or of evaluate run folders with --out",
+        description="The study report (tables, PSI reductions, the direction check, curves, "
+        "report.json) of a study folder, into FOLDER/report/; or, with --out, the same report "
+        "over any `posbias evaluate` run folders (base and configuration from their model "
+        "cards), from the runs' per-query tables.",
     )
     add_verb(
         verbs,
@@ -96,11 +102,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ReportSettings,
         report_cmd,
         help="the study report over `posbias evaluate` runs (base and config from model cards)",
-        description="Per task: mean nDCG@10 and PSI per base × configuration with intervals, "
-        "PSI reduction of uniform, the direction check and curves, from the runs' per-query "
-        "tables.",
     )
-    add_alias(subparsers, "report", from_runs, "posbias study report-runs")
+    runs_report = "posbias study report RUN … --out OUT"
+    hide_as_alias(verbs, "report-runs", runs_report)
+    add_alias(subparsers, "report", from_runs, runs_report)
 
 
 def run_study_cmd(settings: StudyRunSettings, args: argparse.Namespace) -> None:
@@ -146,19 +151,25 @@ def _print_report(target: Path) -> None:
 
 
 def study_report_cmd(settings: StudyReportSettings) -> None:
-    """``posbias study report``."""
+    """``posbias study report``: a study folder's report, or (``--out``) run folders'."""
     from hf_posbias.study.listwise_report import write_listwise_report
     from hf_posbias.study.listwise_study import spec_of_folder
     from hf_posbias.study.report import write_study_report
 
-    if spec_of_folder(settings.folder) is not None:
-        _print_report(write_listwise_report(settings.folder))
+    runs = settings.runs_report()
+    if runs is not None:
+        report_cmd(runs)
         return
-    _print_report(write_study_report(settings.folder))
+    folder = settings.folder[0]
+    if spec_of_folder(folder) is not None:
+        _print_report(write_listwise_report(folder))
+        return
+    _print_report(write_study_report(folder))
 
 
 def report_cmd(settings: ReportSettings) -> None:
-    """``posbias report``."""
+    """The report over run folders (``posbias study report RUN … --out OUT``; the hidden
+    ``study report-runs`` and ``report``)."""
     from hf_posbias.study.report import run_sources, write_report
 
     target = write_report(

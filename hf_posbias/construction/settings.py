@@ -39,10 +39,7 @@ class BenchmarkBuildSettings(ProgressSettings):
     :class:`hf_posbias.pipeline.BuildSettings`, the settings of ``posbias build``.
     """
 
-    corpus: str = setting(
-        "corpus source: .jsonl/.json/.parquet, a WikiExtractor folder, a datasets folder, "
-        "hf:<id>[:<config>] or demo"
-    )
+    corpus: str = shared_setting("corpus")
     out: str = shared_setting("out")
     hub_folder: str | None = setting(
         "Hub dataset repo folder to write beside the task (default: <out>-hub)", default=None
@@ -50,11 +47,17 @@ class BenchmarkBuildSettings(ProgressSettings):
     task_name: str = setting("task name (task.json, card)", default="PosQ-Build")
     id_field: str = setting("corpus id field", default="id")
     text_field: str = setting("corpus text field", default="text")
-    limit: int | None = setting("read at most this many corpus records", default=None)
+    limit: int | None = shared_setting("limit", default=None)
     passages: int | None = setting(
         "build from a seeded sample of this many passages (default: all)", default=None
     )
-    min_words: int = setting("shortest passage in words (Z25: 500)", default=500)
+    # Not --min-words (the ICT generator's shortest query sentence); the former spelling stays.
+    min_words: int = setting(
+        "shortest passage in words (Z25: 500)",
+        default=500,
+        flag="--min-passage-words",
+        aliases=("--min-words",),
+    )
     max_words: int = setting("longest passage in words (Z25: 1,024)", default=1024)
     cut_long: bool = setting(
         "cut records longer than --max-words at paragraph breaks into passages in range "
@@ -69,17 +72,15 @@ class BenchmarkBuildSettings(ProgressSettings):
         "OpenAI-compatible endpoint: vLLM, TGI …)",
         default="local-lm",
     )
-    llm_model: str = setting(
-        "LLM for summary, FAQ and the Stage 1 judge (offline stand-in: the packaged "
-        "SmolLM2-135M; Z25 used a large instruct LLM)",
+    llm_model: str = shared_setting(
+        "llm_model",
         default=OFFLINE_LLM,
     )
     base_url: str | None = shared_setting("base_url", default=None)
     api_key_env: str = shared_setting("api_key_env", default="OPENAI_API_KEY")
-    max_concurrency: int = setting("concurrent requests to the endpoint", default=16)
-    constrained: bool = setting(
-        "decode every LLM reply under its JSON schema (local LM: llguidance; endpoint: "
-        "response_format)",
+    max_concurrency: int = shared_setting("max_concurrency", default=16)
+    constrained: bool = shared_setting(
+        "constrained",
         default=True,
     )
     temperature: float = setting("sampling temperature of summary and FAQ", default=0.7)
@@ -139,8 +140,10 @@ class BenchmarkBuildSettings(ProgressSettings):
         "Stage 2: a judge's grade that counts as relevant (Z25: 3)", default=3
     )
     fn_min_votes: int = setting("Stage 2: judges needed for a false negative (Z25: 2)", default=2)
-    tiny_size: int = setting(
-        "questions per position in the tiny version (Z25: 1,000)", default=1000
+    # Per position, as fineweb-posq's --per-position (squad-posq's --tiny-size counts all the
+    # queries); --tiny-size stays accepted as the former spelling.
+    tiny_size: int = shared_setting(
+        "per_position", default=1000, flag="--per-position", aliases=("--tiny-size",)
     )
     tagging: str = setting(
         "Algorithm 1: single (one tag per chunk, the EMNLP version) or two-tag (the 2025 "
@@ -152,7 +155,7 @@ class BenchmarkBuildSettings(ProgressSettings):
     seed: int = shared_setting("seed", default=42)
     shard_size: int = setting("work items per shard (the unit of resumption)", default=8)
     batch_size: int = shared_setting("batch_size", default=8)
-    overwrite: bool = setting("replace stage folders pinned to other settings", default=False)
+    overwrite: bool = shared_setting("overwrite", default=False)
 
     def __post_init__(self) -> None:
         super().__post_init__()

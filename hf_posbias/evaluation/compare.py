@@ -5,7 +5,8 @@ scoring) are compared on their shared queries with
 :func:`~hf_posbias.statistics.uncertainty.paired_comparison` (paired bootstrap or paired
 randomization): Δ = B − A per bucket, for the mean and for PSI, each with a percentile interval
 and a two-sided p-value. Queries scored by only one run are counted and left out. The test of
-two per-query tables, :func:`compare_per_query`, is also the one of ``posbias listwise compare``.
+two per-query tables, :func:`compare_per_query`, is also the one of
+``posbias listwise compare-tests``.
 
 Example:
     >>> from hf_posbias.evaluation.compare import difference_rows
@@ -104,7 +105,7 @@ def compare_per_query(
 ) -> PairedComparison:
     """Paired comparison (Δ = B − A) of two runs' per-query rows, bucket by bucket: the test
     behind ``posbias compare`` (per-query tables, buckets of evidence position) and
-    ``posbias listwise compare`` (``per_query.jsonl``, input positions, ``paired=True``).
+    ``posbias listwise compare-tests`` (``per_query.jsonl``, input positions, ``paired=True``).
 
     Rows hold the ``bucket`` column, ``query_id`` and ``ndcg_at_10``
     (:func:`~hf_posbias.evaluation.runs.exports.per_bucket_from_table`); ``paired``: every

@@ -67,15 +67,14 @@ class EvaluationOptions(RemedySettings, ProgressSettings, ModelSettings):
     out: str = shared_setting("out")
     batch_size: int = shared_setting("batch_size", default=32)
     top_k: int = setting("documents retrieved per query", default=100)
-    device: str | None = setting("torch device (default: automatic)", default=None)
+    device: str | None = shared_setting("device", default=None)
     scoring: str = shared_setting(
         "scoring",
         default="default",
         choices=_scoring_schemes,
     )
-    bootstrap: int | None = setting(
-        "bootstrap resamples of the percentile intervals (queries resampled within buckets; "
-        "None in Python: no intervals)",
+    bootstrap: int | None = shared_setting(
+        "bootstrap",
         default=1000,
         metavar="N",
     )
@@ -172,24 +171,19 @@ class EvaluateSettings(EvaluationOptions, RerankerOptions):
         "mteb's model registry (loaded with its prompts); or a Hub id (--trust-remote-code to run "
         "its code); with --first-stage, the reranker that reorders it"
     )
-    reranker: str | None = setting(
-        "second stage reordering --model's top --rerank-k (the rest keep their first-stage "
-        "order): a cross-encoder (cross-encoder:NAME, or a *ForSequenceClassification model), "
-        "an mteb registry reranker (e.g. cross-encoder/ms-marco-MiniLM-L6-v2), a listwise LLM "
-        "slid over the list (smollm2-135m, a FIRST/DebiasFirst checkpoint folder or Hub causal "
-        "LM; openai:<model> served at --base-url) or bm25 (the position-free control)",
+    reranker: str | None = shared_setting(
+        "reranker",
         default=None,
     )
-    first_stage: str | None = setting(
-        "retriever (bm25 or an embedding model) whose top-k the reranker --model reorders",
+    first_stage: str | None = shared_setting(
+        "first_stage",
         default=None,
     )
     rerank_k: int = setting("candidates per query for the reranker", default=100)
-    plot: bool = setting("also write per-task position curves (PNG)", default=False)
+    plot: bool = shared_setting("plot", default=False)
     batch_size: int = shared_setting("batch_size", default=32)
-    passage_tokens: int = setting(
-        "passage length in model tokens: a --remedy's passages (special tokens included) and "
-        "the cut of each passage a listwise --reranker reads",
+    passage_tokens: int = shared_setting(
+        "passage_tokens",
         default=128,
         metavar="N",
     )
@@ -234,8 +228,8 @@ class CompareSettings:
 
     run_a: str = setting("run folder A (the reference, e.g. the base model)", positional=True)
     run_b: str = setting("run folder B", positional=True)
-    # The flags of every paired test (``listwise compare`` too): --method, --n-resamples.
-    method: str = setting("paired test", default="bootstrap", choices=PAIRED_TESTS)
+    # The flags of every paired test (``listwise compare-tests`` too): --method, --n-resamples.
+    method: str = shared_setting("method", default="bootstrap", choices=PAIRED_TESTS)
     resamples: int = shared_setting(
         "n_resamples", default=1000, flag="--n-resamples", aliases=("--resamples",)
     )
@@ -262,7 +256,7 @@ class TaskSampleSettings(Settings):
     out: str = shared_setting("out")
     per_bucket: int = setting("queries drawn from every bucket (all of a smaller bucket)")
     seed: int = shared_setting("seed", default=0)
-    name: str | None = setting("task name of the sample (default: <name>-sample)", default=None)
+    name: str | None = shared_setting("name", default=None)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -299,8 +293,8 @@ class RemediesSettings(EvaluationOptions):
     """
 
     model: str = setting("a local model folder, a packaged model or a Hub id (a bi-encoder)")
-    remedies: tuple[str, ...] = setting(
-        "remedies compared with the plain model (none)",
+    remedies: tuple[str, ...] = shared_setting(
+        "remedies",
         default=BIENCODER_REMEDIES,
         choices=remedy_names,
     )
@@ -311,7 +305,7 @@ class RemediesSettings(EvaluationOptions):
         """Every remedy of ``--remedies`` runs: the passage settings are always checked."""
         return True
 
-    plot: bool = setting("also write a PNG of PSI against cost per task", default=True)
+    plot: bool = shared_setting("plot", default=True)
 
     def __post_init__(self) -> None:
         super().__post_init__()

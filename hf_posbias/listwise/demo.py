@@ -12,7 +12,7 @@ object (:func:`demo_commands`, printed and kept in ``results.md``):
 3. ``listwise build-train`` on ``--train-task`` → ``OUT/train``;
 4. ``listwise train`` (L_Rank-IPS with that propensity, Pos-Aug on the fly) → ``OUT/checkpoint``;
 5. ``listwise test`` of the checkpoint → ``OUT/after``;
-6. ``listwise compare`` of the two tests (paired, per query) → ``OUT/comparison.json``.
+6. ``listwise compare-tests`` of the two tests (paired, per query) → ``OUT/comparison.json``.
 
 ``results.md`` gets the before/after table in the README's table style
 (:func:`hf_posbias.tables.as_table`). A rerun resumes: the tests and the propensity keep their
@@ -55,19 +55,19 @@ class ListwiseDemoSettings(ProgressSettings):
     train_task: str = setting("training task folder (SciFact train): ω and training windows")
     out: str = shared_setting("out")
     model: str = setting("base causal LM", default="smollm2-135m")
-    k: int = setting("list length", default=20)
+    k: int = shared_setting("k", default=20)
     queries: int = setting("test queries", default=5)
-    positions: str = setting("input positions tested", default="1,5,10,15,20")
+    positions: str = shared_setting("positions", default="1,5,10,15,20")
     propensity_queries: int = setting("ω queries", default=4)
-    shuffles: int = setting("ω shuffles per query", default=2)
-    smoothing: float = setting("ω smoothing α", default=0.5)
+    shuffles: int = shared_setting("shuffles", default=2)
+    smoothing: float = shared_setting("smoothing", default=0.5)
     train_queries: int = setting("training windows", default=4)
-    pos_aug: int = setting("Pos-Aug rotations", default=4)
+    pos_aug: int = shared_setting("pos_aug", default=4)
     steps: int = setting("training steps", default=8)
-    global_batch: int = setting("windows per step", default=2)
-    lr: float = setting("learning rate", default=5e-5)
-    lam: float = setting("λ of L_Rank-IPS", default=0.1, flag=LAMBDA_FLAG)
-    passage_tokens: int = setting("passage cut", default=48)
+    global_batch: int = shared_setting("global_batch", default=2)
+    lr: float = shared_setting("lr", default=5e-5)
+    lam: float = shared_setting("lambda", default=0.1, flag=LAMBDA_FLAG)
+    passage_tokens: int = shared_setting("passage_tokens", default=48)
     seed: int = shared_setting("seed", default=0)
     n_resamples: int = shared_setting("n_resamples", default=1000)
 
@@ -140,7 +140,7 @@ def demo_settings(s: ListwiseDemoSettings) -> list[tuple[str, str, Any]]:
         ("build-train", "build-train", build),
         ("train", "train", train),
         ("after", "test", after),
-        ("compare", "compare", compare),
+        ("compare", "compare-tests", compare),
     ]
 
 

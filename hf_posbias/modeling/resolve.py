@@ -215,7 +215,7 @@ class ModelSettings(Settings):
     )
     api_key_env: str = shared_setting("api_key_env", default="OPENAI_API_KEY")
     endpoint_batch_size: int = setting("texts per /v1/embeddings request", default=64)
-    max_concurrency: int = setting("concurrent endpoint requests", default=8)
+    max_concurrency: int = shared_setting("max_concurrency", default=8)
     max_retries: int = setting("retries of a failed endpoint request (backoff)", default=5)
 
     def __post_init__(self) -> None:

@@ -42,9 +42,7 @@ if TYPE_CHECKING:
 class StageSettings(ProgressSettings):
     """What every data verb takes: progress and whether to replace outputs of other parameters."""
 
-    overwrite: bool = setting(
-        "replace outputs made with other parameters instead of refusing", default=False
-    )
+    overwrite: bool = shared_setting("overwrite", default=False)
 
 
 @dataclass(kw_only=True)
@@ -76,12 +74,9 @@ class SeedSettings(Settings):
 class CorpusSettings(Settings):
     """The corpus stage's options (checked once, here)."""
 
-    corpus: str = setting(
-        "demo | a .jsonl/.json/.parquet file (id, title, text) | a WikiExtractor folder | "
-        "a datasets folder | hf:<dataset id>[:<config>]"
-    )
+    corpus: str = shared_setting("corpus")
     bins: str | None = setting("length-bin edges in characters, e.g. 256,512,1024", default=None)
-    limit: int | None = setting("read at most this many records", default=None)
+    limit: int | None = shared_setting("limit", default=None)
     holdout: float = setting(
         "fraction of documents held out for evaluation (stable hash of the id)", default=0.0
     )
@@ -101,9 +96,7 @@ class GeneratorSettings(EndpointSettings, SeedSettings, ProgressSettings):
         default="ict",
         choices=GENERATORS,
     )
-    llm_model: str | None = setting(
-        "served model name (openai) or model path (local-lm)", default=None
-    )
+    llm_model: str | None = shared_setting("llm_model", default=None)
     personas: str | None = setting(
         "persona file (.jsonl/.txt) or Hub id, e.g. proj-persona/PersonaHub (LLM generators; "
         "default: the project's own packaged pool)",
@@ -120,9 +113,8 @@ class GeneratorSettings(EndpointSettings, SeedSettings, ProgressSettings):
     stage2_prompt_file: str | None = prompt_file_setting(
         "stage2", "the stage-2 prompt", scope="LLM generators: "
     )
-    constrained: bool = setting(
-        "LLM generators: decode under each stage's JSON schema; --no-constrained decodes "
-        "free-form (reproduces YHP26 §3's parse-failure accounting)",
+    constrained: bool = shared_setting(
+        "constrained",
         default=True,
     )
     concurrency: int = setting("parallel requests (openai)", default=8)
@@ -243,9 +235,8 @@ class AuditSettings(EndpointSettings):
 class SampleSettings(SeedSettings):
     """Controlled sampling's options (checked once, here, for every configuration)."""
 
-    configs: tuple[str, ...] = setting(
-        "training configurations: begin | middle | end | uniform | b:m:e (one or more, "
-        "repeatable; default: the four of YHP26)",
+    configs: tuple[str, ...] = shared_setting(
+        "config",
         default=PAPER_CONFIG_NAMES,
         flag=CONFIG_FLAG,
         metavar="CONFIG",

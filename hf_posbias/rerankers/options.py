@@ -38,13 +38,11 @@ class RerankerOptions(EndpointSettings):
         default="auto",
         choices=INFERENCE_DTYPES,
     )
-    device: str | None = setting("torch device (default: cuda if available)", default=None)
+    device: str | None = shared_setting("device", default=None)
     batch_size: int = shared_setting("batch_size", default=8)
-    passage_tokens: int | None = setting(
-        "cut each passage to this many tokens (words for an endpoint)", default=None
-    )
-    identifiers: Literal["letters", "numbers"] = setting("[A]…[T] or [1]…[20]", default="letters")
-    window: int = setting("sliding-window size", default=DEFAULT_WINDOW)
+    passage_tokens: int | None = shared_setting("passage_tokens", default=None)
+    identifiers: Literal["letters", "numbers"] = shared_setting("identifiers", default="letters")
+    window: int = shared_setting("window", default=DEFAULT_WINDOW)
     step: int | None = setting("sliding-window step (default: window/2)", default=None)
 
     def __post_init__(self) -> None:

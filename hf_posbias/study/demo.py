@@ -50,16 +50,16 @@ class DemoSettings(ProgressSettings):
     ``make demo`` stays well under 10 minutes on 2 CPU cores (see the README)."""
 
     out: str = shared_setting("out", default="demo-output")
-    corpus: str = setting("corpus source (default: packaged Wikipedia)", default="demo")
+    corpus: str = shared_setting("corpus", default="demo")
     base_model: str = setting("model to fine-tune", default=BASE_MODEL, flag="--model")
-    limit: int | None = setting("read at most this many corpus records", default=None)
+    limit: int | None = shared_setting("limit", default=None)
     holdout: float = setting("share of documents held out for the task", default=0.1, cli=False)
     min_cell: int = setting("smallest (bin, position) cell kept", default=30, cli=False)
     max_steps: int = shared_setting("max_steps", default=20)
     # --global-batch, as in `posbias train` (--batch-size is the encoding batch everywhere else;
     # the demo's former spelling stays accepted, with a warning).
-    batch_size: int = setting(
-        "rows per training step (the in-batch negatives)",
+    batch_size: int = shared_setting(
+        "global_batch",
         default=16,
         flag="--global-batch",
         aliases=("--batch-size",),

@@ -299,7 +299,7 @@ def _training_steps(spec: ListwiseStudySpec, out: Path) -> list[Step]:
         augmentation, ips, lm = parse_variant(variant)
         folder = out / "train" / variant
         argv = ["--model", str(t["base"]), "--data", str(data), "--out", str(folder)]
-        argv += ["--window", str(k), "--seed", str(spec.seed), "--no-progress"]
+        argv += ["--max-window", str(k), "--seed", str(spec.seed), "--no-progress"]
         argv += ["--lambda", str(t.get("lambda", 0.1)), "--lr", str(t.get("lr", 5e-6))]
         argv += ["--global-batch", str(t.get("global_batch", 8))]
         for key in ("max_steps", "epochs", "neftune_alpha"):

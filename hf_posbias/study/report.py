@@ -1,9 +1,9 @@
 """The study report: YHP26's Table 3 per task, PSI reductions, the direction check, curves.
 
-One implementation for ``posbias study report DIR`` (a study folder) and ``posbias report RUN
-…`` (any ``posbias evaluate`` run folders; each model's base and configuration are read from its
-checkpoint's card facts, an untrained model is the ``base``). Every number is recomputed from the
-per-query tables (``per_query/<task>.parquet``) with
+One implementation for ``posbias study report DIR`` (a study folder) and ``posbias study report
+RUN … --out OUT`` (any ``posbias evaluate`` run folders; each model's base and configuration are
+read from its checkpoint's card facts, an untrained model is the ``base``). Every number is
+recomputed from the per-query tables (``per_query/<task>.parquet``) with
 :mod:`hf_posbias.statistics.uncertainty`:
 
 - a **cell** per (task, model, configuration[, pooling]): nDCG@10 per position, their mean and
@@ -14,9 +14,9 @@ per-query tables (``per_query/<task>.parquet``) with
 - the **direction check**: does each skewed configuration raise the score of its own position
   against the untrained base (paired bootstrap test on that position's queries);
 - with inference-time remedies (the study's ``remedies``, or ``posbias evaluate --remedy`` runs
-  in ``posbias report``), a **row per remedy** (configuration ``base +<remedy>``, placed after
-  the base) and its paired Δ mean nDCG@10 and Δ PSI against the base on the same queries;
-  remedy rows are no training configuration (no PSI reduction, no direction check);
+  in ``posbias study report RUN …``), a **row per remedy** (configuration ``base +<remedy>``,
+  placed after the base) and its paired Δ mean nDCG@10 and Δ PSI against the base on the same
+  queries; remedy rows are no training configuration (no PSI reduction, no direction check);
 - per task a table with a row per base (per base · pooling in a pooling study) and a column per
   configuration plus the base (mean nDCG@10 and PSI), the average over tasks, and a grid of
   per-position curves in both orientations (a panel per configuration and a line per base, as
@@ -66,24 +66,83 @@ REPORT_DIRNAME = "report"
 
 
 @dataclass(kw_only=True)
-class StudyReportSettings:
-    """``posbias study report DIR``."""
+class ReportOptions:
+    """What the report over run folders takes beside them (a study folder's report takes its
+    spec's)."""
 
-    folder: str = setting("study folder of `posbias study run`", positional=True)
-
-
-@dataclass(kw_only=True)
-class ReportSettings:
-    """``posbias report RUN …``: the study report over any `posbias evaluate` run folders."""
-
-    runs: list[str] = setting("`posbias evaluate` run folders (one model each)", positional=True)
-    out: str = shared_setting("out")
-    bootstrap: int = setting("bootstrap resamples of every interval and test", default=1000)
+    bootstrap: int = shared_setting("bootstrap", default=1000)
     seed: int = shared_setting("seed", default=0)
-    title: str = setting("report title", default="Position bias report")
+    title: str = shared_setting("title", default="Position bias report")
 
     def __post_init__(self) -> None:
         check_positive(self, "bootstrap")
+
+
+@dataclass(kw_only=True)
+class ReportSettings(ReportOptions):
+    """``posbias study report RUN … --out OUT`` (formerly ``posbias report`` and ``posbias study
+    report-runs``): the study report over any `posbias evaluate` run folders."""
+
+    runs: list[str] = setting("`posbias evaluate` run folders (one model each)", positional=True)
+    out: str = shared_setting("out")
+
+
+@dataclass(kw_only=True)
+class StudyReportSettings(ReportOptions):
+    """``posbias study report``: the report of one study folder (into ``FOLDER/report/``), or,
+    with ``--out``, the same report over any `posbias evaluate` run folders (issue 40: one verb
+    for the one job; ``study report-runs`` was the second).
+
+    Example:
+        >>> StudyReportSettings(folder="yhp26").runs_report() is None
+        True
+        >>> StudyReportSettings(folder=["a", "b"], out="r").runs_report().runs
+        ['a', 'b']
+        >>> StudyReportSettings(folder=["a", "b"])
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: give one study folder, or run folders with --out
+    """
+
+    folder: list[str] = setting(
+        "a study folder of `posbias study run`, or with --out `posbias evaluate` run folders "
+        "(one model each)",
+        positional=True,
+        metavar="FOLDER",
+    )
+    out: str | None = shared_setting("out", default=None)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if isinstance(self.folder, str):
+            self.folder = [self.folder]
+        if self.out is not None:
+            return
+        if len(self.folder) != 1:
+            raise InputError("give one study folder, or run folders with --out")
+        defaults = ReportOptions()
+        if (self.bootstrap, self.seed, self.title) != (
+            defaults.bootstrap,
+            defaults.seed,
+            defaults.title,
+        ):
+            raise InputError(
+                "--bootstrap, --seed and --title are for run folders (with --out): a study "
+                "folder's report takes its spec's"
+            )
+
+    def runs_report(self) -> ReportSettings | None:
+        """The report over run folders these settings ask for (``--out`` given), else ``None``
+        (the report of the study folder ``folder[0]``)."""
+        if self.out is None:
+            return None
+        return ReportSettings(
+            runs=list(self.folder),
+            out=self.out,
+            bootstrap=self.bootstrap,
+            seed=self.seed,
+            title=self.title,
+        )
 
 
 @dataclass

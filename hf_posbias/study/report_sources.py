@@ -115,7 +115,7 @@ def model_facts(model: str) -> tuple[str, str, str | None]:
 
 
 def run_sources(runs: Sequence[str | Path]) -> list[Source]:
-    """The evaluations of ``posbias evaluate`` run folders (``posbias report RUN …``).
+    """The evaluations of ``posbias evaluate`` run folders (``posbias study report RUN … --out``).
 
     Every run must hold the same tasks on the same data: a folder from another task is refused.
     """

@@ -45,7 +45,6 @@ from typing import Any
 
 from hf_posbias.errors import InputError, PosbiasError, first_line
 from hf_posbias.evaluation.runs.remedies import (
-    BIENCODER_REMEDIES,
     PassageSettings,
     get_remedy,
     remedy_names,
@@ -136,7 +135,7 @@ class StudySpec(PassageSettings, ExecutorSettings):
         default_factory=dict,
         cli=False,
     )
-    bootstrap: int = setting("bootstrap resamples of every interval and test", default=1000)
+    bootstrap: int = shared_setting("bootstrap", default=1000)
     hub_org: str | None = setting(
         "push checkpoints and results under this Hub organisation", default=None
     )
@@ -146,9 +145,8 @@ class StudySpec(PassageSettings, ExecutorSettings):
         "the checkpoints' settings",
         default=False,
     )
-    remedies: list[str] = setting(
-        "inference-time remedies evaluated on each untrained base (rows `base +<remedy>`, with "
-        "--passage-tokens/--stride/--segments; no retraining): " + ", ".join(BIENCODER_REMEDIES),
+    remedies: list[str] = shared_setting(
+        "remedies",
         default_factory=list,
         choices=remedy_names,
     )

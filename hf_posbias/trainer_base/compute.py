@@ -35,10 +35,8 @@ CPU_MINI_BATCH_ROWS = 32
 class ComputeSettings:
     """How a training step runs on the hardware (shared by every trainer of hf-posbias)."""
 
-    global_batch: int = setting(
-        "rows per optimisation step over all processes = the in-batch negatives of "
-        "every query (YHP26: 256); each of W processes embeds global/W rows and the loss "
-        "gathers all of them; must be divisible by W",
+    global_batch: int = shared_setting(
+        "global_batch",
         default=256,
         aliases=("--batch-size",),
     )
@@ -52,10 +50,8 @@ class ComputeSettings:
         "compute); auto = only when the memory preflight needs it (never on CPU)",
         default="auto",
     )
-    mini_batch_size: str = setting(
-        "rows embedded at once by the cached loss (GradCache): N, or auto = the "
-        "memory preflight packs mini-batches by tokens to fill the GPU "
-        f"({CPU_MINI_BATCH_ROWS} rows on CPU)",
+    mini_batch_size: str = shared_setting(
+        "mini_batch_size",
         default=AUTO,
     )
     mini_batch_tokens: int | None = setting(

@@ -61,14 +61,12 @@ class TrainingSettings(ComputeSettings, ProgressSettings):
     """
 
     model: str = setting("short name, checkpoint id or local folder")
-    config: str = setting("begin | middle | end | uniform | b:m:e | ips")
+    config: str = shared_setting("config")
     data: str = setting("training-set repo/folder (the pool for ips)")
     out: str = shared_setting("out")
     max_steps: int | None = shared_setting("max_steps", default=None)
     epochs: float = shared_setting("epochs", default=3.0)
-    lr: float | None = setting(
-        "learning rate; unset = the model's (4e-5 below 400M parameters, else 2e-5)", default=None
-    )
+    lr: float | None = shared_setting("lr", default=None)
     pooling: PoolingName | None = setting("override the model's pooling", default=None)
     max_length: int | None = setting("max tokens per text; unset = the model's", default=None)
     warmup_ratio: float = setting("linear warm-up share of steps", default=0.1)

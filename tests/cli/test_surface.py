@@ -143,4 +143,126 @@ def test_a_shared_flag_reads_the_same_in_every_verb() -> None:
         assert meanings[flag] == {" ".join(text.split())}, flag
     # --seed had 15 help texts and --out 14 on e2b93ad; the count of flags whose help differs
     # between verbs only goes down (scripts/cli_surface.py --helps lists them).
-    assert surface.surface(parser)["flags_with_several_meanings"] <= 39
+    assert surface.surface(parser)["flags_with_several_meanings"] <= len(SEVERAL_FORMS)
+
+
+SEVERAL_FORMS = {
+    "--model": "the model a verb runs or trains; a bi-encoder, a listwise causal LM or several "
+    "labelled models, each verb says which forms it loads",
+    "--task": "the task a verb reads: position task folders or registered names (evaluate), a "
+    "BEIR folder (listwise), one folder to subsample",
+    "--input": "the source a benchmark builder reads; each reads its own format (SQuAD JSON, a "
+    "PosIR snapshot, SciFact CSVs, JSONL rows …)",
+    "--data": "the training data a verb reads: a posbias data folder, a listwise training set, "
+    "or (listwise convert) a RankZephyr/FIRST file",
+}
+"""Flags whose one meaning ("what this verb reads") takes forms that differ by verb: each
+verb's help names the forms it accepts (one shared text would list forms a verb refuses)."""
+
+
+def test_each_flag_name_has_one_help_text_across_the_visible_verbs() -> None:
+    """Issue 40: "each flag name has one meaning across verbs". Walking the parser, every flag of
+    the visible leaves has one help text (the appended ``(default: …)`` aside), except the
+    input-naming flags of :data:`SEVERAL_FORMS`. A flag that meant another thing in one verb was
+    renamed there (``--start-over``, ``--max-window``, …; the old spelling a hidden alias)."""
+    surface = _surface_module()
+    meanings = surface.flag_helps(build_parser(), fold_defaults=True)
+    several = {flag: texts for flag, texts in meanings.items() if len(texts) > 1}
+    assert sorted(several) == sorted(SEVERAL_FORMS), {
+        flag: sorted(texts) for flag, texts in several.items() if flag not in SEVERAL_FORMS
+    }
+
+
+def test_the_meanings_measure_folds_only_the_appended_default() -> None:
+    """A default a help text spells out itself says what the flag means; only the one the
+    settings append is folded (scripts/cli_surface.py)."""
+    import argparse
+    from dataclasses import dataclass
+
+    from hf_posbias.settings import add_settings_arguments, setting
+
+    @dataclass
+    class A:
+        n: int = setting("how many", default=3)
+        name: str | None = setting("task name (default: the file name)", default=None)
+
+    @dataclass
+    class B:
+        n: int = setting("how many", default=5)
+        name: str | None = setting("task name (default: <name>-sample)", default=None)
+
+    parser = argparse.ArgumentParser(prog="p")
+    verbs = parser.add_subparsers()
+    for name, cls in (("a", A), ("b", B)):
+        add_settings_arguments(verbs.add_parser(name, help=name), cls)
+    meanings = _surface_module().flag_helps(parser, fold_defaults=True)
+    assert meanings["--n"] == {"how many"}
+    assert len(meanings["--name"]) == 2
+
+
+RENAMED_FLAGS = [
+    # (argv before the flag, former spelling, new spelling, value, settings field)
+    (["listwise", "test", "--reranker", "bm25", "--task", "t", "--out", "o"], "--overwrite",
+     "--start-over", None, "overwrite"),
+    (["listwise", "train", "--model", "m", "--data", "d", "--out", "o"], "--window",
+     "--max-window", "12", "window"),
+    (["listwise", "train", "--model", "m", "--data", "d", "--out", "o"], "--max-length",
+     "--reject-longer-than", "512", "max_length"),
+    (["benchmark", "from-corpus", "--corpus", "demo", "--out", "o"], "--min-words",
+     "--min-passage-words", "300", "min_words"),
+    (["benchmark", "from-corpus", "--corpus", "demo", "--out", "o"], "--tiny-size",
+     "--per-position", "50", "tiny_size"),
+    (["analyze", "segment-profile", "--model", "m", "--corpus", "demo", "--out", "o"], "--limit",
+     "--sample-size", "20", "limit"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("argv", "old", "new", "value", "field"), RENAMED_FLAGS)
+def test_a_renamed_flag_is_hidden_and_its_former_spelling_sets_the_same_field_with_one_warning(
+    argv, old, new, value, field, recwarn, capsys
+) -> None:
+    parser = build_parser()
+    given = [] if value is None else [value]
+    fresh = parser.parse_args([*argv, new, *given])
+    former = parser.parse_args([*argv, old, *given])
+    assert (
+        getattr(former, field) == getattr(fresh, field) != parser.parse_args(argv).__dict__[field]
+    )
+    warned = [str(w.message) for w in recwarn if issubclass(w.category, DeprecationWarning)]
+    assert warned == [f"{old} is deprecated; use {new}"]
+    assert capsys.readouterr().err.splitlines() == [f"warning: {old} is deprecated; use {new}"]
+    verb = parser
+    for word in argv[: 2 if argv[0] in ("listwise", "benchmark", "analyze") else 1]:
+        verb = verb._subparsers._group_actions[0].choices[word]
+    shown = verb.format_help()
+    assert f"{new} " in shown and f"{old} " not in shown.replace(f"--no-{old[2:]}", "")
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (["listwise", "remedies"], ["listwise", "reranker-remedies"]),
+        (["listwise", "compare"], ["listwise", "compare-tests"]),
+        (["study", "report-runs"], ["study", "report"]),
+    ],
+)
+def test_a_renamed_verb_is_hidden_and_runs_its_successor_with_one_warning(
+    old, new, monkeypatch, capsys
+) -> None:
+    """Issue 40: no two visible verbs whose names suggest the same job do different ones:
+    ``listwise remedies`` (beside ``analyze remedies``) and ``listwise compare`` (beside
+    ``compare``) were renamed, ``study report-runs`` merged into ``study report``."""
+    monkeypatch.setattr("hf_posbias.cli.common._WARNED", set())
+    parser = build_parser()
+    group = parser._subparsers._group_actions[0].choices[old[0]]
+    verbs = group._subparsers._group_actions[0]
+    listed = [a.dest for a in verbs._choices_actions]
+    assert old[1] not in listed and new[1] in listed
+    argv = ["A", "B", "--out", "o"] if new[1] != "reranker-remedies" else [
+        "--reranker", "bm25", "--task", "t", "--out", "o"]  # fmt: skip
+    first = parser.parse_args([*old, *argv])
+    parser.parse_args([*old, *argv])
+    assert first.func == parser.parse_args([*new, *argv]).func or new[1] == "report"
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert len(err) == 1 and f"`posbias {' '.join(old)}` is deprecated" in err[0]
+    assert f"use `posbias {' '.join(new)}" in err[0]

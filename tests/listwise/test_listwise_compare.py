@@ -38,7 +38,7 @@ def two_runs(
 def test_compare_cli_prints_the_table_and_writes_the_json(two_runs, tmp_path, capsys):
     llm, bm25 = two_runs
     code = main(
-        ["listwise", "compare", str(llm), str(bm25), "--label-a", "llm", "--label-b", "bm25"]
+        ["listwise", "compare-tests", str(llm), str(bm25), "--label-a", "llm", "--label-b", "bm25"]
         + ["--n-resamples", "200", "--out", str(tmp_path / "cmp")]
     )
     assert code == 0
@@ -74,10 +74,10 @@ def test_runs_on_other_positions_or_queries_are_refused(
     with pytest.raises(InputError, match="different queries"):
         compare_rows(rows, [dict(r, query_id="x" + r["query_id"]) for r in rows])
     other = run_test("bm25", shared_beir_task, tmp_path / "other", positions="1,2")
-    code = main(["listwise", "compare", str(llm), str(other)])
+    code = main(["listwise", "compare-tests", str(llm), str(other)])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "different input positions (1,4 vs 1,2)" in err and "\n" not in err
-    code = main(["listwise", "compare", str(llm), str(tmp_path)])
+    code = main(["listwise", "compare-tests", str(llm), str(tmp_path)])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "is not a posbias listwise test folder" in err
     # A cut positions.json, or one without the test's fields: one line, no traceback.
@@ -86,7 +86,7 @@ def test_runs_on_other_positions_or_queries_are_refused(
     (broken / "per_query.jsonl").write_text((llm / "per_query.jsonl").read_text())
     for text, message in (('{"k": 4,', "not valid JSON"), ('{"k": 4}', "no positions")):
         (broken / "positions.json").write_text(text)
-        assert main(["listwise", "compare", str(llm), str(broken)]) == 2
+        assert main(["listwise", "compare-tests", str(llm), str(broken)]) == 2
         err = capsys.readouterr().err.strip()
         assert "\n" not in err and "positions.json: " in err and message in err
 
@@ -100,7 +100,7 @@ def test_common_queries_compares_the_shared_ones(two_runs, shared_beir_task, tmp
     )
     assert code == 0
     capsys.readouterr()
-    assert main(["listwise", "compare", str(tmp_path / "two"), str(bm25)]) == 2
+    assert main(["listwise", "compare-tests", str(tmp_path / "two"), str(bm25)]) == 2
     assert "--common-queries" in capsys.readouterr().err
     payload = compare_listwise_runs(tmp_path / "two", bm25, n_resamples=50, common_queries=True)
     assert payload["queries"] == 2 and payload["queries_left_out"] == {"a": 0, "b": 2}
@@ -114,7 +114,7 @@ def test_the_t_test_is_scipys_on_the_per_query_files(two_runs, tmp_path, capsys)
     from scipy.stats import ttest_rel
 
     llm, bm25 = two_runs
-    code = main(["listwise", "compare", str(llm), str(bm25), "--test", "t-test",
+    code = main(["listwise", "compare-tests", str(llm), str(bm25), "--test", "t-test",
                  "--out", str(tmp_path / "cmp")])  # fmt: skip
     assert code == 0 and "paired t test" in capsys.readouterr().out
     comparison = json.loads((tmp_path / "cmp" / "comparison.json").read_text())["comparison"]

@@ -78,7 +78,16 @@ def test_remedies_share_windows_and_count_their_cost(beir_task, tmp_path, slot_b
 
 def test_bm25_control_is_flat_under_every_remedy(beir_task, tmp_path):
     out = tmp_path / "bm25"
-    args = ["listwise", "remedies", "--reranker", "bm25", "--task", str(beir_task), "--k", "6"]
+    args = [
+        "listwise",
+        "reranker-remedies",
+        "--reranker",
+        "bm25",
+        "--task",
+        str(beir_task),
+        "--k",
+        "6",
+    ]
     assert main([*args, "--shuffles", "1,3", "--out", str(out), "--no-progress"]) == 0
     table = json.loads((out / "remedies.json").read_text())
     assert [r["remedy"] for r in table] == [
@@ -137,7 +146,7 @@ def test_a_larger_m_reranks_only_the_new_shuffles(beir_task, tmp_path, slot_bias
     # Any other change is still refused.
     with pytest.raises(InputError, match="positions"):
         run(grown, "1,3,5", positions="1,6")
-    # --overwrite discards the blocks with the main stage.
+    # --start-over (overwrite=True) discards the blocks with the main stage.
     from hf_posbias.listwise.experiments.runs import prepare_out
 
     prepare_out(grown, overwrite=True)

@@ -118,9 +118,7 @@ class LeaderboardSettings(ProgressSettings):
     runs: list[str] = setting("`posbias evaluate` run folders", positional=True, metavar="RUN")
     out: str = shared_setting("out")
     sort_by: SortKey = setting("column that orders each task's table", default="mean")
-    alpha: float = setting(
-        "significance level of the paired test that separates neighbours", default=0.05
-    )
+    alpha: float = shared_setting("alpha", default=0.05)
     resamples: int = shared_setting(
         "n_resamples",
         default=1000,
@@ -128,9 +126,7 @@ class LeaderboardSettings(ProgressSettings):
         aliases=("--resamples",),
     )
     seed: int = shared_setting("seed", default=0)
-    title: str = setting(
-        "title of the tables and the dataset card", default="Position-bias leaderboard"
-    )
+    title: str = shared_setting("title", default="Position-bias leaderboard")
     names: str | None = setting(
         'a models.json ({model id: {"name": …, "made_by": …}}) naming each row as the Space '
         "shows it; copied into OUT (unset: the ids without their folders and organisations)",

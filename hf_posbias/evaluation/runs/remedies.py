@@ -54,7 +54,14 @@ from hf_posbias.evaluation.runs.remedy_kinds import (
 from hf_posbias.evaluation.runs.search import CorpusSearch
 from hf_posbias.jsonable import JsonRecord
 from hf_posbias.plugins import GROUPS, Registry
-from hf_posbias.settings import Settings, check_choice, check_positive, flag_name, setting
+from hf_posbias.settings import (
+    Settings,
+    check_choice,
+    check_positive,
+    flag_name,
+    setting,
+    shared_setting,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -137,8 +144,8 @@ class PassageSettings(Settings):
         'maxp'
     """
 
-    passage_tokens: int = setting(
-        "passage length in model tokens, special tokens included (maxp/firstp/sump/chunk-mean)",
+    passage_tokens: int = shared_setting(
+        "passage_tokens",
         default=128,
         metavar="N",
     )

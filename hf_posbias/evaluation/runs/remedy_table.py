@@ -87,7 +87,7 @@ def plot_psi_against_cost(
     cost_label: str = "encoded tokens (documents + queries)",
 ) -> Path:
     """A PNG of PSI (y) against the ``cost`` column (x), one labelled point per remedy
-    (``posbias remedies``: encoded tokens; ``posbias listwise remedies``: windows)."""
+    (``posbias remedies``: encoded tokens; ``posbias listwise reranker-remedies``: windows)."""
     import matplotlib
 
     matplotlib.use("Agg")

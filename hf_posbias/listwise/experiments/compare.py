@@ -1,6 +1,6 @@
 """Two input-position curves on the same queries: did the fine-tune move the curve?
 
-``posbias listwise compare A B`` reads two ``posbias listwise test`` folders (their
+``posbias listwise compare-tests A B`` reads two ``posbias listwise test`` folders (their
 ``per_query.jsonl``), checks they hold the same k, positions and queries, and compares B
 against A with the evaluation side's paired test of per-query rows
 (:func:`~hf_posbias.evaluation.compare.compare_per_query`, the one behind ``posbias compare``,
@@ -224,7 +224,7 @@ def comparison_table(
 
 
 def compare_from_settings(s: Any) -> tuple[dict[str, Any], Path | None]:
-    """``posbias listwise compare`` (its settings,
+    """``posbias listwise compare-tests`` (its settings,
     :class:`~hf_posbias.listwise.settings.ListwiseCompareSettings`): the payload of
     :func:`compare_listwise_runs`, and ``comparison.json`` when ``s.out`` is set."""
     payload = compare_listwise_runs(

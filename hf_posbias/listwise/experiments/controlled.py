@@ -173,7 +173,8 @@ class ControlledTest(ListwiseExperiment[ControlledTestConfig, dict[str, Any]]):
         self, rows: list[dict[str, Any]], plain: dict[str, Any]
     ) -> dict[str, Any]:
         """The slot-calibrated curve from the recorded scores → ``out/calibrated/`` (a test
-        folder of its own: ``listwise compare OUT OUT/calibrated`` works); returns its headline."""
+        folder of its own: ``listwise compare-tests OUT OUT/calibrated`` works); returns its
+        headline."""
         from hf_posbias.listwise.experiments.calibration import (
             CALIBRATION_FILE,
             calibrated_rows,

@@ -1,4 +1,4 @@
-"""``posbias listwise remedies``: every listwise remedy on the same 1…k harness, with its cost.
+"""``posbias listwise reranker-remedies``: every listwise remedy on one 1…k harness, with its cost.
 
 The controlled test (:mod:`~hf_posbias.listwise.experiments.controlled`) puts the relevant
 passage at each input position p of each query's first-stage list. On the *same* queries and

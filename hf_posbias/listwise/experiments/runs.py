@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
 from hf_posbias.listwise.experiments.lists import QueryList
-from hf_posbias.listwise.experiments.settings import LIST_PARAMS, ListSettings
+from hf_posbias.listwise.experiments.settings import LIST_PARAMS, START_OVER_FLAG, ListSettings
 from hf_posbias.listwise.experiments.taskio import RerankTask
 from hf_posbias.rerankers.base import ListwiseReranker
 from hf_posbias.rerankers.records import FallbackStats, RerankedList, WindowCounts
@@ -66,7 +66,7 @@ def rerank_queries(
             started = time.perf_counter()
             reranked = rerank_lists(reranker, windows, window=window, step=step)
             # The query's lists are reranked in lockstep batches: its measured time is shared
-            # out by windows (the cost column of ``listwise remedies``).
+            # out by windows (the cost column of ``listwise reranker-remedies``).
             per_window = (time.perf_counter() - started) / max(sum(r.windows for r in reranked), 1)
             for (tags, doc_ids), result in zip(jobs, reranked):
                 row = _row(query_list.query_id, tags, doc_ids, result)
@@ -83,6 +83,7 @@ def rerank_queries(
         params=params,
         desc=desc,
         progress=show_progress,
+        replace_flag=START_OVER_FLAG,
     )
 
 
@@ -191,7 +192,8 @@ class ListwiseExperiment(ABC, Generic[ConfigT, PayloadT]):
         """Run the experiment with ``reranker`` on ``task`` into ``out_dir``, return its payload.
 
         Resumable: finished queries are kept in ``out_dir/shards/`` and skipped on a rerun.
-        ``options`` are the experiment's own (``load_checkpoint`` of ``listwise remedies``).
+        ``options`` are the experiment's own (``load_checkpoint`` of
+        ``listwise reranker-remedies``).
         """
         experiment = cls(reranker, task, Path(out_dir), config, show_progress, **options)
         experiment.check()
@@ -249,7 +251,7 @@ def experiment_params(
     """What a stage of an experiment pins in its manifest: the reranker, the task, the list
     settings (:data:`~hf_posbias.listwise.settings.LIST_PARAMS`), the experiment's own
     ``settings`` and the query ids (:func:`run_experiment`, and the extra stages that extend one,
-    e.g. ``listwise remedies``' shuffle blocks)."""
+    e.g. ``listwise reranker-remedies``' shuffle blocks)."""
     return {
         "experiment": experiment,
         "reranker": reranker.describe(),
@@ -361,7 +363,7 @@ RUN_OUTPUTS = (
 """What an experiment writes in its folder (``overwrite`` removes them, and the shards)."""
 RUN_FOLDERS = ("shards", "calibrated", "checkpoints", "shuffles-*")
 """Folders an experiment writes, as glob patterns (``overwrite`` removes them;
-``shuffles-SSS-EEE``: the PermSC shuffle blocks of ``listwise remedies``)."""
+``shuffles-SSS-EEE``: the PermSC shuffle blocks of ``listwise reranker-remedies``)."""
 
 
 def prepare_out(out: str | Path, overwrite: bool) -> Path:

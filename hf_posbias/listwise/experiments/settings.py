@@ -69,8 +69,8 @@ class PairedTestSettings(ResamplingSettings):
     """A paired test between two variants or runs of the same queries."""
 
     # --method, as `posbias compare` (--test: its former spelling here).
-    method: str = setting(
-        "paired test (per query)",
+    method: str = shared_setting(
+        "method",
         default="randomization",
         choices=PAIRED_TESTS,
         aliases=("--test",),
@@ -85,14 +85,13 @@ class PairedTestSettings(ResamplingSettings):
 class ListSource(Settings):
     """Which queries are listed and how deep (the first stage)."""
 
-    k: int = setting("first-stage depth", default=20)
+    k: int = shared_setting("k", default=20)
     max_queries: int | None = setting(
         "a seeded sample of this many judged queries (default: all)", default=None
     )
     seed: int = shared_setting("seed", default=0)
-    first_stage: str | list[str] = setting(
-        "bm25, a sentence-transformers model, a sparse encoder (splade++, sparse:<model>); two "
-        "or more are fused by reciprocal rank fusion",
+    first_stage: str | list[str] = shared_setting(
+        "first_stage",
         default="bm25",
     )
     rrf_k: int = setting("k of the reciprocal rank fusion of several first stages", default=60)
@@ -129,6 +128,9 @@ class ListSource(Settings):
         return options
 
 
+START_OVER_FLAG = "--start-over"
+"""The spelling of a listwise run's ``overwrite`` field (not the data verbs' ``--overwrite``)."""
+
 LIST_PARAMS: tuple[str, ...] = ("k", "max_queries", "seed", "first_stage", "window", "step")
 """The list settings an experiment pins in its manifest (a rerun with others is refused)."""
 
@@ -142,13 +144,9 @@ class ListSettings(ListSource, RerankerOptions):
 class ControlledTestConfig(ListSettings, ResamplingSettings):
     """Settings of one controlled test (``posbias listwise test``)."""
 
-    positions: str | list[int] | None = setting(
-        "comma-separated input slots (default 1..k); a list of slots once made", default=None
-    )
-    calibrate: bool = setting(
-        "also write the slot-calibrated curve (OUT/calibrated/): each slot's identifier-logit "
-        "prior from one content-free window is subtracted from the recorded scores; needs "
-        "k <= --window",
+    positions: str | list[int] | None = shared_setting("positions", default=None)
+    calibrate: bool = shared_setting(
+        "calibrate",
         default=False,
     )
 
@@ -166,7 +164,7 @@ class ControlledTestConfig(ListSettings, ResamplingSettings):
 class ShuffleEvalConfig(ListSettings, PairedTestSettings):
     """Settings of ``posbias listwise shuffle-eval``."""
 
-    shuffles: int = setting("shuffles per query (m)", default=5)
+    shuffles: int = shared_setting("shuffles", default=5)
     aggregate: int = setting(
         "also aggregate this many shuffles by Borda and Kemeny (0: off)", default=0
     )
@@ -205,22 +203,20 @@ def parse_counts(spec: str | Sequence[int], flag: str) -> list[int]:
 
 @dataclass(kw_only=True)
 class ListwiseRemediesConfig(ControlledTestConfig, PairedTestSettings):
-    """Settings of ``posbias listwise remedies``: the remedies on the controlled 1…k harness."""
+    """Settings of ``posbias listwise reranker-remedies``: the remedies on the controlled 1…k
+    harness."""
 
-    shuffles: str | list[int] = setting(
-        "PermSC curve: numbers m of inputs aggregated per ranking, the list as given plus m-1 "
-        "seeded shuffles of it (m=1 is the plain reranker); a sorted list once made",
+    shuffles: str | list[int] = shared_setting(
+        "shuffles",
         default="1,2,5,10,20",
     )
-    calibrate: bool = setting(
-        "include slot calibration (one content-free window; needs k <= --window)", default=True
-    )
+    calibrate: bool = shared_setting("calibrate", default=True)
     checkpoints: str | None = setting(
         "comma-separated DebiasFirst checkpoint folders (posbias listwise train), each tested "
         "on the same queries and positions as a remedy row",
         default=None,
     )
-    plot: bool = setting("write remedies.png (PSI against windows per ranking)", default=True)
+    plot: bool = shared_setting("plot", default=True)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -236,10 +232,8 @@ class ListwiseRemediesConfig(ControlledTestConfig, PairedTestSettings):
 class PropensityConfig(ListSettings):
     """Settings of a propensity estimate (``posbias listwise propensity``)."""
 
-    shuffles: int = setting("Fisher–Yates shuffles per query (n)", default=10)
-    smoothing: float = setting(
-        "add α to every transition count before normalising (0: Eq. 5 exactly)", default=0.0
-    )
+    shuffles: int = shared_setting("shuffles", default=10)
+    smoothing: float = shared_setting("smoothing", default=0.0)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -254,21 +248,23 @@ class TaskRunSettings(ProgressSettings):
     task: str = setting(
         "BEIR folder (corpus.jsonl, queries.jsonl, qrels/) or a project task folder"
     )
-    split: str | None = setting(
-        "qrels split (BEIR default: test; a project folder: its own split)", default=None
-    )
+    split: str | None = shared_setting("split", default=None)
     out: str = shared_setting("out")
-    overwrite: bool = setting("discard a previous run in OUT instead of resuming it", default=False)
+    # Not --overwrite (the data verbs' "replace outputs of other settings"): this one discards a
+    # run that would otherwise resume; --overwrite stays accepted as its former spelling.
+    overwrite: bool = setting(
+        "discard a previous run in OUT instead of resuming it",
+        default=False,
+        flag=START_OVER_FLAG,
+        aliases=("--overwrite",),
+    )
 
 
 @dataclass(kw_only=True)
 class RerankerName(Settings):
     """Which reranker a verb loads (:func:`hf_posbias.rerankers.loading.load_reranker`)."""
 
-    reranker: str = setting(
-        "smollm2-135m (packaged), a causal-LM folder or Hub id (FIRST scoring), bm25 or "
-        "cross-encoder:NAME (the pointwise control), or a served model name with --base-url"
-    )
+    reranker: str = shared_setting("reranker")
 
 
 @dataclass(kw_only=True)
@@ -283,7 +279,7 @@ class ListwiseTestSettings(ControlledTestConfig, RerankRunSettings):
 
 @dataclass(kw_only=True)
 class ListwiseRemediesSettings(ListwiseRemediesConfig, RerankRunSettings):
-    """``posbias listwise remedies``."""
+    """``posbias listwise reranker-remedies``."""
 
 
 @dataclass(kw_only=True)
@@ -301,7 +297,7 @@ class BuildTrainSettings(ListSource, TaskRunSettings):
     """``posbias listwise build-train``."""
 
     # Only the default differs from a test run's: training lists come from the train split.
-    split: str | None = setting("qrels split of the training queries", default="train")
+    split: str | None = shared_setting("split", default="train")
     teacher: str = setting(
         "order after the relevant documents: first-stage or a cross-encoder name (stand-in "
         "for GPT-4 labels)",
@@ -318,13 +314,13 @@ class ShuffleTableSettings(PairedTestSettings):
     labels: list[str] | None = setting(
         "row label of each run (default: reranker (first stage))", default=None
     )
-    method: str = setting(
-        "paired test (per query) of the significance marks",
+    method: str = shared_setting(
+        "method",
         default="t-test",
         choices=PAIRED_TESTS,
         aliases=("--test",),
     )
-    alpha: float = setting("significance level of the marks (Q26: 0.01)", default=0.01)
+    alpha: float = shared_setting("alpha", default=0.01)
     seed: int = shared_setting("seed", default=0)
 
     def __post_init__(self) -> None:
@@ -348,9 +344,7 @@ class ConvertSettings(Settings):
 
     data: str = setting("a .jsonl/.json file or a Hub dataset id")
     hf_split: str = setting("split of a Hub dataset", default="train")
-    identifiers: Literal["letters", "numbers"] | None = setting(
-        "identifier style (default: detected per record)", default=None
-    )
+    identifiers: Literal["letters", "numbers"] | None = shared_setting("identifiers", default=None)
     max_rows: int | None = setting("convert only the first N records", default=None)
     out: str = shared_setting("out")
 
@@ -374,7 +368,7 @@ class RerankSettings(RerankerName, RerankerOptions):
 
 @dataclass(kw_only=True)
 class ListwiseCompareSettings(PairedTestSettings):
-    """``posbias listwise compare``: a paired test between two test runs."""
+    """``posbias listwise compare-tests``: a paired test between two test runs."""
 
     run_a: str = setting("posbias listwise test folder A (e.g. the base model)", positional=True)
     run_b: str = setting("posbias listwise test folder B (e.g. the fine-tune)", positional=True)

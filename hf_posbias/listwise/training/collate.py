@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hf_posbias.errors import InputError
+from hf_posbias.listwise.training.settings import MAX_WINDOW_FLAG, REJECT_LONGER_FLAG
 from hf_posbias.listwise.training.trainset import target_ranks
 from hf_posbias.rerankers.identifiers import format_permutation
 from hf_posbias.rerankers.prompt import ListwisePrompt
@@ -89,7 +90,7 @@ class ListwiseCollator:
         k = len(doc_ids)
         if k > self.max_window:
             raise InputError(
-                f"a training window holds {k} passages, more than {flag_name('window')} "
+                f"a training window holds {k} passages, more than {MAX_WINDOW_FLAG} "
                 f"{self.max_window}"
             )
         passages = [Passage(d, str(t)) for d, t in zip(doc_ids, row["passages"])]
@@ -114,7 +115,7 @@ class ListwiseCollator:
         if self.max_length is not None and len(input_ids) > self.max_length:
             raise InputError(
                 f"a training sequence has {len(input_ids)} tokens, more than "
-                f"{flag_name('max_length')} {self.max_length}: lower {flag_name('passage_tokens')}"
+                f"{REJECT_LONGER_FLAG} {self.max_length}: lower {flag_name('passage_tokens')}"
             )
         return {
             "input_ids": input_ids,

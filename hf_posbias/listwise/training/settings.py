@@ -62,21 +62,24 @@ mean over the training pairs (self-normalised IPS: the average pair weighs 1, as
 LAMBDA_FLAG = "--lambda"
 """The spelling of the ``lam`` field (``lambda`` is a Python keyword)."""
 
+MAX_WINDOW_FLAG = "--max-window"
+"""The spelling of the ``window`` field: not ``--window``, the reranker's sliding-window size."""
+
+REJECT_LONGER_FLAG = "--reject-longer-than"
+"""The spelling of the ``max_length`` field: not ``--max-length``, posbias train's truncation."""
+
 
 @dataclass(kw_only=True)
 class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
     """One DebiasFirst fine-tune; every field is a flag (see the module docstring)."""
 
     # Shared hardware settings whose meaning differs for windows: only default and help change.
-    global_batch: int = setting(
-        "training windows per optimisation step over all processes (Q26: 8); each "
-        "of W processes takes global/W, the rest of its share after --mini-batch-size is "
-        "gradient accumulation; must be divisible by W",
+    global_batch: int = shared_setting(
+        "global_batch",
         default=8,
     )
-    mini_batch_size: str = setting(
-        "windows per forward pass: N (the largest divisor of a process's share "
-        "<= N), or auto = the GPU memory preflight's choice, one window on CPU",
+    mini_batch_size: str = shared_setting(
+        "mini_batch_size",
         default=AUTO,
     )
 
@@ -98,16 +101,14 @@ class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
         default=None,
         choices=IPS_NORMALIZATIONS,
     )
-    lam: float = setting(
-        "λ of λ·L_Rank(-IPS) + L_LM (Q26: 0.1)",
+    lam: float = shared_setting(
+        "lambda",
         default=DEFAULT_LAMBDA,
         flag=LAMBDA_FLAG,
         aliases=("--lam",),
     )
-    pos_aug: int | None = setting(
-        "Pos-Aug on the fly: every window becomes n rotated permutations (n must "
-        "divide the window size); with --augmentation rand-aug, n random shuffles; unset = the "
-        "data as it is (e.g. already augmented)",
+    pos_aug: int | None = shared_setting(
+        "pos_aug",
         default=None,
     )
     augmentation: str | None = setting(
@@ -124,21 +125,25 @@ class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
     neftune_alpha: float | None = setting(
         "NEFTune noise α on the input embeddings (Q26 trains with it); unset = off", default=None
     )
-    passage_tokens: int | None = setting(
-        "cut each passage to this many tokens, as --passage-tokens of posbias "
-        "listwise test (evaluate with the same value)",
+    passage_tokens: int | None = shared_setting(
+        "passage_tokens",
         default=None,
     )
-    identifiers: Literal["letters", "numbers"] = setting(
-        "identifier style: [A]…[T] (default) or [1]…[20]", default="letters"
+    identifiers: Literal["letters", "numbers"] = shared_setting("identifiers", default="letters")
+    # Not --window (the reranker's sliding-window size) nor --max-length (posbias train's
+    # truncation): a limit the data is checked against; the former spellings stay accepted.
+    window: int = setting(
+        "largest window the data may hold", default=20, flag=MAX_WINDOW_FLAG, aliases=("--window",)
     )
-    window: int = setting("largest window the data may hold", default=20)
     max_length: int | None = setting(
-        "refuse training sequences longer than this (never truncated)", default=None
+        "refuse training sequences longer than this (never truncated)",
+        default=None,
+        flag=REJECT_LONGER_FLAG,
+        aliases=("--max-length",),
     )
     max_steps: int | None = shared_setting("max_steps", default=None)
     epochs: float = shared_setting("epochs", default=3.0)
-    lr: float = setting("peak learning rate (Q26: 5e-6)", default=5e-6)
+    lr: float = shared_setting("lr", default=5e-6)
     warmup_ratio: float = setting("linear warm-up share of steps", default=0.0)
     logging_steps: int = shared_setting("logging_steps", default=10)
     card: bool = setting("write the model card README.md", default=True)

@@ -66,7 +66,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.training.settings import ListwiseTrainingSettings
+from hf_posbias.listwise.training.settings import MAX_WINDOW_FLAG, ListwiseTrainingSettings
 from hf_posbias.settings import flag_name
 
 if TYPE_CHECKING:
@@ -228,7 +228,7 @@ def prepare_run(settings: ListwiseTrainingSettings, *, show_progress: bool = Tru
     if sizes[-1] > settings.window:
         raise InputError(
             f"{settings.data} holds windows of {sizes[-1]} passages, more than "
-            f"{flag_name('window')} {settings.window}"
+            f"{MAX_WINDOW_FLAG} {settings.window}"
         )
     rows, pos_aug, pos_aug_source = _pos_aug_rows(settings, source, info)
     omega, propensity_info = _propensity(settings, rows, sizes)

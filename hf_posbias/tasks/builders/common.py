@@ -450,9 +450,7 @@ class RelativeBuckets(Settings):
     """``--buckets`` (a relative rule) and ``--anchor`` (which point of the span is bucketed)."""
 
     buckets: str = setting(BUCKETS_HELP, default="thirds")
-    anchor: Literal["start", "center"] = setting(
-        "which point of the evidence span is bucketed (default: its start)", default="start"
-    )
+    anchor: Literal["start", "center"] = shared_setting("anchor", default="start")
 
 
 def split_labels(value: str) -> list[str]:

@@ -205,13 +205,13 @@ class FineWebPosQSettings(BuilderOutput):
     """``posbias benchmark fineweb-posq``."""
 
     input: str = setting("Hub id, Hub-layout folder or parquet/JSONL/JSON rows", default=HUB_ID)
-    tiny: bool = setting("--per-position queries per position", default=False)
+    tiny: bool = shared_setting("tiny", default=False)
     seed: int = shared_setting("seed", default=42)
-    per_position: int = setting("queries per position of the tiny sample", default=1000)
+    per_position: int = shared_setting("per_position", default=1000)
     question_column: str = setting("question column", default="question")
     passage_column: str = setting("passage column", default="content")
     label_column: str = setting("position label column", default="span_class")
-    split: str = setting("split", default="train")
+    split: str = shared_setting("split", default="train")
 
     def builder_kwargs(self) -> dict[str, Any]:
         """``--per-position`` → ``tiny_per_position``."""

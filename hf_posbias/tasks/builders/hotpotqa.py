@@ -28,7 +28,7 @@ from typing import Any
 
 from hf_posbias import citations
 from hf_posbias.errors import InputError
-from hf_posbias.settings import setting
+from hf_posbias.settings import setting, shared_setting
 from hf_posbias.tasks.builders.common import (
     BuilderOutput,
     RelativeBuckets,
@@ -160,7 +160,7 @@ class HotpotQASettings(RelativeBuckets, BuilderOutput):
     """``posbias benchmark hotpotqa``."""
 
     input: str = setting("hotpot_*_distractor JSON, JSONL/parquet rows, or a Hub-layout folder")
-    split: str = setting("split of a folder/Hub source", default="validation")
+    split: str = shared_setting("split", default="validation")
 
 
 BENCHMARK = Benchmark(

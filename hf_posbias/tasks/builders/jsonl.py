@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from hf_posbias.errors import InputError
 from hf_posbias.rows import iter_jsonl_objects
-from hf_posbias.settings import setting
+from hf_posbias.settings import setting, shared_setting
 from hf_posbias.tasks.builders.common import (
     BuilderOutput,
     RelativeBuckets,
@@ -232,7 +232,7 @@ class FromJsonlSettings(RelativeBuckets, BuilderOutput):
         "JSONL with query, document, evidence_start (+ evidence_end, doc_id, query_id, title)"
     )
     distractors: str | None = setting("JSONL of extra documents (id, text)", default=None)
-    name: str | None = setting("task name (default: the file name)", default=None)
+    name: str | None = shared_setting("name", default=None)
 
 
 BENCHMARK = Benchmark(

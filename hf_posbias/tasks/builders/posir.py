@@ -39,7 +39,7 @@ from typing import Any, Literal
 from hf_posbias import citations
 from hf_posbias.errors import InputError
 from hf_posbias.rows import read_parquet
-from hf_posbias.settings import setting
+from hf_posbias.settings import setting, shared_setting
 from hf_posbias.tasks.builders.common import (
     BuilderOutput,
     TaskAssembler,
@@ -208,10 +208,8 @@ class PosIRSettings(BuilderOutput):
         default="yhp26",
     )
     scheme: str = setting("posir20, token-length, thirds or edges", default="posir20")
-    anchor: Literal["start", "center"] = setting(
-        "which point of the evidence span is bucketed", default="center"
-    )
-    name: str | None = setting("task name", default=None)
+    anchor: Literal["start", "center"] = shared_setting("anchor", default="center")
+    name: str | None = shared_setting("name", default=None)
 
     def builder_kwargs(self) -> dict[str, Any]:
         """``--language ''`` → ``language=None``; ``--domains`` ``yhp26``/``all``/a list →

@@ -37,7 +37,7 @@ from typing import Literal
 
 from hf_posbias import citations
 from hf_posbias.errors import InputError
-from hf_posbias.settings import setting
+from hf_posbias.settings import setting, shared_setting
 from hf_posbias.tasks.builders.common import (
     BuilderOutput,
     RelativeBuckets,
@@ -201,7 +201,7 @@ class SciFactSettings(RelativeBuckets, BuilderOutput):
     """``posbias benchmark scifact``."""
 
     input: str = setting("folder with claims_<split>.csv and corpus_train.csv")
-    split: Literal["train", "validation"] = setting("validation = BEIR test", default="validation")
+    split: Literal["train", "validation"] = shared_setting("split", default="validation")
 
 
 BENCHMARK = Benchmark(

@@ -203,7 +203,7 @@ class SquadPosQSettings(BuilderOutput):
     input: str = setting(
         "Hub id, Hub-layout folder, parquet/JSONL rows or SQuAD JSON", default=HUB_ID
     )
-    tiny: bool = setting("10,000 sampled queries, corpus unchanged", default=False)
+    tiny: bool = shared_setting("tiny", default=False)
     seed: int = shared_setting("seed", default=42)
     tiny_size: int = setting("queries of the tiny sample", default=10_000)
     splits: list[str] = setting(

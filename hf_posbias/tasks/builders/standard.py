@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hf_posbias.errors import InputError
-from hf_posbias.settings import setting
+from hf_posbias.settings import setting, shared_setting
 from hf_posbias.tasks.beir import RetrievalData, clean_qrels, read_plain_folder
 from hf_posbias.tasks.builders.common import BuilderOutput
 from hf_posbias.tasks.registry import Benchmark
@@ -186,7 +186,7 @@ class BeirSettings(BuilderOutput):
         "a downloaded BEIR folder, a Hub id (BeIR/NAME, mteb/NAME) or irds:<id>; default BeIR/NAME",
         default=None,
     )
-    split: str = setting("split of the judgements", default="test")
+    split: str = shared_setting("split", default="test")
     task_name: str | None = setting("task name (default: NAME)", default=None)
 
 
@@ -198,7 +198,7 @@ class MSMarcoSettings(BuilderOutput):
         "an MS MARCO/BEIR folder, a Hub id or irds:<id> (e.g. irds:msmarco-passage/dev/small)",
         default="BeIR/msmarco",
     )
-    split: str = setting("split of the judgements", default="dev")
+    split: str = shared_setting("split", default="dev")
     task_name: str = setting("task name", default="MSMARCO-dev")
 
 
@@ -212,7 +212,7 @@ class TrecDLSettings(BuilderOutput):
         "default irds:msmarco-passage/trec-dl-YEAR/judged",
         default=None,
     )
-    split: str = setting("split of the judgements (a folder's or a Hub set's)", default="test")
+    split: str = shared_setting("split", default="test")
     task_name: str | None = setting("task name (default TREC-DL19 / TREC-DL20)", default=None)
 
 
