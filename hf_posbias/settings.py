@@ -594,8 +594,14 @@ def parse_settings_args(
     return settings_from_args(cls, namespace)
 
 
-def settings_to_argv(settings: Any, *, skip_defaults: bool = True) -> list[str]:
+def settings_to_argv(
+    settings: Any, *, skip_defaults: bool = True, first: Sequence[str] = ()
+) -> list[str]:
     """The flags that reproduce ``settings`` (the inverse of :func:`parse_settings_args`).
+
+    ``first``: fields spelled out ahead of the rest, in that order, even at their defaults (a
+    command line that names what its caller set, as ``posbias study run --dry-run`` prints it);
+    a field whose value is ``None`` is never spelled out.
 
     Example:
         >>> from dataclasses import dataclass
@@ -606,12 +612,17 @@ def settings_to_argv(settings: Any, *, skip_defaults: bool = True) -> list[str]:
         ...     names: list[str] = setting("n", default_factory=list)
         >>> settings_to_argv(K(k=5, fast=True, names=["a", "b"]))
         ['--k', '5', '--fast', '--names', 'a', 'b']
+        >>> settings_to_argv(K(fast=True), first=["names", "k"])
+        ['--k', '3', '--fast']
     """
+    fields = {f.name: (f, tp) for f, tp in settings_fields(type(settings))}
+    order = [*first, *(name for name in fields if name not in first)]
     argv: list[str] = []
-    for f, tp in settings_fields(type(settings)):
+    for f, tp in (fields[name] for name in order):
         value = getattr(settings, f.name)
         default = _default_of(f)
-        if skip_defaults and default is not dataclasses.MISSING and value == default:
+        at_default = default is not dataclasses.MISSING and value == default
+        if skip_defaults and at_default and f.name not in first:
             continue
         if value is None:
             continue
