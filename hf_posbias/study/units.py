@@ -195,7 +195,7 @@ def projected_costs(
 
     trained = [m for m in models if m.trained]
     runs = [run_settings(spec, m) for m in trained]
-    plans = plan_runs(runs, num_processes, plan_for, throughput)
+    plans = plan_runs(runs, num_processes=num_processes, plan_for=plan_for, throughput=throughput)
     return {m.name: p.projected_seconds for m, p in zip(trained, plans)}
 
 

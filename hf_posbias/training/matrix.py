@@ -244,21 +244,33 @@ def _rows_per_bin(data: str, config: str) -> dict[str, int] | None:
 
 
 def plan_runs(
-    runs: Sequence[TrainingSettings],
+    runs: Sequence[TrainingSettings] | Sequence[Run],
+    *former: Any,
     num_processes: int | None = None,
     plan_for: str | None = None,
     throughput: str | None = None,
 ) -> list[Any]:
     """The :class:`~hf_posbias.training.planning.RunPlan` of each run's settings (memory
     settings, steps, projected seconds with ``throughput``), for ``plan_for`` (default: this
-    machine)."""
+    machine).
+
+    The former call, ``plan_runs(runs, data, extra_flags, ...)`` with :class:`Run` objects,
+    still works for one release (``DeprecationWarning``).
+    """
+    if former:  # the former call: (runs, data, extra flags, num_processes, plan_for, throughput)
+        _warn_former("plan_runs(runs, data, extra)", "plan_runs(settings)")
+        names = ("data", "extra", "num_processes", "plan_for", "throughput")
+        given = {"num_processes": num_processes, "plan_for": plan_for,
+                 "throughput": throughput, **dict(zip(names, former))}  # fmt: skip
+        data, flags = given.pop("data"), given.pop("extra", ())
+        return plan_runs([run.parse_settings(data, flags) for run in runs], **given)  # type: ignore[union-attr]
     from hf_posbias.devices import described_device, device_info
     from hf_posbias.training.planning import load_throughput, plan_run
 
     device = described_device(plan_for) if plan_for else device_info()
     figures = load_throughput(throughput) if throughput else None
     # Each configuration's data is read once, not once per base model that trains on it.
-    rows_per_bin = {(s.data, s.config): _rows_per_bin(s.data, s.config) for s in runs}
+    rows_per_bin = {(s.data, s.config): _rows_per_bin(s.data, s.config) for s in runs}  # type: ignore[union-attr]
     # No bar: a plan is made in seconds, and a bar's ETA next to the projected hours of
     # training would read as the time the study takes.
     return [
@@ -311,7 +323,9 @@ def run_matrix(
         report.commands = [
             shlex.join(Run.of(s).launch_command(s, named, num_processes)) for s in settings
         ]
-        plans = plan_runs(settings, num_processes, plan_for, throughput)
+        plans = plan_runs(
+            settings, num_processes=num_processes, plan_for=plan_for, throughput=throughput
+        )
         report.plans = [plan.summary() for plan in plans]
         seconds = [plan.projected_seconds for plan in plans]
         if all(s is not None for s in seconds):
