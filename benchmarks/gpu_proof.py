@@ -386,10 +386,11 @@ def accelerate_part(proof: Proof) -> dict[str, Any]:
     model = folder / f"model-{ACCELERATE_BASE}"
     train_throughput.build_model(ACCELERATE_BASE, model, proof.tiny)  # a checkpoint folder
     out = folder / "out"
-    extra = ["--max-steps", str(steps), "--global-batch", str(proof.batch), "--logging-steps", "1"]
+    shared = {"max_steps": steps, "global_batch": proof.batch, "logging_steps": 1}
     if proof.tiny:
-        extra += ["--max-length", str(train_throughput.TINY_MAX_LENGTH)]
-    command = Run(str(model), "uniform", str(out)).launch_command(data, extra)
+        shared["max_length"] = train_throughput.TINY_MAX_LENGTH
+    run = Run(str(model), "uniform", str(out))
+    command = run.launch_command(run.settings(str(data), **shared))
     # The same launcher as `accelerate launch`, from this interpreter's environment.
     argv = [sys.executable, "-m", "accelerate.commands.launch", *command[2:]]
     started = time.perf_counter()

@@ -36,8 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def flops_costs(spec, models) -> dict[str, float]:
     """Each run's model FLOPs over all its steps (see the module docstring)."""
-    from hf_posbias.study.spec import training_argv
-    from hf_posbias.study.units import _run
+    from hf_posbias.study.layout import run_settings
     from hf_posbias.trainer_base.shapes import ModelShape, sequence_flops
     from hf_posbias.training.builder import max_seq_length
     from hf_posbias.training.models import get_model_spec
@@ -48,12 +47,11 @@ def flops_costs(spec, models) -> dict[str, float]:
         model_shape_config,
         steps_per_bin,
     )
-    from hf_posbias.training.settings import parse_settings
 
     shapes: dict[str, tuple[ModelShape, int]] = {}
     costs = {}
     for model in (m for m in models if m.trained):
-        settings = parse_settings(_run(model).train_args(spec.data, training_argv(spec)))
+        settings = run_settings(spec, model)
         if model.base not in shapes:
             model_spec = get_model_spec(model.base)
             config = model_shape_config(model_spec)

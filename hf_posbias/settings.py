@@ -585,6 +585,44 @@ def value_problems(cls: type, values: typing.Mapping[str, Any]) -> list[tuple[Ke
     return problems
 
 
+def settings_from_values(cls: type[S], **values: Any) -> S:
+    """Build ``cls`` from values by field name (a spec file's, as YAML typed them), each read
+    as its flag would be: a number for a number field (``3`` → ``3.0`` for a float), a string
+    where the field takes another type converted as its flag converts it (YAML reads ``5e-6``
+    as a string); anything else is one :class:`InputError` line naming the field.
+
+    Example:
+        >>> from dataclasses import dataclass
+        >>> @dataclass
+        ... class K:
+        ...     lr: float = setting("rate", default=0.1)
+        ...     k: int | None = setting("k", default=None)
+        >>> settings_from_values(K, lr=3, k=None), settings_from_values(K, lr="5e-6")
+        (K(lr=3.0, k=None), K(lr=5e-06, k=None))
+        >>> settings_from_values(K, k="many")
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: k: expected a whole number or null, got 'many'
+    """
+    hints = typing.get_type_hints(cls)
+    typed: dict[str, Any] = {}
+    for name, value in values.items():
+        tp = hints[name]
+        base, _ = _unwrap_optional(tp)
+        if _fits(tp, value):
+            is_int = isinstance(value, int) and not isinstance(value, bool)
+            typed[name] = float(value) if base is float and is_int else value
+            continue
+        convert = _type_parts(tp)[0]
+        try:
+            if not isinstance(value, str) or convert is None:
+                raise ValueError(value)
+            typed[name] = convert(value)
+        except ValueError:
+            raise InputError(f"{name}: expected {_form(tp)}, got {value!r}") from None
+    return cls(**typed)
+
+
 def settings_from_args(cls: type[S], namespace: argparse.Namespace, **overrides: Any) -> S:
     """Build ``cls`` from a namespace parsed by a parser that holds its flags.
 
@@ -677,8 +715,14 @@ def parse_settings_args(
     return settings_from_args(cls, namespace)
 
 
-def settings_to_argv(settings: Any, *, skip_defaults: bool = True) -> list[str]:
+def settings_to_argv(
+    settings: Any, *, skip_defaults: bool = True, first: Sequence[str] = ()
+) -> list[str]:
     """The flags that reproduce ``settings`` (the inverse of :func:`parse_settings_args`).
+
+    ``first``: fields spelled out ahead of the rest, in that order, even at their defaults (a
+    command line that names what its caller set, as ``posbias study run --dry-run`` prints it);
+    a field whose value is ``None`` is never spelled out.
 
     Example:
         >>> from dataclasses import dataclass
@@ -689,12 +733,17 @@ def settings_to_argv(settings: Any, *, skip_defaults: bool = True) -> list[str]:
         ...     names: list[str] = setting("n", default_factory=list)
         >>> settings_to_argv(K(k=5, fast=True, names=["a", "b"]))
         ['--k', '5', '--fast', '--names', 'a', 'b']
+        >>> settings_to_argv(K(fast=True), first=["names", "k"])
+        ['--k', '3', '--fast']
     """
+    fields = {f.name: (f, tp) for f, tp in settings_fields(type(settings))}
+    order = [*first, *(name for name in fields if name not in first)]
     argv: list[str] = []
-    for f, tp in settings_fields(type(settings)):
+    for f, tp in (fields[name] for name in order):
         value = getattr(settings, f.name)
         default = _default_of(f)
-        if skip_defaults and default is not dataclasses.MISSING and value == default:
+        at_default = default is not dataclasses.MISSING and value == default
+        if skip_defaults and at_default and f.name not in first:
             continue
         if value is None:
             continue

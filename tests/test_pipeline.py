@@ -387,7 +387,7 @@ def test_a_custom_ratio_goes_from_build_to_train_to_the_cards(
         resolve_repo_config(train, "70:20:10")
     # The training matrix passes the ratio through to `train --config`.
     (run,) = expand_runs(["bert-base"], ["50:25:25"], tmp_path / "runs")
-    assert run.train_args(train)[2:4] == ["--config", "50:25:25"]
+    assert run.train_args(run.settings(train))[2:4] == ["--config", "50:25:25"]
 
 
 def test_publish_states_the_seeds_the_stages_recorded(

@@ -18,11 +18,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hf_posbias.evaluation.runs.remedies import remedy_label
 from hf_posbias.rows import read_json
-from hf_posbias.study.spec import StudySpec
+from hf_posbias.study.spec import StudySpec, training_values
+
+if TYPE_CHECKING:
+    from hf_posbias.training.matrix import Run
+    from hf_posbias.training.settings import TrainingSettings
 
 BASE_CONFIG = "base"
 OFF_THE_SHELF = "off-the-shelf"
@@ -54,6 +58,32 @@ class StudyModel:
     def trained(self) -> bool:
         """Whether this model is a checkpoint the study trains."""
         return self.config not in (BASE_CONFIG, OFF_THE_SHELF) and self.remedy is None
+
+    @property
+    def run(self) -> Run:
+        """The training run that makes this model (:class:`hf_posbias.training.matrix.Run`)."""
+        from hf_posbias.training.matrix import Run
+
+        return Run(self.base, self.config, self.folder, self.pooling)
+
+
+def run_settings(spec: StudySpec, model: StudyModel, *, progress: bool = True) -> TrainingSettings:
+    """The training settings of ``model``'s run: its base, configuration, folder and pooling on
+    the spec's data, with the spec's seed and ``training`` mapping
+    (:func:`~hf_posbias.study.spec.training_values`); ``progress=False``: no step bar.
+
+    Example:
+        >>> spec = StudySpec(bases=["bert-base"], configs=["begin"], data="d", tasks=["t"],
+        ...                  training={"max_steps": 3})
+        >>> model = study_models(spec, "o")[-1]
+        >>> s = run_settings(spec, model, progress=False)
+        >>> s.model, s.config, s.out, s.max_steps, s.seed, s.progress
+        ('bert-base', 'begin', 'o/models/posbias-bert-base-begin', 3, 42, False)
+    """
+    values = training_values(spec)
+    if not progress:
+        values["progress"] = False
+    return model.run.settings(spec.data, **values)
 
 
 def split_remedy(config: str) -> tuple[str, str | None]:

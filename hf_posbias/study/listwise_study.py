@@ -183,16 +183,25 @@ def stage_slug(value: str | list[str]) -> str:
 
 @dataclass
 class Step:
-    """One resumable step of a listwise study: its name, folder and what it runs."""
+    """One resumable step of a listwise study: its name, folder and what it runs.
+
+    ``params`` is what the step's marker records (a verb's settings as a plain mapping), so a
+    rerun with other settings runs the step again.
+    """
 
     name: str
     folder: Path
     params: dict[str, Any]
     run: Callable[[], Any] = field(repr=False)
+    settings: Any = field(default=None, repr=False)
+    """The settings object the step runs with (``None`` for the training set)."""
 
     def done(self) -> bool:
         marker = self.folder / DONE_FILE
-        return marker.is_file() and json.loads(marker.read_text()) == _jsonable(self.params)
+        if not marker.is_file():
+            return False
+        recorded = json.loads(marker.read_text())
+        return recorded == _jsonable(self.params) or _former_marker(recorded, self.settings)
 
     def mark_done(self) -> None:
         (self.folder / DONE_FILE).write_text(json.dumps(_jsonable(self.params), indent=1))
@@ -202,22 +211,46 @@ def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
-def _argv(spec: ListwiseStudySpec) -> list[str]:
-    """The list and reranker flags every reranking step shares."""
-    argv = ["--k", str(spec.k), "--window", str(spec.window), "--step", str(spec.step)]
-    argv += ["--seed", str(spec.seed), "--dtype", spec.dtype, "--no-progress"]
-    argv += ["--n-resamples", str(spec.n_resamples), "--rrf-k", str(spec.rrf_k)]
-    if spec.passage_tokens is not None:
-        argv += ["--passage-tokens", str(spec.passage_tokens)]
-    if spec.max_queries is not None:
-        argv += ["--max-queries", str(spec.max_queries)]
+# The flags an earlier release's markers spelled otherwise: the paired test, and the listwise
+# trainer's window (renamed so that --window means the sliding window everywhere).
+_MARKER_RENAMES = {"--test": "--method"}
+_TRAINING_MARKER_RENAMES = {"--window": "--max-window"}
+
+
+def _former_marker(recorded: Any, settings: Any) -> bool:
+    """Whether a marker of an earlier release, the step's flags (``{"argv": [...]}``), records
+    ``settings``: a study folder run before the steps took settings objects still resumes.
+    Flags renamed since are read under their present names (no warning on resume)."""
+    if settings is None or not isinstance(recorded, dict) or list(recorded) != ["argv"]:
+        return False
+    from hf_posbias.listwise.training.settings import ListwiseTrainingSettings
+    from hf_posbias.settings import parse_settings_args
+
+    renames = _MARKER_RENAMES
+    if isinstance(settings, ListwiseTrainingSettings):
+        renames = renames | _TRAINING_MARKER_RENAMES
+    argv = [renames.get(str(a), str(a)) for a in recorded["argv"]]
+    try:
+        return parse_settings_args(type(settings), argv) == settings
+    except InputError:
+        return False
+
+
+def _step(name: str, folder: Path, settings: Any, run: Callable[[], Any]) -> Step:
+    from hf_posbias.settings import settings_record
+
+    return Step(name, folder, settings_record(settings), run, settings)
+
+
+def _list_values(spec: ListwiseStudySpec) -> dict[str, Any]:
+    """The list and reranker settings every reranking step shares."""
+    values = {"k": spec.k, "window": spec.window, "step": spec.step, "seed": spec.seed}
+    values |= {"dtype": spec.dtype, "progress": False, "n_resamples": spec.n_resamples}
+    values |= {"rrf_k": spec.rrf_k, "passage_tokens": spec.passage_tokens}
+    values |= {"max_queries": spec.max_queries}
     if spec.first_stage_similarity:
-        argv += ["--first-stage-similarity", spec.first_stage_similarity]
-    return argv
-
-
-def _stage_argv(stage: str | list[str]) -> list[str]:
-    return ["--first-stage", *([stage] if isinstance(stage, str) else stage)]
+        values["first_stage_similarity"] = spec.first_stage_similarity
+    return values
 
 
 def _reranker_path(spec: ListwiseStudySpec, model: str, out: Path) -> str:
@@ -226,37 +259,28 @@ def _reranker_path(spec: ListwiseStudySpec, model: str, out: Path) -> str:
     return model
 
 
-def _experiments() -> dict[str, tuple[type, Callable[..., Any]]]:
-    """The ``posbias listwise`` verb a reranking step runs → its settings class and runner,
-    imported here (not named by a dotted string), so the import graph shows what a study runs."""
-    from hf_posbias.listwise.experiments.controlled import run_controlled_test
-    from hf_posbias.listwise.experiments.propensity import run_propensity
-    from hf_posbias.listwise.experiments.settings import (
-        ListwiseTestSettings,
-        PropensitySettings,
-        ShuffleEvalSettings,
-    )
-    from hf_posbias.listwise.experiments.shuffle import run_shuffle_eval
-
-    return {
-        "propensity": (PropensitySettings, run_propensity),
-        "shuffle-eval": (ShuffleEvalSettings, run_shuffle_eval),
-        "test": (ListwiseTestSettings, run_controlled_test),
-    }
-
-
-def _rerank_step(verb: str, argv: list[str]) -> Callable[[], Any]:
-    """Parse ``argv`` into the settings of ``posbias listwise <verb>`` and run it as the verb
-    does (:func:`_experiments`)."""
+def _rerank(settings: Any) -> Callable[[], Any]:
+    """Run ``settings``' ``posbias listwise`` verb as the verb does: its runner is the one of
+    the settings' class (imported here, so the import graph shows what a study runs)."""
 
     def run() -> Any:
+        from hf_posbias.listwise.experiments.controlled import run_controlled_test
+        from hf_posbias.listwise.experiments.propensity import run_propensity
         from hf_posbias.listwise.experiments.runs import load_task_and_reranker
-        from hf_posbias.settings import parse_settings_args
+        from hf_posbias.listwise.experiments.settings import (
+            ListwiseTestSettings,
+            PropensitySettings,
+            ShuffleEvalSettings,
+        )
+        from hf_posbias.listwise.experiments.shuffle import run_shuffle_eval
 
-        settings_cls, runner = _experiments()[verb]
-        s = parse_settings_args(settings_cls, argv)
-        task, reranker, out = load_task_and_reranker(s)
-        return runner(reranker, task, out, s, show_progress=False)
+        runner = {
+            PropensitySettings: run_propensity,
+            ShuffleEvalSettings: run_shuffle_eval,
+            ListwiseTestSettings: run_controlled_test,
+        }[type(settings)]
+        task, reranker, out = load_task_and_reranker(settings)
+        return runner(reranker, task, out, settings, show_progress=False)
 
     return run
 
@@ -264,6 +288,10 @@ def _rerank_step(verb: str, argv: list[str]) -> Callable[[], Any]:
 def _training_steps(spec: ListwiseStudySpec, out: Path) -> list[Step]:
     if not spec.variants:
         return []
+    from hf_posbias.listwise.experiments.settings import PropensitySettings
+    from hf_posbias.listwise.training.settings import ListwiseTrainingSettings
+    from hf_posbias.settings import settings_from_values
+
     t = spec.training
     k = int(t.get("k", spec.k))
     train_task = str(t.get("task") or next(iter(spec.datasets.values())))
@@ -282,39 +310,37 @@ def _training_steps(spec: ListwiseStudySpec, out: Path) -> list[Step]:
         steps.append(Step("build-train", data, params, run))
     propensity = out / "train" / "propensity"
     if any(parse_variant(v)[1] for v in spec.variants):
-        reference = str(t.get("propensity_reranker", spec.training["base"]))
-        argv = ["--reranker", reference, "--task", train_task, "--split", "train"]
-        argv += ["--k", str(k), "--window", str(k), "--seed", str(spec.seed), "--no-progress"]
-        argv += ["--shuffles", str(t.get("propensity_shuffles", 10)), "--dtype", spec.dtype]
-        argv += ["--smoothing", str(t.get("smoothing", 0.5)), "--out", str(propensity)]
-        if spec.passage_tokens is not None:
-            argv += ["--passage-tokens", str(spec.passage_tokens)]
-        # Q26 §4.1 estimates ω on 3,000 queries, fewer than the 5K it trains on
-        queries = t.get("propensity_queries", t.get("max_queries"))
-        if queries is not None:
-            argv += ["--max-queries", str(queries)]
-        run = _rerank_step("propensity", argv)
-        steps.append(Step("propensity", propensity, {"argv": argv}, run))
+        settings = settings_from_values(
+            PropensitySettings,
+            reranker=str(t.get("propensity_reranker", spec.training["base"])),
+            task=train_task, split="train", k=k, window=k, seed=spec.seed, progress=False,
+            shuffles=t.get("propensity_shuffles", 10), dtype=spec.dtype,
+            smoothing=t.get("smoothing", 0.5), out=str(propensity),
+            passage_tokens=spec.passage_tokens,
+            # Q26 §4.1 estimates ω on 3,000 queries, fewer than the 5K it trains on
+            max_queries=t.get("propensity_queries", t.get("max_queries")),
+        )  # fmt: skip
+        steps.append(_step("propensity", propensity, settings, _rerank(settings)))
     for variant in spec.variants:
         augmentation, ips, lm = parse_variant(variant)
         folder = out / "train" / variant
-        argv = ["--model", str(t["base"]), "--data", str(data), "--out", str(folder)]
-        argv += ["--max-window", str(k), "--seed", str(spec.seed), "--no-progress"]
-        argv += ["--lambda", str(t.get("lambda", 0.1)), "--lr", str(t.get("lr", 5e-6))]
-        argv += ["--global-batch", str(t.get("global_batch", 8))]
-        for key in ("max_steps", "epochs", "neftune_alpha"):
-            if t.get(key) is not None:
-                argv += [f"--{key.replace('_', '-')}", str(t[key])]
-        if spec.passage_tokens is not None:
-            argv += ["--passage-tokens", str(spec.passage_tokens)]
+        values: dict[str, Any] = {
+            "model": str(t["base"]), "data": str(data), "out": str(folder), "window": k,
+            "seed": spec.seed, "progress": False, "lam": t.get("lambda", 0.1),
+            "lr": t.get("lr", 5e-6), "global_batch": t.get("global_batch", 8),
+            "max_steps": t.get("max_steps"), "epochs": t.get("epochs"),
+            "neftune_alpha": t.get("neftune_alpha"), "passage_tokens": spec.passage_tokens,
+            "lm_loss": lm,
+        }  # fmt: skip
         if augmentation != "none":
-            argv += ["--pos-aug", str(t.get("groups", 4)), "--augmentation", augmentation]
+            values |= {"pos_aug": t.get("groups", 4), "augmentation": augmentation}
         if ips:
-            argv += ["--propensity", str(propensity / "propensity.json")]
-            argv += ["--ips-normalization", spec.ips_normalization]
-        if not lm:
-            argv.append("--no-lm-loss")
-        steps.append(Step(f"train {variant}", folder, {"argv": argv}, _train(argv)))
+            values["propensity"] = str(propensity / "propensity.json")
+            values["ips_normalization"] = spec.ips_normalization
+        # Unset: the trainer's own default.
+        values = {key: value for key, value in values.items() if value is not None}
+        settings = settings_from_values(ListwiseTrainingSettings, **values)
+        steps.append(_step(f"train {variant}", folder, settings, _train(settings)))
     return steps
 
 
@@ -333,43 +359,50 @@ def _build_train(task: str, k: int, seed: int, max_queries: Any, out: Path) -> C
     return run
 
 
-def _train(argv: list[str]) -> Callable[[], Any]:
+def _train(settings: Any) -> Callable[[], Any]:
     def run() -> Any:
-        from hf_posbias.listwise.training.settings import ListwiseTrainingSettings
         from hf_posbias.listwise.training.train import train_listwise
-        from hf_posbias.settings import parse_settings_args
 
-        return train_listwise(parse_settings_args(ListwiseTrainingSettings, argv))
+        return train_listwise(settings)
 
     return run
 
 
 def plan(spec: ListwiseStudySpec, out: str | Path) -> list[Step]:
-    """Every step of the study, in the order they run (training, shuffles, curves)."""
+    """Every step of the study, in the order they run (training, shuffles, curves), each with
+    the settings object of the ``posbias listwise`` verb it runs."""
+    from hf_posbias.listwise.experiments.settings import (
+        ListwiseTestSettings,
+        ShuffleEvalSettings,
+    )
+    from hf_posbias.settings import settings_from_values
+
     out = Path(out)
     steps = _training_steps(spec, out)
     rerankers = spec.evaluated()
+    shared = _list_values(spec)
     for dataset, folder in spec.datasets.items():
         for stage in spec.first_stages:
             for label, model in rerankers.items():
                 target = out / "shuffle" / dataset / stage_slug(stage) / label
-                argv = ["--reranker", _reranker_path(spec, model, out), "--task", folder]
-                argv += [*_argv(spec), *_stage_argv(stage), "--shuffles", str(spec.shuffles)]
-                argv += ["--aggregate", str(spec.aggregate), "--test", spec.test]
-                split = spec.split_of(dataset)
-                argv += ["--out", str(target)] + (["--split", split] if split else [])
-                run = _rerank_step("shuffle-eval", argv)
+                settings = settings_from_values(
+                    ShuffleEvalSettings,
+                    reranker=_reranker_path(spec, model, out), task=folder, **shared,
+                    first_stage=stage, shuffles=spec.shuffles, aggregate=spec.aggregate,
+                    method=spec.test, out=str(target), split=spec.split_of(dataset),
+                )  # fmt: skip
                 name = f"shuffle-eval {dataset} {stage_slug(stage)} {label}"
-                steps.append(Step(name, target, {"argv": argv}, run))
+                steps.append(_step(name, target, settings, _rerank(settings)))
     curves_task = spec.datasets[spec.curves_dataset]
     for label, model in rerankers.items():
         target = out / "curves" / label
-        argv = ["--reranker", _reranker_path(spec, model, out), "--task", curves_task]
-        argv += [*_argv(spec), *_stage_argv(spec.first_stages[0]), "--out", str(target)]
-        split = spec.split_of(spec.curves_dataset)
-        argv += ["--split", split] if split else []
-        run = _rerank_step("test", argv)
-        steps.append(Step(f"curves {label}", target, {"argv": argv}, run))
+        settings = settings_from_values(
+            ListwiseTestSettings,
+            reranker=_reranker_path(spec, model, out), task=curves_task, **shared,
+            first_stage=spec.first_stages[0], out=str(target),
+            split=spec.split_of(spec.curves_dataset),
+        )  # fmt: skip
+        steps.append(_step(f"curves {label}", target, settings, _rerank(settings)))
     return steps
 
 

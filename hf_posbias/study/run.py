@@ -53,9 +53,10 @@ from hf_posbias.study.layout import (
     evaluation_done,
     evaluation_fingerprint,
     resolve_tasks,
+    run_settings,
     study_models,
 )
-from hf_posbias.study.spec import StudySpec, check_inputs, save_spec, training_argv
+from hf_posbias.study.spec import StudySpec, check_inputs, save_spec, training_values
 from hf_posbias.training.matrix import LaunchSettings
 
 if TYPE_CHECKING:
@@ -249,12 +250,6 @@ def select_models(models: Sequence[StudyModel], shard: str | None) -> list[Study
     return mine + remedied + select_shard(runs, shard)  # type: ignore[arg-type]
 
 
-def _matrix_run(model: StudyModel) -> Any:
-    from hf_posbias.training.matrix import Run
-
-    return Run(model.base, model.config, model.folder, model.pooling)
-
-
 class DryRunLines(list[str]):
     """The lines of a study's dry run, which also carry the projected training seconds of all
     its runs (``None`` unless the throughput figures cover every run).
@@ -309,11 +304,10 @@ def dry_run_lines(
     not_built = check_inputs(spec, None, plan=True) if check else []
     entries = task_entries(spec.evaluation_tasks, spec.bases)
     models = select_models(study_models(spec, out or "study"), shard)
-    runs = [_matrix_run(m) for m in models if m.trained]
+    runs = [model.run for model in models if model.trained]
     report = run_matrix(
-        runs,
-        spec.data,
-        training_argv(spec),
+        [run_settings(spec, model) for model in models if model.trained],
+        list(training_values(spec)),
         dry_run=True,
         num_processes=num_processes,
         plan_for=plan_for,
@@ -464,14 +458,11 @@ def run_study(
     check_executor(spec)  # one line before any work when it cannot start
     tasks = resolve_tasks(spec.evaluation_tasks)
     models = select_models(study_models(spec, out), shard)
-    extra = training_argv(spec) + ([] if progress else ["--no-progress"])
-    # Every run's flags are checked before the first run starts, and before the folder is
-    # claimed: a corrected spec must still fit it.
-    from hf_posbias.training.settings import parse_settings
-
+    # Every run's settings are built (and so checked) before the first run starts, and before
+    # the folder is claimed: a corrected spec must still fit it.
     for model in models:
         if model.trained:
-            parse_settings(_matrix_run(model).train_args(spec.data, extra))
+            run_settings(spec, model, progress=progress)
     save_spec(spec, out)
     check_remedies(models, tasks, spec, out)
     # The units of work go to the executor (hf_posbias.executors): local, Ray or Slurm.

@@ -15,8 +15,8 @@ is ``studies/yhp26.yaml``.
 Example:
     >>> spec = StudySpec(bases=["bert-base"], data="d", tasks=["SQuAD-PosQ"],
     ...                  training={"max_steps": 3})
-    >>> spec.configs, training_argv(spec)
-    (['begin', 'middle', 'end', 'uniform'], ['--seed', '42', '--max-steps', '3'])
+    >>> spec.configs, training_values(spec)
+    (['begin', 'middle', 'end', 'uniform'], {'seed': 42, 'max_steps': 3})
     >>> StudySpec(bases=["bert-base"], data="d", tasks=["t"], configs=["sideways"])
     ... # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -405,17 +405,39 @@ def _training_problems(training: Mapping[str, Any]) -> list[tuple[KeyPath, str]]
     return problems
 
 
-def training_argv(spec: StudySpec) -> list[str]:
-    """The training flags every run of ``spec`` gets (its ``training`` mapping + the seed)."""
-    argv: list[str] = []
+def training_values(spec: StudySpec) -> dict[str, Any]:
+    """The training settings every run of ``spec`` gets, by name, in the spec's order: its
+    seed, then its ``training`` mapping (a ``null`` is left to the trainer's default).
+
+    Example:
+        >>> training_values(StudySpec(bases=["b"], data="d", tasks=["t"],
+        ...                           training={"max_steps": 3, "lr": None}))
+        {'seed': 42, 'max_steps': 3}
+    """
     training = {"seed": spec.seed, **spec.training}
-    for key, value in training.items():
-        flag = "--" + key.replace("_", "-")
-        if isinstance(value, bool):
-            argv.append(flag if value else "--no-" + key.replace("_", "-"))
-        elif value is not None:
-            argv += [flag, str(value)]
-    return argv
+    return {key: value for key, value in training.items() if value is not None}
+
+
+def training_argv(spec: StudySpec) -> list[str]:
+    """The training flags every run of ``spec`` gets (its ``training`` mapping + the seed).
+
+    Deprecated: the study builds each run's settings object
+    (:func:`hf_posbias.study.layout.run_settings`) and renders flags only where a run is
+    launched; this still works for one release (``DeprecationWarning``).
+    """
+    import warnings
+
+    warnings.warn(
+        "training_argv(spec) is deprecated and will be removed in the next release: call "
+        "hf_posbias.study.layout.run_settings(spec, model)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    from hf_posbias.training.matrix import Run
+
+    values = training_values(spec)
+    run = Run("model", "begin", "out")  # its own four flags (eight words) lead the line
+    return run.train_args(run.settings(spec.data, **values), list(values))[8:]
 
 
 def read_spec_text(path: str | Path) -> dict[str, Any]:

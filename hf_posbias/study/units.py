@@ -42,16 +42,12 @@ from hf_posbias.study.layout import (
     eval_dir,
     evaluation_done,
     evaluation_fingerprint,
+    run_settings,
     study_models,
 )
-from hf_posbias.study.spec import StudySpec, training_argv
-from hf_posbias.training.matrix import Run
+from hf_posbias.study.spec import StudySpec, training_values
 
 REPORT_UNIT = "report/report"
-
-
-def _run(model: StudyModel) -> Run:
-    return Run(model.base, model.config, model.folder, model.pooling)
 
 
 @dataclass(frozen=True)
@@ -81,9 +77,8 @@ def train_unit(
     from hf_posbias.training.matrix import run_matrix
 
     run_matrix(
-        [_run(model)],
-        spec.data,
-        training_argv(spec) + ([] if progress else ["--no-progress"]),
+        [run_settings(spec, model, progress=progress)],
+        list(training_values(spec)),
         num_processes=num_processes,
         in_process=in_process,
     )
@@ -103,7 +98,7 @@ def report_unit(work: StudyWork, spec: StudySpec, out: str, tasks: Sequence[Stud
 
 
 def _trained_done(model: StudyModel) -> bool:
-    return _run(model).is_finished()
+    return model.run.is_finished()
 
 
 def _base_done(model: StudyModel) -> bool:
@@ -199,8 +194,8 @@ def projected_costs(
     from hf_posbias.training.matrix import plan_runs
 
     trained = [m for m in models if m.trained]
-    runs = [_run(m) for m in trained]
-    plans = plan_runs(runs, spec.data, training_argv(spec), num_processes, plan_for, throughput)
+    runs = [run_settings(spec, m) for m in trained]
+    plans = plan_runs(runs, num_processes=num_processes, plan_for=plan_for, throughput=throughput)
     return {m.name: p.projected_seconds for m, p in zip(trained, plans)}
 
 

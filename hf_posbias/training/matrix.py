@@ -8,8 +8,9 @@ Each run is one ``accelerate launch -m hf_posbias.training.train …`` into its 
 ``<out>/posbias-<model>-<config>[-<pooling>]``. A run whose folder holds the final model, the card
 and the ``posbias_training.json`` marker (written last) is finished and skipped on rerun, so a
 killed matrix resumes where it stopped. ``--shard i/n`` (0-based) takes runs i, i+n, … for one
-node of n. Extra flags go to every run and are checked against the training settings before
-anything is launched.
+node of n. Each run is one :class:`~hf_posbias.training.settings.TrainingSettings` object, built
+before anything is launched (the scripts' extra flags go to every run); its command line is
+rendered from it only where a run is launched or printed.
 
 ``--dry-run`` prints each launch command and, under it, the settings the run will use after the
 memory preflight (estimated for ``--plan-for DEVICE``, default this machine's device) and its
@@ -21,8 +22,10 @@ Example:
     >>> runs = expand_runs(["bert-base"], PAPER_CONFIGS, "ckpts")
     >>> [r.name for r in runs][:2]
     ['posbias-bert-base-begin', 'posbias-bert-base-middle']
-    >>> runs[0].launch_command("out/train")[:4]
-    ['accelerate', 'launch', '-m', 'hf_posbias.training.train']
+    >>> settings = runs[0].settings("out/train", max_steps=3)
+    >>> runs[0].launch_command(settings)[4:]  # doctest: +NORMALIZE_WHITESPACE
+    ['--model', 'bert-base', '--config', 'begin', '--data', 'out/train',
+     '--out', 'ckpts/posbias-bert-base-begin', '--max-steps', '3']
 """
 
 from __future__ import annotations
@@ -32,10 +35,11 @@ import re
 import shlex
 import subprocess
 import sys
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hf_posbias.devices import KNOWN_GPUS
 from hf_posbias.errors import InputError, PosbiasError
@@ -50,6 +54,9 @@ from hf_posbias.settings import (
     settings_from_args,
 )
 
+if TYPE_CHECKING:
+    from hf_posbias.training.settings import TrainingSettings
+
 PAPER_CONFIGS: tuple[str, ...] = PAPER_CONFIG_NAMES  # hf_posbias.pipeline.sampling.PAPER_CONFIGS
 FINISHED_FILES: tuple[str, ...] = ("posbias_training.json", "README.md", "modules.json")
 
@@ -57,6 +64,10 @@ FINISHED_FILES: tuple[str, ...] = ("posbias_training.json", "README.md", "module
 def _slug(text: str) -> str:
     name = Path(text).name if ("/" in text or Path(text).exists()) else text
     return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-").lower()
+
+
+RUN_FIELDS: tuple[str, ...] = ("model", "config", "data", "out", "pooling")
+"""The training settings that make one run of a matrix; its command line spells them first."""
 
 
 @dataclass(frozen=True)
@@ -68,31 +79,104 @@ class Run:
     out_dir: str
     pooling: str | None = None
 
+    @classmethod
+    def of(cls, settings: TrainingSettings) -> Run:
+        """The run that ``settings`` trains."""
+        return cls(settings.model, settings.config, settings.out, settings.pooling)
+
     @property
     def name(self) -> str:
         """Folder name: ``posbias-<model>-<config>[-<pooling>]``."""
         return Path(self.out_dir).name
 
-    def train_args(self, data: str, extra: Sequence[str] = ()) -> list[str]:
-        """Arguments of ``hf_posbias.training.train`` for this run."""
-        args = ["--model", self.model, "--config", self.config, "--data", data]
-        args += ["--out", self.out_dir]
-        if self.pooling:
-            args += ["--pooling", self.pooling]
-        return args + list(extra)
+    def settings(self, data: str, **shared: Any) -> TrainingSettings:
+        """This run's training settings: its model, configuration, folder and pooling, trained
+        on ``data``, with ``shared`` (the settings every run of the matrix gets, by name).
+
+        Example:
+            >>> Run("bert-base", "begin", "o/posbias-bert-base-begin").settings("d", seed=3).seed
+            3
+        """
+        from hf_posbias.training.settings import TrainingSettings
+
+        run = {"model": self.model, "config": self.config, "data": data, "out": self.out_dir}
+        return TrainingSettings(**run, pooling=self.pooling, **shared)
+
+    def train_args(
+        self,
+        settings: TrainingSettings | str,
+        named: Sequence[str] = (),
+    ) -> list[str]:
+        """The flags of ``hf_posbias.training.train`` that reproduce ``settings``: the run's
+        own (:data:`RUN_FIELDS`), then ``named`` (spelled out even at their defaults, in that
+        order), then every other setting that is not its default.
+
+        The former call, ``train_args(data, extra_flags)``, still works for one release
+        (``DeprecationWarning``).
+
+        Example:
+            >>> run = Run("bert-base", "begin", "o")
+            >>> run.train_args(run.settings("d", seed=42, max_steps=3), ["seed"])
+            ['--model', 'bert-base', '--config', 'begin', '--data', 'd', '--out', 'o', \
+'--seed', '42', '--max-steps', '3']
+        """
+        if isinstance(settings, str):  # the former call: (data, extra flags)
+            _warn_former("Run.train_args(data, extra)", "Run.train_args(settings)")
+            return [*self._flags(settings), *named]
+        from hf_posbias.settings import settings_to_argv
+
+        return settings_to_argv(settings, first=(*RUN_FIELDS, *named))
 
     def launch_command(
-        self, data: str, extra: Sequence[str] = (), num_processes: int | None = None
+        self,
+        settings: TrainingSettings | str,
+        named: Sequence[str] = (),
+        num_processes: int | None = None,
     ) -> list[str]:
-        """The ``accelerate launch`` command line of this run."""
+        """The ``accelerate launch`` command line of this run (:meth:`train_args`).
+
+        The former call, ``launch_command(data, extra_flags, num_processes)``, still works for
+        one release (``DeprecationWarning``).
+        """
         launch = ["accelerate", "launch"]
         if num_processes and num_processes > 1:
             launch += ["--multi_gpu", "--num_processes", str(num_processes)]
-        return [*launch, "-m", "hf_posbias.training.train", *self.train_args(data, extra)]
+        if isinstance(settings, str):  # the former call: (data, extra flags, num_processes)
+            _warn_former("Run.launch_command(data, extra)", "Run.launch_command(settings)")
+            args = [*self._flags(settings), *named]
+        else:
+            args = self.train_args(settings, named)
+        return [*launch, "-m", "hf_posbias.training.train", *args]
+
+    def parse_settings(self, data: str, flags: Sequence[str] = ()) -> TrainingSettings:
+        """This run's settings on ``data`` with ``flags``, a user's command-line flags of
+        ``posbias train`` (the matrix scripts pass theirs on to every run); a bad or unknown
+        flag is one :class:`~hf_posbias.errors.InputError` line.
+
+        Example:
+            >>> Run("bert-base", "begin", "o").parse_settings("d", ["--max-steps", "3"]).max_steps
+            3
+        """
+        from hf_posbias.training.settings import parse_settings
+
+        return parse_settings([*self._flags(data), *flags])
+
+    def _flags(self, data: str) -> list[str]:
+        args = ["--model", self.model, "--config", self.config, "--data", data]
+        args += ["--out", self.out_dir]
+        return args + (["--pooling", self.pooling] if self.pooling else [])
 
     def is_finished(self) -> bool:
         """Final model, card and marker all present."""
         return all((Path(self.out_dir) / name).is_file() for name in FINISHED_FILES)
+
+
+def _warn_former(former: str, instead: str) -> None:
+    warnings.warn(
+        f"{former} is deprecated and will be removed in the next release: call {instead}",
+        DeprecationWarning,
+        stacklevel=3,
+    )
 
 
 def run_name(model: str, config: str, pooling: str | None = None) -> str:
@@ -160,70 +244,97 @@ def _rows_per_bin(data: str, config: str) -> dict[str, int] | None:
 
 
 def plan_runs(
-    runs: Sequence[Run],
-    data: str,
-    extra: Sequence[str] = (),
+    runs: Sequence[TrainingSettings] | Sequence[Run],
+    *former: Any,
     num_processes: int | None = None,
     plan_for: str | None = None,
     throughput: str | None = None,
 ) -> list[Any]:
-    """The :class:`~hf_posbias.training.planning.RunPlan` of each run (memory settings, steps,
-    projected seconds with ``throughput``), for ``plan_for`` (default: this machine)."""
+    """The :class:`~hf_posbias.training.planning.RunPlan` of each run's settings (memory
+    settings, steps, projected seconds with ``throughput``), for ``plan_for`` (default: this
+    machine).
+
+    The former call, ``plan_runs(runs, data, extra_flags, ...)`` with :class:`Run` objects,
+    still works for one release (``DeprecationWarning``).
+    """
+    if former:  # the former call: (runs, data, extra flags, num_processes, plan_for, throughput)
+        _warn_former("plan_runs(runs, data, extra)", "plan_runs(settings)")
+        names = ("data", "extra", "num_processes", "plan_for", "throughput")
+        given = {"num_processes": num_processes, "plan_for": plan_for,
+                 "throughput": throughput, **dict(zip(names, former))}  # fmt: skip
+        data, flags = given.pop("data"), given.pop("extra", ())
+        return plan_runs([run.parse_settings(data, flags) for run in runs], **given)  # type: ignore[union-attr]
     from hf_posbias.devices import described_device, device_info
     from hf_posbias.training.planning import load_throughput, plan_run
-    from hf_posbias.training.settings import parse_settings
 
     device = described_device(plan_for) if plan_for else device_info()
     figures = load_throughput(throughput) if throughput else None
     # Each configuration's data is read once, not once per base model that trains on it.
-    rows_per_bin = {config: _rows_per_bin(data, config) for config in {r.config for r in runs}}
+    rows_per_bin = {(s.data, s.config): _rows_per_bin(s.data, s.config) for s in runs}  # type: ignore[union-attr]
     # No bar: a plan is made in seconds, and a bar's ETA next to the projected hours of
     # training would read as the time the study takes.
     return [
         plan_run(
-            parse_settings(run.train_args(data, extra)),
+            settings,
             device,
             num_processes or 1,
-            rows_per_bin=rows_per_bin[run.config],
+            rows_per_bin=rows_per_bin[settings.data, settings.config],
             throughput=figures,
         )
-        for run in runs
+        for settings in runs
     ]
 
 
 def run_matrix(
-    runs: Sequence[Run],
-    data: str,
-    extra: Sequence[str] = (),
+    runs: Sequence[TrainingSettings] | Sequence[Run],
+    named: Sequence[str] | str = (),
+    *former: Any,
     dry_run: bool = False,
     num_processes: int | None = None,
     in_process: bool = False,
     plan_for: str | None = None,
     throughput: str | None = None,
 ) -> MatrixReport:
-    """Run ``runs`` one after another, skipping finished ones.
+    """Train ``runs`` (one settings object each) one after another, skipping finished ones.
 
-    Every run's flags are parsed into the training settings first, so a bad flag stops the
-    matrix before anything is launched. ``dry_run`` only lists the launch commands and plans
-    (:func:`plan_runs`). ``in_process`` calls the trainer in this Python process instead of
-    ``accelerate launch`` (single process; used by tests and on laptops).
+    The settings are built before anything is launched, so a bad value stops the matrix before
+    the first run. ``named``: the settings each launch command spells out even at their
+    defaults (:meth:`Run.train_args`); the command line is rendered only where a run is
+    launched or printed. ``dry_run`` only lists the launch commands and plans
+    (:func:`plan_runs`). ``in_process`` calls the trainer in this Python process with the
+    settings themselves instead of ``accelerate launch`` (single process; used by tests and on
+    laptops).
+
+    The former call, ``run_matrix(runs, data, extra_flags, ...)`` with :class:`Run` objects,
+    still works for one release (``DeprecationWarning``).
     """
-    from hf_posbias.training.settings import parse_settings
-
+    if isinstance(named, str):  # the former call: (runs, data, extra flags, dry_run, ...)
+        _warn_former("run_matrix(runs, data, extra)", "run_matrix(settings)")
+        names = ("extra", "dry_run", "num_processes", "in_process", "plan_for", "throughput")
+        given = dict(zip(names, former))
+        flags = given.pop("extra", ())
+        kwargs = {"dry_run": dry_run, "num_processes": num_processes, "in_process": in_process,
+                  "plan_for": plan_for, "throughput": throughput, **given}  # fmt: skip
+        settings = [run.parse_settings(named, flags) for run in runs]  # type: ignore[union-attr]
+        return run_matrix(settings, **kwargs)
+    settings = list(runs)
     report = MatrixReport()
-    settings = [parse_settings(run.train_args(data, extra)) for run in runs]
     if dry_run:
-        report.commands = [shlex.join(r.launch_command(data, extra, num_processes)) for r in runs]
-        plans = plan_runs(runs, data, extra, num_processes, plan_for, throughput)
+        report.commands = [
+            shlex.join(Run.of(s).launch_command(s, named, num_processes)) for s in settings
+        ]
+        plans = plan_runs(
+            settings, num_processes=num_processes, plan_for=plan_for, throughput=throughput
+        )
         report.plans = [plan.summary() for plan in plans]
         seconds = [plan.projected_seconds for plan in plans]
         if all(s is not None for s in seconds):
             report.projected_seconds = float(sum(seconds))  # type: ignore[arg-type]
         return report
-    for run, run_settings in progress(
-        list(zip(runs, settings)), total=len(runs), desc="matrix", disable=len(runs) < 2
-    ):
-        command = run.launch_command(data, extra, num_processes)
+    for run_settings in progress(settings, total=len(settings), desc="matrix",
+                                 disable=len(settings) < 2):  # fmt: skip
+        run = Run.of(run_settings)
+        command = run.launch_command(run_settings, named, num_processes)
         report.commands.append(shlex.join(command))
         if run.is_finished():
             report.skipped.append(run.name)
@@ -321,15 +432,15 @@ def matrix_main(
             args.models or default_models, args.configs or default_configs, args.out, poolings
         )
         runs = select_shard(runs, args.shard)
+        # The pass-through flags are this script's own command line: parsed once per run here,
+        # so a bad flag stops the matrix before the first run.
         report = run_matrix(
-            runs,
-            args.data,
-            extra,
-            args.dry_run,
-            args.num_processes,
-            args.in_process,
-            args.plan_for,
-            args.throughput,
+            [run.parse_settings(args.data, extra) for run in runs],
+            dry_run=args.dry_run,
+            num_processes=args.num_processes,
+            in_process=args.in_process,
+            plan_for=args.plan_for,
+            throughput=args.throughput,
         )
     except PosbiasError as err:
         print(f"error: {err}", file=sys.stderr)

@@ -140,17 +140,42 @@ def test_the_q26_plan_fuses_three_stages_and_trains_rank_lm_without_ips():
     spec = load_listwise_spec(Path(__file__).parents[2] / "studies" / "q26.yaml")
     steps = {step.name: step for step in plan(spec, "out")}
     rrf = steps["shuffle-eval msmarco-dev rrf-facebook__contriever-msmarco+bm25+splade++ first"]
-    argv = rrf.params["argv"]
-    i = argv.index("--first-stage")
-    assert argv[i + 1 : i + 4] == ["facebook/contriever-msmarco", "bm25", "splade++"]
-    assert argv[argv.index("--split") + 1] == "dev"
+    # Each step holds the settings object of the verb it runs, and its marker records them.
+    assert rrf.settings.first_stage == ["facebook/contriever-msmarco", "bm25", "splade++"]
+    assert rrf.settings.split == "dev" and rrf.params["split"] == "dev"
+    assert rrf.settings.method == "t-test"
     assert parse_variant("randaug-rank+lm") == ("rand-aug", False, True)
-    train = steps["train randaug-rank+lm"].params["argv"]
-    assert "--propensity" not in train and "--no-lm-loss" not in train
-    assert "--augmentation" in train and "--no-lm-loss" in steps["train posaug-rank"].params["argv"]
-    propensity = steps["propensity"].params["argv"]  # Q26: 3,000 queries, no smoothing
-    assert propensity[propensity.index("--max-queries") + 1] == "3000"
-    assert propensity[propensity.index("--smoothing") + 1] == "0"
+    train = steps["train randaug-rank+lm"].settings
+    assert train.propensity == "none" and train.lm_loss and train.augmentation == "rand-aug"
+    assert not steps["train posaug-rank"].settings.lm_loss
+    assert train.epochs == 3.0 and isinstance(train.epochs, float)  # the spec's 3, as --epochs 3
+    propensity = steps["propensity"].settings  # Q26: 3,000 queries, no smoothing
+    assert (propensity.max_queries, propensity.smoothing) == (3000, 0.0)
+
+
+def test_a_step_folder_of_an_earlier_release_still_counts_as_done(tmp_path):
+    # Before the steps took settings objects, a marker recorded the step's flags (the paired
+    # test spelled --test): such a folder resumes, and other flags do not count as done.
+    from hf_posbias.study.listwise_study import DONE_FILE, load_listwise_spec, plan
+
+    spec = load_listwise_spec(Path(__file__).parents[2] / "studies" / "q26-cpu.yaml")
+    step = next(s for s in plan(spec, tmp_path) if s.name.startswith("shuffle-eval"))
+    s = step.settings
+    argv = ["--reranker", s.reranker, "--task", s.task, "--k", str(s.k), "--window",
+            str(s.window), "--step", str(s.step), "--seed", str(s.seed), "--dtype", s.dtype,
+            "--no-progress", "--n-resamples", str(s.n_resamples), "--rrf-k", str(s.rrf_k),
+            "--first-stage", s.first_stage, "--shuffles", str(s.shuffles), "--aggregate",
+            str(s.aggregate), "--test", s.method, "--out", s.out]  # fmt: skip
+    argv += ["--split", s.split] if s.split else []
+    argv += ["--max-queries", str(s.max_queries)] if s.max_queries else []
+    argv += ["--passage-tokens", str(s.passage_tokens)] if s.passage_tokens else []
+    step.folder.mkdir(parents=True)
+    (step.folder / DONE_FILE).write_text(json.dumps({"argv": argv}))
+    assert step.done()
+    (step.folder / DONE_FILE).write_text(json.dumps({"argv": [*argv, "--shuffles", "9"]}))
+    assert not step.done()
+    step.mark_done()
+    assert step.done() and json.loads((step.folder / DONE_FILE).read_text())["shuffles"] == 3
 
 
 def test_an_msmarco_dev_split_holding_trec_dl_queries_is_refused(tmp_path, make_beir, capsys):
@@ -186,3 +211,22 @@ def test_the_bare_verbs_refuse_an_msmarco_dev_split_of_trec_dl_queries(verb, tmp
         "are TREC DL19/DL20's): use MS MARCO's qrels/dev.tsv (split dev)"
     ), err
     assert not (tmp_path / "o").exists()  # refused before anything is written
+
+
+def test_a_training_step_of_an_earlier_release_resumes_under_the_trainers_former_window_flag(
+    tmp_path, capsys
+):
+    # The listwise trainer's window was spelled --window before it became --max-window (the
+    # sliding window keeps --window): its old marker still counts as done, without a warning.
+    from hf_posbias.settings import settings_to_argv
+    from hf_posbias.study.listwise_study import DONE_FILE, load_listwise_spec, plan
+
+    spec = load_listwise_spec(Path(__file__).parents[2] / "studies" / "q26-cpu.yaml")
+    step = next(s for s in plan(spec, tmp_path) if s.name.startswith("train "))
+    argv = settings_to_argv(step.settings)
+    assert "--max-window" in argv
+    former = ["--window" if a == "--max-window" else a for a in argv]
+    step.folder.mkdir(parents=True)
+    (step.folder / DONE_FILE).write_text(json.dumps({"argv": former}))
+    assert step.done()
+    assert "warning" not in capsys.readouterr().err

@@ -112,6 +112,33 @@ def test_dry_run_lines_take_keywords_and_their_former_settings_call():
         assert dry_run_lines(spec, settings) == lines
 
 
+def test_each_run_is_a_settings_object_and_its_printed_command_reads_back_to_it():
+    # The study builds every run's TrainingSettings from the spec and hands it on; the dry
+    # run's command line is rendered from that object, and the trainer's parser reads it back
+    # to the very same settings (what `accelerate launch` gives the run).
+    import shlex
+
+    from hf_posbias.study.layout import run_settings, study_models
+    from hf_posbias.study.run import dry_run_lines
+    from hf_posbias.study.spec import training_argv
+    from hf_posbias.training.settings import parse_settings
+
+    spec = load_spec(REPO / "studies" / "yhp26-pooling.yaml")
+    trained = [m for m in study_models(spec, "study") if m.trained]
+    commands = [line.strip() for line in dry_run_lines(spec, check=False)
+                if line.startswith("  accelerate launch")]  # fmt: skip
+    assert len(commands) == len(trained) == 16
+    for model, command in zip(trained, commands):
+        settings = run_settings(spec, model)
+        assert parse_settings(shlex.split(command)[4:]) == settings
+        assert (settings.pooling, settings.seed, settings.precision) == (model.pooling, 42, "bf16")
+    assert not run_settings(spec, trained[0], progress=False).progress
+    with pytest.warns(DeprecationWarning, match=r"training_argv\(spec\) is deprecated"):
+        flags = training_argv(spec)
+    assert flags == shlex.split(commands[0])[14:]  # after the run's own ten flags
+    assert flags[:2] == ["--seed", "42"]
+
+
 def test_remedies_extend_a_study_without_changing_its_identity(tmp_path):
     from hf_posbias.study.spec import check_out_folder, save_spec
 

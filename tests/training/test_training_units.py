@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -204,7 +205,7 @@ def test_pooling_ablation_and_shards():
         ["cls", "mean", "max", "lasttoken"],
     )
     assert len(runs) == 16 and len({r.out_dir for r in runs}) == 16
-    assert runs[1].launch_command("d")[-2:] == ["--pooling", "mean"]
+    assert runs[1].launch_command(runs[1].settings("d"))[-2:] == ["--pooling", "mean"]
     shards = [select_shard(runs, f"{i}/3") for i in range(3)]
     assert sorted(r.name for s in shards for r in s) == sorted(r.name for r in runs)
 
@@ -220,7 +221,7 @@ def test_matrix_resume_skips_finished_runs(tmp_path, monkeypatch):
         "subprocess.run",
         lambda cmd, check=False: calls.append(cmd) or subprocess.CompletedProcess(cmd, 0),
     )
-    report = run_matrix(runs, "data", ["--max-steps", "1"])
+    report = run_matrix([run.settings("data", max_steps=1) for run in runs])
     assert report.skipped == ["posbias-bert-base-begin"] and report.ran == ["posbias-bert-base-end"]
     assert (
         len(calls) == 1
@@ -228,3 +229,39 @@ def test_matrix_resume_skips_finished_runs(tmp_path, monkeypatch):
         and calls[0][calls[0].index("--config") + 1] == "end"
     )
     assert calls[0][-2:] == ["--max-steps", "1"]
+
+
+def test_a_run_is_a_settings_object_whose_command_line_parses_back_to_it():
+    # The matrix takes settings objects; the command line is rendered from them only at
+    # launch, and `accelerate launch -m hf_posbias.training.train` reads it back to the same.
+    from hf_posbias.training.settings import parse_settings
+
+    (run,) = expand_runs(["bert-base"], ["50:25:25"], "c", ["mean"])
+    settings = run.settings("d", seed=42, epochs=3, precision="bf16", progress=False)
+    args = run.train_args(settings, ["seed", "epochs"])
+    assert args == ["--model", "bert-base", "--config", "50:25:25", "--data", "d", "--out",
+                    run.out_dir, "--pooling", "mean", "--seed", "42", "--epochs", "3",
+                    "--no-progress", "--precision", "bf16"]  # fmt: skip
+    assert parse_settings(args) == settings
+
+
+def test_the_in_process_matrix_trains_the_settings_objects_it_was_given(tmp_path, monkeypatch):
+    runs = expand_runs(["bert-base"], ["begin", "end"], tmp_path)
+    settings = [run.settings("data", max_steps=1) for run in runs]
+    trained = []
+    monkeypatch.setattr("hf_posbias.training.train.train_model", trained.append)
+    report = run_matrix(settings, in_process=True)
+    assert trained == settings and trained[0] is settings[0]
+    assert report.ran == ["posbias-bert-base-begin", "posbias-bert-base-end"]
+
+
+def test_the_former_argv_calls_of_the_matrix_still_work_with_a_warning(tmp_path):
+    runs = expand_runs(["bert-base"], ["begin"], tmp_path)
+    with pytest.warns(DeprecationWarning, match=r"run_matrix\(settings\)"):
+        report = run_matrix(runs, "data", ["--max-steps", "1"], True, None, False, "cpu")
+    with pytest.warns(DeprecationWarning, match=r"Run.launch_command\(settings\)"):
+        former = runs[0].launch_command("data", ["--max-steps", "1"])
+    new = runs[0].launch_command(runs[0].settings("data", max_steps=1))
+    assert report.commands == [shlex.join(former)] and former == new
+    with pytest.warns(DeprecationWarning, match=r"Run.train_args\(settings\)"):
+        assert runs[0].train_args("data", ["--max-steps", "1"]) == new[4:]
