@@ -26,9 +26,10 @@ Example:
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +43,8 @@ BM25_NAMES = frozenset({"bm25", "bm25s", "mteb/baseline-bm25s"})
 K1 = 1.5
 B = 0.75
 METHOD = "lucene"
+INDEX_BATCH = 10_000
+"""Documents tokenised at once while an index is built: the texts held at a time."""
 
 LANGUAGES: dict[str, tuple[str, str]] = {
     "eng": ("en", "english"),
@@ -143,11 +146,89 @@ class BM25Analyzer:
             return []
         return bm25s.tokenize(list(texts), return_ids=False, **self._kwargs())
 
-    def tokenize_ids(self, texts: Sequence[str]) -> Any:
-        """``bm25s.tokenization.Tokenized`` (term ids and vocabulary), what an index is built on."""
+    def tokenize_ids(self, texts: Iterable[str], *, batch_size: int = INDEX_BATCH) -> Any:
+        """``bm25s.tokenization.Tokenized`` (term ids and vocabulary), what an index is built on.
+
+        ``texts`` is read ``batch_size`` at a time (an iterator is never held whole), each batch
+        tokenised by ``bm25s.tokenize`` as one call over all texts would (a text's terms do not
+        depend on the others), its terms numbered in one vocabulary and kept as 4-byte ids
+        (:class:`TermIds`), not a Python list per document.
+
+        Example:
+            >>> tokenized = ENGLISH.tokenize_ids(iter(["dogs bark", "a dog runs"]), batch_size=1)
+            >>> [[tokenized.vocab_words[i] for i in doc] for doc in tokenized.ids]
+            [['dog', 'bark'], ['dog', 'run']]
+        """
         import bm25s
 
-        return bm25s.tokenize(list(texts), return_ids=True, **self._kwargs())
+        vocab: dict[str, int] = {}
+        chunks: list[np.ndarray] = []
+        lengths: list[np.ndarray] = []
+        iterator = iter(texts)
+        while batch := list(itertools.islice(iterator, batch_size)):
+            local = bm25s.tokenize(batch, return_ids=True, **self._kwargs())
+            # The batch's own term numbers → the corpus's (sorted: the same ids in every run).
+            to_global = np.empty(len(local.vocab), dtype=np.int32)
+            for term in sorted(local.vocab):
+                to_global[local.vocab[term]] = vocab.setdefault(term, len(vocab))
+            sizes = np.fromiter(map(len, local.ids), dtype=np.int64, count=len(local.ids))
+            flat = np.fromiter(
+                itertools.chain.from_iterable(local.ids), dtype=np.int32, count=int(sizes.sum())
+            )
+            chunks.append(to_global[flat])
+            lengths.append(sizes)
+        offsets = np.zeros(sum(len(x) for x in lengths) + 1, dtype=np.int64)
+        if lengths:
+            np.cumsum(np.concatenate(lengths), out=offsets[1:])
+        flat_ids = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int32)
+        return _Tokenized(ids=TermIds(flat_ids, offsets), vocab=vocab)
+
+
+class TermIds:
+    """Every document's term ids, in order, held as one int32 array and its offsets.
+
+    What ``bm25s`` reads while it builds an index (``len`` and iteration, each document a list
+    of ints, as ``bm25s.tokenize`` returns them) at 4 bytes per term, where lists of Python
+    ints take about 8 more per term and a list object per document.
+
+    Example:
+        >>> ids = TermIds(np.array([0, 1, 0, 2], dtype=np.int32), np.array([0, 2, 4]))
+        >>> len(ids), list(ids)
+        (2, [[0, 1], [0, 2]])
+    """
+
+    def __init__(self, flat: np.ndarray, offsets: np.ndarray) -> None:
+        self.flat = flat
+        self.offsets = offsets
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __iter__(self) -> Iterator[list[int]]:
+        bounds = self.offsets.tolist()
+        for start, end in zip(bounds[:-1], bounds[1:]):
+            yield self.flat[start:end].tolist()
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the two arrays."""
+        return int(self.flat.nbytes + self.offsets.nbytes)
+
+
+@dataclass(frozen=True)
+class _Tokenized:
+    """``bm25s``'s tokenised-corpus shape (``ids`` and ``vocab``), over :class:`TermIds`."""
+
+    ids: TermIds
+    vocab: dict[str, int]
+
+    @property
+    def vocab_words(self) -> list[str]:
+        """The terms by id."""
+        words = [""] * len(self.vocab)
+        for word, i in self.vocab.items():
+            words[i] = word
+        return words
 
 
 ENGLISH = BM25Analyzer()
@@ -158,6 +239,9 @@ listwise control's analyzer."""
 class BM25Index:
     """Okapi BM25 (``bm25s``, Lucene variant) over ``texts``, documents addressed by position.
 
+    ``texts`` may be any iterable (a generator over a corpus too large to hold as text): it is
+    tokenised :data:`INDEX_BATCH` documents at a time, and only the index is kept.
+
     Example:
         >>> index = BM25Index(["cats purr", "dogs bark", "dogs run"])
         >>> docs, scores = index.retrieve(["barking dog"], 2)
@@ -167,7 +251,7 @@ class BM25Index:
 
     def __init__(
         self,
-        texts: Sequence[str],
+        texts: Iterable[str],
         analyzer: BM25Analyzer = ENGLISH,
         *,
         k1: float = K1,
@@ -177,14 +261,16 @@ class BM25Index:
 
         import bm25s
 
-        if not texts:
-            raise InputError("BM25 needs a non-empty corpus")
         # bm25s logs every index build at DEBUG on its own handler; the run's report says enough.
         logging.getLogger("bm25s").setLevel(logging.WARNING)
         self.analyzer = analyzer
-        self.size = len(texts)
+        # Read in batches (an iterator of texts is never held whole): what stays is the index.
+        tokenized = analyzer.tokenize_ids(texts)
+        self.size = len(tokenized.ids)
+        if not self.size:
+            raise InputError("BM25 needs a non-empty corpus")
         self._bm25 = bm25s.BM25(k1=k1, b=b, delta=0.5, method=METHOD)
-        self._bm25.index(analyzer.tokenize_ids(texts), show_progress=False)
+        self._bm25.index(tokenized, show_progress=False)
 
     def scores(self, query: str) -> np.ndarray:
         """Every document's score for ``query`` (float32, corpus order)."""
