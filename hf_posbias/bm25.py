@@ -240,7 +240,8 @@ class BM25Index:
     """Okapi BM25 (``bm25s``, Lucene variant) over ``texts``, documents addressed by position.
 
     ``texts`` may be any iterable (a generator over a corpus too large to hold as text): it is
-    tokenised :data:`INDEX_BATCH` documents at a time, and only the index is kept.
+    tokenised ``batch_size`` documents at a time, and only the index is kept (the scores do
+    not depend on the batch size).
 
     Example:
         >>> index = BM25Index(["cats purr", "dogs bark", "dogs run"])
@@ -256,6 +257,7 @@ class BM25Index:
         *,
         k1: float = K1,
         b: float = B,
+        batch_size: int = INDEX_BATCH,
     ) -> None:
         import logging
 
@@ -265,7 +267,7 @@ class BM25Index:
         logging.getLogger("bm25s").setLevel(logging.WARNING)
         self.analyzer = analyzer
         # Read in batches (an iterator of texts is never held whole): what stays is the index.
-        tokenized = analyzer.tokenize_ids(texts)
+        tokenized = analyzer.tokenize_ids(texts, batch_size=batch_size)
         self.size = len(tokenized.ids)
         if not self.size:
             raise InputError("BM25 needs a non-empty corpus")
