@@ -28,6 +28,13 @@ run's wall time; ``b(cpu)`` the same on CPU time, steadier on shared cores), the
 1,000 documents (least-squares slope of peak RSS on N) and the ratio of peak RSS between sizes
 four times apart; ``--json`` writes it all.
 
+``b(CLI call cpu)`` is the exponent of the stage's own work: each process imports the modules
+the first floor run loaded (torch, transformers, mteb …), then times ``hf_posbias.cli.main``
+itself, and the fit is on that CPU time above the (second) floor run's. The imports cost
+10–15 s of CPU whose run-to-run noise under shared cores is larger than the work of a few
+thousand documents, so the whole-process fits are noise at small sizes; the same modules are
+imported either way, so the peak memory is the plain run's.
+
 Run:
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/scaling.py --sizes 1000,4000,16000
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/scaling.py --sizes 200,800 --stages build

@@ -215,6 +215,97 @@ class TermIds:
         return int(self.flat.nbytes + self.offsets.nbytes)
 
 
+def _column_order(ids: TermIds, first: int, last: int, n_docs: int) -> tuple[np.ndarray, ...]:
+    """Documents ``first``..``last - 1``'s distinct (term, document) pairs, ordered by term then
+    document (the order of a CSC matrix's entries), with the term's count in the document."""
+    lengths = np.diff(ids.offsets[first : last + 1])
+    terms = ids.flat[ids.offsets[first] : ids.offsets[last]].astype(np.int64)
+    docs = np.repeat(np.arange(first, last, dtype=np.int64), lengths)
+    keys, counts = np.unique(terms * n_docs + docs, return_counts=True)
+    return keys // n_docs, keys % n_docs, counts
+
+
+def _csc_scores(bm25: Any, ids: TermIds, n_vocab: int, chunk: int) -> dict[str, Any]:
+    """The arrays ``bm25s.BM25.build_index_from_ids`` builds (numpy backend), equal to theirs,
+    built ``chunk`` documents at a time into arrays of the index's own size.
+
+    ``bm25s`` holds a (score, document, term) triplet per entry and sorts them, about four
+    times the index; here a first pass counts document frequencies (the column sizes), a
+    second computes each chunk's scores with ``bm25s``'s own formulas and writes them in place.
+    """
+    from bm25s.scoring import _build_idf_array, _select_idf_scorer, _select_tfc_scorer
+
+    n_docs = len(ids)
+    avg_doc_len = np.diff(ids.offsets).mean()  # bm25s: the mean of the documents' lengths
+    df = np.zeros(n_vocab, dtype=np.int64)
+    bounds = [*range(0, n_docs, chunk), n_docs]
+    for first, last in itertools.pairwise(bounds):
+        terms, _, _ = _column_order(ids, first, last, n_docs)
+        df += np.bincount(terms, minlength=n_vocab)
+    idf = _build_idf_array(
+        doc_frequencies=dict(enumerate(df.tolist())),
+        n_docs=n_docs,
+        compute_idf_fn=_select_idf_scorer(bm25.idf_method),
+        dtype=bm25.dtype,
+    )
+    tfc = _select_tfc_scorer(bm25.method)
+    indptr = np.zeros(n_vocab + 1, dtype=np.int64)
+    np.cumsum(df, out=indptr[1:])
+    data = np.empty(int(indptr[-1]), dtype=bm25.dtype)
+    indices = np.empty(int(indptr[-1]), dtype=bm25.int_dtype)
+    heads = indptr[:-1].copy()  # the next free slot of each term's column
+    lengths = np.diff(ids.offsets)
+    for first, last in itertools.pairwise(bounds):
+        terms, docs, counts = _column_order(ids, first, last, n_docs)
+        if not len(terms):
+            continue  # documents of stop words only: no entries
+        # bm25s's per-document arithmetic, element-wise: float32 term counts, float64 lengths.
+        scores = idf[terms] * tfc(
+            tf_array=counts.astype(bm25.dtype),
+            l_d=lengths[docs],
+            l_avg=avg_doc_len,
+            k1=bm25.k1,
+            b=bm25.b,
+            delta=bm25.delta,
+        )
+        starts = np.flatnonzero(np.r_[True, terms[1:] != terms[:-1]])
+        sizes = np.diff(np.r_[starts, len(terms)])
+        slots = heads[terms] + np.arange(len(terms)) - np.repeat(starts, sizes)
+        data[slots] = scores
+        indices[slots] = docs
+        heads[terms[starts]] += sizes
+    return {"data": data, "indices": indices, "indptr": indptr, "num_docs": n_docs}
+
+
+@functools.cache
+def _lean_bm25s() -> type:
+    """``bm25s.BM25`` whose index build over :class:`TermIds` holds little beyond the index
+    (:func:`_csc_scores`); any other input, or a variant this does not cover, is bm25s's own."""
+    import bm25s
+
+    class LeanBM25(bm25s.BM25):  # type: ignore[misc]
+        def build_index_from_ids(
+            self,
+            unique_token_ids: list[int],
+            corpus_token_ids: Any,
+            show_progress: bool = True,
+            leave_progress: bool = False,
+        ) -> dict[str, Any]:
+            lean = (
+                isinstance(corpus_token_ids, TermIds)
+                and self.method not in self.methods_requiring_nonoccurrence
+                and self.csc_backend == "numpy"
+            )
+            if not lean:
+                return super().build_index_from_ids(
+                    unique_token_ids, corpus_token_ids, show_progress, leave_progress
+                )
+            self.nonoccurrence_array = None
+            return _csc_scores(self, corpus_token_ids, len(unique_token_ids), INDEX_BATCH)
+
+    return LeanBM25
+
+
 @dataclass(frozen=True)
 class _Tokenized:
     """``bm25s``'s tokenised-corpus shape (``ids`` and ``vocab``), over :class:`TermIds`."""
@@ -261,8 +352,6 @@ class BM25Index:
     ) -> None:
         import logging
 
-        import bm25s
-
         # bm25s logs every index build at DEBUG on its own handler; the run's report says enough.
         logging.getLogger("bm25s").setLevel(logging.WARNING)
         self.analyzer = analyzer
@@ -271,7 +360,7 @@ class BM25Index:
         self.size = len(tokenized.ids)
         if not self.size:
             raise InputError("BM25 needs a non-empty corpus")
-        self._bm25 = bm25s.BM25(k1=k1, b=b, delta=0.5, method=METHOD)
+        self._bm25 = _lean_bm25s()(k1=k1, b=b, delta=0.5, method=METHOD)
         self._bm25.index(tokenized, show_progress=False)
 
     def scores(self, query: str) -> np.ndarray:

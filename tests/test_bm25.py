@@ -80,6 +80,30 @@ def test_the_index_built_in_batches_is_bm25s_own_index() -> None:
         BM25Index(iter([]))
 
 
+def test_the_lean_index_build_gives_bm25s_arrays_exactly(monkeypatch) -> None:
+    """The index arrays built a chunk at a time are ``bm25s``'s, element for element, on the
+    same term ids (chunks of 1, 7 and all documents)."""
+    import bm25s
+
+    import hf_posbias.bm25 as bm25_module
+    from hf_posbias.pipeline.corpus import read_demo_corpus
+
+    texts = [document_text(d["title"], d["text"]) for _, d in zip(range(300), read_demo_corpus())]
+    texts.append("the and of")  # a document of stop words only: no entries
+    reference = bm25s.BM25(k1=1.5, b=0.75, delta=0.5, method="lucene")
+    reference.index(ENGLISH.tokenize_ids(texts, batch_size=64), show_progress=False)
+    for chunk in (1, 7, 10_000):
+        monkeypatch.setattr(bm25_module, "INDEX_BATCH", chunk)
+        lean = bm25_module._lean_bm25s()(k1=1.5, b=0.75, delta=0.5, method="lucene")
+        lean.index(ENGLISH.tokenize_ids(texts, batch_size=64), show_progress=False)
+        assert lean.vocab_dict == reference.vocab_dict
+        for key in ("data", "indices", "indptr"):
+            got, want = lean.scores[key], reference.scores[key]
+            assert got.dtype == want.dtype, key
+            np.testing.assert_array_equal(got, want, err_msg=key)
+        assert lean.scores["num_docs"] == reference.scores["num_docs"] == len(texts)
+
+
 def tiny_task(folder: Path) -> Path:
     """A 12-document position task folder (titles, four queries); also used by test_rows."""
     corpus = [{"id": f"d{i:02d}", "title": t, "text": x} for i, (t, x) in enumerate(DOCS)]
