@@ -43,7 +43,7 @@ BM25_NAMES = frozenset({"bm25", "bm25s", "mteb/baseline-bm25s"})
 K1 = 1.5
 B = 0.75
 METHOD = "lucene"
-INDEX_BATCH = 10_000
+INDEX_BATCH = 2_000
 """Documents tokenised at once while an index is built: the texts held at a time."""
 
 LANGUAGES: dict[str, tuple[str, str]] = {
