@@ -26,9 +26,10 @@ Example:
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +43,8 @@ BM25_NAMES = frozenset({"bm25", "bm25s", "mteb/baseline-bm25s"})
 K1 = 1.5
 B = 0.75
 METHOD = "lucene"
+INDEX_BATCH = 2_000
+"""Documents tokenised at once while an index is built: the texts held at a time."""
 
 LANGUAGES: dict[str, tuple[str, str]] = {
     "eng": ("en", "english"),
@@ -143,11 +146,180 @@ class BM25Analyzer:
             return []
         return bm25s.tokenize(list(texts), return_ids=False, **self._kwargs())
 
-    def tokenize_ids(self, texts: Sequence[str]) -> Any:
-        """``bm25s.tokenization.Tokenized`` (term ids and vocabulary), what an index is built on."""
+    def tokenize_ids(self, texts: Iterable[str], *, batch_size: int = INDEX_BATCH) -> Any:
+        """``bm25s.tokenization.Tokenized`` (term ids and vocabulary), what an index is built on.
+
+        ``texts`` is read ``batch_size`` at a time (an iterator is never held whole), each batch
+        tokenised by ``bm25s.tokenize`` as one call over all texts would (a text's terms do not
+        depend on the others), its terms numbered in one vocabulary and kept as 4-byte ids
+        (:class:`TermIds`), not a Python list per document.
+
+        Example:
+            >>> tokenized = ENGLISH.tokenize_ids(iter(["dogs bark", "a dog runs"]), batch_size=1)
+            >>> [[tokenized.vocab_words[i] for i in doc] for doc in tokenized.ids]
+            [['dog', 'bark'], ['dog', 'run']]
+        """
         import bm25s
 
-        return bm25s.tokenize(list(texts), return_ids=True, **self._kwargs())
+        vocab: dict[str, int] = {}
+        chunks: list[np.ndarray] = []
+        lengths: list[np.ndarray] = []
+        iterator = iter(texts)
+        while batch := list(itertools.islice(iterator, batch_size)):
+            local = bm25s.tokenize(batch, return_ids=True, **self._kwargs())
+            # The batch's own term numbers → the corpus's (sorted: the same ids in every run).
+            to_global = np.empty(len(local.vocab), dtype=np.int32)
+            for term in sorted(local.vocab):
+                to_global[local.vocab[term]] = vocab.setdefault(term, len(vocab))
+            sizes = np.fromiter(map(len, local.ids), dtype=np.int64, count=len(local.ids))
+            flat = np.fromiter(
+                itertools.chain.from_iterable(local.ids), dtype=np.int32, count=int(sizes.sum())
+            )
+            chunks.append(to_global[flat])
+            lengths.append(sizes)
+        offsets = np.zeros(sum(len(x) for x in lengths) + 1, dtype=np.int64)
+        if lengths:
+            np.cumsum(np.concatenate(lengths), out=offsets[1:])
+        flat_ids = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int32)
+        return _Tokenized(ids=TermIds(flat_ids, offsets), vocab=vocab)
+
+
+class TermIds:
+    """Every document's term ids, in order, held as one int32 array and its offsets.
+
+    What ``bm25s`` reads while it builds an index (``len`` and iteration, each document a list
+    of ints, as ``bm25s.tokenize`` returns them) at 4 bytes per term, where lists of Python
+    ints take about 8 more per term and a list object per document.
+
+    Example:
+        >>> ids = TermIds(np.array([0, 1, 0, 2], dtype=np.int32), np.array([0, 2, 4]))
+        >>> len(ids), list(ids)
+        (2, [[0, 1], [0, 2]])
+    """
+
+    def __init__(self, flat: np.ndarray, offsets: np.ndarray) -> None:
+        self.flat = flat
+        self.offsets = offsets
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __iter__(self) -> Iterator[list[int]]:
+        bounds = self.offsets.tolist()
+        for start, end in zip(bounds[:-1], bounds[1:]):
+            yield self.flat[start:end].tolist()
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the two arrays."""
+        return int(self.flat.nbytes + self.offsets.nbytes)
+
+
+def _column_order(ids: TermIds, first: int, last: int, n_docs: int) -> tuple[np.ndarray, ...]:
+    """Documents ``first``..``last - 1``'s distinct (term, document) pairs, ordered by term then
+    document (the order of a CSC matrix's entries), with the term's count in the document."""
+    lengths = np.diff(ids.offsets[first : last + 1])
+    terms = ids.flat[ids.offsets[first] : ids.offsets[last]].astype(np.int64)
+    docs = np.repeat(np.arange(first, last, dtype=np.int64), lengths)
+    keys, counts = np.unique(terms * n_docs + docs, return_counts=True)
+    return keys // n_docs, keys % n_docs, counts
+
+
+def _csc_scores(bm25: Any, ids: TermIds, n_vocab: int, chunk: int) -> dict[str, Any]:
+    """The arrays ``bm25s.BM25.build_index_from_ids`` builds (numpy backend), equal to theirs,
+    built ``chunk`` documents at a time into arrays of the index's own size.
+
+    ``bm25s`` holds a (score, document, term) triplet per entry and sorts them, about four
+    times the index; here a first pass counts document frequencies (the column sizes), a
+    second computes each chunk's scores with ``bm25s``'s own formulas and writes them in place.
+    """
+    from bm25s.scoring import _build_idf_array, _select_idf_scorer, _select_tfc_scorer
+
+    n_docs = len(ids)
+    avg_doc_len = np.diff(ids.offsets).mean()  # bm25s: the mean of the documents' lengths
+    df = np.zeros(n_vocab, dtype=np.int64)
+    bounds = [*range(0, n_docs, chunk), n_docs]
+    for first, last in itertools.pairwise(bounds):
+        terms, _, _ = _column_order(ids, first, last, n_docs)
+        df += np.bincount(terms, minlength=n_vocab)
+    idf = _build_idf_array(
+        doc_frequencies=dict(enumerate(df.tolist())),
+        n_docs=n_docs,
+        compute_idf_fn=_select_idf_scorer(bm25.idf_method),
+        dtype=bm25.dtype,
+    )
+    tfc = _select_tfc_scorer(bm25.method)
+    indptr = np.zeros(n_vocab + 1, dtype=np.int64)
+    np.cumsum(df, out=indptr[1:])
+    data = np.empty(int(indptr[-1]), dtype=bm25.dtype)
+    indices = np.empty(int(indptr[-1]), dtype=bm25.int_dtype)
+    heads = indptr[:-1].copy()  # the next free slot of each term's column
+    lengths = np.diff(ids.offsets)
+    for first, last in itertools.pairwise(bounds):
+        terms, docs, counts = _column_order(ids, first, last, n_docs)
+        if not len(terms):
+            continue  # documents of stop words only: no entries
+        # bm25s's per-document arithmetic, element-wise: float32 term counts, float64 lengths.
+        scores = idf[terms] * tfc(
+            tf_array=counts.astype(bm25.dtype),
+            l_d=lengths[docs],
+            l_avg=avg_doc_len,
+            k1=bm25.k1,
+            b=bm25.b,
+            delta=bm25.delta,
+        )
+        starts = np.flatnonzero(np.r_[True, terms[1:] != terms[:-1]])
+        sizes = np.diff(np.r_[starts, len(terms)])
+        slots = heads[terms] + np.arange(len(terms)) - np.repeat(starts, sizes)
+        data[slots] = scores
+        indices[slots] = docs
+        heads[terms[starts]] += sizes
+    return {"data": data, "indices": indices, "indptr": indptr, "num_docs": n_docs}
+
+
+@functools.cache
+def _lean_bm25s() -> type:
+    """``bm25s.BM25`` whose index build over :class:`TermIds` holds little beyond the index
+    (:func:`_csc_scores`); any other input, or a variant this does not cover, is bm25s's own."""
+    import bm25s
+
+    class LeanBM25(bm25s.BM25):  # type: ignore[misc]
+        def build_index_from_ids(
+            self,
+            unique_token_ids: list[int],
+            corpus_token_ids: Any,
+            show_progress: bool = True,
+            leave_progress: bool = False,
+        ) -> dict[str, Any]:
+            lean = (
+                isinstance(corpus_token_ids, TermIds)
+                and self.method not in self.methods_requiring_nonoccurrence
+                and self.csc_backend == "numpy"
+            )
+            if not lean:
+                return super().build_index_from_ids(
+                    unique_token_ids, corpus_token_ids, show_progress, leave_progress
+                )
+            self.nonoccurrence_array = None
+            return _csc_scores(self, corpus_token_ids, len(unique_token_ids), INDEX_BATCH)
+
+    return LeanBM25
+
+
+@dataclass(frozen=True)
+class _Tokenized:
+    """``bm25s``'s tokenised-corpus shape (``ids`` and ``vocab``), over :class:`TermIds`."""
+
+    ids: TermIds
+    vocab: dict[str, int]
+
+    @property
+    def vocab_words(self) -> list[str]:
+        """The terms by id."""
+        words = [""] * len(self.vocab)
+        for word, i in self.vocab.items():
+            words[i] = word
+        return words
 
 
 ENGLISH = BM25Analyzer()
@@ -158,6 +330,10 @@ listwise control's analyzer."""
 class BM25Index:
     """Okapi BM25 (``bm25s``, Lucene variant) over ``texts``, documents addressed by position.
 
+    ``texts`` may be any iterable (a generator over a corpus too large to hold as text): it is
+    tokenised ``batch_size`` documents at a time, and only the index is kept (the scores do
+    not depend on the batch size).
+
     Example:
         >>> index = BM25Index(["cats purr", "dogs bark", "dogs run"])
         >>> docs, scores = index.retrieve(["barking dog"], 2)
@@ -167,24 +343,25 @@ class BM25Index:
 
     def __init__(
         self,
-        texts: Sequence[str],
+        texts: Iterable[str],
         analyzer: BM25Analyzer = ENGLISH,
         *,
         k1: float = K1,
         b: float = B,
+        batch_size: int = INDEX_BATCH,
     ) -> None:
         import logging
 
-        import bm25s
-
-        if not texts:
-            raise InputError("BM25 needs a non-empty corpus")
         # bm25s logs every index build at DEBUG on its own handler; the run's report says enough.
         logging.getLogger("bm25s").setLevel(logging.WARNING)
         self.analyzer = analyzer
-        self.size = len(texts)
-        self._bm25 = bm25s.BM25(k1=k1, b=b, delta=0.5, method=METHOD)
-        self._bm25.index(analyzer.tokenize_ids(texts), show_progress=False)
+        # Read in batches (an iterator of texts is never held whole): what stays is the index.
+        tokenized = analyzer.tokenize_ids(texts, batch_size=batch_size)
+        self.size = len(tokenized.ids)
+        if not self.size:
+            raise InputError("BM25 needs a non-empty corpus")
+        self._bm25 = _lean_bm25s()(k1=k1, b=b, delta=0.5, method=METHOD)
+        self._bm25.index(tokenized, show_progress=False)
 
     def scores(self, query: str) -> np.ndarray:
         """Every document's score for ``query`` (float32, corpus order)."""

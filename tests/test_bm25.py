@@ -54,6 +54,56 @@ def test_pair_scorer_and_index_are_the_same_formula() -> None:
         assert pairs.max() > 0
 
 
+def test_the_index_built_in_batches_is_bm25s_own_index() -> None:
+    """Batches of any size give the scores and top-k of ``bm25s`` indexing the whole corpus
+    at once (the index as it was built before it streamed), on real Wikipedia text."""
+    import bm25s
+
+    from hf_posbias.pipeline.corpus import read_demo_corpus
+
+    docs = [d for _, d in zip(range(400), read_demo_corpus())]
+    texts = [document_text(d["title"], d["text"]) for d in docs]
+    queries = [d["text"].split(".")[0] for d in docs[::40]] + ["the", "zzzz unknown"]
+    whole = bm25s.BM25(k1=1.5, b=0.75, delta=0.5, method="lucene")
+    whole.index(bm25s.tokenize(texts, return_ids=True, **ENGLISH._kwargs()), show_progress=False)
+    want_docs, want_scores = whole.retrieve(ENGLISH.tokenize(queries), k=50, show_progress=False)
+    for batch_size in (1, 7, 400, 10_000):
+        index = BM25Index(iter(texts), batch_size=batch_size)
+        assert index.size == len(texts)
+        got_docs, got_scores = index.retrieve(queries, 50)
+        np.testing.assert_array_equal(got_docs, want_docs)
+        np.testing.assert_array_equal(got_scores, want_scores)
+        for query in queries[:3]:
+            [tokens] = ENGLISH.tokenize([query])
+            np.testing.assert_array_equal(index.scores(query), whole.get_scores(tokens))
+    with pytest.raises(InputError, match="non-empty"):
+        BM25Index(iter([]))
+
+
+def test_the_lean_index_build_gives_bm25s_arrays_exactly(monkeypatch) -> None:
+    """The index arrays built a chunk at a time are ``bm25s``'s, element for element, on the
+    same term ids (chunks of 1, 7 and all documents)."""
+    import bm25s
+
+    import hf_posbias.bm25 as bm25_module
+    from hf_posbias.pipeline.corpus import read_demo_corpus
+
+    texts = [document_text(d["title"], d["text"]) for _, d in zip(range(300), read_demo_corpus())]
+    texts.append("the and of")  # a document of stop words only: no entries
+    reference = bm25s.BM25(k1=1.5, b=0.75, delta=0.5, method="lucene")
+    reference.index(ENGLISH.tokenize_ids(texts, batch_size=64), show_progress=False)
+    for chunk in (1, 7, 10_000):
+        monkeypatch.setattr(bm25_module, "INDEX_BATCH", chunk)
+        lean = bm25_module._lean_bm25s()(k1=1.5, b=0.75, delta=0.5, method="lucene")
+        lean.index(ENGLISH.tokenize_ids(texts, batch_size=64), show_progress=False)
+        assert lean.vocab_dict == reference.vocab_dict
+        for key in ("data", "indices", "indptr"):
+            got, want = lean.scores[key], reference.scores[key]
+            assert got.dtype == want.dtype, key
+            np.testing.assert_array_equal(got, want, err_msg=key)
+        assert lean.scores["num_docs"] == reference.scores["num_docs"] == len(texts)
+
+
 def tiny_task(folder: Path) -> Path:
     """A 12-document position task folder (titles, four queries); also used by test_rows."""
     corpus = [{"id": f"d{i:02d}", "title": t, "text": x} for i, (t, x) in enumerate(DOCS)]

@@ -29,6 +29,12 @@ def test_scaling_measures_every_stage_at_each_size(run_benchmark, tmp_path: Path
         for run in [stage["floor"], *stage["runs"]]:
             assert run["wall_s"] > 0 and run["cpu_s"] > 0 and run["peak_rss_mb"] > 50
         assert isinstance(stage["b_work"], float) and isinstance(stage["mb_per_1k_docs"], float)
+        # The CLI call is timed after the floor run's imports: its CPU time is the stage's own
+        # work, a part of the process's, and fitted on its own.
+        assert isinstance(stage["b_main_cpu"], float)
+        for run in [stage["main_floor"], *stage["runs"]]:
+            assert 0 < run["main_cpu_s"] < run["cpu_s"]
+        assert f"b(CLI call cpu) = {stage['b_main_cpu']}" in out
         assert set(stage["peak_rss_ratio_4x"]) == {"150->600"}
         assert f"{stage['stage']:16s} b(work) = " in out
 

@@ -23,9 +23,11 @@ Example:
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from hf_posbias.bm25 import INDEX_BATCH
 from hf_posbias.jsonable import JsonRecord
 
 if TYPE_CHECKING:
@@ -43,6 +45,23 @@ class SearchStats(JsonRecord):
     searches: int = 0
     queries: int = 0
     pairs_scored: int = 0
+
+
+def corpus_batches(corpus: Any, size: int = INDEX_BATCH) -> Iterator[dict[str, list[Any]]]:
+    """A corpus as column batches of ``size`` documents (``{"id": [...], "text": [...], ...}``):
+    a ``datasets.Dataset`` (mteb's corpus) through ``Dataset.iter``, a list of row dicts sliced.
+
+    Example:
+        >>> rows = [{"id": "a", "text": "x"}, {"id": "b", "text": "y"}, {"id": "c", "text": "z"}]
+        >>> [batch["id"] for batch in corpus_batches(rows, 2)]
+        [['a', 'b'], ['c']]
+    """
+    if hasattr(corpus, "iter") and hasattr(corpus, "column_names"):
+        yield from corpus.iter(batch_size=size)
+        return
+    for start in range(0, len(corpus), size):
+        rows = corpus[start : start + size]
+        yield {key: [row.get(key) for row in rows] for key in rows[0]}
 
 
 def _task_language(task_metadata: TaskMetadata, hf_subset: str) -> str:
@@ -168,10 +187,19 @@ class BM25Model(CorpusSearch):
         from hf_posbias.bm25 import BM25Analyzer, BM25Index, document_text
 
         analyzer = BM25Analyzer.for_language(_task_language(task_metadata, hf_subset))
-        texts = [document_text(doc.get("title") or "", doc["text"]) for doc in corpus]
-        self._index = BM25Index(texts, analyzer)
+        ids: list[str] = []
+
+        def texts() -> Iterator[str]:
+            # Column batches, not rows: a datasets row read costs more than its tokenising, and
+            # the corpus text is never held whole (the index is built as batches arrive).
+            for batch in corpus_batches(corpus):
+                ids.extend(str(i) for i in batch["id"])
+                titles = batch.get("title") or [None] * len(batch["text"])
+                yield from map(document_text, (t or "" for t in titles), batch["text"])
+
+        self._index = BM25Index(texts(), analyzer)
         self.stats.index_builds += 1
-        return [str(row["id"]) for row in corpus]
+        return ids
 
     def score_queries(
         self,
