@@ -2,7 +2,7 @@
 
 Three timed runs on the same candidates, each with a cold member (nothing tokenized yet): the
 panel (:meth:`RerankerPanel.score`), a benchmark build's Stage 2 pre-label path
-(:func:`~hf_posbias.construction.build.stage2_prelabel`: every question against the
+(:func:`~hf_posbias.construction.prelabel.stage2_prelabel`: every question against the
 three segments of its document, scored as single pairs), and the naive loop. Each must give the
 naive loop's scores within ``--atol`` (absolute, on sigmoid scores); the largest difference is
 printed.
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
     import torch
 
-    from hf_posbias.construction.build import stage2_prelabel
+    from hf_posbias.construction.prelabel import stage2_prelabel
     from hf_posbias.testing import build_tiny_cross_encoder
     from hf_posbias.verification import CrossEncoderMember, RerankerPanel
 

@@ -57,6 +57,11 @@ BUILT_IN = "built-in"
 """The :meth:`Registry.source` of an object hf-posbias itself registers."""
 
 
+NO_REMEDY = "none"
+"""The plain model (or reranker) under every remedy verb: a choice of ``--remedy`` and the first
+row of ``posbias listwise remedies``, never a remedy (no plugin may take the name)."""
+
+
 @functools.lru_cache(maxsize=1)
 def _installed_entry_points() -> EntryPoints:
     # One scan of the installed distributions for every group (each scan reads every
@@ -239,3 +244,19 @@ class Registry(Generic[T]):
         if entry is None:
             raise KeyError(name)
         return entry.source
+
+
+def remedy_registry(
+    group: str, kind: type[T], *, what: str, builtins: Callable[[], Iterable[T]]
+) -> Registry[T]:
+    """The registry of one model kind's remedies (``group``: a key of :data:`GROUPS`), built
+    like every other but with :data:`NO_REMEDY` reserved: the bi-encoder remedies and the
+    listwise ones are two such registries.
+
+    Example:
+        >>> from types import SimpleNamespace as Fix
+        >>> fixes = remedy_registry("remedies", Fix, what="fix", builtins=lambda: [Fix(name="a")])
+        >>> fixes.group, fixes.reserved, fixes.names()[:1]
+        ('hf_posbias.remedies', ('none',), ['a'])
+    """
+    return Registry(GROUPS[group], kind, what=what, builtins=builtins, reserved=(NO_REMEDY,))

@@ -235,6 +235,37 @@ def check_choice(field_name: str, value: Any, choices: Iterable[Any]) -> None:
         )
 
 
+def check_choices(settings: Any, *field_names: str) -> None:
+    """:func:`check_choice` for each named field against the ``choices`` its :func:`setting`
+    declares (the ones ``--help`` shows and the parser enforces), so the library refuses what the
+    command line refuses without the choices being spelled twice. A list value is checked item
+    by item; ``None`` (unset) passes.
+
+    Example:
+        >>> from dataclasses import dataclass
+        >>> @dataclass
+        ... class Test:
+        ...     method: str = setting("paired test", default="x", choices=("bootstrap", "t"))
+        >>> check_choices(Test(), "method")
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: --method must be one of bootstrap, t, got 'x'
+    """
+    declared = {
+        f.name: f.metadata.get(_META, {}).get("choices") for f in dataclasses.fields(settings)
+    }
+    for name in field_names:
+        choices, value = declared[name], getattr(settings, name)
+        if choices is None:
+            raise TypeError(f"{type(settings).__name__}.{name} declares no choices")
+        if callable(choices):
+            choices = choices()
+        if value is None:
+            continue
+        for item in value if isinstance(value, list | tuple) else (value,):
+            check_choice(name, item, choices)
+
+
 def check_positive(settings: Any, *field_names: str, allow_zero: bool = False) -> None:
     """One-line :class:`InputError` for the first named field below 1 (or below 0).
 

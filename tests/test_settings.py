@@ -11,6 +11,7 @@ import pytest
 from hf_posbias.errors import InputError
 from hf_posbias.settings import (
     add_settings_arguments,
+    check_choices,
     check_positive,
     parse_settings_args,
     setting,
@@ -56,6 +57,33 @@ def test_literal_and_callable_choices_are_enforced() -> None:
         parse_settings_args(Example, ["m", "--task", "t", "--out", "o", "--scoring", "x"])
     with pytest.raises(InputError, match="invalid choice"):
         parse_settings_args(Example, ["m", "--task", "t", "--out", "o", "--level", "c"])
+
+
+def test_check_choices_reads_the_choices_a_field_declares() -> None:
+    """One spelling of the choices: the parser's and the library's check read the same field."""
+    check_choices(Example(model="m", task=[], out="o", level="b"), "level")  # a callable's
+    with pytest.raises(InputError, match="--level must be one of a, b, got 'c'"):
+        check_choices(Example(model="m", task=[], out="o", level="c"), "level")
+    with pytest.raises(TypeError, match="Example.model declares no choices"):
+        check_choices(Example(model="m", task=[], out="o"), "model")
+
+
+def test_the_library_refuses_a_choice_the_command_line_refuses() -> None:
+    from hf_posbias.evaluation.settings import CompareSettings, RemediesSettings
+    from hf_posbias.listwise.experiments.settings import ShuffleTableSettings
+    from hf_posbias.listwise.training.settings import TransitionsSettings
+    from hf_posbias.pipeline.settings import GeneratorSettings
+
+    with pytest.raises(InputError, match="--method must be one of bootstrap, "):
+        CompareSettings(run_a="a", run_b="b", method="wilcoxon")
+    with pytest.raises(InputError, match="--method must be one of bootstrap, "):
+        ShuffleTableSettings(runs=["a"], out="o", method="wilcoxon")
+    with pytest.raises(InputError, match="--augmentation must be one of pos-aug, rand-aug, none"):
+        TransitionsSettings(data="d", out="o", augmentation="mixup")
+    with pytest.raises(InputError, match="--generator must be one of ict, "):
+        GeneratorSettings(generator="gpt")
+    with pytest.raises(InputError, match="--remedies must be one of maxp, "):
+        RemediesSettings(model="m", task=("t",), out="o", remedies=("maxp", "meanp"))
 
 
 def test_post_init_checks_run_from_the_command_line() -> None:

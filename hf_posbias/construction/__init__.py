@@ -4,6 +4,11 @@
   recursive splitter, Algorithm 1, FAQ replies, every filter);
 - :mod:`~hf_posbias.construction.settings` — :class:`BenchmarkBuildSettings`, every model,
   threshold and size of the recipe;
+- :mod:`~hf_posbias.construction.prompts` — the summary, FAQ and judge prompts (shipped, or a
+  user's prompt file);
+- :mod:`~hf_posbias.construction.prelabel` — Stage 2's reranker pre-label;
+- :mod:`~hf_posbias.construction.outputs` — the task folder, the tiny task and the Hub folder
+  with its construction table;
 - :mod:`~hf_posbias.construction.build` — the resumable sharded stages
   (:func:`build_benchmark`), behind ``posbias benchmark build``.
 

@@ -17,9 +17,11 @@ kill redoes nothing finished and ``accelerate launch`` gives each process its sh
    grade ≥ 3 is removed.
 9. the tiny version: a fixed number per position.
 
-Outputs: the task folder (``corpus/queries/qrels.parquet``, ``task.json``, ``construction.json``,
-``build_report.json``), ``<out>/tiny`` (the tiny task), and the Hub dataset repo folder (default
-``<out>-hub``) whose card carries the construction table.
+Outputs (:mod:`~hf_posbias.construction.outputs`): the task folder
+(``corpus/queries/qrels.parquet``, ``task.json``, ``construction.json``, ``build_report.json``),
+``<out>/tiny`` (the tiny task), and the Hub dataset repo folder (default ``<out>-hub``) whose card
+carries the construction table. The LLM prompts are in :mod:`~hf_posbias.construction.prompts`,
+Stage 2's reranker pre-label in :mod:`~hf_posbias.construction.prelabel`.
 
 Example:
     >>> from hf_posbias.construction.build import construction_markdown
@@ -43,6 +45,23 @@ import numpy as np
 
 from hf_posbias import POSITIONS
 from hf_posbias.construction import recipe
+from hf_posbias.construction.outputs import (
+    HUB_SPLIT,
+    STAGES,
+    construction_markdown,
+    write_outputs,
+)
+from hf_posbias.construction.prelabel import stage2_prelabel
+from hf_posbias.construction.prompts import (
+    FAQ_PROMPT,
+    FAQ_SYSTEM,
+    SUMMARY_PROMPT,
+    SUMMARY_SCHEMA,
+    SUMMARY_SYSTEM,
+    relevance_judge,
+    stage_prompt,
+    summary_of,
+)
 from hf_posbias.construction.settings import BenchmarkBuildSettings
 from hf_posbias.errors import InputError
 from hf_posbias.rows import read_json
@@ -59,76 +78,24 @@ from hf_posbias.shards import (
 
 if TYPE_CHECKING:
     from hf_posbias.generation.backends import ChatBackend
-    from hf_posbias.tasks.taskdata import PositionTaskData
     from hf_posbias.verification.panel import RerankerPanel
 
+__all__ = [
+    "FAQ_PROMPT",
+    "FAQ_SYSTEM",
+    "HUB_SPLIT",
+    "STAGES",
+    "SUMMARY_PROMPT",
+    "SUMMARY_SCHEMA",
+    "SUMMARY_SYSTEM",
+    "build_benchmark",
+    "construction_markdown",
+    "stage2_prelabel",
+]
+"""Besides :func:`build_benchmark`, the names this module held before the split (the prompts,
+the construction table, the Stage 2 pre-label): their old path keeps importing."""
+
 logger = logging.getLogger(__name__)
-
-SUMMARY_SYSTEM = "You write concise, faithful summaries."
-SUMMARY_PROMPT = (
-    "Write a global summary of the passage below in 2 to 4 sentences.\n\n"
-    "Title: {title}\n<passage>\n{passage}\n</passage>\n\n"
-    'Answer with JSON: {{"summary": "<the summary>"}}'
-)
-SUMMARY_SCHEMA: dict[str, Any] = {
-    "title": "summary",
-    "type": "object",
-    "properties": {"summary": {"type": "string", "minLength": 1, "maxLength": 600}},
-    "required": ["summary"],
-    "additionalProperties": False,
-}
-FAQ_SYSTEM = "You write FAQ entries for a document. You answer with one JSON object only."
-FAQ_PROMPT = (
-    "Summary of the whole document:\n{summary}\n\n"
-    "A chunk of the document:\n<chunk>\n{chunk}\n</chunk>\n\n"
-    "Write up to {n} frequently asked questions that this chunk answers. Each question must be "
-    "answerable from the chunk alone and must make sense without seeing the chunk. Mark a "
-    'question "simple" when one sentence of the chunk answers it, "complicated" when the answer '
-    "combines several sentences.\n"
-    'Answer with JSON: {{"faqs": [{{"question": "...", "answer": "...", "type": "simple"}}]}}'
-)
-"""FAQ generation (after Z25 prompt B.2): a chunk plus the passage summary → a JSON list."""
-
-STAGES = (
-    "faq",
-    "stage1_rerankers",
-    "stage1_downsample",
-    "stage1_judge",
-    "stage2_false_negatives",
-    "tiny",
-)
-"""The rows of ``construction.json``, in order."""
-
-HUB_SPLIT = "test"
-"""The split of every config in the Hub dataset folder (an evaluation set)."""
-
-_NORMALIZATION_FOR_PAIRS = {"share": "saturate", "softmax": "sigmoid"}
-"""Stage 2 scores single (question, passage) pairs: a normalisation over a candidate's three
-segments has no meaning there, so it is replaced by its per-pair counterpart."""
-
-
-def _summary_of(reply: str, constrained: bool) -> str:
-    """The summary in a reply: the JSON field, or (free-form decoding) the reply itself.
-
-    Example:
-        >>> _summary_of('{"summary": " A B. "}', True), _summary_of('{"summ', True)
-        ('A B.', '')
-    """
-    from hf_posbias.generation.llm import extract_json_object
-
-    try:
-        return str(extract_json_object(reply).get("summary") or "").strip()
-    except ValueError:
-        return "" if constrained else reply.strip()
-
-
-def construction_markdown(rows: Sequence[dict[str, Any]]) -> str:
-    """The construction table as markdown (counts per stage and position, with totals)."""
-    lines = ["| stage | begin | middle | end | total |", "|---|---|---|---|---|"]
-    for row in rows:
-        counts = [int(row[p]) for p in POSITIONS]
-        lines.append(f"| {row['stage']} | " + " | ".join(map(str, counts)) + f" | {sum(counts)} |")
-    return "\n".join(lines)
 
 
 class _Build:
@@ -309,7 +276,7 @@ class _Build:
     def summaries(self, passages: list[dict[str, Any]]) -> dict[str, str]:
         s = self.s
 
-        template = self.prompt("summary")
+        template = stage_prompt(self.s, "summary")
         replies = self.llm_stage(
             "02-summary",
             SUMMARY_SYSTEM,
@@ -322,7 +289,7 @@ class _Build:
         self.requests["summary"] = len(passages)
         out = {}
         for passage_id, reply in replies.items():
-            summary = None if reply is None else _summary_of(reply, s.constrained)
+            summary = None if reply is None else summary_of(reply, s.constrained)
             if summary:
                 out[passage_id] = summary
             else:
@@ -369,7 +336,7 @@ class _Build:
         text_of = {p["id"]: p["text"] for p in passages}
         schema = recipe.faq_schema(s.faq_max_items)
 
-        template = self.prompt("faq")
+        template = stage_prompt(self.s, "faq")
 
         def request(c: dict[str, Any]) -> str:
             return template.format(
@@ -425,23 +392,6 @@ class _Build:
         return questions
 
     # -- 5. Stage 1, rerankers + downsampling ----------------------------------------------
-    def prompt(self, stage: str) -> Any:
-        """The prompt of ``stage`` (``summary``, ``faq``, ``judge``): the shipped one, or the
-        user's prompt file (:mod:`hf_posbias.generation.prompt_files`)."""
-        from hf_posbias.generation.prompt_files import stage_prompt
-        from hf_posbias.verification.judge import RELEVANCE_0_4
-
-        shipped = {"summary": SUMMARY_PROMPT, "faq": FAQ_PROMPT, "judge": RELEVANCE_0_4.template}
-        return stage_prompt(getattr(self.s, f"{stage}_prompt_file"), stage, shipped[stage])
-
-    def judge_prompt(self) -> Any:
-        """The 0-4 relevance judge with the prompt of :meth:`prompt`."""
-        from dataclasses import replace
-
-        from hf_posbias.verification.judge import RELEVANCE_0_4
-
-        return replace(RELEVANCE_0_4, template=self.prompt("judge"))
-
     def panel(self, stage: int = 1) -> RerankerPanel:
         """Stage 1's reranker panel, or Stage 2's (``--stage2-rerankers``, default the same)."""
         from hf_posbias.verification.panel import parse_panel
@@ -505,7 +455,7 @@ class _Build:
 
         s = self.s
         text_of = {p["id"]: p["text"] for p in passages}
-        judge = self.judge_prompt()
+        judge = relevance_judge(self.s)
         judge_model = s.judge_model or s.llm_model
 
         def work(shard: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -563,7 +513,7 @@ class _Build:
         s = self.s
         texts = [p["text"] for p in passages]
         ids = [p["id"] for p in passages]
-        relevance = self.judge_prompt()
+        relevance = relevance_judge(self.s)
         panel = self.panel(stage=2)
         panel.prepare([{"segments": texts}])  # BM25 statistics over the whole corpus
         k = min(s.recall_k, len(passages))
@@ -679,131 +629,11 @@ class _Build:
         return kept
 
 
-def stage2_prelabel(
-    panel: RerankerPanel,
-    questions: Sequence[str],
-    passages: Sequence[Sequence[str]],
-    threshold: float,
-    progress: bool = False,
-) -> tuple[list[list[int]], np.ndarray]:
-    """Stage 2's reranker pre-label: which recalled passages a panel majority calls positive.
-
-    All pairs of all questions go to the panel at once (each unique pair scored once per
-    member, batched by length across questions); each member's raw score is normalised per
-    pair (:data:`_NORMALIZATION_FOR_PAIRS`), and :func:`recipe.prelabel_positive` votes.
-
-    Args:
-        panel: the rerankers (BM25 members already fitted on the corpus).
-        questions: one text per question.
-        passages: per question, the texts of its recalled passages.
-        threshold: the normalised score a member's vote needs.
-        progress: show the panel's progress bars.
-
-    Returns:
-        ``(positives, normalized)``: per question, the indices into its ``passages`` that are
-        pre-labelled positive; ``normalized[r, j]`` is member r's score of the j-th pair in
-        question-then-passage order.
-
-    Example:
-        >>> from hf_posbias.verification.panel import parse_panel
-        >>> panel = parse_panel("bm25@saturate")
-        >>> passages = ["owls nest in old trees", "fish swim in rivers", "lions hunt at dusk"]
-        >>> panel.prepare([{"segments": passages}])
-        >>> positives, norm = stage2_prelabel(panel, ["where do owls nest"], [passages], 0.4)
-        >>> positives, norm.shape, bool(norm[0, 0] >= 0.4 > norm[0, 1])
-        ([[0]], (1, 3), True)
-    """
-    from hf_posbias.verification.members import member_saturation, normalize_scores
-
-    raw, _ = panel.pair_scores(
-        [q for q, texts in zip(questions, passages) for _ in texts],
-        [t for texts in passages for t in texts],
-        progress,
-    )
-    normalized = np.empty_like(raw)
-    for r, member in enumerate(panel.members):
-        method = _NORMALIZATION_FOR_PAIRS.get(member.normalization, member.normalization)
-        normalized[r] = normalize_scores(
-            raw[r].reshape(-1, 1), method, member_saturation(member)
-        ).reshape(-1)
-    positives: list[list[int]] = []
-    start = 0
-    for texts in passages:
-        block = normalized[:, start : start + len(texts)]
-        positives.append(
-            [c for c in range(len(texts)) if recipe.prelabel_positive(block[:, c], threshold)]
-        )
-        start += len(texts)
-    return positives, normalized
-
-
-def _task(
-    settings: BenchmarkBuildSettings,
-    passages: list[dict[str, Any]],
-    questions: list[dict[str, Any]],
-    extra: dict[str, Any],
-    tiny: bool,
-) -> PositionTaskData:
-    from hf_posbias.tasks.builders.common import TaskAssembler
-    from hf_posbias.tasks.positions import THIRDS
-    from hf_posbias.tasks.taskdata import TaskInfo
-
-    asm = TaskAssembler(THIRDS, source=str(settings.corpus))
-    for p in passages:
-        asm.add_document(p["id"], p["text"], p["title"])
-    for q in questions:
-        asm.add_query(
-            q["qid"], q["question"], [q["passage_id"]], q["start"], q["end"], bucket=q["tag"]
-        )
-    info = TaskInfo(
-        name=settings.task_name + ("-tiny" if tiny else ""),
-        description=(
-            "Position-labelled questions built with Z25's FineWeb-PosQ recipe "
-            f"(posbias benchmark build) from {settings.corpus}"
-        ),
-        buckets=list(POSITIONS),
-        source=str(settings.corpus),
-        reference="https://arxiv.org/abs/2505.13950",
-    )
-    return asm.finish(info, extra=extra)
-
-
-def _hub_card(
-    settings: BenchmarkBuildSettings, construction: list[dict[str, Any]], counts: dict
-) -> str:
-    from hf_posbias.publish.repo import front_matter_yaml, size_category
-
-    header = front_matter_yaml(
-        ["queries", "corpus", "qrels", "queries_tiny"],
-        split=HUB_SPLIT,
-        default_config="queries",
-        language=["en"],
-        task_categories=["text-retrieval"],
-        size_categories=[size_category(sum(counts.values()))],
-        pretty_name=settings.task_name,
-        tags=["position-bias", "retrieval", "synthetic"],
-    )
-    return (
-        f"---\n{header}---\n# {settings.task_name}\n\n"
-        "Questions labelled by where their evidence sits in the passage (begin / middle / end), "
-        "built with Z25's FineWeb-PosQ recipe by `posbias benchmark build` (hf-posbias).\n\n"
-        f"Source corpus: `{settings.corpus}`. LLM: `{settings.llm_model}` "
-        f"({settings.llm_backend}); rerankers: `{settings.rerankers}`; embedder: "
-        f"`{settings.embedder}`; false-negative judges: `{settings.fn_judges}`.\n\n"
-        "## Construction\n\nQuestions per position after each step:\n\n"
-        f"{construction_markdown(construction)}\n\n"
-        "Each query's `evidence_start`/`evidence_end` are the character span of the chunk it was "
-        "generated from; its bucket is Algorithm 1's tag on character offsets.\n"
-    )
-
-
 def build_benchmark(settings: BenchmarkBuildSettings) -> dict[str, Any]:
     """Run every stage (resuming finished shards) and write the task, tiny task and Hub folder.
 
     Returns the build report (``construction``, drops per stage, LLM requests, wall time).
     """
-    from hf_posbias.publish.repo import write_dataset_repo
-
     started = time.monotonic()
     run = _Build(settings)
     passages = run.passages()
@@ -833,26 +663,5 @@ def build_benchmark(settings: BenchmarkBuildSettings) -> dict[str, Any]:
             f"no question survived the recipe (construction: {run.construction}); "
             "see the drops in the stage folders"
         )
-    from hf_posbias.settings import settings_record
-
-    extra = {"construction": run.construction, "settings": settings_record(settings)}
-    data = _task(settings, passages, questions, extra, tiny=False)
-    folder = data.save(settings.out)
-    write_json(folder / "construction.json", run.construction)
-    write_json(folder / "build_report.json", report)
-    if tiny:
-        _task(settings, passages, list(tiny), extra, tiny=True).save(folder / "tiny")
-    tiny_ids = {q["qid"] for q in tiny}
-    write_dataset_repo(
-        settings.hub_dir,
-        {
-            "queries": data.queries,
-            "corpus": data.corpus,
-            "qrels": data.qrels,
-            "queries_tiny": [q for q in data.queries if q["id"] in tiny_ids],
-        },
-        _hub_card(settings, run.construction, data.bucket_counts()),
-        split=HUB_SPLIT,
-        overwrite=True,
-    )
+    write_outputs(settings, passages, questions, tiny, report)
     return report

@@ -34,6 +34,7 @@ from hf_posbias.settings import (
     ProgressSettings,
     Settings,
     check_choice,
+    check_choices,
     check_positive,
     flag_name,
     setting,
@@ -237,7 +238,7 @@ class CompareSettings:
     out: str | None = shared_setting("out", default=None)
 
     def __post_init__(self) -> None:
-        check_choice("method", self.method, PAIRED_TESTS)
+        check_choices(self, "method")
         check_positive(self, "resamples")
 
 
@@ -310,5 +311,4 @@ class RemediesSettings(EvaluationOptions):
     def __post_init__(self) -> None:
         super().__post_init__()
         self.remedies = tuple(self.remedies)
-        for name in self.remedies:
-            check_choice("remedies", name, remedy_names())
+        check_choices(self, "remedies")

@@ -26,7 +26,7 @@ from hf_posbias.pipeline.sampling import PAPER_CONFIG_NAMES, check_sampling_opti
 from hf_posbias.settings import (
     ProgressSettings,
     Settings,
-    check_choice,
+    check_choices,
     check_positive,
     flag_name,
     setting,
@@ -126,7 +126,7 @@ class GeneratorSettings(EndpointSettings, SeedSettings, ProgressSettings):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_choice("generator", self.generator, GENERATORS)
+        check_choices(self, "generator")
         if self.generator != "ict" and not self.llm_model:
             raise InputError(
                 f"{flag_name('generator')} {self.generator} needs {flag_name('llm_model')}"

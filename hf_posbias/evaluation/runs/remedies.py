@@ -51,9 +51,9 @@ from hf_posbias.evaluation.runs.remedy_kinds import (
     prompt_token_ids,
     special_tokens,
 )
-from hf_posbias.evaluation.runs.search import CorpusSearch
+from hf_posbias.evaluation.runs.search import CorpusSearch, SearchContext
 from hf_posbias.jsonable import JsonRecord
-from hf_posbias.plugins import GROUPS, Registry
+from hf_posbias.plugins import NO_REMEDY, Registry, remedy_registry
 from hf_posbias.settings import (
     Settings,
     check_choice,
@@ -72,15 +72,8 @@ BUILTIN_REMEDIES: tuple[Remedy, ...] = (MAXP, FIRSTP, SUMP, CHUNK_MEAN, SEGMENT_
 """The remedies hf-posbias ships (:mod:`~hf_posbias.evaluation.runs.remedy_kinds`), in the order
 of ``posbias remedies``: a new one is registered here."""
 
-NO_REMEDY = "none"
-"""The plain model: a choice of ``--remedy``, not a remedy (no plugin may take the name)."""
-
-REMEDY_REGISTRY: Registry[Remedy] = Registry(
-    GROUPS["remedies"],
-    Remedy,
-    what="remedy",
-    builtins=lambda: BUILTIN_REMEDIES,
-    reserved=(NO_REMEDY,),
+REMEDY_REGISTRY: Registry[Remedy] = remedy_registry(
+    "remedies", Remedy, what="remedy", builtins=lambda: BUILTIN_REMEDIES
 )
 """The remedy registry: :data:`BUILTIN_REMEDIES`, then the plugins of the entry-point group
 ``hf_posbias.remedies``."""
@@ -488,19 +481,19 @@ class RemedySearch(CorpusSearch, RemedyScorer):
 
     # ----------------------------------------------------------------- mteb protocol
 
-    def build_index(
-        self, corpus: Any, *, task_metadata: TaskMetadata, hf_subset: str, encode_kwargs: dict
-    ) -> list[str]:
+    def build_index(self, corpus: Any, context: SearchContext) -> list[str]:
         """Embed every passage of the corpus once."""
         from mteb._create_dataloaders import create_dataloader
         from mteb.types import PromptType
 
+        task = context.task_metadata
         loader = create_dataloader(
-            corpus, task_metadata=task_metadata, prompt_type=PromptType.document, batch_size=1
+            corpus, task_metadata=task, prompt_type=PromptType.document, batch_size=1
         )
         texts = [str(t) for t in loader.dataset["text"]]
-        prompt = self._prompt(task_metadata, PromptType.document)
-        self._index = self.embed_documents(texts, prompt, int(encode_kwargs.get("batch_size", 32)))
+        prompt = self._prompt(task, PromptType.document)
+        batch_size = int(context.encode_kwargs.get("batch_size", 32))
+        self._index = self.embed_documents(texts, prompt, batch_size)
         return [str(i) for i in corpus["id"]]
 
     def _prompt(self, task_metadata: TaskMetadata, prompt_type: Any) -> str | None:
@@ -510,28 +503,22 @@ class RemedySearch(CorpusSearch, RemedyScorer):
         return _resolve_prompt(prompts, task_metadata, prompt_type) if prompts else None
 
     def score_queries(
-        self,
-        queries: Any,
-        top_k: int,
-        *,
-        task_metadata: TaskMetadata,
-        hf_split: str,
-        hf_subset: str,
-        encode_kwargs: dict[str, Any],
+        self, queries: Any, top_k: int, context: SearchContext
     ) -> list[list[tuple[int, float]]]:
         """Every document per query, scored by the remedy (:meth:`scores`), best first."""
         import torch
         from mteb._create_dataloaders import create_dataloader
         from mteb.types import PromptType
 
+        task, encode_kwargs = context.task_metadata, context.encode_kwargs
         loader = create_dataloader(
-            queries, task_metadata=task_metadata, prompt_type=PromptType.query, **encode_kwargs
+            queries, task_metadata=task, prompt_type=PromptType.query, **encode_kwargs
         )
         q = self.encoder.encode(
             loader,
-            task_metadata=task_metadata,
-            hf_split=hf_split,
-            hf_subset=hf_subset,
+            task_metadata=task,
+            hf_split=context.hf_split,
+            hf_subset=context.hf_subset,
             prompt_type=PromptType.query,
             **encode_kwargs,
         )

@@ -1,5 +1,7 @@
 """Search models for position tasks: BM25 and cross-encoder reranking, usable in ``mteb.evaluate``.
 
+- :class:`SearchModel` is mteb's search protocol (``index``, then ``search``) spelled once: its
+  subclasses get the call's :class:`SearchContext` (task, split, subset, encoding options).
 - :class:`BM25Model` is the package's one BM25 (:class:`hf_posbias.bm25.BM25Index`, the language's
   stop words and Snowball stemmer taken from the task's ``eval_langs``) behind mteb's search
   protocol, named ``mteb/baseline-bm25s``: for a language with a stop-word list it indexes,
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias.bm25 import INDEX_BATCH
@@ -74,78 +76,101 @@ def _task_language(task_metadata: TaskMetadata, hf_subset: str) -> str:
     return next(iter(codes)) if len(codes) == 1 else "eng"
 
 
-class CorpusSearch:
-    """An mteb search model over an index of the corpus: mteb's search protocol in one place.
+TopRanked = dict[str, list[str]]
+"""Per query id, the documents mteb restricts its search to (``top_ranked``)."""
 
-    mteb calls :meth:`index` once per subset, then :meth:`search`; a subclass builds its index
-    (:meth:`build_index`, returning the document ids in index order) and scores every document
-    for every query (:meth:`score_queries`). This class keeps the ids, restricts each query to
-    its ``top_ranked`` documents when mteb passes them, and cuts at ``top_k``.
+Scores = dict[str, dict[str, float]]
+"""Per query id, document id → score: what a search returns."""
+
+
+@dataclass(frozen=True)
+class SearchContext:
+    """What mteb passes a search model besides the queries or the corpus: the task, its split
+    and subset, the encoding options and the worker count (one call's context)."""
+
+    task_metadata: TaskMetadata
+    hf_split: str
+    hf_subset: str
+    encode_kwargs: dict[str, Any]
+    num_proc: int | None = None
+
+    @classmethod
+    def of(cls, keywords: dict[str, Any]) -> SearchContext:
+        """The context among the keywords of mteb's ``index`` or ``search`` call (the others,
+        such as a ``timer``, are not a search model's business).
+
+        Example:
+            >>> SearchContext.of({"task_metadata": None, "hf_split": "test", "hf_subset": "default",
+            ...                   "encode_kwargs": {}, "timer": None}).num_proc is None
+            True
+        """
+        return cls(**{f.name: keywords[f.name] for f in fields(cls) if f.name in keywords})
+
+    def as_kwargs(self) -> dict[str, Any]:
+        """The context as mteb's keywords (to hand on to another mteb search model)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+class SearchModel:
+    """mteb's search protocol, spelled in one place: mteb calls :meth:`index` once per subset,
+    then :meth:`search`; a subclass indexes in :meth:`index_corpus` and answers in
+    :meth:`search_queries`, each given the call's :class:`SearchContext`."""
+
+    def index_corpus(self, corpus: Any, context: SearchContext) -> None:
+        """Index ``corpus`` for the searches of this subset."""
+        raise NotImplementedError
+
+    def search_queries(
+        self, queries: Any, top_k: int, top_ranked: TopRanked | None, context: SearchContext
+    ) -> Scores:
+        """Top ``top_k`` documents per query with their scores (among the query's
+        ``top_ranked`` documents when given)."""
+        raise NotImplementedError
+
+    def index(self, corpus: Any, **keywords: Any) -> None:
+        """Index the corpus (mteb calls this once per subset, with the keywords of
+        :class:`SearchContext`)."""
+        self.index_corpus(corpus, SearchContext.of(keywords))
+
+    def search(
+        self, queries: Any, *, top_k: int, top_ranked: TopRanked | None = None, **keywords: Any
+    ) -> Scores:
+        """Top ``top_k`` documents per query with their scores (among the query's
+        ``top_ranked`` documents when given); the other keywords are a :class:`SearchContext`."""
+        return self.search_queries(queries, top_k, top_ranked, SearchContext.of(keywords))
+
+
+class CorpusSearch(SearchModel):
+    """A search model over an index of the corpus, scoring every document for every query.
+
+    A subclass builds its index (:meth:`build_index`, returning the document ids in index
+    order) and scores every document for every query (:meth:`score_queries`). This class keeps
+    the ids, restricts each query to its ``top_ranked`` documents when mteb passes them, and
+    cuts at ``top_k``.
     """
 
     _doc_ids: list[str] | None = None
 
-    def build_index(
-        self, corpus: Any, *, task_metadata: TaskMetadata, hf_subset: str, encode_kwargs: dict
-    ) -> list[str]:
+    def build_index(self, corpus: Any, context: SearchContext) -> list[str]:
         """Index ``corpus``; the document ids in index order."""
         raise NotImplementedError
 
     def score_queries(
-        self,
-        queries: Any,
-        top_k: int,
-        *,
-        task_metadata: TaskMetadata,
-        hf_split: str,
-        hf_subset: str,
-        encode_kwargs: dict[str, Any],
+        self, queries: Any, top_k: int, context: SearchContext
     ) -> list[list[tuple[int, float]]]:
         """Per query (in ``queries`` order), ``(document index, score)`` best first: the
         ``top_k`` best or more (:meth:`search` skips those outside a query's ``top_ranked``)."""
         raise NotImplementedError
 
-    def index(
-        self,
-        corpus: Any,
-        *,
-        task_metadata: TaskMetadata,
-        hf_split: str,
-        hf_subset: str,
-        encode_kwargs: dict[str, Any],
-        num_proc: int | None = None,
-        **kwargs: Any,
-    ) -> None:
-        """Index the corpus (mteb calls this once per subset)."""
-        self._doc_ids = self.build_index(
-            corpus, task_metadata=task_metadata, hf_subset=hf_subset, encode_kwargs=encode_kwargs
-        )
+    def index_corpus(self, corpus: Any, context: SearchContext) -> None:
+        self._doc_ids = self.build_index(corpus, context)
 
-    def search(
-        self,
-        queries: Any,
-        *,
-        task_metadata: TaskMetadata,
-        hf_split: str,
-        hf_subset: str,
-        top_k: int,
-        encode_kwargs: dict[str, Any],
-        top_ranked: dict[str, list[str]] | None = None,
-        num_proc: int | None = None,
-        **kwargs: Any,
-    ) -> dict[str, dict[str, float]]:
-        """Top ``top_k`` documents per query with their scores (among the query's
-        ``top_ranked`` documents when given)."""
+    def search_queries(
+        self, queries: Any, top_k: int, top_ranked: TopRanked | None, context: SearchContext
+    ) -> Scores:
         if self._doc_ids is None:
             raise RuntimeError(f"{type(self).__name__}.index must be called before search")
-        rows = self.score_queries(
-            queries,
-            top_k,
-            task_metadata=task_metadata,
-            hf_split=hf_split,
-            hf_subset=hf_subset,
-            encode_kwargs=encode_kwargs,
-        )
+        rows = self.score_queries(queries, top_k, context)
         out: dict[str, dict[str, float]] = {}
         for qid, row in zip(queries["id"], rows, strict=True):
             allowed = set(top_ranked.get(qid, [])) if top_ranked else None
@@ -180,13 +205,12 @@ class BM25Model(CorpusSearch):
         """``mteb/baseline-bm25s`` (the name the MTEB leaderboard uses for BM25)."""
         return self._meta
 
-    def build_index(
-        self, corpus: Any, *, task_metadata: TaskMetadata, hf_subset: str, encode_kwargs: dict
-    ) -> list[str]:
+    def build_index(self, corpus: Any, context: SearchContext) -> list[str]:
         """The BM25 index of titles and texts, in the task's language."""
         from hf_posbias.bm25 import BM25Analyzer, BM25Index, document_text
 
-        analyzer = BM25Analyzer.for_language(_task_language(task_metadata, hf_subset))
+        language = _task_language(context.task_metadata, context.hf_subset)
+        analyzer = BM25Analyzer.for_language(language)
         ids: list[str] = []
 
         def texts() -> Iterator[str]:
@@ -202,14 +226,7 @@ class BM25Model(CorpusSearch):
         return ids
 
     def score_queries(
-        self,
-        queries: Any,
-        top_k: int,
-        *,
-        task_metadata: TaskMetadata,
-        hf_split: str,
-        hf_subset: str,
-        encode_kwargs: dict[str, Any],
+        self, queries: Any, top_k: int, context: SearchContext
     ) -> list[list[tuple[int, float]]]:
         """BM25's best ``top_k`` per query (an instruction is appended to its query)."""
         self.stats.searches += 1
@@ -233,7 +250,7 @@ def _as_search_model(model: Any) -> Any:
     return SearchEncoderWrapper(model)
 
 
-class RerankSearch:
+class RerankSearch(SearchModel):
     """First-stage retrieval of ``rerank_k`` candidates, reordered by a second stage (here a
     cross-encoder).
 
@@ -297,52 +314,28 @@ class RerankSearch:
         """The reranker's metadata, with the first stage and ``k`` as experiment settings."""
         return self._meta
 
-    def index(self, corpus: Any, **kwargs: Any) -> None:
+    def index_corpus(self, corpus: Any, context: SearchContext) -> None:
         """Index for the first stage; the reranker reads documents from the same corpus."""
-        self.first_stage.index(corpus, **kwargs)
-        self._rerank_search.index(corpus, **kwargs)
+        self.first_stage.index(corpus, **context.as_kwargs())
+        self._rerank_search.index(corpus, **context.as_kwargs())
 
-    def search(
-        self,
-        queries: Any,
-        *,
-        task_metadata: TaskMetadata,
-        hf_split: str,
-        hf_subset: str,
-        top_k: int,
-        encode_kwargs: dict[str, Any],
-        top_ranked: dict[str, list[str]] | None = None,
-        num_proc: int | None = None,
-        **kwargs: Any,
-    ) -> dict[str, dict[str, float]]:
+    def search_queries(
+        self, queries: Any, top_k: int, top_ranked: TopRanked | None, context: SearchContext
+    ) -> Scores:
         """Rerank the first stage's top ``rerank_k``; the first stage's documents below it follow
         in their first-stage order (scored below the reranked ones). At most ``top_k`` per query.
         """
         from hf_posbias.tasks.position_scoring import ranked
 
         first = self.first_stage.search(
-            queries,
-            task_metadata=task_metadata,
-            hf_split=hf_split,
-            hf_subset=hf_subset,
-            top_k=max(self.rerank_k, top_k),
-            encode_kwargs=encode_kwargs,
-            num_proc=num_proc,
+            queries, top_k=max(self.rerank_k, top_k), **context.as_kwargs()
         )
         lists = {qid: [doc for doc, _ in ranked(docs)] for qid, docs in first.items()}
         candidates = {qid: docs[: self.rerank_k] for qid, docs in lists.items()}
         self.stats.searches += 1
         self.stats.queries += len(queries)
         self.stats.pairs_scored += sum(len(v) for v in candidates.values())
-        reranked = self.rerank(
-            queries,
-            candidates,
-            task_metadata=task_metadata,
-            hf_split=hf_split,
-            hf_subset=hf_subset,
-            encode_kwargs=encode_kwargs,
-            num_proc=num_proc,
-        )
+        reranked = self.rerank(queries, candidates, **context.as_kwargs())
         out: dict[str, dict[str, float]] = {}
         for qid, docs in lists.items():
             head = ranked(reranked.get(qid, {}))[:top_k]

@@ -62,22 +62,18 @@ from hf_posbias.listwise.experiments.runs import (
     write_jsonl,
 )
 from hf_posbias.listwise.experiments.settings import ListwiseRemediesConfig
-from hf_posbias.plugins import GROUPS, Registry
+from hf_posbias.plugins import NO_REMEDY, Registry, remedy_registry
 from hf_posbias.rerankers.base import ListwiseReranker
 from hf_posbias.settings import flag_name
 
 EXPERIMENT = "listwise-remedies"
 """The main stage's ``experiment`` in its manifest."""
 
-NO_REMEDY = "none"
-"""The plain reranker: always the first row, not a remedy (no plugin may take the name)."""
-
-LISTWISE_REMEDY_REGISTRY: Registry[ListwiseRemedy] = Registry(
-    GROUPS["listwise_remedies"],
+LISTWISE_REMEDY_REGISTRY: Registry[ListwiseRemedy] = remedy_registry(
+    "listwise_remedies",
     ListwiseRemedy,
     what="listwise remedy",
     builtins=lambda: BUILTIN_LISTWISE_REMEDIES,
-    reserved=(NO_REMEDY,),
 )
 """The listwise remedy registry: the built-ins
 (:data:`~hf_posbias.listwise.experiments.remedy_kinds.BUILTIN_LISTWISE_REMEDIES`), then the

@@ -25,7 +25,7 @@ from hf_posbias.rerankers.options import RerankerOptions
 from hf_posbias.settings import (
     ProgressSettings,
     Settings,
-    check_choice,
+    check_choices,
     check_positive,
     flag_name,
     setting,
@@ -78,7 +78,7 @@ class PairedTestSettings(ResamplingSettings):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_choice("method", self.method, PAIRED_TESTS)
+        check_choices(self, "method")
 
 
 @dataclass(kw_only=True)

@@ -39,6 +39,7 @@ from hf_posbias.settings import (
     ProgressSettings,
     Settings,
     check_choice,
+    check_choices,
     check_positive,
     flag_name,
     setting,
@@ -170,7 +171,7 @@ class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
                 raise InputError(f"{flag} must be {rule}, got {value}")
         check_choice("identifiers", self.identifiers, ("letters", "numbers"))
         if self.augmentation is not None:
-            check_choice("augmentation", self.augmentation, AUGMENTATIONS)
+            check_choices(self, "augmentation")
             n = self.pos_aug
             if self.augmentation == "none" and n is not None and n > 1:
                 raise InputError(
@@ -186,7 +187,7 @@ class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
                 f"{LAMBDA_FLAG} 0 with {flag_name('lm_loss', negated=True)} leaves no loss to train"
             )
         if self.ips_normalization is not None:
-            check_choice("ips_normalization", self.ips_normalization, IPS_NORMALIZATIONS)
+            check_choices(self, "ips_normalization")
             if self.propensity_file is None:
                 raise InputError(
                     f"{flag_name('ips_normalization')} scales IPS weights: give "
@@ -254,4 +255,4 @@ class TransitionsSettings(Settings):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_positive(self, "groups")
-        check_choice("augmentation", self.augmentation, AUGMENTATIONS)
+        check_choices(self, "augmentation")
