@@ -114,6 +114,26 @@ def flag_name(field_name: str, *, negated: bool = False) -> str:
     return ("--no-" if negated else "--") + field_name.replace("_", "-")
 
 
+def flag_of(settings: Any, field_name: str) -> str:
+    """The spelling ``--help`` shows for a field of ``settings`` (a class or an instance): its
+    declared ``flag=`` where it was renamed, else :func:`flag_name`. An error names this one,
+    never a former spelling kept as a hidden alias.
+
+    Example:
+        >>> from dataclasses import dataclass
+        >>> @dataclass
+        ... class K:
+        ...     size: int = setting("n", default=1, flag="--sample-size", aliases=("--size",))
+        ...     seed: int = setting("s", default=0)
+        >>> flag_of(K, "size"), flag_of(K(), "seed"), flag_of(object(), "top_k")
+        ('--sample-size', '--seed', '--top-k')
+    """
+    cls = settings if isinstance(settings, type) else type(settings)
+    declared = getattr(cls, "__dataclass_fields__", {}).get(field_name)
+    flag = declared.metadata.get(_META, {}).get("flag") if declared is not None else None
+    return flag or flag_name(field_name)
+
+
 def check_choice(field_name: str, value: Any, choices: Iterable[Any]) -> None:
     """One-line :class:`InputError` when ``value`` is not among ``choices``.
 
@@ -179,7 +199,7 @@ def check_positive(settings: Any, *field_names: str, allow_zero: bool = False) -
     for name in field_names:
         value = getattr(settings, name)
         if value is not None and value < low:
-            raise InputError(f"{flag_name(name)} must be >= {low}, got {value}")
+            raise InputError(f"{flag_of(settings, name)} must be >= {low}, got {value}")
 
 
 @dataclasses.dataclass(kw_only=True)

@@ -111,3 +111,14 @@ def test_argv_round_trip() -> None:
 def test_missing_required_flag_is_one_line() -> None:
     with pytest.raises(InputError, match="--out"):
         parse_settings_args(Example, ["m", "--task", "t"])
+
+
+def test_an_error_names_the_flag_help_shows_not_a_former_spelling():
+    # A field renamed on the command line (min_words → --min-passage-words, tiny_size →
+    # --per-position) is refused under the spelling --help shows, not the hidden former one.
+    from hf_posbias.construction.settings import BenchmarkBuildSettings
+
+    with pytest.raises(InputError, match=r"^--min-passage-words \(2000\) is above --max-words"):
+        BenchmarkBuildSettings(corpus="demo", out="t", min_words=2000)
+    with pytest.raises(InputError, match=r"^--per-position must be >= 1, got 0$"):
+        BenchmarkBuildSettings(corpus="demo", out="t", tiny_size=0)

@@ -24,7 +24,14 @@ from typing import Any, Literal
 
 from hf_posbias.errors import InputError
 from hf_posbias.generation.prompt_files import check_prompt_files, prompt_file_setting
-from hf_posbias.settings import ProgressSettings, check_positive, flag_name, setting, shared_setting
+from hf_posbias.settings import (
+    ProgressSettings,
+    check_positive,
+    flag_name,
+    flag_of,
+    setting,
+    shared_setting,
+)
 
 OFFLINE_LLM = "smollm2-135m"
 OFFLINE_RERANKERS = "bm25,bi:all-MiniLM-L6-v2"
@@ -178,7 +185,7 @@ class BenchmarkBuildSettings(ProgressSettings):
         )
         if self.min_words > self.max_words:
             raise InputError(
-                f"{flag_name('min_words')} ({self.min_words}) is above "
+                f"{flag_of(self, 'min_words')} ({self.min_words}) is above "
                 f"{flag_name('max_words')} ({self.max_words})"
             )
         if self.chunk_words > self.max_words:
