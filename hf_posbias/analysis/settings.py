@@ -37,11 +37,8 @@ class AnalysisOptions(ProgressSettings):
     n: int = setting("positions p1…pn", default=10)
     # Not --limit (the data verbs' "read at most N records"): a seeded sample; the former
     # spelling stays accepted.
-    limit: int = setting(
-        "pairs/documents sampled (0 = all)",
-        default=200,
-        flag="--sample-size",
-        aliases=("--limit",),
+    sample_size: int = setting(
+        "pairs/documents sampled (0 = all)", default=200, aliases=("--limit",)
     )
     seed: int = shared_setting("seed", default=42)
     out: str = shared_setting("out")
@@ -58,8 +55,7 @@ class AnalysisOptions(ProgressSettings):
         super().__post_init__()
         if self.n < 2:
             raise InputError(f"{flag_name('n')} must be at least 2, got {self.n}")
-        if self.limit < 0:
-            raise InputError(f"--sample-size must be >= 0, got {self.limit}")
+        check_positive(self, "sample_size", allow_zero=True)
         check_positive(self, "max_seq_length")
 
 

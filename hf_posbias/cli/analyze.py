@@ -122,7 +122,7 @@ def _pairs(args: Any) -> tuple[list[Any], str]:
 
     cases, report = resolve_pairs(args.pairs, split=args.split, config=args.config)
     print(report.summary_line())
-    chosen = sample_pairs(cases, args.limit or None, seed=args.seed)
+    chosen = sample_pairs(cases, args.sample_size or None, seed=args.seed)
     if len(chosen) < len(cases):
         print(f"sampled {len(chosen)} of {len(cases)} pairs (seed {args.seed})")
     # Load-time skips (no evidence, unparsable lines) are reported once for the source; the
@@ -133,7 +133,9 @@ def _pairs(args: Any) -> tuple[list[Any], str]:
 def _documents(args: Any) -> list[tuple[str, str]]:
     from hf_posbias.analysis.segment_profile import sample_profile_documents
 
-    docs, sampled = sample_profile_documents(args.corpus, args.limit, args.seed, args.clip_chars)
+    docs, sampled = sample_profile_documents(
+        args.corpus, args.sample_size, args.seed, args.clip_chars
+    )
     if sampled:
         print(sampled)
     return docs

@@ -213,7 +213,7 @@ RENAMED_FLAGS = [
     (["benchmark", "from-corpus", "--corpus", "demo", "--out", "o"], "--tiny-size",
      "--per-position", "50", "tiny_size"),
     (["analyze", "segment-profile", "--model", "m", "--corpus", "demo", "--out", "o"], "--limit",
-     "--sample-size", "20", "limit"),
+     "--sample-size", "20", "sample_size"),
 ]  # fmt: skip
 
 
