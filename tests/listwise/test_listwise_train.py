@@ -245,7 +245,7 @@ def test_windows_larger_than_window_are_refused(tiny_llm, train_set, tmp_path):
     settings = ListwiseTrainingSettings(
         model=tiny_llm, data=str(train_set), out=str(tmp_path / "o"), global_batch=2, window=4
     )
-    with pytest.raises(InputError, match="holds windows of 8 passages, more than --window 4"):
+    with pytest.raises(InputError, match="holds windows of 8 passages, more than --max-window 4"):
         prepare_run(settings, show_progress=False)
 
 

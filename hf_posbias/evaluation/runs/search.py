@@ -29,7 +29,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
-from hf_posbias.bm25 import INDEX_BATCH
 from hf_posbias.jsonable import JsonRecord
 
 if TYPE_CHECKING:
@@ -49,15 +48,21 @@ class SearchStats(JsonRecord):
     pairs_scored: int = 0
 
 
-def corpus_batches(corpus: Any, size: int = INDEX_BATCH) -> Iterator[dict[str, list[Any]]]:
-    """A corpus as column batches of ``size`` documents (``{"id": [...], "text": [...], ...}``):
+def corpus_batches(corpus: Any, size: int | None = None) -> Iterator[dict[str, list[Any]]]:
+    """A corpus as column batches (``{"id": [...], "text": [...], ...}``) of ``size`` documents:
     a ``datasets.Dataset`` (mteb's corpus) through ``Dataset.iter``, a list of row dicts sliced.
+    ``size`` defaults to the BM25 index's batch (:data:`hf_posbias.bm25.INDEX_BATCH`, read at
+    call time: bm25 loads numpy, which ``posbias --help`` must not).
 
     Example:
         >>> rows = [{"id": "a", "text": "x"}, {"id": "b", "text": "y"}, {"id": "c", "text": "z"}]
         >>> [batch["id"] for batch in corpus_batches(rows, 2)]
         [['a', 'b'], ['c']]
     """
+    if size is None:
+        from hf_posbias.bm25 import INDEX_BATCH
+
+        size = INDEX_BATCH
     if hasattr(corpus, "iter") and hasattr(corpus, "column_names"):
         yield from corpus.iter(batch_size=size)
         return
