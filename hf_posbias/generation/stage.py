@@ -159,8 +159,12 @@ def run_generation(
         lazily from ``candidates.parquet`` (:func:`load_candidates`): the stage holds one
         shard of documents and one row group of candidates at a time.
     """
+    # One pass over the documents (a lazy file of any size): what is held is their ids.
     seen: set[str] = set()
-    duplicates = sorted({doc.id for doc in documents if doc.id in seen or seen.add(doc.id)})
+    repeated: set[str] = set()
+    for doc in documents:
+        (repeated if doc.id in seen else seen).add(doc.id)
+    duplicates = sorted(repeated)
     del seen
     if duplicates:
         raise InputError(
