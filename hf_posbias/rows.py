@@ -27,9 +27,10 @@ Example:
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -444,3 +445,156 @@ __all__ = [
     "read_text",
     "split_front_matter",
 ]
+
+
+class ParquetRows(Sequence[Any]):
+    """The rows of parquet files, in order, read lazily: one row group at a time.
+
+    A stage's input or output of any size is handed on as this instead of a list: ``len`` comes
+    from the footers, iteration reads a row group, turns its rows into dicts (``convert``: into
+    objects) and drops them, and a slice reads only the row groups it spans (the last one is
+    kept, so consecutive slices — a stage's shards — read each row group once). Memory is one
+    row group's, whatever the number of rows.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> import pyarrow as pa, pyarrow.parquet as pq
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "x.parquet"
+        >>> pq.write_table(pa.table({"x": list(range(10)), "y": ["a"] * 10}), path,
+        ...                row_group_size=4)
+        >>> rows = ParquetRows([path])
+        >>> len(rows), rows[5], [r["x"] for r in rows[3:6]], rows.column_names
+        (10, {'x': 5, 'y': 'a'}, [3, 4, 5], ['x', 'y'])
+        >>> sum(r["x"] for r in rows.select(["x"]))
+        45
+    """
+
+    def __init__(
+        self,
+        paths: Sequence[str | Path],
+        convert: Any = None,
+        columns: Sequence[str] | None = None,
+    ) -> None:
+        import pyarrow.parquet as pq
+
+        self.paths = [Path(p) for p in paths]
+        self.convert = convert
+        self.columns = list(columns) if columns is not None else None
+        # (file index, row group index, first row, rows) for every row group, in order.
+        self._groups: list[tuple[int, int, int, int]] = []
+        start = 0
+        for f, path in enumerate(self.paths):
+            with _readable_parquet(path):
+                meta = pq.ParquetFile(path).metadata
+            for g in range(meta.num_row_groups):
+                n = meta.row_group(g).num_rows
+                self._groups.append((f, g, start, n))
+                start += n
+        self._len = start
+        self._starts = [first for _, _, first, _ in self._groups]
+        self._cached: tuple[int, Any] | None = None
+
+    def __len__(self) -> int:
+        return self._len
+
+    @property
+    def num_rows(self) -> int:
+        """The row count (as a ``pyarrow.Table`` names it)."""
+        return self._len
+
+    @property
+    def column_names(self) -> list[str]:
+        """The columns read (the first file's schema, or ``columns``)."""
+        if self.columns is not None:
+            return list(self.columns)
+        return list(self.schema().names) if self.paths else []
+
+    def schema(self) -> Any:
+        """The files' schemas unified (a column null in one file takes another's type), as
+        ``pyarrow`` infers it from the rows (list items named ``item``, no metadata): rows
+        written again under it make the file they made first."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        schemas = []
+        for path in self.paths:
+            with _readable_parquet(path):
+                schemas.append(pq.read_schema(path))
+        schema = pa.unify_schemas(schemas) if schemas else pa.schema([])
+        if self.columns is not None:
+            schema = pa.schema([schema.field(c) for c in self.columns])
+        return pa.schema([f.with_type(_item_lists(f.type)) for f in schema])
+
+    def select(self, columns: Sequence[str]) -> ParquetRows:
+        """The same rows restricted to ``columns`` (as dicts: no ``convert``)."""
+        return ParquetRows(self.paths, columns=columns)
+
+    def _group(self, k: int) -> Any:
+        import pyarrow.parquet as pq
+
+        if self._cached is None or self._cached[0] != k:
+            f, g, _, _ = self._groups[k]
+            with _readable_parquet(self.paths[f]) as path:
+                table = pq.ParquetFile(path).read_row_group(g, columns=self.columns)
+            self._cached = (k, table)
+        return self._cached[1]
+
+    def tables(self) -> Iterator[Any]:
+        """Each row group as a ``pyarrow.Table``, in order."""
+        for k in range(len(self._groups)):
+            table = self._group(k)
+            self._cached = None  # a pass over everything keeps nothing behind it
+            yield table
+
+    def _rows(self, table: Any) -> list[Any]:
+        rows = table.to_pylist()
+        return [self.convert(r) for r in rows] if self.convert is not None else rows
+
+    def __iter__(self) -> Iterator[Any]:
+        for table in self.tables():
+            yield from self._rows(table)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self._len)
+            if step != 1:
+                return [self[i] for i in range(start, stop, step)]
+            out: list[Any] = []
+            # The row groups the slice spans, found by bisection on their first rows.
+            first_group = max(0, bisect.bisect_right(self._starts, start) - 1)
+            for k in range(first_group, len(self._groups)):
+                _, _, first, n = self._groups[k]
+                if first >= stop:
+                    break
+                if first + n <= start:
+                    continue
+                lo, hi = max(start, first) - first, min(stop, first + n) - first
+                out.extend(self._rows(self._group(k).slice(lo, hi - lo)))
+            return out
+        i = index + self._len if index < 0 else index
+        if not 0 <= i < self._len:
+            raise IndexError(f"row {index} of {self._len}")
+        return self[i : i + 1][0]
+
+    def to_pylist(self) -> list[Any]:
+        """Every row, as a list (what a caller that must hold them all asks for)."""
+        return list(self)
+
+    def __eq__(self, other: object) -> bool:
+        # As a list compares: the same rows in the same order.
+        if isinstance(other, ParquetRows | list | tuple):
+            return len(self) == len(other) and list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _item_lists(kind: Any) -> Any:
+    """``kind`` with every list's value field named ``item`` (parquet reads it as ``element``)."""
+    import pyarrow as pa
+
+    if pa.types.is_list(kind):
+        return pa.list_(_item_lists(kind.value_type))
+    if pa.types.is_struct(kind):
+        return pa.struct([f.with_type(_item_lists(f.type)) for f in kind])
+    return kind
