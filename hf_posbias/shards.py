@@ -364,13 +364,9 @@ def run_sharded(
     progress: bool = True,
     overwrite: bool = False,
     remote: Callable[[list[int]], None] | None = None,
-<<<<<<< HEAD
     replace_flag: str | None = None,
-) -> list[dict[str, Any]]:
-=======
     merge: bool = True,
 ) -> list[dict[str, Any]] | Any:
->>>>>>> n42a
     """Map ``fn`` over ``items`` shard by shard, resumably, and return all rows in item order.
 
     Args:
