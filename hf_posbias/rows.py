@@ -30,6 +30,7 @@ from __future__ import annotations
 import bisect
 import json
 import re
+from abc import abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -447,7 +448,71 @@ __all__ = [
 ]
 
 
-class ParquetRows(Sequence[Any]):
+class ArrowRows(Sequence[Any]):
+    """Arrow data read as a sequence of rows, lazily: the common part of :class:`ParquetRows`
+    (files on disk) and :class:`TableRows` (a table in memory).
+
+    Rows are made a piece at a time (:meth:`tables`), as dicts (``convert``: as objects), and
+    dropped after use: a pass over everything holds one piece's Python objects, whatever the
+    number of rows. The sequence is read-only; it compares equal to a list of the same rows.
+    """
+
+    convert: Any = None
+
+    @abstractmethod
+    def tables(self) -> Iterator[Any]:
+        """The data as ``pyarrow.Table`` pieces, in order."""
+
+    @abstractmethod
+    def _slice(self, start: int, stop: int) -> list[Any]:
+        """Rows ``start`` to ``stop`` (``0 <= start <= stop <= len``)."""
+
+    @abstractmethod
+    def select(self, columns: Sequence[str]) -> ArrowRows:
+        """The same rows restricted to ``columns`` (as dicts: no ``convert``)."""
+
+    @property
+    def num_rows(self) -> int:
+        """The row count (as a ``pyarrow.Table`` names it)."""
+        return len(self)
+
+    def _rows(self, table: Any) -> list[Any]:
+        rows = table.to_pylist()
+        return [self.convert(r) for r in rows] if self.convert is not None else rows
+
+    def __iter__(self) -> Iterator[Any]:
+        for table in self.tables():
+            yield from self._rows(table)
+
+    def __getitem__(self, index: Any) -> Any:
+        n = len(self)
+        if isinstance(index, slice):
+            start, stop, step = index.indices(n)
+            if step != 1:
+                return [self[i] for i in range(start, stop, step)]
+            return self._slice(start, max(start, stop))
+        i = index + n if index < 0 else index
+        if not 0 <= i < n:
+            raise IndexError(f"row {index} of {n}")
+        return self._slice(i, i + 1)[0]
+
+    def to_pylist(self) -> list[Any]:
+        """Every row, as a list (what a caller that must hold them all asks for)."""
+        return list(self)
+
+    def __eq__(self, other: object) -> bool:
+        # As a list compares: the same rows in the same order.
+        if isinstance(other, ArrowRows | list | tuple):
+            return len(self) == len(other) and list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}: {len(self)} rows>"
+
+
+class ParquetRows(ArrowRows):
     """The rows of parquet files, in order, read lazily: one row group at a time.
 
     A stage's input or output of any size is handed on as this instead of a list: ``len`` comes
@@ -498,11 +563,6 @@ class ParquetRows(Sequence[Any]):
         return self._len
 
     @property
-    def num_rows(self) -> int:
-        """The row count (as a ``pyarrow.Table`` names it)."""
-        return self._len
-
-    @property
     def column_names(self) -> list[str]:
         """The columns read (the first file's schema, or ``columns``)."""
         if self.columns is not None:
@@ -546,47 +606,76 @@ class ParquetRows(Sequence[Any]):
             self._cached = None  # a pass over everything keeps nothing behind it
             yield table
 
-    def _rows(self, table: Any) -> list[Any]:
-        rows = table.to_pylist()
-        return [self.convert(r) for r in rows] if self.convert is not None else rows
+    def _slice(self, start: int, stop: int) -> list[Any]:
+        out: list[Any] = []
+        # The row groups the slice spans, found by bisection on their first rows.
+        first_group = max(0, bisect.bisect_right(self._starts, start) - 1)
+        for k in range(first_group, len(self._groups)):
+            _, _, first, n = self._groups[k]
+            if first >= stop:
+                break
+            if first + n <= start:
+                continue
+            lo, hi = max(start, first) - first, min(stop, first + n) - first
+            out.extend(self._rows(self._group(k).slice(lo, hi - lo)))
+        return out
 
-    def __iter__(self) -> Iterator[Any]:
-        for table in self.tables():
-            yield from self._rows(table)
 
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            start, stop, step = index.indices(self._len)
-            if step != 1:
-                return [self[i] for i in range(start, stop, step)]
-            out: list[Any] = []
-            # The row groups the slice spans, found by bisection on their first rows.
-            first_group = max(0, bisect.bisect_right(self._starts, start) - 1)
-            for k in range(first_group, len(self._groups)):
-                _, _, first, n = self._groups[k]
-                if first >= stop:
-                    break
-                if first + n <= start:
-                    continue
-                lo, hi = max(start, first) - first, min(stop, first + n) - first
-                out.extend(self._rows(self._group(k).slice(lo, hi - lo)))
-            return out
-        i = index + self._len if index < 0 else index
-        if not 0 <= i < self._len:
-            raise IndexError(f"row {index} of {self._len}")
-        return self[i : i + 1][0]
+class TableRows(ArrowRows):
+    """The rows of an in-memory ``pyarrow.Table``, read lazily: ``batch_rows`` at a time.
 
-    def to_pylist(self) -> list[Any]:
-        """Every row, as a list (what a caller that must hold them all asks for)."""
-        return list(self)
+    Holds the table (arrow buffers: the text's bytes and an offset per value), never a Python
+    object per row: iteration turns one batch into dicts and drops it, indexing and slicing turn
+    only the rows asked for. Hand :attr:`table` to arrow-based consumers (a ``datasets.Dataset``)
+    instead of copying the rows.
 
-    def __eq__(self, other: object) -> bool:
-        # As a list compares: the same rows in the same order.
-        if isinstance(other, ParquetRows | list | tuple):
-            return len(self) == len(other) and list(self) == list(other)
-        return NotImplemented
+    Example:
+        >>> import pyarrow as pa
+        >>> rows = TableRows(pa.table({"id": ["a", "b", "c"], "n": [1, 2, 3]}), batch_rows=2)
+        >>> len(rows), rows[-1], rows[1:], [r["id"] for r in rows.select(["id"])]
+        (3, {'id': 'c', 'n': 3}, [{'id': 'b', 'n': 2}, {'id': 'c', 'n': 3}], ['a', 'b', 'c'])
+        >>> rows == [{"id": "a", "n": 1}, {"id": "b", "n": 2}, {"id": "c", "n": 3}]
+        True
+    """
 
-    __hash__ = None  # type: ignore[assignment]
+    def __init__(self, table: Any, convert: Any = None, batch_rows: int = 1024) -> None:
+        self.table = table
+        self.convert = convert
+        self.batch_rows = batch_rows
+
+    def __len__(self) -> int:
+        return int(self.table.num_rows)
+
+    @property
+    def column_names(self) -> list[str]:
+        """The table's columns."""
+        return list(self.table.column_names)
+
+    def select(self, columns: Sequence[str]) -> TableRows:
+        """The same rows restricted to ``columns`` (as dicts: no ``convert``; no copy)."""
+        return TableRows(self.table.select(list(columns)), batch_rows=self.batch_rows)
+
+    def tables(self) -> Iterator[Any]:
+        """The table in slices of ``batch_rows`` rows (views, no copy), in order."""
+        for start in range(0, len(self), self.batch_rows):
+            yield self.table.slice(start, self.batch_rows)
+
+    def _slice(self, start: int, stop: int) -> list[Any]:
+        return self._rows(self.table.slice(start, stop - start))
+
+
+def select_columns(rows: Sequence[Any], columns: Sequence[str]) -> Sequence[Any]:
+    """``rows`` restricted to ``columns`` where that saves work (lazy arrow rows read only those
+    columns); a list of dicts is returned as it is.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> list(select_columns(TableRows(pa.table({"id": [1], "t": ["x"]})), ["id"]))
+        [{'id': 1}]
+        >>> select_columns([{"id": 1, "t": "x"}], ["id"])
+        [{'id': 1, 't': 'x'}]
+    """
+    return rows.select(columns) if isinstance(rows, ArrowRows) else rows
 
 
 def _item_lists(kind: Any) -> Any:
