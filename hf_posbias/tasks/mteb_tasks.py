@@ -308,8 +308,13 @@ class PositionRetrievalTask(AbsTaskRetrieval):
             f"{n} {reason} (dropped)"
             for reason, n in (data.info.extra.get("dropped") or {}).items()
         ]
-        # mteb's corpus wraps the task's own arrow table: the corpus is held once.
-        corpus = Dataset(InMemoryTable(corpus_table(data.corpus)))
+        # mteb's corpus wraps the task's own arrow table: the corpus is held once. The folder's
+        # content digest is its fingerprint: without one, datasets pickles the whole table to
+        # hash it, a transient copy of the corpus that the process's peak memory keeps.
+        corpus = Dataset(
+            InMemoryTable(corpus_table(data.corpus)),
+            fingerprint=f"posbias-corpus-{folder_revision(folder)}",
+        )
         judged = data.relevant_docs()
         qids = [str(q["id"]) for q in data.queries]
         split = {
