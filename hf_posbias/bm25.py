@@ -26,6 +26,7 @@ Example:
 from __future__ import annotations
 
 import functools
+import hashlib
 import itertools
 import math
 from collections import Counter
@@ -414,20 +415,42 @@ class BM25PairScorer:
         self._n_docs = 0
         self._avgdl = 0.0
 
-    def fit(self, passages: Iterable[str]) -> None:
-        """Collection statistics (N, document frequencies, mean length) over unique passages."""
-        unique = sorted(set(passages))
-        if not unique:
-            raise InputError("BM25 needs at least one passage to fit its statistics")
-        tokens = self.analyzer.tokenize(unique)
+    def fit(self, passages: Iterable[str], chunk: int = 4096) -> None:
+        """Collection statistics (N, document frequencies, mean length) over unique passages.
+
+        ``passages`` is streamed (repeats allowed: each text counts once) and tokenised
+        ``chunk`` new texts at a time; what is held is a 16-byte digest per unique passage and
+        the vocabulary's document frequencies. The statistics are sums over the unique
+        passages, so they do not depend on the passages' order.
+        """
+        seen: set[bytes] = set()
+        pending: list[str] = []
         self._df = Counter()
         total = 0
-        for toks in tokens:
-            self._df.update(set(toks))
-            total += len(toks)
-        self._n_docs = len(unique)
+
+        def count(texts: list[str]) -> int:
+            n = 0
+            for toks in self.analyzer.tokenize(texts):
+                self._df.update(set(toks))
+                n += len(toks)
+            return n
+
+        for text in passages:
+            digest = hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+            if digest in seen:
+                continue
+            seen.add(digest)
+            pending.append(text)
+            if len(pending) >= chunk:
+                total += count(pending)
+                pending = []
+        if pending:
+            total += count(pending)
+        if not seen:
+            raise InputError("BM25 needs at least one passage to fit its statistics")
+        self._n_docs = len(seen)
         # An all-stop-word collection has mean length 0; 1 keeps the formula defined.
-        self._avgdl = total / len(unique) or 1.0
+        self._avgdl = total / len(seen) or 1.0
 
     def _idf(self, term: str) -> float:
         df = self._df.get(term, 0)

@@ -26,7 +26,7 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -142,6 +142,98 @@ def write_parquet(
     table = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(list(rows), schema=schema)
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp, compression="zstd", write_statistics=True, store_schema=True)
+
+
+ROW_GROUP_ROWS = 1024
+"""Rows per row group of a file written row group by row group (:class:`ParquetRowWriter`):
+the most a streaming stage holds of it, and what a reader (:class:`hf_posbias.rows.ParquetRows`)
+reads at a time."""
+
+
+class ParquetRowWriter:
+    """Write a parquet file row group by row group, atomically (as :func:`write_parquet`).
+
+    Rows are buffered up to ``row_group_rows`` and written as one row group, so a file of any
+    size is written holding one row group; the file appears (one rename) when the block ends
+    without error. Group boundaries depend only on the row count, so the same rows give the
+    same bytes, and a file of at most ``row_group_rows`` rows is the file :func:`write_parquet`
+    writes. ``schema`` fixes the column types (default: inferred from the first row group).
+
+    Example:
+        >>> import tempfile
+        >>> from hf_posbias.rows import ParquetRows
+        >>> path = tempfile.mkdtemp() + "/x.parquet"
+        >>> with ParquetRowWriter(path, row_group_rows=2) as out:
+        ...     out.write({"x": i} for i in range(5))
+        >>> rows = ParquetRows([path])
+        >>> len(rows), len(rows._groups), rows[4]
+        (5, 3, {'x': 4})
+    """
+
+    def __init__(
+        self, path: str | Path, schema: Any = None, row_group_rows: int = ROW_GROUP_ROWS
+    ) -> None:
+        self.path = Path(path)
+        self.schema = schema
+        self.row_group_rows = row_group_rows
+        self.rows_written = 0
+        self._buffer: list[dict[str, Any]] = []
+        self._writer: Any = None
+        self._atomic: Any = None
+
+    def __enter__(self) -> ParquetRowWriter:
+        self._atomic = atomic_path(self.path)
+        self._tmp = self._atomic.__enter__()
+        return self
+
+    def write(self, rows: Iterable[dict[str, Any]]) -> None:
+        """Add rows; every full row group is written at once."""
+        for row in rows:
+            self._buffer.append(row)
+            if len(self._buffer) >= self.row_group_rows:
+                self._flush()
+
+    def write_table(self, table: Any) -> None:
+        """Add a ``pyarrow.Table`` as row groups of its own (cast to the file's schema)."""
+        self._flush()
+        self._write(table)
+
+    def _write(self, table: Any) -> None:
+        import pyarrow.parquet as pq
+
+        if self.schema is None:
+            self.schema = table.schema
+        elif table.schema != self.schema:
+            table = table.cast(self.schema)
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(
+                self._tmp, self.schema, compression="zstd", write_statistics=True,
+                store_schema=True,
+            )  # fmt: skip
+        self._writer.write_table(table)
+        self.rows_written += table.num_rows
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+
+        if self._buffer:
+            self._write(pa.Table.from_pylist(self._buffer, schema=self.schema))
+            self._buffer = []
+
+    def __exit__(self, kind: Any, value: Any, tb: Any) -> None:
+        import pyarrow as pa
+
+        try:
+            if kind is None:
+                self._flush()
+                if self._writer is None:  # no row at all: an empty file of the schema
+                    self._write(pa.Table.from_pylist([], schema=self.schema))
+            if self._writer is not None:
+                self._writer.close()
+        except BaseException as err:  # the temporary file goes; the target stays as it was
+            self._atomic.__exit__(type(err), err, err.__traceback__)
+            raise
+        self._atomic.__exit__(kind, value, tb)
 
 
 def read_manifest(stage_dir: str | Path) -> dict[str, Any] | None:
@@ -273,7 +365,8 @@ def run_sharded(
     overwrite: bool = False,
     remote: Callable[[list[int]], None] | None = None,
     replace_flag: str | None = None,
-) -> list[dict[str, Any]]:
+    merge: bool = True,
+) -> list[dict[str, Any]] | Any:
     """Map ``fn`` over ``items`` shard by shard, resumably, and return all rows in item order.
 
     Args:
@@ -293,6 +386,9 @@ def run_sharded(
         remote: instead of ``fn`` here, ``remote(indices)`` makes the missing shards' files
             (:func:`shard_path`) elsewhere, e.g. one executor unit per shard
             (:mod:`hf_posbias.executors.stages`); then the shards are merged as usual.
+        merge: return the rows as a list; ``False``: as :func:`shard_rows`, read lazily from
+            the shard files (a stage of any size holds one shard at a time). ``items`` may then
+            be lazy too (:class:`hf_posbias.rows.ParquetRows`): only a shard's slice is read.
 
     Returns:
         The merged rows (every process returns them after a barrier).
@@ -318,7 +414,7 @@ def run_sharded(
         if todo:
             remote(todo)
         wait_for_everyone()
-        return merge_shards(out, n_shards)
+        return merge_shards(out, n_shards) if merge else shard_rows(out, n_shards)
     bar = progress_bar(
         total=len(todo),
         desc=f"{desc} ({done} shard(s) already done)" if done else desc,
@@ -330,7 +426,7 @@ def run_sharded(
         bar.update(1)
     bar.close()
     wait_for_everyone()
-    return merge_shards(out, n_shards)
+    return merge_shards(out, n_shards) if merge else shard_rows(out, n_shards)
 
 
 def shard_path(out_dir: str | Path, index: int) -> Path:
@@ -376,15 +472,38 @@ def write_shard(
     return path
 
 
-def merge_shards(out_dir: str | Path, n_shards: int | None = None) -> list[dict[str, Any]]:
-    """Concatenate a stage's shards in shard order (all must be present)."""
+def shard_files(out_dir: str | Path, n_shards: int | None = None) -> list[Path]:
+    """A stage's shard files in shard order (all must be present; ``None``: every one there)."""
     shard_dir = Path(out_dir) / "shards"
     if n_shards is None:
         n_shards = len(list(shard_dir.glob("shard-*.parquet")))
-    rows: list[dict[str, Any]] = []
-    for i in range(n_shards):
-        path = shard_path(out_dir, i)
+    paths = [shard_path(out_dir, i) for i in range(n_shards)]
+    for path in paths:
         if not path.exists():
             raise InputError(f"{path} is missing: rerun the stage to finish it")
+    return paths
+
+
+def shard_rows(out_dir: str | Path, n_shards: int | None = None, convert: Any = None) -> Any:
+    """A stage's rows in shard order, read lazily (:class:`hf_posbias.rows.ParquetRows`).
+
+    Example:
+        >>> import tempfile
+        >>> out = tempfile.mkdtemp()
+        >>> _ = [write_shard(list(range(5)), lambda s: [{"x": x} for x in s], out, i, 2)
+        ...      for i in range(3)]
+        >>> rows = shard_rows(out)
+        >>> len(rows), rows[3], [r["x"] for r in rows]
+        (5, {'x': 3}, [0, 1, 2, 3, 4])
+    """
+    from hf_posbias.rows import ParquetRows
+
+    return ParquetRows(shard_files(out_dir, n_shards), convert=convert)
+
+
+def merge_shards(out_dir: str | Path, n_shards: int | None = None) -> list[dict[str, Any]]:
+    """Concatenate a stage's shards in shard order (all must be present)."""
+    rows: list[dict[str, Any]] = []
+    for path in shard_files(out_dir, n_shards):
         rows.extend(read_parquet_rows(path))
     return rows

@@ -147,3 +147,19 @@ def test_listwise_first_stage_ranks_as_evaluate(tmp_path: Path) -> None:
     by_query = {row["query_id"]: row["candidates"] for row in lists}
     assert by_query["q0"][:2] == ["d02", "d01"]  # "dogs bark" found through stemming
     assert by_query["q3"][0] == "d08"  # "Lanterns" only in the title
+
+
+def test_pair_scorer_fit_streams_and_counts_each_passage_once() -> None:
+    """The panel's BM25 fit reads a stream of segments (repeats included) in chunks: the
+    statistics equal those of the sorted unique passages fitted at once."""
+    passages = [
+        f"passage {i} about {'cats' if i % 3 else 'dogs'} and {i % 7} birds" for i in range(50)
+    ]
+    once = BM25PairScorer(ENGLISH)
+    once.fit(sorted(set(passages)), chunk=10_000)
+    streamed = BM25PairScorer(ENGLISH)
+    streamed.fit(iter(passages[::-1] + passages), chunk=7)
+    assert streamed._df == once._df and streamed._n_docs == once._n_docs == 50
+    assert streamed._avgdl == once._avgdl
+    pairs = (["dogs and birds"] * 3, passages[:3])
+    assert np.array_equal(streamed.score_pairs(*pairs), once.score_pairs(*pairs))

@@ -209,3 +209,55 @@ def test_parquet_num_rows_counts_from_the_footer_and_names_an_unreadable_file(tm
     assert "\n" not in str(err.value)
     with pytest.raises(InputError, match=r"gone\.parquet: no such file"):
         parquet_num_rows(tmp_path / "gone.parquet")
+
+
+def test_parquet_rows_read_lazily_give_the_rows_a_list_gives(tmp_path: Path) -> None:
+    """ParquetRows (how the build hands a stage's rows on) indexes, slices and iterates as the
+    list of the same rows, across files and row groups, and reads only chosen columns."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from hf_posbias.rows import ParquetRows
+
+    rows = [{"i": i, "s": f"row {i}", "xs": [float(i)] * (i % 3)} for i in range(23)]
+    paths = [tmp_path / "a.parquet", tmp_path / "b.parquet"]
+    pq.write_table(pa.Table.from_pylist(rows[:10]), paths[0], row_group_size=4)
+    pq.write_table(pa.Table.from_pylist(rows[10:]), paths[1], row_group_size=5)
+    lazy = ParquetRows(paths)
+    _reads_as_the_list(lazy, rows)
+    # Rows written again under its schema make the file pyarrow makes from the rows.
+    assert lazy.schema() == pa.Table.from_pylist(rows).schema
+    assert ParquetRows(paths, convert=lambda r: r["i"])[7:9] == [7, 8]
+
+
+def test_table_rows_over_memory_give_the_rows_a_list_gives() -> None:
+    """TableRows (how a loaded task holds its corpus) is the same sequence over an in-memory
+    table, across batches and the table's chunks, and shares the table: no copy."""
+    import pyarrow as pa
+
+    from hf_posbias.rows import TableRows
+
+    rows = [{"i": i, "s": f"row {i}", "xs": [float(i)] * (i % 3)} for i in range(23)]
+    table = pa.concat_tables([pa.Table.from_pylist(rows[:10]), pa.Table.from_pylist(rows[10:])])
+    lazy = TableRows(table, batch_rows=4)
+    _reads_as_the_list(lazy, rows)
+    assert (
+        lazy.table is table
+        and lazy.select(["i"]).table.column(0).chunks[0].buffers()[1].address
+        == table.column("i").chunks[0].buffers()[1].address
+    )
+    assert TableRows(table, convert=lambda r: r["i"])[7:9] == [7, 8]
+    assert [len(t) for t in lazy.tables()] == [4, 4, 4, 4, 4, 3]
+    assert not hasattr(lazy, "append")  # read-only: a changed corpus is a new list
+
+
+def _reads_as_the_list(lazy, rows) -> None:
+    """Lazy arrow rows index, slice, iterate and compare as the list of the same rows."""
+    assert len(lazy) == len(rows) and list(lazy) == rows and lazy == rows and rows == lazy
+    for start, stop in [(0, 4), (3, 11), (9, 23), (22, 40), (5, 5), (7, 2)]:
+        assert lazy[start:stop] == rows[start:stop]
+    assert lazy[-1] == rows[-1] and lazy[::5] == rows[::5]
+    assert [r["i"] for r in lazy.select(["i"])] == list(range(len(rows)))
+    assert lazy.select(["i"])[4] == {"i": 4}
+    with pytest.raises(IndexError):
+        lazy[len(rows)]

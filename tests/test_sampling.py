@@ -223,3 +223,18 @@ def test_tiny_pool_still_gives_every_weighted_position_an_example() -> None:
     assert by_cell(rows) == {("256-512", p): 1 for p in POSITIONS}
     begin, _ = sample_training_set(pool, PositionConfig.parse("begin"), seed=1)
     assert by_cell(begin) == {("256-512", "begin"): 2}
+
+
+def test_a_pool_read_lazily_draws_the_rows_a_list_draws(tmp_path) -> None:
+    """The build samples from its scored pool read a row group at a time (two passes over
+    light columns, then over the chosen rows): the same rows and report as from a list."""
+    from hf_posbias.rows import ParquetRows
+    from hf_posbias.shards import ParquetRowWriter
+
+    pool = make_pool()
+    random.Random(3).shuffle(pool)
+    with ParquetRowWriter(tmp_path / "pool.parquet", row_group_rows=7) as out:
+        out.write(pool)
+    lazy = ParquetRows([tmp_path / "pool.parquet"])
+    for spec in ("uniform", "begin", "50:25:25"):
+        assert sample_training_set(lazy, spec, seed=5) == sample_training_set(pool, spec, seed=5)

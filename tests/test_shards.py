@@ -172,3 +172,52 @@ def test_accelerate_launch_two_processes_share_shards_and_match_one_process(shar
     assert ranks[0]["scored"] == ranks[1]["scored"] == len(single_scored)
     assert len(list((out / "scored" / "shards").glob("shard-*.parquet"))) > 1
     assert merge_shards(out / "scored") == single_scored
+
+
+def test_a_file_written_row_group_by_row_group_is_the_one_written_at_once(tmp_path):
+    """ParquetRowWriter (the build's streaming writer): up to one row group, the bytes of
+    write_parquet; past it, the same rows in groups of row_group_rows; an error leaves no
+    file; no row at all, an empty file of the schema."""
+    import pyarrow as pa
+
+    from hf_posbias.rows import ParquetRows
+    from hf_posbias.shards import ParquetRowWriter, write_parquet
+
+    rows = [{"id": f"d{i}", "n": i, "xs": [i, i + 1]} for i in range(10)]
+    write_parquet(rows, tmp_path / "once.parquet")
+    with ParquetRowWriter(tmp_path / "stream.parquet", row_group_rows=10) as out:
+        out.write(iter(rows))
+    assert (tmp_path / "once.parquet").read_bytes() == (tmp_path / "stream.parquet").read_bytes()
+    with ParquetRowWriter(tmp_path / "groups.parquet", row_group_rows=4) as out:
+        out.write(rows[:3])
+        out.write(rows[3:])
+    groups = ParquetRows([tmp_path / "groups.parquet"])
+    assert list(groups) == rows and [n for *_, n in groups._groups] == [4, 4, 2]
+    with pytest.raises(RuntimeError), ParquetRowWriter(tmp_path / "bad.parquet") as out:
+        out.write(rows)
+        raise RuntimeError("a bad record")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "groups.parquet",
+        "once.parquet",
+        "stream.parquet",
+    ]
+    schema = pa.schema([("id", pa.string())])
+    with ParquetRowWriter(tmp_path / "empty.parquet", schema=schema):
+        pass
+    assert len(ParquetRows([tmp_path / "empty.parquet"])) == 0
+
+
+def test_shard_rows_are_read_lazily_and_equal_the_merged_rows(tmp_path):
+    rows = run_sharded(
+        list(range(10)), lambda xs: [{"x": x} for x in xs], tmp_path, 3, {}, progress=False
+    )
+    lazy = run_sharded(
+        list(range(10)),
+        None,
+        tmp_path,
+        3,
+        {},
+        progress=False,
+        merge=False,  # all done: no fn
+    )
+    assert lazy == rows == merge_shards(tmp_path) and lazy[4:7] == rows[4:7]

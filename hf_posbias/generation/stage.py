@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,8 +40,15 @@ from hf_posbias.generation.base import (
 )
 from hf_posbias.jsonable import JsonRecord
 from hf_posbias.pipeline.corpus import Document, bin_position_counts
-from hf_posbias.rows import read_parquet_rows
-from hf_posbias.shards import process_info, run_sharded, write_json, write_parquet, write_shard
+from hf_posbias.rows import ParquetRows
+from hf_posbias.shards import (
+    ParquetRowWriter,
+    process_info,
+    run_sharded,
+    wait_for_everyone,
+    write_json,
+    write_shard,
+)
 
 CANDIDATES_FILE = "candidates.parquet"
 REPORT_FILE = "report.json"
@@ -127,7 +134,7 @@ def run_generation(
     progress: bool = True,
     overwrite: bool = False,
     remote: Callable[[list[int]], None] | None = None,
-) -> tuple[list[Candidate], GenerationReport]:
+) -> tuple[Sequence[Candidate], GenerationReport]:
     """Generate candidates for ``documents`` into ``out_dir``, resumably.
 
     Writes ``out_dir/shards/*.parquet`` (one row per document) and ``manifest.json`` as it goes,
@@ -148,10 +155,17 @@ def run_generation(
             each shard through :func:`generate_shard`, e.g. as executor units).
 
     Returns:
-        ``(candidates, report)``; every process returns the merged result.
+        ``(candidates, report)``; every process returns the merged result, the candidates read
+        lazily from ``candidates.parquet`` (:func:`load_candidates`): the stage holds one
+        shard of documents and one row group of candidates at a time.
     """
-    counts = Counter(doc.id for doc in documents)
-    duplicates = sorted(doc_id for doc_id, n in counts.items() if n > 1)
+    # One pass over the documents (a lazy file of any size): what is held is their ids.
+    seen: set[str] = set()
+    repeated: set[str] = set()
+    for doc in documents:
+        (repeated if doc.id in seen else seen).add(doc.id)
+    duplicates = sorted(repeated)
+    del seen
     if duplicates:
         raise InputError(
             f"document ids must be unique; duplicated: {', '.join(duplicates[:5])}"
@@ -170,7 +184,7 @@ def run_generation(
         return document_rows(generator, shard, proc.index)
 
     rows = run_sharded(
-        list(documents),
+        documents,
         work,
         out_dir,
         shard_size=shard_size,
@@ -180,15 +194,14 @@ def run_generation(
         progress=progress,
         overwrite=overwrite,
         remote=remote,
+        merge=False,
     )
-    candidates, report = _collect(rows, generator.name)
+    out = Path(out_dir)
+    report = _collect(rows, generator.name, out / CANDIDATES_FILE if proc.is_main else None)
     if proc.is_main:
-        out = Path(out_dir)
-        write_parquet(
-            [c.to_row() for c in candidates], out / CANDIDATES_FILE, schema=candidate_schema()
-        )
         write_json(out / REPORT_FILE, report.to_dict())
-    return candidates, report
+    wait_for_everyone()
+    return load_candidates(out), report
 
 
 def document_rows(
@@ -258,33 +271,44 @@ def generate_shard(
     )
 
 
-def _collect(rows: list[dict[str, Any]], name: str) -> tuple[list[Candidate], GenerationReport]:
-    """Flatten per-document shard rows into candidates and rebuild the report from them."""
-    report = GenerationReport(generator=name, documents_in=len(rows))
-    candidates: list[Candidate] = []
+def _collect(rows: Iterable[dict[str, Any]], name: str, path: Path | None) -> GenerationReport:
+    """Flatten per-document shard rows into candidates, written to ``path`` (``None``: not
+    written) row group by row group, and rebuild the report from them in the same pass."""
+    report = GenerationReport(generator=name)
     skipped: Counter[str] = Counter()
     excluded: Counter[str] = Counter()
-    for row in rows:
-        if row["excluded"] is not None:
-            excluded[row["excluded"]] += 1
-            ids = report.examples.setdefault(row["excluded"], [])
-            if len(ids) < 5:
-                ids.append(row["doc_id"])
-            continue
-        skipped.update(json.loads(row["skipped"]))
-        doc_candidates = [Candidate.from_row(c) for c in row["candidates"]]
-        if doc_candidates:
-            report.documents_with_candidates += 1
-        candidates.extend(doc_candidates)
+
+    def candidates(writer: ParquetRowWriter | None) -> Iterator[dict[str, Any]]:
+        for row in rows:
+            report.documents_in += 1
+            if row["excluded"] is not None:
+                excluded[row["excluded"]] += 1
+                ids = report.examples.setdefault(row["excluded"], [])
+                if len(ids) < 5:
+                    ids.append(row["doc_id"])
+                continue
+            skipped.update(json.loads(row["skipped"]))
+            doc_candidates = [Candidate.from_row(c).to_row() for c in row["candidates"]]
+            if doc_candidates:
+                report.documents_with_candidates += 1
+            report.candidates += len(doc_candidates)
+            if writer is not None:
+                writer.write(doc_candidates)
+            yield from doc_candidates
+
+    if path is None:
+        report.per_bin_position = bin_position_counts(candidates(None))
+    else:
+        with ParquetRowWriter(path, schema=candidate_schema()) as writer:
+            report.per_bin_position = bin_position_counts(candidates(writer))
     report.documents_excluded = dict(sorted(excluded.items()))
     report.positions_skipped = dict(sorted(skipped.items()))
-    report.candidates = len(candidates)
-    report.per_bin_position = bin_position_counts(c.to_row() for c in candidates)
-    return candidates, report
+    return report
 
 
-def load_candidates(path: str | Path) -> list[Candidate]:
-    """Read ``candidates.parquet`` (or a stage folder holding it) back into candidates.
+def load_candidates(path: str | Path) -> Sequence[Candidate]:
+    """Read ``candidates.parquet`` (or a stage folder holding it) back into candidates, lazily
+    (:class:`hf_posbias.rows.ParquetRows`: a row group at a time).
 
     Example:
         >>> load_candidates("/nonexistent")
@@ -297,4 +321,15 @@ def load_candidates(path: str | Path) -> list[Candidate]:
         path = path / CANDIDATES_FILE
     if not path.exists():
         raise InputError(f"candidates not found: {path}")
-    return [Candidate.from_row(row) for row in read_parquet_rows(path)]
+    return ParquetRows([path], convert=Candidate.from_row)
+
+
+def candidate_rows(path: str | Path) -> Sequence[dict[str, Any]]:
+    """The candidates of :func:`load_candidates` as rows (``Candidate.to_row``), lazily: what
+    verification reads."""
+    candidates = load_candidates(path)
+    return ParquetRows(candidates.paths, convert=_candidate_row)  # type: ignore[attr-defined]
+
+
+def _candidate_row(row: dict[str, Any]) -> dict[str, Any]:
+    return Candidate.from_row(row).to_row()

@@ -227,7 +227,7 @@ def check_stage_chain(work: Path) -> None:
     ``--overwrite``, the stages after it still hold outputs of the old input. Publishing them
     would describe data that no longer matches, so this names the stage to rerun instead.
     """
-    from hf_posbias.generation.stage import documents_fingerprint, load_candidates
+    from hf_posbias.generation.stage import candidate_rows, documents_fingerprint
     from hf_posbias.verification.stage import candidates_fingerprint
 
     work = Path(work)
@@ -240,7 +240,7 @@ def check_stage_chain(work: Path) -> None:
             "it)"
         )
     verification = stage_parameters(work / SCORED, _MADE_BY[SCORED])
-    candidates = [c.to_row() for c in load_candidates(work / CANDIDATES)]
+    candidates = candidate_rows(work / CANDIDATES)
     if verification.get("candidates_fingerprint") != candidates_fingerprint(candidates):
         raise InputError(
             f"{work / SCORED} scored other candidates than {work / CANDIDATES} holds now: "

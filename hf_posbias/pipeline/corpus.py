@@ -34,7 +34,7 @@ from typing import Any
 from hf_posbias import POSITIONS
 from hf_posbias.errors import InputError
 from hf_posbias.jsonable import JsonRecord
-from hf_posbias.rows import FILE_SUFFIXES, iter_rows, read_parquet_rows, read_text
+from hf_posbias.rows import FILE_SUFFIXES, iter_rows, read_text
 
 logger = logging.getLogger(__name__)
 
@@ -272,11 +272,34 @@ def prepare_documents(
         source: a description of where the records came from, for the report.
     """
     bins = bins or LengthBins()
-    report = CorpusReport(
+    report = new_corpus_report(bins, source)
+    documents = list(iter_documents(records, report, bins, k))
+    return documents, report
+
+
+def new_corpus_report(bins: LengthBins, source: str = "") -> CorpusReport:
+    """An empty report for :func:`iter_documents` to count into."""
+    return CorpusReport(
         source=source, bin_edges=list(bins.edges), per_bin={label: 0 for label in bins.labels}
     )
+
+
+def iter_documents(
+    records: Iterable[dict[str, Any]], report: CorpusReport, bins: LengthBins, k: int = 3
+) -> Iterator[Document]:
+    """:func:`prepare_documents` one document at a time: the kept documents are yielded as
+    they are read, and ``report`` counts as it goes (complete once the records are exhausted).
+
+    What is held is the set of ids seen (to drop a repeated id): about 100 bytes per document.
+
+    Example:
+        >>> report = new_corpus_report(LengthBins())
+        >>> docs = iter_documents([{"id": "a", "text": "word " * 80}, {"id": "a", "text": "x"}],
+        ...                       report, LengthBins())
+        >>> [d.id for d in docs], report.kept, report.skipped_duplicate_id
+        (['a'], 1, 1)
+    """
     seen: set[str] = set()
-    documents: list[Document] = []
     for record in records:
         report.records_read += 1
         doc_id = str(record["id"])
@@ -297,12 +320,11 @@ def prepare_documents(
             continue
         doc = Document(id=doc_id, text=text, title=str(record.get("title") or ""), length_bin=label)
         doc.segments = doc.segment(k)
-        documents.append(doc)
         report.per_bin[label] += 1
+        report.kept += 1
         if not doc.title.strip():
             report.note("kept_without_title", doc_id)
-    report.kept = len(documents)
-    return documents, report
+        yield doc
 
 
 # --------------------------------------------------------------------------- loaders
@@ -479,27 +501,51 @@ def bin_sort_key(label: str) -> tuple[float, str]:
 DOCUMENTS_FILE = "documents.parquet"
 
 
+def document_schema() -> Any:
+    """The columns of ``documents.parquet`` (:meth:`Document.to_row`)."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("id", pa.string()),
+            ("title", pa.string()),
+            ("text", pa.string()),
+            ("length_bin", pa.string()),
+            ("n_chars", pa.int64()),
+            ("segment_starts", pa.list_(pa.int64())),
+            ("segment_ends", pa.list_(pa.int64())),
+        ]
+    )
+
+
 def write_documents(
-    documents: Sequence[Document], report: CorpusReport, out_dir: str | Path
+    documents: Iterable[Document], report: CorpusReport, out_dir: str | Path
 ) -> Path:
-    """Write the corpus stage's output: ``documents.parquet`` + ``report.json`` in ``out_dir``."""
-    from hf_posbias.shards import write_json, write_parquet
+    """Write the corpus stage's output: ``documents.parquet`` + ``report.json`` in ``out_dir``.
+
+    The documents are written row group by row group as they come (an iterator of any length
+    is never held whole)."""
+    from hf_posbias.shards import ParquetRowWriter, write_json
 
     out = Path(out_dir)
-    write_parquet([doc.to_row() for doc in documents], out / DOCUMENTS_FILE)
+    with ParquetRowWriter(out / DOCUMENTS_FILE, schema=document_schema()) as writer:
+        writer.write(doc.to_row() for doc in documents)
     write_json(out / "report.json", report.to_dict())
     return out
 
 
-def load_documents(path: str | Path) -> list[Document]:
-    """Read documents written by :func:`write_documents` (a folder or the parquet file)."""
+def load_documents(path: str | Path) -> Sequence[Document]:
+    """Documents written by :func:`write_documents` (a folder or the parquet file), read lazily
+    (:class:`hf_posbias.rows.ParquetRows`: a row group at a time, as they are iterated or
+    sliced)."""
+    from hf_posbias.rows import ParquetRows
 
     file = Path(path)
     if file.is_dir():
         file = file / DOCUMENTS_FILE
     if not file.exists():
         raise InputError(f"{file} not found: run `posbias corpus` first")
-    return [Document.from_row(row) for row in read_parquet_rows(file)]
+    return ParquetRows([file], convert=Document.from_row)
 
 
 def bin_position_counts(

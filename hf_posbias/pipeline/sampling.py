@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -259,12 +259,23 @@ def check_sampling_options(budget: Any = None, min_cell: Any = 1) -> None:
             raise InputError(f"{name} must be a positive integer, got {value!r}")
 
 
-def _cell_order(rows: list[dict[str, Any]], seed: int, length_bin: str, position: str) -> list:
-    # Sorted first so the draw never depends on the pool's row order; string seeds are hashed
-    # deterministically by `random` (independent of PYTHONHASHSEED).
-    ordered = sorted(rows, key=lambda r: str(r["candidate_id"]))
+def _cell_order(cell: list[tuple[str, int]], seed: int, length_bin: str, position: str) -> list:
+    # A cell is (candidate_id, row index) pairs. Sorted first so the draw never depends on the
+    # pool's row order; string seeds are hashed deterministically by `random` (independent of
+    # PYTHONHASHSEED).
+    ordered = sorted(cell, key=lambda r: str(r[0]))
     random.Random(f"{seed}|{length_bin}|{position}").shuffle(ordered)
     return ordered
+
+
+def _columns(pool_rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> Iterable[Any]:
+    """The pool restricted to ``columns`` where it is read lazily (a parquet pool reads only
+    them); a list as it is."""
+    select = getattr(pool_rows, "select", None)
+    names = set(getattr(pool_rows, "column_names", ()))
+    if select is None:
+        return pool_rows
+    return select([c for c in columns if c in names])
 
 
 def sample_training_set(
@@ -307,9 +318,13 @@ def draw_training_set(
     if not pool_rows:
         raise InputError("the pool is empty: nothing to sample")
 
-    cells: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    # First pass, over four light columns: each retained row's id and index per cell (about
+    # 100 bytes a row). The chosen rows' training columns are read in a second pass.
+    cells: dict[str, dict[str, list[tuple[str, int]]]] = {}
     skipped = 0
-    for row in pool_rows:
+    n_rows = 0
+    for index, row in enumerate(_columns(pool_rows, (*TRAINING_COLUMNS, "retained"))):
+        n_rows += 1
         missing = [c for c in TRAINING_COLUMNS if c not in row]
         if missing:
             raise InputError(
@@ -321,14 +336,12 @@ def draw_training_set(
                 f"pool row {row['candidate_id']!r}: unknown target_position "
                 f"{row['target_position']!r}"
             )
+        # Bins present in the pool with no retained row at all still need reporting.
+        bin_cells = cells.setdefault(str(row["length_bin"]), {p: [] for p in POSITIONS})
         if not row.get("retained", True):
             skipped += 1
             continue
-        bin_cells = cells.setdefault(str(row["length_bin"]), {p: [] for p in POSITIONS})
-        bin_cells[row["target_position"]].append(row)
-    # Bins present in the pool with no retained row at all still need reporting.
-    for row in pool_rows:
-        cells.setdefault(str(row["length_bin"]), {p: [] for p in POSITIONS})
+        bin_cells[row["target_position"]].append((str(row["candidate_id"]), index))
 
     labels = sorted(cells, key=bin_sort_key)
     available = {b: {p: len(cells[b][p]) for p in POSITIONS} for b in labels}
@@ -373,18 +386,25 @@ def draw_training_set(
                     f"budget needs {need[pos]} (config {spec.name}, budget {budget} per bin)"
                 )
 
-    out: list[dict[str, Any]] = []
     counts: dict[str, dict[str, int]] = {}
+    drawn: dict[str, dict[str, list[tuple[str, int]]]] = {}
     for label in bins_used:
-        counts[label] = {}
+        counts[label], drawn[label] = {}, {}
         for pos in POSITIONS:
             chosen = _cell_order(cells[label][pos], seed, label, pos)[: need[pos]]
             counts[label][pos] = len(chosen)
-            for row in sorted(chosen, key=lambda r: str(r["candidate_id"])):
-                record = {c: row[c] for c in TRAINING_COLUMNS}
-                record["margin"] = float(record["margin"])
-                record["length_bin"] = str(record["length_bin"])
-                out.append(record)
+            drawn[label][pos] = sorted(chosen, key=lambda r: r[0])
+    wanted = {index for cell in drawn.values() for chosen in cell.values() for _, index in chosen}
+    records: dict[int, dict[str, Any]] = {}
+    for index, row in enumerate(_columns(pool_rows, TRAINING_COLUMNS)):
+        if index in wanted:
+            record = {c: row[c] for c in TRAINING_COLUMNS}
+            record["margin"] = float(record["margin"])
+            record["length_bin"] = str(record["length_bin"])
+            records[index] = record
+    out = [
+        records[index] for label in bins_used for pos in POSITIONS for _, index in drawn[label][pos]
+    ]
 
     notes = []
     zero = [p for p in POSITIONS if need[p] == 0 and spec.weights[POSITIONS.index(p)] > 0]
@@ -407,7 +427,7 @@ def draw_training_set(
         available=available,
         counts=counts,
         total=len(out),
-        pool_rows=len(pool_rows),
+        pool_rows=n_rows,
         not_retained_skipped=skipped,
         min_cell=min_cell,
         notes=notes,

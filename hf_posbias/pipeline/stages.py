@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,17 +32,20 @@ from hf_posbias.pipeline.checks import (
     parse_configs,
 )
 from hf_posbias.pipeline.corpus import (
+    DOCUMENTS_FILE,
     CorpusReport,
     Document,
     LengthBins,
+    document_schema,
+    iter_documents,
     load_documents,
-    prepare_documents,
+    new_corpus_report,
     read_corpus,
-    write_documents,
 )
 from hf_posbias.rows import read_parquet_rows
 from hf_posbias.settings import flag_name
 from hf_posbias.shards import (
+    ParquetRowWriter,
     check_parameters,
     pin_parameters,
     read_manifest,
@@ -70,11 +74,13 @@ def run_corpus_stage(
     *,
     overwrite: bool = False,
     progress: bool = True,
-) -> tuple[list[Document], CorpusReport]:
+) -> tuple[Sequence[Document], CorpusReport]:
     """Read, validate, bin and segment the corpus into ``work/corpus`` (and ``work/heldout``).
 
-    Nothing is written until the whole corpus has been read: a bad record (malformed JSON,
-    text that is not UTF-8 — named with its byte offset) leaves the work folder untouched.
+    The corpus is streamed: records are read, segmented and written a row group at a time.
+    Nothing reaches the stage folders until the whole corpus has been read: a bad record
+    (malformed JSON, text that is not UTF-8 — named with its byte offset) leaves the work
+    folder untouched. Returns the kept documents, read lazily from ``work/corpus``.
     """
     from hf_posbias.progress import progress as progress_bar
 
@@ -98,27 +104,59 @@ def run_corpus_stage(
             yield record
             bar.update(1)
 
-    documents, report = prepare_documents(counted(), length_bins, source=str(corpus))
-    bar.close()  # only on success: a bad record's one-line error is the last word
-    if not documents:
-        raise InputError(
-            f"no usable document in {corpus}: {report.records_read} read, none inside the "
-            f"length bins {report.bin_edges}"
-        )
-    heldout = [d for d in documents if is_heldout(d.id, holdout)]
-    kept = [d for d in documents if not is_heldout(d.id, holdout)]
-    pin_parameters(folder, params, overwrite=overwrite)
-    write_documents(kept, report, folder)
+    # The documents stream to files beside the stage folders and move in once the whole corpus
+    # has been read: a bad record (malformed JSON, text that is not UTF-8) leaves the work
+    # folder as it was, and what is held is one row group and the ids seen.
+    report = new_corpus_report(length_bins, source=str(corpus))
     heldout_dir = Path(work) / HELDOUT
-    if holdout > 0:
-        write_documents(heldout, report, heldout_dir)
-    elif (heldout_dir / "documents.parquet").exists():
-        shutil.rmtree(heldout_dir)  # a previous run's split; this corpus holds nothing out
+    created = _first_missing(Path(work))
+    staging = Path(work) / f".corpus-staging-{os.getpid()}"
+    n_heldout = 0
+    try:
+        with (
+            ParquetRowWriter(staging / CORPUS, schema=document_schema()) as kept_out,
+            ParquetRowWriter(staging / HELDOUT, schema=document_schema()) as heldout_out,
+        ):
+            for doc in iter_documents(counted(), report, length_bins):
+                held = is_heldout(doc.id, holdout)
+                (heldout_out if held else kept_out).write([doc.to_row()])
+                n_heldout += held
+        bar.close()  # only on success: a bad record's one-line error is the last word
+        if not report.kept:
+            raise InputError(
+                f"no usable document in {corpus}: {report.records_read} read, none inside the "
+                f"length bins {report.bin_edges}"
+            )
+        pin_parameters(folder, params, overwrite=overwrite)
+        os.replace(staging / CORPUS, folder / DOCUMENTS_FILE)
+        write_json(folder / "report.json", report.to_dict())
+        if holdout > 0:
+            heldout_dir.mkdir(parents=True, exist_ok=True)
+            os.replace(staging / HELDOUT, heldout_dir / DOCUMENTS_FILE)
+            write_json(heldout_dir / "report.json", report.to_dict())
+        elif (heldout_dir / DOCUMENTS_FILE).exists():
+            shutil.rmtree(heldout_dir)  # a previous run's split; this corpus holds nothing out
+    except BaseException:
+        if created is not None:
+            shutil.rmtree(created, ignore_errors=True)  # only what this call created
+        raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     for line in report.summary_lines():
         echo(line)
     if holdout > 0:
-        echo(f"  held out for evaluation: {len(heldout)} documents (work/heldout)")
-    return kept, report
+        echo(f"  held out for evaluation: {n_heldout} documents (work/heldout)")
+    return load_documents(folder), report
+
+
+def _first_missing(folder: Path) -> Path | None:
+    """The outermost folder of ``folder``'s path that does not exist yet (``None``: it does)."""
+    missing = None
+    for path in [folder, *folder.parents]:
+        if path.exists():
+            break
+        missing = path
+    return missing
 
 
 def _remote_shards(
@@ -217,7 +255,7 @@ def run_verify_stage(
     (:func:`hf_posbias.verification.stage.verify_shard`, which builds the panel from
     ``settings`` on the worker) and no panel is loaded here.
     """
-    from hf_posbias.generation.stage import load_candidates
+    from hf_posbias.generation.stage import candidate_rows
     from hf_posbias.verification.members import BM25Member
     from hf_posbias.verification.stage import SHARD_SIZE, verify_candidates, verify_shard
 
@@ -246,7 +284,7 @@ def run_verify_stage(
         reranker_panel = described
     else:
         reranker_panel = panel if panel is not None else settings.make_panel()
-    candidates = [c.to_row() for c in load_candidates(Path(work) / CANDIDATES)]
+    candidates = candidate_rows(Path(work) / CANDIDATES)
     rows, report = verify_candidates(
         candidates,
         reranker_panel,

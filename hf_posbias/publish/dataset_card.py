@@ -13,7 +13,7 @@ card cannot state a parameter the data was not made with. :func:`write_train_rep
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -30,6 +30,7 @@ from hf_posbias.publish.repo import (
     size_category,
     write_dataset_repo,
 )
+from hf_posbias.rows import ParquetRows
 from hf_posbias.tables import TableLike, as_table, flatten_report, format_cell
 from hf_posbias.verification.report import VerificationReport
 
@@ -279,16 +280,18 @@ _STAT_COLUMNS = ("candidate_id", "length_bin", "target_position", "margin", "ret
 
 def _stat_rows(
     rows: Sequence[Mapping[str, Any]] | Any,
-) -> tuple[list[Mapping[str, Any]], list[str]]:
+) -> tuple[Sequence[Mapping[str, Any]], list[str]]:
     """(rows restricted to the statistics columns, all column names in order)."""
     if hasattr(rows, "column_names"):
         columns = list(rows.column_names)
-        return rows.select([c for c in columns if c in _STAT_COLUMNS]).to_pylist(), columns
+        stats = rows.select([c for c in columns if c in _STAT_COLUMNS])
+        # Rows read lazily stay lazy (read again for each count); a table becomes a list.
+        return (stats if isinstance(stats, ParquetRows) else stats.to_pylist()), columns
     rows = list(rows)
     return rows, list(rows[0]) if rows else []
 
 
-def bin_position_table(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def bin_position_table(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Rows per (``length_bin``, ``target_position``) as table rows, plus a total row.
 
     Example:
@@ -392,7 +395,9 @@ def write_pool_repo(
         raise InputError(
             f"pool rows lack column(s) {sorted(missing)} (see the scored-pool contract)"
         )
-    retained = [r for r in pool if _margin_kept(r, info.delta)]
+    # The pool may be read lazily (a scored pool of any size): each count below is a pass over
+    # its statistics columns, and no list of its rows is made.
+    n_retained = sum(1 for r in pool if _margin_kept(r, info.delta))
     # The contract defines retained = margin >= δ: a disagreement means the card's δ is not the
     # δ the pool was verified at, and the card would state wrong numbers.
     disagree = [
@@ -418,10 +423,12 @@ def write_pool_repo(
         header,
         config=config,
         n_rows=len(pool),
-        n_retained=len(retained),
+        n_retained=n_retained,
         columns=columns,
         all_counts=as_table(bin_position_table(pool)),
-        retained_counts=as_table(bin_position_table(retained)),
+        retained_counts=as_table(
+            bin_position_table(r for r in pool if _margin_kept(r, info.delta))
+        ),
         filter_table=as_table(filter_table),
         filter_counted=info.filter_table is None,
         example_bin=next(iter(bin_position_counts(pool)), ""),

@@ -27,7 +27,7 @@ from typing import Any
 
 from hf_posbias.errors import InputError
 from hf_posbias.hub import HUB_METADATA_ENTRIES
-from hf_posbias.rows import CARD_FILE, declared_configs, split_front_matter
+from hf_posbias.rows import CARD_FILE, ParquetRows, declared_configs, split_front_matter
 from hf_posbias.settings import flag_name
 
 DATA_DIR = "data"
@@ -223,7 +223,9 @@ def write_dataset_repo(
         >>> sorted(p.name for p in (out / "data" / "a").iterdir())
         ['train-00000-of-00001.parquet']
     """
-    from hf_posbias.shards import write_parquet
+    import pyarrow as pa
+
+    from hf_posbias.shards import ParquetRowWriter, write_parquet
 
     folder = Path(folder)
     names = list(configs)
@@ -251,8 +253,21 @@ def write_dataset_repo(
         n_rows = n_bytes = download_size = 0
         for index, count, part in _shards(rows, max_rows_per_shard):
             path = folder / DATA_DIR / name / f"{split}-{index:05d}-of-{count:05d}.parquet"
-            write_parquet(part, path)
-            n_rows, n_bytes = n_rows + part.num_rows, n_bytes + part.nbytes
+            if isinstance(part, ParquetRows):
+                # Rows read lazily (a scored pool of any size): copied a row group at a time.
+                schema = part.schema()
+                with ParquetRowWriter(path, schema=schema) as writer:
+                    for group in part.tables():
+                        # Rebuilt from its rows, as a list of rows would be: the arrays (no
+                        # validity bitmap where nothing is null) and so the bytes and sizes
+                        # are those the same rows given as a list make.
+                        table = pa.Table.from_pylist(group.to_pylist(), schema=schema)
+                        writer.write_table(table)
+                        n_bytes += table.nbytes
+                n_rows += part.num_rows
+            else:
+                write_parquet(part, path)
+                n_rows, n_bytes = n_rows + part.num_rows, n_bytes + part.nbytes
             download_size += path.stat().st_size
         infos.append(
             {
@@ -287,6 +302,8 @@ def _with_dataset_info(card: str, infos: list[dict[str, Any]]) -> str:
 def _shards(rows: Any, max_rows: int | None) -> list[tuple[int, int, Any]]:
     import pyarrow as pa
 
+    if isinstance(rows, ParquetRows) and (max_rows is None or rows.num_rows <= max_rows):
+        return [(0, 1, rows)]  # one file, streamed
     table = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(_rows_of(rows))
     if max_rows is None or table.num_rows <= max_rows:
         return [(0, 1, table)]

@@ -73,7 +73,7 @@ from hf_posbias.tasks.registry import (
     resolve_task_reference,
     task_metadata,
 )
-from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo, read_task_info
+from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo, corpus_table, read_task_info
 
 TASKS_DIR_ENV = "POSBIAS_TASKS_DIR"
 """Environment variable: a folder holding built task folders named after the tasks."""
@@ -297,6 +297,7 @@ class PositionRetrievalTask(AbsTaskRetrieval):
         if self.data_loaded:
             return
         from datasets import Dataset
+        from datasets.table import InMemoryTable
 
         folder = self.resolve_folder()
         data = PositionTaskData.load(folder)
@@ -307,12 +308,12 @@ class PositionRetrievalTask(AbsTaskRetrieval):
             f"{n} {reason} (dropped)"
             for reason, n in (data.info.extra.get("dropped") or {}).items()
         ]
-        corpus = Dataset.from_dict(
-            {
-                "id": [str(d["id"]) for d in data.corpus],
-                "title": [str(d.get("title") or "") for d in data.corpus],
-                "text": [str(d["text"]) for d in data.corpus],
-            }
+        # mteb's corpus wraps the task's own arrow table: the corpus is held once. The folder's
+        # content digest is its fingerprint: without one, datasets pickles the whole table to
+        # hash it, a transient copy of the corpus that the process's peak memory keeps.
+        corpus = Dataset(
+            InMemoryTable(corpus_table(data.corpus)),
+            fingerprint=f"posbias-corpus-{folder_revision(folder)}",
         )
         judged = data.relevant_docs()
         qids = [str(q["id"]) for q in data.queries]

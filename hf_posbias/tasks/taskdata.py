@@ -38,12 +38,13 @@ Example:
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from hf_posbias.errors import InputError
-from hf_posbias.rows import read_parquet_rows
+from hf_posbias.rows import TableRows, read_parquet, read_parquet_rows, select_columns
 from hf_posbias.shards import write_json, write_parquet
 
 if TYPE_CHECKING:
@@ -74,10 +75,16 @@ class TaskInfo:
 
 @dataclass
 class PositionTaskData:
-    """Corpus, bucketed queries and qrels of one position task."""
+    """Corpus, bucketed queries and qrels of one position task.
+
+    ``corpus`` is any read-only sequence of row dicts: a list, or, for a folder read by
+    :meth:`load`, a :class:`~hf_posbias.rows.TableRows` over the arrow table of its
+    ``corpus.parquet`` (the corpus held once, as arrow; the evaluation hands the same table
+    to mteb, :func:`corpus_table`). Code that needs another corpus builds a new list.
+    """
 
     info: TaskInfo
-    corpus: list[dict[str, Any]]
+    corpus: Sequence[dict[str, Any]]
     queries: list[dict[str, Any]]
     qrels: list[dict[str, Any]]
 
@@ -183,7 +190,7 @@ class PositionTaskData:
         )
         return type(self)(
             info=info,
-            corpus=list(self.corpus),
+            corpus=self.corpus,  # read-only: shared, not copied
             queries=[q for q in self.queries if str(q["id"]) in kept],
             qrels=[r for r in self.qrels if str(r["query_id"]) in kept],
         )
@@ -205,7 +212,7 @@ class PositionTaskData:
             raise InputError(f"{where}: there are no queries")
         if not self.info.buckets:
             raise InputError(f"{where}: task.json lists no buckets")
-        doc_ids = [str(d["id"]) for d in self.corpus]
+        doc_ids = [str(d["id"]) for d in select_columns(self.corpus, ["id"])]
         if len(set(doc_ids)) != len(doc_ids):
             dup = next(i for i, n in Counter(doc_ids).items() if n > 1)
             raise InputError(f"{where}: duplicate corpus id {dup!r}")
@@ -267,14 +274,51 @@ class PositionTaskData:
         info = read_task_info(path)
         if info.bucket_scheme == PLAIN_SCHEME and not (path / "task.json").is_file():
             return plain_task_data(path)
+        # The corpus stays arrow (its columns only): rows are made as they are read.
+        corpus = read_parquet(path / "corpus.parquet")
+        corpus = corpus.select([c for c in CORPUS_COLUMNS if c in corpus.column_names])
         data = cls(
             info=info,
-            corpus=read_parquet_rows(path / "corpus.parquet"),
+            corpus=TableRows(corpus),
             queries=read_parquet_rows(path / "queries.parquet"),
             qrels=read_parquet_rows(path / "qrels.parquet"),
         )
         data.validate(str(path))
         return data
+
+
+def corpus_table(corpus: Sequence[dict[str, Any]]) -> Any:
+    """The corpus as a ``pyarrow.Table`` of strings ``id``, ``title`` (``""`` where missing)
+    and ``text``: the table a folder's :class:`~hf_posbias.rows.TableRows` holds, shared
+    (columns already strings without nulls are not copied), or one built from a list of rows.
+
+    Example:
+        >>> t = corpus_table([{"id": 7, "text": "x"}, {"id": "d", "title": "T", "text": "y"}])
+        >>> t.to_pylist()
+        [{'id': '7', 'title': '', 'text': 'x'}, {'id': 'd', 'title': 'T', 'text': 'y'}]
+        >>> corpus_table(TableRows(t)) is t
+        True
+    """
+    import pyarrow as pa
+
+    if not isinstance(corpus, TableRows):
+        return pa.table(
+            {
+                "id": [str(d["id"]) for d in corpus],
+                "title": [str(d.get("title") or "") for d in corpus],
+                "text": [str(d["text"]) for d in corpus],
+            }
+        )
+    table = corpus.table
+    if table.column_names != list(CORPUS_COLUMNS):
+        table = table.select(list(CORPUS_COLUMNS))
+    for i, name in enumerate(CORPUS_COLUMNS):
+        column = table.column(i)
+        if column.type != pa.string():
+            table = table.set_column(i, name, column := column.cast(pa.string()))
+        if name == "title" and column.null_count:
+            table = table.set_column(i, name, column.fill_null(""))
+    return table
 
 
 PLAIN_SCHEME = "none"

@@ -194,9 +194,9 @@ class RerankerPanel:
         fitters = [m for m in self.members if callable(getattr(m, "fit", None))]
         if not fitters:
             return
-        segments = sorted({s for row in candidates for s in row["segments"]})
         for member in fitters:
-            member.fit(segments)  # type: ignore[attr-defined]
+            # A stream of every segment (repeats included): the member keeps what it needs.
+            member.fit(str(s) for row in candidates for s in row["segments"])  # type: ignore[attr-defined]
 
     def _score_member(
         self,

@@ -15,7 +15,8 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,7 +107,7 @@ class VerificationReport(JsonRecord):
     @classmethod
     def from_rows(
         cls,
-        rows: Sequence[Mapping[str, Any]],
+        rows: Iterable[Mapping[str, Any]],
         delta: float = DEFAULT_DELTA,
         members: list[dict[str, Any]] | None = None,
         pairs_total: int = 0,
@@ -121,41 +122,58 @@ class VerificationReport(JsonRecord):
             >>> r.failed["count"], r.retained, [s["count"] for s in r.strata]
             (1, 1, [1, 1, 0, 0, 1])
         """
-        total = len(rows)
-        scored = [(m, r) for r in rows if (m := _margin_of(r)) is not None]
-
-        def per_pos(selected: Sequence[Mapping[str, Any]]) -> dict[str, int]:
-            counts = dict.fromkeys(POSITIONS, 0)
-            for row in selected:
-                counts[row["target_position"]] += 1
-            return counts
-
-        failed = [r for m, r in scored if m < 0]
-        cumulative = []
-        for t in report_thresholds(delta):
-            kept = [r for m, r in scored if m >= t]
-            cumulative.append(
-                {"threshold": t, "count": len(kept), "pct": _pct(len(kept), total), **per_pos(kept)}
-            )
-        strata = []
-        by_stratum = [(margin_stratum(m, delta), r) for m, r in scored]
-        for label in stratum_labels(delta):
-            inside = [r for s, r in by_stratum if s == label]
-            strata.append({"stratum": label, "count": len(inside), **per_pos(inside)})
-        retained = [r for m, r in scored if m >= delta]
+        # One pass, counting: the rows may be a lazy pool of any size (nothing is held).
+        thresholds = report_thresholds(delta)
+        generated = dict.fromkeys(POSITIONS, 0)
+        failed = dict.fromkeys(POSITIONS, 0)
+        kept = [dict.fromkeys(POSITIONS, 0) for _ in thresholds]
+        strata = {label: dict.fromkeys(POSITIONS, 0) for label in stratum_labels(delta)}
+        retained: Counter[tuple[str, str]] = Counter()
+        bins: set[str] = set()
+        total = unscored = 0
+        for row in rows:
+            total += 1
+            position = row["target_position"]
+            generated[position] += 1
+            bins.add(str(row.get("length_bin")))
+            m = _margin_of(row)
+            if m is None:
+                unscored += 1
+                continue
+            if m < 0:
+                failed[position] += 1
+            for t, cell in zip(thresholds, kept):
+                if m >= t:
+                    cell[position] += 1
+            stratum = strata.get(margin_stratum(m, delta))
+            if stratum is not None:
+                stratum[position] += 1
+            if m >= delta:
+                retained[(str(row.get("length_bin")), position)] += 1
+        n_failed = sum(failed.values())
         return cls(
             delta=float(delta),
             members=list(members or []),
             generated=total,
-            generated_per_position=per_pos(rows),
-            failed={"count": len(failed), "pct": _pct(len(failed), total), **per_pos(failed)},
-            cumulative=cumulative,
-            strata=strata,
-            retained=len(retained),
+            generated_per_position=generated,
+            failed={"count": n_failed, "pct": _pct(n_failed, total), **failed},
+            cumulative=[
+                {"threshold": t, "count": sum(c.values()), "pct": _pct(sum(c.values()), total), **c}
+                for t, c in zip(thresholds, kept)
+            ],
+            strata=[
+                {"stratum": label, "count": sum(c.values()), **c} for label, c in strata.items()
+            ],
+            retained=sum(retained.values()),
             retained_per_bin=bin_position_counts(
-                retained, bins={str(r.get("length_bin")) for r in rows}
+                (
+                    {"length_bin": label, "target_position": position}
+                    for (label, position), n in retained.items()
+                    for _ in range(n)
+                ),
+                bins=bins,
             ),
-            unscored=total - len(scored),
+            unscored=unscored,
             pairs_total=pairs_total,
             pairs_scored=pairs_scored,
         )

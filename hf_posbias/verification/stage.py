@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,10 +29,10 @@ from typing import Any
 from hf_posbias.errors import InputError
 from hf_posbias.rows import read_parquet_rows
 from hf_posbias.shards import (
-    merge_shards,
     process_info,
     run_sharded,
     shard_path,
+    shard_rows,
     write_json,
     write_parquet,
     write_shard,
@@ -71,7 +70,7 @@ def run_verification(
     shard_size: int = SHARD_SIZE,
     progress: bool = True,
     overwrite: bool = False,
-) -> tuple[list[dict[str, Any]], VerificationReport]:
+) -> tuple[Sequence[dict[str, Any]], VerificationReport]:
     """Score candidates with the panel, resumably, and return the scored pool and its report.
 
     Output rows are the candidate columns plus ``panel_scores`` (member × segment, normalised),
@@ -105,19 +104,22 @@ def verify_candidates(
     progress: bool = True,
     overwrite: bool = False,
     remote: Callable[[list[int]], None] | None = None,
-) -> tuple[list[dict[str, Any]], VerificationReport]:
+) -> tuple[Sequence[dict[str, Any]], VerificationReport]:
     """:func:`run_verification` with δ already checked against ``panel`` once (by the settings
     of ``posbias verify``/``build``). ``remote`` makes the missing shards elsewhere (each
     through :func:`verify_shard`, e.g. as executor units; see
-    :func:`hf_posbias.shards.run_sharded`)."""
+    :func:`hf_posbias.shards.run_sharded`). The scored rows are returned read lazily from the
+    shards: the stage holds one shard (and the candidates' ids) at a time."""
     if not candidates:
         raise InputError("no candidates to verify")
+    # One pass over the candidates (a lazy file of any size): what is held is their ids.
+    seen: set[str] = set()
     for row in candidates:
         check_candidate(row)
-    ids = [row["candidate_id"] for row in candidates]
-    if len(set(ids)) != len(ids):
-        dup = next(i for i, c in Counter(ids).items() if c > 1)
-        raise InputError(f"candidate_id {dup!r} occurs more than once")
+        if row["candidate_id"] in seen:
+            raise InputError(f"candidate_id {row['candidate_id']!r} occurs more than once")
+        seen.add(row["candidate_id"])
+    del seen
 
     state = {"prepared": False, "pairs_total": 0, "pairs_scored": 0}
 
@@ -147,7 +149,7 @@ def verify_candidates(
     if not overwrite:
         refilter_at_delta(out_dir, {**params, "items": len(candidates), "shard_size": shard_size})
     rows = run_sharded(
-        list(candidates),
+        candidates,
         score_shard,
         out_dir,
         shard_size=shard_size,
@@ -156,6 +158,7 @@ def verify_candidates(
         progress=progress,
         overwrite=overwrite,
         remote=run_remote if remote is not None else None,
+        merge=False,
     )
     report = VerificationReport.from_rows(
         rows,
@@ -226,10 +229,10 @@ def verify_shard(
         >>> shard_path(out, 0).is_file()
         True
     """
-    from hf_posbias.generation.stage import load_candidates
+    from hf_posbias.generation.stage import candidate_rows
     from hf_posbias.verification.panel import parse_panel
 
-    candidates = [c.to_row() for c in load_candidates(candidates_dir)]
+    candidates = candidate_rows(candidates_dir)
     members = parse_panel(panel, normalization, trust_remote_code=trust_remote_code)
     members.prepare(candidates)
     write_shard(
@@ -266,8 +269,9 @@ def refilter_at_delta(out_dir: str | Path, pinned: dict[str, Any]) -> bool:
     return True
 
 
-def load_scored_pool(folder: str | Path) -> list[dict[str, Any]]:
-    """The scored pool of a finished verify stage (every candidate with scores and margin).
+def load_scored_pool(folder: str | Path) -> Sequence[dict[str, Any]]:
+    """The scored pool of a finished verify stage (every candidate with scores and margin),
+    read lazily from its shards (:func:`hf_posbias.shards.shard_rows`).
 
     Example:
         >>> load_scored_pool("/nonexistent/scored")  # doctest: +ELLIPSIS
@@ -278,4 +282,4 @@ def load_scored_pool(folder: str | Path) -> list[dict[str, Any]]:
     folder = Path(folder)
     if not (folder / REPORT_FILE).exists():
         raise InputError(f"{folder} has no finished verification: run `posbias verify` first")
-    return merge_shards(folder)
+    return shard_rows(folder)

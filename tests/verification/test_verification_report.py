@@ -48,3 +48,15 @@ def test_report_tables_are_consistent() -> None:
     assert any("m >= 0.25: 6" in line for line in rep.summary_lines())
     assert json.loads(json.dumps(rep.to_dict()))["strata"][0]["stratum"] == "failed"
     assert margin_stratum(0.25, 0.25) == ">=0.25" and margin_stratum(0.2499, 0.25) == "[0.2,0.25)"
+
+
+def test_the_report_counts_a_stream_of_rows_in_one_pass() -> None:
+    """The build counts its report from a pool read lazily: an iterator (read once) gives the
+    report the list gives, unscored rows included."""
+    rows = [
+        {"margin": m, "target_position": POSITIONS[i % 3], "length_bin": f"{256 * (1 + i % 2)}"}
+        for i, m in enumerate([-0.3, 0.0, 0.1, 0.29, 0.3, 0.7, float("nan"), None, 0.5])
+    ]
+    listed = VerificationReport.from_rows(rows, delta=0.3)
+    assert VerificationReport.from_rows(iter(rows), delta=0.3) == listed
+    assert listed.unscored == 2 and listed.retained == 3 and listed.generated == 9

@@ -126,13 +126,19 @@ def build_reversal_tasks(
             "mirror reversal needs spans"
         )
     out = Path(out_dir)
-    docs = {str(d["id"]): d for d in data.corpus}
     judged = data.relevant_docs()
+    # The evidence document of a query: its highest-graded qrel, first on ties. Only those
+    # documents' texts are kept (the corpus may be lazy arrow rows).
+    evidence_of = {q: max(docs.items(), key=lambda kv: kv[1])[0] for q, docs in judged.items()}
+    evidence_ids = set(evidence_of.values())
+    texts: dict[str, str] = {}
     mirrored_docs: list[dict[str, Any]] = []
     spans_of: dict[str, list[tuple[int, int]]] = {}
     too_short: set[str] = set()
     for doc in data.corpus:
         text = str(doc["text"])
+        if str(doc["id"]) in evidence_ids:
+            texts[str(doc["id"])] = text
         if len(text) < k:
             too_short.add(str(doc["id"]))
             mirrored_docs.append(dict(doc))
@@ -150,12 +156,11 @@ def build_reversal_tasks(
         if start < 0:
             skipped["no span"] += 1
             continue
-        # The evidence document: highest-graded qrel, first on ties.
-        doc_id = max(judged[qid].items(), key=lambda kv: kv[1])[0]
+        doc_id = evidence_of[qid]
         if doc_id in too_short:
             skipped["document too short"] += 1
             continue
-        text = str(docs[doc_id]["text"])
+        text = texts[doc_id]
         if end > len(text):
             skipped["span outside document"] += 1
             continue
@@ -191,7 +196,7 @@ def build_reversal_tasks(
             description=f"{data.info.name}: front/back-origin queries, original documents.",
             **common,
         ),
-        corpus=[dict(d) for d in data.corpus],
+        corpus=data.corpus,  # unchanged: the task's own rows (saving only reads them)
         queries=queries_original,
         qrels=qrels,
     ).save(out / "original")

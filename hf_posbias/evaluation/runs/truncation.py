@@ -133,8 +133,10 @@ def count_truncated_evidence(
     character span (``evidence_start < 0``) are never counted as truncated; their document's
     token length is still measured.
     """
-    corpus = {str(d["id"]): d for d in data.corpus}
     judged = data.relevant_docs()
+    # Only the evidence documents are read into rows (the corpus may be lazy arrow rows).
+    evidence = {max(docs, key=lambda d: docs[d]) for docs in judged.values() if docs}
+    corpus = {str(d["id"]): d for d in data.corpus if str(d["id"]) in evidence}
     per_bucket = {b: 0 for b in data.info.buckets}
     count = TruncationCount(max_seq_length=int(max_seq_length), per_bucket=per_bucket)
     cache: dict[str, tuple[list[int], list[tuple[int, int]]]] = {}
