@@ -14,16 +14,22 @@ Example:
     ...     notes: list[str] = field(default_factory=list)
     >>> Report(kept=3).to_dict()
     {'kept': 3, 'notes': []}
+    >>> Report.from_dict({"kept": 3, "written_by": "a later release"})
+    Report(kept=3, notes=[])
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import asdict, fields
+from typing import Any, TypeVar
+
+R = TypeVar("R", bound="JsonRecord")
 
 
 class JsonRecord:
-    """Mixin for dataclasses: :meth:`to_dict`, their JSON-serialisable form."""
+    """Mixin for dataclasses: :meth:`to_dict`, their JSON-serialisable form, and
+    :meth:`from_dict`, its inverse for a record of plain fields."""
 
     __slots__ = ()
 
@@ -31,3 +37,11 @@ class JsonRecord:
         """JSON-serialisable form: the fields in declaration order, nested dataclasses as
         dicts (:func:`dataclasses.asdict`)."""
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls: type[R], data: Mapping[str, Any]) -> R:
+        """The record a :meth:`to_dict` dict (e.g. a JSON file read back) describes; keys it
+        does not know are ignored, so a file written by a later release still reads. A record
+        with nested dataclasses overrides it."""
+        known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+        return cls(**{k: v for k, v in data.items() if k in known})

@@ -85,7 +85,7 @@ def test_the_lean_index_build_gives_bm25s_arrays_exactly(monkeypatch) -> None:
     same term ids (chunks of 1, 7 and all documents)."""
     import bm25s
 
-    import hf_posbias.bm25 as bm25_module
+    import hf_posbias.bm25.index as bm25_module
     from hf_posbias.pipeline.corpus import read_demo_corpus
 
     texts = [document_text(d["title"], d["text"]) for _, d in zip(range(300), read_demo_corpus())]

@@ -156,12 +156,6 @@ class EvaluationSummary(JsonRecord):
             **extra,
         )
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> EvaluationSummary:
-        """Read a dict written by :meth:`to_dict` (unknown keys are ignored)."""
-        known = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in data.items() if k in known})
-
     def protocol_line(self) -> str:
         """What the PSI is over and what the model could not read: bucket scheme, number of
         buckets, max sequence length, truncated queries per bucket.

@@ -231,27 +231,37 @@ def check_stage_chain(work: Path) -> None:
     from hf_posbias.verification.stage import candidates_fingerprint
 
     work = Path(work)
-    generation = stage_parameters(work / CANDIDATES, _MADE_BY[CANDIDATES])
-    documents = load_documents(work / CORPUS)
-    if generation.get("documents_fingerprint") != documents_fingerprint(documents):
-        raise InputError(
-            f"{work / CANDIDATES} was generated from other documents than {work / CORPUS} "
-            f"holds now: rerun `posbias generate {flag_name('overwrite')}` (and the stages after "
-            "it)"
-        )
-    verification = stage_parameters(work / SCORED, _MADE_BY[SCORED])
-    candidates = candidate_rows(work / CANDIDATES)
-    if verification.get("candidates_fingerprint") != candidates_fingerprint(candidates):
-        raise InputError(
-            f"{work / SCORED} scored other candidates than {work / CANDIDATES} holds now: "
-            f"rerun `posbias verify {flag_name('overwrite')}` (and the stages after it)"
-        )
-    sampling = stage_parameters(work / TRAIN, _MADE_BY[TRAIN])
-    if sampling.get("pool") != stage_fingerprint(work / SCORED, _MADE_BY[SCORED]):
-        raise InputError(
-            f"{work / TRAIN} was sampled from another scored pool than {work / SCORED} holds "
-            f"now: rerun `posbias sample {flag_name('overwrite')}`"
-        )
+    overwrite = flag_name("overwrite")
+    # (stage, what its manifest pinned, the input as it is now, how it was made from what,
+    #  the verb to rerun): each input is read only when the stage before it held.
+    chain: list[tuple[Path, Callable[[], Any], Callable[[], Any], str, str]] = [
+        (
+            work / CANDIDATES,
+            lambda: stage_parameters(work / CANDIDATES, _MADE_BY[CANDIDATES]).get(
+                "documents_fingerprint"
+            ),
+            lambda: documents_fingerprint(load_documents(work / CORPUS)),
+            f"was generated from other documents than {work / CORPUS}",
+            f"generate {overwrite}` (and the stages after it)",
+        ),
+        (
+            work / SCORED,
+            lambda: stage_parameters(work / SCORED, _MADE_BY[SCORED]).get("candidates_fingerprint"),
+            lambda: candidates_fingerprint(candidate_rows(work / CANDIDATES)),
+            f"scored other candidates than {work / CANDIDATES}",
+            f"verify {overwrite}` (and the stages after it)",
+        ),
+        (
+            work / TRAIN,
+            lambda: stage_parameters(work / TRAIN, _MADE_BY[TRAIN]).get("pool"),
+            lambda: stage_fingerprint(work / SCORED, _MADE_BY[SCORED]),
+            f"was sampled from another scored pool than {work / SCORED}",
+            f"sample {overwrite}`",
+        ),
+    ]
+    for stage, pinned, current, made_from, rerun in chain:
+        if pinned() != current():
+            raise InputError(f"{stage} {made_from} holds now: rerun `posbias {rerun}")
 
 
 def check_publish_targets(out: Path, *, overwrite: bool = False) -> None:

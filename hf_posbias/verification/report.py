@@ -178,11 +178,6 @@ class VerificationReport(JsonRecord):
             pairs_scored=pairs_scored,
         )
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> VerificationReport:
-        """Inverse of :meth:`to_dict` (e.g. a ``report.json`` read back)."""
-        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
-
     def filter_rows(self) -> list[dict[str, Any]]:
         """YHP26 Table 6 as rows (``filter, retained, %, begin, middle, end``), cumulative.
 
