@@ -211,27 +211,26 @@ def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
-# The flags an earlier release's markers spelled otherwise: the paired test, and the listwise
-# trainer's window (renamed so that --window means the sliding window everywhere).
-_MARKER_RENAMES = {"--test": "--method"}
-_TRAINING_MARKER_RENAMES = {"--window": "--max-window"}
-
-
 def _former_marker(recorded: Any, settings: Any) -> bool:
     """Whether a marker of an earlier release, the step's flags (``{"argv": [...]}``), records
     ``settings``: a study folder run before the steps took settings objects still resumes.
-    Flags renamed since are read under their present names (no warning on resume)."""
+
+    A flag renamed since (``--test``, the trainer's ``--window``) is read through the parser's
+    own hidden alias; its deprecation warning is meant for a person typing it, not for a resume,
+    so it is kept quiet here."""
     if settings is None or not isinstance(recorded, dict) or list(recorded) != ["argv"]:
         return False
-    from hf_posbias.listwise.training.settings import ListwiseTrainingSettings
+    import contextlib
+    import io
+    import warnings
+
     from hf_posbias.settings import parse_settings_args
 
-    renames = _MARKER_RENAMES
-    if isinstance(settings, ListwiseTrainingSettings):
-        renames = renames | _TRAINING_MARKER_RENAMES
-    argv = [renames.get(str(a), str(a)) for a in recorded["argv"]]
+    argv = [str(a) for a in recorded["argv"]]
     try:
-        return parse_settings_args(type(settings), argv) == settings
+        with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return parse_settings_args(type(settings), argv) == settings
     except InputError:
         return False
 
