@@ -165,3 +165,21 @@ def test_remedies_extend_a_finished_study_as_rows_without_retraining(
                for m in markers)  # fmt: skip
     assert main([*argv, "--passage-tokens", "40"]) == 0
     assert "0 run(s) trained, 2 evaluation(s) run, 10 skipped" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["a", "b"], "error: give one study folder, or run folders with --out"),
+        (["a", "--seed", "3"], "error: --bootstrap, --seed and --title are for run folders (with "
+         "--out): a study folder's report takes its spec's"),
+    ],
+)  # fmt: skip
+def test_study_report_refuses_what_only_run_folders_take_in_one_line(
+    argv, message, tmp_path, capsys
+):
+    # One verb for a study folder and for run folders: the run folders' options without --out
+    # are refused, not ignored, before any folder is read.
+    assert main(["study", "report", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == message and "Traceback" not in "\n".join(err)
