@@ -37,6 +37,11 @@ def test_scaling_measures_every_stage_at_each_size(run_benchmark, tmp_path: Path
         assert f"b(CLI call cpu) = {stage['b_main_cpu']}" in out
         assert set(stage["peak_rss_ratio_4x"]) == {"150->600"}
         assert f"{stage['stage']:16s} b(work) = " in out
+        # The headline exponent is the CLI call's, judged against the limit.
+        assert stage["b"] == stage["b_main_cpu"] and stage["b_of"] == "CLI call cpu"
+        assert stage["b_within_limit"] == (stage["b"] <= 1.1)
+        assert f"{stage['stage']:16s} b = {stage['b']} (CLI call cpu; " in out
+    assert "every stage b <= 1.1: " in out
 
 
 def test_a_size_below_the_floor_is_one_line():
