@@ -150,6 +150,52 @@ the most a streaming stage holds of it, and what a reader (:class:`hf_posbias.ro
 reads at a time."""
 
 
+_ARROW_TYPES = {
+    "str": "string",
+    "str | None": "string",
+    "int": "int64",
+    "int | None": "int64",
+    "float": "float64",
+    "bool": "bool_",
+}
+
+
+def dataclass_schema(cls: type, **columns: Any) -> Any:
+    """The pyarrow schema of a dataclass's rows: one column per field, in field order, typed
+    from the field's annotation (``str``, ``int``, ``float``, ``bool``, optional or not, and
+    ``list[...]`` of those); ``columns`` gives the type of a field the annotation does not
+    say (a nested struct, a narrower integer). The schema keeps a file's types fixed when its
+    first rows hold only ``None`` or empty lists, and a row's fields and its file's columns
+    cannot drift apart.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> from dataclasses import dataclass
+        >>> @dataclass
+        ... class Row:
+        ...     id: str
+        ...     tags: list[str]
+        ...     rank: int = 0
+        >>> dataclass_schema(Row, rank=pa.int32()).types
+        [DataType(string), ListType(list<item: string>), DataType(int32)]
+    """
+    import dataclasses
+
+    import pyarrow as pa
+
+    def arrow_type(annotation: str) -> Any:
+        if annotation.startswith("list[") and annotation.endswith("]"):
+            return pa.list_(arrow_type(annotation[5:-1]))
+        return getattr(pa, _ARROW_TYPES[annotation])()
+
+    return pa.schema(
+        [
+            (f.name, columns[f.name] if f.name in columns else arrow_type(str(f.type)))
+            for f in dataclasses.fields(cls)
+        ]
+    )
+
+
 class ParquetRowWriter:
     """Write a parquet file row group by row group, atomically (as :func:`write_parquet`).
 

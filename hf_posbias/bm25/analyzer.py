@@ -38,9 +38,8 @@ LANGUAGES: dict[str, tuple[str, str]] = {
     "ita": ("it", "italian"),
     "rus": ("ru", "russian"),
     "swe": ("sv", "swedish"),
-    "nob": ("no", "norwegian"),
-    "nno": ("no", "norwegian"),
-    "nor": ("no", "norwegian"),
+    # Bokmål, Nynorsk and the macrolanguage share one stop-word list and one stemmer.
+    **dict.fromkeys(("nob", "nno", "nor"), ("no", "norwegian")),
 }
 """ISO 639-3 → (``bm25s`` stop-word key, Snowball stemmer): the languages that have both, for
 which mteb's BM25 is exactly this analyzer."""

@@ -26,7 +26,7 @@ from hf_posbias.analysis.settings import (
     PoolingSettings,
     SegmentProfileSettings,
 )
-from hf_posbias.cli.common import add_alias, add_group, add_verb
+from hf_posbias.cli.common import Verb, add_alias, add_group
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -37,34 +37,61 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="evidence moving, segment profile, pooling, audit, remedies",
         required=True,
     )
-    for name, help_text, settings_cls, handler in (
-        (
-            "evidence-moving",
-            "move the evidence to p1…pn, cosine per slot",
-            EvidenceMovingSettings,
-            run_evidence_moving_cmd,
-        ),
-        (
-            "segment-profile",
-            "cosine(document, segment i), query-free",
-            SegmentProfileSettings,
-            run_segment_profile_cmd,
-        ),
-        (
-            "pooling",
-            "one transformer with cls/mean/max/lasttoken pooling",
-            PoolingSettings,
-            run_pooling_cmd,
-        ),
-    ):
-        add_verb(verbs, name, settings_cls, handler, help=help_text)
     # A model's whole position audit and its remedies were top-level verbs; their former names
     # stay as hidden aliases.
-    from hf_posbias.cli.evaluate import register_audit
-    from hf_posbias.cli.remedies import register_remedies
+    from hf_posbias.cli.evaluate import run_audit
+    from hf_posbias.cli.remedies import run_remedies
+    from hf_posbias.evaluation.settings import ModelAuditSettings, RemediesSettings
 
-    add_alias(subparsers, "audit", register_audit(verbs), "posbias analyze audit")
-    add_alias(subparsers, "remedies", register_remedies(verbs), "posbias analyze remedies")
+    for verb in (
+        Verb(
+            "evidence-moving",
+            EvidenceMovingSettings,
+            run_evidence_moving_cmd,
+            "move the evidence to p1…pn, cosine per slot",
+        ),
+        Verb(
+            "segment-profile",
+            SegmentProfileSettings,
+            run_segment_profile_cmd,
+            "cosine(document, segment i), query-free",
+        ),
+        Verb(
+            "pooling",
+            PoolingSettings,
+            run_pooling_cmd,
+            "one transformer with cls/mean/max/lasttoken pooling",
+        ),
+    ):
+        verb.add_to(verbs)
+    for verb in (
+        Verb(
+            "audit",
+            ModelAuditSettings,
+            run_audit,
+            "all position measurements for one model → markdown + HTML report",
+            description="Per-task per-position curves, the PSI table and mirror reversal (tasks "
+            "with character evidence spans) for one model, as <out>/audit.md and a "
+            "self-contained <out>/audit.html.",
+            with_args=True,
+        ),
+        Verb(
+            "remedies",
+            RemediesSettings,
+            run_remedies,
+            "the plain model and each inference-time remedy on the same queries, with costs",
+            description="Run the plain bi-encoder (remedy none) and each remedy (maxp, firstp, "
+            "sump, chunk-mean, segment-balanced) on the same position tasks and write, per "
+            "task, <out>/<task>/remedies.json (remedy, mean, psi, harmonic_mean, delta_mean, "
+            "p_value, encoded_tokens, seconds), remedies.md and a PNG of PSI against cost; Δ "
+            "and p are paired against none on the same queries. Every run is a `posbias "
+            "evaluate` folder under <out>/runs/; a rerun reuses every run that finished with "
+            "the same settings (a killed comparison resumes, an added remedy costs only "
+            "itself).",
+            with_args=True,
+        ),
+    ):
+        add_alias(subparsers, verb.name, verb.add_to(verbs), f"posbias analyze {verb.name}")
 
 
 def parse_model_spec(spec: str) -> tuple[str, str]:

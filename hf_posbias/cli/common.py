@@ -31,6 +31,7 @@ import argparse
 import functools
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from hf_posbias.settings import add_settings_arguments, settings_from_args
@@ -288,11 +289,41 @@ def add_verb(
 
     ``with_args``: the handler also gets the parsed arguments (``handler(settings, args)``), for
     what is no setting of the verb (``-v``, a spec file's overrides). Returns the verb's parser.
+    A group that declares several verbs lists them as :class:`Verb` records.
     """
-    parser = subparsers.add_parser(name, help=help, description=description)
-    add_settings_arguments(parser, settings_cls)
-    parser.set_defaults(func=functools.partial(_run, settings_cls, handler, with_args))
-    return parser
+    return Verb(name, settings_cls, handler, help, description, with_args).add_to(subparsers)
+
+
+@dataclass(frozen=True)
+class Verb:
+    """One verb of a group, as the group declares it: its name, settings dataclass, handler
+    and texts. :meth:`add_to` adds it (:func:`add_verb`).
+
+    Example:
+        >>> import argparse
+        >>> from dataclasses import dataclass
+        >>> @dataclass(kw_only=True)
+        ... class Nothing:
+        ...     pass
+        >>> verbs = argparse.ArgumentParser(prog="demo").add_subparsers()
+        >>> Verb("hello", Nothing, lambda s: None, "greet").add_to(verbs).prog
+        'demo hello'
+    """
+
+    name: str
+    settings: type
+    handler: Handler
+    help: str
+    description: str | None = None
+    with_args: bool = False
+
+    def add_to(self, verbs: argparse._SubParsersAction) -> argparse.ArgumentParser:
+        """Add this verb to ``verbs``: one flag per settings field; returns its parser."""
+        parser = verbs.add_parser(self.name, help=self.help, description=self.description)
+        add_settings_arguments(parser, self.settings)
+        run = functools.partial(_run, self.settings, self.handler, self.with_args)
+        parser.set_defaults(func=run)
+        return parser
 
 
 def _print_help(parser: argparse.ArgumentParser, _args: argparse.Namespace) -> int:

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
-from hf_posbias.cli.common import add_alias, add_group, add_verb, echo
+from hf_posbias.cli.common import Verb, add_alias, add_group, echo
 from hf_posbias.pipeline import (
     BuildSettings,
     CorpusStageSettings,
@@ -98,42 +97,38 @@ def _cmd_build(s: BuildSettings) -> None:
     echo(f"done: load_dataset('{result.train_dir}', 'uniform', split='train')")
 
 
-VERBS: tuple[tuple[str, type, Any, dict[str, str]], ...] = (
-    (
+VERBS: tuple[Verb, ...] = (
+    Verb(
         "build",
         BuildSettings,
         _cmd_build,
-        {
-            "help": "run every data stage: corpus → pool + training sets (Hub repo folders)",
-            "description": "Build the position-controlled training sets and the scored pool "
-            "from a corpus. Leaves OUT/pool and OUT/train as Hub dataset repo folders "
-            "(load_dataset reads them) and OUT/work with every stage's output; rerunning "
-            "resumes.",
-        },
+        "run every data stage: corpus → pool + training sets (Hub repo folders)",
+        description="Build the position-controlled training sets and the scored pool "
+        "from a corpus. Leaves OUT/pool and OUT/train as Hub dataset repo folders "
+        "(load_dataset reads them) and OUT/work with every stage's output; rerunning "
+        "resumes.",
     ),
-    (
+    Verb(
         "corpus",
         CorpusStageSettings,
         _cmd_corpus,
-        {"help": "read, bin and segment a corpus into WORK/corpus"},
+        "read, bin and segment a corpus into WORK/corpus",
     ),
-    (
+    Verb(
         "generate",
         GenerateSettings,
         _cmd_generate,
-        {"help": "position-targeted queries into WORK/candidates"},
+        "position-targeted queries into WORK/candidates",
     ),
-    ("verify", VerifySettings, _cmd_verify, {"help": "score candidates with a reranker panel"}),
-    ("sample", SampleStageSettings, _cmd_sample, {"help": "controlled sampling of training sets"}),
-    (
+    Verb("verify", VerifySettings, _cmd_verify, "score candidates with a reranker panel"),
+    Verb("sample", SampleStageSettings, _cmd_sample, "controlled sampling of training sets"),
+    Verb(
         "publish",
         PublishStageSettings,
         _cmd_publish,
-        {
-            "help": "write (and upload) the Hub dataset repos",
-            "description": "Write OUT/pool and OUT/train from a work folder. Seeds, δ, panel, "
-            "generator and budget on the cards come from the stage manifests.",
-        },
+        "write (and upload) the Hub dataset repos",
+        description="Write OUT/pool and OUT/train from a work folder. Seeds, δ, panel, "
+        "generator and budget on the cards come from the stage manifests.",
     ),
 )
 
@@ -147,6 +142,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Build the position-controlled training sets (`data build` runs every "
         "stage; the stage verbs rerun one stage of a work folder).",
     )
-    for name, settings_cls, handler, texts in VERBS:
-        parser = add_verb(verbs, name, settings_cls, handler, **texts)
-        add_alias(subparsers, name, parser, f"posbias data {name}")
+    for verb in VERBS:
+        add_alias(subparsers, verb.name, verb.add_to(verbs), f"posbias data {verb.name}")

@@ -42,23 +42,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
 
 
-def register_audit(verbs: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """Add the ``audit`` verb (``posbias analyze audit``); returns its parser."""
-    from hf_posbias.evaluation.settings import ModelAuditSettings
-
-    return add_verb(
-        verbs,
-        "audit",
-        ModelAuditSettings,
-        run_audit,
-        help="all position measurements for one model → markdown + HTML report",
-        description="Per-task per-position curves, the PSI table and mirror reversal (tasks "
-        "with character evidence spans) for one model, as <out>/audit.md and a "
-        "self-contained <out>/audit.html.",
-        with_args=True,
-    )
-
-
 def _quiet(args: argparse.Namespace) -> None:
     """Keep the terminal for the results: no per-subset bars or library chatter unless asked."""
     import warnings

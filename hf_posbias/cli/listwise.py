@@ -42,10 +42,11 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hf_posbias.cli.common import add_alias, add_group, add_verb, echo, hide_as_alias, tuck_away
+from hf_posbias.cli.common import Verb, add_alias, add_group, echo, hide_as_alias, tuck_away
 from hf_posbias.cli.listing import add_listing_verb, rerankers_table
 from hf_posbias.errors import InputError
 from hf_posbias.listwise.experiments.runs import load_task_and_reranker
@@ -316,59 +317,80 @@ def _demo(settings: ListwiseDemoSettings) -> None:
     run_listwise_demo(settings, echo=echo)
 
 
-VERBS: tuple[tuple[str, str, type, Any], ...] = (
-    (
+VERBS: tuple[Verb, ...] = (
+    Verb(
         "test",
-        "nDCG@10 with the relevant passage at each input slot 1…k",
         ListwiseTestSettings,
         _test,
+        "nDCG@10 with the relevant passage at each input slot 1…k",
     ),
-    (
+    Verb(
         "reranker-remedies",
-        "plain, slot-calibrated, PermSC (Borda, Kemeny) and DebiasFirst on one 1…k harness",
         ListwiseRemediesSettings,
         _remedies,
+        "plain, slot-calibrated, PermSC (Borda, Kemeny) and DebiasFirst on one 1…k harness",
+        description="On the same queries and windows of the 1…k test: the plain reranker "
+        "(none), slot calibration (one content-free window), PermSC-style aggregation of the "
+        "list as given plus m-1 shared shuffles (Borda and Kemeny, m from --shuffles) and "
+        "--checkpoints; writes OUT/remedies.json (remedy, mean, psi, harmonic_mean, "
+        "delta_mean, p_value, windows, seconds, windows_per_ranking), remedies.md and "
+        "remedies.png (PSI against cost). A rerun with a larger --shuffles reranks only the "
+        "new shuffles (OUT/shuffles-SSS-EEE/).",
     ),
-    ("shuffle-eval", "first-stage order vs m seeded shuffles", ShuffleEvalSettings, _shuffle_eval),
-    (
+    Verb(
+        "shuffle-eval",
+        ShuffleEvalSettings,
+        _shuffle_eval,
+        "first-stage order vs m seeded shuffles",
+    ),
+    Verb(
         "propensity",
-        "position propensities ω (Eq. 5) and heatmap",
         PropensitySettings,
         _propensity,
+        "position propensities ω (Eq. 5) and heatmap",
     ),
-    ("augment", "Pos-Aug: n rotated permutations per training row", AugmentSettings, _augment),
-    (
+    Verb("augment", AugmentSettings, _augment, "Pos-Aug: n rotated permutations per training row"),
+    Verb(
         "build-train",
-        "a listwise training set from a task's train split",
         BuildTrainSettings,
         _build_train,
+        "a listwise training set from a task's train split",
     ),
-    ("convert", "RankZephyr / FIRST training data → training set", ConvertSettings, _convert),
-    (
+    Verb("convert", ConvertSettings, _convert, "RankZephyr / FIRST training data → training set"),
+    Verb(
         "table",
-        "original vs shuffled table of shuffle-eval runs, t-test marks (Q26 Tables 1-3)",
         ShuffleTableSettings,
         _table,
+        "original vs shuffled table of shuffle-eval runs, t-test marks (Q26 Tables 1-3)",
     ),
-    ("curves", "several test runs' 1…k curves in one plot (Fig. 4, 6)", CurvesSettings, _curves),
-    (
+    Verb(
+        "curves",
+        CurvesSettings,
+        _curves,
+        "several test runs' 1…k curves in one plot (Fig. 4, 6)",
+    ),
+    Verb(
         "transitions",
-        "training-data input position × target rank, before/after augmentation (Fig. 3)",
         TransitionsSettings,
         _transitions,
+        "training-data input position × target rank, before/after augmentation (Fig. 3)",
     ),
-    ("rerank", "rerank rank_llm Request JSON into rank_llm Results", RerankSettings, _rerank),
-    (
+    Verb("rerank", RerankSettings, _rerank, "rerank rank_llm Request JSON into rank_llm Results"),
+    Verb(
         "train",
-        "DebiasFirst fine-tune of a causal LM: λ·L_Rank(-IPS) + L_LM (Q26)",
         ListwiseTrainingSettings,
         _train,
+        "DebiasFirst fine-tune of a causal LM: λ·L_Rank(-IPS) + L_LM (Q26)",
+        description="Fine-tune a causal LM as a FIRST-style listwise reranker with the "
+        "DebiasFirst loss, on one process (multi-GPU: accelerate launch -m "
+        "hf_posbias.listwise.training.train with the same flags). --global-batch counts windows "
+        "per step (Q26: 8).",
     ),
-    (
+    Verb(
         "compare-tests",
-        "paired test between two listwise test runs (same queries)",
         ListwiseCompareSettings,
         _compare,
+        "paired test between two listwise test runs (same queries)",
     ),
 )
 
@@ -380,21 +402,6 @@ EXPERT_VERBS: tuple[str, ...] = ("curves", "transitions", "rerank")
 """Verbs that work as listed but are left out of ``posbias listwise --help``'s verb list (its
 "see also" line names them; docs/listwise.md documents them): Q26's figure drawers
 (Fig. 3, 4, 6; ``posbias study run`` draws them for a Q26 spec) and the rank_llm exchange."""
-
-_DESCRIPTIONS = {
-    "train": "Fine-tune a causal LM as a FIRST-style listwise reranker with the DebiasFirst loss, "
-    "on one process (multi-GPU: accelerate launch -m hf_posbias.listwise.training.train with "
-    "the same flags). --global-batch counts windows per step (Q26: 8).",
-    "reranker-remedies": "On the same queries and windows of the 1…k test: the plain reranker "
-    "(none), slot calibration (one content-free window), PermSC-style aggregation of the list "
-    "as given plus m-1 shared shuffles (Borda and Kemeny, m from --shuffles) and --checkpoints; "
-    "writes OUT/remedies.json (remedy, mean, psi, harmonic_mean, delta_mean, p_value, windows, "
-    "seconds, windows_per_ranking), remedies.md and remedies.png (PSI against cost). A rerun "
-    "with a larger --shuffles reranks only the new shuffles (OUT/shuffles-SSS-EEE/).",
-    "demo": "test → propensity → build-train → train → test → compare, each a posbias listwise "
-    "verb in its own folder under --out (a rerun resumes). Smoke-sized defaults: about 15 "
-    "minutes on a 2-core CPU (make demo-listwise builds SciFact's task folders first).",
-}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -408,15 +415,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="The 1…k controlled position test, original vs shuffled order, position "
         "propensities, Pos-Aug and listwise training data, rank_llm exchange.",
     )
-    demo = (
+    demo = Verb(
         "demo",
-        "a reranker's 1…k curve before and after a short DebiasFirst fine-tune",
         ListwiseDemoSettings,
         _demo,
+        "a reranker's 1…k curve before and after a short DebiasFirst fine-tune",
+        description="test → propensity → build-train → train → test → compare, each a posbias "
+        "listwise verb in its own folder under --out (a rerun resumes). Smoke-sized defaults: "
+        "about 15 minutes on a 2-core CPU (make demo-listwise builds SciFact's task folders "
+        "first).",
     )
-    for name, help_text, settings_cls, handler in (*VERBS, demo):
-        description = _DESCRIPTIONS.get(name, help_text)
-        add_verb(verbs, name, settings_cls, handler, help=help_text, description=description)
+    for verb in (*VERBS, demo):
+        # A listwise verb without a longer description shows its one-line help as one.
+        replace(verb, description=verb.description or verb.help).add_to(verbs)
     add_listing_verb(
         verbs,
         "rerankers",

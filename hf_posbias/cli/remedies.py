@@ -14,27 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hf_posbias.cli.common import add_verb
 from hf_posbias.evaluation.settings import RemediesSettings
-
-
-def register_remedies(verbs: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """Add the ``remedies`` verb (``posbias analyze remedies``); returns its parser."""
-    return add_verb(
-        verbs,
-        "remedies",
-        RemediesSettings,
-        run_remedies,
-        help="the plain model and each inference-time remedy on the same queries, with costs",
-        description="Run the plain bi-encoder (remedy none) and each remedy (maxp, firstp, sump, "
-        "chunk-mean, segment-balanced) on the same position tasks and write, per task, "
-        "<out>/<task>/remedies.json (remedy, mean, psi, harmonic_mean, delta_mean, p_value, "
-        "encoded_tokens, seconds), remedies.md and a PNG of PSI against cost; Δ and p are "
-        "paired against none on the same queries. Every run is a `posbias evaluate` folder "
-        "under <out>/runs/; a rerun reuses every run that finished with the same settings "
-        "(a killed comparison resumes, an added remedy costs only itself).",
-        with_args=True,
-    )
 
 
 def run_remedies(s: RemediesSettings, args: argparse.Namespace) -> None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from hf_posbias.errors import InputError
@@ -95,10 +95,9 @@ def candidate_schema() -> Any:
         >>> candidate_schema().names[:3], str(candidate_schema().field("segments").type)
         (['candidate_id', 'doc_id', 'title'], 'list<item: string>')
     """
-    import pyarrow as pa
+    from hf_posbias.shards import dataclass_schema
 
-    arrow = {"str": pa.string(), "str | None": pa.string(), "list[str]": pa.list_(pa.string())}
-    return pa.schema([(f.name, arrow[f.type]) for f in fields(Candidate)])
+    return dataclass_schema(Candidate)
 
 
 def make_candidate(

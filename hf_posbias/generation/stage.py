@@ -43,6 +43,7 @@ from hf_posbias.pipeline.corpus import Document, bin_position_counts
 from hf_posbias.rows import ParquetRows
 from hf_posbias.shards import (
     ParquetRowWriter,
+    dataclass_schema,
     process_info,
     run_sharded,
     wait_for_everyone,
@@ -95,19 +96,28 @@ class GenerationReport(JsonRecord):
         return lines
 
 
-def _document_schema() -> Any:
-    import pyarrow as pa
+@dataclass
+class DocumentOutcome:
+    """One generate shard row: a document's candidates (as :meth:`Candidate.to_row` rows) and
+    the positions it skipped (a JSON object of position → reason), or why it was excluded."""
 
-    return pa.schema(
-        [
-            ("doc_id", pa.string()),
-            ("process_index", pa.int32()),
-            ("excluded", pa.string()),
-            ("excluded_detail", pa.string()),
-            ("skipped", pa.string()),
-            ("candidates", pa.list_(pa.struct(list(candidate_schema())))),
-        ]
-    )
+    doc_id: str
+    process_index: int
+    excluded: str | None = None
+    excluded_detail: str | None = None
+    skipped: str = "{}"
+    candidates: list[dict[str, Any]] = field(default_factory=list)
+
+    @staticmethod
+    def schema() -> Any:
+        """The shard files' columns: one per field."""
+        import pyarrow as pa
+
+        return dataclass_schema(
+            DocumentOutcome,
+            process_index=pa.int32(),
+            candidates=pa.list_(pa.struct(list(candidate_schema()))),
+        )
 
 
 def documents_fingerprint(documents: Sequence[Document]) -> str:
@@ -190,7 +200,7 @@ def run_generation(
         shard_size=shard_size,
         params=params,
         desc=f"generate ({generator.name})",
-        schema=_document_schema(),
+        schema=DocumentOutcome.schema(),
         progress=progress,
         overwrite=overwrite,
         remote=remote,
@@ -214,21 +224,13 @@ def document_rows(
     outcomes = generate_batch(generator, list(shard))
     rows = []
     for doc, outcome in zip(shard, outcomes, strict=True):
-        row: dict[str, Any] = {
-            "doc_id": doc.id,
-            "process_index": process_index,
-            "excluded": None,
-            "excluded_detail": None,
-            "skipped": "{}",
-            "candidates": [],
-        }
+        row = DocumentOutcome(doc.id, process_index)
         if isinstance(outcome, GenerationFailure):
-            row["excluded"] = outcome.reason
-            row["excluded_detail"] = outcome.detail[:500]
+            row.excluded, row.excluded_detail = outcome.reason, outcome.detail[:500]
         else:
-            row["skipped"] = json.dumps(outcome.skipped, sort_keys=True)
-            row["candidates"] = [c.to_row() for c in outcome.candidates]
-        rows.append(row)
+            row.skipped = json.dumps(outcome.skipped, sort_keys=True)
+            row.candidates = [c.to_row() for c in outcome.candidates]
+        rows.append(vars(row))
     return rows
 
 
@@ -267,7 +269,7 @@ def generate_shard(
         out_dir,
         index,
         shard_size,
-        schema=_document_schema(),
+        schema=DocumentOutcome.schema(),
     )
 
 

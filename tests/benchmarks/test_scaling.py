@@ -20,7 +20,7 @@ def test_scaling_measures_every_stage_at_each_size(run_benchmark, tmp_path: Path
         *("--stages", "build,evaluate-bm25,listwise-bm25", "--json", str(out_json)),
     )
     figures = json.loads(out_json.read_text())
-    assert figures["sizes"] == [150, 600]
+    assert figures["sizes"] == {s: [150, 600] for s in ("build", "evaluate-bm25", "listwise-bm25")}
     assert figures["held_bytes_per_document"]["bm25_index"] > 0
     assert [s["stage"] for s in figures["stages"]] == ["build", "evaluate-bm25", "listwise-bm25"]
     for stage in figures["stages"]:
