@@ -22,7 +22,8 @@ distinct ids, and never an exact duplicate text (a variation equal to a text alr
 drawn again, and a document with one sentence is not varied).
 
 For each stage it prints wall time, CPU time (user + system of the process), peak resident
-memory (``ru_maxrss`` of that process), the load average, the fitted exponent ``b`` of ``work
+memory (that process's own high-water mark, ``VmHWM``: ``ru_maxrss`` would also count this
+process's memory at the spawn), the load average, the fitted exponent ``b`` of ``work
 time ∝ (N − N_floor)^b`` (least squares on log–log over the sizes; work time = wall time minus
 the floor run's, the work of the documents above the floor's; ``b(cpu)`` the same on CPU time,
 steadier on shared cores), the memory per
@@ -228,9 +229,15 @@ code = 1
 try:
     code = main(sys.argv[1:])
 finally:
+    peak_kb = None
+    if os.path.exists("/proc/self/status"):
+        for line in open("/proc/self/status"):
+            if line.startswith("VmHWM:"):
+                peak_kb = int(line.split()[1])
     with open(os.environ["POSBIAS_SCALING_REPORT"], "w") as f:
         json.dump({"main_wall_s": time.perf_counter() - wall,
                    "main_cpu_s": time.process_time() - cpu,
+                   "peak_kb": peak_kb,
                    "modules": [m for m, v in list(sys.modules.items()) if v is not None]}, f)
 sys.exit(code)
 """
@@ -264,12 +271,16 @@ def measure(
         )
     load = max(load, os.getloadavg()[0])
     inner = json.loads(report.read_text()) if report.is_file() else {}
+    # The process's own high-water mark (VmHWM, Linux): wait4's ru_maxrss also counts the
+    # memory of this process at the spawn (the kernel carries it over the exec), so a stage
+    # smaller than this process, which holds the largest corpus, would read as this process.
+    peak_kb = inner.get("peak_kb") or usage.ru_maxrss  # ru_maxrss: kilobytes on Linux
     measurement = Measurement(
         stage=stage,
         documents=documents,
         wall_s=round(wall, 2),
         cpu_s=round(usage.ru_utime + usage.ru_stime, 2),
-        peak_rss_mb=round(usage.ru_maxrss / 1024, 1),  # Linux reports kilobytes
+        peak_rss_mb=round(peak_kb / 1024, 1),
         load_average=round(load, 2),
         main_wall_s=round(inner["main_wall_s"], 2) if inner else None,
         main_cpu_s=round(inner["main_cpu_s"], 2) if inner else None,

@@ -372,9 +372,21 @@ def retrieval_task_data(plain: RetrievalData, info: TaskInfo) -> PositionTaskDat
     if len(judged) < len(plain.queries):
         dropped["queries without a relevant document"] = len(plain.queries) - len(judged)
     info.extra.update(split=plain.split, dropped=dropped)
+    import pyarrow as pa
+
+    # Held once, as arrow, as a task folder's corpus is (PositionTaskData.load): mteb's corpus
+    # Dataset wraps this same table instead of a copy of Python rows.
+    documents = plain.corpus.values()
+    corpus = pa.table(
+        {
+            "id": list(plain.corpus),
+            "title": [title for title, _ in documents],
+            "text": [text for _, text in documents],
+        }
+    )
     data = PositionTaskData(
         info=info,
-        corpus=[{"id": i, "title": t, "text": x} for i, (t, x) in plain.corpus.items()],
+        corpus=TableRows(corpus),
         queries=[
             {
                 "id": q,
