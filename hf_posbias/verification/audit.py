@@ -32,6 +32,7 @@ from hf_posbias import POSITIONS
 from hf_posbias.errors import InputError
 from hf_posbias.generation.backends import reply_decoding
 from hf_posbias.jsonable import JsonRecord
+from hf_posbias.rows import select_columns
 from hf_posbias.tables import as_table
 from hf_posbias.verification.judge import (
     SEGMENT_AUDIT,
@@ -176,21 +177,30 @@ def audit_segments(
     judge = SEGMENT_AUDIT if prompt is None else replace(SEGMENT_AUDIT, template=prompt)
     if per_stratum < 1:
         raise InputError(f"per_stratum must be >= 1, got {per_stratum}")
-    by_stratum: dict[str, list[dict[str, Any]]] = {label: [] for label in stratum_labels(delta)}
-    for row in rows:
-        if "margin" not in row:
+    # The strata are drawn from two light columns, a (candidate id, row number) pair per
+    # candidate; only the drawn rows are read whole (a pool of millions of candidates is never
+    # held). Sorting by id first keeps the draw independent of the pool's order.
+    by_stratum: dict[str, list[tuple[str, int]]] = {label: [] for label in stratum_labels(delta)}
+    if "margin" not in getattr(rows, "column_names", ["margin"]):
+        raise InputError("the candidates have no margin column: audit a scored pool")
+    for i, row in enumerate(select_columns(rows, ["candidate_id", "margin"])):
+        if row.get("margin") is None:
             raise InputError(
                 f"candidate {row.get('candidate_id')!r} has no margin: audit a scored pool"
             )
-        check_candidate(row)
-        by_stratum[margin_stratum(float(row["margin"]), delta)].append(row)
+        by_stratum[margin_stratum(float(row["margin"]), delta)].append(
+            (str(row["candidate_id"]), i)
+        )
 
     picked: list[tuple[str, dict[str, Any]]] = []
     report = AuditReport(delta=float(delta), per_stratum=per_stratum, seed=seed)
     for label, members in by_stratum.items():
-        members.sort(key=lambda r: str(r["candidate_id"]))
+        members.sort(key=lambda m: m[0])
         chosen = random.Random(f"{seed}|{label}").sample(members, min(per_stratum, len(members)))
-        picked.extend((label, r) for r in chosen)
+        for _, i in chosen:
+            candidate = rows[i]
+            check_candidate(candidate)
+            picked.append((label, candidate))
         report.strata.append(AuditStratum(stratum=label, candidates=len(members)))
 
     requests = [judge.messages(r["query"], seg) for _, r in picked for seg in r["segments"]]

@@ -9,6 +9,7 @@ import pytest
 from verification_rows import row
 
 from hf_posbias.errors import InputError
+from hf_posbias.rows import TableRows
 from hf_posbias.verification import AUDIT_SCHEMA, AuditReport, audit_segments
 
 
@@ -95,6 +96,39 @@ def test_audit_sampling_is_seeded_and_capped() -> None:
     assert third.requests != first.requests
     with pytest.raises(InputError, match="no margin"):
         audit_segments([row("x::begin", "begin", ["a", "b", "c"])], first, progress=False)
+
+
+class CountingRows(TableRows):
+    """A lazy pool as the verify stage hands it (arrow rows whose columns can be read alone)
+    that counts the whole rows read and refuses to be read whole."""
+
+    whole_rows_read = 0
+
+    def __iter__(self):
+        raise AssertionError("the audit reads the pool's light columns, not every whole row")
+
+    def __getitem__(self, i):
+        self.whole_rows_read += 1
+        return super().__getitem__(i)
+
+
+def test_the_audit_reads_only_the_drawn_rows_of_a_lazy_pool() -> None:
+    import pyarrow as pa
+
+    rows = [
+        dict(row(f"d{i}::begin", "begin", [f"w{i}", "a", "b"], f"w{i}"), margin=m)
+        for i in range(30)
+        for m in (0.5, -0.1)
+    ]
+    plain, lazy = SubstringJudge(), SubstringJudge()
+    expected = audit_segments(rows, plain, per_stratum=4, seed=3, progress=False)
+    pool = CountingRows(pa.Table.from_pylist(rows))
+    report = audit_segments(pool, lazy, per_stratum=4, seed=3, progress=False)
+    assert report.to_dict() == expected.to_dict() and lazy.requests == plain.requests
+    assert pool.whole_rows_read == 8  # 4 drawn in each of the two strata that have rows
+    no_margin = CountingRows(pa.Table.from_pylist([row("x::begin", "begin", ["a", "b", "c"])]))
+    with pytest.raises(InputError, match="no margin column"):
+        audit_segments(no_margin, lazy, progress=False)
 
 
 def _tiny_judge(tmp_path, family: str = "llama"):
