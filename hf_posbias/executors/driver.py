@@ -21,6 +21,7 @@ from hf_posbias.executors.units import (
     Unit,
     WaitingRecord,
     read_record,
+    waiting_path,
     write_waiting,
 )
 
@@ -63,6 +64,9 @@ def drive(
     while running:
         handle, result = wait(list(running))
         unit = running.pop(handle)
+        # The unit removes its waiting record when it starts, but a watch that asked the engine
+        # just before may write one after that: whatever the engine said, the unit waits no more.
+        waiting_path(out, unit).unlink(missing_ok=True)
         if isinstance(result, BaseException):
             if attempts[unit.id] <= retries:
                 echo(
@@ -133,4 +137,7 @@ class PendingWatch:
             reason = reason_of(unit)
             self.reported_at[unit.id] = now
             write_waiting(self.out, WaitingRecord(unit.id, since, reason, now))
+            if self.started(unit):  # it started while the engine was asked: not waiting
+                waiting_path(self.out, unit).unlink(missing_ok=True)
+                continue
             self.echo(f"{unit.id}: not started after {now - since:.0f} s ({reason})")

@@ -315,3 +315,38 @@ def test_slurm_refuses_a_gres_the_partition_lacks_before_any_job(
     assert len(err) == 1, err
     assert "a job asks for 1 GPU and 1 CPU, but partition 'test' offers at most 0 GPU" in err[0]
     assert not (out / "slurm").exists() and not (out / "models").exists()
+
+
+def test_a_unit_that_starts_while_the_engine_is_asked_is_not_reported_waiting(tmp_path):
+    """The watch asks the engine why a unit waits; the unit starts meanwhile (its worker removes
+    a waiting record that is not there yet): no waiting line, no record left behind."""
+    from hf_posbias.executors.driver import PendingWatch
+    from hf_posbias.executors.units import Unit, execute_unit, waiting_path
+
+    lines: list[str] = []
+    watch = PendingWatch(str(tmp_path), lines.append, after_s=0.0)
+    unit = Unit("report/a", "report", time.sleep, args=(0,))
+    watch.handed(unit)
+
+    def reason_while_the_unit_starts(u):
+        execute_unit(u, tmp_path, capture=False)
+        return "Ray: pending until 0 GPU, 1 CPU are free"
+
+    watch.check([unit], reason_while_the_unit_starts)
+    assert lines == [] and not waiting_path(tmp_path, unit).exists()
+
+
+def test_a_finished_unit_leaves_no_waiting_record(tmp_path):
+    """Whatever a watch wrote while a unit was starting, the driver removes it when it ends."""
+    from hf_posbias.executors.driver import drive
+    from hf_posbias.executors.units import Unit, WaitingRecord, waiting_path, write_waiting
+
+    units = [Unit(f"report/{n}", "report", time.sleep, args=(0,)) for n in ("a", "b")]
+
+    def start(unit):
+        write_waiting(str(tmp_path), WaitingRecord(unit.id, 0.0, "stale", 0.0))
+        return unit.id
+
+    drive(units, str(tmp_path), start, lambda handles: (handles[0], 0.1), echo=print,
+          parallel=2, where="test")  # fmt: skip
+    assert not any(waiting_path(tmp_path, u).exists() for u in units)
