@@ -31,10 +31,11 @@ import bisect
 import json
 import re
 from abc import abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import ItemsView, Iterable, Iterator, Mapping, Sequence, ValuesView
 from contextlib import contextmanager
+from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from hf_posbias.errors import BackendError, InputError, PosbiasError, first_line
 
@@ -668,6 +669,110 @@ class TableRows(ArrowRows):
 
     def _slice(self, start: int, stop: int) -> list[Any]:
         return self._rows(self.table.slice(start, stop - start))
+
+
+V = TypeVar("V")
+
+
+class RowsById(Mapping[str, V], Generic[V]):
+    """An arrow table's rows looked up by their ``id`` column (unique strings), lazily: a
+    read-only mapping ``id → convert(row dict)``.
+
+    Holds the table (arrow buffers) and an ``id → row number`` dict, no Python object per row's
+    content: a lookup turns one row; ``values()``/``items()`` (table order) and :meth:`take`
+    (given ids: one arrow ``take`` per batch) turn ``batch_rows`` rows at a time. It compares
+    equal to a dict of the same items.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> docs = RowsById(pa.table({"id": ["b", "a"], "text": ["y", "x"]}), lambda r: r["text"])
+        >>> docs["a"], len(docs), "c" in docs, list(docs.items())
+        ('x', 2, False, [('b', 'y'), ('a', 'x')])
+        >>> list(docs.take(["a", "b"])), docs == {"a": "x", "b": "y"}
+        (['x', 'y'], True)
+    """
+
+    def __init__(
+        self,
+        table: Any,
+        convert: Any,
+        *,
+        batch_rows: int = 1024,
+        index: dict[str, int] | None = None,
+    ) -> None:
+        self.table = table
+        self.convert = convert
+        self.batch_rows = batch_rows
+        if index is None:
+            ids = table.column("id").to_pylist()
+            index = dict(zip(ids, range(len(ids))))
+            if len(index) < len(ids):
+                dup = next(i for i, row in zip(ids, range(len(ids))) if index[i] != row)
+                raise InputError(f"duplicate id {dup!r} in a table looked up by id")
+        self._index = index
+
+    def with_convert(self, convert: Any) -> RowsById[Any]:
+        """The same rows (table and index shared, not copied), each turned by ``convert``."""
+        return RowsById(self.table, convert, batch_rows=self.batch_rows, index=self._index)
+
+    def __getitem__(self, key: str) -> V:
+        row = self._index[key]  # an unknown id: KeyError, as a dict's
+        return self.convert(self.table.slice(row, 1).to_pylist()[0])
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._index
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def take(self, keys: Iterable[str]) -> Iterator[V]:
+        """The values of ``keys``, in their order, read ``batch_rows`` rows at a time."""
+        keys = iter(keys)
+        while chunk := [self._index[k] for k in islice(keys, self.batch_rows)]:
+            yield from map(self.convert, self.table.take(chunk).to_pylist())
+
+    def values(self) -> ValuesView[V]:
+        """The values in table order, turned a batch at a time."""
+        return _BatchValues(self)
+
+    def items(self) -> ItemsView[str, V]:
+        """``(id, value)`` pairs in table order, turned a batch at a time."""
+        return _BatchItems(self)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}: {len(self)} rows>"
+
+
+class _BatchValues(ValuesView[V]):
+    _mapping: RowsById[V]
+
+    def __iter__(self) -> Iterator[V]:
+        return (value for _, value in _BatchItems(self._mapping))
+
+
+class _BatchItems(ItemsView[str, V]):
+    _mapping: RowsById[V]
+
+    def __iter__(self) -> Iterator[tuple[str, V]]:
+        rows = self._mapping
+        for batch in rows.table.to_batches(max_chunksize=rows.batch_rows):
+            yield from ((row["id"], rows.convert(row)) for row in batch.to_pylist())
+
+
+def take_values(mapping: Mapping[str, V], keys: Iterable[str]) -> Iterator[V]:
+    """``mapping[k]`` for each of ``keys``, in order: a :class:`RowsById` reads them in batches
+    (:meth:`RowsById.take`), any other mapping key by key.
+
+    Example:
+        >>> list(take_values({"a": 1, "b": 2}, ["b", "a"]))
+        [2, 1]
+    """
+    if isinstance(mapping, RowsById):
+        return mapping.take(keys)
+    return (mapping[k] for k in keys)
 
 
 def select_columns(rows: Sequence[Any], columns: Sequence[str]) -> Sequence[Any]:

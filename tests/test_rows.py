@@ -261,3 +261,32 @@ def _reads_as_the_list(lazy, rows) -> None:
     assert lazy.select(["i"])[4] == {"i": 4}
     with pytest.raises(IndexError):
         lazy[len(rows)]
+
+
+def test_rows_by_id_is_the_dict_of_its_rows_read_in_batches() -> None:
+    """RowsById (how the listwise commands hold a corpus) looks rows up by id, and its values,
+    items and ``take`` give what a dict built row by row gives, across batches and chunks."""
+    import pyarrow as pa
+
+    from hf_posbias.rows import RowsById, take_values
+
+    rows = [{"id": f"d{i}", "text": f"text {i}"} for i in range(23)]
+    table = pa.concat_tables([pa.Table.from_pylist(rows[:10]), pa.Table.from_pylist(rows[10:])])
+    lazy = RowsById(table, lambda r: r["text"].upper(), batch_rows=4)
+    as_dict = {r["id"]: r["text"].upper() for r in rows}  # the form it replaces
+    assert lazy == as_dict and as_dict == lazy and len(lazy) == 23
+    assert list(lazy) == list(as_dict) and list(lazy.keys()) == list(as_dict.keys())
+    assert list(lazy.values()) == list(as_dict.values()) and len(lazy.values()) == 23
+    assert list(lazy.items()) == list(as_dict.items())
+    assert lazy["d13"] == "TEXT 13" and "d22" in lazy and "d23" not in lazy
+    shuffled = [f"d{i}" for i in (22, 0, 9, 10, 3, 3, 17)]
+    assert list(lazy.take(shuffled)) == [as_dict[d] for d in shuffled]
+    assert list(take_values(lazy, shuffled)) == list(take_values(as_dict, shuffled))
+    with pytest.raises(KeyError, match="nope"):
+        lazy["nope"]
+    with pytest.raises(KeyError, match="nope"):
+        list(lazy.take(["d1", "nope"]))
+    same = lazy.with_convert(lambda r: r["id"])
+    assert same.table is table and same["d5"] == "d5" and lazy["d5"] == "TEXT 5"
+    with pytest.raises(InputError, match="duplicate id 'd3'"):
+        RowsById(pa.Table.from_pylist([*rows, rows[3]]), dict)

@@ -12,7 +12,8 @@ load` turns them into a one-bucket task) and for the listwise commands
   ``qid 0 pid rel`` or ``qid pid rel``).
 
 Both give a :class:`RetrievalData`, the one in-memory form of a retrieval set (corpus, queries,
-qrels of one split): a position task folder gives the same
+qrels of one split), whose corpus a folder's reader holds once, as an arrow table looked up by id
+(:func:`corpus_by_id`): a position task folder gives the same
 (:meth:`~hf_posbias.tasks.taskdata.PositionTaskData.retrieval_data`), and the listwise
 commands read both as it. Judgements that name an unknown query or document, and corpus or query
 rows whose id an earlier row has (the first row of an id is kept), are dropped and counted
@@ -34,13 +35,15 @@ Example:
 from __future__ import annotations
 
 import csv
+import itertools
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from hf_posbias.errors import InputError
+from hf_posbias.rows import RowsById
 
 PLAIN_FORMATS = ("beir", "msmarco")
 DEFAULT_SPLIT = "test"
@@ -57,7 +60,8 @@ class RetrievalData(Generic[Doc]):
     Attributes:
         name: the set's name (its folder's, or the task's).
         split: the split the qrels belong to.
-        corpus: ``{doc_id: document}``; ``(title, text)`` as read from a folder.
+        corpus: ``doc_id → document``; ``(title, text)`` as read from a folder, whose corpus
+            is a :class:`~hf_posbias.rows.RowsById` (:func:`corpus_by_id`).
         queries: ``{query_id: text}`` in file order.
         qrels: ``{query_id: {doc_id: score}}``.
         source: where it was read from.
@@ -74,7 +78,7 @@ class RetrievalData(Generic[Doc]):
 
     name: str
     split: str
-    corpus: dict[str, Doc]
+    corpus: Mapping[str, Doc]
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]
     source: str = ""
@@ -164,28 +168,65 @@ def _split_file(folder: Path, stem: str, split: str) -> Path:
 
 T = TypeVar("T")
 
+CORPUS_BATCH = 4096
+"""Documents turned into one arrow record batch at a time while a folder's corpus is read."""
+
 
 def _first_of_each_id(
     rows: Iterable[tuple[str, T]], what: str, dropped: dict[str, int]
-) -> dict[str, T]:
-    """``{id: value}`` keeping the first row of each id; later rows of an id are counted in
+) -> Iterator[tuple[str, T]]:
+    """The rows of ``rows`` whose id no earlier row has; later rows of an id are counted in
     ``dropped`` under ``"<what> rows with a duplicate id (first kept)"``.
 
     Example:
         >>> dropped = {}
-        >>> _first_of_each_id([("d1", "a"), ("d2", "b"), ("d1", "c")], "corpus", dropped)
+        >>> dict(_first_of_each_id([("d1", "a"), ("d2", "b"), ("d1", "c")], "corpus", dropped))
         {'d1': 'a', 'd2': 'b'}
         >>> dropped
         {'corpus rows with a duplicate id (first kept)': 1}
     """
-    kept: dict[str, T] = {}
+    seen: set[str] = set()
     for item_id, value in rows:
-        if item_id in kept:
+        if item_id in seen:
             reason = f"{what} rows with a duplicate id (first kept)"
             dropped[reason] = dropped.get(reason, 0) + 1
         else:
-            kept[item_id] = value
-    return kept
+            seen.add(item_id)
+            yield item_id, value
+
+
+def title_text(row: Mapping[str, Any]) -> tuple[str, str]:
+    """A corpus row's ``(title, text)``: the document form of :class:`RetrievalData`."""
+    return row["title"], row["text"]
+
+
+def corpus_by_id(
+    documents: Mapping[str, tuple[str, str]] | Iterable[tuple[str, tuple[str, str]]],
+) -> RowsById[tuple[str, str]]:
+    """Documents (``{id: (title, text)}`` or ``(id, (title, text))`` pairs, ids unique) as one
+    arrow table (``id``, ``title``, ``text``) looked up by id: a
+    :class:`~hf_posbias.rows.RowsById` of ``(title, text)``, built :data:`CORPUS_BATCH`
+    documents at a time, so no Python object per document stays. A :class:`RowsById` comes
+    back as it is (its table shared, not copied).
+
+    Example:
+        >>> corpus = corpus_by_id([("d2", ("", "y")), ("d1", ("T", "x"))])
+        >>> corpus["d1"], list(corpus), corpus.table.column_names
+        (('T', 'x'), ['d2', 'd1'], ['id', 'title', 'text'])
+    """
+    import pyarrow as pa
+
+    if isinstance(documents, RowsById):
+        return documents.with_convert(title_text)
+    if isinstance(documents, Mapping):
+        documents = documents.items()
+    schema = pa.schema([(name, pa.string()) for name in ("id", "title", "text")])
+    batches = []
+    pending = iter(documents)
+    while chunk := list(itertools.islice(pending, CORPUS_BATCH)):
+        columns = [[i for i, _ in chunk], [t for _, (t, _) in chunk], [x for _, (_, x) in chunk]]
+        batches.append(pa.record_batch(columns, schema=schema))
+    return RowsById(pa.Table.from_batches(batches, schema=schema), title_text)
 
 
 def clean_qrels(
@@ -239,8 +280,8 @@ def read_plain_folder(
         corpus_rows = ((i, ("", x)) for i, x in _tsv_pairs(path / "collection.tsv"))
         query_rows = _tsv_pairs(_split_file(path, "queries", split))
     duplicates: dict[str, int] = {}
-    corpus = _first_of_each_id(corpus_rows, "corpus", duplicates)
-    queries = _first_of_each_id(query_rows, "query", duplicates)
+    corpus = corpus_by_id(_first_of_each_id(corpus_rows, "corpus", duplicates))
+    queries = dict(_first_of_each_id(query_rows, "query", duplicates))
     qrels, dropped = clean_qrels(read_qrels_tsv(qrels_path), queries, corpus)
     dropped.update(duplicates)
     data = RetrievalData(path.name, split, corpus, queries, qrels, str(path), fmt, dropped)

@@ -104,22 +104,24 @@ class PositionTaskData:
 
     def retrieval_data(self, source: str = "") -> RetrievalData[tuple[str, str]]:
         """The task as a plain retrieval set (corpus ``id → (title, text)``, queries, qrels) of
-        its one split (``extra['split']``, ``test`` when absent); positions are left out.
+        its one split (``extra['split']``, ``test`` when absent); positions are left out. The
+        corpus is the table of :func:`corpus_table` (a folder's own, shared) looked up by id.
 
         Example:
             >>> d = PositionTaskData(TaskInfo("T", "t", ["a"]), [{"id": "d", "text": "x"}],
             ...     [{"id": "q", "text": "x?", "bucket": "a"}],
             ...     [{"query_id": "q", "doc_id": "d", "score": 1}])
             >>> r = d.retrieval_data()
-            >>> r.split, r.corpus, r.judged_queries()
+            >>> r.split, dict(r.corpus), r.judged_queries()
             ('test', {'d': ('', 'x')}, ['q'])
         """
-        from hf_posbias.tasks.beir import RetrievalData
+        from hf_posbias.rows import RowsById
+        from hf_posbias.tasks.beir import RetrievalData, title_text
 
         return RetrievalData(
             self.info.name,
             str(self.info.extra.get("split") or "test"),
-            {str(d["id"]): (str(d.get("title") or ""), str(d["text"])) for d in self.corpus},
+            RowsById(corpus_table(self.corpus), title_text),
             {str(q["id"]): str(q["text"]) for q in self.queries},
             self.relevant_docs(),
             source,
@@ -372,21 +374,13 @@ def retrieval_task_data(plain: RetrievalData, info: TaskInfo) -> PositionTaskDat
     if len(judged) < len(plain.queries):
         dropped["queries without a relevant document"] = len(plain.queries) - len(judged)
     info.extra.update(split=plain.split, dropped=dropped)
-    import pyarrow as pa
+    from hf_posbias.tasks.beir import corpus_by_id
 
-    # Held once, as arrow, as a task folder's corpus is (PositionTaskData.load): mteb's corpus
-    # Dataset wraps this same table instead of a copy of Python rows.
-    documents = plain.corpus.values()
-    corpus = pa.table(
-        {
-            "id": list(plain.corpus),
-            "title": [title for title, _ in documents],
-            "text": [text for _, text in documents],
-        }
-    )
     data = PositionTaskData(
         info=info,
-        corpus=TableRows(corpus),
+        # Held once, as arrow, as a task folder's corpus is (PositionTaskData.load): a plain
+        # folder's own table (the reader's), and mteb's corpus Dataset wraps it, not a copy.
+        corpus=TableRows(corpus_by_id(plain.corpus).table),
         queries=[
             {
                 "id": q,

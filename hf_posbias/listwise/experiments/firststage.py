@@ -36,13 +36,14 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
 from hf_posbias.doctext import DOCUMENT_FORM, retriever_text
 from hf_posbias.errors import InputError
 from hf_posbias.rerankers.records import Passage
+from hf_posbias.rows import take_values
 from hf_posbias.settings import flag_name
 
 if TYPE_CHECKING:
@@ -101,6 +102,7 @@ class BM25FirstStage:
         """The corpus index, built on the first query (a cached list needs none)."""
         from hf_posbias.bm25 import BM25Index
 
+        # A stream: the index reads it a batch at a time and never holds the texts.
         return BM25Index(_texts(self._corpus, self.doc_ids))
 
     def top_k(self, query: str, k: int) -> list[str]:
@@ -118,12 +120,13 @@ class _EncodedStage:
         self._corpus = corpus
 
     def _texts(self) -> list[str]:
-        return _texts(self._corpus, self.doc_ids)
+        return list(_texts(self._corpus, self.doc_ids))
 
 
-def _texts(corpus: Mapping[str, Passage], doc_ids: Sequence[str]) -> list[str]:
-    """The documents in the retrievers' one form (``posbias evaluate``'s), in ``doc_ids`` order."""
-    return [retriever_text(corpus[d].title, corpus[d].text) for d in doc_ids]
+def _texts(corpus: Mapping[str, Passage], doc_ids: Sequence[str]) -> Iterator[str]:
+    """The documents in the retrievers' one form (``posbias evaluate``'s), in ``doc_ids`` order,
+    read a batch of rows at a time (:func:`~hf_posbias.rows.take_values`), not one lookup each."""
+    return (retriever_text(p.title, p.text) for p in take_values(corpus, doc_ids))
 
 
 class DenseFirstStage(_EncodedStage):

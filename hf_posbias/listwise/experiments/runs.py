@@ -62,7 +62,7 @@ def rerank_queries(
         for query_list in shard:
             jobs = inputs(query_list)
             query = task.queries[query_list.query_id]
-            windows = [(query, [task.passage(d) for d in doc_ids]) for _, doc_ids in jobs]
+            windows = [(query, task.passages(doc_ids)) for _, doc_ids in jobs]
             started = time.perf_counter()
             reranked = rerank_lists(reranker, windows, window=window, step=step)
             # The query's lists are reranked in lockstep batches: its measured time is shared

@@ -100,7 +100,7 @@ def rerank_at(reranker: ListwiseReranker, case: SliderCase, position: int) -> Sl
     from hf_posbias.rerankers.window import rerank_lists
 
     doc_ids = controlled_list(list(case.candidates), case.relevant, int(position))
-    passages = [case.task.passage(d) for d in doc_ids]
+    passages = case.task.passages(doc_ids)
     (result,) = rerank_lists(reranker, [(case.query, passages)])
     row = {"query_id": case.query_id, "ranking": result.ranking}
     (score,) = ndcg_at_10([row], {case.query_id: case.task.qrels[case.query_id]})

@@ -7,6 +7,9 @@
 - a project task folder (:class:`hf_posbias.tasks.taskdata.PositionTaskData`), which holds
   one split: the one its ``task.json`` names under ``extra.split`` (``test`` when absent).
 
+Either way the corpus is held once, as the reader's arrow table, looked up by id
+(:class:`~hf_posbias.rows.RowsById`): a passage is made when it is read.
+
 A split without qrels is refused in one line, before any model loads, and so is a split that
 holds the wrong queries for the set's name where the count tells (:func:`check_split_queries`:
 an MS MARCO ``dev`` with TREC DL's 43 queries).
@@ -19,20 +22,29 @@ Example:
     >>> task = load_rerank_task(d)
     >>> task.split, task.judged_queries(), task.passage("d1").text
     ('test', ['q1'], 'cats')
+    >>> task.passages(["d1"]), len(task.corpus)
+    ([Passage(doc_id='d1', text='cats', title='')], 1)
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 from hf_posbias.errors import InputError
 from hf_posbias.rerankers.records import Passage
-from hf_posbias.tasks.beir import RetrievalData
+from hf_posbias.rows import take_values
+from hf_posbias.tasks.beir import RetrievalData, corpus_by_id
 
 MIN_DEV_QUERIES = 1000
 """An MS MARCO ``dev`` split with fewer judged queries than this holds TREC DL's (DL19: 43,
 DL20: 54), not the 6,980 dev queries: BEIR's MS MARCO ``qrels/test.tsv`` is DL19."""
+
+
+def _passage(row: Mapping[str, Any]) -> Passage:
+    return Passage(row["id"], row["text"], row["title"])
 
 
 class RerankTask(RetrievalData[Passage]):
@@ -43,11 +55,17 @@ class RerankTask(RetrievalData[Passage]):
         """The corpus passage ``doc_id``."""
         return self.corpus[doc_id]
 
+    def passages(self, doc_ids: Iterable[str]) -> list[Passage]:
+        """The corpus passages of ``doc_ids``, in order, read together (one arrow ``take``)."""
+        return list(take_values(self.corpus, doc_ids))
+
     @classmethod
     def from_retrieval_data(cls, data: RetrievalData[tuple[str, str]]) -> RerankTask:
-        """The same set, each ``(title, text)`` document as a :class:`Passage`."""
+        """The same set, each ``(title, text)`` document as a :class:`Passage`: the corpus
+        table looked up by id (:func:`~hf_posbias.tasks.beir.corpus_by_id`; a reader's own
+        table is shared, not copied), a passage made when it is read."""
         values = {f.name: getattr(data, f.name) for f in fields(data)}
-        values["corpus"] = {i: Passage(i, text, title) for i, (title, text) in data.corpus.items()}
+        values["corpus"] = corpus_by_id(data.corpus).with_convert(_passage)
         return cls(**values)
 
 

@@ -164,7 +164,7 @@ def build_train_rows(
         relevant = [d for d in task.relevant(qid) if d in candidates]
         rest = [d for d in candidates if d not in relevant]
         if score is not None:
-            passages = [task.passage(d) for d in rest]
+            passages = task.passages(rest)
             values = score(task.queries[qid], passages)
             rest = [d for _, d in sorted(zip(values, rest), key=lambda x: (-x[0], x[1]))]
         rows.append(
@@ -172,7 +172,7 @@ def build_train_rows(
                 "query_id": qid,
                 "query": task.queries[qid],
                 "doc_ids": candidates,
-                "passages": [task.passage(d).content() for d in candidates],
+                "passages": [p.content() for p in task.passages(candidates)],
                 "target": relevant + rest,
             }
         )
