@@ -700,30 +700,32 @@ class RowsById(Mapping[str, V], Generic[V]):
         batch_rows: int = 1024,
         index: dict[str, int] | None = None,
     ) -> None:
-        self.table = table
-        self.convert = convert
-        self.batch_rows = batch_rows
+        self.rows = TableRows(table, convert, batch_rows)  # read by row number, in batches
         if index is None:
             ids = table.column("id").to_pylist()
-            index = dict(zip(ids, range(len(ids))))
+            index = {doc_id: row for row, doc_id in enumerate(ids)}
             if len(index) < len(ids):
-                dup = next(i for i, row in zip(ids, range(len(ids))) if index[i] != row)
+                dup = next(d for row, d in enumerate(ids) if index[d] != row)
                 raise InputError(f"duplicate id {dup!r} in a table looked up by id")
         self._index = index
 
+    @property
+    def table(self) -> Any:
+        """The ``pyarrow.Table`` (``id`` and the columns ``convert`` reads)."""
+        return self.rows.table
+
     def with_convert(self, convert: Any) -> RowsById[Any]:
         """The same rows (table and index shared, not copied), each turned by ``convert``."""
-        return RowsById(self.table, convert, batch_rows=self.batch_rows, index=self._index)
+        return RowsById(self.table, convert, batch_rows=self.rows.batch_rows, index=self._index)
 
     def __getitem__(self, key: str) -> V:
-        row = self._index[key]  # an unknown id: KeyError, as a dict's
-        return self.convert(self.table.slice(row, 1).to_pylist()[0])
+        return self.rows[self._index[key]]  # an unknown id: KeyError, as a dict's
 
     def __contains__(self, key: object) -> bool:
         return key in self._index
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._index)
+        return iter(self._index)  # in table order: the index was made from the id column
 
     def __len__(self) -> int:
         return len(self._index)
@@ -731,8 +733,8 @@ class RowsById(Mapping[str, V], Generic[V]):
     def take(self, keys: Iterable[str]) -> Iterator[V]:
         """The values of ``keys``, in their order, read ``batch_rows`` rows at a time."""
         keys = iter(keys)
-        while chunk := [self._index[k] for k in islice(keys, self.batch_rows)]:
-            yield from map(self.convert, self.table.take(chunk).to_pylist())
+        while chunk := [self._index[k] for k in islice(keys, self.rows.batch_rows)]:
+            yield from self.rows._rows(self.table.take(chunk))
 
     def values(self) -> ValuesView[V]:
         """The values in table order, turned a batch at a time."""
@@ -750,16 +752,14 @@ class _BatchValues(ValuesView[V]):
     _mapping: RowsById[V]
 
     def __iter__(self) -> Iterator[V]:
-        return (value for _, value in _BatchItems(self._mapping))
+        return iter(self._mapping.rows)
 
 
 class _BatchItems(ItemsView[str, V]):
     _mapping: RowsById[V]
 
     def __iter__(self) -> Iterator[tuple[str, V]]:
-        rows = self._mapping
-        for batch in rows.table.to_batches(max_chunksize=rows.batch_rows):
-            yield from ((row["id"], rows.convert(row)) for row in batch.to_pylist())
+        return zip(self._mapping, self._mapping.rows, strict=True)
 
 
 def take_values(mapping: Mapping[str, V], keys: Iterable[str]) -> Iterator[V]:
