@@ -54,3 +54,15 @@ def test_a_size_below_the_floor_is_one_line():
     )
     assert proc.returncode == 2
     assert "every size above --floor" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_an_unknown_stage_is_one_line():
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "scaling.py"
+    proc = subprocess.run(
+        [sys.executable, str(script), "--stages", "build,evaluate-bm26"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert "got evaluate-bm26" in proc.stderr and "Traceback" not in proc.stderr
