@@ -31,6 +31,9 @@ LOG_INTERVAL_S = 30.0
 LOG_EVERY_PERCENT = 10.0
 """A progress line also each time another this many percent of a known total is done."""
 
+MIN_RATE_SPAN_S = 0.01
+"""A rate is shown only when measured over at least this many seconds of clock."""
+
 
 @dataclass(eq=False)
 class ProgressReporter:
@@ -170,20 +173,25 @@ class LineProgress(ProgressReporter):
     def _emit(self, now: float) -> None:
         elapsed = max(now - self._start, 1e-9)
         rate = self.n / elapsed
+        measured_over = elapsed
         if self._first is not None and now > self._first[0] and self.n > self._first[1]:
             # Measured from the first update's time: a slow set-up is not a slow step.
             first_time, first_count = self._first
             rate = (self.n - first_count) / (now - first_time)
+            measured_over = now - first_time
+        # A count that arrives whole right after the counter starts (work done before it was
+        # opened) gives a rate over microseconds of clock, not of work: none is shown then.
+        speed = f"{rate:.3g} {self.unit}/s, " if measured_over >= MIN_RATE_SPAN_S else ""
         done = f"{self.n}"
         if self.total:
             done += f"/{self.total} ({100 * self.n / self.total:.0f}%)"
-            if rate > 0 and self.n < self.total:
+            if speed and rate > 0 and self.n < self.total:
                 eta = _duration((self.total - self.n) / rate)
-                done += f" [{rate:.3g} {self.unit}/s, eta {eta}]"
+                done += f" [{speed}eta {eta}]"
             else:
-                done += f" [{rate:.3g} {self.unit}/s, {_duration(elapsed)}]"
+                done += f" [{speed}{_duration(elapsed)}]"
         else:
-            done += f" {self.unit} [{rate:.3g} {self.unit}/s, {_duration(elapsed)}]"
+            done += f" {self.unit} [{speed}{_duration(elapsed)}]"
         self._emitted = (self.n, self._postfix)
         self.print_line(f"{done} {self._postfix}" if self._postfix else done)
 

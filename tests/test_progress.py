@@ -33,7 +33,14 @@ class _Terminal(io.StringIO):
         return True
 
 
-def test_a_log_gets_lines_a_terminal_gets_a_bar_and_no_progress_gets_nothing():
+def test_a_log_gets_lines_a_terminal_gets_a_bar_and_no_progress_gets_nothing(monkeypatch):
+    import itertools
+
+    import hf_posbias.progress as module
+
+    # One second per clock reading: a rate (and so an eta) is shown only over measurable time.
+    clock = itertools.count()
+    monkeypatch.setattr(module.time, "monotonic", lambda: float(next(clock)))
     log = io.StringIO()
     bar = progress(total=40, desc="encode", unit="text", file=log, interval=3600)
     assert isinstance(bar, LineProgress)
@@ -74,3 +81,17 @@ def test_the_eta_is_measured_from_the_first_item_not_the_set_up(monkeypatch):
         bar.update(1)
     # 100 s of set-up, then 1 s per step: 7 steps left → 7 s, not 7 × 34 s.
     assert out.getvalue().splitlines()[-1].endswith("[1 it/s, eta 7s]")
+
+
+def test_a_count_that_arrives_whole_at_once_shows_no_rate(monkeypatch):
+    import hf_posbias.progress as module
+
+    # Opened after the work was done (mteb scores every query in one call): the whole count
+    # arrives 6 µs after the start, and a rate over that would read 1e8 queries a second.
+    clock = iter([0.0, 6e-6, 6e-6])  # start, one update, close
+    monkeypatch.setattr(module.time, "monotonic", lambda: next(clock))
+    out = io.StringIO()
+    bar = LineProgress(total=631, desc="queries scored", file=out, unit="query", interval=0)
+    bar.update(631)
+    bar.close()
+    assert out.getvalue().splitlines() == ["queries scored: 631/631 (100%) [0s]"]
