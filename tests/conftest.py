@@ -126,3 +126,19 @@ def offline_hub_weights(monkeypatch: pytest.MonkeyPatch):
         return asked
 
     return patch
+
+
+@pytest.fixture
+def second_per_reading_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The progress counters' clock (``hf_posbias.progress``'s ``time.monotonic``, and nobody
+    else's) reads one second later each time: a rate and an eta are then shown whatever the
+    speed of the machine, where a tiny model's millisecond batches would be too fast for one."""
+    import itertools
+    from types import SimpleNamespace
+
+    import hf_posbias.progress
+
+    clock = itertools.count()
+    monkeypatch.setattr(
+        hf_posbias.progress, "time", SimpleNamespace(monotonic=lambda: float(next(clock)))
+    )

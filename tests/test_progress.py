@@ -33,14 +33,10 @@ class _Terminal(io.StringIO):
         return True
 
 
-def test_a_log_gets_lines_a_terminal_gets_a_bar_and_no_progress_gets_nothing(monkeypatch):
-    import itertools
-
-    import hf_posbias.progress as module
-
-    # One second per clock reading: a rate (and so an eta) is shown only over measurable time.
-    clock = itertools.count()
-    monkeypatch.setattr(module.time, "monotonic", lambda: float(next(clock)))
+def test_a_log_gets_lines_a_terminal_gets_a_bar_and_no_progress_gets_nothing(
+    second_per_reading_clock,
+):
+    # A rate (and so an eta) is shown only over measurable time: one second per clock reading.
     log = io.StringIO()
     bar = progress(total=40, desc="encode", unit="text", file=log, interval=3600)
     assert isinstance(bar, LineProgress)

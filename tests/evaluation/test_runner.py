@@ -243,21 +243,11 @@ def test_a_trec_run_with_a_score_that_is_not_a_number_is_one_line(tmp_path):
 
 
 def test_evaluation_counts_texts_encoded_and_queries_scored(
-    task_folder, tiny_sentence_transformer, tmp_path, capsys, monkeypatch
+    task_folder, tiny_sentence_transformer, tmp_path, capsys, second_per_reading_clock
 ):
     # Not a terminal under pytest: plain lines with counts against the task's totals (15
     # documents + 15 queries; batches of 4 give a line each 10 %); --no-progress: none.
-    # The counters' clock reads one second later each time: a tiny model encodes a batch in
-    # milliseconds, too fast for a rate (and an eta) to be shown on a fast machine.
-    import itertools
-    from types import SimpleNamespace
-
-    import hf_posbias.progress
-
-    clock = itertools.count()
-    monkeypatch.setattr(
-        hf_posbias.progress, "time", SimpleNamespace(monotonic=lambda: float(next(clock)))
-    )
+    # The counters read a one-second clock: a tiny model encodes a batch in milliseconds.
     evaluate_model(tiny_sentence_transformer, [task_folder], out=tmp_path / "a", batch_size=4)
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("evaluat")]
     texts = [line for line in lines if ": texts encoded: " in line]

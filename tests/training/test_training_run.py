@@ -661,22 +661,12 @@ def test_cuda_preflight_measures_and_refuses_what_does_not_fit(tiny_models, trai
 
 @pytest.mark.parametrize("progress", [True, False])
 def test_training_reports_steps_loss_and_eta_in_lines(
-    progress, tiny_models, train_repo, tmp_path, capsys, monkeypatch
+    progress, tiny_models, train_repo, tmp_path, capsys, second_per_reading_clock
 ):
     # stderr is not a terminal under pytest: plain lines (no carriage return), the last one
     # with every step done and the last logged loss; --no-progress prints none of them.
     # (sentence-transformers' own "Computing widget examples" bar at the trainer's start is
-    # not ours.) The counter's clock reads one second later each time, so a tiny model's
-    # millisecond steps still give a measurable rate and an eta on a fast machine.
-    import itertools
-    from types import SimpleNamespace
-
-    import hf_posbias.progress
-
-    clock = itertools.count()
-    monkeypatch.setattr(
-        hf_posbias.progress, "time", SimpleNamespace(monotonic=lambda: float(next(clock)))
-    )
+    # not ours.) The counter reads a one-second clock: a tiny model's steps take milliseconds.
     train_model(
         TrainConfig(
             model=tiny_models("bert"),
