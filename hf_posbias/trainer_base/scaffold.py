@@ -25,7 +25,8 @@ model, their loss and their card; everything around those is here, in the order 
    matrix or a demo that is run again skips it), or the facts alone with ``--no-card``;
 7. :func:`trainer_main` — the module entry point of ``python -m …`` and
    ``accelerate launch -m …`` (flags parsed from the settings dataclass, one ``error:`` line
-   and exit status 2 for a user mistake, the report printed on rank 0).
+   and exit status 2 for a user mistake, the report printed on rank 0), which leaves the
+   process group once the run has succeeded (:func:`leave_process_group`).
 
 Nothing heavy is imported at module import (transformers loads inside the functions).
 
@@ -274,6 +275,11 @@ def trainer_main(
     :func:`hf_posbias.settings.launch_main` for the rest)."""
     from hf_posbias.settings import launch_main
 
+    def run_then_leave(settings: S) -> Any:
+        result = run(settings)
+        leave_process_group()
+        return result
+
     name = getattr(module.__spec__, "name", None) or module.__name__
     description = (module.__doc__ or "").split("\n")[0]
     return launch_main(
@@ -281,6 +287,21 @@ def trainer_main(
         settings_cls,
         prog=f"python -m {name}",
         description=description,
-        run=run,
+        run=run_then_leave,
         report=report,
     )
+
+
+def leave_process_group() -> None:
+    """Destroy the default process group, if this process has one (``accelerate launch``).
+
+    A process that exits with its gloo group alive can abort in the interpreter's teardown
+    (``terminate called without an active exception``, exit -6, after the checkpoint is saved):
+    PyTorch asks each trainer process to call ``destroy_process_group`` at the end of its main.
+    Only the process entry point calls this, and only after a successful run: a library call
+    (``train_model`` in a user's own distributed script) keeps the caller's group, and a failed
+    rank does not wait here on ranks that are still in a collective."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()

@@ -174,3 +174,41 @@ def _listwise_facts() -> dict[str, object]:
         "device": "cpu (cpu)",
         "longest_tokens": 100,
     }
+
+
+def test_the_entry_point_leaves_the_process_group_after_a_run_and_keeps_it_after_a_failure(
+    tmp_path,
+):
+    # As under `accelerate launch`: the run finds a gloo group (one process here); a trainer
+    # process that exits with it alive can abort in the interpreter's teardown.
+    import types
+    from dataclasses import dataclass
+
+    import torch.distributed as dist
+
+    from hf_posbias.errors import InputError
+    from hf_posbias.settings import setting
+    from hf_posbias.trainer_base.scaffold import trainer_main
+
+    @dataclass
+    class Steps:
+        steps: int = setting("steps", default=1)
+
+    def run(settings: Steps) -> int:
+        dist.init_process_group(
+            "gloo", init_method=f"file://{tmp_path}/store-{settings.steps}", rank=0, world_size=1
+        )
+        if settings.steps < 0:
+            raise InputError("--steps must be at least 0")
+        return settings.steps
+
+    module = types.ModuleType("posbias_toy_trainer", "A toy trainer.")
+    try:
+        assert trainer_main(["--steps", "2"], module, Steps, run, str) == 0
+        assert not dist.is_initialized()
+        # A failed run keeps the group: a failed rank does not wait on the others' collectives.
+        assert trainer_main(["--steps", "-1"], module, Steps, run, str) == 2
+        assert dist.is_initialized()
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
