@@ -10,6 +10,9 @@ setting in one place:
 - its default (no default → a required flag, or a positional with ``positional=True``),
 - its help text, shown with the default by ``--help``,
 - renamed spellings, accepted with a deprecation warning (``aliases=("--batch-size",)``),
+- for a number, the values it takes (``range=at_least(1)``, ``above(0)``, ``between(0, 1)``, or
+  :data:`ANY_NUMBER` where every number is meant; :class:`NumberRange`), checked by
+  :class:`Settings` for flags and Python callers alike,
 
 and ``__post_init__`` checks the values — in Python and on the command line alike, because
 :func:`settings_from_args` builds the dataclass. This module imports nothing heavy, so
@@ -36,13 +39,21 @@ import argparse
 import dataclasses
 import functools
 import sys
-import types
 import typing
 import warnings
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from hf_posbias.errors import InputError
+from hf_posbias.setting_values import (
+    SHARED_RANGES,
+    KeyPath,
+    NumberRange,
+    fits,
+    type_parts,
+    unwrap_optional,
+    value_form,
+)
 from hf_posbias.shared_helps import SHARED_HELPS
 
 S = TypeVar("S")
@@ -62,6 +73,7 @@ def setting(
     cli: bool = True,
     show_default: bool = True,
     flag: str | None = None,
+    range: NumberRange | None = None,
 ) -> Any:
     """A dataclass field that is also a command-line flag.
 
@@ -69,7 +81,9 @@ def setting(
     lazily imported). ``aliases`` are former spellings: accepted, with a ``DeprecationWarning``
     and a line on stderr naming the new flag. ``cli=False`` keeps a field out of the parser
     (set by the library, not the user). ``flag`` is the spelling when the field's name cannot be
-    it (``lam`` is ``--lambda``, a Python keyword).
+    it (``lam`` is ``--lambda``, a Python keyword). ``range``: the numbers a numeric field takes
+    (:class:`NumberRange`), declared once here and checked by :class:`Settings` (``None``, the
+    unset value of an optional field, always passes).
     """
     meta = {
         _META: {
@@ -81,6 +95,7 @@ def setting(
             "cli": cli,
             "show_default": show_default,
             "flag": flag,
+            "range": range,
         },
         # transformers' HfArgumentParser reads "help" too.
         "help": help,
@@ -89,7 +104,8 @@ def setting(
 
 
 def shared_setting(name: str, **kwargs: Any) -> Any:
-    """:func:`setting` with the one help text of :data:`SHARED_HELPS` for ``name``.
+    """:func:`setting` with the one help text of :data:`SHARED_HELPS` for ``name`` (and, for a
+    number, its one range of :data:`SHARED_RANGES`).
 
     Example:
         >>> from dataclasses import dataclass, fields
@@ -98,7 +114,11 @@ def shared_setting(name: str, **kwargs: Any) -> Any:
         ...     seed: int = shared_setting("seed", default=0)
         >>> fields(Run)[0].metadata["help"] == SHARED_HELPS["seed"]
         True
+        >>> declared_range(Run, "seed")
+        NumberRange(low=0, high=None, low_open=False, high_open=False, why='')
     """
+    if name in SHARED_RANGES:
+        kwargs.setdefault("range", SHARED_RANGES[name])
     return setting(SHARED_HELPS[name], **kwargs)
 
 
@@ -185,30 +205,104 @@ def check_choices(settings: Any, *field_names: str) -> None:
             check_choice(name, item, choices)
 
 
-def check_positive(settings: Any, *field_names: str, allow_zero: bool = False) -> None:
-    """One-line :class:`InputError` for the first named field below 1 (or below 0).
+def declared_range(settings: Any, field_name: str) -> NumberRange | None:
+    """The range a field of ``settings`` (a class or an instance) declares, if any."""
+    cls = settings if isinstance(settings, type) else type(settings)
+    declared = getattr(cls, "__dataclass_fields__", {}).get(field_name)
+    return declared.metadata.get(_META, {}).get("range") if declared is not None else None
 
-    ``None`` (unset) passes. Example:
-        >>> from types import SimpleNamespace
-        >>> check_positive(SimpleNamespace(top_k=0), "top_k")
+
+def range_problems(cls: type, values: typing.Mapping[str, Any]) -> list[tuple[KeyPath, str]]:
+    """Every value of ``values`` (by field name) outside the range its field of ``cls``
+    declares, each with its key path (a list's items one by one); values that are no number
+    are left to the type checks.
+
+    Example:
+        >>> from dataclasses import dataclass
+        >>> from hf_posbias.setting_values import above, at_least
+        >>> @dataclass
+        ... class K:
+        ...     lr: float = setting("rate", default=0.1, range=above(0))
+        ...     sizes: list[int] = setting("sizes", default_factory=list, range=at_least(1))
+        >>> range_problems(K, {"lr": 0.0, "sizes": [2, 0]})
+        [(('lr',), 'must be > 0, got 0.0'), (('sizes', 1), 'must be >= 1, got 0')]
+    """
+    problems: list[tuple[KeyPath, str]] = []
+    for name, value in values.items():
+        declared = declared_range(cls, name)
+        if declared is None:
+            continue
+        items = enumerate(value) if isinstance(value, list | tuple) else [(None, value)]
+        for index, item in items:
+            problem = declared.problem(item)
+            if problem is not None:
+                problems.append(((name,) if index is None else (name, index), problem))
+    return problems
+
+
+def check_number(field_name: str, value: Any, declared: NumberRange) -> None:
+    """One-line :class:`InputError` when ``value`` is outside ``declared``, naming the flag: a
+    library function's own argument checked against the range its setting declares.
+
+    Example:
+        >>> from hf_posbias.setting_values import between
+        >>> check_number("holdout", 1.5, between(0, 1, high_open=True))
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: --holdout must be >= 0 and < 1, got 1.5
+    """
+    problem = declared.problem(value)
+    if problem is not None:
+        raise InputError(f"{flag_name(field_name)} {problem}")
+
+
+def check_ranges(settings: Any, values: typing.Mapping[str, Any] | None = None) -> None:
+    """One-line :class:`InputError` for the first value outside its declared range, naming the
+    flag: ``values`` (by field name) against the fields of ``settings`` (a class or an
+    instance), by default the instance's own. :class:`Settings` runs it for every verb.
+
+    Example:
+        >>> from dataclasses import dataclass
+        >>> from hf_posbias.setting_values import at_least
+        >>> @dataclass
+        ... class K:
+        ...     top_k: int = setting("documents", default=100, range=at_least(1))
+        >>> check_ranges(K(top_k=0))
         Traceback (most recent call last):
         ...
         hf_posbias.errors.InputError: --top-k must be >= 1, got 0
     """
-    low = 0 if allow_zero else 1
-    for name in field_names:
-        value = getattr(settings, name)
-        if value is not None and value < low:
-            raise InputError(f"{flag_of(settings, name)} must be >= {low}, got {value}")
+    cls = settings if isinstance(settings, type) else type(settings)
+    if values is None:
+        values = {f.name: getattr(settings, f.name) for f in dataclasses.fields(cls) if f.init}
+    for path, problem in range_problems(cls, values):
+        raise InputError(f"{flag_of(cls, str(path[0]))} {problem}")
 
 
 @dataclasses.dataclass(kw_only=True)
 class Settings:
     """Base of settings mixins: each mixin's ``__post_init__`` calls ``super().__post_init__()``,
-    so a verb's settings combined from several groups run every group's checks, each once."""
+    so a verb's settings combined from several groups run every group's checks, each once, and
+    every declared range first.
+
+    Example:
+        >>> from dataclasses import dataclass
+        >>> from hf_posbias.setting_values import above
+        >>> @dataclass(kw_only=True)
+        ... class Train(Settings):
+        ...     lr: float = setting("learning rate", default=1e-4, range=above(0))
+        >>> Train(lr=-1.0)
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: --lr must be > 0, got -1.0
+    """
 
     def __post_init__(self) -> None:
-        """The end of the cooperative chain of checks."""
+        """The end of the cooperative chain of checks: every number against the range its
+        field declares (:func:`check_ranges`). A mixin calls ``super().__post_init__()``
+        first, after converting its values (a flag's text to a number), so the ranges are
+        checked before anything else."""
+        check_ranges(self)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -264,52 +358,6 @@ class _Bool(_DeprecatedAliasMixin, argparse.BooleanOptionalAction):
         return " | ".join(o for o in self.option_strings if o not in self.posbias_aliases)
 
 
-def _unwrap_optional(tp: Any) -> tuple[Any, bool]:
-    origin = typing.get_origin(tp)
-    if origin in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        if len(args) == 1:
-            return args[0], True
-        return str, True
-    return tp, False
-
-
-def _number_or_word(number: type, text: str) -> Any:
-    """A flag's text as ``number`` when it is one, else as it is (a word such as ``auto``).
-
-    Example:
-        >>> _number_or_word(float, "2"), _number_or_word(float, "auto")
-        (2.0, 'auto')
-    """
-    try:
-        return number(text)
-    except ValueError:
-        return text
-
-
-def _type_parts(tp: Any) -> tuple[Callable[[str], Any] | None, tuple | None, bool]:
-    """(converter, literal choices, is_list) of a field's annotation (``str | list[str]``: one or
-    more names, a single one kept as a string)."""
-    if set(typing.get_args(tp)) - {type(None)} == {str, list[str]}:
-        return str, None, True
-    number = next((m for m in _union_members(tp) or () if m in (int, float)), None)
-    if number is not None:  # ``float | Literal["auto"]``: a number, else the word as given
-        return functools.partial(_number_or_word, number), None, False
-    tp, _ = _unwrap_optional(tp)
-    origin = typing.get_origin(tp)
-    if origin is Literal:
-        values = typing.get_args(tp)
-        return type(values[0]), values, False
-    if origin in (list, tuple, Sequence) or tp in (list, tuple):
-        args = [a for a in typing.get_args(tp) if a is not Ellipsis]
-        inner = args[0] if args else str
-        conv, lit, _ = _type_parts(inner)
-        return conv, lit, True
-    if tp in (int, float, str):
-        return tp, None, False
-    return str, None, False
-
-
 def settings_fields(cls: type) -> list[tuple[dataclasses.Field, Any]]:
     """The fields of ``cls`` that are flags, with their resolved annotations."""
     hints = typing.get_type_hints(cls)
@@ -354,14 +402,17 @@ def add_settings_arguments(
         help_text = meta.get("help", f.metadata.get("help", ""))
         default = _default_of(f)
         required = default is dataclasses.MISSING
-        base, _ = _unwrap_optional(tp)
+        base, _ = unwrap_optional(tp)
         kwargs: dict[str, Any] = {"dest": f.name}
         if base is bool:
             kwargs["action"] = _Bool
             kwargs["default"] = bool(default) if not required else None
         else:
-            conv, literal, is_list = _type_parts(tp)
+            conv, literal, is_list = type_parts(tp)
             kwargs["type"] = conv
+            number = conv.args[0] if isinstance(conv, functools.partial) else conv
+            if meta.get("range") is not None and number not in (int, float):
+                raise TypeError(f"{cls.__name__}.{f.name} declares a range but takes no number")
             choices = meta.get("choices")
             if callable(choices):
                 choices = choices()
@@ -393,10 +444,13 @@ def add_settings_arguments(
                 kwargs["nargs"] = "?"
             action = parser.add_argument(f.name, **kwargs)
             action.posbias_default_note = appended  # type: ignore[attr-defined]
+            action.posbias_range = meta.get("range")  # type: ignore[attr-defined]
             continue
         names = [meta.get("flag") or flag_name(f.name), *meta.get("aliases", ())]
         action = parser.add_argument(*names, required=required, **kwargs)
         action.posbias_aliases = tuple(meta.get("aliases", ()))  # type: ignore[attr-defined]
+        # The range the field declares (a test walks every numeric flag with it).
+        action.posbias_range = meta.get("range")  # type: ignore[attr-defined]
         # What was appended to the help (scripts/cli_surface.py folds it: another default, the
         # same meaning).
         action.posbias_default_note = appended  # type: ignore[attr-defined]
@@ -407,94 +461,6 @@ def add_settings_arguments(
             )
 
 
-KeyPath = tuple["str | int", ...]
-"""Where a value sits in a spec file: ``("configs", 1)`` is ``configs[1]``."""
-
-
-def key_path(path: KeyPath) -> str:
-    """The spelling of a key path as a spec file's reader sees it.
-
-    Example:
-        >>> key_path(("configs", 1)), key_path(("training", "max_steps"))
-        ('configs[1]', 'training.max_steps')
-    """
-    text = ""
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
-    return text
-
-
-def _union_members(tp: Any) -> list[Any] | None:
-    """The non-None members of a union of two or more types (``str | dict``), else ``None``."""
-    if typing.get_origin(tp) in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        if len(args) > 1:
-            return args
-    return None
-
-
-def _plural(form: str) -> str:
-    """``a string`` → ``strings``; ``a mapping (key: value lines)`` → ``mappings (…)``."""
-    noun, paren, rest = form.removeprefix("a ").removeprefix("an ").partition(" (")
-    return f"{noun}s{paren}{rest}"
-
-
-def _form(tp: Any) -> str:
-    """How a value of type ``tp`` is written in a spec file (for an error message)."""
-    members = _union_members(tp)
-    if members is not None:
-        form = " or ".join(_form(a) for a in members)
-        return f"{form} or null" if type(None) in typing.get_args(tp) else form
-    base, optional = _unwrap_optional(tp)
-    origin = typing.get_origin(base)
-    if origin is Literal:
-        form = "one of " + ", ".join(map(str, typing.get_args(base)))
-    elif base is bool:
-        form = "true or false"
-    elif base is int:
-        form = "a whole number"
-    elif base is float:
-        form = "a number"
-    elif base is str:
-        form = "a string"
-    elif origin in (list, tuple, Sequence) or base in (list, tuple):
-        args = [a for a in typing.get_args(base) if a is not Ellipsis]
-        inner = _form(args[0]) if args else "a value"
-        form = f"a list (e.g. [x, y]) of {' or '.join(map(_plural, inner.split(' or ')))}"
-    elif origin is dict or base is dict:
-        form = "a mapping (key: value lines)"
-    else:
-        return "a value"
-    return f"{form} or null" if optional else form
-
-
-def _fits(tp: Any, value: Any) -> bool:
-    members = _union_members(tp)
-    if members is not None:
-        return (value is None and type(None) in typing.get_args(tp)) or any(
-            _fits(a, value) for a in members
-        )
-    base, optional = _unwrap_optional(tp)
-    if value is None:
-        return optional
-    origin = typing.get_origin(base)
-    if origin is Literal:
-        return value in typing.get_args(base)
-    if base is bool:
-        return isinstance(value, bool)
-    if base is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if base is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if base is str:
-        return isinstance(value, str)
-    if origin in (list, tuple, Sequence) or base in (list, tuple):
-        return isinstance(value, list | tuple)
-    if origin is dict or base is dict:
-        return isinstance(value, dict)
-    return True
-
-
 def value_problems(cls: type, values: typing.Mapping[str, Any]) -> list[tuple[KeyPath, str]]:
     """Every value of ``values`` (a spec file's mapping) whose type its field of ``cls`` refuses,
     each with its key path and the expected form; list items are checked one by one.
@@ -503,6 +469,7 @@ def value_problems(cls: type, values: typing.Mapping[str, Any]) -> list[tuple[Ke
 
     Example:
         >>> from dataclasses import dataclass
+        >>> from hf_posbias.setting_values import key_path
         >>> @dataclass
         ... class K:
         ...     bootstrap: int = setting("resamples", default=1000)
@@ -520,18 +487,19 @@ def value_problems(cls: type, values: typing.Mapping[str, Any]) -> list[tuple[Ke
         if f.name not in values or not f.init:
             continue
         tp, value = hints[f.name], values[f.name]
-        if not _fits(tp, value):
-            problem = f"expected {_form(tp)}, got {value!r}"
-            if isinstance(value, str) and _form(tp).startswith("a list"):
+        if not fits(tp, value):
+            problem = f"expected {value_form(tp)}, got {value!r}"
+            if isinstance(value, str) and value_form(tp).startswith("a list"):
                 problem += f" (write [{value}])"
             problems.append(((f.name,), problem))
             continue
-        base, _ = _unwrap_optional(tp)
+        base, _ = unwrap_optional(tp)
         args = [a for a in typing.get_args(base) if a is not Ellipsis]
         if isinstance(value, list | tuple) and args:
             for index, item in enumerate(value):
-                if not _fits(args[0], item):
-                    problems.append(((f.name, index), f"expected {_form(args[0])}, got {item!r}"))
+                if not fits(args[0], item):
+                    problem = f"expected {value_form(args[0])}, got {item!r}"
+                    problems.append(((f.name, index), problem))
     return problems
 
 
@@ -558,18 +526,18 @@ def settings_from_values(cls: type[S], **values: Any) -> S:
     typed: dict[str, Any] = {}
     for name, value in values.items():
         tp = hints[name]
-        base, _ = _unwrap_optional(tp)
-        if _fits(tp, value):
+        base, _ = unwrap_optional(tp)
+        if fits(tp, value):
             is_int = isinstance(value, int) and not isinstance(value, bool)
             typed[name] = float(value) if base is float and is_int else value
             continue
-        convert = _type_parts(tp)[0]
+        convert = type_parts(tp)[0]
         try:
             if not isinstance(value, str) or convert is None:
                 raise ValueError(value)
             typed[name] = convert(value)
         except ValueError:
-            raise InputError(f"{name}: expected {_form(tp)}, got {value!r}") from None
+            raise InputError(f"{name}: expected {value_form(tp)}, got {value!r}") from None
     return cls(**typed)
 
 
@@ -598,7 +566,7 @@ def _tuple_fields(cls: type) -> set[str]:
     hints = typing.get_type_hints(cls)
     out = set()
     for name, tp in hints.items():
-        base, _ = _unwrap_optional(tp)
+        base, _ = unwrap_optional(tp)
         if typing.get_origin(base) is tuple or base is tuple:
             out.add(name)
     return out
@@ -698,13 +666,13 @@ def settings_to_argv(
         if value is None:
             continue
         meta = f.metadata.get(_META, {})
-        base, _ = _unwrap_optional(tp)
+        base, _ = unwrap_optional(tp)
         flag = meta.get("flag") or flag_name(f.name)
         if base is bool:
             argv.append(flag if value else "--no-" + flag[2:])
             continue
         name = [] if meta.get("positional") else [flag]
-        if isinstance(value, list | tuple) and _type_parts(tp)[2]:
+        if isinstance(value, list | tuple) and type_parts(tp)[2]:
             if value:
                 argv += [*name, *map(str, value)]
             continue

@@ -27,6 +27,7 @@ SHARED_HELPS: dict[str, str] = {
     "max_steps": "stop training after N optimisation steps",
     "epochs": "passes over the training set",
     "logging_steps": "log the losses every N steps",
+    "warmup_ratio": "linear warm-up share of steps",
     "scoring": "per-position protocol: default (pytrec_eval, each query in one bucket), zeng2025 "
     "(Zeng et al.'s reference code: top-100 nDCG@10, inclusive buckets) or posir (PosIR's 20 "
     "relative bins); see docs/evaluation.md",

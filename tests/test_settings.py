@@ -9,10 +9,11 @@ from typing import Literal
 import pytest
 
 from hf_posbias.errors import InputError
+from hf_posbias.setting_values import at_least
 from hf_posbias.settings import (
+    Settings,
     add_settings_arguments,
     check_choices,
-    check_positive,
     parse_settings_args,
     setting,
     settings_from_args,
@@ -21,19 +22,18 @@ from hf_posbias.settings import (
 
 
 @dataclass(kw_only=True)
-class Example:
+class Example(Settings):
     model: str = setting("the model", positional=True)
     task: list[str] = setting("task folders")
     out: str = setting("output folder")
-    global_batch: int = setting("rows per step", default=256, aliases=("--batch-size",))
+    global_batch: int = setting(
+        "rows per step", default=256, aliases=("--batch-size",), range=at_least(1)
+    )
     scoring: Literal["default", "posir"] = setting("protocol", default="default")
     level: str = setting("a level", default="a", choices=lambda: ("a", "b"))
     progress: bool = setting("progress lines", default=True)
     names: tuple[str, ...] = setting("names", default=("x",))
     internal: int = setting("not a flag", default=0, cli=False)
-
-    def __post_init__(self) -> None:
-        check_positive(self, "global_batch")
 
 
 def _parser() -> argparse.ArgumentParser:

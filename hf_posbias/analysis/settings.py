@@ -8,7 +8,7 @@ Example:
     >>> SegmentProfileSettings(corpus="demo", out="o", n=1)
     Traceback (most recent call last):
     ...
-    hf_posbias.errors.InputError: --n must be at least 2, got 1
+    hf_posbias.errors.InputError: --n must be >= 2, got 1
 """
 
 from __future__ import annotations
@@ -18,14 +18,8 @@ from dataclasses import dataclass
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.runs.remedies import RemedySettings
 from hf_posbias.modeling import ModelSettings
-from hf_posbias.settings import (
-    ProgressSettings,
-    Settings,
-    check_positive,
-    flag_name,
-    setting,
-    shared_setting,
-)
+from hf_posbias.setting_values import at_least
+from hf_posbias.settings import ProgressSettings, Settings, flag_name, setting, shared_setting
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 
@@ -34,29 +28,22 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2"
 class AnalysisOptions(ProgressSettings):
     """What every analysis takes: slots, sample, seed, output, device, length policy."""
 
-    n: int = setting("positions p1…pn", default=10)
+    n: int = setting("positions p1…pn", default=10, range=at_least(2))
     # Not --limit (the data verbs' "read at most N records"): a seeded sample; the former
     # spelling stays accepted.
     sample_size: int = setting(
-        "pairs/documents sampled (0 = all)", default=200, aliases=("--limit",)
+        "pairs/documents sampled (0 = all)", default=200, aliases=("--limit",), range=at_least(0)
     )
     seed: int = shared_setting("seed", default=42)
     out: str = shared_setting("out")
     device: str = shared_setting("device", default="cpu")
     max_seq_length: int | None = setting(
-        "override the model's max_seq_length (tokens)", default=None
+        "override the model's max_seq_length (tokens)", default=None, range=at_least(1)
     )
     allow_truncation: bool = setting(
         "keep inputs longer than the model's max_seq_length (default: skip and count)",
         default=False,
     )
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.n < 2:
-            raise InputError(f"{flag_name('n')} must be at least 2, got {self.n}")
-        check_positive(self, "sample_size", allow_zero=True)
-        check_positive(self, "max_seq_length")
 
 
 @dataclass(kw_only=True)
@@ -77,11 +64,7 @@ class DocumentSource(Settings):
     """Documents to analyse: ``--corpus``, ``--clip-chars`` (segment profile, pooling)."""
 
     corpus: str | None = shared_setting("corpus", default=None)
-    clip_chars: int | None = setting("keep the first N characters", default=None)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_positive(self, "clip_chars")
+    clip_chars: int | None = setting("keep the first N characters", default=None, range=at_least(1))
 
 
 def _require(settings: Settings, name: str) -> None:

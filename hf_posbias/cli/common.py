@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
+from hf_posbias.setting_values import value_form
 from hf_posbias.settings import add_settings_arguments, settings_from_args
 from hf_posbias.suggestions import suggest
 
@@ -42,6 +43,9 @@ Handler = Callable[..., "int | None"]
 
 
 _NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+_BAD_NUMBER = re.compile(
+    r"^argument (?P<flag>\S+): invalid (?P<type>int|float) value: (?P<value>.*)$"
+)
 _INVALID_CHOICE = re.compile(r"invalid choice: '?(?P<name>[^' ]*)'? \(choose from (?P<known>.*)\)$")
 
 
@@ -226,7 +230,13 @@ class VerbParser(argparse.ArgumentParser):
         return found
 
     def error(self, message: str) -> NoReturn:  # type: ignore[override]
-        """Print this verb's usage and the message with the closest known name; exit 2."""
+        """Print this verb's usage and the message with the closest known name; exit 2. A word
+        given to a flag that takes a number is one line (the usage says nothing about it)."""
+        bad_number = _BAD_NUMBER.match(message)
+        if bad_number:
+            form = value_form({"int": int, "float": float}[bad_number["type"]])
+            flag, value = bad_number["flag"].split("/")[0], bad_number["value"]
+            self.exit(2, f"error: {flag} takes {form}, got {value}\n")
         unknown = self.unknown_flags()
         known_flags = [k for k in self._option_string_actions if k.startswith("--")]
         known_flags.remove("--help")

@@ -25,12 +25,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from hf_posbias.cli.common import add_verb
-from hf_posbias.settings import setting
+from hf_posbias.settings import Settings, setting
 from hf_posbias.tables import MarkdownTable, format_cell
 
 
 @dataclass(kw_only=True)
-class ListSettings:
+class ListSettings(Settings):
     """The settings of ``posbias list``."""
 
     kind: str = setting("what to list", positional=True, choices=lambda: list(LISTINGS))

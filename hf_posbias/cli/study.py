@@ -113,14 +113,14 @@ def run_study_cmd(settings: StudyRunSettings, args: argparse.Namespace) -> None:
     from hf_posbias.study.listwise_report import run_listwise_cmd
     from hf_posbias.study.listwise_study import is_listwise_spec
     from hf_posbias.study.run import dry_run_lines, run_study
-    from hf_posbias.study.spec import StudySpec, load_spec
+    from hf_posbias.study.spec import StudySpec, given_overrides, load_spec
 
+    names = [f.name for f in dataclasses.fields(StudySpec) if hasattr(args, f.name)]
+    overrides = given_overrides({name: getattr(args, name) for name in names})
     if is_listwise_spec(settings.spec):  # kind: listwise (Q26): its own steps and report
         run_listwise_cmd(settings.spec, settings.out, dry_run=settings.dry_run)
         return
-
-    names = [f.name for f in dataclasses.fields(StudySpec) if hasattr(args, f.name)]
-    spec = load_spec(settings.spec, {name: getattr(args, name) for name in names})
+    spec = load_spec(settings.spec, overrides)
     if settings.dry_run:
         for line in dry_run_lines(spec, **settings.dry_run_kwargs()):
             print(line)

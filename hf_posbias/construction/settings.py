@@ -24,18 +24,14 @@ from typing import Any, Literal
 
 from hf_posbias.errors import InputError
 from hf_posbias.generation.prompt_files import check_prompt_files, prompt_file_setting
-from hf_posbias.settings import (
-    ProgressSettings,
-    check_positive,
-    flag_name,
-    flag_of,
-    setting,
-    shared_setting,
-)
+from hf_posbias.setting_values import at_least, between
+from hf_posbias.settings import ProgressSettings, flag_name, flag_of, setting, shared_setting
 
 OFFLINE_LLM = "smollm2-135m"
 OFFLINE_RERANKERS = "bm25,bi:all-MiniLM-L6-v2"
 OFFLINE_EMBEDDER = "all-MiniLM-L6-v2"
+GRADES = between(0, 4)
+"""The judges' relevance grades (Z25's 0-4 scale)."""
 
 
 @dataclass(kw_only=True)
@@ -56,7 +52,9 @@ class BenchmarkBuildSettings(ProgressSettings):
     text_field: str = setting("corpus text field", default="text")
     limit: int | None = shared_setting("limit", default=None)
     passages: int | None = setting(
-        "build from a seeded sample of this many passages (default: all)", default=None
+        "build from a seeded sample of this many passages (default: all)",
+        default=None,
+        range=at_least(1),
     )
     # Not --min-words (the ICT generator's shortest query sentence); the former spelling stays.
     min_words: int = setting(
@@ -64,15 +62,18 @@ class BenchmarkBuildSettings(ProgressSettings):
         default=500,
         flag="--min-passage-words",
         aliases=("--min-words",),
+        range=at_least(1),
     )
-    max_words: int = setting("longest passage in words (Z25: 1,024)", default=1024)
+    max_words: int = setting(
+        "longest passage in words (Z25: 1,024)", default=1024, range=at_least(1)
+    )
     cut_long: bool = setting(
         "cut records longer than --max-words at paragraph breaks into passages in range "
         "(Z25 selects passages in range and drops the rest; long articles need this)",
         default=False,
     )
     chunk_words: int = setting(
-        "chunk size of the recursive splitter in words (Z25: 256)", default=256
+        "chunk size of the recursive splitter in words (Z25: 256)", default=256, range=at_least(1)
     )
     llm_backend: Literal["local-lm", "openai"] = setting(
         "chat backend of every LLM step: local-lm (transformers, here) or openai (any "
@@ -90,11 +91,17 @@ class BenchmarkBuildSettings(ProgressSettings):
         "constrained",
         default=True,
     )
-    temperature: float = setting("sampling temperature of summary and FAQ", default=0.7)
-    judge_temperature: float = setting("sampling temperature of the judges", default=0.0)
-    summary_max_tokens: int = setting("token budget of a summary", default=192)
-    faq_max_tokens: int = setting("token budget of one chunk's FAQ list", default=384)
-    faq_max_items: int = setting("most FAQ items per chunk", default=4)
+    temperature: float = setting(
+        "sampling temperature of summary and FAQ", default=0.7, range=at_least(0)
+    )
+    judge_temperature: float = setting(
+        "sampling temperature of the judges", default=0.0, range=at_least(0)
+    )
+    summary_max_tokens: int = setting("token budget of a summary", default=192, range=at_least(1))
+    faq_max_tokens: int = setting(
+        "token budget of one chunk's FAQ list", default=384, range=at_least(1)
+    )
+    faq_max_items: int = setting("most FAQ items per chunk", default=4, range=at_least(1))
     rerankers: str = setting(
         "reranker panel of Stage 1 and Stage 2 (parse_panel spec). Zeng et al.'s Stage 1 panel "
         "(§3.2, App. A.2): maidalun1020/bce-reranker-base_v1, "
@@ -124,19 +131,24 @@ class BenchmarkBuildSettings(ProgressSettings):
         "judge", "the 0-4 judge's prompt of both stages"
     )
     judge_min_score: int = setting(
-        "Stage 1: the labelled segment's least 0-4 grade (Z25: 3)", default=3
+        "Stage 1: the labelled segment's least 0-4 grade (Z25: 3)", default=3, range=GRADES
     )
     judge_min_gap: int = setting(
         "Stage 1: how far the labelled segment's grade must lie above every other (Z25: 1)",
         default=1,
+        range=between(0, 4),
     )
     embedder: str = setting(
         "Stage 2 recall embedding model (offline stand-in: the packaged all-MiniLM-L6-v2)",
         default=OFFLINE_EMBEDDER,
     )
-    recall_k: int = setting("Stage 2: passages recalled per question (Z25: 1,000)", default=1000)
+    recall_k: int = setting(
+        "Stage 2: passages recalled per question (Z25: 1,000)", default=1000, range=at_least(1)
+    )
     prelabel_threshold: float = setting(
-        "Stage 2: normalised reranker score a majority must reach (Z25: 0.5)", default=0.5
+        "Stage 2: normalised reranker score a majority must reach (Z25: 0.5)",
+        default=0.5,
+        range=between(0, 1),
     )
     fn_judges: str = setting(
         "Stage 2: comma-separated LLM judges (Z25: three LLMs; offline: SmolLM2 three times — "
@@ -144,9 +156,11 @@ class BenchmarkBuildSettings(ProgressSettings):
         default=f"{OFFLINE_LLM},{OFFLINE_LLM},{OFFLINE_LLM}",
     )
     fn_min_score: int = setting(
-        "Stage 2: a judge's grade that counts as relevant (Z25: 3)", default=3
+        "Stage 2: a judge's grade that counts as relevant (Z25: 3)", default=3, range=GRADES
     )
-    fn_min_votes: int = setting("Stage 2: judges needed for a false negative (Z25: 2)", default=2)
+    fn_min_votes: int = setting(
+        "Stage 2: judges needed for a false negative (Z25: 2)", default=2, range=at_least(1)
+    )
     # Per position, as fineweb-posq's --per-position (squad-posq's --tiny-size counts all the
     # queries); --tiny-size stays accepted as the former spelling.
     tiny_size: int = shared_setting(
@@ -160,29 +174,14 @@ class BenchmarkBuildSettings(ProgressSettings):
         choices=("single", "two-tag"),
     )
     seed: int = shared_setting("seed", default=42)
-    shard_size: int = setting("work items per shard (the unit of resumption)", default=8)
+    shard_size: int = setting(
+        "work items per shard (the unit of resumption)", default=8, range=at_least(1)
+    )
     batch_size: int = shared_setting("batch_size", default=8)
     overwrite: bool = shared_setting("overwrite", default=False)
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_positive(
-            self,
-            "limit",
-            "passages",
-            "min_words",
-            "max_words",
-            "chunk_words",
-            "max_concurrency",
-            "summary_max_tokens",
-            "faq_max_tokens",
-            "faq_max_items",
-            "recall_k",
-            "fn_min_votes",
-            "tiny_size",
-            "shard_size",
-            "batch_size",
-        )
         if self.min_words > self.max_words:
             raise InputError(
                 f"{flag_of(self, 'min_words')} ({self.min_words}) is above "
@@ -194,17 +193,7 @@ class BenchmarkBuildSettings(ProgressSettings):
                 f"range ({flag_name('max_words')} {self.max_words}): every passage would be "
                 "one chunk tagged middle"
             )
-        for name in ("judge_min_score", "fn_min_score"):
-            if not 0 <= getattr(self, name) <= 4:
-                raise InputError(f"{flag_name(name)} must lie in 0-4, got {getattr(self, name)}")
-        if self.judge_min_gap < 0:
-            raise InputError(f"{flag_name('judge_min_gap')} must be >= 0, got {self.judge_min_gap}")
         check_prompt_files(self, "summary", "faq", "judge")
-        if not 0.0 <= self.prelabel_threshold <= 1.0:
-            raise InputError(
-                f"{flag_name('prelabel_threshold')} must lie in [0, 1], "
-                f"got {self.prelabel_threshold}"
-            )
         if self.fn_min_votes > len(self.judge_models):
             raise InputError(
                 f"{flag_name('fn_min_votes')} ({self.fn_min_votes}) is more than the "

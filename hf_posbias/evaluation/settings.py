@@ -17,25 +17,25 @@ Example:
     >>> EvaluateSettings(model="m", task=("t",), out="o", bootstrap=0)
     Traceback (most recent call last):
     ...
-    hf_posbias.errors.InputError: --bootstrap must be at least 1 resample, got 0
+    hf_posbias.errors.InputError: --bootstrap must be >= 1, got 0
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any
 
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.runs.remedies import BIENCODER_REMEDIES, RemedySettings, remedy_names
 from hf_posbias.modeling import ModelSettings
 from hf_posbias.rerankers.options import RerankerOptions
+from hf_posbias.setting_values import at_least
 from hf_posbias.settings import (
     ProgressSettings,
     Settings,
     check_choice,
     check_choices,
-    check_positive,
+    check_ranges,
     flag_name,
     setting,
     shared_setting,
@@ -67,7 +67,11 @@ class EvaluationOptions(RemedySettings, ProgressSettings, ModelSettings):
     task: tuple[str, ...] = setting(_task_help(), metavar="TASK")
     out: str = shared_setting("out")
     batch_size: int = shared_setting("batch_size", default=32)
-    top_k: int = setting("documents retrieved per query", default=100)
+    top_k: int = setting(
+        "documents retrieved per query",
+        default=100,
+        range=at_least(10, why="to compute nDCG@10"),
+    )
     device: str | None = shared_setting("device", default=None)
     scoring: str = shared_setting(
         "scoring",
@@ -88,18 +92,13 @@ class EvaluationOptions(RemedySettings, ProgressSettings, ModelSettings):
         "documents a bi-encoder encodes and scores at once (their embeddings are all it holds "
         "of the corpus; the ranking is the same at any size)",
         default=CORPUS_CHUNK_SIZE,
+        range=at_least(1),
     )
 
     def __post_init__(self) -> None:
         super().__post_init__()
         self.task = tuple(self.task)
-        check_run_options(
-            batch_size=self.batch_size,
-            top_k=self.top_k,
-            scoring=self.scoring,
-            bootstrap=self.bootstrap,
-        )
-        check_positive(self, "corpus_chunk_size")
+        check_choice("scoring", self.scoring, _scoring_schemes())
 
     def evaluate_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of
@@ -129,7 +128,8 @@ class EvaluationOptions(RemedySettings, ProgressSettings, ModelSettings):
 
 
 def check_run_options(*, batch_size: int, top_k: int, scoring: str, bootstrap: int | None) -> None:
-    """The checks of an evaluation run's options (settings and library calls alike).
+    """The checks of a library call's run options (:func:`~hf_posbias.evaluation.runs.runner.
+    evaluate_model`'s keywords) against what :class:`EvaluationOptions` declares.
 
     Example:
         >>> check_run_options(batch_size=32, top_k=5, scoring="default", bootstrap=None)
@@ -137,13 +137,12 @@ def check_run_options(*, batch_size: int, top_k: int, scoring: str, bootstrap: i
         ...
         hf_posbias.errors.InputError: --top-k must be >= 10 to compute nDCG@10, got 5
     """
-    check_positive(SimpleNamespace(batch_size=batch_size), "batch_size")
-    if top_k < 10:
-        raise InputError(f"{flag_name('top_k')} must be >= 10 to compute nDCG@10, got {top_k}")
-    check_choice("scoring", scoring, _scoring_schemes())
     b = bootstrap
-    if b is not None and (isinstance(b, bool) or not isinstance(b, int) or b < 1):
-        raise InputError(f"{flag_name('bootstrap')} must be at least 1 resample, got {b}")
+    if b is not None and (isinstance(b, bool) or not isinstance(b, int)):
+        raise InputError(f"{flag_name('bootstrap')} must be a whole number, got {b!r}")
+    values = {"batch_size": batch_size, "top_k": top_k, "bootstrap": bootstrap}
+    check_ranges(EvaluationOptions, values)
+    check_choice("scoring", scoring, _scoring_schemes())
 
 
 @dataclass(kw_only=True)
@@ -180,7 +179,7 @@ class EvaluateSettings(EvaluationOptions, RerankerOptions):
         "first_stage",
         default=None,
     )
-    rerank_k: int = setting("candidates per query for the reranker", default=100)
+    rerank_k: int = setting("candidates per query for the reranker", default=100, range=at_least(1))
     plot: bool = shared_setting("plot", default=False)
     batch_size: int = shared_setting("batch_size", default=32)
     passage_tokens: int = shared_setting(
@@ -191,7 +190,6 @@ class EvaluateSettings(EvaluationOptions, RerankerOptions):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_positive(self, "rerank_k")
         if self.reranker and self.first_stage:
             raise InputError(
                 f"{flag_name('reranker')} and {flag_name('first_stage')} exclude each other"
@@ -224,7 +222,7 @@ class ModelAuditSettings(EvaluationOptions):
 
 
 @dataclass(kw_only=True)
-class CompareSettings:
+class CompareSettings(Settings):
     """``posbias compare RUN_A RUN_B``: a paired test of two evaluation runs."""
 
     run_a: str = setting("run folder A (the reference, e.g. the base model)", positional=True)
@@ -238,8 +236,8 @@ class CompareSettings:
     out: str | None = shared_setting("out", default=None)
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         check_choices(self, "method")
-        check_positive(self, "resamples")
 
 
 @dataclass(kw_only=True)
@@ -255,26 +253,24 @@ class TaskSampleSettings(Settings):
 
     task: str = setting("position task folder to sample")
     out: str = shared_setting("out")
-    per_bucket: int = setting("queries drawn from every bucket (all of a smaller bucket)")
+    per_bucket: int = setting(
+        "queries drawn from every bucket (all of a smaller bucket)", range=at_least(1)
+    )
     seed: int = shared_setting("seed", default=0)
     name: str | None = shared_setting("name", default=None)
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_positive(self, "per_bucket")
-
 
 @dataclass(kw_only=True)
-class PlotEvidenceSettings:
+class PlotEvidenceSettings(Settings):
     """``posbias benchmark plot-evidence``: where the evidence of task folders sits."""
 
     task: tuple[str, ...] = setting("task folder(s) (one or more, repeatable)", metavar="TASK")
     out: str = setting("PNG file to write")
-    bins: int = setting("histogram bins", default=20)
+    bins: int = setting("histogram bins", default=20, range=at_least(1))
 
     def __post_init__(self) -> None:
         self.task = tuple(self.task)
-        check_positive(self, "bins")
+        super().__post_init__()
 
 
 @dataclass(kw_only=True)

@@ -23,14 +23,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from hf_posbias.settings import Settings, check_choice, check_positive, setting
+from hf_posbias.setting_values import at_least
+from hf_posbias.settings import Settings, check_choice, setting
 
 EXECUTORS: tuple[str, ...] = ("local", "ray", "slurm")
 SUBMITIT_CLUSTERS: tuple[str, ...] = ("slurm", "local", "debug")
 
 
 def _gpus_setting(value: object) -> float | str:
-    """``--gpus-per-task`` as given (a flag's text, a spec's number): ``auto`` or a number >= 0.
+    """``--gpus-per-task`` as given (a flag's text, a spec's number): ``auto`` or a number (its
+    range is the field's: checked with every other range).
 
     Example:
         >>> _gpus_setting("0.5"), _gpus_setting("auto"), _gpus_setting(1)
@@ -38,19 +40,18 @@ def _gpus_setting(value: object) -> float | str:
         >>> _gpus_setting("all")
         Traceback (most recent call last):
         ...
-        hf_posbias.errors.InputError: --gpus-per-task must be auto or a number >= 0, got 'all'
+        hf_posbias.errors.InputError: --gpus-per-task must be auto or a number, got 'all'
     """
     from hf_posbias.errors import InputError
 
     if isinstance(value, str) and value.strip().lower() == "auto":
         return "auto"
     try:
-        number = float(value) if not isinstance(value, bool) else -1.0
+        if isinstance(value, bool):
+            raise TypeError(value)
+        return float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        number = -1.0
-    if not number >= 0:  # also NaN
-        raise InputError(f"--gpus-per-task must be auto or a number >= 0, got {value!r}")
-    return number
+        raise InputError(f"--gpus-per-task must be auto or a number, got {value!r}") from None
 
 
 @dataclass(kw_only=True)
@@ -71,16 +72,23 @@ class ExecutorSettings(Settings):
         "ray/slurm: GPUs per training or evaluation unit: auto (one where the Ray cluster or "
         "the Slurm partition has GPUs, none where it has none) or a number",
         default="auto",
+        range=at_least(0),
     )
-    cpus_per_task: int = setting("ray/slurm: CPU cores per unit", default=1)
+    cpus_per_task: int = setting("ray/slurm: CPU cores per unit", default=1, range=at_least(1))
     retries: int = setting(
-        "ray/slurm: times a failed or preempted unit is started again", default=2
+        "ray/slurm: times a failed or preempted unit is started again",
+        default=2,
+        range=at_least(0),
     )
     slurm_partition: str | None = setting("slurm: partition (sbatch -p)", default=None)
     slurm_account: str | None = setting("slurm: account (sbatch -A)", default=None)
-    slurm_time: int = setting("slurm: time limit per job in minutes", default=24 * 60)
+    slurm_time: int = setting(
+        "slurm: time limit per job in minutes", default=24 * 60, range=at_least(1)
+    )
     slurm_gpus_per_job: int | None = setting(
-        "slurm: GPUs per job (default: --gpus-per-task rounded up)", default=None
+        "slurm: GPUs per job (default: --gpus-per-task rounded up)",
+        default=None,
+        range=at_least(1),
     )
     slurm_options: list[str] = setting(
         "slurm: extra sbatch options as KEY=VALUE (e.g. qos=high constraint=a100)",
@@ -93,18 +101,16 @@ class ExecutorSettings(Settings):
     )
 
     def __post_init__(self) -> None:
+        self.gpus_per_task = _gpus_setting(self.gpus_per_task)
+        super().__post_init__()
         check_choice("executor", self.executor, EXECUTORS)
         check_choice("slurm_cluster", self.slurm_cluster, SUBMITIT_CLUSTERS)
-        check_positive(self, "cpus_per_task", "slurm_time", "slurm_gpus_per_job")
-        self.gpus_per_task = _gpus_setting(self.gpus_per_task)
-        check_positive(self, "retries", allow_zero=True)
         self.slurm_options = list(self.slurm_options)
         for option in self.slurm_options:
             if "=" not in option:
                 from hf_posbias.errors import InputError
 
                 raise InputError(f"--slurm-options takes KEY=VALUE, got {option!r}")
-        super().__post_init__()
 
     def unit_gpus(self, offered: float) -> float:
         """GPUs per training or evaluation unit on a cluster that offers ``offered`` GPUs in

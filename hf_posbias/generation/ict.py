@@ -45,6 +45,8 @@ from hf_posbias.generation.base import (
     stable_seed,
 )
 from hf_posbias.pipeline.corpus import Document
+from hf_posbias.setting_values import at_least, between
+from hf_posbias.settings import check_number
 
 ICT_OPTIONS: tuple[str, ...] = ("seed", "min_words", "max_words", "keep_probability")
 """The options of :class:`ICTGenerator` (``posbias generate --generator ict``)."""
@@ -117,6 +119,12 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+KEEP_PROBABILITY = between(0, 1)
+"""The probability of keeping the query sentence in the positive (``--keep-probability``)."""
+MIN_WORDS = at_least(1)
+"""The fewest words of a query sentence (``--min-words``)."""
+
+
 @dataclass
 class ICTGenerator:
     """Inverse Cloze Task query generator (Lee et al. 2019), deterministic per (doc, position).
@@ -143,10 +151,8 @@ class ICTGenerator:
     name: str = "ict"
 
     def __post_init__(self) -> None:
-        if not 0.0 <= float(self.keep_probability) <= 1.0:
-            raise InputError(f"keep_probability must be in [0, 1], got {self.keep_probability}")
-        if int(self.min_words) < 1:
-            raise InputError(f"min_words must be >= 1, got {self.min_words}")
+        check_number("keep_probability", float(self.keep_probability), KEEP_PROBABILITY)
+        check_number("min_words", int(self.min_words), MIN_WORDS)
         if self.max_words is not None and int(self.max_words) < int(self.min_words):
             raise InputError(
                 f"max_words ({self.max_words}) must be >= min_words ({self.min_words})"

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.listwise.settings import LAMBDA_FLAG
+from hf_posbias.setting_values import at_least
 from hf_posbias.settings import ProgressSettings, setting, shared_setting
 
 RESULTS_FILE = "results.md"
@@ -56,14 +57,14 @@ class ListwiseDemoSettings(ProgressSettings):
     out: str = shared_setting("out")
     model: str = setting("base causal LM", default="smollm2-135m")
     k: int = shared_setting("k", default=20)
-    queries: int = setting("test queries", default=5)
+    queries: int = setting("test queries", default=5, range=at_least(1))
     positions: str = shared_setting("positions", default="1,5,10,15,20")
-    propensity_queries: int = setting("ω queries", default=4)
+    propensity_queries: int = setting("ω queries", default=4, range=at_least(1))
     shuffles: int = shared_setting("shuffles", default=2)
     smoothing: float = shared_setting("smoothing", default=0.5)
-    train_queries: int = setting("training windows", default=4)
+    train_queries: int = setting("training windows", default=4, range=at_least(1))
     pos_aug: int = shared_setting("pos_aug", default=4)
-    steps: int = setting("training steps", default=8)
+    steps: int = setting("training steps", default=8, range=at_least(1))
     global_batch: int = shared_setting("global_batch", default=2)
     lr: float = shared_setting("lr", default=5e-5)
     lam: float = shared_setting("lambda", default=0.1, flag=LAMBDA_FLAG)

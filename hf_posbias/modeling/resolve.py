@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from hf_posbias.errors import ModelLoadError
 from hf_posbias.modeling.hub_probe import check_hub_model, needs_remote_code
 from hf_posbias.modeling.registry import registry_meta, registry_names, registry_needs_remote_code
-from hf_posbias.settings import Settings, check_positive, setting, shared_setting
+from hf_posbias.setting_values import at_least
+from hf_posbias.settings import Settings, setting, shared_setting
 from hf_posbias.suggestions import closest_names, suggest
 
 if TYPE_CHECKING:
@@ -214,14 +215,13 @@ class ModelSettings(Settings):
         default=None,
     )
     api_key_env: str = shared_setting("api_key_env", default="OPENAI_API_KEY")
-    endpoint_batch_size: int = setting("texts per /v1/embeddings request", default=64)
+    endpoint_batch_size: int = setting(
+        "texts per /v1/embeddings request", default=64, range=at_least(1)
+    )
     max_concurrency: int = shared_setting("max_concurrency", default=8)
-    max_retries: int = setting("retries of a failed endpoint request (backoff)", default=5)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_positive(self, "endpoint_batch_size", "max_concurrency")
-        check_positive(self, "max_retries", allow_zero=True)
+    max_retries: int = setting(
+        "retries of a failed endpoint request (backoff)", default=5, range=at_least(0)
+    )
 
 
 ENCODER_KINDS = {

@@ -4,7 +4,6 @@ settings share (each raises one :class:`~hf_posbias.errors.InputError` line befo
 from __future__ import annotations
 
 import hashlib
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,8 @@ from hf_posbias.pipeline.corpus import (
 )
 from hf_posbias.pipeline.sampling import PositionConfig
 from hf_posbias.rows import read_json
-from hf_posbias.settings import flag_name
+from hf_posbias.setting_values import SHARED_RANGES, at_least, between
+from hf_posbias.settings import check_number, flag_name
 from hf_posbias.shards import (
     stage_fingerprint,
     stage_parameters,
@@ -107,6 +107,12 @@ def check_folder_target(path: str | Path, what: str) -> Path:
     return path
 
 
+HOLDOUT = between(0, 1, high_open=True)
+"""The share of documents ``--holdout`` may hold out for evaluation."""
+AUDIT_PER_STRATUM = at_least(1)
+"""Candidates the segment audit draws per margin stratum."""
+
+
 def check_corpus_options(
     bins: str | Sequence[int] | None, limit: int | None, holdout: float
 ) -> LengthBins:
@@ -118,12 +124,14 @@ def check_corpus_options(
         >>> check_corpus_options(None, 0, 0.0)
         Traceback (most recent call last):
         ...
-        hf_posbias.errors.InputError: --limit must be a positive integer, got 0
+        hf_posbias.errors.InputError: --limit must be >= 1, got 0
     """
-    if limit is not None and (isinstance(limit, bool) or int(limit) != limit or limit < 1):
-        raise InputError(f"{flag_name('limit')} must be a positive integer, got {limit!r}")
-    if not isinstance(holdout, int | float) or not math.isfinite(holdout) or not 0 <= holdout < 1:
-        raise InputError(f"{flag_name('holdout')} must be in [0, 1), got {holdout}")
+    if limit is not None and (isinstance(limit, bool) or int(limit) != limit):
+        raise InputError(f"{flag_name('limit')} must be a whole number, got {limit!r}")
+    if isinstance(holdout, bool) or not isinstance(holdout, int | float):
+        raise InputError(f"{flag_name('holdout')} must be a number, got {holdout!r}")
+    check_number("limit", limit, SHARED_RANGES["limit"])
+    check_number("holdout", holdout, HOLDOUT)
     return LengthBins.parse(bins)
 
 
@@ -202,8 +210,7 @@ def check_audit_options(per_stratum: int, backend: str, constrained: bool) -> No
         ...
         hf_posbias.errors.InputError: --audit-per-stratum must be >= 1, got 0
     """
-    if per_stratum < 1:
-        raise InputError(f"{flag_name('audit_per_stratum')} must be >= 1, got {per_stratum}")
+    check_number("audit_per_stratum", per_stratum, AUDIT_PER_STRATUM)
 
     if backend not in CHAT_BACKENDS:
         raise InputError(

@@ -35,6 +35,8 @@ from hf_posbias import POSITIONS
 from hf_posbias.errors import BudgetError, InputError
 from hf_posbias.jsonable import JsonRecord
 from hf_posbias.pipeline.corpus import bin_sort_key
+from hf_posbias.setting_values import at_least
+from hf_posbias.settings import check_number, flag_name
 
 TRAINING_COLUMNS: tuple[str, ...] = (
     "query",
@@ -237,14 +239,20 @@ TINY_TRAINING_SET = 100
 the tests train on small sets on purpose)."""
 
 
+CELL_ROWS = at_least(1)
+"""What ``--budget`` and ``--min-cell`` count: rows of one (bin, position) cell."""
+
+
 def check_sampling_options(budget: Any = None, min_cell: Any = 1) -> None:
-    """Refuse a budget or minimum cell size that is not a positive integer (one line).
+    """Refuse a budget or minimum cell size that is not a whole number of rows >= 1 (one line;
+    the library's own check of what :class:`~hf_posbias.pipeline.settings.SampleSettings`
+    declares).
 
     Example:
         >>> check_sampling_options(budget=0)
         Traceback (most recent call last):
         ...
-        hf_posbias.errors.InputError: budget must be a positive integer, got 0
+        hf_posbias.errors.InputError: --budget must be >= 1, got 0
     """
     for name, value in (("budget", budget), ("min_cell", min_cell)):
         if value is None and name == "budget":
@@ -254,9 +262,9 @@ def check_sampling_options(budget: Any = None, min_cell: Any = 1) -> None:
             or not isinstance(value, int | float)
             or not math.isfinite(value)
             or value != int(value)
-            or value < 1
         ):
-            raise InputError(f"{name} must be a positive integer, got {value!r}")
+            raise InputError(f"{flag_name(name)} must be a whole number, got {value!r}")
+        check_number(name, value, CELL_ROWS)
 
 
 def _cell_order(cell: list[tuple[str, int]], seed: int, length_bin: str, position: str) -> list:

@@ -10,10 +10,13 @@ from typing import TYPE_CHECKING, Any
 from hf_posbias.errors import InputError
 from hf_posbias.executors.options import ExecutorSettings
 from hf_posbias.generation.backends import CHAT_BACKENDS, EndpointSettings
+from hf_posbias.generation.ict import KEEP_PROBABILITY, MIN_WORDS
 from hf_posbias.generation.prompt_files import check_prompt_files, prompt_file_setting
 from hf_posbias.generation.registry import GENERATORS
 from hf_posbias.pipeline.checks import (
+    AUDIT_PER_STRATUM,
     CONFIG_FLAG,
+    HOLDOUT,
     CorpusSource,
     check_audit_options,
     check_corpus_options,
@@ -22,17 +25,17 @@ from hf_posbias.pipeline.checks import (
     make_stage_panel,
     parse_configs,
 )
-from hf_posbias.pipeline.sampling import PAPER_CONFIG_NAMES, check_sampling_options
+from hf_posbias.pipeline.sampling import CELL_ROWS, PAPER_CONFIG_NAMES
+from hf_posbias.setting_values import at_least
 from hf_posbias.settings import (
     ProgressSettings,
     Settings,
     check_choices,
-    check_positive,
     flag_name,
     setting,
     shared_setting,
 )
-from hf_posbias.verification.report import DEFAULT_DELTA
+from hf_posbias.verification.report import DEFAULT_DELTA, DELTA
 
 if TYPE_CHECKING:
     from hf_posbias.verification.panel import RerankerPanel
@@ -78,7 +81,9 @@ class CorpusSettings(Settings):
     bins: str | None = setting("length-bin edges in characters, e.g. 256,512,1024", default=None)
     limit: int | None = shared_setting("limit", default=None)
     holdout: float = setting(
-        "fraction of documents held out for evaluation (stable hash of the id)", default=0.0
+        "fraction of documents held out for evaluation (stable hash of the id)",
+        default=0.0,
+        range=HOLDOUT,
     )
 
     def __post_init__(self) -> None:
@@ -117,11 +122,14 @@ class GeneratorSettings(EndpointSettings, SeedSettings, ProgressSettings):
         "constrained",
         default=True,
     )
-    concurrency: int = setting("parallel requests (openai)", default=8)
-    min_words: int | None = setting("ICT: minimum words of a query sentence", default=None)
+    concurrency: int = setting("parallel requests (openai)", default=8, range=at_least(1))
+    min_words: int | None = setting(
+        "ICT: minimum words of a query sentence", default=None, range=MIN_WORDS
+    )
     keep_probability: float | None = setting(
         "ICT: probability of keeping the query sentence in the document (default 0)",
         default=None,
+        range=KEEP_PROBABILITY,
     )
 
     def __post_init__(self) -> None:
@@ -131,7 +139,6 @@ class GeneratorSettings(EndpointSettings, SeedSettings, ProgressSettings):
             raise InputError(
                 f"{flag_name('generator')} {self.generator} needs {flag_name('llm_model')}"
             )
-        check_positive(self, "concurrency")
         check_prompt_files(self, "stage1", "stage2")
 
     def generator_options(self) -> dict[str, Any]:
@@ -179,6 +186,8 @@ class PanelSettings(Settings):
     delta: float | None = setting(
         f"consensus-margin threshold δ, within the panel's score range (default {DEFAULT_DELTA})",
         default=None,
+        # Its ceiling is the panel's (check_delta, below).
+        range=DELTA,
     )
     trust_remote_code: bool = shared_setting(
         "trust_remote_code",
@@ -219,7 +228,7 @@ class AuditSettings(EndpointSettings):
         'schema ({"answer": "yes"|"no"})',
         default=False,
     )
-    audit_per_stratum: int = setting("candidates per stratum", default=100)
+    audit_per_stratum: int = setting("candidates per stratum", default=100, range=AUDIT_PER_STRATUM)
     audit_prompt_file: str | None = prompt_file_setting("audit", "the audit judge's prompt")
 
     def __post_init__(self) -> None:
@@ -243,17 +252,18 @@ class SampleSettings(SeedSettings):
         show_default=False,
     )
     budget: int | None = setting(
-        "per (bin, position) budget (default: smallest cell)", default=None
+        "per (bin, position) budget (default: smallest cell)", default=None, range=CELL_ROWS
     )
     min_cell: int = setting(
-        "exclude bins whose smallest (bin, position) cell is below this (reported)", default=1
+        "exclude bins whose smallest (bin, position) cell is below this (reported)",
+        default=1,
+        range=CELL_ROWS,
     )
 
     def __post_init__(self) -> None:
         super().__post_init__()
         self.configs = tuple(self.configs)
         parse_configs(self.configs)
-        check_sampling_options(self.budget, self.min_cell)
 
 
 @dataclass(kw_only=True)

@@ -18,7 +18,8 @@ from hf_posbias.devices import INFERENCE_DTYPES
 from hf_posbias.errors import InputError
 from hf_posbias.generation.backends import EndpointSettings
 from hf_posbias.rerankers.window import DEFAULT_WINDOW
-from hf_posbias.settings import check_choice, check_positive, flag_name, setting, shared_setting
+from hf_posbias.setting_values import at_least
+from hf_posbias.settings import check_choice, flag_name, setting, shared_setting
 
 MODES: tuple[str, ...] = ("first", "generate")
 """first: identifier logits of the first answer token; generate: the model writes a permutation."""
@@ -43,15 +44,16 @@ class RerankerOptions(EndpointSettings):
     passage_tokens: int | None = shared_setting("passage_tokens", default=None)
     identifiers: Literal["letters", "numbers"] = shared_setting("identifiers", default="letters")
     window: int = shared_setting("window", default=DEFAULT_WINDOW)
-    step: int | None = setting("sliding-window step (default: window/2)", default=None)
+    step: int | None = setting(
+        "sliding-window step (default: window/2)", default=None, range=at_least(1)
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_choice("mode", self.mode, MODES)
         check_choice("dtype", self.dtype, INFERENCE_DTYPES)
         check_choice("identifiers", self.identifiers, ("letters", "numbers"))
-        check_positive(self, "batch_size", "passage_tokens", "window")
-        if self.step is not None and not 0 < self.step <= self.window:
+        if self.step is not None and self.step > self.window:
             raise InputError(
                 f"{flag_name('step')} must lie in 1..{flag_name('window')} ({self.window}), "
                 f"got {self.step}"

@@ -48,7 +48,7 @@ from typing import Any
 from hf_posbias.errors import InputError
 from hf_posbias.jsonable import JsonRecord
 from hf_posbias.rows import read_json
-from hf_posbias.settings import check_positive, setting, shared_setting
+from hf_posbias.settings import Settings, setting, shared_setting
 from hf_posbias.study.report_sources import BASE as BASE
 from hf_posbias.study.report_sources import SKEWED as SKEWED
 from hf_posbias.study.report_sources import UNIFORM as UNIFORM
@@ -66,16 +66,13 @@ REPORT_DIRNAME = "report"
 
 
 @dataclass(kw_only=True)
-class ReportOptions:
+class ReportOptions(Settings):
     """What the report over run folders takes beside them (a study folder's report takes its
     spec's)."""
 
     bootstrap: int = shared_setting("bootstrap", default=1000)
     seed: int = shared_setting("seed", default=0)
     title: str = shared_setting("title", default="Position bias report")
-
-    def __post_init__(self) -> None:
-        check_positive(self, "bootstrap")
 
 
 @dataclass(kw_only=True)

@@ -53,10 +53,11 @@ from hf_posbias.executors.options import ExecutorSettings
 from hf_posbias.locks import is_lock_file
 from hf_posbias.pipeline.sampling import PAPER_CONFIG_NAMES
 from hf_posbias.rows import read_json
+from hf_posbias.setting_values import KeyPath, at_least, key_path
 from hf_posbias.settings import (
-    KeyPath,
+    declared_range,
     flag_name,
-    key_path,
+    range_problems,
     setting,
     settings_record,
     shared_setting,
@@ -182,13 +183,20 @@ class StudySpec(PassageSettings, ExecutorSettings):
         "segment profile: only documents of at least this many words (Zeng et al. App. A.4's "
         "length filter)",
         default=None,
+        range=at_least(1),
     )
     analysis_max_words: int | None = setting(
-        "segment profile: only documents of at most this many words", default=None
+        "segment profile: only documents of at most this many words",
+        default=None,
+        range=at_least(1),
     )
-    analysis_limit: int = setting("pairs and documents sampled per analysis (0 = all)", default=200)
+    analysis_limit: int = setting(
+        "pairs and documents sampled per analysis (0 = all)", default=200, range=at_least(0)
+    )
     analysis_slots: int = setting(
-        "positions p1…pn of evidence moving and segments of the segment profile", default=10
+        "positions p1…pn of evidence moving and segments of the segment profile",
+        default=10,
+        range=at_least(2),
     )
 
     @property
@@ -200,8 +208,10 @@ class StudySpec(PassageSettings, ExecutorSettings):
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
         problems = spec_problems(values)
         passage = {f.name for f in dataclasses.fields(PassageSettings)}
-        # The passage checks read the remedies: run them only on well-formed values.
-        if not any(path and path[0] in {*passage, "remedies"} for path, _ in problems):
+        ranged = {name for name in values if declared_range(StudySpec, name) is not None}
+        # The passage checks read the remedies, and every group's checks begin with the ranges
+        # (already among the problems): run them only on well-formed values.
+        if not any(path and path[0] in {*passage, *ranged, "remedies"} for path, _ in problems):
             try:
                 super().__post_init__()
             except InputError as err:
@@ -319,15 +329,7 @@ def spec_problems(values: Mapping[str, Any]) -> list[tuple[KeyPath, str]]:
     for index, analysis in enumerate(given("analyses") or ()):
         if analysis not in ANALYSES:
             problems.append((("analyses", index), _not_one_of(analysis, ANALYSES)))
-    for name, least in (
-        ("analysis_limit", 0),
-        ("analysis_min_words", 1),
-        ("analysis_max_words", 1),
-        ("analysis_slots", 2),
-    ):
-        value = given(name)
-        if value is not None and value < least:
-            problems.append(((name,), f"must be at least {least}, got {value}"))
+    problems += range_problems(StudySpec, {name: given(name) for name in defaults})
     known_configs = [*PAPER_CONFIG_NAMES, "ips"]
     for index, config in enumerate(given("configs") or ()):
         if config == "ips":
@@ -351,9 +353,6 @@ def spec_problems(values: Mapping[str, Any]) -> list[tuple[KeyPath, str]]:
                     f"({', '.join(POOLINGS)})",
                 )
             )
-    bootstrap = given("bootstrap")
-    if bootstrap is not None and bootstrap < 1:
-        problems.append((("bootstrap",), f"must be >= 1, got {bootstrap}"))
     remedies = list(given("remedies") or ())
     for index, remedy in enumerate(remedies):
         if remedy not in remedy_names():
@@ -519,6 +518,26 @@ def _tasks_on_bases(tasks: list[Any], bases: list[str]) -> list[Any]:
     return kept
 
 
+def given_overrides(overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The flags given on the command line (``None``: not given), each checked against its
+    field's type and range before the spec file is even read: a flag's own mistake is one line
+    naming every such flag.
+
+    Example:
+        >>> given_overrides({"seed": -1, "bases": None})
+        Traceback (most recent call last):
+        ...
+        hf_posbias.study.spec.SpecError: --seed: must be >= 0, got -1
+    """
+    given = {k: v for k, v in (overrides or {}).items() if v is not None}
+    problems = value_problems(StudySpec, given)
+    typed = {path[0] for path, _ in problems}
+    problems += range_problems(StudySpec, {k: v for k, v in given.items() if k not in typed})
+    if problems:
+        raise SpecError(problems, _flag_path)
+    return given
+
+
 def load_spec(path: str | Path, overrides: Mapping[str, Any] | None = None) -> StudySpec:
     """The spec of ``path`` with ``overrides`` (flags given on the command line; ``None`` values
     mean "not given") applied on top.
@@ -541,8 +560,8 @@ def load_spec(path: str | Path, overrides: Mapping[str, Any] | None = None) -> S
         ...     print(str(err).split("; ")[-1])
         training.max_step: unknown training setting 'max_step' (did you mean 'max_steps'?)
     """
+    given = given_overrides(overrides)
     data = read_spec_text(path)
-    given = {k: v for k, v in (overrides or {}).items() if v is not None}
     data.update(given)
     if "bases" in given and isinstance(data.get("tasks"), list):
         data["tasks"] = _tasks_on_bases(data["tasks"], list(given["bases"]))

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.executors.units import Unit
-from hf_posbias.settings import setting
+from hf_posbias.settings import Settings, setting
 from hf_posbias.study.layout import (
     BASE_CONFIG,
     BASE_MARKER,
@@ -251,7 +251,7 @@ def executor_plan(
 
 
 @dataclass(kw_only=True)
-class StudyStatusSettings:
+class StudyStatusSettings(Settings):
     """``posbias study status DIR``."""
 
     folder: str = setting("the study folder (--out of `posbias study run`)", positional=True)

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from hf_posbias.errors import InputError
-from hf_posbias.settings import check_choice, check_positive, flag_name, setting, shared_setting
+from hf_posbias.setting_values import above, at_least
+from hf_posbias.settings import Settings, check_choice, flag_name, setting, shared_setting
 
 if TYPE_CHECKING:
     from hf_posbias.devices import DeviceInfo
@@ -32,7 +33,7 @@ CPU_MINI_BATCH_ROWS = 32
 
 
 @dataclass(kw_only=True)
-class ComputeSettings:
+class ComputeSettings(Settings):
     """How a training step runs on the hardware (shared by every trainer of hf-posbias)."""
 
     global_batch: int = shared_setting(
@@ -58,6 +59,7 @@ class ComputeSettings:
         "pack embedding mini-batches by token count instead of rows "
         "(sentence-transformers' mini_batch_num_tokens); must hold the longest sequence",
         default=None,
+        range=at_least(1),
     )
     attn_implementation: str | None = setting(
         "attention kernel: eager | sdpa | flex_attention | flash_attention_2 | "
@@ -69,18 +71,15 @@ class ComputeSettings:
         "device memory the memory preflight may plan for, GiB; unset = the whole "
         "GPU; lower it on a shared GPU",
         default=None,
+        range=above(0),
     )
     seed: int = shared_setting("seed", default=42)
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         check_choice("precision", self.precision, ("auto", "fp32", "bf16", "fp16"))
         check_choice("gradient_checkpointing", self.gradient_checkpointing, CHECKPOINTING_CHOICES)
         self.mini_batch_size = _auto_or_positive_int("mini_batch_size", self.mini_batch_size)
-        check_positive(self, "global_batch", "mini_batch_tokens")
-        if self.device_memory_gib is not None and self.device_memory_gib <= 0:
-            raise InputError(
-                f"{flag_name('device_memory_gib')} must be positive, got {self.device_memory_gib}"
-            )
 
     @property
     def mini_batch_rows(self) -> int | None:

@@ -45,10 +45,10 @@ from hf_posbias.devices import KNOWN_GPUS
 from hf_posbias.errors import InputError, PosbiasError
 from hf_posbias.pipeline.sampling import PAPER_CONFIG_NAMES
 from hf_posbias.progress import progress
+from hf_posbias.setting_values import at_least
 from hf_posbias.settings import (
     Settings,
     add_settings_arguments,
-    check_positive,
     flag_name,
     setting,
     settings_from_args,
@@ -377,7 +377,9 @@ class LaunchSettings(Settings):
     in_process: bool = setting(
         "train in this process instead of `accelerate launch`", default=False
     )
-    num_processes: int | None = setting("accelerate processes per run (DDP)", default=None)
+    num_processes: int | None = setting(
+        "accelerate processes per run (DDP)", default=None, range=at_least(1)
+    )
     plan_for: str | None = setting(
         f"dry run: plan for this GPU ({', '.join(KNOWN_GPUS)}, cpu); default: this machine's "
         "device",
@@ -394,7 +396,6 @@ class LaunchSettings(Settings):
     def __post_init__(self) -> None:
         super().__post_init__()
         select_shard([], self.shard)  # validates i/n before anything runs
-        check_positive(self, "num_processes")
 
 
 @dataclass(kw_only=True)

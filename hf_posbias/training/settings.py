@@ -32,10 +32,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from hf_posbias.setting_values import above, at_least
 from hf_posbias.settings import (
     ProgressSettings,
     check_choice,
-    check_positive,
     parse_settings_args,
     setting,
     shared_setting,
@@ -68,9 +68,11 @@ class TrainingSettings(ComputeSettings, ProgressSettings):
     epochs: float = shared_setting("epochs", default=3.0)
     lr: float | None = shared_setting("lr", default=None)
     pooling: PoolingName | None = setting("override the model's pooling", default=None)
-    max_length: int | None = setting("max tokens per text; unset = the model's", default=None)
-    warmup_ratio: float = setting("linear warm-up share of steps", default=0.1)
-    scale: float = setting("InfoNCE scale = 1 / temperature", default=20.0)
+    max_length: int | None = setting(
+        "max tokens per text; unset = the model's", default=None, range=at_least(1)
+    )
+    warmup_ratio: float = shared_setting("warmup_ratio", default=0.1)
+    scale: float = setting("InfoNCE scale = 1 / temperature", default=20.0, range=above(0))
     logging_steps: int = shared_setting("logging_steps", default=10)
     push_to_hub: str | None = setting(
         "upload checkpoint + card to this model repo id", default=None
@@ -87,7 +89,6 @@ class TrainingSettings(ComputeSettings, ProgressSettings):
             from hf_posbias.training.models import POOLINGS
 
             check_choice("pooling", self.pooling, POOLINGS)
-        check_positive(self, "max_steps", "max_length")
 
 
 TrainConfig = TrainingSettings

@@ -22,7 +22,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -404,10 +403,12 @@ def check_delta(delta: Any, panel: RerankerPanel) -> float:
         ...
         hf_posbias.errors.InputError: delta 5 is above the largest margin panel bm25 (share) ...
     """
-    if isinstance(delta, bool) or not isinstance(delta, int | float) or not math.isfinite(delta):
-        raise InputError(f"delta must be a finite number >= 0, got {delta!r}")
-    if delta < 0:
-        raise InputError(f"delta must be a finite number >= 0, got {delta!r}")
+    from hf_posbias.settings import check_number
+    from hf_posbias.verification.report import DELTA
+
+    if isinstance(delta, bool) or not isinstance(delta, int | float):
+        raise InputError(f"--delta must be a number, got {delta!r}")
+    check_number("delta", delta, DELTA)
     ceiling = margin_ceiling(panel)
     if delta > ceiling:
         members = ", ".join(f"{m.name} ({m.normalization})" for m in panel.members)

@@ -23,10 +23,13 @@ from typing import Any
 from hf_posbias import POSITIONS
 from hf_posbias.jsonable import JsonRecord
 from hf_posbias.pipeline.corpus import bin_position_counts
+from hf_posbias.setting_values import at_least
 from hf_posbias.tables import as_table
 
 DEFAULT_DELTA = 0.3
 """YHP26's consensus-margin threshold δ."""
+DELTA = at_least(0)
+"""δ's range on every panel; its ceiling is the panel's own (``panel.check_delta``)."""
 
 REPORT_THRESHOLDS: tuple[float, ...] = (0.0, 0.1, 0.2)
 """Margin thresholds of YHP26 Table 6; δ is always added."""

@@ -152,7 +152,7 @@ def test_user_mistakes_exit_2_with_one_line(tmp_path, capsys) -> None:
         )
         == 2
     )
-    assert "--n must be at least 2" in capsys.readouterr().err
+    assert "--n must be >= 2, got 1" in capsys.readouterr().err
 
 
 def test_analyze_takes_an_endpoint_model(tmp_path, tiny_sentence_transformer):

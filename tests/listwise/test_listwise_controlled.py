@@ -145,7 +145,7 @@ def test_llm_reranker_runs_the_test_and_shows_its_window_counts(beir_task, tmp_p
         (["--split", "dev"], "no qrels for split 'dev'"),
         (["--positions", "0,3"], "--positions must lie in 1..20"),
         (["--k", "5", "--positions", "6"], "--positions must lie in 1..5"),
-        (["--n-resamples", "0"], "bootstrap resamples must be at least 1"),
+        (["--n-resamples", "0"], "--n-resamples must be >= 1, got 0"),
     ],
 )
 def test_bad_input_is_one_line(beir_task, tmp_path, capsys, extra, message):

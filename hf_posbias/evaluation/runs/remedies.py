@@ -54,14 +54,8 @@ from hf_posbias.evaluation.runs.remedy_kinds import (
 from hf_posbias.evaluation.runs.search import CorpusSearch, SearchContext
 from hf_posbias.jsonable import JsonRecord
 from hf_posbias.plugins import NO_REMEDY, Registry, remedy_registry
-from hf_posbias.settings import (
-    Settings,
-    check_choice,
-    check_positive,
-    flag_name,
-    setting,
-    shared_setting,
-)
+from hf_posbias.setting_values import at_least
+from hf_posbias.settings import Settings, check_choice, flag_name, setting, shared_setting
 
 if TYPE_CHECKING:
     import torch
@@ -146,11 +140,13 @@ class PassageSettings(Settings):
         "tokens between the starts of consecutive passages (at most --passage-tokens)",
         default=64,
         metavar="S",
+        range=at_least(1),
     )
     segments: int = setting(
         "equal segments of the document weighted equally (segment-balanced)",
         default=4,
         metavar="K",
+        range=at_least(1),
     )
 
     @property
@@ -161,7 +157,6 @@ class PassageSettings(Settings):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_positive(self, "passage_tokens", "stride", "segments")
         if self.uses_passages and self.stride > self.passage_tokens:
             raise InputError(
                 f"{flag_name('stride')} must be at most {flag_name('passage_tokens')} "

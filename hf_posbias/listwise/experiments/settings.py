@@ -22,11 +22,11 @@ from typing import Any, Literal
 
 from hf_posbias.errors import InputError
 from hf_posbias.rerankers.options import RerankerOptions
+from hf_posbias.setting_values import at_least
 from hf_posbias.settings import (
     ProgressSettings,
     Settings,
     check_choices,
-    check_positive,
     flag_name,
     setting,
     shared_setting,
@@ -87,14 +87,18 @@ class ListSource(Settings):
 
     k: int = shared_setting("k", default=20)
     max_queries: int | None = setting(
-        "a seeded sample of this many judged queries (default: all)", default=None
+        "a seeded sample of this many judged queries (default: all)",
+        default=None,
+        range=at_least(1),
     )
     seed: int = shared_setting("seed", default=0)
     first_stage: str | list[str] = shared_setting(
         "first_stage",
         default="bm25",
     )
-    rrf_k: int = setting("k of the reciprocal rank fusion of several first stages", default=60)
+    rrf_k: int = setting(
+        "k of the reciprocal rank fusion of several first stages", default=60, range=at_least(1)
+    )
     first_stage_similarity: str | None = setting(
         "similarity of a dense first stage (default: the model's own similarity_fn_name)",
         default=None,
@@ -103,7 +107,6 @@ class ListSource(Settings):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_positive(self, "k", "max_queries", "rrf_k")
         from hf_posbias.listwise.experiments.firststage import first_stage_names
 
         names = first_stage_names(self.first_stage)
@@ -166,13 +169,14 @@ class ShuffleEvalConfig(ListSettings, PairedTestSettings):
 
     shuffles: int = shared_setting("shuffles", default=5)
     aggregate: int = setting(
-        "also aggregate this many shuffles by Borda and Kemeny (0: off)", default=0
+        "also aggregate this many shuffles by Borda and Kemeny (0: off)",
+        default=0,
+        range=at_least(0),
     )
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_positive(self, "shuffles")
-        if self.aggregate < 0 or self.aggregate == 1:
+        if self.aggregate == 1:
             raise InputError(
                 f"{flag_name('aggregate')} needs at least 2 shuffles (0: off), got {self.aggregate}"
             )
@@ -209,6 +213,7 @@ class ListwiseRemediesConfig(ControlledTestConfig, PairedTestSettings):
     shuffles: str | list[int] = shared_setting(
         "shuffles",
         default="1,2,5,10,20",
+        range=None,  # a list of counts, each >= 1: parse_counts checks them
     )
     calibrate: bool = shared_setting("calibrate", default=True)
     checkpoints: str | None = setting(
@@ -234,11 +239,6 @@ class PropensityConfig(ListSettings):
 
     shuffles: int = shared_setting("shuffles", default=10)
     smoothing: float = shared_setting("smoothing", default=0.0)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_positive(self, "shuffles")
-        check_positive(self, "smoothing", allow_zero=True)
 
 
 @dataclass(kw_only=True)
@@ -323,11 +323,6 @@ class ShuffleTableSettings(PairedTestSettings):
     alpha: float = shared_setting("alpha", default=0.01)
     seed: int = shared_setting("seed", default=0)
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if not 0 < self.alpha < 1:
-            raise InputError(f"{flag_name('alpha')} must lie strictly between 0 and 1")
-
 
 @dataclass(kw_only=True)
 class CurvesSettings(Settings):
@@ -345,12 +340,10 @@ class ConvertSettings(Settings):
     data: str = setting("a .jsonl/.json file or a Hub dataset id")
     hf_split: str = setting("split of a Hub dataset", default="train")
     identifiers: Literal["letters", "numbers"] | None = shared_setting("identifiers", default=None)
-    max_rows: int | None = setting("convert only the first N records", default=None)
+    max_rows: int | None = setting(
+        "convert only the first N records", default=None, range=at_least(1)
+    )
     out: str = shared_setting("out")
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_positive(self, "max_rows")
 
 
 @dataclass(kw_only=True)
@@ -358,12 +351,8 @@ class RerankSettings(RerankerName, RerankerOptions):
     """``posbias listwise rerank``: rank_llm requests → rank_llm results."""
 
     requests: str = setting("rank_llm requests (.json or .jsonl)")
-    k: int | None = setting("rerank the top k (default: all)", default=None)
+    k: int | None = setting("rerank the top k (default: all)", default=None, range=at_least(1))
     out: str = setting("results file (.json or .jsonl)")
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_positive(self, "k")
 
 
 @dataclass(kw_only=True)

@@ -35,12 +35,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 from hf_posbias.errors import InputError
+from hf_posbias.setting_values import above, at_least
 from hf_posbias.settings import (
     ProgressSettings,
     Settings,
     check_choice,
     check_choices,
-    check_positive,
     flag_name,
     setting,
     shared_setting,
@@ -124,7 +124,9 @@ class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
         default=True,
     )
     neftune_alpha: float | None = setting(
-        "NEFTune noise α on the input embeddings (Q26 trains with it); unset = off", default=None
+        "NEFTune noise α on the input embeddings (Q26 trains with it); unset = off",
+        default=None,
+        range=above(0),
     )
     passage_tokens: int | None = shared_setting(
         "passage_tokens",
@@ -134,41 +136,28 @@ class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
     # Not --window (the reranker's sliding-window size) nor --max-length (posbias train's
     # truncation): a limit the data is checked against; the former spellings stay accepted.
     window: int = setting(
-        "largest window the data may hold", default=20, flag=MAX_WINDOW_FLAG, aliases=("--window",)
+        "largest window the data may hold",
+        default=20,
+        flag=MAX_WINDOW_FLAG,
+        aliases=("--window",),
+        range=at_least(1),
     )
     max_length: int | None = setting(
         "refuse training sequences longer than this (never truncated)",
         default=None,
         flag=REJECT_LONGER_FLAG,
         aliases=("--max-length",),
+        range=at_least(1),
     )
     max_steps: int | None = shared_setting("max_steps", default=None)
     epochs: float = shared_setting("epochs", default=3.0)
     lr: float = shared_setting("lr", default=5e-6)
-    warmup_ratio: float = setting("linear warm-up share of steps", default=0.0)
+    warmup_ratio: float = shared_setting("warmup_ratio", default=0.0)
     logging_steps: int = shared_setting("logging_steps", default=10)
     card: bool = setting("write the model card README.md", default=True)
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_positive(
-            self, "pos_aug", "passage_tokens", "window", "max_length", "max_steps", "logging_steps"
-        )
-        checks = [
-            (LAMBDA_FLAG, self.lam, self.lam >= 0, ">= 0"),
-            (
-                flag_name("neftune_alpha"),
-                self.neftune_alpha,
-                self.neftune_alpha is None or self.neftune_alpha > 0,
-                "> 0",
-            ),
-            (flag_name("epochs"), self.epochs, self.epochs > 0, "> 0"),
-            (flag_name("lr"), self.lr, self.lr > 0, "> 0"),
-            (flag_name("warmup_ratio"), self.warmup_ratio, 0 <= self.warmup_ratio < 1, "in [0, 1)"),
-        ]
-        for flag, value, ok, rule in checks:
-            if not ok:
-                raise InputError(f"{flag} must be {rule}, got {value}")
         check_choice("identifiers", self.identifiers, ("letters", "numbers"))
         if self.augmentation is not None:
             check_choices(self, "augmentation")
@@ -228,13 +217,9 @@ class AugmentSettings(Settings):
     """``posbias listwise augment``: Pos-Aug rotations of a training set."""
 
     data: str = setting("training-set folder, .parquet or .jsonl")
-    groups: int = setting("number of groups n (divides k)")
+    groups: int = setting("number of groups n (divides k)", range=at_least(1))
     out: str = shared_setting("out")
     seed: int = shared_setting("seed", default=0)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_positive(self, "groups")
 
 
 @dataclass(kw_only=True)
@@ -249,10 +234,11 @@ class TransitionsSettings(Settings):
         default="pos-aug",
         choices=AUGMENTATIONS,
     )
-    groups: int = setting("Pos-Aug groups n (divides k) / RandAug copies", default=4)
+    groups: int = setting(
+        "Pos-Aug groups n (divides k) / RandAug copies", default=4, range=at_least(1)
+    )
     seed: int = shared_setting("seed", default=0)
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_positive(self, "groups")
         check_choices(self, "augmentation")

@@ -36,6 +36,7 @@ from typing import Any
 
 from hf_posbias import citations
 from hf_posbias.errors import InputError
+from hf_posbias.setting_values import at_least
 from hf_posbias.settings import setting, shared_setting
 from hf_posbias.tasks.builders.common import (
     BuilderOutput,
@@ -205,7 +206,7 @@ class SquadPosQSettings(BuilderOutput):
     )
     tiny: bool = shared_setting("tiny", default=False)
     seed: int = shared_setting("seed", default=42)
-    tiny_size: int = setting("queries of the tiny sample", default=10_000)
+    tiny_size: int = setting("queries of the tiny sample", default=10_000, range=at_least(1))
     splits: list[str] = setting(
         "splits to merge, in order", default_factory=lambda: ["train", "validation"]
     )
