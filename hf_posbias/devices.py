@@ -16,8 +16,12 @@ the rules can be tested on a CPU-only machine with a described GPU (no CUDA need
   (flash-attention 2 on a CUDA GPU in bf16/fp16 when the ``flash_attn`` package imports, else
   PyTorch's ``sdpa``); an explicit implementation that is not installed is a one-line error.
 - :func:`dense_peak_flops` — the device's dense matmul peak (for MFU), from vendor data sheets.
+- :func:`check_device` — a requested ``--device`` that this machine lacks is one line naming it
+  and the devices it has (:func:`available_devices`), before anything loads: every verb with
+  ``--device`` and the trainers' probe (:func:`device_info`) go through it.
 
-torch is imported only by :func:`device_info` (the probe of the real machine).
+torch is imported only by :func:`device_info` and :func:`available_devices` (the probes of the
+real machine), never to refuse a CUDA device on a CPU-only torch build.
 
 Example:
     >>> from hf_posbias.devices import DeviceInfo, resolve_precision
@@ -41,7 +45,9 @@ from typing import Literal
 from hf_posbias.errors import InputError
 from hf_posbias.settings import flag_name
 
-_PRECISION, _DTYPE, _ATTN = (flag_name(n) for n in ("precision", "dtype", "attn_implementation"))
+_PRECISION, _DTYPE, _ATTN, _DEVICE = (
+    flag_name(n) for n in ("precision", "dtype", "attn_implementation", "device")
+)
 
 Precision = Literal["fp32", "bf16", "fp16"]
 PRECISIONS: tuple[str, ...] = ("auto", "fp32", "bf16", "fp16")
@@ -115,6 +121,97 @@ def default_device() -> str:
     return "cpu"
 
 
+DEVICE_KINDS: tuple[str, ...] = ("cpu", "cuda", "mps")
+"""The torch devices a ``--device`` may name (``cuda`` and ``cuda:N``, N from 0)."""
+
+
+def _torch_build() -> tuple[str, bool]:
+    """(torch's version, whether it is built with CUDA or ROCm), read from ``torch/version.py``
+    without importing torch (seconds on a small machine): a CPU build answers a ``cuda`` request
+    at once."""
+    import re
+
+    spec = importlib.util.find_spec("torch")
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    for folder in locations:
+        path = os.path.join(folder, "version.py")
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8") as file:
+                text = file.read()
+            version = re.search(r"__version__\s*=\s*['\"]([^'\"]+)", text)
+            gpu = re.search(r"^(cuda|hip)\b[^=]*=\s*['\"]", text, re.MULTILINE)
+            return (version.group(1) if version else "?"), gpu is not None
+    return "not installed", False
+
+
+def _is_mac() -> bool:
+    import sys
+
+    return sys.platform == "darwin"
+
+
+def available_devices() -> list[str]:
+    """The torch devices of this machine: ``cpu``, then ``cuda:0`` … and ``mps`` where present
+    (torch is imported only when it could have a GPU: a CUDA build, or a Mac).
+
+    Example:
+        >>> available_devices()[0]
+        'cpu'
+    """
+    _, gpu_build = _torch_build()
+    if not gpu_build and not _is_mac():
+        return ["cpu"]
+    import torch
+
+    found = ["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        found.append("mps")
+    return found
+
+
+def check_device(requested: str | None) -> str | None:
+    """``requested`` (a ``--device``) when this machine has it; ``None`` (automatic) passes.
+
+    A device that is not here is one line naming it and what is available, before anything
+    loads (the one check of every verb's ``--device``, and of :func:`device_info`): a CUDA
+    device on a CPU-only torch is answered without importing torch.
+
+    Example:
+        >>> check_device("cpu"), check_device(None)
+        ('cpu', None)
+        >>> check_device("gpu")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: --device gpu: unknown device (cpu, cuda, cuda:N or mps); ...
+    """
+    if requested is None or not str(requested).strip():
+        return None
+    text = str(requested).strip()
+    kind, _, index = text.partition(":")
+    if kind not in DEVICE_KINDS or (index and (kind == "mps" or not index.isdigit())):
+        where = f"available here: {', '.join(available_devices())}"
+        raise InputError(f"{_DEVICE} {text}: unknown device (cpu, cuda, cuda:N or mps); {where}")
+    if kind == "cpu":
+        return text
+    version, gpu_build = _torch_build()
+    if kind == "cuda" and not gpu_build:
+        raise InputError(
+            f"{_DEVICE} {text}: no CUDA here (torch {version} is built without CUDA); "
+            "available: cpu"
+        )
+    available = available_devices()
+    if kind == "mps" and "mps" not in available:
+        why = "" if _is_mac() else " (MPS runs on Apple silicon Macs)"
+        raise InputError(f"{_DEVICE} mps: no Apple MPS device here{why}; available: "
+                         f"{', '.join(available)}")  # fmt: skip
+    gpus = [d for d in available if d.startswith("cuda:")]
+    if kind == "cuda" and (not gpus or (index and f"cuda:{int(index)}" not in gpus)):
+        seen = f"{len(gpus)} CUDA GPU{'s' if len(gpus) != 1 else ''} visible"
+        raise InputError(f"{_DEVICE} {text}: {seen}; available: {', '.join(available)}")
+    return text
+
+
 def device_info(device: str | None = None) -> DeviceInfo:
     """Probe ``device`` (default: :func:`default_device`) and describe what it supports.
 
@@ -125,6 +222,7 @@ def device_info(device: str | None = None) -> DeviceInfo:
         >>> info.kind, info.bf16, info.fp16, info.bf16_native == cpu_has_native_bf16()
         ('cpu', True, False, True)
     """
+    check_device(device)  # a device that is not here: one line, not torch's error
     import torch
 
     kind = (device or default_device()).split(":")[0]

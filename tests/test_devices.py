@@ -121,3 +121,105 @@ def test_cpu_probe_reports_native_bf16_truthfully():
     assert probed.bf16_native == devices.cpu_has_native_bf16()
     assert probed.bf16_native == bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
     assert H100.bf16_native and not V100.bf16_native
+
+
+# --------------------------------------------------------------------------- a requested device
+
+
+def _machine(monkeypatch: pytest.MonkeyPatch, *, cuda_build: bool, gpus: int = 0, mac=False):
+    """This process as a machine with a CPU-only or CUDA torch, ``gpus`` GPUs, a Mac or not."""
+    monkeypatch.setattr(devices, "_torch_build", lambda: ("2.13.0+test", cuda_build))
+    monkeypatch.setattr(devices, "_is_mac", lambda: mac)
+    found = ["cpu", *(f"cuda:{i}" for i in range(gpus)), *(["mps"] if mac else [])]
+    if cuda_build or mac:
+        monkeypatch.setattr(devices, "available_devices", lambda: found)
+
+
+@pytest.mark.parametrize(
+    ("machine", "requested", "message"),
+    [
+        (
+            {"cuda_build": False},
+            "cuda",
+            "--device cuda: no CUDA here (torch 2.13.0+test is built without CUDA); available: cpu",
+        ),
+        (
+            {"cuda_build": True, "gpus": 1},
+            "cuda:3",
+            "--device cuda:3: 1 CUDA GPU visible; available: cpu, cuda:0",
+        ),
+        (
+            {"cuda_build": True, "gpus": 0},
+            "cuda",
+            "--device cuda: 0 CUDA GPUs visible; available: cpu",
+        ),
+        (
+            {"cuda_build": False},
+            "mps",
+            "--device mps: no Apple MPS device here (MPS runs on Apple silicon Macs); "
+            "available: cpu",
+        ),
+        (
+            {"cuda_build": True, "gpus": 2},
+            "tpu",
+            "--device tpu: unknown device (cpu, cuda, cuda:N or mps); "
+            "available here: cpu, cuda:0, cuda:1",
+        ),
+    ],
+)
+def test_a_device_that_is_not_here_is_one_line_naming_what_is(
+    monkeypatch: pytest.MonkeyPatch, machine: dict, requested: str, message: str
+) -> None:
+    _machine(monkeypatch, **machine)
+    with pytest.raises(InputError) as err:
+        devices.check_device(requested)
+    assert str(err.value) == message
+
+
+def test_a_device_that_is_here_passes(monkeypatch: pytest.MonkeyPatch) -> None:
+    _machine(monkeypatch, cuda_build=True, gpus=2, mac=False)
+    assert [devices.check_device(d) for d in ("cuda", "cuda:1", "cpu", None)] == [
+        "cuda",
+        "cuda:1",
+        "cpu",
+        None,
+    ]
+    _machine(monkeypatch, cuda_build=False, mac=True)
+    assert devices.check_device("mps") == "mps"
+
+
+def test_the_torch_build_is_read_from_its_version_file() -> None:
+    # The version file answers a CUDA request: refusing one costs no torch import.
+    version, cuda_build = devices._torch_build()
+    assert version == torch.__version__.split("+")[0] or version == torch.__version__
+    assert cuda_build == (torch.version.cuda is not None or torch.version.hip is not None)
+
+
+def test_the_training_probe_refuses_a_device_that_is_not_here(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _machine(monkeypatch, cuda_build=False)
+    with pytest.raises(InputError, match=r"^--device cuda: no CUDA here"):
+        device_info("cuda")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["evaluate", "--model", "all-MiniLM-L6-v2", "--task", "t", "--device", "cuda:3"],
+        ["analyze", "audit", "m", "--task", "t", "--device", "cuda:3"],
+        ["analyze", "evidence-moving", "--pairs", "p", "--device", "cuda:3"],
+        ["listwise", "test", "--reranker", "bm25", "--task", "t", "--device", "cuda:3"],
+    ],
+)
+def test_every_verb_with_a_device_blames_the_device_before_loading_anything(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path, argv
+) -> None:
+    from hf_posbias.cli import main
+
+    _machine(monkeypatch, cuda_build=True, gpus=1)
+    out = tmp_path / "out"
+    assert main([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: --device cuda:3: 1 CUDA GPU visible; available: cpu, cuda:0"]
+    assert not out.exists()

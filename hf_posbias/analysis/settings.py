@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hf_posbias.devices import check_device
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.runs.remedies import RemedySettings
 from hf_posbias.modeling import ModelSettings
@@ -44,6 +45,10 @@ class AnalysisOptions(ProgressSettings):
         "keep inputs longer than the model's max_seq_length (default: skip and count)",
         default=False,
     )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_device(self.device)
 
 
 @dataclass(kw_only=True)

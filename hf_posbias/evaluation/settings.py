@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from hf_posbias.devices import check_device
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.runs.remedies import BIENCODER_REMEDIES, RemedySettings, remedy_names
 from hf_posbias.modeling import ModelSettings
@@ -99,6 +100,7 @@ class EvaluationOptions(RemedySettings, ProgressSettings, ModelSettings):
         super().__post_init__()
         self.task = tuple(self.task)
         check_choice("scoring", self.scoring, _scoring_schemes())
+        check_device(self.device)
 
     def evaluate_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of

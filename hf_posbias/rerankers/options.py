@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from hf_posbias.devices import INFERENCE_DTYPES
+from hf_posbias.devices import INFERENCE_DTYPES, check_device
 from hf_posbias.errors import InputError
 from hf_posbias.generation.backends import EndpointSettings
 from hf_posbias.rerankers.window import DEFAULT_WINDOW
@@ -53,6 +53,7 @@ class RerankerOptions(EndpointSettings):
         check_choice("mode", self.mode, MODES)
         check_choice("dtype", self.dtype, INFERENCE_DTYPES)
         check_choice("identifiers", self.identifiers, ("letters", "numbers"))
+        check_device(self.device)
         if self.step is not None and self.step > self.window:
             raise InputError(
                 f"{flag_name('step')} must lie in 1..{flag_name('window')} ({self.window}), "
