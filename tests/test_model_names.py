@@ -242,3 +242,49 @@ def test_the_warm_unknown_name_path_does_not_import_mteb(tmp_path):
         assert b"did you mean 'all-MiniLM-L6-v2'" in run.stderr
     assert b"mteb imported: True" in runs[0].stdout  # the first lookup reads the registry
     assert b"mteb imported: False" in runs[1].stdout, runs[1].stdout
+
+
+def test_a_hub_dataset_is_here_when_cached_or_on_the_hub(monkeypatch, tmp_path):
+    # The study's preflight asks of a dataset what it asks of a model: the local cache (a
+    # snapshot, or datasets' own cache folder), then, only when online, one Hub request.
+    import httpx
+    from huggingface_hub import HfApi, constants
+    from huggingface_hub.errors import RepositoryNotFoundError
+
+    from hf_posbias.modeling.hub_probe import missing_from_hub
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "datasets"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert missing_from_hub("pairs", "acme/pairs", "dataset") == (
+        "pairs: the Hub dataset acme/pairs is not in the local HF cache, and the Hub is offline "
+        "(HF_HUB_OFFLINE is set)"
+    )
+    (tmp_path / "datasets" / "acme___pairs").mkdir(parents=True)  # what load_dataset keeps
+    assert missing_from_hub("pairs", "acme/pairs", "dataset") is None
+    snapshot = tmp_path / "hub" / "datasets--acme--task" / "snapshots" / "abc123"
+    snapshot.mkdir(parents=True)
+    (snapshot / "task.json").write_text("{}")  # what snapshot_download keeps
+    assert missing_from_hub("tasks", "acme/task", "dataset") is None
+
+    asked: list[str] = []
+
+    def dataset_info(self, repo_id, **kwargs):
+        asked.append(repo_id)
+        if repo_id == "acme/on-hub":
+            return object()
+        request = httpx.Request("GET", f"https://huggingface.co/api/datasets/{repo_id}")
+        raise RepositoryNotFoundError("not found", response=httpx.Response(404, request=request))
+
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(HfApi, "dataset_info", dataset_info)
+    modeling.hub_probe._ask_hub.cache_clear()
+    try:
+        assert missing_from_hub("data", "acme/on-hub", "dataset") is None
+        assert missing_from_hub("data", "acme/gone", "dataset") == (
+            "data: the Hub dataset acme/gone is not in the local HF cache, nor on the Hub"
+        )
+        assert asked == ["acme/on-hub", "acme/gone"]
+    finally:
+        modeling.hub_probe._ask_hub.cache_clear()

@@ -1,5 +1,5 @@
-"""What the local HF cache and, only when online, ONE Hub request say about a Hub id
-(:func:`hub_state`), and the one-line error for a name found nowhere
+"""What the local HF cache and, only when online, ONE Hub request say about a Hub id of a model
+or a dataset (:func:`hub_state`), and the one-line error for a model name found nowhere
 (:class:`UnknownModelError`)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from hf_posbias.errors import ModelLoadError, first_line
 from hf_posbias.suggestions import suggest
@@ -99,13 +99,30 @@ class HubState:
         return self.cached and not self.exists
 
 
-def _hub_ids(name: str) -> list[str]:
-    """The Hub ids a name stands for: itself, and ``sentence-transformers/<name>`` for a bare
-    name (sentence-transformers' own rule)."""
-    return [name] if "/" in name else [name, f"sentence-transformers/{name}"]
+RepoType = Literal["model", "dataset"]
 
 
-def _is_cached(repo_id: str) -> bool:
+def _hub_ids(name: str, repo_type: RepoType = "model") -> list[str]:
+    """The Hub ids a name stands for: itself, and for a bare model name
+    ``sentence-transformers/<name>`` (sentence-transformers' own rule)."""
+    if "/" in name or repo_type == "dataset":
+        return [name]
+    return [name, f"sentence-transformers/{name}"]
+
+
+def _is_cached(repo_id: str, repo_type: RepoType = "model") -> bool:
+    """A model whose ``config.json`` is in the HF cache; a dataset with a snapshot in the HF
+    cache (what ``snapshot_download`` reuses offline) or a folder in ``datasets``' own cache
+    (what ``load_dataset`` reuses offline)."""
+    if repo_type == "dataset":
+        from huggingface_hub import constants
+
+        snapshots = Path(constants.HF_HUB_CACHE) / f"datasets--{repo_id.replace('/', '--')}"
+        if any((snapshots / "snapshots").glob("*/*")):
+            return True
+        # datasets' cache: $HF_DATASETS_CACHE, by default <HF_HOME>/datasets (datasets.config).
+        root = os.environ.get("HF_DATASETS_CACHE") or str(Path(constants.HF_HOME) / "datasets")
+        return (Path(root) / repo_id.replace("/", "___")).is_dir()
     from huggingface_hub import try_to_load_from_cache
 
     try:
@@ -115,14 +132,17 @@ def _is_cached(repo_id: str) -> bool:
 
 
 @functools.lru_cache(maxsize=256)
-def _ask_hub(repo_id: str) -> tuple[bool | None, str]:
+def _ask_hub(repo_id: str, repo_type: RepoType = "model") -> tuple[bool | None, str]:
     """``(exists, note)`` from ONE request to the Hub (a short timeout, no retries; asked once
     per process and id)."""
     from huggingface_hub import HfApi
     from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
 
     try:
-        HfApi().model_info(repo_id, timeout=HUB_TIMEOUT_S)
+        if repo_type == "dataset":
+            HfApi().dataset_info(repo_id, timeout=HUB_TIMEOUT_S)
+        else:
+            HfApi().model_info(repo_id, timeout=HUB_TIMEOUT_S)
     except GatedRepoError:  # it exists; loading says what access it needs
         return True, ""
     except RepositoryNotFoundError:
@@ -134,21 +154,24 @@ def _ask_hub(repo_id: str) -> tuple[bool | None, str]:
     return True, ""
 
 
-def hub_state(name: str) -> HubState:
-    """What the cache and the Hub (once, only if online) know of the Hub id ``name``.
+def hub_state(name: str, repo_type: RepoType = "model") -> HubState:
+    """What the cache and the Hub (once, only if online) know of the Hub id ``name``, a model or
+    (``repo_type="dataset"``) a dataset.
 
     Example:
         >>> import os
         >>> os.environ["HF_HUB_OFFLINE"] = "1"
         >>> hub_state("acme/no-such-model")
         HubState(repo_id='acme/no-such-model', cached=False, exists=None, note='the Hub is offline (HF_HUB_OFFLINE is set)')
+        >>> hub_state("acme/no-such-data", "dataset").known
+        False
     """  # noqa: E501
-    ids = _hub_ids(name)
-    cached = next((i for i in ids if _is_cached(i)), None)
+    ids = _hub_ids(name, repo_type)
+    cached = next((i for i in ids if _is_cached(i, repo_type)), None)
     if hub_offline():
         return HubState(cached or ids[0], cached is not None, None, OFFLINE_HINT)
     for repo_id in [cached] if cached else ids:
-        exists, note = _ask_hub(repo_id)
+        exists, note = _ask_hub(repo_id, repo_type)
         if exists is not False or repo_id == ids[-1] or cached:
             return HubState(repo_id, cached is not None, exists, note)
     raise AssertionError("unreachable")  # the loop returns on its last id
@@ -172,6 +195,23 @@ def unknown_model_error(
     where = "no local folder, packaged model, mteb registry entry or cached Hub model of that name"
     where += f", and {state.note}" if state.note else ", nor a Hub model"
     return UnknownModelError(f"unknown {kind} {name!r}: {where}{suggest(name, known, n=3)}")
+
+
+def missing_from_hub(what: str, name: str, repo_type: RepoType = "model") -> str | None:
+    """``None`` when the Hub id ``name`` can load here (cached, or on the Hub), else the line
+    saying where it was looked for: ``what`` names the input (``bases: bert-base``).
+
+    Example:
+        >>> import os
+        >>> os.environ["HF_HUB_OFFLINE"] = "1"
+        >>> print(missing_from_hub("data", "acme/train", "dataset"))
+        data: the Hub dataset acme/train is not in the local HF cache, and the Hub is offline (HF_HUB_OFFLINE is set)
+    """  # noqa: E501
+    state = hub_state(name, repo_type)
+    if state.known:
+        return None
+    where = f", and {state.note}" if state.note else ", nor on the Hub"
+    return f"{what}: the Hub {repo_type} {state.repo_id} is not in the local HF cache{where}"
 
 
 def check_hub_model(kind: str, name: str, known: Callable[[], list[str]]) -> HubState:

@@ -40,7 +40,6 @@ Example:
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -64,22 +63,20 @@ from hf_posbias.tasks.registry import (
     DEFAULT_LANGUAGES,
     DEFAULT_TOP_K,
     SPLIT,
+    TASKS_DIR_ENV,
     TaskCard,
     card_names,
     cards,
     find_card,
     mteb_license,
+    named_task_folder,
+    named_task_repo,
     require_card,
     resolve_task_reference,
     task_metadata,
 )
 from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo, corpus_table, read_task_info
 
-TASKS_DIR_ENV = "POSBIAS_TASKS_DIR"
-"""Environment variable: a folder holding built task folders named after the tasks."""
-HUB_NAMESPACE_ENV = "POSBIAS_HUB_NAMESPACE"
-"""Environment variable: the Hub namespace whose ``<namespace>/<task name>`` repos hold tasks."""
-DEFAULT_HUB_NAMESPACE = "hf-posbias"
 K_VALUES = (1, 3, 5, 10, 20, 100)
 """Cut-offs mteb reports; none above the default top-100 retrieval."""
 _TASK_CLASSES: dict[str, type[PositionRetrievalTask]] = {}
@@ -244,7 +241,7 @@ class PositionRetrievalTask(AbsTaskRetrieval):
         self.scoring = scoring
         self._path = Path(path).expanduser() if path is not None else None
         if self._path is None and self.card is not None:
-            self._path = self._local_named_folder()
+            self._path = named_task_folder(self.card.name)
         self._hub_revision = hub_revision
         self._state: _LoadedState | None = None
         self.empty_buckets: list[str] = []
@@ -267,19 +264,9 @@ class PositionRetrievalTask(AbsTaskRetrieval):
             revision=self._hub_revision or folder_revision(folder),
         )
 
-    def _local_named_folder(self) -> Path | None:
-        root = os.environ.get(TASKS_DIR_ENV)
-        if root and self.card is not None:
-            candidate = Path(root).expanduser() / self.card.name
-            if (candidate / "task.json").exists():
-                return candidate
-        return None
-
     def hub_repo_id(self) -> str:
         """The Hub dataset repo this named task downloads from when no folder is given."""
-        namespace = os.environ.get(HUB_NAMESPACE_ENV, DEFAULT_HUB_NAMESPACE)
-        name = self.card.name if self.card is not None else self.metadata.name
-        return f"{namespace}/{name}"
+        return named_task_repo(self.card.name if self.card is not None else self.metadata.name)
 
     def resolve_folder(self) -> Path:
         """The task folder: explicit path, ``$POSBIAS_TASKS_DIR/<name>``, else the Hub."""

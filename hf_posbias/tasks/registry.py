@@ -27,10 +27,12 @@ Example:
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import InputError, PluginError
@@ -282,6 +284,39 @@ def benchmarks() -> dict[str, Benchmark]:
 def cards() -> dict[str, TaskCard]:
     """Every task card by task name."""
     return {card.name: card for bench in benchmarks().values() for card in bench.cards}
+
+
+TASKS_DIR_ENV = "POSBIAS_TASKS_DIR"
+"""Environment variable: a folder holding built task folders named after the tasks."""
+HUB_NAMESPACE_ENV = "POSBIAS_HUB_NAMESPACE"
+"""Environment variable: the Hub namespace whose ``<namespace>/<task name>`` repos hold tasks."""
+DEFAULT_HUB_NAMESPACE = "hf-posbias"
+
+
+def named_task_folder(name: str) -> Path | None:
+    """The built folder of the registered task ``name`` at ``$POSBIAS_TASKS_DIR/<name>``, or
+    ``None`` (then the task downloads from :func:`named_task_repo`).
+
+    Example:
+        >>> named_task_folder("No-Such-Task") is None
+        True
+    """
+    root = os.environ.get(TASKS_DIR_ENV)
+    if root:
+        candidate = Path(root).expanduser() / name
+        if (candidate / "task.json").exists():
+            return candidate
+    return None
+
+
+def named_task_repo(name: str) -> str:
+    """The Hub dataset repo a registered task downloads from when it has no folder.
+
+    Example:
+        >>> named_task_repo("PosIR").endswith("/PosIR")
+        True
+    """
+    return f"{os.environ.get(HUB_NAMESPACE_ENV, DEFAULT_HUB_NAMESPACE)}/{name}"
 
 
 def card_names() -> list[str]:

@@ -160,10 +160,17 @@ def _available_configs(data: str) -> list[str]:
         )
     if not local.exists() and data.startswith((".", "/", "~")):
         raise InputError(f"{flag_name('data')}: folder {data} does not exist")
+    if local.is_dir():
+        # A repo folder's configs: its card's, else its data/<config>/ folders, else the one
+        # `default` datasets makes of a plain folder (read without importing datasets).
+        from hf_posbias.rows import available_configs
+
+        data_dirs = sorted(p.name for p in (local / "data").glob("*") if p.is_dir())
+        return available_configs(local) or data_dirs or ["default"]
+    if os.environ.get("HF_HUB_OFFLINE") == "1":
+        raise InputError(f"training data {data!r} is not a local folder (offline: no Hub access)")
     from datasets import get_dataset_config_names
 
-    if not Path(data).exists() and os.environ.get("HF_HUB_OFFLINE") == "1":
-        raise InputError(f"training data {data!r} is not a local folder (offline: no Hub access)")
     try:
         return list(get_dataset_config_names(data))
     except Exception as err:  # a missing repo fails in many ways; all mean "cannot read it"

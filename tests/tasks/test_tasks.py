@@ -10,7 +10,8 @@ from task_fixtures import THIRDS, wiki_task
 
 from hf_posbias.errors import BackendError, InputError
 from hf_posbias.pipeline.corpus import segment_spans
-from hf_posbias.tasks.mteb_tasks import TASKS_DIR_ENV, get_task, named_task_class, task_names
+from hf_posbias.tasks.mteb_tasks import get_task, named_task_class, task_names
+from hf_posbias.tasks.registry import TASKS_DIR_ENV
 from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo
 
 
