@@ -122,8 +122,13 @@ def run_study_cmd(settings: StudyRunSettings, args: argparse.Namespace) -> None:
         return
     spec = load_spec(settings.spec, overrides)
     if settings.dry_run:
-        for line in dry_run_lines(spec, **settings.dry_run_kwargs()):
+        from hf_posbias.study.preflight import StudyInputError
+
+        lines = dry_run_lines(spec, **settings.dry_run_kwargs())
+        for line in lines:
             print(line)
+        if lines.problems:  # the real run would stop here, with this error
+            raise StudyInputError(lines.problems)
         return
     from hf_posbias.locks import output_lock
 

@@ -104,7 +104,7 @@ def study_models(spec: StudySpec, out: str | Path) -> list[StudyModel]:
     from hf_posbias.training.matrix import expand_runs, run_name
 
     if not spec.train:  # evaluation only: each base as published
-        return [StudyModel(b, OFF_THE_SHELF, None, _published_model(b)) for b in spec.bases]
+        return [StudyModel(b, OFF_THE_SHELF, None, published_model(b)) for b in spec.bases]
     root = Path(out)
     poolings: list[str | None] = list(spec.poolings) or [None]
     models = []
@@ -116,7 +116,7 @@ def study_models(spec: StudySpec, out: str | Path) -> list[StudyModel]:
                 config = remedy_label(BASE_CONFIG, remedy)
                 models.append(StudyModel(base, config, pooling, str(folder), remedy))
         if spec.off_the_shelf:
-            models.append(StudyModel(base, OFF_THE_SHELF, None, _published_model(base)))
+            models.append(StudyModel(base, OFF_THE_SHELF, None, published_model(base)))
         for run in expand_runs([base], spec.configs, root / "models", poolings):
             models.append(StudyModel(base, run.config, run.pooling, run.out_dir))
     return models
@@ -139,8 +139,14 @@ def base_label(base: str) -> str:
         return model_display_name(base)
 
 
-def _published_model(base: str) -> str:
-    """The model argument of ``posbias evaluate`` for a base as published."""
+def published_model(base: str) -> str:
+    """The model argument of ``posbias evaluate`` for a base as published (a registered base:
+    its checkpoint).
+
+    Example:
+        >>> published_model("bert-base"), published_model("acme/model")
+        ('google-bert/bert-base-uncased', 'acme/model')
+    """
     from hf_posbias.training.models import model_names
 
     if base in model_names():

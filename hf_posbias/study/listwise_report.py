@@ -243,7 +243,12 @@ def run_listwise_cmd(spec_path: str, out: str | None, *, dry_run: bool = False) 
 
     spec = load_listwise_spec(spec_path)
     if dry_run:
-        print("\n".join(listwise_dry_run_lines(spec, out or "<out>")))
+        from hf_posbias.study.preflight import StudyInputError
+
+        lines = listwise_dry_run_lines(spec, out or "<out>")
+        print("\n".join(lines))
+        if lines.problems:  # the real run would stop here, with this error
+            raise StudyInputError(lines.problems)
         return
     if not out:
         raise InputError("--out is required (the study folder) unless --dry-run")

@@ -36,9 +36,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import InputError
+
+if TYPE_CHECKING:
+    from hf_posbias.study.run import DryRunLines
 
 KIND = "listwise"
 STUDY_FILE = "listwise_study.json"
@@ -417,8 +420,41 @@ def check_datasets(spec: ListwiseStudySpec) -> None:
         check_split_queries(name, task.split, len(task.judged_queries()))
 
 
-def listwise_dry_run_lines(spec: ListwiseStudySpec, out: str | Path) -> list[str]:
-    """The plan, one line per step, ``done`` where a finished step would be skipped."""
+def listwise_input_problems(spec: ListwiseStudySpec) -> list[str]:
+    """Every input of a listwise study this machine cannot give its run: the dataset folders
+    (and the training task and set), every reranker that is not a variant the study trains,
+    the training base and the propensity's reranker (each as ``posbias listwise`` resolves a
+    reranker name: no weights loaded)."""
+    from hf_posbias.rerankers.loading import resolve_reranker_kind
+    from hf_posbias.study.preflight import input_problem
+
+    problems = []
+    for name, folder in spec.datasets.items():
+        if not Path(folder).expanduser().exists():
+            problems.append(f"datasets: {name}: folder {folder} does not exist")
+    training = spec.training if spec.variants else {}
+    for key in ("task", "data"):
+        folder = training.get(key)
+        if folder and not Path(str(folder)).expanduser().exists():
+            problems.append(f"training.{key}: folder {folder} does not exist")
+    models = {f"rerankers: {label}": model for label, model in spec.rerankers.items()}
+    if spec.variants:
+        models["training.base"] = str(training["base"])
+    if any(parse_variant(v)[1] for v in spec.variants) and "propensity_reranker" in training:
+        models["training.propensity_reranker"] = str(training["propensity_reranker"])
+    for what, model in models.items():
+        if not model.startswith(VARIANT_PREFIX):
+            problems += input_problem(what, lambda m=model: resolve_reranker_kind(m))
+    return problems
+
+
+def listwise_dry_run_lines(spec: ListwiseStudySpec, out: str | Path) -> DryRunLines:
+    """The plan, one line per step, ``done`` where a finished step would be skipped, then a
+    ``missing:`` line per input the run could not start without
+    (:func:`listwise_input_problems`, also in the lines'
+    ``problems``)."""
+    from hf_posbias.study.run import DryRunLines
+
     steps = plan(spec, out)
     lines = [f"listwise study {spec.name}: {len(steps)} step(s) into {out}"]
     lines.append(f"datasets ({len(spec.datasets)}):")
@@ -433,7 +469,9 @@ def listwise_dry_run_lines(spec: ListwiseStudySpec, out: str | Path) -> list[str
         state = "done" if step.done() else "to run"
         lines.append(f"  [{state}] {step.name} → {step.folder}")
     lines.append(f"IPS normalisation: {spec.ips_normalization} (paper = Eq. 4 as written)")
-    return lines
+    problems = listwise_input_problems(spec)
+    lines += [f"missing: {problem}" for problem in problems]
+    return DryRunLines(lines, None, problems)
 
 
 @dataclass
@@ -450,7 +488,12 @@ def run_listwise_study(
 ) -> ListwiseStudyOutcome:
     """Run every step not done yet (see the module docstring); the report is
     :func:`~hf_posbias.study.listwise_report.write_listwise_report`'s."""
+    from hf_posbias.study.preflight import StudyInputError
+
     out = Path(out)
+    problems = listwise_input_problems(spec)
+    if problems:
+        raise StudyInputError(problems)
     check_datasets(spec)
     study = out / STUDY_FILE
     record = {"kind": KIND, "spec": dataclasses.asdict(spec)}

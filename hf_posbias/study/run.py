@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias.deprecation import former_settings_call
-from hf_posbias.errors import InputError
+from hf_posbias.errors import InputError, PosbiasError
 from hf_posbias.settings import ProgressSettings, flag_name, setting, shared_setting
 from hf_posbias.study.layout import (
     BASE_CONFIG,
@@ -56,7 +56,7 @@ from hf_posbias.study.layout import (
     run_settings,
     study_models,
 )
-from hf_posbias.study.spec import StudySpec, check_inputs, save_spec, training_values
+from hf_posbias.study.spec import StudySpec, save_spec, training_values
 from hf_posbias.training.matrix import LaunchSettings
 
 if TYPE_CHECKING:
@@ -252,17 +252,24 @@ def select_models(models: Sequence[StudyModel], shard: str | None) -> list[Study
 
 class DryRunLines(list[str]):
     """The lines of a study's dry run, which also carry the projected training seconds of all
-    its runs (``None`` unless the throughput figures cover every run).
+    its runs (``None`` unless the throughput figures cover every run) and the inputs the run
+    could not start without (:func:`~hf_posbias.study.preflight.input_problems`).
 
     Example:
         >>> lines = DryRunLines(["run 1/1: posbias-bert-base-begin"], 3600.0)
-        >>> lines[0], lines.projected_seconds
-        ('run 1/1: posbias-bert-base-begin', 3600.0)
+        >>> lines[0], lines.projected_seconds, lines.problems
+        ('run 1/1: posbias-bert-base-begin', 3600.0, [])
     """
 
-    def __init__(self, lines: Sequence[str] = (), projected_seconds: float | None = None) -> None:
+    def __init__(
+        self,
+        lines: Sequence[str] = (),
+        projected_seconds: float | None = None,
+        problems: Sequence[str] = (),
+    ) -> None:
         super().__init__(lines)
         self.projected_seconds = projected_seconds
+        self.problems = list(problems)
 
 
 def _former_dry_run_call(settings: StudyRunSettings) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -287,32 +294,46 @@ def dry_run_lines(
 ) -> DryRunLines:
     """The study's tasks and standard tasks (:func:`task_plan_lines`), every training run with
     its launch command, its settings after the memory plan and its projected time, then the
-    evaluations and the projected total.
+    evaluations, the projected total and every input the run could not start without, one
+    ``missing:`` line each (:func:`~hf_posbias.study.preflight.input_problems`: the real run's
+    check, also in :attr:`DryRunLines.problems`; ``posbias study run --dry-run`` exits 2 on
+    them with the real run's error).
 
     ``out``: the study folder the runs would write (default ``study``); ``shard``: this node's
     share (``i/n``); ``num_processes``: accelerate processes per run; ``plan_for``: the GPU to
     plan for (default: this machine); ``throughput``: a ``benchmarks/train_throughput.py
-    --json`` file for the projected time; ``check=False`` skips :func:`check_inputs`, whose
-    task check imports mteb: a GPU host without it still gets the training plan. The lines
+    --json`` file for the projected time; ``check=False`` skips the input check, as
+    ``plan_for`` does (a plan made for another machine: a GPU host's, from a laptop without its
+    caches and data). The lines
     carry the projected training seconds (:attr:`DryRunLines.projected_seconds`). The former
     call, ``dry_run_lines(spec, settings)``, still works for one release
     (``DeprecationWarning``).
     """
+    from hf_posbias.study.preflight import StudyInputError, input_problems
     from hf_posbias.study.protocol import task_entries
+    from hf_posbias.tasks.registry import is_missing_folder
     from hf_posbias.training.matrix import run_matrix
 
-    not_built = check_inputs(spec, None, plan=True) if check else []
+    # A plan for another machine (--plan-for) says nothing of what this one lacks.
+    checked = check and plan_for is None
+    problems = input_problems(spec) if checked else []
     entries = task_entries(spec.evaluation_tasks, spec.bases)
+    not_built = [e.task for e in entries if is_missing_folder(e.task)]
     models = select_models(study_models(spec, out or "study"), shard)
     runs = [model.run for model in models if model.trained]
-    report = run_matrix(
-        [run_settings(spec, model) for model in models if model.trained],
-        list(training_values(spec)),
-        dry_run=True,
-        num_processes=num_processes,
-        plan_for=plan_for,
-        throughput=throughput,
-    )
+    try:
+        report = run_matrix(
+            [run_settings(spec, model) for model in models if model.trained],
+            list(training_values(spec)),
+            dry_run=True,
+            num_processes=num_processes,
+            plan_for=plan_for,
+            throughput=throughput,
+        )
+    except PosbiasError:
+        if problems:  # what made the plan fail is among them (an unknown base)
+            raise StudyInputError(problems) from None
+        raise
     lines = task_plan_lines(spec, not_built)
     for index, (command, plan) in enumerate(zip(report.commands, report.plans), start=1):
         lines.append(f"run {index}/{len(runs)}: {runs[index - 1].name}")
@@ -354,7 +375,10 @@ def dry_run_lines(
             "# pass --throughput FILE (benchmarks/train_throughput.py --json FILE) for a "
             "projected time"
         )
-    return DryRunLines(lines, report.projected_seconds)
+    if check and not checked:
+        lines.append(f"# inputs not checked here: the plan is for {plan_for}")
+    lines += [f"missing: {problem}" for problem in problems]
+    return DryRunLines(lines, report.projected_seconds, problems)
 
 
 def task_plan_lines(spec: StudySpec, not_built: Sequence[str] = ()) -> list[str]:
@@ -451,6 +475,8 @@ def run_study(
         >>> StudyRunSettings(spec="studies/yhp26.yaml", out="study").run_kwargs()["out"]
         'study'
     """
+    from hf_posbias.study.preflight import check_inputs
+
     out = str(out)
     check_inputs(spec, out, hub_token)
     from hf_posbias.executors import check_executor

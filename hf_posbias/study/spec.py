@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hf_posbias.errors import InputError, PosbiasError, first_line
+from hf_posbias.errors import InputError, first_line
 from hf_posbias.evaluation.runs.remedies import (
     PassageSettings,
     get_remedy,
@@ -584,53 +584,6 @@ def spec_from_folder(out: str | Path) -> StudySpec:
     if not target.is_file():
         raise InputError(f"{out}: not a study folder (no {SPEC_FILE}; run `posbias study run`)")
     return StudySpec(**read_json(target)["spec"])
-
-
-def check_inputs(
-    spec: StudySpec,
-    out: str | Path | None,
-    hub_token: str | None = None,
-    *,
-    plan: bool = False,
-) -> list[str]:
-    """Every check that needs no model, before anything trains or evaluates (one line each).
-
-    Unknown base or task, training data lacking a configuration, a Hub org without a token, an
-    output folder holding another study. ``plan=True`` (a dry run): a task folder that is not
-    there yet is returned, for the plan to list as not built, instead of refused (a run refuses
-    it); an unknown task name is still refused. Returns those folders (empty unless ``plan``).
-    """
-    from hf_posbias.tasks.registry import is_missing_folder, resolve_task_reference
-    from hf_posbias.training.models import get_model_spec
-
-    for base in spec.bases if spec.train else ():  # evaluation only: any `evaluate` model
-        try:
-            get_model_spec(base)
-        except PosbiasError as err:
-            if "/" in base and not Path(base).expanduser().exists():
-                continue  # a Hub id: resolved when its run starts
-            raise InputError(f"bases: {err}") from None
-    from hf_posbias.study.protocol import expand_domains, task_entries
-
-    not_built = []
-    for entry in task_entries(spec.evaluation_tasks, spec.bases):
-        if plan and is_missing_folder(entry.task):
-            not_built.append(entry.task)
-            continue
-        for part in expand_domains(entry):
-            resolve_task_reference(part.task)
-    if spec.train and Path(spec.data).expanduser().is_dir():
-        from hf_posbias.training.train import resolve_repo_config
-
-        for config in spec.configs:
-            resolve_repo_config(spec.data, config)
-    if spec.hub_org:
-        from hf_posbias.hub import resolve_token
-
-        resolve_token(hub_token, purpose=f"hub_org {spec.hub_org}", flag="--hub-token")
-    if out is not None:
-        check_out_folder(spec, out)
-    return not_built
 
 
 def check_out_folder(spec: StudySpec, out: str | Path) -> None:

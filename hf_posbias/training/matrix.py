@@ -264,6 +264,8 @@ def plan_runs(
                  "throughput": throughput, **dict(zip(names, former))}  # fmt: skip
         data, flags = given.pop("data"), given.pop("extra", ())
         return plan_runs([run.parse_settings(data, flags) for run in runs], **given)  # type: ignore[union-attr]
+    if not runs:  # nothing to plan: no device to probe (an evaluation-only study)
+        return []
     from hf_posbias.devices import described_device, device_info
     from hf_posbias.training.planning import load_throughput, plan_run
 

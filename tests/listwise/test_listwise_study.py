@@ -115,12 +115,24 @@ def test_bad_specs_are_one_line(tmp_path, tiny_llm, make_beir, capsys):
     assert "dataset 'tiny'" in _one_line(capsys)
 
 
-def test_q26_spec_dry_run_lists_its_twelve_datasets_three_stage_rrf_and_fig5_pair(capsys):
+def test_q26_spec_dry_run_lists_its_twelve_datasets_three_stage_rrf_and_fig5_pair(
+    capsys, monkeypatch, tmp_path
+):
     # Q26 Table 1's datasets, MS MARCO on its dev qrels, the RRF of all three first stages
-    # and Fig. 5 as DebiasFirst vs First (issue 43).
+    # and Fig. 5 as DebiasFirst vs First (issue 43). Here (offline, nothing cached, the BEIR
+    # folders not fetched) the run could not start: the plan lists what it lacks and exits 2
+    # with the real run's error (issue 49).
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub-cache"))
+    monkeypatch.chdir(tmp_path)  # the spec's data/beir/… folders are relative
     spec = Path(__file__).parents[2] / "studies" / "q26.yaml"
-    assert main(["study", "run", str(spec), "--dry-run"]) == 0
-    plan = capsys.readouterr().out
+    assert main(["study", "run", str(spec), "--dry-run"]) == 2
+    plan, err = capsys.readouterr()
+    missing = [line for line in plan.splitlines() if line.startswith("missing: ")]
+    assert "missing: datasets: dl19: folder data/beir/trec-dl-2019 does not exist" in missing
+    assert any(m.startswith("missing: rerankers: first: unknown reranker") for m in missing)
+    assert err.startswith(f"error: the study cannot start here: {len(missing)} inputs are missing")
     for name in ("dl19", "dl20", "fiqa", "hotpotqa", "nfcorpus", "nq", "scidocs", "scifact",
                  "dbpedia", "covid", "climate-fever"):  # fmt: skip
         assert (
@@ -230,3 +242,25 @@ def test_a_training_step_of_an_earlier_release_resumes_under_the_trainers_former
     (step.folder / DONE_FILE).write_text(json.dumps({"argv": former}))
     assert step.done()
     assert "warning" not in capsys.readouterr().err
+
+
+def test_a_listwise_dry_run_names_every_reranker_and_dataset_it_lacks(
+    tmp_path, tiny_llm, make_beir, capsys
+):
+    # The dry run and the real run call one check (listwise_input_problems), no
+    # weights loaded: a reranker that resolves nowhere and a dataset folder that is not there
+    # stop both with the same error, before anything is written (issue 49).
+    task = make_beir(tmp_path / "beir", n_docs=4, n_queries=2)
+    gone = tmp_path / "gone"
+    spec = _spec(tmp_path, task, tiny_llm, variants=[], training={},
+                 rerankers={"llm": tiny_llm, "ghost": "acme/no-such-reranker"},
+                 datasets={"tiny": str(task), "gone": str(gone)})  # fmt: skip
+    assert main(["study", "run", str(spec), "--dry-run"]) == 2
+    plan, err = capsys.readouterr()
+    missing = [line for line in plan.splitlines() if line.startswith("missing: ")]
+    assert missing[0] == f"missing: datasets: gone: folder {gone} does not exist"
+    assert missing[1].startswith("missing: rerankers: ghost: unknown reranker 'acme/no-such-")
+    assert len(missing) == 2 and err.startswith("error: the study cannot start here: 2 inputs")
+    out = tmp_path / "out"
+    assert main(["study", "run", str(spec), "--out", str(out)]) == 2
+    assert capsys.readouterr().err == err and not out.exists()

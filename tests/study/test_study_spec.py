@@ -42,17 +42,55 @@ def test_yaml_and_json_read_the_same_and_flags_override(tmp_path):
     assert spec.training == {"max_steps": 3, "global_batch": 8}
 
 
-def test_paper_spec_dry_run_prints_32_runs(capsys):
-    assert main(["study", "run", "--dry-run", str(REPO / "studies" / "yhp26.yaml")]) == 0
+@pytest.fixture
+def fresh_checkout(monkeypatch, tmp_path):
+    """This machine as a fresh checkout sees it: offline, empty HF caches, no built tasks."""
+    from huggingface_hub import constants
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub-cache"))
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "datasets-cache"))
+    monkeypatch.delenv("POSBIAS_TASKS_DIR", raising=False)
+
+
+def test_paper_spec_dry_run_prints_32_runs_and_what_a_fresh_checkout_lacks(capsys, fresh_checkout):
+    # Offline, with nothing built or cached, the real run could not start: the dry run still
+    # shows the plan, lists every input it lacks (bases, tasks, training data, the MS MARCO
+    # pairs of evidence moving) and exits 2 with the real run's error (issue 49; it exited 0).
+    assert main(["study", "run", "--dry-run", str(REPO / "studies" / "yhp26.yaml")]) == 2
     out, err = capsys.readouterr()
     assert "planning" not in err and " eta " not in err  # a plan made in seconds: no bar, no ETA
+    error = err.strip().splitlines()
+    assert len(error) == 1
+    assert error[0].startswith("error: the study cannot start here: 23 inputs are missing: ")
+    missing = [line for line in out.splitlines() if line.startswith("missing: ")]
+    assert len(missing) == 23 and all(m.removeprefix("missing: ") in error[0] for m in missing)
+    assert missing[0] == (
+        "missing: bases: bert-base: the Hub model google-bert/bert-base-uncased is not in the "
+        "local HF cache, and the Hub is offline (HF_HUB_OFFLINE is set)"
+    )
+    assert (
+        "missing: tasks: SQuAD-PosQ (not built under $POSBIAS_TASKS_DIR): the Hub dataset "
+        "hf-posbias/SQuAD-PosQ is not in the local HF cache" in out
+    )
+    assert "missing: data: training data 'your-org/posbias-train' is not a local folder" in out
+    assert "missing: analysis_pairs msmarco: the Hub dataset microsoft/ms_marco is not" in out
     assert sum(line.startswith("run ") for line in out.splitlines()) == 32
     assert "accelerate launch -m hf_posbias.training.train --model qwen3-0.6b" in out
     assert "# 32 runs to train, 8 untrained base model(s)" in out
     assert out.count("global batch 256") == 32  # each run's settings after the memory plan
 
 
-def test_paper_spec_dry_run_lists_its_tasks_and_the_projects_standard_beir_sets(capsys):
+def test_a_plan_for_another_gpu_does_not_check_this_machines_inputs(capsys, fresh_checkout):
+    spec = str(REPO / "studies" / "yhp26.yaml")
+    assert main(["study", "run", spec, "--dry-run", "--plan-for", "h100"]) == 0
+    out = capsys.readouterr().out
+    assert "# inputs not checked here: the plan is for h100" in out and "missing: " not in out
+
+
+def test_paper_spec_dry_run_lists_its_tasks_and_the_projects_standard_beir_sets(
+    capsys, fresh_checkout
+):
     # YHP26 Table 4/14 evaluates "in the standard BEIR setting" without naming the sets: the
     # spec's `standard:` list is the project's choice and says so (issue 43).
     text = (REPO / "studies" / "yhp26.yaml").read_text()
@@ -61,7 +99,7 @@ def test_paper_spec_dry_run_lists_its_tasks_and_the_projects_standard_beir_sets(
     assert spec.standard == [f"tasks/beir/{name}" for name in beir]
     comment = text.split("\nstandard:")[0].rsplit("\n\n", 1)[1]
     assert "the project's choice, not YHP26's" in comment and "Table 4/14" in comment
-    assert main(["study", "run", "--dry-run", str(REPO / "studies" / "yhp26.yaml")]) == 0
+    assert main(["study", "run", "--dry-run", str(REPO / "studies" / "yhp26.yaml")]) == 2
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "tasks (7):" and out[1] == "  SQuAD-PosQ"
     assert "  FineWeb-PosQ (on 3 bases: modernbert-base, modernbert-large, qwen3-0.6b)" in out
@@ -72,44 +110,97 @@ def test_paper_spec_dry_run_lists_its_tasks_and_the_projects_standard_beir_sets(
     assert "470 evaluations (40 models × 13 tasks;" in "\n".join(out)  # 7 tasks + 6 standard
 
 
-def test_a_standard_folder_not_built_is_planned_by_a_dry_run_and_refused_by_a_run(tmp_path):
-    from hf_posbias.study.spec import check_inputs
+def test_a_folder_not_built_is_marked_in_the_plan_and_refused_by_both_runs(
+    study_inputs, tmp_path, capsys
+):
+    # The dry run and the real run call one check (preflight.input_problems) and stop with the
+    # same error; the dry run first prints its plan, the missing folder marked (issue 49: it
+    # exited 0 and the real run failed).
+    from hf_posbias.study.preflight import StudyInputError, check_inputs
 
     missing = str(tmp_path / "beir" / "nfcorpus")
-    spec = StudySpec(bases=["bert-base"], data="d", tasks=["SciFact-Evidence"],
-                     standard=[missing])  # fmt: skip
-    assert check_inputs(spec, None, plan=True) == [missing]
-    with pytest.raises(InputError, match=r"task folder .*nfcorpus does not exist"):
-        check_inputs(spec, None)
-    typo = StudySpec(bases=["bert-base"], data="d", tasks=["SciFact-Evidense"])
-    with pytest.raises(InputError, match="unknown task 'SciFact-Evidense'"):
-        check_inputs(typo, None, plan=True)  # a name is no folder: refused even in a plan
+    path = _spec_file(tmp_path, bases=[study_inputs["tiny"]], data=study_inputs["data"],
+                      tasks=[study_inputs["task"]], standard=[missing])  # fmt: skip
+    assert main(["study", "run", path, "--dry-run"]) == 2
+    out, err = capsys.readouterr()
+    assert f"  {missing} (not built yet: a run refuses it)" in out.splitlines()
+    assert f"missing: tasks: task folder {missing} does not exist" in out
+    assert main(["study", "run", path, "--out", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err == err  # the same error, word for word
+    assert err.startswith(f"error: the study cannot start here: tasks: task folder {missing} ")
+    assert not (tmp_path / "out").exists()
+    typo = StudySpec(bases=[study_inputs["tiny"]], data=study_inputs["data"],
+                     tasks=["SciFact-Evidense"])  # fmt: skip
+    with pytest.raises(StudyInputError, match="unknown task 'SciFact-Evidense'"):
+        check_inputs(typo, None)
 
 
-def test_dry_run_lists_remedy_rows_without_training_them(capsys):
+def test_an_evaluation_only_base_that_resolves_nowhere_stops_the_dry_run(
+    study_inputs, tmp_path, capsys
+):
+    # Issue 49: `bases: [all-MiniLM-L6-v3]` with `train: false` was planned (exit 0) and the
+    # real run failed 4.5 s later, leaving study.json and a failed unit.
+    path = _spec_file(tmp_path, bases=["all-MiniLM-L6-v3"], train=False,
+                      tasks=[study_inputs["task"]])  # fmt: skip
+    assert main(["study", "run", path, "--dry-run"]) == 2
+    out, err = capsys.readouterr()
+    assert "missing: bases: unknown model 'all-MiniLM-L6-v3'" in out
+    assert "(did you mean 'all-MiniLM-L6-v2'" in err and len(err.strip().splitlines()) == 1
+    assert main(["study", "run", path, "--out", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err == err
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_hub_source_of_evidence_moving_is_checked_before_anything_trains(
+    study_inputs, tmp_path, capsys, fresh_checkout
+):
+    # Issue 49: analyses: [evidence-moving] with the default pairs (MS MARCO on the Hub) ran
+    # 20 minutes offline before failing on them.
+    spec = {"bases": [study_inputs["tiny"]], "data": study_inputs["data"],
+            "tasks": [study_inputs["task"]], "configs": ["uniform"],
+            "analyses": ["evidence-moving"]}  # fmt: skip
+    path = _spec_file(tmp_path, **spec)
+    out = tmp_path / "out"
+    assert main(["study", "run", path, "--out", str(out), "--in-process"]) == 2
+    assert _one_error(capsys) == (
+        "error: the study cannot start here: analysis_pairs msmarco: the Hub dataset "
+        "microsoft/ms_marco is not in the local HF cache, and the Hub is offline "
+        "(HF_HUB_OFFLINE is set)"
+    )
+    assert not out.exists()
+    pairs = tmp_path / "pairs.jsonl"
+    path = _spec_file(tmp_path, **spec, analysis_pairs=str(pairs))
+    assert main(["study", "run", path, "--dry-run"]) == 2
+    assert f"missing: analysis_pairs: pair source not found: {pairs}" in capsys.readouterr().out
+    pairs.write_text("")
+    assert main(["study", "run", path, "--dry-run"]) == 0  # every input here: the run starts
+
+
+def test_dry_run_lists_remedy_rows_without_training_them(capsys, fresh_checkout):
     spec = str(REPO / "studies" / "yhp26.yaml")
     assert main(["study", "run", "--dry-run", spec, "--remedies", "maxp", "segment-balanced",
-                 "--passage-tokens", "96", "--stride", "48"]) == 0  # fmt: skip
+                 "--passage-tokens", "96", "--stride", "48"]) == 2  # fmt: skip
     out = capsys.readouterr().out.splitlines()
     remedies = [line for line in out if line.startswith("remedy ")]
     assert len(remedies) == 16  # 8 bases × 2 remedies, each evaluated with no training
     assert remedies[0].startswith("remedy 1/16: posbias-bert-base-base-maxp: ")
     assert "under maxp/96/48" in remedies[0] and "under segment-balanced/4" in remedies[1]
     assert sum(line.startswith("run ") for line in out) == 32
-    assert "# 32 runs to train, 8 untrained base model(s), 16 remedy row(s)" in out[-2]
+    summary = [line for line in out if line.startswith("# 32 runs to train")]
+    assert summary[0].startswith("# 32 runs to train, 8 untrained base model(s), 16 remedy row(s)")
 
 
 def test_dry_run_lines_take_keywords_and_their_former_settings_call():
     from hf_posbias.study.run import StudyRunSettings, dry_run_lines
 
     spec = load_spec(REPO / "studies" / "yhp26.yaml")
-    lines = dry_run_lines(spec, shard="1/4")
+    lines = dry_run_lines(spec, shard="1/4", check=False)  # the plan of a machine with the data
     assert sum(line.startswith("run ") for line in lines) == 8  # 32 runs, 4 nodes
     assert lines.projected_seconds is None  # no throughput figures: no projected time
-    assert lines[-1].startswith("# pass --throughput FILE")
+    assert lines[-1].startswith("# pass --throughput FILE") and lines.problems == []
     settings = StudyRunSettings(spec="yhp26.yaml", dry_run=True, shard="1/4")
     with pytest.warns(DeprecationWarning, match=r"dry_run_lines\(StudyRunSettings\) is deprec"):
-        assert dry_run_lines(spec, settings) == lines
+        assert [line for line in dry_run_lines(spec, settings) if "missing: " not in line] == lines
 
 
 def test_each_run_is_a_settings_object_and_its_printed_command_reads_back_to_it():
@@ -212,11 +303,12 @@ def test_data_lacking_a_config_hub_org_without_token_and_foreign_out(
     assert main(["study", "run", path, "--out", str(tmp_path / "b")]) == 2
     assert "no Hub token" in _one_error(capsys)
 
-    spec = StudySpec(bases=["bert-base"], data=data, tasks=[study_inputs["task"]])
+    tiny = study_inputs["tiny"]
+    spec = StudySpec(bases=[tiny], data=data, tasks=[study_inputs["task"]])
     from hf_posbias.study.spec import check_out_folder, save_spec
 
     save_spec(spec, tmp_path / "c")
-    other = _spec_file(tmp_path, data=data, tasks=[study_inputs["task"]], seed=1)
+    other = _spec_file(tmp_path, bases=[tiny], data=data, tasks=[study_inputs["task"]], seed=1)
     assert main(["study", "run", other, "--out", str(tmp_path / "c")]) == 2
     assert "holds another study (different seed)" in _one_error(capsys)
     (tmp_path / "d").mkdir()
