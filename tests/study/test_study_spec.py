@@ -67,7 +67,7 @@ def test_paper_spec_dry_run_lists_its_tasks_and_yhp26s_four_beir_sets(capsys):
     assert spec.standard == [f"tasks/beir/{name}" for name in beir]
     comment = text.split("\nstandard:")[0].rsplit("\n\n", 1)[1]
     assert "YHP26 §4.3 names" in comment and "Table 4/14" in comment
-    assert "`test` split of each (the split\n# BEIR reports) is the project's choice" in comment
+    assert "BEIR's `test` split of each" in comment and "is the project's choice" in comment
     assert main(["study", "run", "--dry-run", str(REPO / "studies" / "yhp26.yaml")]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "tasks (7):" and out[1] == "  SQuAD-PosQ"
