@@ -71,9 +71,11 @@ def _build(bench: Any, settings: Any) -> None:
 def _plot(s: PlotEvidenceSettings) -> None:
     from hf_posbias.evaluation.reports.evidence_plot import plot_evidence_distribution
 
-    summary = plot_evidence_distribution(list(s.task), s.out, bins=s.bins)
+    summary = plot_evidence_distribution(list(s.task), s.out, bins=s.bins, scale=s.scale)
+    unit = "of the document" if s.scale == "relative" else "characters"
     for name, counts in summary.counts.items():
-        print(f"{name}: {sum(counts)} queries with evidence offsets")
+        mean = summary.means[name]
+        print(f"{name}: {sum(counts)} queries with evidence offsets, mean start {mean:.3g} {unit}")
     for name in summary.skipped:
         print(f"{name}: skipped (no evidence offsets in this task)")
     print(f"wrote {summary.path}")

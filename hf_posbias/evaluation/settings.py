@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Literal
 
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.runs.remedies import BIENCODER_REMEDIES, RemedySettings, remedy_names
@@ -271,6 +271,11 @@ class PlotEvidenceSettings:
     task: tuple[str, ...] = setting("task folder(s) (one or more, repeatable)", metavar="TASK")
     out: str = setting("PNG file to write")
     bins: int = setting("histogram bins", default=20)
+    scale: Literal["relative", "characters"] = setting(
+        "relative: evidence start ÷ document length, with the begin/middle/end boundaries "
+        "(YHP26 Fig. 9); characters: the evidence's character start (Zeng et al. Fig. 2)",
+        default="relative",
+    )
 
     def __post_init__(self) -> None:
         self.task = tuple(self.task)
