@@ -32,10 +32,11 @@ BIAS_THRESHOLD = 0.03
 """PSI at or above which a model gets Zeng et al.'s Table 1 bias mark, on every set it was scored
 on (that a model scored on one set only can get it is the project's rule)."""
 
-APP_A4_SAMPLES = {"SQuAD-PosQ": (10_000, 100, 512), "FineWeb-PosQ": (10_000, 200, 500)}
-"""Zeng et al. App. A.4's representation sample per dataset as printed: (passages, minimum
-words, maximum words) — SQuAD v2: 10,000 passages of 100–512 words; FineWeb: 10,000 of 200–500
-(``analysis_limit``, ``analysis_min_words``, ``analysis_max_words`` of a study spec)."""
+APP_A4_SAMPLES = {"SQuAD v2": (10_000, 100, 512), "FineWeb-Edu": (10_000, 200, 500)}
+"""Zeng et al. App. A.4's representation samples as printed (001:334, 004:658-662): (passages,
+minimum words, maximum words) — SQuAD v2: 10,000 passages of 100–512 words; FineWeb-Edu (the
+corpus, not FineWeb-PosQ's 500–1,023-word passages): 10,000 of 200–500 (a study spec's
+``analysis_limit`` and its ``analysis_corpus`` samples, ``studies/zeng2025.yaml``)."""
 
 
 def late_evidence_drop(per_position: Mapping[str, float]) -> float | None:

@@ -12,9 +12,37 @@ from study_fixtures import files_with_mtimes, write_task
 from hf_posbias.cli import main
 
 
+def write_fineweb_edu_rows(path: Path, word_counts: list[int]) -> str:
+    """Rows shaped like HuggingFaceFW/fineweb-edu's (``text``, ``id``, ``dump``, ``url``, …),
+    one per word count, as a parquet file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    words = ["the", "river", "carried", "silt", "across", "the", "plain", "and", "wheat"]
+    rows = [
+        {
+            "text": " ".join(words[i % len(words)] for i in range(n)),
+            "id": f"<urn:uuid:{index:08d}-0000-0000-0000-000000000000>",
+            "dump": "CC-MAIN-2024-10",
+            "url": f"https://example.org/{index}",
+            "file_path": "s3://commoncrawl/crawl-data/x.warc.gz",
+            "language": "en",
+            "language_score": 0.97,
+            "token_count": int(n * 1.3),
+            "score": 3.1,
+            "int_score": 3,
+        }
+        for index, n in enumerate(word_counts)
+    ]
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    return str(path)
+
+
 @pytest.fixture(scope="module")
 def zeng_spec(tmp_path_factory):
     root = tmp_path_factory.mktemp("zeng")
+    # Two of these five FineWeb-Edu passages are within App. A.4's 200-500 words.
+    fineweb_edu = write_fineweb_edu_rows(root / "fineweb-edu.parquet", [150, 200, 480, 501, 900])
     spec = {
         "bases": ["bm25", "all-MiniLM-L6-v2"],
         "train": False,
@@ -22,10 +50,15 @@ def zeng_spec(tmp_path_factory):
         "scoring": "zeng2025",
         "bootstrap": 50,
         # App. A.4's representation table: begin/middle/end cosines on length-filtered passages
+        # of two samples, the first task's corpus and FineWeb-Edu rows
         "analyses": ["segment-profile"],
         "analysis_slots": 3,
         "analysis_min_words": 20,
         "analysis_max_words": 1000,
+        "analysis_corpus": [
+            {"name": "task passages"},
+            {"name": "FineWeb-Edu", "corpus": fineweb_edu, "min_words": 200, "max_words": 500},
+        ],
     }
     path = root / "zeng.yaml"
     path.write_text(json.dumps(spec))
@@ -63,13 +96,22 @@ def test_evaluation_only_study_reports_table1_and_the_late_drop(zeng_spec, tmp_p
         assert view["average_late_evidence_drop"][task] == pytest.approx(sum(dense) / len(dense))
     assert "Zeng et al. (2025) Table 1" in (out / "report" / "report.md").read_text()
     profile = report["analyses"]["segment_profile"]
-    [row] = profile["rows"]
-    assert (row["model"], row["config"], len(row["curve"])) == (
-        "all-MiniLM-L6-v2",
-        "off-the-shelf",
-        3,
-    )
-    assert profile["words"] == [20, 1000] and list(profile["not_run"]) == ["bm25 (off-the-shelf)"]
+    rows = {row["sample"]: row for row in profile["rows"]}
+    assert list(rows) == ["task passages", "FineWeb-Edu"]
+    for row in rows.values():
+        assert (row["model"], row["config"], len(row["curve"])) == (
+            "all-MiniLM-L6-v2",
+            "off-the-shelf",
+            3,
+        )
+    # 200 and 480 words drawn (150, 501, 900 left out); MiniLM reads 256 tokens: 480 skipped.
+    fineweb = rows["FineWeb-Edu"]
+    assert fineweb["n_docs"] == 1 and fineweb["skipped"] == {"longer_than_model_max_seq_length": 1}
+    assert [s["words"] for s in profile["samples"]] == [[20, 1000], [200, 500]]
+    assert list(profile["not_run"]) == ["bm25 (off-the-shelf)"]
+    md = (out / "report" / "report.md").read_text()
+    assert "documents: FineWeb-Edu: " in md and "200–500 words" in md
+    assert (out / "report" / "segment-profile-FineWeb-Edu.png").is_file()
     first_run = files_with_mtimes(out / "eval")
     assert main(["study", "run", str(zeng_spec), "--out", str(out), "--in-process"]) == 0
     assert "0 evaluation(s) run, 4 skipped" in capsys.readouterr().out
@@ -94,25 +136,39 @@ def test_bad_evaluation_only_spec_is_one_line(zeng_spec, tmp_path, capsys, chang
     assert len(err) == 1 and message in err[0]
 
 
-def test_the_zeng_spec_and_papers_doc_sample_app_a4_as_printed():
-    # Zeng et al. App. A.4: SQuAD v2 10,000 passages of 100-512 words, FineWeb 10,000 of 200-500
-    # (issue 43: the doc's 500-1,024 words selected almost nothing from SQuAD-PosQ).
-    from hf_posbias.study.spec import read_spec_file
+def test_the_zeng_spec_samples_app_a4_as_printed_and_its_dry_run_lists_them(capsys):
+    # Zeng et al. App. A.4 (001:334, 004:658-662): 10,000 SQuAD v2 passages of 100-512 words and
+    # 10,000 FineWeb-Edu passages of 200-500 words, from FineWeb-Edu itself: FineWeb-PosQ's
+    # passages run 500-1,023 words (001:245-246), so a 200-500 filter on them keeps nothing.
+    from hf_posbias.study.spec import load_spec
     from hf_posbias.study.zeng import APP_A4_SAMPLES
 
-    root = Path(__file__).parents[2]
-    spec = read_spec_file(root / "studies" / "zeng2025.yaml")
-    assert APP_A4_SAMPLES == {"SQuAD-PosQ": (10_000, 100, 512), "FineWeb-PosQ": (10_000, 200, 500)}
-    n, lo, hi = APP_A4_SAMPLES[spec["tasks"][0]]
-    assert (spec["analysis_limit"], spec["analysis_min_words"], spec["analysis_max_words"]) == (
-        n,
-        lo,
-        hi,
-    )
-    doc = (root / "docs" / "papers.md").read_text()
-    assert "--analysis-min-words 500" not in doc
-    _, lo, hi = APP_A4_SAMPLES["FineWeb-PosQ"]
-    assert f"--analysis-min-words {lo} --analysis-max-words {hi}" in doc
+    path = Path(__file__).parents[2] / "studies" / "zeng2025.yaml"
+    spec = load_spec(path)
+    assert APP_A4_SAMPLES == {"SQuAD v2": (10_000, 100, 512), "FineWeb-Edu": (10_000, 200, 500)}
+    samples = {s.name: s for s in spec.profile_samples}
+    assert {name: (spec.analysis_limit, *s.words) for name, s in samples.items()} == APP_A4_SAMPLES
+    assert samples["SQuAD v2"].corpus is None  # the first task's, SQuAD-PosQ's passages
+    assert samples["FineWeb-Edu"].corpus.startswith("hf:HuggingFaceFW/fineweb-edu")
+    assert spec.analysis_slots == 3
+    assert main(["study", "run", str(path), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "  segment-profile, 3 segments: FineWeb-Edu: hf:HuggingFaceFW/fineweb-edu:sample-10BT, "
+        "200–500 words, 10,000 sampled"
+    ) in out
+
+
+def test_bad_profile_samples_are_one_line(zeng_spec, tmp_path, capsys):
+    spec = json.loads(zeng_spec.read_text())
+    spec["analysis_corpus"] = [{"name": "A", "min_word": 3}, {"name": "B", "max_words": 0}]
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(spec))
+    assert main(["study", "run", str(path), "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "analysis_corpus[0].min_word: unknown key (did you mean 'min_words'?)" in err[0]
+    assert "analysis_corpus[1].max_words: must be a whole number of at least 1, got 0" in err[0]
 
 
 def test_the_late_evidence_drop_averages_dense_and_late_interaction_and_marks_scored_tasks():
