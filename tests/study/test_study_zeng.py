@@ -43,10 +43,21 @@ def zeng_spec(tmp_path_factory):
     root = tmp_path_factory.mktemp("zeng")
     # Two of these five FineWeb-Edu passages are within App. A.4's 200-500 words.
     fineweb_edu = write_fineweb_edu_rows(root / "fineweb-edu.parquet", [150, 200, 480, 501, 900])
+    from hf_posbias.tasks.taskdata import PositionTaskData
+
+    task_b = write_task(root / "b", 12, name="TaskB")
+    # TaskB's tiny sample (as `posbias benchmark squad-posq --tiny` names one), scored on MiniLM
+    # only: Table 1 keeps TaskB's full cell, Fig. 3 sets the two side by side.
+    tiny = PositionTaskData.load(task_b).sample_queries(2, seed=0, name="TaskB-tiny")
+    tiny_folder = str(tiny.save(root / "b-tiny"))
     spec = {
         "bases": ["bm25", "all-MiniLM-L6-v2"],
         "train": False,
-        "tasks": [write_task(root / "a", name="TaskA"), write_task(root / "b", 12, name="TaskB")],
+        "tasks": [
+            write_task(root / "a", name="TaskA"),
+            task_b,
+            {"task": tiny_folder, "bases": ["all-MiniLM-L6-v2"]},
+        ],
         "scoring": "zeng2025",
         "bootstrap": 50,
         # App. A.4's representation table: begin/middle/end cosines on length-filtered passages
@@ -71,18 +82,36 @@ def test_evaluation_only_study_reports_table1_and_the_late_drop(zeng_spec, tmp_p
 
     out = tmp_path / "z"
     assert main(["study", "run", str(zeng_spec), "--out", str(out), "--in-process"]) == 0
-    assert "0 run(s) trained, 4 evaluation(s) run" in capsys.readouterr().out
+    assert "0 run(s) trained, 5 evaluation(s) run" in capsys.readouterr().out
     assert not (out / "models").exists() and not (out / "bases").exists()
     report = json.loads((out / "report" / "report.json").read_text())
     runs = sorted(out.glob("eval/*/*/summary.json"))
-    assert len(runs) == 4 and {s.scoring for p in runs for s in read_summaries(p)} == {"zeng2025"}
+    assert len(runs) == 5 and {s.scoring for p in runs for s in read_summaries(p)} == {"zeng2025"}
     view = report["zeng2025"]
     cells = {(c["model"], c["task"]): c for c in report["cells"]}
     assert {c["config"] for c in report["cells"]} == {"off-the-shelf"}
     assert len(view["table1"]) == 2
     for row in view["table1"]:
+        assert list(row["tasks"]) == ["TaskA", "TaskB"]  # TaskB-tiny is TaskB's sample
+        assert row["tasks"]["TaskB"]["subset"] == "full"
         psis = [row["tasks"][t]["psi"] for t in ("TaskA", "TaskB")]
         assert row["biased"] == all(p >= 0.03 for p in psis)
+    # Fig. 3: MiniLM on TaskB and its tiny sample; Table 2: every task's statistics.
+    [fig3] = view["fig3"]
+    assert (fig3["model"], fig3["dataset"]) == ("all-MiniLM-L6-v2", "TaskB")
+    assert fig3["tiny"] == cells[("all-MiniLM-L6-v2", "TaskB-tiny")]["per_position"]
+    assert (out / "report" / "zeng-fig3-full-vs-tiny.png").is_file()
+    table2 = view["table2"]
+    assert table2["TaskB"]["n_passages"] == table2["TaskB-tiny"]["n_passages"] == 12
+    assert table2["TaskB-tiny"]["n_queries"] == sum(table2["TaskB-tiny"]["buckets"].values())
+    assert set(table2["TaskB-tiny"]["buckets"].values()) == {2}
+    # Table 4 (App. A.4): MiniLM's three cosines per sample, from the segment profile.
+    assert [(r["sample"], r["model"]) for r in view["table4"]] == [
+        ("task passages", "all-MiniLM-L6-v2"),
+        ("FineWeb-Edu", "all-MiniLM-L6-v2"),
+    ]
+    assert "cannot be recomputed" in view["printed_drop"]["note"]
+    assert report["evidence_positions"]["tasks"]["TaskA"]["n_queries"] == 18
     for d in view["late_evidence_drop"]:
         curve = cells[(d["model"], d["task"])]["per_position"]
         late = [curve[b] for b in own_region(list(curve), "end")]
@@ -94,7 +123,10 @@ def test_evaluation_only_study_reports_table1_and_the_late_drop(zeng_spec, tmp_p
         dense = [d["drop"] for d in view["late_evidence_drop"]
                  if d["task"] == task and d["model"] != "bm25"]  # fmt: skip
         assert view["average_late_evidence_drop"][task] == pytest.approx(sum(dense) / len(dense))
-    assert "Zeng et al. (2025) Table 1" in (out / "report" / "report.md").read_text()
+    md = (out / "report" / "report.md").read_text()
+    assert "Zeng et al. (2025) Table 1" in md and "Zeng et al. Table 2" in md
+    assert "Zeng et al. Fig. 3" in md and "Zeng et al. Table 4 (App. A.4)" in md
+    assert "the 15.6% cannot be recomputed" in md
     profile = report["analyses"]["segment_profile"]
     rows = {row["sample"]: row for row in profile["rows"]}
     assert list(rows) == ["task passages", "FineWeb-Edu"]
@@ -114,7 +146,7 @@ def test_evaluation_only_study_reports_table1_and_the_late_drop(zeng_spec, tmp_p
     assert (out / "report" / "segment-profile-FineWeb-Edu.png").is_file()
     first_run = files_with_mtimes(out / "eval")
     assert main(["study", "run", str(zeng_spec), "--out", str(out), "--in-process"]) == 0
-    assert "0 evaluation(s) run, 4 skipped" in capsys.readouterr().out
+    assert "0 evaluation(s) run, 5 skipped" in capsys.readouterr().out
     assert files_with_mtimes(out / "eval") == first_run
 
 
@@ -193,3 +225,79 @@ def test_the_late_evidence_drop_averages_dense_and_late_interaction_and_marks_sc
     )
     colbert = next(r for r in report["table1"] if r["model"] == "colbertv2.0")
     assert colbert["scored_on"] == ["A"] and colbert["biased"] is True
+
+
+def _zeng_table1(paper_texts: Path) -> dict[str, list[float | None]]:
+    """Zeng et al. Table 1 as printed (001): model → 6 SQuAD-PosQ buckets, PSI, 3 FineWeb-PosQ
+    positions, PSI (``None`` where the model was not scored)."""
+    [text] = paper_texts.glob("001_*.txt")
+    rows = {}
+    for line in text.read_text().splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 12 and parts[1].replace(".", "", 1).isdigit():
+            values = [None if v.strip() in ("_", "-") else float(v) for v in parts[1:12]]
+            rows[parts[0].rstrip("*")] = values
+    return rows
+
+
+def test_the_printed_15_6_percent_cannot_be_recomputed_from_zeng_table_1(paper_texts):
+    # The note the report prints: on Zeng et al.'s own Table 1, the project's formula gives 7.9%
+    # (SQuAD-PosQ) and 16.5% (FineWeb-PosQ) over their dense and ColBERT-style models, and no
+    # other reading of "the drop when relevant content is later" gives their 15.6%.
+    from hf_posbias.study.zeng import (
+        DROP_FAMILIES,
+        PRINTED_DROP,
+        PRINTED_DROP_NOTE,
+        late_evidence_drop,
+        model_family,
+    )
+
+    table = _zeng_table1(paper_texts)
+    assert len(table) == 20 and table["BM25"][6] == 0.059
+    squad_buckets = ["0-100", "100-200", "200-300", "300-400", "400-500", "500-3120"]
+    # (dataset, dense?) → the curves of Zeng et al.'s dense and ColBERT-style models
+    curves: dict[tuple[str, bool], list[list[float]]] = {}
+    for model, values in table.items():
+        family = model_family(model)
+        if family not in DROP_FAMILIES:
+            continue
+        curves.setdefault(("SQuAD-PosQ", family == "dense"), []).append(values[0:6])
+        if values[7] is not None:
+            curves.setdefault(("FineWeb-PosQ", family == "dense"), []).append(values[7:10])
+
+    def rows_of(task: str | None, dense_only: bool) -> list[list[float]]:
+        return [r for (t, dense), rows in curves.items() for r in rows
+                if (task is None or t == task) and (dense or not dense_only)]  # fmt: skip
+
+    ours = {}
+    for task in ("SQuAD-PosQ", "FineWeb-PosQ"):
+        names = squad_buckets if task == "SQuAD-PosQ" else ["begin", "middle", "end"]
+        rows = rows_of(task, dense_only=False)
+        drops = [late_evidence_drop(dict(zip(names, r, strict=True))) for r in rows]
+        ours[task] = sum(drops) / len(drops)
+    assert (len(rows_of("SQuAD-PosQ", False)), len(rows_of("FineWeb-PosQ", False))) == (13, 12)
+    assert round(ours["SQuAD-PosQ"], 3) == 0.079 and round(ours["FineWeb-PosQ"], 3) == 0.165
+    assert "7.9% on SQuAD-PosQ and 16.5% on FineWeb-PosQ" in PRINTED_DROP_NOTE
+
+    def readings(rows: list[list[float]]) -> list[float]:
+        def mean(values: list[float]) -> float:
+            return sum(values) / len(values)
+
+        def late_vs_early(r: list[float]) -> float:
+            third = len(r) // 3
+            return 1 - sum(r[-third:]) / sum(r[:third])
+
+        return [
+            mean([1 - r[-1] / r[0] for r in rows]),  # the last bucket against the first
+            mean([1 - r[-1] / max(r) for r in rows]),  # the last bucket against the best
+            mean([1 - min(r) / max(r) for r in rows]),  # PSI
+            mean([late_vs_early(r) for r in rows]),  # the late third's mean vs the early one's
+        ]
+
+    found = [*ours.values()]
+    for dense_only in (False, True):
+        for task in ("SQuAD-PosQ", "FineWeb-PosQ", None):
+            found += readings(rows_of(task, dense_only))
+    assert all(abs(value - PRINTED_DROP) > 0.002 for value in found)
+    assert round(min(found), 3) == 0.072 and round(max(found), 3) == 0.187  # the note's range
+    assert "7.2%-18.7%" in PRINTED_DROP_NOTE
