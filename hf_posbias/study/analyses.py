@@ -244,7 +244,7 @@ def run_model_analyses(
         if loaded is None:
             from hf_posbias.evaluation.runs.models import load_model
 
-            loaded = load_model(model.folder)
+            loaded = load_model(model.folder, settings=spec.model_settings)
         path = analysis_file(out, model.name, analysis)
         if analysis in EMBEDDING_ANALYSES and loaded.sentence_transformer is None:
             result = {"not_run": f"{loaded.spec} is a {loaded.kind}, not a bi-encoder"}

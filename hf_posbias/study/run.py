@@ -172,7 +172,7 @@ def evaluate_study_model(
         if loaded is None:
             from hf_posbias.evaluation.runs.models import load_model
 
-            loaded = load_model(model.folder, remedy=remedy)
+            loaded = load_model(model.folder, remedy=remedy, settings=spec.model_settings)
         evaluate_model(
             loaded,
             [task.folder],

@@ -42,7 +42,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import InputError, PosbiasError, first_line
 from hf_posbias.evaluation.runs.remedies import (
@@ -65,6 +65,9 @@ from hf_posbias.settings import (
 )
 from hf_posbias.study.protocol import SCORINGS
 from hf_posbias.suggestions import suggest
+
+if TYPE_CHECKING:
+    from hf_posbias.modeling.resolve import ModelSettings
 
 SPEC_FILE = "study.json"
 """The spec a study folder was run with (its identity: a rerun must match it)."""
@@ -152,6 +155,10 @@ class StudySpec(PassageSettings, ExecutorSettings):
         choices=remedy_names,
     )
 
+    trust_remote_code: bool = shared_setting("trust_remote_code", default=False)
+    """Given to every model the study evaluates or analyses (published models such as
+    NV-Embed-v2 or stella ship their own code); not part of the study's identity."""
+
     train: bool = setting(
         "train the configurations (false: evaluation only, every base evaluated as published "
         "and nothing trained: configs, data and training are not used)",
@@ -226,15 +233,23 @@ class StudySpec(PassageSettings, ExecutorSettings):
         if self.scoring != "default":
             # The spec's protocol for every entry that pins none (Zeng et al.'s spec).
             self.tasks = [
-                t if isinstance(t, Mapping) else {"task": t, "scoring": self.scoring}
+                {"scoring": self.scoring, **t} if isinstance(t, Mapping) else
+                {"task": t, "scoring": self.scoring}
                 for t in self.tasks
-            ]
+            ]  # fmt: skip
         from hf_posbias.study.protocol import task_entries
 
         self.tasks = [e.record() for e in task_entries(self.tasks, self.bases)]
         self.standard = [str(t) for t in self.standard]
         self.training = dict(self.training)
         self.remedies = list(self.remedies)
+
+    @property
+    def model_settings(self) -> ModelSettings:
+        """How every model of the study is loaded (``trust_remote_code``)."""
+        from hf_posbias.modeling.resolve import ModelSettings
+
+        return ModelSettings(trust_remote_code=self.trust_remote_code)
 
     @property
     def profile_samples(self) -> list[ProfileSample]:
