@@ -305,12 +305,21 @@ class ProfileSample:
         )
 
     def describe(self, limit: int) -> str:
-        """One line for the dry run and the report."""
+        """One line for the dry run and the report.
+
+        Example:
+            >>> ProfileSample(FIRST_TASK_CORPUS, None).describe(200)
+            "the first task's corpus, any length, 200 sampled"
+        """
         drawn = f"{limit:,} sampled" if limit else "all"
-        return (
-            f"{self.name}: {self.corpus or FIRST_TASK_CORPUS}, {self.min_words or 0}–"
-            f"{self.max_words or '∞'} words, {drawn}"
+        source = self.corpus or FIRST_TASK_CORPUS
+        words = (
+            f"{self.min_words or 0}–{self.max_words or '∞'} words"
+            if self.words != (None, None)
+            else "any length"
         )
+        head = source if self.name == source else f"{self.name}: {source}"
+        return f"{head}, {words}, {drawn}"
 
 
 def profile_samples(
