@@ -46,10 +46,10 @@ BIAS_THRESHOLD = 0.03
 on (that a model scored on one set only can get it is the project's rule)."""
 
 APP_A4_SAMPLES = {"SQuAD v2": (10_000, 100, 512), "FineWeb-Edu": (10_000, 200, 500)}
-"""Zeng et al. App. A.4's representation samples as printed (001:334, 004:658-662): (passages,
-minimum words, maximum words) — SQuAD v2: 10,000 passages of 100–512 words; FineWeb-Edu (the
-corpus, not FineWeb-PosQ's 500–1,023-word passages): 10,000 of 200–500 (a study spec's
-``analysis_limit`` and its ``analysis_corpus`` samples, ``studies/zeng2025.yaml``)."""
+"""Zeng et al. App. A.4's representation samples as printed (the Myopic Trap's App. B.4 alike):
+(passages, minimum words, maximum words) — SQuAD v2: 10,000 passages of 100–512 words;
+FineWeb-Edu (the corpus, not FineWeb-PosQ's 500–1,023-word passages): 10,000 of 200–500 (a study
+spec's ``analysis_limit`` and its ``analysis_corpus`` samples, ``studies/zeng2025.yaml``)."""
 
 TINY_SUFFIX = "-tiny"
 """The name a tiny sample's task carries after its dataset's (``posbias benchmark squad-posq
