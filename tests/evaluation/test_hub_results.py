@@ -216,3 +216,23 @@ def test_a_study_sends_each_checkpoint_s_hub_evaluations(bm25_run, tmp_path, hub
     sent = yaml.safe_load((hub_api.root / "posbias-test/m/.eval_results/ToyPos.yaml").read_text())
     assert sent[0]["source"]["name"] == "posbias study run (spec: study/study.json)"
     assert (tmp_path / "study" / "hub" / "eval-results" / "posbias-tiny-begin").is_dir()
+
+
+def test_a_benchmark_without_a_hub_board_says_to_name_the_model_repos(monkeypatch) -> None:
+    import httpx2
+    import huggingface_hub
+    from huggingface_hub.errors import HfHubHTTPError
+
+    from hf_posbias.errors import BackendError
+
+    class Api:
+        def __init__(self, token=None):
+            pass
+
+        def get_dataset_leaderboard(self, repo_id, *, base_model_only=None):
+            request = httpx2.Request("GET", f"https://huggingface.co/api/datasets/{repo_id}/x")
+            raise HfHubHTTPError("404 Client Error", response=httpx2.Response(404, request=request))
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", Api)
+    with pytest.raises(BackendError, match="not listed yet has no leaderboard: name the model"):
+        hub_results._board_models(TASK_REPO, None)

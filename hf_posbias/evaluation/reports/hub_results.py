@@ -354,12 +354,19 @@ def _board_models(task_repo: str, token: str | None) -> list[tuple[str, str | No
     import huggingface_hub
 
     api = huggingface_hub.HfApi(token=token)
-    board = _hub_call(
-        f"the leaderboard of {task_repo}",
-        api.get_dataset_leaderboard,
-        task_repo,
-        base_model_only=False,
-    )
+    try:
+        board = _hub_call(
+            f"the leaderboard of {task_repo}",
+            api.get_dataset_leaderboard,
+            task_repo,
+            base_model_only=False,
+        )
+    except BackendError as err:
+        # The Hub answers with a board only for the benchmarks its staff have listed.
+        raise BackendError(
+            f"{err} (a benchmark the Hub has not listed yet has no leaderboard: name the model "
+            "repos after the task repo)"
+        ) from None
     seen: dict[str, tuple[str, str | None, str | None]] = {}
     for row in sorted(board, key=lambda r: r.rank):
         revision = f"refs/pr/{row.pull_request}" if row.pull_request else None
