@@ -192,25 +192,35 @@ def test_an_msmarco_dev_split_holding_trec_dl_queries_is_refused(tmp_path, make_
 
 
 @pytest.mark.parametrize("verb", ["shuffle-eval", "test"])
-def test_the_bare_verbs_refuse_an_msmarco_dev_split_of_trec_dl_queries(verb, tmp_path, capsys):
-    """BEIR's MS MARCO folder with TREC DL19's 43 queries as its dev split: `listwise
-    shuffle-eval` and `listwise test` refuse it in one line, before any model loads, by the
-    check the study runs (issue 43)."""
+@pytest.mark.parametrize("split", ["dev", None])
+def test_the_bare_verbs_refuse_an_msmarco_folder_split_of_trec_dl_queries(
+    verb, split, tmp_path, capsys
+):
+    """BEIR's MS MARCO folder whose split holds TREC DL19's 43 queries (its qrels/test.tsv, the
+    split a bare verb reads by default): `listwise shuffle-eval` and `listwise test` refuse it
+    in one line, before any model loads, by the study's rule (issue 50); the same folder named
+    for DL19 is read."""
     from hf_posbias.tasks.beir import write_beir_folder
 
     corpus = {f"d{i}": ("", f"passage {i} about topic {i}") for i in range(50)}
     queries = {f"q{i}": f"topic {i}?" for i in range(43)}
     qrels = {q: {f"d{i}": 1} for i, q in enumerate(queries)}
-    folder = write_beir_folder(tmp_path / "msmarco", corpus, queries, qrels, split="dev")
-    argv = ["listwise", verb, "--reranker", "bm25", "--task", str(folder), "--k", "4"]
-    argv += ["--no-progress", "--out", str(tmp_path / "o")]
-    assert main([*argv, "--split", "dev"]) == 2
+    folder = write_beir_folder(tmp_path / "msmarco", corpus, queries, qrels, split=split or "test")
+    argv = ["listwise", verb, "--reranker", "bm25", "--k", "4", "--max-queries", "2"]
+    argv += ["--no-progress"] + (["--split", split] if split else [])
+    assert main([*argv, "--task", str(folder), "--out", str(tmp_path / "o")]) == 2
     err = _one_line(capsys)
     assert err.endswith(
-        "dataset 'msmarco': split dev has 43 judged queries, not MS MARCO dev's 6,980 (43 or 54 "
-        "are TREC DL19/DL20's): use MS MARCO's qrels/dev.tsv (split dev)"
+        f"dataset 'msmarco': split {split or 'test'} has 43 judged queries, not MS MARCO dev's "
+        "6,980 (43 and 54 are TREC DL19's and DL20's; BEIR's msmarco qrels/test.tsv is DL19): use "
+        "split dev for MS MARCO dev, or name the set for TREC DL (a study dataset dl19, a folder "
+        "trec-dl-2019) to read DL's queries"
     ), err
     assert not (tmp_path / "o").exists()  # refused before anything is written
+    (tmp_path / "trec-dl-2019").symlink_to(folder)
+    assert (
+        main([*argv, "--task", str(tmp_path / "trec-dl-2019"), "--out", str(tmp_path / "o")]) == 0
+    )
 
 
 def test_a_training_step_of_an_earlier_release_resumes_under_the_trainers_former_window_flag(
