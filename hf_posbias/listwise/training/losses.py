@@ -40,6 +40,7 @@ from hf_posbias.settings import flag_name
 if TYPE_CHECKING:
     import torch
 
+
 def mean_ips_weight(propensity: Any, windows_ranks: Sequence[Sequence[int]]) -> float:
     """Mean of ``1/(ω[i, r_i] · ω[j, r_j])`` over every pair ``r_i < r_j`` of every window.
 
