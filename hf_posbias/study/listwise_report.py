@@ -28,6 +28,7 @@ from hf_posbias.study.listwise_study import (
     first_stage_folder,
     shuffle_folder,
     spec_of_folder,
+    stage_name,
 )
 
 REPORT_FOLDER = "report"
@@ -63,12 +64,8 @@ def _first_stage_rows(spec: ListwiseStudySpec, out: Path, table: TableSpec) -> d
             folder = first_stage_folder(out, dataset, stage)
             if (folder / EVAL_FILE).is_file():
                 folders.append(folder)
-                names.append(_stage_label(stage, spec.rrf_k))
+                names.append(stage_name(stage, spec.rrf_k))
     return first_stage_table(folders, names) if folders else None
-
-
-def _stage_label(stage: str | list[str], rrf_k: int) -> str:
-    return stage if isinstance(stage, str) else f"RRF({' + '.join(stage)}, k={rrf_k})"
 
 
 def _tables(spec: ListwiseStudySpec, out: Path) -> dict[str, dict[str, Any]]:

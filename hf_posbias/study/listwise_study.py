@@ -437,7 +437,13 @@ def check_datasets(spec: ListwiseStudySpec) -> None:
         check_split_queries([name, Path(folder).name], task.split, len(task.judged_queries()))
 
 
-def _stage_name(stage: str | list[str], rrf_k: int) -> str:
+def stage_name(stage: str | list[str], rrf_k: int) -> str:
+    """A first stage as the dry run and the report name it.
+
+    Example:
+        >>> stage_name("bm25", 60), stage_name(["bm25", "splade++"], 60)
+        ('bm25', 'RRF(bm25 + splade++, k=60)')
+    """
     return stage if isinstance(stage, str) else f"RRF({' + '.join(stage)}, k={rrf_k})"
 
 
@@ -455,7 +461,7 @@ def protocol_lines(spec: ListwiseStudySpec) -> list[str]:
     lines = [f"notes: {spec.notes}"] if spec.notes else []
     lines.append(f"datasets ({len(spec.datasets)}):")
     lines += [f"  {n}: {f} (split {spec.split_of(n) or 'test'})" for n, f in spec.datasets.items()]
-    stages = [_stage_name(s, spec.rrf_k) for s in spec.first_stages]
+    stages = [stage_name(s, spec.rrf_k) for s in spec.first_stages]
     aliases = {a: t for a, t in FIRST_STAGE_ALIASES.items() if any(a in s for s in stages)}
     named = "".join(f"; {a} is {t}" for a, t in aliases.items())
     lines.append(f"first stages: {', '.join(stages)}{named}")
@@ -473,7 +479,7 @@ def protocol_lines(spec: ListwiseStudySpec) -> list[str]:
         f"{spec.test}, p < {spec.alpha}"
     )
     for name, table in spec.declared_tables().items():
-        on = ", ".join(_stage_name(s, spec.rrf_k) for s in table.first_stages)
+        on = ", ".join(stage_name(s, spec.rrf_k) for s in table.first_stages)
         rows = "the first stages' own nDCG@10, then " if table.first_stage_rows else ""
         marks = _labels([f"{m} vs {label}" for label, m in table.marks.items()])
         lines.append(f"Table {name[-1]}: {rows}{_labels(table.rerankers)} on {on}; marks: {marks}")
