@@ -126,6 +126,7 @@ def test_every_plugin_is_listed_with_its_distribution(example_plugins, capsys):
         "bm25",
         "listwise-endpoint",
         "overlap",
+        "listt5",
         "listwise",
         "cross-encoder",
         "registry",

@@ -188,6 +188,14 @@ class EvaluateSettings(EvaluationOptions, RerankerOptions):
         default=128,
         metavar="N",
     )
+    push_results: str | None = setting(
+        "after the run, send its scores on tasks read from their Hub benchmark repo to this "
+        "model repo's .eval_results (a pull request unless you own the repo; OUT/hub-results "
+        "keeps what was sent)",
+        default=None,
+        metavar="MODEL_REPO",
+    )
+    hub_token: str | None = shared_setting("hub_token", default=None)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -196,6 +204,15 @@ class EvaluateSettings(EvaluationOptions, RerankerOptions):
             raise InputError(
                 f"{flag_name('reranker')} and {flag_name('first_stage')} exclude each other"
             )
+        if self.push_results:
+            from hf_posbias.hub import check_repo_id
+
+            check_repo_id(self.push_results)
+            if self.scoring != "default":
+                raise InputError(
+                    f"{flag_name('push_results')}: the Hub board's task ids are scored under "
+                    f"{flag_name('scoring')} default, not {self.scoring}"
+                )
 
     def evaluate_kwargs(self) -> dict[str, Any]:
         """:meth:`EvaluationOptions.evaluate_kwargs` and the reranking pipeline's.
