@@ -48,7 +48,13 @@ if TYPE_CHECKING:  # the arrows to the owners, for readers and for the import ch
         BOARD_LABELS as BOARD_LABELS,
     )
     from hf_posbias.evaluation.reports.leaderboard import (
+        HUB_BENCHMARK_PREFIX as HUB_BENCHMARK_PREFIX,
+    )
+    from hf_posbias.evaluation.reports.leaderboard import (
         display_name as display_name,
+    )
+    from hf_posbias.evaluation.reports.leaderboard import (
+        hub_board_rows as hub_board_rows,
     )
     from hf_posbias.evaluation.reports.leaderboard import (
         read_board_labels as read_board_labels,
@@ -149,6 +155,8 @@ HOMES: dict[str, str] = {
     "BOARD_LABELS": "hf_posbias.evaluation.reports.leaderboard",
     "display_name": "hf_posbias.evaluation.reports.leaderboard",
     "read_board_labels": "hf_posbias.evaluation.reports.leaderboard",
+    "hub_board_rows": "hf_posbias.evaluation.reports.leaderboard",
+    "HUB_BENCHMARK_PREFIX": "hf_posbias.evaluation.reports.leaderboard",
 }
 """Each name → the module that owns it."""
 

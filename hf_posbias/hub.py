@@ -1,10 +1,12 @@
 """The Hub, write side: the one Hub token lookup and the one upload, for datasets and models.
 
 ``posbias build --repo-id`` uploads the dataset repo folders :mod:`hf_posbias.publish` writes;
-``posbias train --push-to-hub`` uploads a checkpoint folder. Both go through
-:func:`upload_folder` (``HfApi.create_repo`` + ``HfApi.upload_folder``; the Hub host comes from
-``HF_ENDPOINT`` through huggingface_hub, never from a hard-coded URL), with the token from
-:func:`resolve_token`. Reading datasets back is :mod:`hf_posbias.rows`.
+``posbias train --push-to-hub`` uploads a checkpoint folder; ``posbias benchmark publish`` a
+position task's repo folder; ``posbias evaluate --push-results`` a model's ``.eval_results``.
+All go through :func:`upload_folder` (``HfApi.create_repo`` + ``HfApi.upload_folder``; the Hub
+host comes from ``HF_ENDPOINT`` through huggingface_hub, never from a hard-coded URL), with the
+token from :func:`resolve_token`; a repo the token's user does not own gets a pull request
+(``create_pr=None``: :func:`owns_repo` decides). Reading datasets back is :mod:`hf_posbias.rows`.
 
 Offline, everything up to the network call is tested by patching ``HfApi`` at this boundary.
 
@@ -16,6 +18,7 @@ Example:
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from hf_posbias.errors import BackendError, InputError, first_line
 
@@ -83,11 +86,21 @@ def upload_folder(
     token: str | None = None,
     private: bool = False,
     commit_message: str = "Upload with hf-posbias",
+    create_repo: bool = True,
+    create_pr: bool | None = False,
 ) -> str:
-    """Create ``repo_id`` if needed and upload ``folder`` to it; returns the repo URL.
+    """Create ``repo_id`` if needed and upload ``folder`` to it; returns the repo URL (or the
+    pull request's URL).
 
     Works for any repo type: a dataset folder from :func:`hf_posbias.publish.write_dataset_repo`,
-    or a model checkpoint folder with ``repo_type="model"``.
+    or a model checkpoint folder with ``repo_type="model"``. The folder's entries land at the
+    repo's root, beside what the repo holds already.
+
+    Args:
+        create_repo: create the repo when it does not exist (``False``: it must exist, as a
+            model repo that receives evaluation results).
+        create_pr: open a pull request instead of committing to ``main``; ``None``: a pull
+            request unless the token's user owns the repo (:func:`owns_repo`).
 
     Raises:
         InputError: the folder is missing or empty, or the repo id / type is malformed.
@@ -115,13 +128,19 @@ def upload_folder(
 
     api = huggingface_hub.HfApi(token=token)
     try:
-        api.create_repo(repo_id, token=token, private=private, repo_type=repo_type, exist_ok=True)
-        api.upload_folder(
+        if create_pr is None:
+            create_pr = not owns_repo(repo_id, token=token, api=api)
+        if create_repo:
+            api.create_repo(
+                repo_id, token=token, private=private, repo_type=repo_type, exist_ok=True
+            )
+        commit = api.upload_folder(
             repo_id=repo_id,
             folder_path=str(folder),
             repo_type=repo_type,
             token=token,
             commit_message=commit_message,
+            create_pr=create_pr,
         )
     except HfHubHTTPError as exc:
         status = getattr(getattr(exc, "response", None), "status_code", "?")
@@ -133,7 +152,32 @@ def upload_folder(
         raise BackendError(
             f"cannot reach the Hub to upload {repo_id} ({type(exc).__name__}): {first_line(exc)}"
         ) from exc
-    return repo_url(repo_id, repo_type)
+    pr_url = getattr(commit, "pr_url", None)
+    return str(pr_url) if create_pr and pr_url else repo_url(repo_id, repo_type)
+
+
+def owns_repo(repo_id: str, *, token: str, api: Any = None) -> bool:
+    """Whether the token's user owns ``repo_id``: its namespace is the user's name or one of
+    their organisations (``HfApi.whoami``). Where they do not, a change goes in as a pull
+    request, as the Hub asks of a community contribution.
+
+    Example:
+        >>> class Api:
+        ...     def whoami(self, token=None):
+        ...         return {"name": "me", "orgs": [{"name": "my-lab"}]}
+        >>> owns_repo("my-lab/model", token="t", api=Api()), owns_repo("them/model", token="t",
+        ...     api=Api())
+        (True, False)
+    """
+    if api is None:
+        import huggingface_hub
+
+        api = huggingface_hub.HfApi(token=token)
+    who = api.whoami(token=token)
+    names = {str(who.get("name", ""))} | {
+        str(org.get("name", "")) for org in who.get("orgs") or [] if isinstance(org, dict)
+    }
+    return check_repo_id(repo_id).split("/")[0] in names - {""}
 
 
 def repo_url(repo_id: str, repo_type: str = "dataset") -> str:
@@ -151,4 +195,11 @@ def repo_url(repo_id: str, repo_type: str = "dataset") -> str:
     return f"{constants.ENDPOINT.rstrip('/')}/{prefix}{repo_id}"
 
 
-__all__ = ["HUB_METADATA_ENTRIES", "check_repo_id", "repo_url", "resolve_token", "upload_folder"]
+__all__ = [
+    "HUB_METADATA_ENTRIES",
+    "check_repo_id",
+    "owns_repo",
+    "repo_url",
+    "resolve_token",
+    "upload_folder",
+]

@@ -441,7 +441,7 @@ def add_settings_arguments(
         if meta.get("positional"):
             kwargs.pop("dest")
             if not required:
-                kwargs["nargs"] = "?"
+                kwargs["nargs"] = "*" if kwargs.get("nargs") == "+" else "?"
             action = parser.add_argument(f.name, **kwargs)
             action.posbias_default_note = appended  # type: ignore[attr-defined]
             action.posbias_range = meta.get("range")  # type: ignore[attr-defined]

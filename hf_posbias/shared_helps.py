@@ -90,7 +90,7 @@ SHARED_HELPS: dict[str, str] = {
     "k": "list length: the first stage's top k of each query, the list the reranker orders",
     "first_stage": "first-stage retriever whose top list the reranker reorders: bm25 or an "
     "embedding model (listwise verbs: a sparse encoder too, splade++ or sparse:<model>, and two "
-    "or more fused by reciprocal rank fusion)",
+    "or more fused by reciprocal rank fusion; Q26 evaluates on facebook/contriever-msmarco)",
     "reranker": "the reranker (posbias list rerankers shows how a name is matched): a listwise "
     "LLM slid over the list (smollm2-135m, a FIRST/DebiasFirst checkpoint folder or Hub causal "
     "LM; openai:<model> or a served model name with --base-url), a cross-encoder "

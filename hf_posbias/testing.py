@@ -2,9 +2,10 @@
 
 Tests (and users without Hub access) need checkpoints of each family in the training registry —
 BERT, Longformer, ModernBERT, GPT-2, BLOOM, Llama, Qwen3 — that load through exactly the same
-``from_pretrained`` path as the real ones. These builders create a random model from its
-transformers config (hidden size 64, 2 layers) with a tokenizer trained on the fly by
-``tokenizers`` (WordPiece for encoders, byte-level BPE for decoders) and save both to a folder.
+``from_pretrained`` path as the real ones (and a tiny ListT5, :func:`build_tiny_listt5`). These
+builders create a random model from its transformers config (hidden size 64, 2 layers) with a
+tokenizer trained on the fly by ``tokenizers`` (WordPiece for encoders, byte-level BPE for
+decoders) and save both to a folder.
 
 Example:
     >>> import tempfile
@@ -245,3 +246,40 @@ def build_tiny_multi_vector_encoder(out_dir: str | Path, seed: int = 0) -> str:
     model = MultiVectorEncoder(modules=[Transformer(base)], device="cpu")
     model.save(str(out_dir))
     return str(out_dir)
+
+
+def build_tiny_listt5(out_dir: str | Path, seed: int = 0, fid_layout: bool = True) -> str:
+    """Save a tiny random ListT5 checkpoint (a T5 encoder–decoder, hidden 64, 2 layers each, with
+    a WordPiece tokenizer) and return its folder. ``fid_layout``: the weights under the names
+    ListT5's ``FiDT5`` class saves them (``encoder.encoder.block.N.module.…``) and
+    ``architectures: ["FiDT5"]``, as the released checkpoints; else transformers' own T5 layout.
+    """
+    import re
+
+    import torch
+    from safetensors.torch import save_file
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    torch.manual_seed(seed)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer = build_wordpiece_tokenizer(extra_text="Query Index Context 1 2 3 4 5 6 7")
+    tokenizer.eos_token = "[SEP]"
+    config = T5Config(
+        vocab_size=len(tokenizer), d_model=64, d_kv=16, d_ff=128, num_layers=2,
+        num_decoder_layers=2, num_heads=4, pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id, decoder_start_token_id=tokenizer.pad_token_id,
+    )  # fmt: skip
+    model = T5ForConditionalGeneration(config)
+    tokenizer.save_pretrained(out)
+    if not fid_layout:
+        model.save_pretrained(out)
+        return str(out)
+    config.architectures = ["FiDT5"]
+    config.save_pretrained(out)
+    wrapped = {}
+    for key, value in model.state_dict().items():
+        key = re.sub(r"^encoder\.block\.(\d+)\.", r"encoder.block.\1.module.", key)
+        wrapped[re.sub(r"^encoder\.", "encoder.encoder.", key)] = value.clone().contiguous()
+    save_file(wrapped, str(out / "model.safetensors"), metadata={"format": "pt"})
+    return str(out)

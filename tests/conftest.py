@@ -25,6 +25,9 @@ import pytest  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("POSBIAS_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
+PAPER_TEXTS = Path(
+    os.environ.get("POSBIAS_PAPER_TEXTS", SHARED_DATA.parent / "reference" / "seeds")
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -49,6 +52,17 @@ def shared_data() -> Path:
             "holding it"
         )
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def paper_texts() -> Path:
+    """The folder of the papers' full texts (``000_…txt`` YHP26, ``001_…`` Zeng et al. 2025,
+    ``003_…`` Q26, ``004_…`` the Myopic Trap); skips when absent."""
+    if not PAPER_TEXTS.is_dir():
+        pytest.skip(
+            f"the papers' texts are not at {PAPER_TEXTS}: set POSBIAS_PAPER_TEXTS to their folder"
+        )
+    return PAPER_TEXTS
 
 
 @pytest.fixture(scope="session")

@@ -90,3 +90,30 @@ def wiki_task_data(
 def wiki_task(shared_data: Path, folder: Path, **kwargs) -> Path:
     """Build and save :func:`wiki_task_data`; returns the folder."""
     return wiki_task_data(shared_data, **kwargs).save(folder)
+
+
+def toy_position_records(n: int = 36) -> list[dict]:
+    """Synthetic documents (no real data needed), each with its query's words in the middle of
+    one third, the thirds in turn: records for ``build_from_records``."""
+    records = []
+    for i in range(n):
+        parts = [" ".join(f"w{i}x{k}y{j}" for j in range(20)) for k in range(3)]
+        words = parts[i % 3].split()
+        words.insert(10, f"needle{i} marker{i % 5}")
+        parts[i % 3] = " ".join(words)
+        document = " ".join(parts)
+        records.append(
+            {
+                "query": f"needle{i} marker{i % 5}",
+                "document": document,
+                "evidence_start": document.index(f"needle{i}"),
+            }
+        )
+    return records
+
+
+def hub_snapshot(root: Path, repo_id: str, data: PositionTaskData, commit: str = "c" * 40) -> Path:
+    """Save ``data`` where huggingface_hub's cache keeps a dataset repo's snapshot
+    (``datasets--<owner>--<name>/snapshots/<commit>``): a task folder downloaded from the Hub."""
+    folder = root / "hub" / f"datasets--{repo_id.replace('/', '--')}" / "snapshots" / commit
+    return data.save(folder)

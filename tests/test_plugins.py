@@ -126,6 +126,7 @@ def test_every_plugin_is_listed_with_its_distribution(example_plugins, capsys):
         "bm25",
         "listwise-endpoint",
         "overlap",
+        "listt5",
         "listwise",
         "cross-encoder",
         "registry",
@@ -134,7 +135,9 @@ def test_every_plugin_is_listed_with_its_distribution(example_plugins, capsys):
 
     rows = _listing(["list", "bases"], capsys)
     assert rows[2].startswith("| bert-base | google-bert/bert-base-uncased |")
-    assert rows[-1] == f"| e5-small | intfloat/e5-small-v2 | encoder | mean | 33 | 512 | {DIST} |"
+    assert rows[-1] == (
+        f"| e5-small | intfloat/e5-small-v2 | encoder | APE | mean | 33 | 512 | 4e-05 | {DIST} |"
+    )
 
 
 def test_a_plugin_base_resolves_by_name(example_plugins):

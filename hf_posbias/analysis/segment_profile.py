@@ -18,7 +18,7 @@ Example:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -180,24 +180,33 @@ def sample_profile_documents(
     from hf_posbias.analysis.evidence_moving import sentence_boundaries
     from hf_posbias.pipeline.corpus import read_corpus
 
-    docs = []
-    for record in read_corpus(corpus):
-        text = record["text"] if isinstance(record["text"], str) else ""
-        if clip_chars and len(text) > clip_chars:
-            # Clip at a sentence start so the last segment is not a broken sentence.
-            cuts = [c for c in sentence_boundaries(text) if 0 < c <= clip_chars]
-            text = text[: cuts[-1] if cuts else clip_chars]
-        n_words = len(text.split())
-        if (words[0] and n_words < words[0]) or (words[1] and n_words > words[1]):
-            continue
-        docs.append((str(record["id"]), text.strip()))
-    if not docs:
+    def kept() -> Iterator[tuple[str, str]]:
+        for record in read_corpus(corpus):
+            text = record["text"] if isinstance(record["text"], str) else ""
+            if clip_chars and len(text) > clip_chars:
+                # Clip at a sentence start so the last segment is not a broken sentence.
+                cuts = [c for c in sentence_boundaries(text) if 0 < c <= clip_chars]
+                text = text[: cuts[-1] if cuts else clip_chars]
+            n_words = len(text.split())
+            if (words[0] and n_words < words[0]) or (words[1] and n_words > words[1]):
+                continue
+            yield str(record["id"]), text.strip()
+
+    # Two passes, never more than ``limit`` documents held: a corpus the size of FineWeb-Edu's
+    # samples (millions of rows) is counted first, then the drawn ones are read.
+    docs, total = [], 0
+    for doc in kept():
+        total += 1
+        if not limit or total <= limit:
+            docs.append(doc)
+    if not total:
         bounds = "" if words == (None, None) else f" of {words[0] or 0}–{words[1] or '∞'} words"
         raise InputError(f"corpus {corpus} has no documents{bounds}")
-    if not limit or limit >= len(docs):
+    if not limit or limit >= total:
         return docs, None
-    keep = sorted(random.Random(seed).sample(range(len(docs)), limit))
-    return [docs[i] for i in keep], f"sampled {limit} of {len(docs)} documents (seed {seed})"
+    chosen = set(random.Random(seed).sample(range(total), limit))
+    docs = [doc for index, doc in enumerate(kept()) if index in chosen]
+    return docs, f"sampled {limit} of {total} documents (seed {seed})"
 
 
 def profile_table(profiles: Sequence[SegmentProfile], digits: int = 4) -> str:

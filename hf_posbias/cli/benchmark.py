@@ -15,6 +15,7 @@ per-bucket query counts and everything it dropped):
                                     [--distractors docs.jsonl]
     posbias benchmark plot-evidence --task DIR [--task DIR …] --out fig.png
     posbias benchmark subsample     --task DIR --per-bucket N --out DIR [--seed 0] [--name NAME]
+    posbias benchmark publish       --task DIR --out HUB_DIR [--hub-repo OWNER/NAME]
     posbias benchmark from-corpus   --corpus SOURCE --out DIR [--passages N] [--cut-long] …
                                     (Z25's recipe from any corpus: hf_posbias.cli.benchmark_build)
 
@@ -43,6 +44,7 @@ from hf_posbias.cli.benchmark_build import register_build
 from hf_posbias.cli.common import add_alias, add_group, add_verb, hide_as_alias, tuck_away
 from hf_posbias.cli.listing import add_listing_verb, benchmarks_table
 from hf_posbias.evaluation.settings import PlotEvidenceSettings, TaskSampleSettings
+from hf_posbias.publish.task_repo import TaskPublishSettings
 
 EXPERT_VERBS: tuple[str, ...] = (
     "climate-fever",
@@ -71,9 +73,11 @@ def _build(bench: Any, settings: Any) -> None:
 def _plot(s: PlotEvidenceSettings) -> None:
     from hf_posbias.evaluation.reports.evidence_plot import plot_evidence_distribution
 
-    summary = plot_evidence_distribution(list(s.task), s.out, bins=s.bins)
+    summary = plot_evidence_distribution(list(s.task), s.out, bins=s.bins, scale=s.scale)
+    unit = "of the document" if s.scale == "relative" else "characters"
     for name, counts in summary.counts.items():
-        print(f"{name}: {sum(counts)} queries with evidence offsets")
+        mean = summary.means[name]
+        print(f"{name}: {sum(counts)} queries with evidence offsets, mean start {mean:.3g} {unit}")
     for name in summary.skipped:
         print(f"{name}: skipped (no evidence offsets in this task)")
     print(f"wrote {summary.path}")
@@ -90,6 +94,28 @@ def _sample(s: TaskSampleSettings) -> None:
     n = sum(kept.values())
     print(f"{sample.info.name}: {n} of {len(full.queries)} queries ({counts}), all documents")
     print(f"wrote {folder}")
+
+
+def _publish(s: TaskPublishSettings) -> None:
+    from hf_posbias.hub import resolve_token, upload_folder
+    from hf_posbias.publish.task_repo import write_task_repo
+
+    token = None
+    if s.hub_repo:  # a missing token fails before anything is written
+        token = resolve_token(s.hub_token, purpose=f"--hub-repo {s.hub_repo}", flag="--hub-token")
+    folder = write_task_repo(s.task, s.out, repo_id=s.hub_repo, overwrite=s.overwrite)
+    print(f"wrote {folder} (task files, README.md, eval.yaml)")
+    if s.hub_repo:
+        url = upload_folder(
+            folder,
+            s.hub_repo,
+            repo_type="dataset",
+            token=token,
+            private=s.private,
+            commit_message="posbias benchmark publish: task files, card and eval.yaml",
+            create_pr=None,
+        )
+        print(f"pushed {s.hub_repo} → {url}")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -128,6 +154,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Write a task of its own holding at most --per-bucket queries of every "
         "bucket (seeded) and every document: a costly model (an LLM reranker) scores a subset "
         "whose ranking problem is the full task's.",
+    )
+    add_verb(
+        verbs,
+        "publish",
+        TaskPublishSettings,
+        _publish,
+        help="a task folder as a Hub benchmark repo (task files, card, eval.yaml)",
+        description="Write the Hub dataset repo folder of a built position task: its four "
+        "files, a card whose configs load them, and eval.yaml (mteb's task ids plus per-bucket "
+        "nDCG@10, their mean and 1 − PSI, the ids the Hub's board ranks); with --hub-repo, "
+        "upload it (a pull request unless you own the repo).",
     )
     add_listing_verb(
         verbs,

@@ -105,6 +105,13 @@ def run_evaluate(s: EvaluateSettings, args: argparse.Namespace) -> None:
     from hf_posbias.locks import output_lock
 
     _quiet(args)
+    token = None
+    if s.push_results:  # a missing token fails before the run, not after it
+        from hf_posbias.hub import resolve_token
+
+        token = resolve_token(
+            s.hub_token, purpose=f"--push-results {s.push_results}", flag="--hub-token"
+        )
     with output_lock(s.out, command="posbias evaluate"), warnings.catch_warnings():
         # The summaries carry the warnings; they are printed once below.
         warnings.simplefilter("ignore", UserWarning)
@@ -122,6 +129,36 @@ def run_evaluate(s: EvaluateSettings, args: argparse.Namespace) -> None:
                 plot_position_curves([summary], Path(s.out) / "plots" / f"{safe}.png")
     _print_summaries(summaries)
     print(f"wrote {Path(s.out) / 'summary.json'}")
+    if s.push_results:
+        from hf_posbias.evaluation.reports.hub_results import push_results
+
+        url = push_results(
+            summaries,
+            s.push_results,
+            command=evaluate_command(s),
+            folder=Path(s.out) / "hub-results",
+            token=token,
+        )
+        print(f"pushed the results to {s.push_results} → {url}")
+
+
+def evaluate_command(s: EvaluateSettings) -> str:
+    """The ``posbias evaluate`` command line of ``s``, without what only sends the results
+    (``--push-results``, the token): the source the pushed entries name.
+
+    Example:
+        >>> from hf_posbias.evaluation.settings import EvaluateSettings
+        >>> evaluate_command(EvaluateSettings(model="bm25", task=("T",), out="o", top_k=20,
+        ...     push_results="me/bm25", hub_token="hf_x"))
+        'posbias evaluate --model bm25 --task T --out o --top-k 20'
+    """
+    import dataclasses
+    import shlex
+
+    from hf_posbias.settings import settings_to_argv
+
+    bare = dataclasses.replace(s, push_results=None, hub_token=None)
+    return "posbias evaluate " + shlex.join(settings_to_argv(bare, first=("model", "task", "out")))
 
 
 def run_audit(s: ModelAuditSettings, args: argparse.Namespace) -> None:

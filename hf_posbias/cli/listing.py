@@ -102,17 +102,19 @@ def rerankers_table() -> MarkdownTable:
 
 
 def bases_table() -> MarkdownTable:
-    """Every registered base model."""
+    """Every registered base model: YHP26 Table 2's columns (kind, positional encoding,
+    pooling, size, maximum length) with Table 9's checkpoint and App. D's learning rate."""
     from hf_posbias.training.models import BASE_REGISTRY
 
-    columns = ["base", "checkpoint", "kind", "pooling", "params (M)", "max length", "source"]
+    columns = ["base", "checkpoint", "kind", "positional encoding", "pooling", "params (M)"]
+    columns += ["max length", "lr", "source"]
     rows = []
     for name, entry in BASE_REGISTRY.entries().items():
         spec = entry.value
         size = format_cell(spec.params_m)
         rows.append(
-            [name, spec.checkpoint, spec.kind, spec.pooling, size, str(spec.max_length)]
-            + [entry.source]
+            [name, spec.checkpoint, spec.kind, spec.positional_encoding, spec.pooling, size]
+            + [str(spec.max_length), f"{spec.lr:g}", entry.source]
         )
     return MarkdownTable(columns, rows)
 

@@ -235,19 +235,9 @@ def _curves(s: CurvesSettings) -> None:
 
 
 def _convert(s: ConvertSettings) -> None:
-    from hf_posbias.listwise.training.trainset import (
-        load_conversations,
-        rows_from_conversations,
-        write_train_set,
-    )
+    from hf_posbias.listwise.training.trainset import convert_train_set
 
-    records = load_conversations(s.data, split=s.hf_split)
-    if s.max_rows is not None:
-        records = records[: s.max_rows]
-    rows, counts = rows_from_conversations(records, style=s.identifiers)
-    if not rows:
-        raise InputError(f"{s.data}: no conversation could be read ({counts['skipped']} skipped)")
-    write_train_set(s.out, rows, {"source": str(s.data), "format": "rankzephyr", **counts})
+    _, counts, _ = convert_train_set(s)
     echo(
         f"{counts['rows']} of {counts['records']} records → {Path(s.out) / 'train.parquet'}"
         f" ({counts['skipped']} skipped, {counts['answers_with_appended']} answers with "

@@ -77,33 +77,21 @@ def position_task(
     return asm.finish(info, extra=extra)
 
 
-def hub_card(
-    settings: BenchmarkBuildSettings, construction: list[dict[str, Any]], counts: dict
-) -> str:
-    """The Hub dataset card: front matter, the recipe's models and the construction table."""
-    from hf_posbias.publish.repo import front_matter_yaml, size_category
-
-    header = front_matter_yaml(
-        ["queries", "corpus", "qrels", "queries_tiny"],
-        split=HUB_SPLIT,
-        default_config="queries",
-        language=["en"],
-        task_categories=["text-retrieval"],
-        size_categories=[size_category(sum(counts.values()))],
-        pretty_name=settings.task_name,
-        tags=["position-bias", "retrieval", "synthetic"],
-    )
+def hub_notes(settings: BenchmarkBuildSettings, construction: list[dict[str, Any]]) -> str:
+    """What the Hub card of a built benchmark adds to a task's card: the recipe's models and the
+    construction table."""
     return (
-        f"---\n{header}---\n# {settings.task_name}\n\n"
+        "## Construction\n\n"
         "Questions labelled by where their evidence sits in the passage (begin / middle / end), "
         "built with Z25's FineWeb-PosQ recipe by `posbias benchmark build` (hf-posbias).\n\n"
         f"Source corpus: `{settings.corpus}`. LLM: `{settings.llm_model}` "
         f"({settings.llm_backend}); rerankers: `{settings.rerankers}`; embedder: "
         f"`{settings.embedder}`; false-negative judges: `{settings.fn_judges}`.\n\n"
-        "## Construction\n\nQuestions per position after each step:\n\n"
+        "Questions per position after each step:\n\n"
         f"{construction_markdown(construction)}\n\n"
         "Each query's `evidence_start`/`evidence_end` are the character span of the chunk it was "
-        "generated from; its bucket is Algorithm 1's tag on character offsets.\n"
+        "generated from; its bucket is Algorithm 1's tag on character offsets. The config "
+        "`queries_tiny` holds the queries of the tiny task (`<out>/tiny`)."
     )
 
 
@@ -115,9 +103,11 @@ def write_outputs(
     report: dict[str, Any],
 ) -> Path:
     """Write the task folder (``settings.out``), its ``tiny`` task and the Hub folder
-    (``settings.hub_dir``); ``report`` is the build report (its ``construction`` rows go into
-    the task's metadata, ``construction.json`` and the card). Returns the task folder."""
-    from hf_posbias.publish.repo import write_dataset_repo
+    (``settings.hub_dir``: :func:`hf_posbias.publish.task_repo.write_task_repo`, the layout of
+    every published position task, ``eval.yaml`` included); ``report`` is the build report (its
+    ``construction`` rows go into the task's metadata, ``construction.json`` and the card).
+    Returns the task folder."""
+    from hf_posbias.publish.task_repo import write_task_repo
     from hf_posbias.settings import settings_record
 
     construction = report["construction"]
@@ -129,16 +119,11 @@ def write_outputs(
     if tiny:
         position_task(settings, passages, list(tiny), extra, tiny=True).save(folder / "tiny")
     tiny_ids = {q["qid"] for q in tiny}
-    write_dataset_repo(
+    write_task_repo(
+        folder,
         settings.hub_dir,
-        {
-            "queries": data.queries,
-            "corpus": data.corpus,
-            "qrels": data.qrels,
-            "queries_tiny": [q for q in data.queries if q["id"] in tiny_ids],
-        },
-        hub_card(settings, construction, data.bucket_counts()),
-        split=HUB_SPLIT,
+        notes=hub_notes(settings, construction),
+        extra_configs={"queries_tiny": [q for q in data.queries if q["id"] in tiny_ids]},
         overwrite=True,
     )
     return folder

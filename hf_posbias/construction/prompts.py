@@ -1,9 +1,11 @@
 """The recipe's LLM prompts: the shipped summary and FAQ prompts, a user's prompt file in their
 place, and the 0–4 relevance judge the two filtering stages ask.
 
-The summary and FAQ prompts are the project's own (after Z25's App. B; B.2 the FAQ prompt); the
-judge's lives with the judge (:data:`hf_posbias.verification.judge.RELEVANCE_0_4`). A stage's
-``--<stage>-prompt-file`` replaces its prompt verbatim (:mod:`hf_posbias.generation.prompt_files`).
+The summary and FAQ prompts are the project's own (Z25 prints its FAQ prompt in App. B.2; its
+App. B.1 is an empty heading, the summary prompt being printed in the Myopic Trap version's
+App. C.1); the judge's lives with the judge (:data:`hf_posbias.verification.judge.RELEVANCE_0_4`).
+A stage's ``--<stage>-prompt-file`` replaces its prompt verbatim
+(:mod:`hf_posbias.generation.prompt_files`).
 
 Example:
     >>> from hf_posbias.construction.settings import BenchmarkBuildSettings

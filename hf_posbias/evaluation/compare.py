@@ -63,6 +63,7 @@ class RunComparison:
 def _same_task(a: EvaluationSummary, b: EvaluationSummary, where_a: str, where_b: str) -> None:
     for field, what in (
         ("task_revision", "task data"),
+        ("task_repo_revision", "benchmark revision"),
         ("scoring", "scoring"),
         ("buckets", "buckets"),
     ):

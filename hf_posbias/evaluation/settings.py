@@ -23,7 +23,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from hf_posbias.devices import check_device
 from hf_posbias.errors import InputError
@@ -189,6 +189,14 @@ class EvaluateSettings(EvaluationOptions, RerankerOptions):
         default=128,
         metavar="N",
     )
+    push_results: str | None = setting(
+        "after the run, send its scores on tasks read from their Hub benchmark repo to this "
+        "model repo's .eval_results (a pull request unless you own the repo; OUT/hub-results "
+        "keeps what was sent)",
+        default=None,
+        metavar="MODEL_REPO",
+    )
+    hub_token: str | None = shared_setting("hub_token", default=None)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -196,6 +204,15 @@ class EvaluateSettings(EvaluationOptions, RerankerOptions):
             raise InputError(
                 f"{flag_name('reranker')} and {flag_name('first_stage')} exclude each other"
             )
+        if self.push_results:
+            from hf_posbias.hub import check_repo_id
+
+            check_repo_id(self.push_results)
+            if self.scoring != "default":
+                raise InputError(
+                    f"{flag_name('push_results')}: the Hub board's task ids are scored under "
+                    f"{flag_name('scoring')} default, not {self.scoring}"
+                )
 
     def evaluate_kwargs(self) -> dict[str, Any]:
         """:meth:`EvaluationOptions.evaluate_kwargs` and the reranking pipeline's.
@@ -269,6 +286,11 @@ class PlotEvidenceSettings(Settings):
     task: tuple[str, ...] = setting("task folder(s) (one or more, repeatable)", metavar="TASK")
     out: str = setting("PNG file to write")
     bins: int = setting("histogram bins", default=20, range=at_least(1))
+    scale: Literal["relative", "characters"] = setting(
+        "relative: evidence start ÷ document length, with the begin/middle/end boundaries "
+        "(YHP26 Fig. 9); characters: the evidence's character start (Zeng et al. Fig. 2)",
+        default="relative",
+    )
 
     def __post_init__(self) -> None:
         self.task = tuple(self.task)

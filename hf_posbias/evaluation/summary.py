@@ -49,6 +49,11 @@ class EvaluationSummary(JsonRecord):
     model_revision: str = ""
     task_path: str | None = None
     task_revision: str = ""
+    task_repo: str | None = None
+    """The Hub dataset repo the task folder was downloaded from (``None``: a folder built here);
+    results pushed to the Hub name it as their benchmark."""
+    task_repo_revision: str | None = None
+    """The commit of :attr:`task_repo` the run read (its ``.eval_results`` revision)."""
     hf_subset: str = "default"
     scoring: str = "default"
     n_documents: int = 0

@@ -36,6 +36,8 @@ The room's modules, each one job (every name below is importable from ``hf_posbi
 :mod:`~hf_posbias.modeling.registry` (mteb's registry names, cached per mteb version),
 :mod:`~hf_posbias.modeling.loaders` (sentence-transformers, registry and cross-encoder loaders),
 :mod:`~hf_posbias.modeling.causal_lm` (chat models, GGUF conversion, :func:`load_causal_lm`),
+:mod:`~hf_posbias.modeling.seq2seq` (ListT5's Fusion-in-Decoder T5: ``load_fid_t5``, imported
+from its module),
 :mod:`~hf_posbias.modeling.cache` (hf-posbias's cache folder).
 """
 

@@ -88,12 +88,14 @@ def front_matter_yaml(
     *,
     split: str = "train",
     default_config: str | None = None,
+    paths: Mapping[str, str] | None = None,
     **fields: Any,
 ) -> str:
     """A card's YAML header (without the ``---`` fences): ``fields`` then ``configs:``.
 
     Every config's ``data_files`` point at ``data/<config>/<split>-*.parquet``, the layout
-    :func:`write_dataset_repo` writes. Key order is deterministic.
+    :func:`write_dataset_repo` writes, unless ``paths`` names its file (a task repo's
+    ``qrels.parquet`` at the root). Key order is deterministic.
 
     Example:
         >>> print(front_matter_yaml(["uniform"], default_config="uniform", pretty_name="x"))
@@ -110,9 +112,10 @@ def front_matter_yaml(
 
     configs = []
     for name in config_names:
+        path = (paths or {}).get(name, f"{DATA_DIR}/{name}/{split}-*.parquet")
         entry: dict[str, Any] = {
             "config_name": name,
-            "data_files": [{"split": split, "path": f"{DATA_DIR}/{name}/{split}-*.parquet"}],
+            "data_files": [{"split": split, "path": path}],
         }
         if name == default_config:
             entry["default"] = True
@@ -133,12 +136,15 @@ def check_config_names(names: Sequence[str]) -> None:
             )
 
 
-def check_repo_folder(folder: str | Path, overwrite: bool = False) -> Path:
+def check_repo_folder(
+    folder: str | Path, overwrite: bool = False, *, own: frozenset[str] = _OWN_ENTRIES
+) -> Path:
     """Refuse a target that is a file, or a non-empty folder this module did not write.
 
     Called before any stage runs (``posbias build`` checks ``OUT/pool`` and ``OUT/train``
     first), and again right before writing. A folder holding only what this module writes
-    (plus ``.git`` / ``.cache``) is ours and may be rewritten.
+    (``own``: the entries of the layout being written; plus ``.git`` / ``.cache``) is ours and
+    may be rewritten.
 
     Example:
         >>> import pathlib, tempfile
@@ -156,7 +162,7 @@ def check_repo_folder(folder: str | Path, overwrite: bool = False) -> Path:
         foreign = sorted(
             p.name
             for p in folder.iterdir()
-            if p.name not in _OWN_ENTRIES and p.name not in HUB_METADATA_ENTRIES
+            if p.name not in own and p.name not in HUB_METADATA_ENTRIES
         )
         if foreign:
             shown = ", ".join(foreign[:5]) + (" …" if len(foreign) > 5 else "")
@@ -167,13 +173,15 @@ def check_repo_folder(folder: str | Path, overwrite: bool = False) -> Path:
     return folder
 
 
-def _prepare_folder(folder: Path, overwrite: bool) -> None:
+def prepare_repo_folder(
+    folder: Path, overwrite: bool, *, own: frozenset[str] = _OWN_ENTRIES
+) -> None:
     """Empty ``folder`` of a previous publish (see :func:`check_repo_folder`).
 
     Stale ``data/<config>/`` folders are removed so the upload cannot carry configs the new
     card does not declare.
     """
-    check_repo_folder(folder, overwrite)
+    check_repo_folder(folder, overwrite, own=own)
     if not folder.exists():
         folder.mkdir(parents=True)
         return
@@ -246,7 +254,7 @@ def write_dataset_repo(
     if max_rows_per_shard is not None and max_rows_per_shard < 1:
         raise InputError(f"max_rows_per_shard must be >= 1, got {max_rows_per_shard}")
 
-    _prepare_folder(folder, overwrite)
+    prepare_repo_folder(folder, overwrite)
     (folder / ".gitattributes").write_text(GITATTRIBUTES, encoding="utf-8")
     infos: list[dict[str, Any]] = []
     for name, rows in tables.items():
@@ -269,20 +277,30 @@ def write_dataset_repo(
                 write_parquet(part, path)
                 n_rows, n_bytes = n_rows + part.num_rows, n_bytes + part.nbytes
             download_size += path.stat().st_size
-        infos.append(
-            {
-                "config_name": name,
-                "splits": [{"name": split, "num_bytes": n_bytes, "num_examples": n_rows}],
-                "download_size": download_size,
-                "dataset_size": n_bytes,
-            }
-        )
+        infos.append(dataset_info_entry(name, split, n_rows, n_bytes, download_size))
     # Written last: a folder with a README is a complete one.
-    (folder / CARD_FILE).write_text(_with_dataset_info(card, infos), encoding="utf-8")
+    (folder / CARD_FILE).write_text(with_dataset_info(card, infos), encoding="utf-8")
     return folder
 
 
-def _with_dataset_info(card: str, infos: list[dict[str, Any]]) -> str:
+def dataset_info_entry(
+    config: str, split: str, n_rows: int, n_bytes: int, download_size: int
+) -> dict[str, Any]:
+    """One config's entry of the card's ``dataset_info`` (as ``push_to_hub`` writes it).
+
+    Example:
+        >>> dataset_info_entry("a", "test", 3, 24, 512)["splits"]
+        [{'name': 'test', 'num_bytes': 24, 'num_examples': 3}]
+    """
+    return {
+        "config_name": config,
+        "splits": [{"name": split, "num_bytes": n_bytes, "num_examples": n_rows}],
+        "download_size": download_size,
+        "dataset_size": n_bytes,
+    }
+
+
+def with_dataset_info(card: str, infos: list[dict[str, Any]]) -> str:
     """Add the Hub's ``dataset_info`` block (split sizes, as ``push_to_hub`` writes it).
 
     Besides documenting sizes, it fixes a silent failure: ``datasets`` keys its cache for a
@@ -323,7 +341,10 @@ __all__ = [
     "GITATTRIBUTES",
     "check_config_names",
     "check_repo_folder",
+    "dataset_info_entry",
     "front_matter_yaml",
+    "prepare_repo_folder",
     "size_category",
+    "with_dataset_info",
     "write_dataset_repo",
 ]

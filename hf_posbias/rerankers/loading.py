@@ -14,6 +14,9 @@ built-in kinds (:mod:`hf_posbias.rerankers.kinds`), in order:
                            OpenAI-compatible chat endpoint
 25  (plugins)              the default ``order`` of a plugin's kind: after the explicit
                            spellings, before the kinds that read a model's config
+28  ``listt5``             ``listt5:<model>``, or a model whose ``config.json`` names
+                           ``FiDT5``: ListT5, a Fusion-in-Decoder T5 ranked by tournament
+                           sort (:mod:`hf_posbias.rerankers.listt5`)
 30  ``listwise``           a packaged chat model (``smollm2-135m``), or a model whose
                            ``config.json`` names a ``*ForCausalLM``: scored FIRST's way
                            (``mode="first"``) or writing its permutation (``mode="generate"``)
@@ -39,7 +42,7 @@ Example:
     >>> reranker_kind("bm25"), reranker_kind("openai:m"), reranker_kind("cross-encoder:x")
     ('bm25', 'listwise-endpoint', 'cross-encoder')
     >>> [kind.name for kind in reranker_kinds()]
-    ['bm25', 'listwise-endpoint', 'listwise', 'cross-encoder', 'registry']
+    ['bm25', 'listwise-endpoint', 'listt5', 'listwise', 'cross-encoder', 'registry']
     >>> reranker = load_reranker("bm25", corpus_texts=["a cat", "a dog"])
     >>> reranker.describe()["kind"]
     'pointwise'
@@ -63,12 +66,14 @@ from hf_posbias.rerankers.kinds import (
     REGISTRY,
     RerankerKind,
 )
+from hf_posbias.rerankers.listt5 import LISTT5
 from hf_posbias.rerankers.options import RerankerOptions
 from hf_posbias.suggestions import suggest
 
 BUILTIN_KINDS: tuple[RerankerKind, ...] = (
     BM25,
     LISTWISE_ENDPOINT,
+    LISTT5,
     LISTWISE,
     CROSS_ENCODER,
     REGISTRY,

@@ -11,9 +11,10 @@ The spec's ``analyses`` names any of:
   (:mod:`hf_posbias.analysis.evidence_moving`) on ``analysis_pairs`` (default ``msmarco``, the
   source YHP26 names; any pair file), peak, lowest and Δ×10³ (Tables 5 and 13);
 - ``segment-profile``: cosine(document, segment i) (:mod:`hf_posbias.analysis.segment_profile`)
-  on ``analysis_corpus`` (default: the corpus of the study's first task), with App. C's range
-  statistic, ``max − min`` of the mean curve, and its change against the untrained base
-  (Figs. 3 and 7).
+  on each sample of ``analysis_corpus`` (:class:`~hf_posbias.study.spec.ProfileSample`; default
+  one sample of the study's first task's corpus), with App. C's range statistic, ``max − min``
+  of the mean curve, and its change against the untrained base (YHP26 Figs. 3 and 7; with three
+  segments and Zeng et al.'s two samples, SQuAD v2 and FineWeb-Edu, their App. A.4 Table 4).
 
 Each runs on every checkpoint and every untrained base (and off-the-shelf row), never on remedy
 rows. One result file per model × analysis, ``<out>/analyses/<model>/<analysis>.json``, records
@@ -50,7 +51,7 @@ from hf_posbias.study.layout import (
     evaluation_fingerprint,
     study_models,
 )
-from hf_posbias.study.spec import StudySpec
+from hf_posbias.study.spec import ProfileSample, StudySpec
 
 ANALYSES_DIRNAME = "analyses"
 
@@ -67,8 +68,7 @@ def analysis_key(spec: StudySpec, analysis: str, tasks: Sequence[StudyTask] = ()
     key = f"{spec.analysis_limit}/{spec.analysis_slots}/{spec.seed}"
     if analysis == "evidence-moving":
         return f"{spec.analysis_pairs}/{key}"
-    words = f"{spec.analysis_min_words or 0}-{spec.analysis_max_words or 'inf'}"
-    return f"{spec.analysis_corpus or 'first-task'}/{words}/{key}"
+    return "|".join(sample.key for sample in spec.profile_samples) + f"/{key}"
 
 
 def model_tasks(model: StudyModel, tasks: Sequence[StudyTask]) -> list[StudyTask]:
@@ -113,7 +113,7 @@ class AnalysisInputs:
     def __init__(self, spec: StudySpec, tasks: Sequence[StudyTask]) -> None:
         self.spec, self.tasks = spec, list(tasks)
         self._pairs: tuple[list[Any], str] | None = None
-        self._documents: list[tuple[str, str]] | None = None
+        self._documents: dict[str, list[tuple[str, str]]] = {}
 
     @property
     def pairs(self) -> tuple[list[Any], str]:
@@ -127,18 +127,16 @@ class AnalysisInputs:
             self._pairs = (chosen, f"{report.summary_line()}; {len(chosen)} sampled")
         return self._pairs
 
-    @property
-    def documents(self) -> list[tuple[str, str]]:
-        """The sampled segment-profile documents."""
-        if self._documents is None:
+    def documents(self, sample: ProfileSample) -> list[tuple[str, str]]:
+        """The segment-profile documents of one sample, drawn once."""
+        if sample.name not in self._documents:
             from hf_posbias.analysis.segment_profile import sample_profile_documents
 
-            corpus = self.spec.analysis_corpus or default_corpus(self.tasks)
-            words = (self.spec.analysis_min_words, self.spec.analysis_max_words)
-            self._documents = sample_profile_documents(
-                corpus, self.spec.analysis_limit, self.spec.seed, words=words
+            corpus = sample.corpus or default_corpus(self.tasks)
+            self._documents[sample.name] = sample_profile_documents(
+                corpus, self.spec.analysis_limit, self.spec.seed, words=sample.words
             )[0]
-        return self._documents
+        return self._documents[sample.name]
 
 
 def default_corpus(tasks: Sequence[StudyTask]) -> str:
@@ -197,19 +195,25 @@ def _run_segment_profile(
 ) -> dict[str, Any]:
     from hf_posbias.analysis.segment_profile import segment_profile
 
-    profile = segment_profile(
-        loaded.sentence_transformer,
-        inputs.documents,
-        inputs.spec.analysis_slots,
-        progress=False,
-    )
-    return {
-        "mean": list(profile.mean),
-        "stderr": list(profile.stderr),
-        "n_docs": profile.n_docs,
-        "n_input": profile.n_input,
-        "skipped": profile.skipped,
-    }
+    profiles = []
+    for sample in inputs.spec.profile_samples:
+        profile = segment_profile(
+            loaded.sentence_transformer,
+            inputs.documents(sample),
+            inputs.spec.analysis_slots,
+            progress=False,
+        )
+        profiles.append(
+            {
+                "sample": sample.name,
+                "mean": list(profile.mean),
+                "stderr": list(profile.stderr),
+                "n_docs": profile.n_docs,
+                "n_input": profile.n_input,
+                "skipped": profile.skipped,
+            }
+        )
+    return {"profiles": profiles}
 
 
 RUNNERS: dict[str, Callable[[Any, AnalysisInputs, Path, StudyModel], dict[str, Any]]] = {
@@ -240,7 +244,7 @@ def run_model_analyses(
         if loaded is None:
             from hf_posbias.evaluation.runs.models import load_model
 
-            loaded = load_model(model.folder)
+            loaded = load_model(model.folder, settings=spec.model_settings)
         path = analysis_file(out, model.name, analysis)
         if analysis in EMBEDDING_ANALYSES and loaded.sentence_transformer is None:
             result = {"not_run": f"{loaded.spec} is a {loaded.kind}, not a bi-encoder"}
@@ -368,32 +372,34 @@ def evidence_moving_rows(results: Sequence[Mapping[str, Any]]) -> list[dict[str,
 
 
 def segment_profile_rows(results: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Figs. 3 and 7: per model × configuration the mean profile, its peak and lowest segment,
-    its range (max − min of the mean curve), App. C's range over segments 1–9
+    """Figs. 3 and 7: per sample × model × configuration the mean profile, its peak and lowest
+    segment, its range (max − min of the mean curve), App. C's range over segments 1–9
     (``app_c_range``, over ``app_c_segments``) and each range's change against the untrained
-    base of the same model (``range_vs_base``, ``app_c_range_vs_base``)."""
+    base of the same model on the same sample (``range_vs_base``, ``app_c_range_vs_base``)."""
     from hf_posbias.analysis.segment_profile import SegmentProfile
 
     rows = []
     for r in results:
-        p = SegmentProfile(r["model"], tuple(r["mean"]), tuple(r["stderr"]), r["n_docs"])
-        rows.append(
-            {
-                **_row_keys(r),
-                "n_docs": p.n_docs,
-                "curve": list(p.mean),
-                "stderr": list(p.stderr),
-                "peak": p.peak_position,
-                "lowest": p.lowest_position,
-                "range": p.range,
-                "app_c_range": p.app_c_range,
-                "app_c_segments": list(p.app_c_segments),
-                "skipped": r["skipped"],
-            }
-        )
-    base = {(r["model"], r["pooling"]): r for r in rows if r["config"] == BASE_CONFIG}
+        for one in r["profiles"]:
+            p = SegmentProfile(r["model"], tuple(one["mean"]), tuple(one["stderr"]), one["n_docs"])
+            rows.append(
+                {
+                    "sample": one["sample"],
+                    **_row_keys(r),
+                    "n_docs": p.n_docs,
+                    "curve": list(p.mean),
+                    "stderr": list(p.stderr),
+                    "peak": p.peak_position,
+                    "lowest": p.lowest_position,
+                    "range": p.range,
+                    "app_c_range": p.app_c_range,
+                    "app_c_segments": list(p.app_c_segments),
+                    "skipped": one["skipped"],
+                }
+            )
+    base = {(r["sample"], r["model"], r["pooling"]): r for r in rows if r["config"] == BASE_CONFIG}
     for r in rows:
-        ref = base.get((r["model"], r["pooling"]))
+        ref = base.get((r["sample"], r["model"], r["pooling"]))
         for key in ("range", "app_c_range"):
             r[f"{key}_vs_base"] = None if ref is None else r[key] - ref[key]
     return rows
@@ -417,11 +423,14 @@ def analyses_report(spec: StudySpec, out: str | Path) -> dict[str, Any]:
     if "segment-profile" in spec.analyses:
         results, not_run = _results(spec, out, "segment-profile")
         report["segment_profile"] = {
-            "corpus": spec.analysis_corpus or "the first task's corpus",
-            "words": [spec.analysis_min_words, spec.analysis_max_words],
+            "samples": [
+                {"name": s.name, "corpus": s.corpus, "words": list(s.words),
+                 "limit": spec.analysis_limit, "described": s.describe(spec.analysis_limit)}
+                for s in spec.profile_samples
+            ],
             "rows": segment_profile_rows(results),
             "not_run": not_run,
-        }
+        }  # fmt: skip
     return report
 
 
@@ -469,19 +478,34 @@ ORIENTATIONS = {"config": "a panel per configuration, a line per base (YHP26's)"
                 "base": "a panel per base, a line per configuration"}  # fmt: skip
 
 
+def _figure_groups(analyses: Mapping[str, Any]) -> list[tuple[str, str, list[Any]]]:
+    """``(figure name, y label, rows)`` of each figure: evidence moving, and the segment profile
+    once per sample (the first sample's figure keeps the plain name, another's adds the
+    sample's name)."""
+    from hf_posbias.evaluation.runs.exports import safe_name
+
+    groups = []
+    if analyses.get("evidence_moving", {}).get("rows"):
+        rows = analyses["evidence_moving"]["rows"]
+        groups.append(("evidence-moving", "cosine(query, document)", rows))
+    if analyses.get("segment_profile", {}).get("rows"):
+        rows = analyses["segment_profile"]["rows"]
+        samples = list(dict.fromkeys(r["sample"] for r in rows))
+        for index, sample in enumerate(samples):
+            name = "segment-profile" + ("" if index == 0 else f"-{safe_name(sample)}")
+            mine = [r for r in rows if r["sample"] == sample]
+            groups.append((name, "cosine(document, segment)", mine))
+    return groups
+
+
 def write_analysis_figures(analyses: Mapping[str, Any], out_dir: Path) -> list[tuple[str, Path]]:
     """The evidence-moving and segment-profile figures in both orientations."""
     figures = []
-    for key, name, ylabel in (
-        ("evidence_moving", "evidence-moving", "cosine(query, document)"),
-        ("segment_profile", "segment-profile", "cosine(document, segment)"),
-    ):
-        if key not in analyses or not analyses[key]["rows"]:
-            continue
+    for name, ylabel, rows in _figure_groups(analyses):
         for by, what in ORIENTATIONS.items():
             suffix = "" if by == "config" else "-by-base"
             path = plot_curve_panels(
-                analyses[key]["rows"],
+                rows,
                 out_dir / f"{name}{suffix}.png",
                 by=by,
                 title=f"{name} ({what}; mean ± s.e.)",
@@ -535,25 +559,26 @@ def analyses_markdown(analyses: Mapping[str, Any], figures: Sequence[tuple[str, 
         parts.append(analyses["evidence_moving"]["source"])
         parts += ["", as_table(rows).to_markdown()] if rows else []
     if "segment_profile" in analyses:
-        rows = [
-            {
-                "model": _label(r),
-                "config": r["config"],
-                "documents": r["n_docs"],
-                "peak": r["peak"],
-                "lowest": r["lowest"],
-                "range (max − min)": _fmt(r["range"]),
-                "range − base's": _fmt(r["range_vs_base"]),
-                "App. C range (p{}–p{})".format(*r["app_c_segments"]): _fmt(r["app_c_range"]),
-                "App. C range − base's": _fmt(r["app_c_range_vs_base"]),
-            }
-            for r in analyses["segment_profile"]["rows"]
-        ]
-        parts += ["", "## Segment profile (YHP26 Figs. 3 and 7, App. C's range statistic)", ""]
-        low, high = analyses["segment_profile"]["words"]
-        parts += [f"documents: {analyses['segment_profile']['corpus']}, {low or 0}–"
-                  f"{high or '∞'} words", ""]  # fmt: skip
-        parts += [as_table(rows).to_markdown()] if rows else []
+        parts += ["", "## Segment profile (YHP26 Figs. 3 and 7, App. C's range statistic)"]
+        for sample in analyses["segment_profile"]["samples"]:
+            rows = [
+                {
+                    "model": _label(r),
+                    "config": r["config"],
+                    "documents": r["n_docs"],
+                    **{f"p{i}": _fmt(v) for i, v in enumerate(r["curve"], start=1)},
+                    "peak": r["peak"],
+                    "lowest": r["lowest"],
+                    "range (max − min)": _fmt(r["range"]),
+                    "range − base's": _fmt(r["range_vs_base"]),
+                    "App. C range (p{}–p{})".format(*r["app_c_segments"]): _fmt(r["app_c_range"]),
+                    "App. C range − base's": _fmt(r["app_c_range_vs_base"]),
+                }
+                for r in analyses["segment_profile"]["rows"]
+                if r["sample"] == sample["name"]
+            ]
+            parts += ["", f"documents: {sample['described']}", ""]
+            parts += [as_table(rows).to_markdown()] if rows else []
     for key in ("evidence_moving", "segment_profile"):
         for model, why in analyses.get(key, {}).get("not_run", {}).items():
             parts += ["", f"{key.replace('_', ' ')} of {model}: not run — {why}"]

@@ -130,8 +130,9 @@ def data_problems(spec: StudySpec) -> list[str]:
 
 def analysis_problems(spec: StudySpec) -> list[str]:
     """The sources of the spec's analyses that are not here: the evidence-moving pairs
-    (``msmarco``: MS MARCO on the Hub; a file or folder) and the segment-profile documents
-    (``analysis_corpus``; by default the first task's, checked with the tasks)."""
+    (``msmarco``: MS MARCO on the Hub; a file or folder) and the segment-profile samples'
+    corpora (``analysis_corpus``; a sample without one reads the first task's, checked with the
+    tasks)."""
     from hf_posbias.modeling.hub_probe import missing_from_hub
 
     problems: list[str] = []
@@ -147,8 +148,8 @@ def analysis_problems(spec: StudySpec) -> list[str]:
             problems += [missing] if missing else []
         elif not Path(pairs).expanduser().exists():
             problems.append(f"analysis_pairs: pair source not found: {pairs}")
-    corpus = spec.analysis_corpus
-    if "segment-profile" in spec.analyses and corpus is not None:
+    samples = spec.profile_samples if "segment-profile" in spec.analyses else []
+    for corpus in (s.corpus for s in samples if s.corpus is not None):
         if corpus.startswith("hf:"):
             repo = corpus[3:].partition(":")[0]
             missing = missing_from_hub(f"analysis_corpus {corpus}", repo, "dataset")
@@ -156,7 +157,7 @@ def analysis_problems(spec: StudySpec) -> list[str]:
         else:
             from hf_posbias.pipeline.corpus import read_corpus
 
-            problems += input_problem("analysis_corpus", lambda: read_corpus(corpus))
+            problems += input_problem("analysis_corpus", lambda c=corpus: read_corpus(c))
     return problems
 
 

@@ -5,6 +5,9 @@
    position, mean and PSI with their 95% intervals, per task — as ``model-index`` metadata the
    Hub renders, and the folder is uploaded to ``ORG/posbias-<base>-<config>``
    (:func:`hf_posbias.training.card.hub_repo_name`);
+   then its evaluations on Hub benchmarks go to the repo's ``.eval_results``
+   (:func:`push_eval_results`), where the Hub shows them on the model page and the
+   benchmark's board;
 2. the results become a dataset repo folder ``<out>/hub/results`` (``write_dataset_repo``:
    configs ``cells`` — one row per task × model × configuration, the report's numbers —,
    ``psi_reductions`` and ``per_query`` — every per-query row with its task, model and
@@ -151,6 +154,35 @@ def write_results_repo(out: str | Path) -> Path:
     return write_dataset_repo(root / HUB_DIRNAME / "results", configs, card, overwrite=True)
 
 
+def push_eval_results(out: str | Path, model: str, repo_id: str, token: str) -> list[str]:
+    """Send a checkpoint's evaluations to its model repo's ``.eval_results`` (one entry per task
+    id of each Hub benchmark it was evaluated on:
+    :func:`hf_posbias.evaluation.reports.hub_results.push_results`, the folder kept under
+    ``<out>/hub/eval-results/<model>``); tasks read from folders built here have no benchmark
+    repo to name and are listed as left out. One line each."""
+    from hf_posbias.evaluation.reports.hub_results import push_results, split_pushable
+    from hf_posbias.evaluation.summary import read_summaries
+
+    runs = sorted((Path(out) / "eval" / model).glob("*/summary.json"))
+    pushable, skipped = split_pushable([s for run in runs for s in read_summaries(run)])
+    lines = []
+    if pushable:
+        url = push_results(
+            pushable,
+            repo_id,
+            command=f"posbias study run (spec: {Path(out).name}/study.json)",
+            folder=Path(out) / HUB_DIRNAME / "eval-results" / model,
+            token=token,
+        )
+        lines.append(f"pushed {model}'s .eval_results ({len(pushable)} task(s)) → {url}")
+    if skipped:
+        lines.append(
+            f"{model}: not sent to the Hub's benchmark boards: {', '.join(skipped)} (evaluated "
+            "from task folders built here, or under another scoring)"
+        )
+    return lines
+
+
 def publish_study(out: str | Path, org: str, token: str | None = None) -> list[str]:
     """Push every trained checkpoint (card with results) and the results dataset; one line each."""
     from hf_posbias.hub import resolve_token, upload_folder
@@ -184,6 +216,7 @@ def publish_study(out: str | Path, org: str, token: str | None = None) -> list[s
             commit_message="posbias study: checkpoint, card and evaluation results",
         )
         lines.append(f"pushed {model.name} → {url}")
+        lines += push_eval_results(out, model.name, repo_id, token)
     folder = write_results_repo(out)
     url = upload_folder(
         folder,

@@ -673,6 +673,10 @@ def write_study_report(out: str | Path) -> Path:
         else f"Position bias of published models (evaluation only): {bases}",
         root=Path(out),
     )
+    from hf_posbias.study.layout import resolve_tasks
+
+    folders = {t.name: t.folder for t in resolve_tasks(spec.tasks)}
+    add_evidence_positions(folders, target.parent)
     if spec.analyses:
         from hf_posbias.study.analyses import add_analyses_to_report
 
@@ -680,8 +684,42 @@ def write_study_report(out: str | Path) -> Path:
     if not spec.train:  # evaluation only: Zeng et al.'s view of published models
         from hf_posbias.study.zeng import add_zeng_to_report
 
-        add_zeng_to_report(target.parent)
+        add_zeng_to_report(target.parent, folders)
     return target
+
+
+EVIDENCE_FIGURE = "evidence-positions.png"
+
+
+def add_evidence_positions(folders: Mapping[str, str], report_dir: Path) -> dict[str, Any]:
+    """Where the evidence of each position task starts (YHP26 Fig. 9 on its four BEIR subsets):
+    ``evidence-positions.png`` (a panel per task, the dashed line at the mean relative start),
+    ``report.json``'s ``evidence_positions`` (per task the queries placed and the mean relative
+    start; tasks with position labels only, FineWeb-PosQ, under ``skipped``) and a line of
+    ``report.md``. Nothing is written when no task has evidence offsets."""
+    from hf_posbias.evaluation.reports.evidence_plot import plot_evidence_distribution
+    from hf_posbias.shards import write_json
+
+    try:
+        summary = plot_evidence_distribution(list(folders.values()), report_dir / EVIDENCE_FIGURE)
+    except InputError:  # no task with offsets: nothing to draw
+        return {}
+    view = {
+        "tasks": {name: {"n_queries": sum(counts), "mean_relative_start": summary.means[name]}
+                  for name, counts in summary.counts.items()},
+        "skipped": summary.skipped,
+        "figure": EVIDENCE_FIGURE,
+    }  # fmt: skip
+    target = report_dir / "report.json"
+    write_json(target, {**read_json(target), "evidence_positions": view})
+    means = ", ".join(f"{n} {v['mean_relative_start']:.3f}" for n, v in view["tasks"].items())
+    markdown = report_dir / "report.md"
+    markdown.write_text(
+        markdown.read_text()
+        + "\n## Where the evidence starts (YHP26 Fig. 9)\n\nMean relative start (start ÷ "
+        + f"document length): {means}.\n\n![where the evidence starts]({EVIDENCE_FIGURE})\n"
+    )
+    return view
 
 
 def read_report(path: str | Path) -> dict[str, Any]:

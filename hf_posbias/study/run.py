@@ -172,7 +172,7 @@ def evaluate_study_model(
         if loaded is None:
             from hf_posbias.evaluation.runs.models import load_model
 
-            loaded = load_model(model.folder, remedy=remedy)
+            loaded = load_model(model.folder, remedy=remedy, settings=spec.model_settings)
         evaluate_model(
             loaded,
             [task.folder],
@@ -348,12 +348,7 @@ def dry_run_lines(
             f"{sum(e.runs_on(model.base) for e in entries)} task(s), no training"
         )
     if spec.analyses:
-        analysed = [m for m in models if m.remedy is None]
-        documents = spec.analysis_corpus or "of the first task"
-        lines.append(
-            f"analyses: {', '.join(spec.analyses)} on each of {len(analysed)} model(s) "
-            f"(pairs {spec.analysis_pairs}, documents {documents})"
-        )
+        lines += analysis_plan_lines(spec, len([m for m in models if m.remedy is None]))
     n_eval = sum(e.runs_on(m.base) for m in models for e in entries)
     untrained = len(models) - len(runs) - len(remedied)
     lines.append(
@@ -416,6 +411,35 @@ def task_plan_lines(spec: StudySpec, not_built: Sequence[str] = ()) -> list[str]
     if spec.standard:
         lines.append(f"standard ({len(spec.standard)}; YHP26 Table 4/14: nDCG@10 on every model):")
         lines += [described(e) for e in task_entries(spec.standard, spec.bases)]
+    return lines
+
+
+def analysis_plan_lines(spec: StudySpec, n_models: int) -> list[str]:
+    """The dry run's lines of the spec's analyses: each with its inputs as the spec gives them
+    (pairs, document samples with their word ranges and sizes, slots).
+
+    Example:
+        >>> spec = StudySpec(bases=["m"], train=False, tasks=["T"], analyses=["segment-profile"],
+        ...                  analysis_slots=3, analysis_limit=10000, analysis_corpus=[
+        ...                      {"name": "FineWeb-Edu", "corpus": "hf:HuggingFaceFW/fineweb-edu",
+        ...                       "min_words": 200, "max_words": 500}])
+        >>> for line in analysis_plan_lines(spec, 1):
+        ...     print(line)
+        analyses: segment-profile on each of 1 model(s)
+          segment-profile, 3 segments: FineWeb-Edu: hf:HuggingFaceFW/fineweb-edu, 200–500 words, 10,000 sampled
+    """  # noqa: E501
+    lines = [f"analyses: {', '.join(spec.analyses)} on each of {n_models} model(s)"]
+    drawn = f"{spec.analysis_limit:,} sampled" if spec.analysis_limit else "all"
+    if "evidence-moving" in spec.analyses:
+        lines.append(
+            f"  evidence-moving, {spec.analysis_slots} slots: pairs {spec.analysis_pairs}, {drawn}"
+        )
+    if "segment-profile" in spec.analyses:
+        lines += [
+            f"  segment-profile, {spec.analysis_slots} segments: "
+            + sample.describe(spec.analysis_limit)
+            for sample in spec.profile_samples
+        ]
     return lines
 
 

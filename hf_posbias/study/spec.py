@@ -5,10 +5,11 @@ Top-level keys (every one a field of :class:`StudySpec`): ``bases``, ``configs``
 :class:`~hf_posbias.training.settings.TrainingSettings` fields by name, e.g. ``max_steps: 3``),
 ``bootstrap``, ``hub_org``, ``seed``, ``off_the_shelf``, ``remedies`` with ``passage_tokens``,
 ``stride``, ``segments`` (inference-time remedies evaluated on each untrained base: rows
-``base +<remedy>``), ``analyses`` with ``analysis_pairs``, ``analysis_corpus``,
-``analysis_limit``, ``analysis_slots`` (YHP26's representation analyses on every model:
-:mod:`hf_posbias.study.analyses`), ``train`` (false: evaluation only) and ``scoring`` (the
-protocol of every task entry that pins none). An entry of ``tasks`` may pin its protocol —
+``base +<remedy>``), ``analyses`` with ``analysis_pairs``, ``analysis_corpus`` (the segment
+profile's document samples, :class:`ProfileSample`), ``analysis_limit``, ``analysis_slots``
+(YHP26's representation analyses on every model: :mod:`hf_posbias.study.analyses`),
+``train`` (false: evaluation only) and ``scoring`` (the protocol of every task entry that pins
+none). An entry of ``tasks`` may pin its protocol —
 scoring, buckets, the bases it runs on (:mod:`hf_posbias.study.protocol`). YHP26's study
 is ``studies/yhp26.yaml``.
 
@@ -41,7 +42,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import InputError, first_line
 from hf_posbias.evaluation.runs.remedies import (
@@ -65,6 +66,9 @@ from hf_posbias.settings import (
 )
 from hf_posbias.study.protocol import SCORINGS
 from hf_posbias.suggestions import suggest
+
+if TYPE_CHECKING:
+    from hf_posbias.modeling.resolve import ModelSettings
 
 SPEC_FILE = "study.json"
 """The spec a study folder was run with (its identity: a rerun must match it)."""
@@ -152,6 +156,10 @@ class StudySpec(PassageSettings, ExecutorSettings):
         choices=remedy_names,
     )
 
+    trust_remote_code: bool = shared_setting("trust_remote_code", default=False)
+    """Given to every model the study evaluates or analyses (published models such as
+    NV-Embed-v2 or stella ship their own code); not part of the study's identity."""
+
     train: bool = setting(
         "train the configurations (false: evaluation only, every base evaluated as published "
         "and nothing trained: configs, data and training are not used)",
@@ -174,19 +182,22 @@ class StudySpec(PassageSettings, ExecutorSettings):
         "evidence-moving --pairs` takes",
         default="msmarco",
     )
-    analysis_corpus: str | None = setting(
-        "segment-profile documents as `posbias analyze segment-profile --corpus` takes; "
-        "default: the corpus of the study's first task",
-        default=None,
+    analysis_corpus: list[str | dict[str, Any]] = setting(
+        "segment-profile documents, one sample per entry: a corpus as `posbias analyze "
+        "segment-profile --corpus` takes (a file, a folder, hf:<dataset id>[:<config>]); in a spec "
+        "file also a mapping {name, corpus, min_words, max_words} (no corpus: the first task's); "
+        "default: one sample of the study's first task's corpus",
+        default_factory=list,
     )
     analysis_min_words: int | None = setting(
-        "segment profile: only documents of at least this many words (Zeng et al. App. A.4's "
-        "length filter)",
+        "segment profile: only documents of at least this many words, in every sample that "
+        "pins none (Zeng et al. App. A.4's length filter)",
         default=None,
         range=at_least(1),
     )
     analysis_max_words: int | None = setting(
-        "segment profile: only documents of at most this many words",
+        "segment profile: only documents of at most this many words, in every sample that pins "
+        "none",
         default=None,
         range=at_least(1),
     )
@@ -231,15 +242,30 @@ class StudySpec(PassageSettings, ExecutorSettings):
         if self.scoring != "default":
             # The spec's protocol for every entry that pins none (Zeng et al.'s spec).
             self.tasks = [
-                t if isinstance(t, Mapping) else {"task": t, "scoring": self.scoring}
+                {"scoring": self.scoring, **t} if isinstance(t, Mapping) else
+                {"task": t, "scoring": self.scoring}
                 for t in self.tasks
-            ]
+            ]  # fmt: skip
         from hf_posbias.study.protocol import task_entries
 
         self.tasks = [e.record() for e in task_entries(self.tasks, self.bases)]
         self.standard = [str(t) for t in self.standard]
         self.training = dict(self.training)
         self.remedies = list(self.remedies)
+
+    @property
+    def model_settings(self) -> ModelSettings:
+        """How every model of the study is loaded (``trust_remote_code``)."""
+        from hf_posbias.modeling.resolve import ModelSettings
+
+        return ModelSettings(trust_remote_code=self.trust_remote_code)
+
+    @property
+    def profile_samples(self) -> list[ProfileSample]:
+        """The segment profile's document samples (:func:`profile_samples`)."""
+        return profile_samples(
+            self.analysis_corpus, self.analysis_min_words, self.analysis_max_words
+        )
 
     @property
     def evaluation_tasks(self) -> list[str | dict[str, Any]]:
@@ -250,6 +276,120 @@ class StudySpec(PassageSettings, ExecutorSettings):
         """The fields that make two specs the same study."""
         record = settings_record(self)
         return {name: record[name] for name in IDENTITY_FIELDS}
+
+
+FIRST_TASK_CORPUS = "the first task's corpus"
+"""How a sample without a corpus is named: the corpus of the study's first task."""
+SAMPLE_KEYS = ("name", "corpus", "min_words", "max_words")
+"""The keys of a mapping entry of ``analysis_corpus``."""
+
+
+@dataclass(frozen=True)
+class ProfileSample:
+    """One sample of segment-profile documents: where they come from and their word range
+    (``analysis_limit`` of them are drawn, seeded).
+
+    Example:
+        >>> ProfileSample("FineWeb-Edu", "hf:HuggingFaceFW/fineweb-edu", 200, 500).describe(10000)
+        'FineWeb-Edu: hf:HuggingFaceFW/fineweb-edu, 200–500 words, 10,000 sampled'
+        >>> ProfileSample("SQuAD v2", None, 100, None).key
+        'SQuAD v2=first-task/100-inf'
+    """
+
+    name: str
+    corpus: str | None
+    """A corpus source, or ``None``: the corpus of the study's first task."""
+    min_words: int | None = None
+    max_words: int | None = None
+
+    @property
+    def words(self) -> tuple[int | None, int | None]:
+        return self.min_words, self.max_words
+
+    @property
+    def key(self) -> str:
+        """What the sample's documents depend on (part of an analysis result's key)."""
+        return f"{self.name}={self.corpus or 'first-task'}/{self.min_words or 0}-" + str(
+            self.max_words or "inf"
+        )
+
+    def describe(self, limit: int) -> str:
+        """One line for the dry run and the report.
+
+        Example:
+            >>> ProfileSample(FIRST_TASK_CORPUS, None).describe(200)
+            "the first task's corpus, any length, 200 sampled"
+        """
+        drawn = f"{limit:,} sampled" if limit else "all"
+        source = self.corpus or FIRST_TASK_CORPUS
+        words = (
+            f"{self.min_words or 0}–{self.max_words or '∞'} words"
+            if self.words != (None, None)
+            else "any length"
+        )
+        head = source if self.name == source else f"{self.name}: {source}"
+        return f"{head}, {words}, {drawn}"
+
+
+def profile_samples(
+    entries: list[Any], min_words: int | None = None, max_words: int | None = None
+) -> list[ProfileSample]:
+    """The samples of ``analysis_corpus`` entries: a string is a corpus named by itself, a
+    mapping pins its own name, corpus and word range; the spec's word range fills what an entry
+    leaves out; no entry is one sample of the first task's corpus.
+
+    Example:
+        >>> [s.name for s in profile_samples([])]
+        ["the first task's corpus"]
+        >>> profile_samples(["c.jsonl", {"name": "F", "corpus": "hf:x", "max_words": 9}], 2)
+        ... # doctest: +NORMALIZE_WHITESPACE
+        [ProfileSample(name='c.jsonl', corpus='c.jsonl', min_words=2, max_words=None),
+         ProfileSample(name='F', corpus='hf:x', min_words=2, max_words=9)]
+    """
+    if not entries:
+        return [ProfileSample(FIRST_TASK_CORPUS, None, min_words, max_words)]
+    samples = []
+    for entry in entries:
+        if isinstance(entry, str):
+            samples.append(ProfileSample(entry, entry, min_words, max_words))
+            continue
+        corpus = entry.get("corpus")
+        samples.append(
+            ProfileSample(
+                str(entry.get("name") or corpus or FIRST_TASK_CORPUS),
+                None if corpus is None else str(corpus),
+                entry.get("min_words", min_words),
+                entry.get("max_words", max_words),
+            )
+        )
+    return samples
+
+
+def _sample_problems(entries: list[Any]) -> list[tuple[KeyPath, str]]:
+    """The mistakes of ``analysis_corpus`` entries: unknown keys, word bounds that are no whole
+    number of at least 1, two samples of one name."""
+    problems: list[tuple[KeyPath, str]] = []
+    for index, entry in enumerate(entries):
+        if not isinstance(entry, Mapping):
+            continue
+        for key in entry:
+            if key not in SAMPLE_KEYS:
+                hint = suggest(str(key), SAMPLE_KEYS) or f" (known: {', '.join(SAMPLE_KEYS)})"
+                problems.append((("analysis_corpus", index, key), f"unknown key{hint}"))
+        for key in ("min_words", "max_words"):
+            value, path = entry.get(key), ("analysis_corpus", index, key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                problems.append((path, f"must be a whole number, got {value!r}"))
+                continue
+            # An entry's word bound takes what the spec's own bound does.
+            problem = declared_range(StudySpec, f"analysis_{key}").problem(value)  # type: ignore[union-attr]
+            problems += [(path, problem)] if problem else []
+    if not problems:
+        names = [s.name for s in profile_samples(entries)]
+        for index, name in enumerate(names):
+            if name in names[:index]:
+                problems.append((("analysis_corpus", index), f"a sample is named twice ({name!r})"))
+    return problems
 
 
 class SpecError(InputError):
@@ -329,6 +469,7 @@ def spec_problems(values: Mapping[str, Any]) -> list[tuple[KeyPath, str]]:
     for index, analysis in enumerate(given("analyses") or ()):
         if analysis not in ANALYSES:
             problems.append((("analyses", index), _not_one_of(analysis, ANALYSES)))
+    problems += _sample_problems(list(given("analysis_corpus") or ()))
     problems += range_problems(StudySpec, {name: given(name) for name in defaults})
     known_configs = [*PAPER_CONFIG_NAMES, "ips"]
     for index, config in enumerate(given("configs") or ()):

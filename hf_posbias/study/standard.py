@@ -1,4 +1,4 @@
-"""YHP26's Table 4 view: nDCG@10 on the standard retrieval tasks per base × configuration.
+"""YHP26's Table 4 and Table 14: nDCG@10 on the standard retrieval tasks per base × configuration.
 
 Does a training configuration cost quality on the natural distribution? For every standard task
 of a study (a one-bucket task: ``posbias benchmark beir|msmarco|trec-dl`` or a plain BEIR/MS MARCO
@@ -9,7 +9,10 @@ holds:
   interval (queries resampled);
 - ``average_over_bases``: per (task, configuration) the average over the bases, its interval
   from the same resampling of the queries every base shares, and the number of bases; the task
-  ``average`` averages the standard tasks (YHP26: "BEIR average nDCG@10 over 8 models");
+  ``average`` averages the standard tasks (YHP26 Table 4: a row per BEIR set and their average,
+  a column per configuration, each cell the average over the eight bases);
+- ``average_over_tasks``: per (base, configuration) the plain mean of that base's nDCG@10 over
+  the standard tasks (YHP26 Table 14's ``Average`` row of each base's block);
 - ``vs_base``: each configuration against the untrained base of the same model on the same
   queries, the paired difference with its interval and p-value.
 
@@ -21,6 +24,8 @@ Example:
     [('base', 0.75), ('uniform', 1.0)]
     >>> view["vs_base"][0]["delta"]
     0.25
+    >>> [(a["model"], a["config"], a["ndcg_at_10"]) for a in view["average_over_tasks"]]
+    [('m', 'base', 0.75), ('m', 'uniform', 1.0)]
 """
 
 from __future__ import annotations
@@ -84,6 +89,14 @@ def standard_view(
         averages.append({"task": task, "config": config, "ndcg_at_10": estimate, "ci": ci,
                          "n_bases": len(per_base), "n_queries": len(shared)})  # fmt: skip
     tasks = list(dict.fromkeys(t for t, _ in by_task_config))
+    per_model: dict[tuple[str, str], list[float]] = {}
+    for r in rows:
+        per_model.setdefault((r["model"], r["config"]), []).append(r["ndcg_at_10"])
+    over_tasks = [
+        {"model": model, "config": config, "ndcg_at_10": sum(values) / len(values),
+         "n_tasks": len(values)}
+        for (model, config), values in per_model.items()
+    ]  # fmt: skip
     if len(tasks) > 1:
         for config in dict.fromkeys(c for _, c in by_task_config):
             values = [a["ndcg_at_10"] for a in averages if a["config"] == config]
@@ -91,14 +104,35 @@ def standard_view(
                 averages.append({"task": "average", "config": config,
                                  "ndcg_at_10": sum(values) / len(values), "ci": None,
                                  "n_bases": None, "n_queries": None})  # fmt: skip
-    return {"rows": rows, "average_over_bases": averages, "vs_base": vs_base}
+    return {
+        "rows": rows,
+        "average_over_bases": averages,
+        "average_over_tasks": over_tasks,
+        "vs_base": vs_base,
+    }
 
 
 def standard_markdown(
     view: Mapping[str, Sequence[Mapping[str, Any]]], configs: Sequence[str]
 ) -> str:
-    """The Table 4 section of ``report.md``: per standard task a row per base and the average
-    over bases, a column per configuration; then each configuration against the base."""
+    """The Table 4 and Table 14 sections of ``report.md`` in YHP26's layout: Table 4 a row per
+    standard task and their average, a column per configuration, each cell averaged over the
+    bases; Table 14 the same per base (its ``Average`` row: the mean over the tasks); then each
+    configuration against the base.
+
+    Example:
+        >>> per_query = {("T", "m", None): {"base": {"all": {"q1": 0.5, "q2": 1.0}},
+        ...                                   "uniform": {"all": {"q1": 1.0, "q2": 1.0}}}}
+        >>> text = standard_markdown(standard_view(per_query, n_resamples=20, seed=0),
+        ...                          ["uniform", "base"])
+        >>> print("\\n".join(line for line in text.splitlines() if line.startswith(("#", "| T"))))
+        ## Table 4: standard retrieval, nDCG@10 averaged over the 1 base(s)
+        | T | 1.0000 [1.000, 1.000] | 0.7500 [0.500, 1.000] |
+        ## Table 14: standard retrieval, nDCG@10 per base
+        ### m
+        | T | 1.0000 [1.000, 1.000] | 0.7500 [0.500, 1.000] |
+        | T | m | uniform | 0.2500 [0.000, 0.500] | 0.5714 |
+    """
     from hf_posbias.evaluation.reports.report import with_interval
     from hf_posbias.tables import as_table
 
@@ -108,21 +142,35 @@ def standard_markdown(
         ci = entry.get("ci")
         return with_interval(entry["ndcg_at_10"], tuple(ci) if ci else None)
 
-    parts = [
-        "## Table 4: standard retrieval, nDCG@10 per base × configuration",
-        "",
-        "Brackets: 95% percentile bootstrap intervals over queries; the average over bases is "
-        "resampled on the queries every base shares.",
-    ]
     rows, averages = view["rows"], view["average_over_bases"]
-    for task in dict.fromkeys([*(r["task"] for r in rows), *(a["task"] for a in averages)]):
-        table = []
-        for model in dict.fromkeys(r["model"] for r in rows if r["task"] == task):
+    tasks = list(dict.fromkeys(r["task"] for r in rows))
+    n_bases = len({r["model"] for r in rows})
+    table4 = []
+    for task in [*tasks, "average"]:
+        found = {a["config"]: a for a in averages if a["task"] == task}
+        if found:
+            table4.append({"standard task": task, **{c: cell(found.get(c)) for c in configs}})
+    parts = [
+        f"## Table 4: standard retrieval, nDCG@10 averaged over the {n_bases} base(s)",
+        "",
+        "A row per standard task and their average, a column per configuration (YHP26's "
+        "layout). Brackets: 95% percentile bootstrap intervals over the queries every base "
+        "shares.",
+        "",
+        as_table(table4).to_markdown(),
+        "",
+        "## Table 14: standard retrieval, nDCG@10 per base",
+    ]
+    over_tasks = view.get("average_over_tasks", [])
+    for model in dict.fromkeys(r["model"] for r in rows):
+        block = []
+        for task in tasks:
             found = {r["config"]: r for r in rows if r["task"] == task and r["model"] == model}
-            table.append({"model": model, **{c: cell(found.get(c)) for c in configs}})
-        mean = {a["config"]: a for a in averages if a["task"] == task}
-        table.append({"model": "average over bases", **{c: cell(mean.get(c)) for c in configs}})
-        parts += ["", f"### Table 4: {task}", "", as_table(table).to_markdown()]
+            block.append({"standard task": task, **{c: cell(found.get(c)) for c in configs}})
+        mean = {a["config"]: a for a in over_tasks if a["model"] == model}
+        if len(tasks) > 1:
+            block.append({"standard task": "average", **{c: cell(mean.get(c)) for c in configs}})
+        parts += ["", f"### {model}", "", as_table(block).to_markdown()]
     if view["vs_base"]:
         table = [
             {"task": r["task"], "model": r["model"], "config": r["config"],

@@ -34,7 +34,6 @@ Example:
 
 from __future__ import annotations
 
-import csv
 import itertools
 import json
 from collections.abc import Iterable, Iterator, Mapping
@@ -124,7 +123,9 @@ def read_qrels_tsv(path: Path) -> dict[str, dict[str, int]]:
     qrels: dict[str, dict[str, int]] = {}
     lines = read_text(path).splitlines()  # not UTF-8: one line naming the byte offset
     for lineno, line in enumerate(lines, start=1):
-        row = next(csv.reader([line], delimiter="\t")) if "\t" in line else line.split()
+        # No quote handling: an id may begin with a quote (FEVER's `"Heroes"_(David_Bowie_album)`)
+        # and must reach the corpus lookup as written.
+        row = line.split("\t") if "\t" in line else line.split()
         if not row or (lineno == 1 and not row[-1].strip().lstrip("-").isdigit()):
             continue  # blank line or header
         if len(row) not in (3, 4):

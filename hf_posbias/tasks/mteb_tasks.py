@@ -381,6 +381,28 @@ class PositionRetrievalTask(AbsTaskRetrieval):
             "position_slope": summary.trend.get("slope"),
         }
 
+    def _create_task_hf_config(self, existing_eval: Any = None) -> Any:
+        """mteb's hook for the task's ``eval.yaml`` (``HFEvalMeta``): mteb's own task ids, then
+        the ids a position board ranks — per-bucket nDCG@10, their mean, 1 − PSI
+        (:mod:`~hf_posbias.tasks.hub_benchmark`) — over the folder's buckets."""
+        from hf_posbias.tasks.hub_benchmark import with_position_ids
+
+        buckets = read_task_info(self.folder).buckets
+        config = super()._create_task_hf_config(None)
+        return with_position_ids(
+            config, self.metadata.name, self.metadata.hf_subsets, buckets, existing_eval
+        )
+
+    @property
+    def hub_origin(self) -> tuple[str, str] | None:
+        """``(repo id, commit)`` of the Hub dataset repo the task folder was downloaded from (a
+        snapshot in huggingface_hub's cache: a named task fetched from the Hub, or a folder
+        ``hf download`` wrote), ``None`` for a folder built here. Results pushed to the Hub name
+        this benchmark and revision."""
+        from hf_posbias.tasks.hub_benchmark import snapshot_origin
+
+        return None if self._path is None else snapshot_origin(self._path)
+
     # -- accessors used by the runner / reversal / reports ---------------------------------
     def _loaded(self) -> _LoadedState:
         if self._state is None:

@@ -226,7 +226,7 @@ class Benchmark:
     aliases: tuple[str, ...] = field(default_factory=tuple)
 
 
-RESERVED_VERBS: tuple[str, ...] = ("build", "plot-evidence", "sample", "list")
+RESERVED_VERBS: tuple[str, ...] = ("build", "plot-evidence", "sample", "list", "publish")
 """Verbs of ``posbias benchmark`` that are not benchmarks (no plugin may take them)."""
 
 

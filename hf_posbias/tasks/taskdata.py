@@ -133,6 +133,39 @@ class PositionTaskData:
         counts = Counter(q["bucket"] for q in self.queries)
         return {b: counts.get(b, 0) for b in self.info.buckets}
 
+    def length_statistics(self) -> dict[str, Any]:
+        """What Zeng et al.'s Table 2 gives of a dataset: the number of queries, their length
+        in words (mean, standard deviation), the number of passages, their length in words
+        (min, max, mean, standard deviation) and the queries per bucket. Words are
+        whitespace-separated tokens; a standard deviation is the population's (Zeng et al. say
+        neither: the project's reading).
+
+        Example:
+            >>> d = PositionTaskData(TaskInfo("T", "t", ["a", "b"]),
+            ...     [{"id": "d", "text": "one two three"}, {"id": "e", "text": "four five"}],
+            ...     [{"id": "q", "text": "x y?", "bucket": "a"}], [])
+            >>> stats = d.length_statistics()
+            >>> stats["passage_words"], stats["buckets"]
+            ({'min': 2, 'max': 3, 'mean': 2.5, 'std': 0.5}, {'a': 1, 'b': 0})
+        """
+        import statistics
+
+        def summary(lengths: list[int], extremes: bool) -> dict[str, Any]:
+            if not lengths:
+                return {}
+            spread = {"mean": statistics.fmean(lengths), "std": statistics.pstdev(lengths)}
+            return {"min": min(lengths), "max": max(lengths), **spread} if extremes else spread
+
+        query_words = [len(str(q["text"]).split()) for q in self.queries]
+        passage_words = [len(str(d["text"]).split()) for d in self.corpus]
+        return {
+            "n_queries": len(query_words),
+            "query_words": summary(query_words, extremes=False),
+            "n_passages": len(passage_words),
+            "passage_words": summary(passage_words, extremes=True),
+            "buckets": self.bucket_counts(),
+        }
+
     def span_problems(self) -> dict[str, int]:
         """Queries whose evidence span does not fit their document, counted by reason.
 

@@ -81,6 +81,10 @@ class RunPlan:
     attn_implementation: str
     per_device_batch: int
     world_size: int
+    lr: float | None = None
+    """The learning rate the run trains at (``--lr``, else its base's: YHP26 App. D)."""
+    query_prefix: str | None = None
+    """The prefix its queries get at training and inference (its base's: YHP26 App. D)."""
     memory: MemoryPlan | None = None
     error: str | None = None
     steps: int = 0
@@ -95,6 +99,8 @@ class RunPlan:
             f"{self.per_device_batch * self.world_size} = {self.world_size} × "
             f"{self.per_device_batch}"
         )
+        if self.lr is not None:
+            head += f", lr {self.lr:g}, query prefix {self.query_prefix!r}"
         if self.error:
             return f"{head}; {self.error}"
         text = f"{head}; {self.memory.summary() if self.memory else 'memory not planned'}"
@@ -232,6 +238,8 @@ def plan_run(
         or "eager"
     )
     plan = RunPlan(compute.precision, attn, compute.per_device_batch, compute.world_size)
+    plan.lr = settings.lr if settings.lr is not None else spec.lr
+    plan.query_prefix = spec.query_prefix
     rows = rows_per_bin or {b: PAPER_ROWS_PER_BIN.get(settings.config, 8189) for b in PAPER_BINS}
     steps = steps_per_bin(rows, settings.global_batch, settings.epochs, settings.max_steps)
     plan.steps = sum(steps.values())

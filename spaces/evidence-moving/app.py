@@ -23,8 +23,10 @@ checkpoints (folders with ``posbias_listwise_training.json``) under
 ``$POSBIAS_SPACE_LISTWISE_TASK`` (a BEIR or ``posbias benchmark`` folder), BM25 first stage.
 
 The **Leaderboard** tab reads a ``posbias leaderboard`` folder (or its ``hub/`` dataset folder,
-or a Hub dataset repo id) named by ``$POSBIAS_SPACE_LEADERBOARD``; by default the offline
-leaderboard shipped beside this file (``leaderboard/``). A person sorts and filters each task's
+or a Hub dataset repo id) named by ``$POSBIAS_SPACE_LEADERBOARD``, or builds the board of a Hub
+benchmark from its models' ``.eval_results`` (``hub-benchmark:<task repo>``, the board
+``posbias leaderboard --from-hub`` prints); by default the offline leaderboard shipped beside
+this file (``leaderboard/``). A person sorts and filters each task's
 table and picks a model to see its per-position nDCG@10 with its 95% intervals.
 
 Run locally (offline is fine): ``python spaces/evidence-moving/app.py`` — serves on
@@ -740,11 +742,17 @@ tables and Hub card give it (``posbias leaderboard --names``), from the board's 
 
 
 def leaderboard_rows(source: str | None = None) -> list[dict[str, Any]]:
-    """Rows of the leaderboard: a folder, a Hub dataset repo id, or the shipped default; each
-    row's ``name`` (:func:`display_name`) and ``made_by`` (the command, when the board says)."""
-    from hf_posbias.apps import read_leaderboard
+    """Rows of the leaderboard: a folder, a Hub dataset repo id, a Hub benchmark
+    (``hub-benchmark:<task repo>``), or the shipped default; each row's ``name``
+    (:func:`display_name`) and ``made_by`` (the command, when the board says)."""
+    from hf_posbias.apps import HUB_BENCHMARK_PREFIX, hub_board_rows, read_leaderboard
 
     source = source or os.environ.get(LEADERBOARD_ENV) or str(SHIPPED_LEADERBOARD)
+    if source.startswith(HUB_BENCHMARK_PREFIX):
+        rows = hub_board_rows(source.removeprefix(HUB_BENCHMARK_PREFIX))
+        for row in rows:
+            row["made_by"] = ""
+        return rows
     if not Path(source).expanduser().exists() and "/" in source and not source.startswith("."):
         from huggingface_hub import snapshot_download
 

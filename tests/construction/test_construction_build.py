@@ -18,6 +18,7 @@ from hf_posbias.construction import build as build_module
 from hf_posbias.construction.build import build_benchmark
 from hf_posbias.construction.settings import BenchmarkBuildSettings
 from hf_posbias.errors import InputError
+from hf_posbias.rows import read_dataset
 from hf_posbias.shards import read_parquet_rows
 from hf_posbias.tasks.taskdata import PositionTaskData
 
@@ -133,10 +134,11 @@ def test_build_matches_the_hand_worked_construction(
     }
     card = (tmp_path / "task-hub" / "README.md").read_text()
     assert "| stage2_false_negatives | 3 | 3 | 4 | 10 |" in card
-    assert "path: data/queries_tiny/test-*.parquet" in card
-    assert sorted(p.name for p in (tmp_path / "task-hub/data/queries_tiny").iterdir()) == [
-        "test-00000-of-00001.parquet"
-    ]
+    assert "path: queries_tiny.parquet" in card
+    assert len(read_dataset(tmp_path / "task-hub", "queries_tiny", split="test")) == 9
+    # the Hub folder is a benchmark repo: the task's files and eval.yaml
+    assert PositionTaskData.load(tmp_path / "task-hub").bucket_counts() == data.bucket_counts()
+    assert "PosQ-Build_one_minus_psi" in (tmp_path / "task-hub" / "eval.yaml").read_text()
     manifest = json.loads((tmp_path / "task/stages/06-stage1-judge/manifest.json").read_text())
     assert manifest["params"]["temperature"] == 0.0
 

@@ -134,3 +134,11 @@ def slot_biased() -> type:
 def make_beir():
     """:func:`write_beir`, for tests that need another tiny BEIR folder of their own size."""
     return write_beir
+
+
+@pytest.fixture(scope="session")
+def tiny_listt5(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A tiny random ListT5 checkpoint saved as ListT5's FiDT5 class saves it."""
+    from hf_posbias.testing import build_tiny_listt5
+
+    return build_tiny_listt5(tmp_path_factory.mktemp("tiny-listt5"))

@@ -228,15 +228,15 @@ def test_ips_normalization_needs_a_propensity_file_and_mean1_scales_omega(
     np.testing.assert_allclose(runs["mean1"].omega, omega * np.sqrt(c))
     assert runs["mean1"].propensity_info["ips_normalization"] == "mean1"
     assert runs["mean1"].propensity_info["mean_ips_weight"] == pytest.approx(c)
-    # A propensity file without --ips-normalization gets mean1 (the measured default).
+    # A propensity file without --ips-normalization gets Q26's Eq. 4 as printed (paper).
     default = prepare_run(
         ListwiseTrainingSettings(
             model=tiny_llm, data=str(train_set), out=str(tmp_path / "d"), propensity=propensity
         ),
         show_progress=False,
     )
-    assert default.propensity_info["ips_normalization"] == "mean1"
-    np.testing.assert_allclose(default.omega, runs["mean1"].omega)
+    assert default.propensity_info["ips_normalization"] == "paper"
+    np.testing.assert_allclose(default.omega, omega)
 
 
 def test_windows_larger_than_window_are_refused(tiny_llm, train_set, tmp_path):

@@ -78,3 +78,28 @@ def test_the_shipped_board_names_each_model_as_the_space_does(space_app, monkeyp
     assert "| all-MiniLM-L6-v2 trained on begin (60 steps) |" in card
     assert "models/posbias" not in card and "bases/posbias" not in card
     assert space_app.board_name is space_app.display_name
+
+
+def test_a_hub_benchmark_board_is_built_from_its_eval_results(space_app, monkeypatch):
+    """``hub-benchmark:<repo>``: the rows ``posbias leaderboard --from-hub`` builds (here two
+    models whose repos hold no per-query table: no interval, no tie test)."""
+    from hf_posbias import apps
+
+    asked = []
+
+    def board(task_repo, model_repos=()):
+        asked.append(task_repo)
+        row = {"task": "ToyPos", "model": "me/a", "name": "me/a", "rank": 1, "tied": None,
+               "mean": 0.5, "psi": 0.2, "harmonic_mean": 0.48, "slope": None, "n_queries": None,
+               "curve": "[]"}  # fmt: skip
+        return [row, {**row, "model": "me/b", "name": "me/b", "rank": 2, "mean": 0.4}]
+
+    monkeypatch.setattr(apps, "hub_board_rows", board, raising=False)
+    monkeypatch.setenv(space_app.LEADERBOARD_ENV, "hub-benchmark:posbias-test/ToyPos")
+    rows = space_app.leaderboard_rows()
+    assert asked == ["posbias-test/ToyPos"] and all(r["made_by"] == "" for r in rows)
+    table = space_app.leaderboard_table(rows, "ToyPos")
+    assert [r[:4] for r in table] == [
+        ["1", "me/a", "0.500", "0.200"],
+        ["2", "me/b", "0.400", "0.200"],
+    ]

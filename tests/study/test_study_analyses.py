@@ -203,7 +203,7 @@ def test_reversal_runs_on_the_tasks_of_the_models_base_only(monkeypatch, tmp_pat
         return SimpleNamespace(to_dict=lambda: {"task": folder})
 
     monkeypatch.setattr(reversal, "mirror_reversal", fake_reversal)
-    monkeypatch.setattr(models, "load_model", lambda folder: SimpleNamespace())
+    monkeypatch.setattr(models, "load_model", lambda folder, **settings: SimpleNamespace())
     monkeypatch.setattr("hf_posbias.study.analyses.evaluation_fingerprint", lambda m, s: "fp")
     spec = StudySpec(bases=["a", "b"], data="d", tasks=["t"], analyses=["reversal"])
     tasks = [StudyTask("All", "All", "all-folder", "f1"),

@@ -85,7 +85,8 @@ def test_report_holds_table3_table4_and_each_psis_protocol(protocol_study):
     assert len(standard["vs_base"]) == 4  # 2 bases × (begin, uniform)
 
     md = (out / "report" / "report.md").read_text()
-    assert "## Table 4: standard retrieval" in md and "average over bases" in md
+    assert "## Table 4: standard retrieval, nDCG@10 averaged over the 2 base(s)" in md
+    assert "## Table 14: standard retrieval, nDCG@10 per base" in md
     assert md.count("Protocol: ") == 2 and "zeng2025 scoring" in md
 
 

@@ -37,7 +37,10 @@ def test_publish_pushes_checkpoints_and_results_at_the_hfapi_boundary(study, mon
     monkeypatch.setattr(huggingface_hub.HfApi, "create_repo", fake_create)
     monkeypatch.setattr(huggingface_hub.HfApi, "upload_folder", fake_upload)
     lines = publish_study(study, "my-org", token="hf_test")
-    assert len(lines) == 9
+    # Per checkpoint: the upload, and its task (a folder built here) left off the Hub's boards.
+    assert len(lines) == 17
+    left_out = [line for line in lines if "not sent to the Hub's benchmark boards" in line]
+    assert len(left_out) == 8 and all("TinyStudyTask" in line for line in left_out)
     models = [s for s in sent if s["type"] == "model"]
     assert sorted(s["repo"] for s in models) == sorted(
         f"my-org/posbias-{b}-{c}"

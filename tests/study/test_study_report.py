@@ -148,3 +148,32 @@ def test_remedy_rows_follow_the_base_and_leave_reductions_alone(tmp_path):
     assert header.index("| base |") < header.index("| base +maxp |")
     assert "## Inference-time remedies" in text
     assert "base +maxp" in (tmp_path / "b" / "report.csv").read_text()
+
+
+def test_table_4_and_table_14_in_yhp26s_layout():
+    """Table 4: a row per BEIR set and their average, each cell averaged over the bases;
+    Table 14: a block per base whose average row is the mean over the sets (YHP26 000:210-216,
+    547-596)."""
+    from hf_posbias.study.standard import standard_markdown, standard_view
+
+    scores = {
+        ("SciFact", "a"): 0.2,
+        ("SciFact", "b"): 0.4,
+        ("FEVER", "a"): 0.6,
+        ("FEVER", "b"): 1.0,
+    }
+    per_query = {
+        (task, model, None): {"begin": {"all": {"q1": value, "q2": value}}}
+        for (task, model), value in scores.items()
+    }
+    view = standard_view(per_query, n_resamples=20, seed=0)
+    over_tasks = {a["model"]: a["ndcg_at_10"] for a in view["average_over_tasks"]}
+    assert over_tasks == pytest.approx({"a": 0.4, "b": 0.7})
+    over_bases = {a["task"]: a["ndcg_at_10"] for a in view["average_over_bases"]}
+    assert over_bases == pytest.approx({"SciFact": 0.3, "FEVER": 0.8, "average": 0.55})
+    lines = standard_markdown(view, ["begin"]).splitlines()
+    table4 = lines[lines.index("| standard task | begin |") :][2:5]
+    assert [line.split(" | ")[0] for line in table4] == ["| SciFact", "| FEVER", "| average"]
+    assert table4[2].startswith("| average | 0.5500")
+    block = lines[lines.index("### b") :]
+    assert block[5].startswith("| FEVER | 1.0000") and block[6] == "| average | 0.7000 |"

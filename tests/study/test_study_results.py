@@ -32,7 +32,7 @@ def test_a_redone_evaluation_leaves_one_result_file(tmp_path, monkeypatch) -> No
         (target / "Task.json").write_text(json.dumps({"task_name": "Task"}))
 
     monkeypatch.setattr(runner, "evaluate_model", fake_evaluate)
-    monkeypatch.setattr(models, "load_model", lambda folder, remedy=None: object())
+    monkeypatch.setattr(models, "load_model", lambda folder, remedy=None, settings=None: object())
     assert evaluate_study_model(model, [task], spec, out) == (1, 0)
     # The model changes (retrained, or its card rewritten): the evaluation is redone.
     (model_folder / "weights.bin").write_bytes(b"w2")

@@ -62,9 +62,9 @@ def test_paper_spec_dry_run_prints_32_runs_and_what_a_fresh_checkout_lacks(capsy
     assert "planning" not in err and " eta " not in err  # a plan made in seconds: no bar, no ETA
     error = err.strip().splitlines()
     assert len(error) == 1
-    assert error[0].startswith("error: the study cannot start here: 23 inputs are missing: ")
+    assert error[0].startswith("error: the study cannot start here: 21 inputs are missing: ")
     missing = [line for line in out.splitlines() if line.startswith("missing: ")]
-    assert len(missing) == 23 and all(m.removeprefix("missing: ") in error[0] for m in missing)
+    assert len(missing) == 21 and all(m.removeprefix("missing: ") in error[0] for m in missing)
     assert missing[0] == (
         "missing: bases: bert-base: the Hub model google-bert/bert-base-uncased is not in the "
         "local HF cache, and the Hub is offline (HF_HUB_OFFLINE is set)"
@@ -79,6 +79,12 @@ def test_paper_spec_dry_run_prints_32_runs_and_what_a_fresh_checkout_lacks(capsy
     assert "accelerate launch -m hf_posbias.training.train --model qwen3-0.6b" in out
     assert "# 32 runs to train, 8 untrained base model(s)" in out
     assert out.count("global batch 256") == 32  # each run's settings after the memory plan
+    # YHP26 App. D: 4e-5 under 400M parameters, 2e-5 for the four larger bases; query prefixes.
+    plans = [line for line in out.splitlines() if line.startswith("  # ")]
+    assert sum("lr 4e-05, query prefix 'query: '" in p for p in plans) == 12  # BERT, Longf., MB-b
+    assert sum("lr 2e-05, query prefix 'query: '" in p for p in plans) == 4  # ModernBERT-large
+    assert sum("lr 4e-05, query prefix 'Retrieve a relevant passage: '" in p for p in plans) == 4
+    assert sum("lr 2e-05, query prefix 'Retrieve a relevant passage: '" in p for p in plans) == 12
 
 
 def test_a_plan_for_another_gpu_does_not_check_this_machines_inputs(capsys, fresh_checkout):
@@ -88,26 +94,25 @@ def test_a_plan_for_another_gpu_does_not_check_this_machines_inputs(capsys, fres
     assert "# inputs not checked here: the plan is for h100" in out and "missing: " not in out
 
 
-def test_paper_spec_dry_run_lists_its_tasks_and_the_projects_standard_beir_sets(
-    capsys, fresh_checkout
-):
-    # YHP26 Table 4/14 evaluates "in the standard BEIR setting" without naming the sets: the
-    # spec's `standard:` list is the project's choice and says so (issue 43).
+def test_paper_spec_dry_run_lists_its_tasks_and_yhp26s_four_beir_sets(capsys, fresh_checkout):
+    # YHP26 §4.3 names the four BEIR sets of Table 4/14 (000:150, 210-216): SciFact, HotpotQA,
+    # FEVER and Climate-FEVER, in Table 4's order; the split (BEIR's test) is the project's.
     text = (REPO / "studies" / "yhp26.yaml").read_text()
     spec = load_spec(REPO / "studies" / "yhp26.yaml")
-    beir = ["scifact", "nfcorpus", "fiqa", "arguana", "scidocs", "trec-covid"]
+    beir = ["scifact", "hotpotqa", "fever", "climate-fever"]
     assert spec.standard == [f"tasks/beir/{name}" for name in beir]
     comment = text.split("\nstandard:")[0].rsplit("\n\n", 1)[1]
-    assert "the project's choice, not YHP26's" in comment and "Table 4/14" in comment
+    assert "YHP26 §4.3 names" in comment and "Table 4/14" in comment
+    assert "BEIR's `test` split of each" in comment and "is the project's choice" in comment
     assert main(["study", "run", "--dry-run", str(REPO / "studies" / "yhp26.yaml")]) == 2
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "tasks (7):" and out[1] == "  SQuAD-PosQ"
     assert "  FineWeb-PosQ (on 3 bases: modernbert-base, modernbert-large, qwen3-0.6b)" in out
-    head = out.index("standard (6; YHP26 Table 4/14: nDCG@10 on every model):")
-    assert out[head + 1 : head + 7] == [
+    head = out.index("standard (4; YHP26 Table 4/14: nDCG@10 on every model):")
+    assert out[head + 1 : head + 5] == [
         f"  tasks/beir/{name} (not built yet: a run refuses it)" for name in beir
     ]
-    assert "470 evaluations (40 models × 13 tasks;" in "\n".join(out)  # 7 tasks + 6 standard
+    assert "390 evaluations (40 models × 11 tasks;" in "\n".join(out)  # 7 tasks + 4 standard
 
 
 def test_a_folder_not_built_is_marked_in_the_plan_and_refused_by_both_runs(

@@ -33,6 +33,23 @@ def test_plot_evidence_cli_writes_a_png(tmp_path, capsys):
     summary = plot_evidence_distribution([one, two], tmp_path / "b.png", bins=10)
     assert summary.counts["One"] == [2, 0, 0, 0, 0, 1, 0, 0, 0, 1]
     assert summary.counts["Two"][4] == 1
+    # YHP26 Fig. 9's dashed line per subset: the mean relative start (0, .05, .55, .95 of 100).
+    assert summary.means == pytest.approx({"One": 0.3875, "Two": 0.4})
+    assert "One: 4 queries with evidence offsets, mean start 0.388 of the document" in stdout
+
+
+def test_character_scale_is_zeng_fig_2(tmp_path, capsys):
+    """Zeng et al. Fig. 2: the answer's character start itself, bins from 0 to the largest."""
+    task = build_from_records(
+        [{"query": f"q{s}", "document": "z" * 400, "evidence_start": s} for s in (0, 10, 390)],
+        name="Starts",
+    ).save(tmp_path / "starts")
+    out = tmp_path / "fig2.png"
+    argv = ["benchmark", "plot-evidence", "--task", str(task), "--out", str(out)]
+    assert main([*argv, "--bins", "3", "--scale", "characters"]) == 0
+    assert "mean start 133 characters" in capsys.readouterr().out
+    summary = plot_evidence_distribution([task], out, bins=3, scale="characters")
+    assert summary.counts["Starts"] == [2, 0, 1] and summary.means["Starts"] == 400 / 3
 
 
 def test_plot_needs_offsets(tmp_path):

@@ -142,3 +142,82 @@ def test_real_beir_scifact_folder_gives_beirs_test_split(shared_data, tmp_path):
     data = PositionTaskData.load(out)
     assert (len(data.corpus), len(data.queries), len(data.qrels)) == (5183, 300, 339)
     assert data.info.extra["dropped"] == {}
+
+
+def _write_jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+# BEIR's HotpotQA and FEVER folders as BEIR's download leaves them: queries and corpus lines
+# carry `metadata`, HotpotQA's ids are numbers and hex strings, FEVER's are Wikipedia page ids,
+# some beginning with a quote. YHP26 §4.3 averages both (with SciFact and Climate-FEVER) in
+# Table 4.
+BEIR_SHAPES = {
+    "hotpotqa": (
+        [
+            {
+                "_id": "12",
+                "title": "Anarchism",
+                "text": "Anarchism is a political philosophy.",
+                "metadata": {},
+            },
+            {
+                "_id": "25",
+                "title": "Autism",
+                "text": "Autism is a developmental disorder.",
+                "metadata": {},
+            },
+        ],
+        [
+            {
+                "_id": "5a8b57f25542995d1e6f1371",
+                "text": "Which philosophy rejects rulers?",
+                "metadata": {"answer": "Anarchism"},
+            },
+            {
+                "_id": "5a8c7595554299585d9e36b6",
+                "text": "What disorder affects development?",
+                "metadata": {"answer": "Autism"},
+            },
+        ],
+        [("5a8b57f25542995d1e6f1371", "12"), ("5a8c7595554299585d9e36b6", "25")],
+    ),
+    "fever": (
+        [
+            {
+                "_id": '"Heroes"_(David_Bowie_album)',
+                "title": '"Heroes" (David Bowie album)',
+                "text": "Heroes is the twelfth studio album by David Bowie.",
+                "metadata": {},
+            },
+            {
+                "_id": "Nikolaj_Coster-Waldau",
+                "title": "Nikolaj Coster-Waldau",
+                "text": "Nikolaj Coster-Waldau is a Danish actor.",
+                "metadata": {},
+            },
+        ],
+        [
+            {"_id": "75397", "text": "Heroes was recorded by David Bowie.", "metadata": {}},
+            {"_id": "150448", "text": "Nikolaj Coster-Waldau is an actor.", "metadata": {}},
+        ],
+        [("75397", '"Heroes"_(David_Bowie_album)'), ("150448", "Nikolaj_Coster-Waldau")],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BEIR_SHAPES))
+def test_beir_hotpotqa_and_fever_folders_keep_every_judgement(tmp_path, name):
+    corpus, queries, qrels = BEIR_SHAPES[name]
+    source = tmp_path / name
+    (source / "qrels").mkdir(parents=True)
+    _write_jsonl(source / "corpus.jsonl", corpus)
+    _write_jsonl(source / "queries.jsonl", queries)
+    lines = ["query-id\tcorpus-id\tscore", *(f"{q}\t{d}\t1" for q, d in qrels)]
+    (source / "qrels" / "test.tsv").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "task"
+    assert main(["benchmark", "beir", name, "--input", str(source), "--out", str(out)]) == 0
+    data = PositionTaskData.load(out)
+    assert data.info.name == name and data.bucket_counts() == {"all": 2}
+    assert {(q["query_id"], q["doc_id"]) for q in data.qrels} == set(qrels)
+    assert data.info.extra["dropped"] == {}

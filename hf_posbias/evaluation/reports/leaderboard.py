@@ -1,7 +1,12 @@
 """``posbias leaderboard RUN ... --out DIR``: models ranked per task, with honest ties.
 
 Each ``RUN`` is a ``posbias evaluate`` folder (``summary.json`` + per-query tables); a run
-may cover some of the tasks, but one that shares no task with the others is refused. Per task, one
+may cover some of the tasks, but one that shares no task with the others is refused. With
+``--from-hub TASK_REPO`` the board is the Hub benchmark's instead: the ``RUN`` arguments are
+model repos (none: the models on the benchmark's Hub leaderboard) whose ``.eval_results``
+entries give the scores (:func:`hf_posbias.evaluation.reports.hub_results.hub_summaries`);
+the same builder ranks both, and a row whose model repo holds no per-query table is not tested
+against its neighbour (``tied`` is empty). Per task, one
 row per model: mean nDCG@10, PSI, harmonic mean of the per-position nDCG@10 and the position
 slope, each with its bootstrap interval (from the run's summary), sorted by ``sort_by``. Two
 neighbours in that order are compared on their shared queries with
@@ -31,7 +36,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hf_posbias.errors import InputError
-from hf_posbias.settings import ProgressSettings, setting, shared_setting
+from hf_posbias.settings import ProgressSettings, flag_name, setting, shared_setting
 
 SortKey = Literal["mean", "harmonic_mean", "psi", "slope"]
 LOWER_IS_BETTER = {"psi"}
@@ -115,7 +120,19 @@ class LeaderboardSettings(ProgressSettings):
         hf_posbias.errors.InputError: --alpha must be > 0 and < 1, got 2
     """
 
-    runs: list[str] = setting("`posbias evaluate` run folders", positional=True, metavar="RUN")
+    runs: list[str] = setting(
+        "`posbias evaluate` run folders; with --from-hub, model repos whose .eval_results to "
+        "read (none: the models on the benchmark's Hub leaderboard)",
+        positional=True,
+        metavar="RUN",
+        default_factory=list,
+    )
+    from_hub: str | None = setting(
+        "a Hub benchmark dataset repo (a position task published with `posbias benchmark "
+        "publish`): rank the models' .eval_results on it instead of run folders",
+        default=None,
+        metavar="TASK_REPO",
+    )
     out: str = shared_setting("out")
     sort_by: SortKey = setting("column that orders each task's table", default="mean")
     alpha: float = shared_setting("alpha", default=0.05)
@@ -135,8 +152,13 @@ class LeaderboardSettings(ProgressSettings):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not self.runs:
-            raise InputError("give at least one run folder")
+        if self.from_hub:
+            from hf_posbias.hub import check_repo_id
+
+            for repo in (self.from_hub, *self.runs):
+                check_repo_id(repo)
+        elif not self.runs:
+            raise InputError(f"give at least one run folder (or {flag_name('from_hub')} REPO)")
 
 
 def rank_groups(tied_with_next: Sequence[bool]) -> list[int]:
@@ -184,7 +206,7 @@ def _row(summary: Any) -> dict[str, Any]:
         "slope": (summary.trend or {}).get("slope"),
         "slope_low": slope_lo,
         "slope_high": slope_hi,
-        "n_queries": sum(summary.n_queries.values()),
+        "n_queries": sum(summary.n_queries.values()) or None,
         "curve": json.dumps(curve),
     }
 
@@ -246,10 +268,13 @@ def task_table(summaries: Sequence[Any], settings: LeaderboardSettings) -> list[
         row["name"] = display_name(row["model"], labels)
     scores = []
     for _, s in pairs:
-        if not s.per_query_path or not Path(s.per_query_path).is_file():
+        if s.per_query_path and Path(s.per_query_path).is_file():
+            scores.append(per_bucket_from_table(read_per_query(s.per_query_path)))
+        elif settings.from_hub:  # a model repo without the run's table: no tie test
+            scores.append(None)
+        else:
             raise InputError(f"{s.task} / {s.label}: no per-query table (rerun the evaluation)")
-        scores.append(per_bucket_from_table(read_per_query(s.per_query_path)))
-    tied: list[bool] = []
+    tied: list[bool | None] = []
     task = pairs[0][1].task if pairs else ""
     bar = progress(
         total=max(len(rows) - 1, 0),
@@ -263,10 +288,14 @@ def task_table(summaries: Sequence[Any], settings: LeaderboardSettings) -> list[
             tied.append(False)
             bar.close()
             continue
+        bar.update(1)
+        if scores[i] is None or scores[i + 1] is None:
+            row["p_next"] = None
+            tied.append(None)
+            continue
         cmp = paired_comparison(
             scores[i], scores[i + 1], n_resamples=settings.resamples, seed=settings.seed
         )
-        bar.update(1)
         diff = cmp.psi if settings.sort_by == "psi" else cmp.mean
         p_value = None if diff is None else float(diff.p_value)
         row["p_next"] = p_value
@@ -277,9 +306,56 @@ def task_table(summaries: Sequence[Any], settings: LeaderboardSettings) -> list[
     return rows
 
 
-def build_leaderboard(settings: LeaderboardSettings) -> dict[str, list[dict[str, Any]]]:
-    """``{task: sorted rows}`` over the settings' runs (see the module docstring)."""
-    return {task: task_table(s, settings) for task, s in _by_task(settings.runs).items()}
+def board_input(settings: LeaderboardSettings) -> tuple[dict[str, list[Any]], list[str]]:
+    """``({task: summaries}, notes)``: the run folders', or with ``from_hub`` the Hub
+    benchmark's (:func:`~hf_posbias.evaluation.reports.hub_results.hub_summaries`)."""
+    if not settings.from_hub:
+        return _by_task(settings.runs), []
+    from hf_posbias.evaluation.compare import _same_task
+    from hf_posbias.evaluation.reports.hub_results import hub_summaries
+
+    read = hub_summaries(settings.from_hub, settings.runs)
+    if not read.summaries:
+        raise InputError(f"no model has position results on {settings.from_hub}")
+    grouped: dict[str, list[Any]] = {}
+    for s in read.summaries:
+        grouped.setdefault(s.task, []).append(s)
+    for entries in grouped.values():
+        for other in entries[1:]:
+            _same_task(entries[0], other, entries[0].model_name, other.model_name)
+    return grouped, read.notes
+
+
+def build_leaderboard(
+    settings: LeaderboardSettings, notes: list[str] | None = None
+) -> dict[str, list[dict[str, Any]]]:
+    """``{task: sorted rows}`` over the settings' runs or Hub benchmark (see the module
+    docstring); what the Hub reading left out is added to ``notes``."""
+    summaries, left_out = board_input(settings)
+    if notes is not None:
+        notes.extend(left_out)
+    return {task: task_table(s, settings) for task, s in summaries.items()}
+
+
+HUB_BENCHMARK_PREFIX = "hub-benchmark:"
+"""A board source naming a Hub benchmark (``hub-benchmark:<task repo>``): its board is built from
+the models' ``.eval_results`` (:func:`hub_board_rows`), not read from a written board."""
+
+
+def hub_board_rows(task_repo: str, model_repos: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The rows ``posbias leaderboard --from-hub TASK_REPO [MODEL_REPO …]`` writes, built in
+    memory (the Space's board of a Hub benchmark): every task's rows, each task's in order.
+
+    Example:
+        >>> hub_board_rows("no-owner")
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: repo id 'no-owner' must be <owner>/<name>
+    """
+    settings = LeaderboardSettings(
+        from_hub=task_repo, runs=list(model_repos), out="", progress=False
+    )
+    return [row for rows in build_leaderboard(settings).values() for row in rows]
 
 
 def _cell(row: dict[str, Any], key: str) -> str:
@@ -307,11 +383,13 @@ def markdown(tables: dict[str, list[dict[str, Any]]], settings: LeaderboardSetti
         lines.append("|---:|---|---|---|---|---|---:|---:|")
         for r in rows:
             p = "" if r["p_next"] is None else f"{r['p_next']:.3f}"
+            p = "not tested" if r["tied"] is None else p
             mark = " =" if r["tied"] else ""
             lines.append(
                 f"| {r['rank']}{mark} | {r.get('name') or r['model']} | {_cell(r, 'mean')} | "
                 f"{_cell(r, 'psi')} | "
-                f"{_cell(r, 'harmonic_mean')} | {_cell(r, 'slope')} | {r['n_queries']} | {p} |"
+                f"{_cell(r, 'harmonic_mean')} | {_cell(r, 'slope')} | "
+                f"{r['n_queries'] or 'n/a'} | {p} |"
             )
     return "\n".join(lines) + "\n"
 
@@ -321,9 +399,12 @@ def _config_name(task: str) -> str:
     return safe if safe[:1].isalnum() else f"t{safe}"
 
 
-def write_leaderboard(settings: LeaderboardSettings) -> dict[str, list[dict[str, Any]]]:
-    """Build the leaderboard and write every output into ``settings.out``."""
-    tables = build_leaderboard(settings)
+def write_leaderboard(
+    settings: LeaderboardSettings, notes: list[str] | None = None
+) -> dict[str, list[dict[str, Any]]]:
+    """Build the leaderboard and write every output into ``settings.out`` (``notes``: see
+    :func:`build_leaderboard`)."""
+    tables = build_leaderboard(settings, notes)
     write_board(tables, settings)
     return tables
 

@@ -25,7 +25,8 @@ Outputs in ``out_dir``:
 
 Summary dict keys: those of :class:`~hf_posbias.evaluation.summary.EvaluationSummary`:
 ``model``, ``model_name``/``model_revision``, ``task``, ``task_path``, ``task_revision``,
-``hf_subset``, ``scoring``, ``buckets``, ``ndcg_at_10``, ``n_queries``, ``empty_buckets``,
+``task_repo``/``task_repo_revision`` (the Hub dataset repo and commit a downloaded task came
+from), ``hf_subset``, ``scoring``, ``buckets``, ``ndcg_at_10``, ``n_queries``, ``empty_buckets``,
 ``mean``, ``psi``, ``worst_drop``, ``best_bucket``, ``worst_bucket``, ``metrics``
 (``ndcg_at_100``, ``recall_at_10``, ``recall_at_100``, ``mrr_at_10`` per bucket), ``intervals``,
 ``per_query_path``, ``run_path``, ``n_documents``, ``top_k``, ``reranker``, ``first_stage``,
@@ -239,6 +240,7 @@ def summarize_task(
 
     subsets = scores_by_subset(task_result)
     name = task.metadata.name
+    origin = getattr(task, "hub_origin", None)
     result_path = None
     if results_dir is not None:
         result_path = str(
@@ -291,6 +293,8 @@ def summarize_task(
                 model_kind=loaded.kind,
                 task_path=str(task.folder),
                 task_revision=str(task.metadata.revision),
+                task_repo=origin[0] if origin else None,
+                task_repo_revision=origin[1] if origin else None,
                 hf_subset=subset,
                 scoring=str(position["scoring"]),
                 n_documents=len(task.task_data.corpus),

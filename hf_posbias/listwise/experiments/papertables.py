@@ -9,6 +9,7 @@
   RankZephyr, the same paired test over the queries both rows scored). Every cell is
   recomputed from the per-query files, and ``table.json`` keeps each cell's inputs (folder,
   queries, means, Δ, p, the p against each baseline) so it can be checked.
+- :func:`first_stage_table` — Table 2's first-stage rows: each first stage's own nDCG@10.
 - :func:`curves_figure` — Fig. 4 / Fig. 6: the 1…k curves of several ``posbias listwise test``
   folders in one plot.
 
@@ -194,6 +195,53 @@ def shuffle_table(
             f"nDCG@10 ×100, original / shuffled input order; {MARK}: shuffled differs from "
             f"original, paired {method} on the per-query scores, p < {alpha}{against}; "
             f"Average: mean over the {len(tasks)} dataset(s)"
+        ),
+        "tasks": tasks,
+        "table": table,
+        "cells": cells,
+    }
+
+
+def first_stage_table(folders: Sequence[str | Path], labels: Sequence[str]) -> dict[str, Any]:
+    """Q26 Table 2's first-stage rows from first-stage folders (a listwise study's
+    ``first-stage/<dataset>/<stage>``: ``first_stage_eval.json``, ``per_query.jsonl``): a row per
+    label, nDCG@10 ×100 of the first stage's own order per dataset (recomputed from the per-query
+    file) and the average over datasets; ``cells`` keeps each cell's folder, queries and k."""
+    from hf_posbias.listwise.experiments.firststage_eval import EVAL_FILE
+    from hf_posbias.rows import read_json, read_rows
+
+    if len(labels) != len(folders):
+        raise InputError(f"{len(labels)} label(s) for {len(folders)} folder(s)")
+    cells: dict[str, dict[str, Any]] = {}
+    tasks: list[str] = []
+    for folder, label in zip(folders, labels):
+        path = Path(folder)
+        if not (path / EVAL_FILE).is_file():
+            raise InputError(f"{path} is not a first-stage folder (no {EVAL_FILE})")
+        summary = read_json(path / EVAL_FILE)
+        scores = [float(r["ndcg_at_10"]) for r in read_rows(path / "per_query.jsonl")]
+        task = str(summary["task"])
+        cells.setdefault(label, {})[task] = {
+            "folder": str(path),
+            "queries": len(scores),
+            "k": summary["k"],
+            "ndcg_at_10": sum(scores) / len(scores),
+        }
+        if task not in tasks:
+            tasks.append(task)
+    table = []
+    for label, by_task in cells.items():
+        row: dict[str, Any] = {"": label}
+        row |= {t: f"{100 * by_task[t]['ndcg_at_10']:.1f}" if t in by_task else "" for t in tasks}
+        complete = all(t in by_task for t in tasks)
+        average = sum(by_task[t]["ndcg_at_10"] for t in tasks) / len(tasks) if complete else None
+        row["Average"] = "" if average is None else f"{100 * average:.1f}"
+        by_task["Average"] = average
+        table.append(row)
+    return {
+        "caption": (
+            "nDCG@10 ×100 of each first stage's own order (its top k, no reranking); Average: "
+            f"mean over the {len(tasks)} dataset(s)"
         ),
         "tasks": tasks,
         "table": table,

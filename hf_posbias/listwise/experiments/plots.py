@@ -51,8 +51,9 @@ def positions_figure(
     return fig
 
 
-def heatmap_figure(omega: Sequence[Sequence[float]], title: str) -> Figure:
-    """The k×k propensity matrix: rows = input position, columns = output position (1-based)."""
+def heatmap_figure(omega: Sequence[Sequence[float]], title: str, label: str = "ω") -> Figure:
+    """The k×k propensity matrix (or any k×k function of it, named by ``label``, e.g. 1/ω):
+    rows = input position, columns = output position (1-based)."""
     from matplotlib.figure import Figure
 
     k = len(omega)
@@ -65,7 +66,7 @@ def heatmap_figure(omega: Sequence[Sequence[float]], title: str) -> Figure:
     ax.set_xlabel("output position")
     ax.set_ylabel("input position")
     ax.set_title(title, fontsize=10)
-    fig.colorbar(image, ax=ax, label="ω")
+    fig.colorbar(image, ax=ax, label=label)
     fig.tight_layout()
     return fig
 

@@ -329,6 +329,19 @@ def ndcg_at_10(rows: Sequence[dict[str, Any]], qrels: dict[str, dict[str, int]])
     return out
 
 
+def first_stage_ndcg(
+    lists: Sequence[QueryList], qrels: dict[str, dict[str, int]]
+) -> dict[str, float]:
+    """nDCG@10 of each query's first-stage order (its list as listed), by query id.
+
+    Example:
+        >>> first_stage_ndcg([QueryList("q", ["d2", "d1"], "d1", False)], {"q": {"d1": 1}})
+        {'q': 0.6309297535714575}
+    """
+    rows = [{"query_id": x.query_id, "ranking": x.candidates} for x in lists]
+    return dict(zip((x.query_id for x in lists), ndcg_at_10(rows, qrels)))
+
+
 def write_jsonl(path: str | Path, rows: Sequence[dict[str, Any]]) -> None:
     """One JSON object per line (atomic: :func:`hf_posbias.shards.atomic_path`)."""
     from hf_posbias.shards import atomic_path
@@ -354,6 +367,7 @@ RUN_OUTPUTS = (
     "propensity.json",
     "propensity.png",
     "shuffle_eval.json",
+    "first_stage_eval.json",
     "calibration.json",
     "remedies.json",
     "remedies_run.json",
@@ -391,7 +405,7 @@ def load_task_and_reranker(s: Any) -> tuple[Any, ListwiseReranker, Path]:
     from hf_posbias.rerankers.loading import load_reranker
 
     task = load_rerank_task(s.task, s.split)
-    # The study checks its datasets by their names; a bare verb by the folder's name.
+    # The study's rule: a bare verb's set is named by its folder.
     check_split_queries(Path(s.task).name, task.split, len(task.judged_queries()))
     check_k(s.k, len(task.corpus))
     texts = (p.content() for p in task.corpus.values())

@@ -81,6 +81,14 @@ class PairedTestSettings(ResamplingSettings):
         check_choices(self, "method")
 
 
+DEFAULT_FIRST_STAGE = "bm25"
+"""The first stage of a listwise verb (and of a study spec) that names none. BM25 on purpose: it
+runs offline with nothing to download and lists any corpus deterministically, and it is Q26's
+own first stage where Q26 builds lists for training (§5: the propensity's top 20 per MS MARCO
+training query). Q26 evaluates on Contriever (Tables 1 and 3, Fig. 4), which
+``studies/q26.yaml`` names (``facebook/contriever-msmarco``, a Hub download)."""
+
+
 @dataclass(kw_only=True)
 class ListSource(Settings):
     """Which queries are listed and how deep (the first stage)."""
@@ -92,10 +100,7 @@ class ListSource(Settings):
         range=at_least(1),
     )
     seed: int = shared_setting("seed", default=0)
-    first_stage: str | list[str] = shared_setting(
-        "first_stage",
-        default="bm25",
-    )
+    first_stage: str | list[str] = shared_setting("first_stage", default=DEFAULT_FIRST_STAGE)
     rrf_k: int = setting(
         "k of the reciprocal rank fusion of several first stages", default=60, range=at_least(1)
     )
@@ -303,6 +308,12 @@ class BuildTrainSettings(ListSource, TaskRunSettings):
         "for GPT-4 labels)",
         default="first-stage",
     )
+
+
+@dataclass(kw_only=True)
+class FirstStageEvalSettings(ListSource, TaskRunSettings):
+    """The first stage on its own (Q26 Table 2's first-stage rows): its top-k lists and their
+    nDCG@10, a step of a listwise study."""
 
 
 @dataclass(kw_only=True)

@@ -31,6 +31,7 @@ from hf_posbias.listwise.experiments.runs import (
     ListwiseExperiment,
     add_ndcg_at_10,
     fallback_stats,
+    first_stage_ndcg,
     ndcg_at_10,
     write_jsonl,
 )
@@ -107,8 +108,7 @@ class ShuffleEval(ListwiseExperiment[ShuffleEvalConfig, dict[str, Any]]):
         by_query: dict[str, list[dict[str, Any]]] = {}
         for row in rows:
             by_query.setdefault(str(row["query_id"]), []).append(row)
-        first_stage_rows = [{"query_id": x.query_id, "ranking": x.candidates} for x in lists]
-        first_stage_scores = dict(zip(query_ids, ndcg_at_10(first_stage_rows, qrels)))
+        first_stage_scores = first_stage_ndcg(lists, qrels)
 
         variants: dict[str, dict[str, float]] = {"original": {}, "shuffled": {}}
         if config.aggregate:

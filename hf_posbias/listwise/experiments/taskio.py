@@ -12,7 +12,8 @@ Either way the corpus is held once, as the reader's arrow table, looked up by id
 
 A split without qrels is refused in one line, before any model loads, and so is a split that
 holds the wrong queries for the set's name where the count tells (:func:`check_split_queries`:
-an MS MARCO ``dev`` with TREC DL's 43 queries).
+a set named for MS MARCO holding TREC DL's 43 or 54 queries, as BEIR's MS MARCO ``test`` split
+does).
 
 Example:
     >>> import tempfile
@@ -28,7 +29,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -39,8 +40,11 @@ from hf_posbias.rows import take_values
 from hf_posbias.tasks.beir import RetrievalData, corpus_by_id
 
 MIN_DEV_QUERIES = 1000
-"""An MS MARCO ``dev`` split with fewer judged queries than this holds TREC DL's (DL19: 43,
-DL20: 54), not the 6,980 dev queries: BEIR's MS MARCO ``qrels/test.tsv`` is DL19."""
+"""A set named for MS MARCO with fewer judged queries than this holds TREC DL's (DL19: 43,
+DL20: 54), not MS MARCO dev's 6,980: BEIR's MS MARCO ``qrels/test.tsv`` is DL19."""
+
+TREC_DL_NAMES = ("dl19", "dl2019", "dl20", "dl2020", "trecdl")
+"""What in a set's name (lower case, letters and digits only) says it is TREC DL."""
 
 
 def _passage(row: Mapping[str, Any]) -> Passage:
@@ -96,27 +100,36 @@ def load_rerank_task(folder: str | Path, split: str | None = None) -> RerankTask
     return task
 
 
-def check_split_queries(name: str, split: str, n_queries: int) -> None:
-    """Refuse, in one line, a dataset whose split holds the wrong queries for its name where
-    the count tells: MS MARCO's dev (the split ``dev``, or a set named ``…dev``) with TREC DL's
-    few queries (BEIR's MS MARCO ``qrels/test.tsv`` is DL19's 43). ``name``: the study's
-    dataset name, or the task folder's name for the bare ``listwise`` verbs.
+def check_split_queries(names: str | Sequence[str], split: str, n_queries: int) -> None:
+    """Refuse, in one line, a set whose split holds other queries than its name says, where the
+    count tells: a set named for MS MARCO (and not for TREC DL) must hold MS MARCO dev's
+    queries, not TREC DL's few (BEIR's MS MARCO ``qrels/test.tsv``, the split a BEIR folder
+    reads by default, is DL19's 43). The one rule of the study and the bare ``listwise`` verbs:
+    ``names`` are what names the set, the study's dataset name and its folder's name, or the
+    task folder's name for a verb; a name saying TREC DL (:data:`TREC_DL_NAMES`) reads DL's
+    queries on purpose.
 
     Example:
         >>> check_split_queries("msmarco", "dev", 6980)
-        >>> check_split_queries("msmarco", "test", 43)  # BEIR's MS MARCO test: DL19, as named
-        >>> check_split_queries("msmarco-dev", "dev", 43)
+        >>> check_split_queries(["dl19", "msmarco"], "test", 43)  # a set named for DL19
+        >>> check_split_queries("msmarco", "test", 43)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
-        hf_posbias.errors.InputError: dataset 'msmarco-dev': split dev has 43 judged queries, \
-not MS MARCO dev's 6,980 (43 or 54 are TREC DL19/DL20's): use MS MARCO's qrels/dev.tsv (split dev)
-        >>> check_split_queries("msmarco-dev", "test", 43)  # doctest: +ELLIPSIS
+        hf_posbias.errors.InputError: dataset 'msmarco': split test has 43 judged queries, ...
+        >>> check_split_queries(["msmarco-dev", "msmarco"], "dev", 43)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
-        hf_posbias.errors.InputError: dataset 'msmarco-dev': split test has 43 judged queries, ...
+        hf_posbias.errors.InputError: dataset 'msmarco-dev' (folder msmarco): split dev has 43 ...
     """
-    key = "".join(c for c in name.lower() if c.isalnum())  # MS-MARCO_dev → msmarcodev
-    says_dev = split == "dev" or key.endswith("dev")
-    if "msmarco" in key and says_dev and n_queries < MIN_DEV_QUERIES:
+    names = [names] if isinstance(names, str) else list(names)
+    keys = ["".join(c for c in name.lower() if c.isalnum()) for name in names]  # MS-MARCO → msmarco
+    says_dl = any(marker in key for key in keys for marker in TREC_DL_NAMES)
+    says_msmarco = any("msmarco" in key for key in keys)
+    if says_msmarco and not says_dl and n_queries < MIN_DEV_QUERIES:
+        where = f"dataset {names[0]!r}"
+        if len(names) > 1 and names[1] != names[0]:
+            where += f" (folder {names[1]})"
         raise InputError(
-            f"dataset {name!r}: split {split} has {n_queries} judged queries, not MS MARCO dev's "
-            "6,980 (43 or 54 are TREC DL19/DL20's): use MS MARCO's qrels/dev.tsv (split dev)"
+            f"{where}: split {split} has {n_queries} judged queries, not MS MARCO dev's 6,980 "
+            "(43 and 54 are TREC DL19's and DL20's; BEIR's msmarco qrels/test.tsv is DL19): use "
+            "split dev for MS MARCO dev, or name the set for TREC DL (a study dataset dl19, a "
+            "folder trec-dl-2019) to read DL's queries"
         )

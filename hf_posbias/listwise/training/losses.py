@@ -40,10 +40,6 @@ from hf_posbias.settings import flag_name
 if TYPE_CHECKING:
     import torch
 
-DEFAULT_IPS_NORMALIZATION = "mean1"
-"""What a propensity file gets without ``--ips-normalization`` (measured: docs/listwise.md,
-"Scale of L_Rank-IPS")."""
-
 
 def mean_ips_weight(propensity: Any, windows_ranks: Sequence[Sequence[int]]) -> float:
     """Mean of ``1/(ω[i, r_i] · ω[j, r_j])`` over every pair ``r_i < r_j`` of every window.

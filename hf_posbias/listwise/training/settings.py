@@ -56,9 +56,13 @@ DEFAULT_LAMBDA = 0.1
 """λ of the DebiasFirst loss (Q26)."""
 
 IPS_NORMALIZATIONS = ("paper", "mean1")
-"""How the IPS pair weights ``1/(ω[i, r_i] · ω[j, r_j])`` are scaled: ``paper`` as Eq. 4 with
-Σω = 1 (weights of 10⁵–10⁷ on k = 20, so λ·L_Rank-IPS swamps L_LM), ``mean1`` divided by their
-mean over the training pairs (self-normalised IPS: the average pair weighs 1, as in L_Rank)."""
+"""How the IPS pair weights ``1/(ω[i, r_i] · ω[j, r_j])`` are scaled: ``paper`` (the default) as
+Q26's Eq. 4 prints it with Σω = 1 (weights of 10⁵–10⁷ on k = 20, so λ·L_Rank-IPS swamps L_LM),
+``mean1`` (the project's alternative) divided by their mean over the training pairs
+(self-normalised IPS: the average pair weighs 1, as in L_Rank)."""
+
+DEFAULT_IPS_NORMALIZATION = "paper"
+"""What a propensity file gets without ``--ips-normalization``: Q26's Eq. 4 as printed."""
 
 LAMBDA_FLAG = "--lambda"
 """The spelling of the ``lam`` field (``lambda`` is a Python keyword)."""
@@ -96,9 +100,10 @@ class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
         default=NO_PROPENSITY,
     )
     ips_normalization: str | None = setting(
-        "scale of the IPS pair weights (needs --propensity): mean1 (the default with a "
-        "propensity file: divided by their mean over the training pairs, self-normalised IPS, "
-        "so λ still balances L_LM) or paper (Eq. 4 as written with Σω = 1: weights of 10⁵–10⁷)",
+        "scale of the IPS pair weights (needs --propensity): paper (the default with a "
+        "propensity file: Q26's Eq. 4 as printed, Σω = 1, so pair weights of 10⁵–10⁷) or mean1 "
+        "(the project's alternative: divided by their mean over the training pairs, "
+        "self-normalised IPS, so λ still balances L_LM)",
         default=None,
         choices=IPS_NORMALIZATIONS,
     )

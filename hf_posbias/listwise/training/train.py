@@ -183,11 +183,8 @@ def _propensity(
     settings: ListwiseTrainingSettings, rows: Sequence[dict[str, Any]], sizes: list[int]
 ) -> tuple[Any, dict[str, Any] | None]:
     from hf_posbias.listwise.experiments.propensity import check_propensity_support, load_propensity
-    from hf_posbias.listwise.training.losses import (
-        DEFAULT_IPS_NORMALIZATION,
-        mean_ips_weight,
-        normalize_propensity,
-    )
+    from hf_posbias.listwise.training.losses import mean_ips_weight, normalize_propensity
+    from hf_posbias.listwise.training.settings import DEFAULT_IPS_NORMALIZATION
     from hf_posbias.listwise.training.trainset import target_ranks
     from hf_posbias.rows import read_json
 

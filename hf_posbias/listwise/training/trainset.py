@@ -301,6 +301,20 @@ def rows_from_conversations(
     return rows, counts
 
 
+def convert_train_set(s: Any) -> tuple[list[dict[str, Any]], dict[str, Any], Path]:
+    """``posbias listwise convert`` (:class:`~hf_posbias.listwise.settings.ConvertSettings`):
+    RankZephyr / FIRST conversations (a file or a Hub dataset id) as a training set written with
+    :func:`write_train_set` into ``s.out``; the rows, the counts and the folder."""
+    records = load_conversations(s.data, split=s.hf_split)
+    if s.max_rows is not None:
+        records = records[: s.max_rows]
+    rows, counts = rows_from_conversations(records, style=s.identifiers)
+    if not rows:
+        raise InputError(f"{s.data}: no conversation could be read ({counts['skipped']} skipped)")
+    out = write_train_set(s.out, rows, {"source": str(s.data), "format": "rankzephyr", **counts})
+    return rows, counts, out
+
+
 def load_conversations(source: str, split: str = "train") -> list[dict[str, Any]]:
     """Conversation records from a local ``.jsonl``/``.json`` file or a Hub dataset id."""
     from hf_posbias.rows import read_rows
