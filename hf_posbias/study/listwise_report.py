@@ -151,7 +151,7 @@ def _markdown(title: str, payload: dict[str, Any] | None) -> str:
 
 def write_listwise_report(out: str | Path) -> Path:
     """Write ``<out>/report/`` (report.md, report.json, the figures); the path of report.json."""
-    from hf_posbias.shards import write_json
+    from hf_posbias.shards import write_json, write_text_atomic
 
     out = Path(out)
     spec = spec_of_folder(out)
@@ -211,7 +211,7 @@ def write_listwise_report(out: str | Path) -> Path:
     lines.append("## Figures\n")
     lines += [f"- {name}: {path}" for name, path in figures.items() if isinstance(path, str)]
     lines += [f"- fig6{k}: {v['path']} ({v['group']})" for k, v in figures["fig6"].items()]
-    (report / "report.md").write_text("\n".join(lines) + "\n")
+    write_text_atomic(report / "report.md", "\n".join(lines) + "\n")
     target = report / "report.json"
     write_json(target, payload)
     return target

@@ -130,14 +130,14 @@ def add_zeng_to_report(report_dir: Path) -> dict[str, Any]:
     """Add the view to a written report: ``report.json``'s ``zeng2025`` and its section of
     ``report.md``."""
     from hf_posbias.rows import read_json
-    from hf_posbias.shards import write_json
+    from hf_posbias.shards import write_json, write_text_atomic
 
     target = report_dir / "report.json"
     data = read_json(target)
     view = zeng_report(data["cells"])
     write_json(target, {**data, "zeng2025": view})
     markdown = report_dir / "report.md"
-    markdown.write_text(markdown.read_text() + zeng_markdown(view))
+    write_text_atomic(markdown, markdown.read_text() + zeng_markdown(view))
     return view
 
 
