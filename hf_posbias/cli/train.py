@@ -18,27 +18,27 @@ from __future__ import annotations
 
 import argparse
 
-from hf_posbias.settings import add_settings_arguments, settings_from_args
+from hf_posbias.cli.common import add_verb
 from hf_posbias.training.settings import TrainingSettings
 
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``train`` verb."""
-    parser = subparsers.add_parser(
+    return add_verb(
+        subparsers,
         "train",
+        TrainingSettings,
+        run,
         help="train a bi-encoder on begin/middle/end/uniform/b:m:e/ips data",
         description="Fine-tune a base model with InfoNCE on single-length-bin batches "
         "(YHP26 §4, App. D). Multi-GPU: accelerate launch -m hf_posbias.training.train …",
     )
-    add_settings_arguments(parser, TrainingSettings)
-    parser.set_defaults(func=run)
-    return parser
 
 
-def run(args: argparse.Namespace) -> int:
+def run(settings: TrainingSettings) -> int:
     """Handler: train, print the one-line summary, return 0."""
     from hf_posbias.training.train import train_model, train_report
 
-    result = train_model(settings_from_args(TrainingSettings, args))
+    result = train_model(settings)
     print(train_report(result))
     return 0
