@@ -516,9 +516,12 @@ def claim_output_folder(
             elif state == "resumed" and keeps is None:
                 place.clear()  # an unfinished run that keeps nothing: start again
             claim.place = place
-            if not (state == "resumed" and claim.record.get("finished")):
-                # (A finished run resumed keeps its record as it is: a rerun that finds
-                # everything done touches nothing.)
+            if state == "resumed" and keeps is not None:
+                # A run resumed keeps its record as it is until it finishes: a rerun that finds
+                # everything done, or that a stage refuses, touches nothing.
+                if not claim.record.get("finished"):
+                    claim.record = {**wanted, "finished": False}
+            else:
                 claim.record = {**wanted, "finished": False}
                 write_json(place.record, claim.record)
             _ACTIVE.append(claim)
@@ -531,6 +534,8 @@ def claim_output_folder(
                 raise
             finally:
                 _ACTIVE.remove(claim)
+            if params is None:  # its stages decided what to redo: the record is this run's
+                claim.record = {**wanted, "finished": False}
             claim.finish()
             if place.aside.exists():
                 shutil.rmtree(place.aside)
@@ -551,7 +556,7 @@ def _read(record: Path) -> dict[str, Any] | None:
 def _leave(place: _Place, state: str, keeps: str | None, claim: Claim) -> tuple[str, bool]:
     """Tidy the folder of a run that raised; what it left and whether it kept something."""
     out = place.target
-    if claim.record.get("finished"):
+    if claim.record.get("finished") and claim.record.get("params") is not None:
         return f"{out} holds the run's finished output", True
     if state == "replacing":
         place.bring_back()
