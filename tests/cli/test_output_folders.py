@@ -137,6 +137,7 @@ def _write_requests(path: Path) -> str:
 
 
 LISTWISE = ["--k", "4", "--positions", "1,4", "--n-resamples", "20", "--no-progress"]
+"""The listwise runs the table's comparing verbs read."""
 
 
 @pytest.fixture(scope="module")
@@ -206,353 +207,98 @@ class Row:
     """The verb writes one file, this one inside OUT's place (OUT is then its folder)."""
 
 
-def _listwise(verb: str, *extra: str) -> Argv:
-    return lambda m: [
-        "listwise",
-        verb,
-        "--reranker",
-        "bm25",
-        "--task",
-        m["beir"],
-        *LISTWISE,
-        *extra,
-    ]
-
-
-def _shuffle_eval(*extra: str) -> Argv:
-    base = ["--k", "4", "--n-resamples", "20", "--no-progress", *extra]
-    return lambda m: ["listwise", "shuffle-eval", "--reranker", "bm25", "--task", m["beir"], *base]
-
-
-def _remedies(*extra: str) -> Argv:
-    base = ["--k", "4", "--positions", "1,4", "--n-resamples", "20", "--no-progress", *extra]
-    return lambda m: [
-        "listwise", "reranker-remedies", "--reranker", "bm25", "--task", m["beir"], *base,
-        "--no-calibrate", "--no-plot",
-    ]  # fmt: skip
-
-
-def _evaluate(task: str) -> Argv:
-    return lambda m: [
-        "evaluate", "--model", "bm25", "--task", m[task], "--bootstrap", "20", "--no-progress",
-    ]  # fmt: skip
-
-
-def _train(config: str) -> Argv:
-    return lambda m: [
-        "train", "--model", m["st"], "--data", m["train"], "--config", config, "--max-steps", "1",
-        "--global-batch", "4", "--no-progress", "--no-card",
-    ]  # fmt: skip
-
-
-def _analyze(verb: str, *extra: str) -> Argv:
-    return lambda m: [
-        "analyze", verb, "--model", m["st"], "--corpus", m["corpus"], "--no-progress", *extra,
-    ]  # fmt: skip
+def argv(*words: str) -> Argv:
+    """A command line; ``{name}`` in a word stands for the table's input ``name``."""
+    return lambda made: [word.format(**made) for word in words]
 
 
 SAVEFIG = ("matplotlib.figure", "Figure.savefig")
 """Where every figure of the package is written (:func:`hf_posbias.figures.save_figure`)."""
+CARD_FACTS = ("hf_posbias.cards", "save_card_facts")
+"""What both trainers write last, after the weights."""
+
+BUILD = ("data", "build", "--corpus", "demo", "--no-progress", "--limit")
+EVALUATE = ("evaluate", "--model", "bm25", "--bootstrap", "20", "--no-progress", "--task")
+TRAIN = ("train", "--model", "{st}", "--data", "{train}", "--max-steps", "1")
+TRAIN += ("--global-batch", "4", "--no-progress", "--no-card", "--config")
+AUDIT = ("analyze", "audit", "bm25", "--no-progress", "--task")
+ANALYZE = ("--model", "{st}", "--corpus", "{corpus}", "--no-progress", "--n", "3")
+PROFILE = ("analyze", "segment-profile", *ANALYZE, "--sample-size")
+POOLING = ("analyze", "pooling", *ANALYZE, "--sample-size", "4", "--modes")
+MOVING = ("analyze", "evidence-moving", "--pairs", "{pairs}", "--no-progress", "--model")
+REMEDIES = ("analyze", "remedies", "--model", "{st}", "--task", "{task}", "--remedies", "maxp")
+REMEDIES += ("--no-progress", "--no-plot", "--bootstrap")
+STUDY = ("study", "run", "{spec}", "--in-process", "--no-progress")
+REPORT = ("study", "report", "{bm25-run}", "{st-run}", "--bootstrap")
+BOARD = ("leaderboard", "{bm25-run}", "{st-run}", "--n-resamples", "50")
+ON_BEIR = ("--reranker", "bm25", "--task", "{beir}", "--k", "4", "--no-progress")
+TESTED = (*ON_BEIR, "--positions", "1,4", "--n-resamples", "20")
+LW_REMEDIES = ("listwise", "reranker-remedies", *TESTED, "--no-calibrate", "--no-plot")
+PROPENSITY = ("listwise", "propensity", *ON_BEIR, "--shuffles")
+SHUFFLED = ("listwise", "shuffle-eval", *ON_BEIR, "--n-resamples", "20", "--shuffles")
+LW_BUILD = ("listwise", "build-train", "--task", "{beir}", "--split", "train", "--no-progress")
+LW_TRAIN = ("listwise", "train", "--model", "{llm}", "--data", "{lw-train}", "--max-steps", "1")
+LW_TRAIN += ("--global-batch", "1", "--passage-tokens", "8", "--no-progress", "--no-card")
+RERANK = ("listwise", "rerank", "--reranker", "bm25", "--requests", "{requests}")
 
 ROWS: list[Row] = [
-    Row(
-        "data build",
-        lambda m: ["data", "build", "--corpus", "demo", "--limit", "60", "--no-progress"],
-        lambda m: ["data", "build", "--corpus", "demo", "--limit", "70", "--no-progress"],
-        keeps=True,
-        interrupt_at=6,  # a shard of the generate stage
-        stages=True,
-    ),
-    Row(
-        "benchmark from-jsonl",
-        lambda m: ["benchmark", "from-jsonl", "--input", m["mine"]],
-        lambda m: ["benchmark", "from-jsonl", "--input", m["other"]],
-    ),
-    Row(
-        "benchmark scifact (real data)",
-        lambda m: ["benchmark", "scifact", "--input", m["scifact"]],
-        lambda m: ["benchmark", "scifact", "--input", m["scifact"], "--anchor", "center"],
-    ),
-    Row(
-        "benchmark subsample",
-        lambda m: ["benchmark", "subsample", "--task", m["task"], "--per-bucket", "2"],
-        lambda m: ["benchmark", "subsample", "--task", m["task"], "--per-bucket", "3"],
-    ),
-    Row(
-        "benchmark plot-evidence",
-        lambda m: ["benchmark", "plot-evidence", "--task", m["task"]],
-        lambda m: ["benchmark", "plot-evidence", "--task", m["task2"]],
-        interrupt=SAVEFIG,
-        file="evidence.png",
-    ),
-    Row("evaluate", _evaluate("task"), _evaluate("task2"), interrupt_at=2),
-    Row(
-        "compare",
-        lambda m: ["compare", m["bm25-run"], m["st-run"], "--n-resamples", "50"],
-        lambda m: ["compare", m["st-run"], m["bm25-run"], "--n-resamples", "50"],
-        interrupt_at=0,
-    ),
-    Row(
-        "leaderboard",
-        lambda m: ["leaderboard", m["bm25-run"], m["st-run"], "--n-resamples", "50"],
-        lambda m: [
-            "leaderboard",
-            m["bm25-run"],
-            m["st-run"],
-            "--n-resamples",
-            "50",
-            "--sort-by",
-            "psi",
-        ],
-    ),  # fmt: skip
-    Row("train", _train("begin"), _train("end"), interrupt=("hf_posbias.cards", "save_card_facts")),
-    Row(
-        "analyze evidence-moving",
-        lambda m: [
-            "analyze",
-            "evidence-moving",
-            "--pairs",
-            m["pairs"],
-            "--model",
-            f"A={m['st']}",
-            "--no-progress",
-        ],
-        lambda m: [
-            "analyze",
-            "evidence-moving",
-            "--pairs",
-            m["pairs"],
-            "--model",
-            f"B={m['st']}",
-            "--no-progress",
-        ],
-        interrupt=SAVEFIG,
-    ),  # fmt: skip
-    Row(
-        "analyze segment-profile",
-        _analyze("segment-profile", "--sample-size", "4", "--n", "3"),
-        _analyze("segment-profile", "--sample-size", "5", "--n", "3"),
-        interrupt=SAVEFIG,
-    ),
-    Row(
-        "analyze pooling",
-        _analyze("pooling", "--sample-size", "4", "--n", "3", "--modes", "cls,mean"),
-        _analyze("pooling", "--sample-size", "4", "--n", "3", "--modes", "mean,max"),
-        interrupt=SAVEFIG,
-    ),
-    Row(
-        "analyze audit",
-        lambda m: ["analyze", "audit", "bm25", "--task", m["task"], "--no-progress"],
-        lambda m: ["analyze", "audit", "bm25", "--task", m["task2"], "--no-progress"],
-        interrupt_at=2,
-    ),
-    Row(
-        "analyze remedies",
-        lambda m: [
-            "analyze",
-            "remedies",
-            "--model",
-            m["st"],
-            "--task",
-            m["task"],
-            "--remedies",
-            "maxp",
-            "--no-progress",
-            "--no-plot",
-            "--bootstrap",
-            "20",
-        ],
-        lambda m: [
-            "analyze",
-            "remedies",
-            "--model",
-            m["st"],
-            "--task",
-            m["task"],
-            "--remedies",
-            "maxp",
-            "--no-progress",
-            "--no-plot",
-            "--bootstrap",
-            "30",
-        ],
-        keeps=True,
-        interrupt_at=4,
-    ),  # fmt: skip
-    Row(
-        "study run",
-        lambda m: ["study", "run", m["spec"], "--in-process", "--no-progress"],
-        lambda m: ["study", "run", m["spec"], "--in-process", "--no-progress", "--seed", "4"],
-        keeps=True,
-        interrupt_at=3,
-    ),
-    Row(
-        "study report (runs)",
-        lambda m: ["study", "report", m["bm25-run"], m["st-run"], "--bootstrap", "20"],
-        lambda m: ["study", "report", m["bm25-run"], m["st-run"], "--bootstrap", "30"],
-    ),
-    Row(
-        "listwise test",
-        _listwise("test"),
-        _listwise("test", "--seed", "1"),
-        keeps=True,
-        interrupt_at=3,
-    ),  # fmt: skip
-    Row(
-        "listwise shuffle-eval",
-        _shuffle_eval("--shuffles", "2"),
-        _shuffle_eval("--shuffles", "3"),
-        keeps=True,
-        interrupt_at=3,
-    ),
-    Row(
-        "listwise propensity",
-        lambda m: [
-            "listwise",
-            "propensity",
-            "--reranker",
-            "bm25",
-            "--task",
-            m["beir"],
-            "--k",
-            "4",
-            "--shuffles",
-            "2",
-            "--no-progress",
-        ],
-        lambda m: [
-            "listwise",
-            "propensity",
-            "--reranker",
-            "bm25",
-            "--task",
-            m["beir"],
-            "--k",
-            "4",
-            "--shuffles",
-            "3",
-            "--no-progress",
-        ],
-        keeps=True,
-        interrupt_at=3,
-    ),  # fmt: skip
-    Row(
-        "listwise reranker-remedies",
-        _remedies(),
-        _remedies("--seed", "1"),
-        keeps=True,
-        interrupt_at=3,
-    ),  # fmt: skip
-    Row(
-        "listwise build-train",
-        lambda m: [
-            "listwise",
-            "build-train",
-            "--task",
-            m["beir"],
-            "--split",
-            "train",
-            "--k",
-            "4",
-            "--no-progress",
-        ],
-        lambda m: [
-            "listwise",
-            "build-train",
-            "--task",
-            m["beir"],
-            "--split",
-            "train",
-            "--k",
-            "3",
-            "--no-progress",
-        ],
-    ),  # fmt: skip
-    Row(
-        "listwise augment",
-        lambda m: ["listwise", "augment", "--data", m["lw-train"], "--groups", "2"],
-        lambda m: ["listwise", "augment", "--data", m["lw-train"], "--groups", "4"],
-        interrupt_at=0,
-    ),
-    Row(
-        "listwise transitions",
-        lambda m: ["listwise", "transitions", "--data", m["lw-train"], "--groups", "2"],
-        lambda m: ["listwise", "transitions", "--data", m["lw-train"], "--groups", "4"],
-        interrupt_at=0,
-    ),
-    Row(
-        "listwise table",
-        lambda m: ["listwise", "table", "--runs", m["shuffled"], "--n-resamples", "50"],
-        lambda m: ["listwise", "table", "--runs", m["shuffled"], "--n-resamples", "60"],
-        interrupt_at=0,
-    ),
-    Row(
-        "listwise curves",
-        lambda m: ["listwise", "curves", "--runs", m["test-a"]],
-        lambda m: ["listwise", "curves", "--runs", m["test-a"], m["test-b"]],
-        interrupt=SAVEFIG,
-    ),
-    Row(
-        "listwise compare-tests",
-        lambda m: ["listwise", "compare-tests", m["test-a"], m["test-b"], "--n-resamples", "50"],
-        lambda m: ["listwise", "compare-tests", m["test-b"], m["test-a"], "--n-resamples", "50"],
-        interrupt_at=0,
-    ),
-    Row(
-        "listwise rerank",
-        lambda m: ["listwise", "rerank", "--reranker", "bm25", "--requests", m["requests"]],
-        lambda m: [
-            "listwise",
-            "rerank",
-            "--reranker",
-            "bm25",
-            "--requests",
-            m["requests"],
-            "--k",
-            "3",
-        ],
-        interrupt_at=0,
-        file="results.jsonl",
-    ),  # fmt: skip
-    Row(
-        "listwise train",
-        lambda m: [
-            "listwise",
-            "train",
-            "--model",
-            m["llm"],
-            "--data",
-            m["lw-train"],
-            "--max-steps",
-            "1",
-            "--global-batch",
-            "1",
-            "--passage-tokens",
-            "8",
-            "--no-progress",
-            "--no-card",
-        ],
-        lambda m: [
-            "listwise",
-            "train",
-            "--model",
-            m["llm"],
-            "--data",
-            m["lw-train"],
-            "--max-steps",
-            "1",
-            "--global-batch",
-            "1",
-            "--passage-tokens",
-            "8",
-            "--no-progress",
-            "--no-card",
-            "--seed",
-            "1",
-        ],
-        interrupt=("hf_posbias.cards", "save_card_facts"),
-    ),  # fmt: skip
-]
+    Row("data build", argv(*BUILD, "60"), argv(*BUILD, "70"), keeps=True, stages=True,
+        interrupt_at=6),  # a shard of the generate stage
+    Row("benchmark from-jsonl", argv("benchmark", "from-jsonl", "--input", "{mine}"),
+        argv("benchmark", "from-jsonl", "--input", "{other}")),
+    Row("benchmark scifact (real data)", argv("benchmark", "scifact", "--input", "{scifact}"),
+        argv("benchmark", "scifact", "--input", "{scifact}", "--anchor", "center")),
+    Row("benchmark subsample",
+        argv("benchmark", "subsample", "--task", "{task}", "--per-bucket", "2"),
+        argv("benchmark", "subsample", "--task", "{task}", "--per-bucket", "3")),
+    Row("benchmark plot-evidence", argv("benchmark", "plot-evidence", "--task", "{task}"),
+        argv("benchmark", "plot-evidence", "--task", "{task2}"), interrupt=SAVEFIG,
+        file="evidence.png"),
+    Row("evaluate", argv(*EVALUATE, "{task}"), argv(*EVALUATE, "{task2}"), interrupt_at=2),
+    Row("compare", argv("compare", "{bm25-run}", "{st-run}", "--n-resamples", "50"),
+        argv("compare", "{st-run}", "{bm25-run}", "--n-resamples", "50"), interrupt_at=0),
+    Row("leaderboard", argv(*BOARD), argv(*BOARD, "--sort-by", "psi")),
+    Row("train", argv(*TRAIN, "begin"), argv(*TRAIN, "end"), interrupt=CARD_FACTS),
+    Row("analyze evidence-moving", argv(*MOVING, "A={st}"), argv(*MOVING, "B={st}"),
+        interrupt=SAVEFIG),
+    Row("analyze segment-profile", argv(*PROFILE, "4"), argv(*PROFILE, "5"), interrupt=SAVEFIG),
+    Row("analyze pooling", argv(*POOLING, "cls,mean"), argv(*POOLING, "mean,max"),
+        interrupt=SAVEFIG),
+    Row("analyze audit", argv(*AUDIT, "{task}"), argv(*AUDIT, "{task2}"), interrupt_at=2),
+    Row("analyze remedies", argv(*REMEDIES, "20"), argv(*REMEDIES, "30"), keeps=True,
+        interrupt_at=4),
+    Row("study run", argv(*STUDY), argv(*STUDY, "--seed", "4"), keeps=True, interrupt_at=3),
+    Row("study report (runs)", argv(*REPORT, "20"), argv(*REPORT, "30")),
+    Row("listwise test", argv("listwise", "test", *TESTED),
+        argv("listwise", "test", *TESTED, "--seed", "1"), keeps=True, interrupt_at=3),
+    Row("listwise shuffle-eval", argv(*SHUFFLED, "2"), argv(*SHUFFLED, "3"), keeps=True,
+        interrupt_at=3),
+    Row("listwise propensity", argv(*PROPENSITY, "2"), argv(*PROPENSITY, "3"), keeps=True,
+        interrupt_at=3),
+    Row("listwise reranker-remedies", argv(*LW_REMEDIES), argv(*LW_REMEDIES, "--seed", "1"),
+        keeps=True, interrupt_at=3),
+    Row("listwise build-train", argv(*LW_BUILD, "--k", "4"), argv(*LW_BUILD, "--k", "3")),
+    Row("listwise augment", argv("listwise", "augment", "--data", "{lw-train}", "--groups", "2"),
+        argv("listwise", "augment", "--data", "{lw-train}", "--groups", "4"), interrupt_at=0),
+    Row("listwise transitions",
+        argv("listwise", "transitions", "--data", "{lw-train}", "--groups", "2"),
+        argv("listwise", "transitions", "--data", "{lw-train}", "--groups", "4"),
+        interrupt_at=0),
+    Row("listwise table",
+        argv("listwise", "table", "--runs", "{shuffled}", "--n-resamples", "50"),
+        argv("listwise", "table", "--runs", "{shuffled}", "--n-resamples", "60"),
+        interrupt_at=0),
+    Row("listwise curves", argv("listwise", "curves", "--runs", "{test-a}"),
+        argv("listwise", "curves", "--runs", "{test-a}", "{test-b}"), interrupt=SAVEFIG),
+    Row("listwise compare-tests",
+        argv("listwise", "compare-tests", "{test-a}", "{test-b}", "--n-resamples", "50"),
+        argv("listwise", "compare-tests", "{test-b}", "{test-a}", "--n-resamples", "50"),
+        interrupt_at=0),
+    Row("listwise rerank", argv(*RERANK), argv(*RERANK, "--k", "3"), interrupt_at=0,
+        file="results.jsonl"),
+    Row("listwise train", argv(*LW_TRAIN), argv(*LW_TRAIN, "--seed", "1"),
+        interrupt=CARD_FACTS),
+]  # fmt: skip
 
 
 def _digest(folder: Path) -> str:
