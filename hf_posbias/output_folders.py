@@ -61,7 +61,13 @@ from hf_posbias.errors import InputError
 from hf_posbias.hashing import folder_digest
 from hf_posbias.locks import is_lock_file, output_lock
 from hf_posbias.settings import flag_of, settings_record
-from hf_posbias.shards import differences, fingerprint, other_run_error, write_json
+from hf_posbias.shards import (
+    OtherRunError,
+    differences,
+    fingerprint,
+    other_run_error,
+    write_json,
+)
 
 RUN_RECORD = ".posbias-run.json"
 """The record of the run an output folder holds (hidden: folder digests and listings skip it)."""
@@ -529,7 +535,8 @@ def claim_output_folder(
                 yield claim
             except BaseException as err:
                 text, kept = _leave(place, state, keeps, claim)
-                set_stop_note(err, text, kept=kept)
+                # A stage that refused other parameters changed nothing: no note on its line.
+                set_stop_note(err, text, kept=kept and not isinstance(err, OtherRunError))
                 held_only_leftovers = state == "resumed" and not place.file and not place.entries()
                 raise
             finally:

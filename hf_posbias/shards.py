@@ -311,7 +311,11 @@ def differences(old: Any, new: Any, prefix: str = "") -> list[str]:
     return [f"{prefix.rstrip('.')}: {before} → {after}"]
 
 
-def other_run_error(folder: str | Path, changes: Sequence[str]) -> InputError:
+class OtherRunError(InputError):
+    """A folder holds a run with other parameters: refused before anything was written."""
+
+
+def other_run_error(folder: str | Path, changes: Sequence[str]) -> OtherRunError:
     """The one refusal of a folder that holds a run with other parameters (a stage folder, or
     a verb's output folder: :func:`hf_posbias.output_folders.claim_output_folder`): one line
     naming what differs (:func:`differences`) and the flag that replaces it.
@@ -322,7 +326,7 @@ def other_run_error(folder: str | Path, changes: Sequence[str]) -> InputError:
 --overwrite to replace it, or use a new output folder
     """
     changes = list(changes) or ["fingerprint"]
-    return InputError(
+    return OtherRunError(
         f"{folder} holds a run with other parameters ({'; '.join(changes)}); rerun with "
         f"{flag_name('overwrite')} to replace it, or use a new output folder"
     )
