@@ -197,10 +197,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {with_stop_note(line, err)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as err:
-        # What the run keeps, as its output folder's claim left it (nothing to say for a verb
-        # that writes nothing).
+        # What the run keeps, as its output folder's claim left it; a verb that claims none
+        # writes nothing (hf_posbias.cli.common.Verb.output).
         note = stop_note(err)
-        print(f"interrupted: {note.text}" if note else "interrupted", file=sys.stderr)
+        print(f"interrupted: {note.text if note else 'nothing was written'}", file=sys.stderr)
         return 130
     except BrokenPipeError:
         # `posbias … | head`: the reader left; no traceback, and no second error at exit

@@ -183,10 +183,17 @@ def study_report_cmd(settings: StudyReportSettings) -> None:
         report_cmd(runs)
         return
     folder = settings.folder[0]
-    if spec_of_folder(folder) is not None:
-        _print_report(write_listwise_report(folder))
-        return
-    _print_report(write_study_report(folder))
+    write = write_listwise_report if spec_of_folder(folder) is not None else write_study_report
+    try:
+        target = write(folder)
+    except BaseException as err:
+        # The report is the study folder's (no claim of its own): each file whole, some new.
+        from hf_posbias.output_folders import set_stop_note
+
+        text = f"{Path(folder) / 'report'} may hold part of the new report: rerun the same command"
+        set_stop_note(err, text, kept=True)
+        raise
+    _print_report(target)
 
 
 def report_cmd(settings: ReportSettings) -> None:

@@ -491,3 +491,40 @@ def test_every_verb_that_writes_claims_its_output_folder():
     assert shared == SHARED_WORK | {"posbias data publish"}
     rows = {f"posbias {row.verb.split(' (')[0]}" for row in ROWS}
     assert claimed - rows == set(NOT_IN_THE_TABLE)
+
+
+def test_a_failed_run_names_what_it_kept_on_its_one_error_line(made, tmp_path, capsys):
+    """A listwise test whose third write fails (a full disk, here an error raised there) keeps
+    its finished queries, and its one error line says so."""
+    import hf_posbias.shards
+    from hf_posbias.errors import InputError
+
+    original, written = hf_posbias.shards.atomic_path, []
+
+    def failing(path):
+        if not Path(path).name.endswith(RUN_RECORD):
+            if len(written) == 3:
+                raise InputError("no space left for the next query")
+            written.append(path)
+        return original(path)
+
+    out = tmp_path / "test"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(hf_posbias.shards, "atomic_path", failing)
+        code, _, err = _run(argv("listwise", "test", *TESTED)(made), out, capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert err.rstrip().endswith(
+        f"({out} keeps its finished queries (shards/): rerun the same command to resume)"
+    )
+    assert list((out / "shards").glob("*.parquet"))
+
+
+def test_a_verb_that_writes_nothing_says_so_when_stopped(capsys, monkeypatch):
+    from hf_posbias.cli import listing
+
+    def stopped():
+        raise KeyboardInterrupt
+
+    monkeypatch.setitem(listing.LISTINGS, "benchmarks", stopped)
+    assert main(["list", "benchmarks"]) == 130
+    assert capsys.readouterr().err == "interrupted: nothing was written\n"
