@@ -40,7 +40,7 @@ Example:
     ...     pass  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    hf_posbias.errors.InputError: .../cmp holds a run with other parameters (seed: 1 → 2); ...
+    hf_posbias.shards.OtherRunError: .../cmp holds a run with other parameters (seed: 1 → 2); ...
     >>> with claim_output_folder(out, {"seed": 2}, command="posbias compare", overwrite=True):
     ...     _ = (out / "compare.json").write_text("{}")
     >>> sorted(p.name for p in out.iterdir())  # only the new run's files
@@ -414,10 +414,20 @@ class StopNote:
     when it stops (:func:`stop_note`)."""
 
     text: str
-    """``runs/x keeps its finished shards: rerun the same command to resume``, ``nothing was
+    """``runs/x keeps its finished shards; the same command resumes from there``, ``nothing was
     kept in runs/x``, …"""
     kept: bool
     """Whether the folder holds something of the run (state to resume, a previous run)."""
+
+
+def kept_line(out: str | Path, keeps: str) -> str:
+    """What an unfinished run left to resume from, as its last line says it.
+
+    Example:
+        >>> kept_line("runs/x", "its finished shards")
+        'runs/x keeps its finished shards; the same command resumes from there'
+    """
+    return f"{out} keeps {keeps}; the same command resumes from there"
 
 
 def stop_note(err: BaseException) -> StopNote | None:
@@ -569,6 +579,6 @@ def _leave(place: _Place, state: str, keeps: str | None, claim: Claim) -> tuple[
         place.bring_back()
         return f"{out} holds its previous run again", True
     if keeps is not None and place.entries(hidden=False):
-        return f"{out} keeps {keeps}: rerun the same command to resume", True
+        return kept_line(out, keeps), True
     place.clear()
     return f"nothing was kept in {out}", False

@@ -17,6 +17,7 @@ from hf_posbias.output_folders import (
     Claim,
     claim_output_folder,
     finish_current_run,
+    kept_line,
     parameter_changes,
     read_run_record,
     run_parameters,
@@ -118,7 +119,8 @@ def test_a_failed_run_leaves_nothing_or_its_resumable_state(tmp_path):
     keeps = "its finished shards"
     with pytest.raises(KeyboardInterrupt) as raised:
         _claim(kept, {}, lambda: ((kept / "shards").mkdir(), _interrupt()), keeps=keeps)
-    assert stop_note(raised.value).text == f"{kept} keeps {keeps}: rerun the same command to resume"
+    assert stop_note(raised.value).text == kept_line(kept, keeps)
+    assert kept_line(kept, keeps) == f"{kept} keeps {keeps}; the same command resumes from there"
     assert read_run_record(kept)["finished"] is False
     resumed = _claim(kept, {}, lambda: (kept / "shards").rmdir(), keeps=keeps)
     assert resumed.state == "resumed" and read_run_record(kept)["finished"] is True

@@ -299,12 +299,12 @@ def _run(verb: Verb, command: str, args: argparse.Namespace) -> Any:
         try:
             return work()
         except BaseException as err:
-            from hf_posbias.output_folders import set_stop_note
+            from hf_posbias.output_folders import kept_line, set_stop_note
 
             if output.keeps is not None:
-                text = f"{target} keeps {output.keeps}: rerun the same command to resume"
+                text = kept_line(target, output.keeps)
             else:
-                text = f"{target} may hold part of its output: rerun the same command to finish it"
+                text = f"{target} may hold part of its output; the same command writes it again"
             set_stop_note(err, text, kept=True)
             raise
     overwrite = bool(getattr(settings, "overwrite", getattr(args, "overwrite", False)))

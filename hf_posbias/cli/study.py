@@ -190,7 +190,8 @@ def study_report_cmd(settings: StudyReportSettings) -> None:
         # The report is the study folder's (no claim of its own): each file whole, some new.
         from hf_posbias.output_folders import set_stop_note
 
-        text = f"{Path(folder) / 'report'} may hold part of the new report: rerun the same command"
+        report = Path(folder) / "report"
+        text = f"{report} may hold part of the new report; the same command writes it again"
         set_stop_note(err, text, kept=True)
         raise
     _print_report(target)

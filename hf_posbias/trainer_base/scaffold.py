@@ -277,14 +277,14 @@ def trainer_main(
     from hf_posbias.settings import launch_main
 
     def run_then_leave(settings: S) -> Any:
-        out = Path(settings.out)  # type: ignore[attr-defined]
-        made = not out.exists()
+        out = getattr(settings, "out", None)
+        made = out is not None and not Path(out).exists()
         try:
             result = run(settings)
         except BaseException:
             if made:  # a run that failed before it wrote anything leaves no empty folder
                 with contextlib.suppress(OSError):
-                    out.rmdir()
+                    Path(out).rmdir()
             raise
         leave_process_group()
         return result

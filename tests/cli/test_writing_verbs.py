@@ -359,7 +359,7 @@ def test_every_writing_verb_keeps_what_its_folder_holds(
     stop = err.strip().splitlines()[-1]
     assert stop.startswith("interrupted: ") and str(out) in stop
     if row.stages:
-        assert "keeps" in stop and "rerun the same command to resume" in stop
+        assert "keeps" in stop and "the same command resumes from there" in stop
     else:
         assert "holds its previous run again" in stop
         assert _digest(folder) == before
@@ -383,7 +383,7 @@ def test_every_writing_verb_keeps_what_its_folder_holds(
     stop = err.strip().splitlines()[-1]
     if row.keeps:
         assert stop.startswith(f"interrupted: {out_of(fresh)} keeps "), stop
-        assert "rerun the same command to resume" in stop
+        assert "the same command resumes from there" in stop
         assert read_run_record(fresh)["finished"] is False
     else:
         assert stop == f"interrupted: nothing was kept in {out_of(fresh)}"
@@ -514,7 +514,7 @@ def test_a_failed_run_names_what_it_kept_on_its_one_error_line(made, tmp_path, c
         code, _, err = _run(argv("listwise", "test", *TESTED)(made), out, capsys)
     assert code == 2 and err.count("\n") == 1
     assert err.rstrip().endswith(
-        f"({out} keeps its finished queries (shards/): rerun the same command to resume)"
+        f"({out} keeps its finished queries (shards/); the same command resumes from there)"
     )
     assert list((out / "shards").glob("*.parquet"))
 
