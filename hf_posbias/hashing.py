@@ -36,6 +36,7 @@ def folder_digest(
     *,
     names: Iterable[str] | None = None,
     sample_bytes: int | None = None,
+    exclude: str | Path | None = None,
 ) -> str:
     """SHA-256 (hex) of a folder's content: every file's relative path, size and bytes.
 
@@ -46,6 +47,8 @@ def folder_digest(
         sample_bytes: files larger than twice this are hashed by their first and last
             ``sample_bytes`` bytes plus their size (model weights: fast, still tells two
             checkpoints apart); ``None`` = whole files.
+        exclude: a folder below ``folder`` whose files are left out (an output folder inside
+            an input: what a run writes does not change the digest of what it reads).
 
     Example:
         >>> import tempfile
@@ -55,6 +58,9 @@ def folder_digest(
     """
     root = Path(folder)
     files = [root / n for n in names] if names is not None else _content_files(root)
+    if exclude is not None:
+        skipped = Path(exclude).resolve()
+        files = [p for p in files if not p.resolve().is_relative_to(skipped)]
     digest = hashlib.sha256()
     for path in files:
         if not path.is_file():

@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import fnmatch
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,8 @@ from hf_posbias.errors import BackendError, InputError, first_line
 HUB_METADATA_ENTRIES = frozenset({".git", ".cache"})
 """Entries of a local folder that belong to git / huggingface_hub, not to the repo content
 (``upload_folder`` skips them)."""
+LOCAL_ONLY = ".posbias*"
+"""What an upload leaves out: the lock and run record a posbias run keeps in its folder."""
 
 REPO_TYPES: tuple[str, ...] = ("dataset", "model", "space")
 
@@ -115,7 +118,10 @@ def upload_folder(
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError(f"nothing to upload: {folder} is not a folder")
-    if not any(p.name not in HUB_METADATA_ENTRIES for p in folder.iterdir()):
+    if not any(
+        p.name not in HUB_METADATA_ENTRIES and not fnmatch.fnmatch(p.name, LOCAL_ONLY)
+        for p in folder.iterdir()
+    ):
         raise InputError(f"nothing to upload: {folder} is empty")
     if repo_type not in REPO_TYPES:
         raise InputError(f"repo_type must be one of {', '.join(REPO_TYPES)}, got {repo_type!r}")
@@ -141,6 +147,8 @@ def upload_folder(
             token=token,
             commit_message=commit_message,
             create_pr=create_pr,
+            # A run's lock and record (hf_posbias.locks, hf_posbias.output_folders) stay home.
+            ignore_patterns=[LOCAL_ONLY],
         )
     except HfHubHTTPError as exc:
         status = getattr(getattr(exc, "response", None), "status_code", "?")

@@ -127,7 +127,12 @@ def output_lock(folder: str | Path, *, command: str, part: str | None = None) ->
     if target.exists() and not target.is_dir():
         raise InputError(f"{target} exists and is a file, not an output folder")
     created = not target.exists()
-    target.mkdir(parents=True, exist_ok=True)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise InputError(
+            f"output folder {str(folder)!r} is not writable: {err.strerror or err}"
+        ) from None
     lock = target / (LOCK_NAME if part is None else lock_name(part))
     holder = {
         "pid": os.getpid(),

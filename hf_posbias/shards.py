@@ -293,11 +293,17 @@ def read_manifest(stage_dir: str | Path) -> dict[str, Any] | None:
     return read_json(path) if path.is_file() else None
 
 
-def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
+def differences(old: Any, new: Any, prefix: str = "") -> list[str]:
+    """What differs between two parameter records, one ``key: old → new`` per leaf.
+
+    Example:
+        >>> differences({"limit": None, "seed": 1}, {"limit": 300, "seed": 1})
+        ['limit: null → 300']
+    """
     if isinstance(old, dict) and isinstance(new, dict):
         out: list[str] = []
         for key in sorted(set(old) | set(new), key=str):
-            out += _differences(old.get(key), new.get(key), f"{prefix}{key}.")
+            out += differences(old.get(key), new.get(key), f"{prefix}{key}.")
         return out
     if json.dumps(old, sort_keys=True, default=str) == json.dumps(new, sort_keys=True, default=str):
         return []
@@ -305,18 +311,38 @@ def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
     return [f"{prefix.rstrip('.')}: {before} → {after}"]
 
 
+class OtherRunError(InputError):
+    """A folder holds a run with other parameters: refused before anything was written."""
+
+
+def other_run_error(folder: str | Path, changes: Sequence[str]) -> OtherRunError:
+    """The one refusal of a folder that holds a run with other parameters (a stage folder, or
+    a verb's output folder: :func:`hf_posbias.output_folders.claim_output_folder`): one line
+    naming what differs (:func:`differences`) and the flag that replaces it.
+
+    Example:
+        >>> print(other_run_error("data/work/corpus", differences({"limit": None}, {"limit": 300})))
+        data/work/corpus holds a run with other parameters (limit: null → 300); rerun with \
+--overwrite to replace it, or use a new output folder
+    """
+    changes = list(changes) or ["fingerprint"]
+    return OtherRunError(
+        f"{folder} holds a run with other parameters ({'; '.join(changes)}); rerun with "
+        f"{flag_name('overwrite')} to replace it, or use a new output folder"
+    )
+
+
 def check_parameters(
     stage_dir: str | Path,
     params: dict[str, Any],
     *,
     overwrite: bool = False,
-    replace_flag: str | None = None,
 ) -> bool:
     """Whether ``stage_dir`` may hold a run with ``params``; writes nothing.
 
     Returns ``True`` when the folder is pinned to the same parameters (a resume), ``False``
     when it is new or will be replaced (``overwrite``). A folder pinned to other parameters
-    without ``overwrite`` raises a one-line :class:`InputError` naming what differs.
+    without ``overwrite`` raises the one-line :func:`other_run_error` naming what differs.
 
     Example:
         >>> check_parameters("/nonexistent/stage", {"seed": 1})
@@ -330,12 +356,7 @@ def check_parameters(
         return True
     if overwrite:
         return False
-    changes = _differences(found.get("params"), params) or ["fingerprint"]
-    raise InputError(
-        f"{out} holds a run with other parameters ({'; '.join(changes)}); "
-        f"rerun with {replace_flag or flag_name('overwrite')} to replace it, or use a new output "
-        "folder"
-    )
+    raise other_run_error(out, differences(found.get("params"), params))
 
 
 def pin_parameters(
@@ -343,7 +364,6 @@ def pin_parameters(
     params: dict[str, Any],
     *,
     overwrite: bool = False,
-    replace_flag: str | None = None,
 ) -> dict[str, Any]:
     """Record a stage's parameters in ``stage_dir/manifest.json``; refuse a rerun with others.
 
@@ -364,10 +384,10 @@ def pin_parameters(
         >>> pin_parameters(folder, {"seed": 7})  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        hf_posbias.errors.InputError: ... holds a run with other parameters (seed: 42 → 7); ...
+        hf_posbias.shards.OtherRunError: ... holds a run with other parameters (seed: 42 → 7); ...
     """
     out = Path(stage_dir)
-    if check_parameters(out, params, overwrite=overwrite, replace_flag=replace_flag):
+    if check_parameters(out, params, overwrite=overwrite):
         return read_manifest(out)  # type: ignore[return-value]
     if read_manifest(out) is not None:
         # Pinned to other parameters and overwrite was asked: the folder is a stage folder
@@ -410,7 +430,6 @@ def run_sharded(
     progress: bool = True,
     overwrite: bool = False,
     remote: Callable[[list[int]], None] | None = None,
-    replace_flag: str | None = None,
     merge: bool = True,
 ) -> list[dict[str, Any]] | Any:
     """Map ``fn`` over ``items`` shard by shard, resumably, and return all rows in item order.
@@ -427,8 +446,6 @@ def run_sharded(
         schema: optional pyarrow schema (keeps empty shards mergeable).
         progress: report progress on the main process (:func:`hf_posbias.progress.progress`).
         overwrite: replace a folder pinned to other parameters instead of refusing.
-        replace_flag: the flag the refusal names for that (default ``--overwrite``; the listwise
-            experiments' is ``--start-over``).
         remote: instead of ``fn`` here, ``remote(indices)`` makes the missing shards' files
             (:func:`shard_path`) elsewhere, e.g. one executor unit per shard
             (:mod:`hf_posbias.executors.stages`); then the shards are merged as usual.
@@ -448,7 +465,7 @@ def run_sharded(
     proc = process_info()
     if proc.is_main:
         pinned = {**params, "items": len(items), "shard_size": shard_size}
-        pin_parameters(out, pinned, overwrite=overwrite, replace_flag=replace_flag)
+        pin_parameters(out, pinned, overwrite=overwrite)
         shard_dir.mkdir(parents=True, exist_ok=True)
     wait_for_everyone()
 

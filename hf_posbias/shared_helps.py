@@ -42,7 +42,9 @@ SHARED_HELPS: dict[str, str] = {
     "corpus": "the corpus: demo (the packaged Wikipedia sample), a .jsonl/.json/.parquet file "
     "(id, title, text), a WikiExtractor folder, a datasets folder or hf:<dataset id>[:<config>]",
     "limit": "read at most this many corpus records",
-    "overwrite": "replace outputs made with other settings instead of refusing",
+    "overwrite": "replace what the output holds when another verb or other settings made it, "
+    "instead of refusing (the old run stays until the new one finishes; a run with the same "
+    "settings resumes either way)",
     "llm_model": "the LLM every generation (and judging) step calls: a packaged name, a folder "
     "or a Hub id for a local LM, or the model name an endpoint serves",
     "constrained": "decode every LLM reply under its stage's JSON schema (local LM: llguidance; "

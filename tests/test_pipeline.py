@@ -494,7 +494,7 @@ def test_out_pointing_at_a_file_or_a_foreign_folder_is_refused_first(
     (out / "train").mkdir(parents=True)
     (out / "train" / "notes.md").write_text("mine")
     assert main(["data", "build", "--corpus", topic_jsonl, "--out", str(out)]) == 2
-    assert "notes.md" in _one_error_line(capsys)
+    assert "holds files of no posbias run (train)" in _one_error_line(capsys)
     assert sorted(p.name for p in out.iterdir()) == ["train"]  # no work/ was started
     assert main(["data", "corpus", "--corpus", topic_jsonl, "--work", str(a_file)]) == 2
     assert "--work" in _one_error_line(capsys)

@@ -133,6 +133,8 @@ def write_checkpoint_card(
     if facts is None:
         facts = load_card_facts(kind, ckpt)
     card = ckpt / "README.md"
-    card.write_text(render_checkpoint_card(kind, facts, evaluation))
+    from hf_posbias.shards import write_text_atomic
+
+    write_text_atomic(card, render_checkpoint_card(kind, facts, evaluation))
     save_card_facts(kind, ckpt, facts)
     return card

@@ -144,6 +144,23 @@ def disk_error_line(err: OSError, out: str | None = None) -> str:
     return f"cannot write {path}: {err.strerror or first_line(err)} ({hint})"
 
 
+def with_stop_note(line: str, err: BaseException) -> str:
+    """An error line, with what the failed run kept in its output folder when it kept something
+    (:func:`hf_posbias.output_folders.stop_note`): the last line names the state to resume from.
+
+    Example:
+        >>> from hf_posbias.output_folders import set_stop_note
+        >>> err = ValueError("x")
+        >>> _ = set_stop_note(err, "o keeps its finished shards: rerun to resume", kept=True)
+        >>> with_stop_note("bad model", err)
+        'bad model (o keeps its finished shards: rerun to resume)'
+    """
+    from hf_posbias.output_folders import stop_note
+
+    note = stop_note(err)
+    return f"{line} ({note.text})" if note is not None and note.kept else line
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``posbias`` console script; returns the exit status."""
     try:
@@ -166,21 +183,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 1
+    from hf_posbias.output_folders import stop_note
+
     try:
         return int(args.func(args) or 0)
     except PosbiasError as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {with_stop_note(str(err), err)}", file=sys.stderr)
         return 2
     except OSError as err:
         if err.errno not in DISK_ERRNOS:
             raise
-        print(f"error: {disk_error_line(err, getattr(args, 'out', None))}", file=sys.stderr)
+        line = disk_error_line(err, getattr(args, "out", None))
+        print(f"error: {with_stop_note(line, err)}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(
-            "interrupted: finished shards are kept; rerun the same command to resume",
-            file=sys.stderr,
-        )
+    except KeyboardInterrupt as err:
+        # What the run keeps, as its output folder's claim left it; a verb that claims none
+        # writes nothing (hf_posbias.cli.common.Verb.output).
+        note = stop_note(err)
+        print(f"interrupted: {note.text if note else 'nothing was written'}", file=sys.stderr)
         return 130
     except BrokenPipeError:
         # `posbias … | head`: the reader left; no traceback, and no second error at exit

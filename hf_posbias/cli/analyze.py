@@ -27,6 +27,8 @@ from hf_posbias.analysis.settings import (
     SegmentProfileSettings,
 )
 from hf_posbias.cli.common import Verb, add_alias, add_group
+from hf_posbias.output_folders import OutputFolder
+from hf_posbias.shards import atomic_path, write_text_atomic
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -89,6 +91,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "the same settings (a killed comparison resumes, an added remedy costs only "
             "itself).",
             with_args=True,
+            output=OutputFolder(keeps="its finished evaluation runs (runs/)", grows=("remedies",)),
         ),
     ):
         add_alias(subparsers, verb.name, verb.add_to(verbs), f"posbias analyze {verb.name}")
@@ -125,7 +128,7 @@ def _write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
     keys: list[str] = []
     for row in rows:
         keys += [k for k in row if k not in keys]
-    with path.open("w", encoding="utf-8", newline="") as handle:
+    with atomic_path(path) as tmp, tmp.open("w", encoding="utf-8", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=keys)
         writer.writeheader()
         writer.writerows(rows)
@@ -218,13 +221,13 @@ def run_evidence_moving_cmd(args: EvidenceMovingSettings, out: Path) -> None:
         for c in s.curves
     ]
     _write_csv(out / "evidence_moving_pairs.csv", per_pair)
-    (out / "evidence_moving.md").write_text(
+    write_text_atomic(
+        out / "evidence_moving.md",
         f"{source_line}\n\n"
         + "\n\n".join(usage)
         + f"\n\n{table}\n\n"
         + "\n".join(s.headline() for s in summaries)
         + "\n",
-        encoding="utf-8",
     )
     save_evidence_moving_plot(summaries, out / "evidence_moving.png")
     print(table)
@@ -254,7 +257,7 @@ def run_segment_profile_cmd(args: SegmentProfileSettings, out: Path) -> None:
         )
     table = profile_table(profiles)
     _write_csv(out / "segment_profile.csv", [p.to_row() for p in profiles])
-    (out / "segment_profile.md").write_text(f"corpus: {args.corpus}\n\n{table}\n", encoding="utf-8")
+    write_text_atomic(out / "segment_profile.md", f"corpus: {args.corpus}\n\n{table}\n")
     fig = curve_figure(
         [CurveSeries(p.model, p.mean, p.stderr) for p in profiles],
         f"Segment profile ({profiles[0].n_docs} documents; mean ± s.e.)",
@@ -291,7 +294,7 @@ def run_pooling_cmd(args: PoolingSettings, out: Path) -> None:
     )
     table = pooling_table(rows)
     _write_csv(out / "pooling.csv", [r.to_row() for r in rows])
-    (out / "pooling.md").write_text(f"model: {args.model}\n\n{table}\n", encoding="utf-8")
+    write_text_atomic(out / "pooling.md", f"model: {args.model}\n\n{table}\n")
     if cases:
         series = [CurveSeries(r.pooling, r.evidence.mean, r.evidence.stderr) for r in rows]
         save_figure(

@@ -44,6 +44,7 @@ from hf_posbias.cli.benchmark_build import register_build
 from hf_posbias.cli.common import add_alias, add_group, add_verb, hide_as_alias, tuck_away
 from hf_posbias.cli.listing import add_listing_verb, benchmarks_table
 from hf_posbias.evaluation.settings import PlotEvidenceSettings, TaskSampleSettings
+from hf_posbias.output_folders import OutputFolder
 from hf_posbias.publish.task_repo import TaskPublishSettings
 
 EXPERT_VERBS: tuple[str, ...] = (
@@ -144,6 +145,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         PlotEvidenceSettings,
         _plot,
         help="histogram of relative evidence positions (PNG)",
+        output=OutputFolder(file=True),
     )
     subsample = add_verb(
         verbs,

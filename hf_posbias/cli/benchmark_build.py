@@ -18,6 +18,7 @@ import argparse
 
 from hf_posbias.cli.common import add_verb
 from hf_posbias.construction.settings import BenchmarkBuildSettings
+from hf_posbias.output_folders import OutputFolder
 
 
 def _run(settings: BenchmarkBuildSettings) -> None:
@@ -49,4 +50,6 @@ def register_build(
         "end (Algorithm 1) → Stage 1 (rerankers, downsampling, 0-4 judge) → Stage 2 (false "
         "negatives) → task folder, tiny version and Hub dataset folder. Offline defaults are a "
         "smoke-scale stand-in (SmolLM2-135M, BM25, MiniLM).",
+        # Each stage pins its parameters (a changed judge reruns only the stages after it).
+        output=OutputFolder(stages=True, keeps="its finished stages and shards (stages/)"),
     )

@@ -28,15 +28,19 @@ Example:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from hf_posbias.setting_values import value_form
-from hf_posbias.settings import add_settings_arguments, settings_from_args
+from hf_posbias.settings import add_settings_arguments, settings_from_args, shared_setting
 from hf_posbias.suggestions import suggest
+
+if TYPE_CHECKING:
+    from hf_posbias.output_folders import OutputFolder
 
 Handler = Callable[..., "int | None"]
 """``handler(settings)``; with ``with_args``, ``handler(settings, args)``."""
@@ -280,9 +284,53 @@ def echo(line: str) -> None:
     print(line, flush=True)
 
 
-def _run(settings_cls: type, handler: Handler, with_args: bool, args: argparse.Namespace) -> Any:
-    settings = settings_from_args(settings_cls, args)
-    return handler(settings, args) if with_args else handler(settings)
+@dataclass(kw_only=True)
+class _Replace:
+    """The flag that replaces what an output folder holds, for a verb whose settings do not
+    declare it themselves (the same field, help and meaning everywhere)."""
+
+    overwrite: bool = shared_setting("overwrite", default=False)
+
+
+def _run(verb: Verb, command: str, args: argparse.Namespace) -> Any:
+    """Build the checked settings, claim the verb's output (:class:`OutputFolder`), run it."""
+    settings = settings_from_args(verb.settings, args)
+
+    def work() -> Any:
+        return verb.handler(settings, args) if verb.with_args else verb.handler(settings)
+
+    output = verb.output_folder()
+    target = getattr(settings, output.field, None) if output is not None else None
+    if output is None or target is None or getattr(settings, "dry_run", False):
+        return work()
+    from hf_posbias.output_folders import claim_output_folder
+
+    if not output.claim:  # a shared work folder: its stages are pinned; only say what it keeps
+        try:
+            return work()
+        except BaseException as err:
+            from hf_posbias.output_folders import kept_line, set_stop_note
+
+            if output.keeps is not None:
+                text = kept_line(target, output.keeps)
+            else:
+                text = f"{target} may hold part of its output; the same command writes it again"
+            set_stop_note(err, text, kept=True)
+            raise
+    overwrite = bool(getattr(settings, "overwrite", getattr(args, "overwrite", False)))
+    with claim_output_folder(
+        target,
+        output.params(settings, args),
+        command=command,
+        overwrite=overwrite,
+        keeps=output.keeps,
+        part=getattr(settings, output.part) if output.part else None,
+        file=output.file,
+    ) as claim:
+        if claim.state == "finished":
+            echo(claim.already_there())
+            return 0
+        return work()
 
 
 def add_verb(
@@ -294,14 +342,18 @@ def add_verb(
     help: str,
     description: str | None = None,
     with_args: bool = False,
+    output: OutputFolder | None | str = "auto",
 ) -> argparse.ArgumentParser:
     """Add the verb ``name``: flags from ``settings_cls``, run by ``handler(settings)``.
 
     ``with_args``: the handler also gets the parsed arguments (``handler(settings, args)``), for
-    what is no setting of the verb (``-v``, a spec file's overrides). Returns the verb's parser.
-    A group that declares several verbs lists them as :class:`Verb` records.
+    what is no setting of the verb (``-v``, a spec file's overrides). ``output``: how the verb
+    writes (:attr:`Verb.output`). Returns the verb's parser. A group that declares several verbs
+    lists them as :class:`Verb` records.
     """
-    return Verb(name, settings_cls, handler, help, description, with_args).add_to(subparsers)
+    return Verb(name, settings_cls, handler, help, description, with_args, output).add_to(
+        subparsers
+    )
 
 
 @dataclass(frozen=True)
@@ -326,13 +378,31 @@ class Verb:
     help: str
     description: str | None = None
     with_args: bool = False
+    output: OutputFolder | None | str = "auto"
+    """How the verb writes (:class:`hf_posbias.output_folders.OutputFolder`): its output folder
+    is claimed before the handler runs (refused when it holds another run, resumed or "already
+    there" when it holds this one, replaced with ``--overwrite``). ``"auto"``: a verb whose
+    settings have ``out`` writes there, keeping nothing to resume; ``None``: writes nothing."""
+
+    def output_folder(self) -> OutputFolder | None:
+        """The verb's :attr:`output`, ``"auto"`` resolved."""
+        if self.output != "auto":
+            return self.output  # type: ignore[return-value]
+        from hf_posbias.output_folders import OutputFolder
+
+        names = {f.name for f in dataclasses.fields(self.settings)}
+        return OutputFolder() if "out" in names else None
 
     def add_to(self, verbs: argparse._SubParsersAction) -> argparse.ArgumentParser:
-        """Add this verb to ``verbs``: one flag per settings field; returns its parser."""
+        """Add this verb to ``verbs``: one flag per settings field (and ``--overwrite`` where
+        the verb claims an output folder); returns its parser."""
         parser = verbs.add_parser(self.name, help=self.help, description=self.description)
         add_settings_arguments(parser, self.settings)
-        run = functools.partial(_run, self.settings, self.handler, self.with_args)
-        parser.set_defaults(func=run)
+        output = self.output_folder()
+        names = {f.name for f in dataclasses.fields(self.settings)}
+        if output is not None and output.claim and "overwrite" not in names:
+            add_settings_arguments(parser, _Replace)
+        parser.set_defaults(func=functools.partial(_run, self, parser.prog))
         return parser
 
 

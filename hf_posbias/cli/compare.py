@@ -36,6 +36,7 @@ def run_compare(s: CompareSettings) -> None:
     import json
 
     from hf_posbias.evaluation.compare import compare_runs, difference_rows, significant
+    from hf_posbias.shards import write_text_atomic
     from hf_posbias.tables import as_table
 
     results = compare_runs(s.run_a, s.run_b, method=s.method, n_resamples=s.resamples, seed=s.seed)
@@ -60,8 +61,9 @@ def run_compare(s: CompareSettings) -> None:
     if s.out:
         out = Path(s.out)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "compare.md").write_text(text + "\n")
-        (out / "compare.json").write_text(
-            json.dumps([r.to_dict() for r in results], indent=2, ensure_ascii=False) + "\n"
+        write_text_atomic(out / "compare.md", text + "\n")
+        write_text_atomic(
+            out / "compare.json",
+            json.dumps([r.to_dict() for r in results], indent=2, ensure_ascii=False) + "\n",
         )
         print(f"wrote {out / 'compare.md'} and {out / 'compare.json'}")

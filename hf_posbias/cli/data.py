@@ -17,6 +17,7 @@ import argparse
 from pathlib import Path
 
 from hf_posbias.cli.common import Verb, add_alias, add_group, echo
+from hf_posbias.output_folders import OutputFolder
 from hf_posbias.pipeline import (
     BuildSettings,
     CorpusStageSettings,
@@ -89,12 +90,17 @@ def _cmd_publish(s: PublishStageSettings) -> None:
 
 
 def _cmd_build(s: BuildSettings) -> None:
-    from hf_posbias.locks import output_lock
     from hf_posbias.pipeline import build
 
-    with output_lock(s.out, command="posbias data build"):
-        result = build(s, echo)
+    result = build(s, echo)
     echo(f"done: load_dataset('{result.train_dir}', 'uniform', split='train')")
+
+
+STAGES_KEPT = "its finished stages and shards"
+"""What an interrupted data run keeps (each stage pins its parameters and skips finished
+shards: :func:`hf_posbias.shards.run_sharded`)."""
+IN_WORK = OutputFolder(field="work", claim=False, keeps=STAGES_KEPT)
+"""A stage verb writes its stage of a work folder the stage verbs and ``data build`` share."""
 
 
 VERBS: tuple[Verb, ...] = (
@@ -107,21 +113,36 @@ VERBS: tuple[Verb, ...] = (
         "from a corpus. Leaves OUT/pool and OUT/train as Hub dataset repo folders "
         "(load_dataset reads them) and OUT/work with every stage's output; rerunning "
         "resumes.",
+        output=OutputFolder(stages=True, keeps=f"{STAGES_KEPT} (work/)"),
     ),
     Verb(
         "corpus",
         CorpusStageSettings,
         _cmd_corpus,
         "read, bin and segment a corpus into WORK/corpus",
+        output=IN_WORK,
     ),
     Verb(
         "generate",
         GenerateSettings,
         _cmd_generate,
         "position-targeted queries into WORK/candidates",
+        output=IN_WORK,
     ),
-    Verb("verify", VerifySettings, _cmd_verify, "score candidates with a reranker panel"),
-    Verb("sample", SampleStageSettings, _cmd_sample, "controlled sampling of training sets"),
+    Verb(
+        "verify",
+        VerifySettings,
+        _cmd_verify,
+        "score candidates with a reranker panel",
+        output=IN_WORK,
+    ),
+    Verb(
+        "sample",
+        SampleStageSettings,
+        _cmd_sample,
+        "controlled sampling of training sets",
+        output=IN_WORK,
+    ),
     Verb(
         "publish",
         PublishStageSettings,
@@ -129,6 +150,9 @@ VERBS: tuple[Verb, ...] = (
         "write (and upload) the Hub dataset repos",
         description="Write OUT/pool and OUT/train from a work folder. Seeds, δ, panel, "
         "generator and budget on the cards come from the stage manifests.",
+        # OUT/pool and OUT/train are checked as repo folders (--overwrite replaces them); OUT
+        # may be the folder of the `data build` whose work folder this publishes again.
+        output=OutputFolder(claim=False),
     ),
 )
 

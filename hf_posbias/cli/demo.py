@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 
 from hf_posbias.cli.common import add_verb, echo
+from hf_posbias.output_folders import OutputFolder
 from hf_posbias.study.demo import DemoSettings  # light module: defaults live in one place
 
 
@@ -33,4 +34,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Build position-controlled data from the packaged Wikipedia lead sections, "
         "train all-MiniLM-L6-v2 once per configuration (begin/middle/end/uniform) and evaluate "
         "every model by evidence position on held-out documents. Offline, CPU, minutes.",
+        output=OutputFolder(keeps="its finished data stages and study units"),
     )

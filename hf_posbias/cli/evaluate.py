@@ -102,7 +102,6 @@ def run_evaluate(s: EvaluateSettings, args: argparse.Namespace) -> None:
     import warnings
 
     from hf_posbias.evaluation.runs.runner import evaluate_model
-    from hf_posbias.locks import output_lock
 
     _quiet(args)
     token = None
@@ -112,7 +111,7 @@ def run_evaluate(s: EvaluateSettings, args: argparse.Namespace) -> None:
         token = resolve_token(
             s.hub_token, purpose=f"--push-results {s.push_results}", flag="--hub-token"
         )
-    with output_lock(s.out, command="posbias evaluate"), warnings.catch_warnings():
+    with warnings.catch_warnings():
         # The summaries carry the warnings; they are printed once below.
         warnings.simplefilter("ignore", UserWarning)
         summaries = evaluate_model(

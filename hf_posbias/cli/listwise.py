@@ -27,8 +27,9 @@ the flags of ``accelerate launch -m hf_posbias.listwise.training.train``
 (:class:`~hf_posbias.listwise.settings.ListwiseTrainingSettings`) and runs the same training in
 one process.
 
-``test`` and ``propensity`` (and ``shuffle-eval``) resume an interrupted run from the finished
-queries in OUT; ``--start-over`` starts again.
+``test``, ``shuffle-eval``, ``propensity`` and ``reranker-remedies`` resume an interrupted run from
+the finished queries in OUT; a run with other settings is refused, and ``--overwrite`` replaces it
+(:mod:`hf_posbias.output_folders`).
 
 Example:
     >>> from hf_posbias.cli import build_parser
@@ -65,6 +66,7 @@ from hf_posbias.listwise.settings import (
     ShuffleTableSettings,
     TransitionsSettings,
 )
+from hf_posbias.output_folders import OutputFolder
 from hf_posbias.settings import flag_name
 
 if TYPE_CHECKING:
@@ -210,7 +212,7 @@ def _transitions(s: TransitionsSettings) -> None:
 
 def _table(s: ShuffleTableSettings) -> None:
     from hf_posbias.listwise.experiments.papertables import shuffle_table
-    from hf_posbias.shards import write_json
+    from hf_posbias.shards import write_json, write_text_atomic
     from hf_posbias.tables import as_table
 
     payload = shuffle_table(
@@ -222,7 +224,7 @@ def _table(s: ShuffleTableSettings) -> None:
     out = Path(s.out)
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "table.json", payload)
-    (out / "table.md").write_text(text + "\n")
+    write_text_atomic(out / "table.md", text + "\n")
     echo(f"wrote {out / 'table.json'}, table.md")
 
 
@@ -307,12 +309,17 @@ def _demo(settings: ListwiseDemoSettings) -> None:
     run_listwise_demo(settings, echo=echo)
 
 
+QUERIES_KEPT = OutputFolder(keeps="its finished queries (shards/)")
+"""An experiment reranks query by query into OUT/shards/ (:func:`hf_posbias.shards.run_sharded`)
+and resumes from them."""
+
 VERBS: tuple[Verb, ...] = (
     Verb(
         "test",
         ListwiseTestSettings,
         _test,
         "nDCG@10 with the relevant passage at each input slot 1…k",
+        output=QUERIES_KEPT,
     ),
     Verb(
         "reranker-remedies",
@@ -326,18 +333,23 @@ VERBS: tuple[Verb, ...] = (
         "delta_mean, p_value, windows, seconds, windows_per_ranking), remedies.md and "
         "remedies.png (PSI against cost). A rerun with a larger --shuffles reranks only the "
         "new shuffles (OUT/shuffles-SSS-EEE/).",
+        output=OutputFolder(
+            keeps="its finished queries (shards/, shuffles-*/)", grows=("shuffles", "checkpoints")
+        ),
     ),
     Verb(
         "shuffle-eval",
         ShuffleEvalSettings,
         _shuffle_eval,
         "first-stage order vs m seeded shuffles",
+        output=QUERIES_KEPT,
     ),
     Verb(
         "propensity",
         PropensitySettings,
         _propensity,
         "position propensities ω (Eq. 5) and heatmap",
+        output=QUERIES_KEPT,
     ),
     Verb("augment", AugmentSettings, _augment, "Pos-Aug: n rotated permutations per training row"),
     Verb(
@@ -365,7 +377,13 @@ VERBS: tuple[Verb, ...] = (
         _transitions,
         "training-data input position × target rank, before/after augmentation (Fig. 3)",
     ),
-    Verb("rerank", RerankSettings, _rerank, "rerank rank_llm Request JSON into rank_llm Results"),
+    Verb(
+        "rerank",
+        RerankSettings,
+        _rerank,
+        "rerank rank_llm Request JSON into rank_llm Results",
+        output=OutputFolder(file=True),
+    ),
     Verb(
         "train",
         ListwiseTrainingSettings,
@@ -414,6 +432,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "listwise verb in its own folder under --out (a rerun resumes). Smoke-sized defaults: "
         "about 15 minutes on a 2-core CPU (make demo-listwise builds SciFact's task folders "
         "first).",
+        output=OutputFolder(keeps="its finished steps"),
     )
     for verb in (*VERBS, demo):
         # A listwise verb without a longer description shows its one-line help as one.

@@ -18,13 +18,15 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hf_posbias.cli.common import add_alias, add_group, add_verb, hide_as_alias
+from hf_posbias.output_folders import OutputFolder
 
 if TYPE_CHECKING:
     from hf_posbias.study.report import ReportSettings, StudyReportSettings
     from hf_posbias.study.run import StudyRunSettings
+    from hf_posbias.study.spec import StudySpec
     from hf_posbias.study.units import StudyStatusSettings
 
 
@@ -55,6 +57,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "base on every task once, write <out>/report/. Resumable: a rerun skips what is done. "
         "Flags after the spec override its keys.",
         with_args=True,
+        output=OutputFolder(
+            keeps="its finished units (checkpoints, evaluations)",
+            pins=study_parameters,
+            part="shard",
+        ),
     )
     overrides = run.add_argument_group("spec overrides (default: the spec file's value)")
     add_settings_arguments(overrides, StudySpec)
@@ -108,19 +115,37 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_alias(subparsers, "report", from_runs, runs_report)
 
 
-def run_study_cmd(settings: StudyRunSettings, args: argparse.Namespace) -> None:
-    """``posbias study run``."""
-    from hf_posbias.study.listwise_report import run_listwise_cmd
-    from hf_posbias.study.listwise_study import is_listwise_spec
-    from hf_posbias.study.run import dry_run_lines, run_study
+def _load_spec(settings: StudyRunSettings, args: argparse.Namespace) -> StudySpec:
+    """The spec file with the flags given after it (``--bases …``) overriding its keys."""
     from hf_posbias.study.spec import StudySpec, given_overrides, load_spec
 
     names = [f.name for f in dataclasses.fields(StudySpec) if hasattr(args, f.name)]
-    overrides = given_overrides({name: getattr(args, name) for name in names})
+    return load_spec(settings.spec, given_overrides({name: getattr(args, name) for name in names}))
+
+
+def study_parameters(settings: StudyRunSettings, args: argparse.Namespace) -> dict[str, Any]:
+    """What a study folder's run is made of: the spec's identity (what makes two specs the
+    same study; the executor, a Hub org and such may change between reruns), or a listwise
+    spec whole."""
+    from hf_posbias.settings import settings_record
+    from hf_posbias.study.listwise_study import is_listwise_spec, load_listwise_spec
+
+    if is_listwise_spec(settings.spec):
+        return {"spec": settings_record(load_listwise_spec(settings.spec))}
+    return _load_spec(settings, args).identity()
+
+
+def run_study_cmd(settings: StudyRunSettings, args: argparse.Namespace) -> None:
+    """``posbias study run`` (its folder claimed by :func:`study_parameters`; shards of one
+    study share it by design, each under its own lock)."""
+    from hf_posbias.study.listwise_report import run_listwise_cmd
+    from hf_posbias.study.listwise_study import is_listwise_spec
+    from hf_posbias.study.run import dry_run_lines, run_study
+
     if is_listwise_spec(settings.spec):  # kind: listwise (Q26): its own steps and report
         run_listwise_cmd(settings.spec, settings.out, dry_run=settings.dry_run)
         return
-    spec = load_spec(settings.spec, overrides)
+    spec = _load_spec(settings, args)
     if settings.dry_run:
         from hf_posbias.study.preflight import StudyInputError
 
@@ -130,11 +155,7 @@ def run_study_cmd(settings: StudyRunSettings, args: argparse.Namespace) -> None:
         if lines.problems:  # the real run would stop here, with this error
             raise StudyInputError(lines.problems)
         return
-    from hf_posbias.locks import output_lock
-
-    # Shards of one study share its folder by design: each holds its own lock.
-    with output_lock(settings.out, command="posbias study run", part=settings.shard):
-        outcome = run_study(spec, **settings.run_kwargs())
+    outcome = run_study(spec, **settings.run_kwargs())
     print(
         f"{len(outcome.trained)} run(s) trained, {outcome.evaluated} evaluation(s) run, "
         f"{outcome.skipped} skipped (done)"
@@ -166,10 +187,18 @@ def study_report_cmd(settings: StudyReportSettings) -> None:
         report_cmd(runs)
         return
     folder = settings.folder[0]
-    if spec_of_folder(folder) is not None:
-        _print_report(write_listwise_report(folder))
-        return
-    _print_report(write_study_report(folder))
+    write = write_listwise_report if spec_of_folder(folder) is not None else write_study_report
+    try:
+        target = write(folder)
+    except BaseException as err:
+        # The report is the study folder's (no claim of its own): each file whole, some new.
+        from hf_posbias.output_folders import set_stop_note
+
+        report = Path(folder) / "report"
+        text = f"{report} may hold part of the new report; the same command writes it again"
+        set_stop_note(err, text, kept=True)
+        raise
+    _print_report(target)
 
 
 def report_cmd(settings: ReportSettings) -> None:

@@ -42,6 +42,7 @@ from typing import Any
 from hf_posbias.listwise.settings import LAMBDA_FLAG
 from hf_posbias.setting_values import at_least
 from hf_posbias.settings import ProgressSettings, setting, shared_setting
+from hf_posbias.shards import write_text_atomic
 
 RESULTS_FILE = "results.md"
 LABELS = ("base", "DebiasFirst")
@@ -225,6 +226,6 @@ def run_listwise_demo(
         + "\n".join(f"    posbias {' '.join(argv)}" for _, argv in demo_commands(settings))
         + "\n"
     )
-    (out / RESULTS_FILE).write_text(text)
+    write_text_atomic(out / RESULTS_FILE, text)
     echo(f"wrote {out / RESULTS_FILE}")
     return payload

@@ -590,12 +590,12 @@ def analyses_markdown(analyses: Mapping[str, Any], figures: Sequence[tuple[str, 
 def add_analyses_to_report(spec: StudySpec, out: str | Path, report_dir: Path) -> dict[str, Any]:
     """Add the analyses to a written study report: ``report.json``'s ``analyses``, their
     section of ``report.md`` and their figures."""
-    from hf_posbias.shards import write_json
+    from hf_posbias.shards import write_json, write_text_atomic
 
     analyses = analyses_report(spec, out)
     figures = write_analysis_figures(analyses, report_dir)
     target = report_dir / "report.json"
     write_json(target, {**read_json(target), "analyses": analyses})
     markdown = report_dir / "report.md"
-    markdown.write_text(markdown.read_text() + analyses_markdown(analyses, figures))
+    write_text_atomic(markdown, markdown.read_text() + analyses_markdown(analyses, figures))
     return analyses

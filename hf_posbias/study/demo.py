@@ -171,6 +171,7 @@ def run_demo(settings: DemoSettings, echo: Echo = print) -> DemoResult:
     from hf_posbias.evaluation.reports.report import bucket_table, plot_position_curves
     from hf_posbias.evaluation.summary import read_summaries
     from hf_posbias.pipeline import BuildSettings, build
+    from hf_posbias.shards import write_text_atomic
     from hf_posbias.study.layout import (
         BASE_CONFIG,
         OFF_THE_SHELF,
@@ -252,14 +253,16 @@ def run_demo(settings: DemoSettings, echo: Echo = print) -> DemoResult:
         f"check): {out / 'study' / 'report' / 'report.md'}."
     )
     files = [out / "results.md", out / "results.json", out / "results.png"]
-    files[0].write_text(
+    write_text_atomic(
+        files[0],
         "# hf-posbias demo: nDCG@10 by evidence position (held-out Wikipedia)\n\n"
         + table.to_markdown()
         + "\n\n"
         + note
-        + "\n"
+        + "\n",
     )
-    files[1].write_text(
+    write_text_atomic(
+        files[1],
         json.dumps(
             {
                 "summaries": {k: v.to_dict() for k, v in summaries.items()},
@@ -267,7 +270,7 @@ def run_demo(settings: DemoSettings, echo: Echo = print) -> DemoResult:
             },
             indent=2,
             sort_keys=True,
-        )
+        ),
     )
     plot_position_curves(
         list(summaries.values()),

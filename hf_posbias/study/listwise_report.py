@@ -200,7 +200,7 @@ def _markdown(title: str, payload: dict[str, Any] | None) -> str:
 def write_listwise_report(out: str | Path) -> Path:
     """Write ``<out>/report/`` (report.md, report.json, the figures); the path of report.json."""
     from hf_posbias.listwise.training.settings import DEFAULT_IPS_NORMALIZATION
-    from hf_posbias.shards import write_json
+    from hf_posbias.shards import write_json, write_text_atomic
 
     out = Path(out)
     spec = spec_of_folder(out)
@@ -257,7 +257,7 @@ def write_listwise_report(out: str | Path) -> Path:
     lines += [
         f"- fig6{k}: {v['path']} ({', '.join(v['rerankers'])})" for k, v in figures["fig6"].items()
     ]
-    (report / "report.md").write_text("\n".join(lines) + "\n")
+    write_text_atomic(report / "report.md", "\n".join(lines) + "\n")
     target = report / "report.json"
     write_json(target, payload)
     return target

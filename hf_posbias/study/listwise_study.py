@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import InputError
+from hf_posbias.shards import differences, other_run_error, write_text_atomic
 from hf_posbias.study.listwise_spec import (
     KIND,
     TRAINER_FIELDS,
@@ -127,7 +128,7 @@ class Step:
         return recorded == _jsonable(self.params) or _former_marker(recorded, self.settings)
 
     def mark_done(self) -> None:
-        (self.folder / DONE_FILE).write_text(json.dumps(_jsonable(self.params), indent=1))
+        write_text_atomic(self.folder / DONE_FILE, json.dumps(_jsonable(self.params), indent=1))
 
     def seed_lists(self) -> None:
         """Copy the first-stage step's lists in, unless the folder has lists of its own."""
@@ -602,10 +603,12 @@ def run_listwise_study(
     check_datasets(spec)
     study = out / STUDY_FILE
     record = {"kind": KIND, "spec": dataclasses.asdict(spec)}
-    if study.is_file() and json.loads(study.read_text())["spec"] != _jsonable(record["spec"]):
-        raise InputError(f"{out} holds a study with another spec: use another --out")
+    if study.is_file():
+        previous = json.loads(study.read_text())["spec"]
+        if previous != _jsonable(record["spec"]):
+            raise other_run_error(out, differences(previous, _jsonable(record["spec"])))
     out.mkdir(parents=True, exist_ok=True)
-    study.write_text(json.dumps(record, indent=1))
+    write_text_atomic(study, json.dumps(record, indent=1))
     started = time.perf_counter()
     ran, skipped = [], []
     for step in plan(spec, out):

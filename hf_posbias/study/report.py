@@ -49,6 +49,7 @@ from hf_posbias.errors import InputError
 from hf_posbias.jsonable import JsonRecord
 from hf_posbias.rows import read_json
 from hf_posbias.settings import Settings, setting, shared_setting
+from hf_posbias.shards import atomic_path, write_text_atomic
 from hf_posbias.study.report_sources import BASE as BASE
 from hf_posbias.study.report_sources import SKEWED as SKEWED
 from hf_posbias.study.report_sources import UNIFORM as UNIFORM
@@ -557,7 +558,7 @@ def write_csv(report: StudyReport, path: Path) -> Path:
     """One row per cell and position (plus its mean and PSI)."""
     fields = ["task", "model", "pooling", "config", "position", "ndcg_at_10", "ci_low", "ci_high"]
     fields += ["n_queries", "mean", "mean_low", "mean_high", "psi", "psi_low", "psi_high"]
-    with path.open("w", newline="") as handle:
+    with atomic_path(path) as tmp, tmp.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=fields)
         writer.writeheader()
         for c in report.cells:
@@ -650,9 +651,9 @@ def write_report(
             sources, report.cells, task, out / f"curves-{safe_name(task)}-by-config.png", "config"
         )
     write_csv(report, out / "report.csv")
-    (out / "report.md").write_text(report_markdown(report, title))
+    write_text_atomic(out / "report.md", report_markdown(report, title))
     target = out / "report.json"
-    target.write_text(json.dumps(report.to_dict(), indent=2, sort_keys=True) + "\n")
+    write_text_atomic(target, json.dumps(report.to_dict(), indent=2, sort_keys=True) + "\n")
     return target
 
 

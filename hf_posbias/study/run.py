@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from hf_posbias.deprecation import former_settings_call
 from hf_posbias.errors import InputError, PosbiasError
 from hf_posbias.settings import ProgressSettings, flag_name, setting, shared_setting
+from hf_posbias.shards import write_text_atomic
 from hf_posbias.study.layout import (
     BASE_CONFIG,
     BASE_MARKER,
@@ -142,7 +143,7 @@ def save_untrained_base(model: StudyModel, spec: StudySpec) -> None:
         "max_seq_length": st.max_seq_length,
         "query_prefix": st.prompts.get("query", ""),
     }
-    (folder / BASE_MARKER).write_text(json.dumps(facts, indent=2, sort_keys=True) + "\n")
+    write_text_atomic(folder / BASE_MARKER, json.dumps(facts, indent=2, sort_keys=True) + "\n")
 
 
 def evaluate_study_model(
@@ -193,7 +194,7 @@ def evaluate_study_model(
             "task": task.name,
             "task_fingerprint": task.fingerprint,
         }
-        (folder / EVAL_MARKER).write_text(json.dumps(marker, indent=2, sort_keys=True) + "\n")
+        write_text_atomic(folder / EVAL_MARKER, json.dumps(marker, indent=2, sort_keys=True) + "\n")
     return len(todo), len(tasks) - len(todo)
 
 

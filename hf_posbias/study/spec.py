@@ -51,7 +51,6 @@ from hf_posbias.evaluation.runs.remedies import (
     remedy_names,
 )
 from hf_posbias.executors.options import ExecutorSettings
-from hf_posbias.locks import is_lock_file
 from hf_posbias.pipeline.sampling import PAPER_CONFIG_NAMES
 from hf_posbias.rows import read_json
 from hf_posbias.setting_values import KeyPath, at_least, key_path
@@ -64,6 +63,7 @@ from hf_posbias.settings import (
     shared_setting,
     value_problems,
 )
+from hf_posbias.shards import differences, other_run_error, write_text_atomic
 from hf_posbias.study.protocol import SCORINGS
 from hf_posbias.suggestions import suggest
 
@@ -728,18 +728,17 @@ def spec_from_folder(out: str | Path) -> StudySpec:
 
 
 def check_out_folder(spec: StudySpec, out: str | Path) -> None:
-    """Refuse an output folder that holds another study (or other files)."""
+    """Refuse an output folder that holds another study (or other files), for a study run from
+    Python (``posbias study run`` claims its folder first:
+    :func:`hf_posbias.output_folders.claim_output_folder`, with the same refusal)."""
     folder = Path(out)
     target = folder / SPEC_FILE
     if target.is_file():
         previous = StudySpec(**read_json(target)["spec"]).identity()
         if previous != spec.identity():
-            changed = [k for k in previous if previous[k] != spec.identity()[k]]
-            raise InputError(
-                f"{folder} holds another study (different {', '.join(changed)}): use another "
-                f"{flag_name('out')}"
-            )
-    elif folder.is_dir() and any(not is_lock_file(p.name) for p in folder.iterdir()):
+            raise other_run_error(folder, differences(previous, spec.identity()))
+    elif folder.is_dir() and any(not p.name.startswith(".") for p in folder.iterdir()):
+        # Hidden entries are the folder's lock and run record (hf_posbias.output_folders).
         raise InputError(
             f"{folder} is not empty and holds no study: use another {flag_name('out')}"
         )
@@ -749,5 +748,6 @@ def save_spec(spec: StudySpec, out: str | Path) -> Path:
     """Write ``<out>/study.json`` (the spec, secrets removed)."""
     target = Path(out) / SPEC_FILE
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps({"spec": settings_record(spec)}, indent=2, sort_keys=True) + "\n")
+    record = {"spec": settings_record(spec)}
+    write_text_atomic(target, json.dumps(record, indent=2, sort_keys=True) + "\n")
     return target

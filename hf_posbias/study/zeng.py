@@ -234,7 +234,7 @@ def add_zeng_to_report(
     """Add the view to a written report: ``report.json``'s ``zeng2025``, its section of
     ``report.md`` and Fig. 3's figure; ``task_folders`` (task name → folder) gives Table 2."""
     from hf_posbias.rows import read_json
-    from hf_posbias.shards import write_json
+    from hf_posbias.shards import write_json, write_text_atomic
 
     target = report_dir / "report.json"
     data = read_json(target)
@@ -246,7 +246,7 @@ def add_zeng_to_report(
     write_json(target, {**data, "zeng2025": view})
     figure = plot_full_vs_tiny(view["fig3"], report_dir / FIG3_FILE) if view["fig3"] else None
     markdown = report_dir / "report.md"
-    markdown.write_text(markdown.read_text() + zeng_markdown(view, figure))
+    write_text_atomic(markdown, markdown.read_text() + zeng_markdown(view, figure))
     return view
 
 

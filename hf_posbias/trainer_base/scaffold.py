@@ -38,6 +38,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -276,7 +277,15 @@ def trainer_main(
     from hf_posbias.settings import launch_main
 
     def run_then_leave(settings: S) -> Any:
-        result = run(settings)
+        out = getattr(settings, "out", None)
+        made = out is not None and not Path(out).exists()
+        try:
+            result = run(settings)
+        except BaseException:
+            if made:  # a run that failed before it wrote anything leaves no empty folder
+                with contextlib.suppress(OSError):
+                    Path(out).rmdir()
+            raise
         leave_process_group()
         return result
 

@@ -381,6 +381,7 @@ def train_model(cfg: TrainingSettings, callbacks: Sequence[Any] = ()) -> TrainRe
         SentenceTransformerTrainingArguments,
     )
 
+    from hf_posbias.output_folders import finish_current_run
     from hf_posbias.trainer_base.scaffold import (
         announce,
         finish,
@@ -462,6 +463,8 @@ def train_model(cfg: TrainingSettings, callbacks: Sequence[Any] = ()) -> TrainRe
         model.save_pretrained(str(run.out))
         info = card_info(cfg, spec, rows, result, run.truncation, lr, model)
         result.card_path = save_card(BI_ENCODER_CARD, run.out, info, card=cfg.card)
+        # The checkpoint is the run's output: an upload that fails after it keeps it.
+        finish_current_run()
         if cfg.push_to_hub and run.token:
             result.hub_url = push_checkpoint(run.out, cfg.push_to_hub, run.token)
 

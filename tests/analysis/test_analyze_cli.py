@@ -183,6 +183,8 @@ def test_evidence_moving_verb_under_a_remedy(tmp_path, tiny_sentence_transformer
     assert plain["p1"] != maxp["p1"]
     assert "A +maxp peaks at p" in capsys.readouterr().out
     # A passage the model cannot take: one line, exit 2, before anything is encoded.
+    argv[-1] = str(tmp_path / "too-short")
     assert main([*argv, *model, "--remedy", "maxp", "--passage-tokens", "2", "--stride", "1"]) == 2
+    assert not (tmp_path / "too-short").exists()
     err = capsys.readouterr().err
     assert err.startswith("error: --passage-tokens 2 leaves no room") and err.count("\n") == 1

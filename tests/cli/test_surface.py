@@ -164,7 +164,7 @@ def test_each_flag_name_has_one_help_text_across_the_visible_verbs() -> None:
     """Issue 40: "each flag name has one meaning across verbs". Walking the parser, every flag of
     the visible leaves has one help text (the appended ``(default: …)`` aside), except the
     input-naming flags of :data:`SEVERAL_FORMS`. A flag that meant another thing in one verb was
-    renamed there (``--start-over``, ``--max-window``, …; the old spelling a hidden alias)."""
+    renamed there (``--max-window``, …; the old spelling a hidden alias)."""
     surface = _surface_module()
     meanings = surface.flag_helps(build_parser(), fold_defaults=True)
     several = {flag: texts for flag, texts in meanings.items() if len(texts) > 1}
@@ -202,8 +202,6 @@ def test_the_meanings_measure_folds_only_the_appended_default() -> None:
 
 RENAMED_FLAGS = [
     # (argv before the flag, former spelling, new spelling, value, settings field)
-    (["listwise", "test", "--reranker", "bm25", "--task", "t", "--out", "o"], "--overwrite",
-     "--start-over", None, "overwrite"),
     (["listwise", "train", "--model", "m", "--data", "d", "--out", "o"], "--window",
      "--max-window", "12", "window"),
     (["listwise", "train", "--model", "m", "--data", "d", "--out", "o"], "--max-length",

@@ -66,7 +66,8 @@ def test_bad_inputs_exit_2_with_one_line(task_folder, tmp_path, capsys):
     broken = tmp_path / "broken"
     shutil.copytree(task_folder, broken)
     (broken / "qrels.parquet").unlink()
-    assert main(["evaluate", "--model", "bm25", "--task", str(broken), "--out", str(tmp_path)]) == 2
+    argv = ["evaluate", "--model", "bm25", "--task", str(broken), "--out", str(tmp_path / "o")]
+    assert main(argv) == 2
     assert "missing qrels.parquet" in _one_error_line(capsys)
 
     assert (

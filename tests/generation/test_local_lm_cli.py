@@ -120,8 +120,10 @@ def test_no_constrained_reproduces_free_form_parse_failures(
     assert _generate(work, tiny_chat_lm, "--no-constrained") == 2
     captured = capsys.readouterr()
     assert "WARNING documents excluded (stage1_" in captured.out
+    # (its last line names what the work folder keeps: the corpus stage)
     assert captured.err.strip().splitlines() == [
-        "error: the generator produced no candidate; see the report above"
+        "error: the generator produced no candidate; see the report above "
+        f"({work} keeps its finished stages and shards; the same command resumes from there)"
     ]
 
 

@@ -97,8 +97,8 @@ def test_interrupted_run_resumes_without_recomputing(beir_task, tmp_path):
     assert all(r["n_queries"] == 4 for r in summary["positions"])
     fresh = run_controlled_test(bm25, task, tmp_path / "fresh", config, show_progress=False)
     assert fresh["positions"] == summary["positions"]
-    # The refusal names the listwise flag that starts over (not the data verbs' --overwrite).
-    with pytest.raises(InputError, match="other parameters.*rerun with --start-over to"):
+    # The refusal names the flag that replaces a run, the same in every verb.
+    with pytest.raises(InputError, match="other parameters.*rerun with --overwrite to"):
         run_controlled_test(bm25, task, out, ControlledTestConfig(k=4), show_progress=False)
 
 
@@ -253,7 +253,7 @@ def test_cross_encoder_control_is_flat_too(beir_task, tmp_path, tiny_cross_encod
                 "--no-progress",
                 "--n-resamples",
                 "50",
-                "--start-over",
+                "--overwrite",
             ]
         )
         assert code == 0

@@ -77,5 +77,6 @@ def test_curves_overlay_one_line_per_test_run(shared_beir_task, tiny_llm, tmp_pa
         folders.append(out)
     fig = curves_figure(folders, ["llm", "bm25"])
     assert [line.get_label() for line in fig.axes[0].lines] == ["llm", "bm25"]
-    assert main(["listwise", "curves", "--runs", *map(str, folders), "--out", str(tmp_path)]) == 0
-    assert (tmp_path / "curves.png").stat().st_size > 0
+    figure = tmp_path / "figure"
+    assert main(["listwise", "curves", "--runs", *map(str, folders), "--out", str(figure)]) == 0
+    assert (figure / "curves.png").stat().st_size > 0

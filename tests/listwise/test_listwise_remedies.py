@@ -146,11 +146,6 @@ def test_a_larger_m_reranks_only_the_new_shuffles(beir_task, tmp_path, slot_bias
     # Any other change is still refused.
     with pytest.raises(InputError, match="positions"):
         run(grown, "1,3,5", positions="1,6")
-    # --start-over (overwrite=True) discards the blocks with the main stage.
-    from hf_posbias.listwise.experiments.runs import prepare_out
-
-    prepare_out(grown, overwrite=True)
-    assert not list(grown.glob("shuffles-*")) and not (grown / "manifest.json").exists()
 
 
 def test_a_registered_listwise_remedy_adds_its_rows(beir_task, tmp_path, slot_biased, monkeypatch):

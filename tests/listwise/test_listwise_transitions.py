@@ -55,6 +55,7 @@ def test_the_cli_writes_json_and_figure_and_refuses_mixed_windows(tmp_path, caps
     mixed[1] = dict(mixed[1], doc_ids=mixed[1]["doc_ids"][:2], passages=mixed[1]["doc_ids"][:2],
                     target=mixed[1]["doc_ids"][:2])  # fmt: skip
     write_train_set(tmp_path / "mixed", mixed, {"source": "test"})
-    code = main(["listwise", "transitions", "--data", str(tmp_path / "mixed"), "--out", str(out)])
+    argv = ["listwise", "transitions", "--data", str(tmp_path / "mixed")]
+    code = main([*argv, "--out", str(tmp_path / "fig3-mixed")])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "needs one window size" in err and "\n" not in err

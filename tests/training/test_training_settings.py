@@ -34,7 +34,11 @@ def test_every_field_is_a_flag_of_every_entry_point():
     # the posbias verb gets its flags from the same generic builder
     args = cli.parse_args(["train", *REQUIRED, "--global-batch", "8"])
     train_parser = cli._subparsers._group_actions[0].choices["train"]
-    assert _flags(train_parser) - {"-h", "--help"} == module_flags - {"-h", "--help"}
+    # ... and the one flag of every writing verb that replaces what its output folder holds
+    # (the command line claims the folder: hf_posbias.output_folders)
+    replace = {"--overwrite", "--no-overwrite"}
+    assert _flags(train_parser) - {"-h", "--help"} - replace == module_flags - {"-h", "--help"}
+    assert replace <= _flags(train_parser)
     for name in fields:
         assert f"--{name.replace('_', '-')}" in module_flags, name
     assert "--no-card" in module_flags  # bool fields get their negation

@@ -413,17 +413,20 @@ def write_board(tables: dict[str, list[dict[str, Any]]], settings: LeaderboardSe
     """Write ``{task: sorted rows}`` into ``settings.out``: markdown, CSV, parquet, the Hub
     dataset folder and (with ``settings.names``) ``models.json``."""
     from hf_posbias.publish.repo import front_matter_yaml, write_dataset_repo
-    from hf_posbias.shards import write_parquet
+    from hf_posbias.shards import atomic_path, write_parquet, write_text_atomic
 
     out = Path(settings.out)
     out.mkdir(parents=True, exist_ok=True)
     text = markdown(tables, settings)
-    (out / "leaderboard.md").write_text(text, encoding="utf-8")
+    write_text_atomic(out / "leaderboard.md", text)
     flat = [row for rows in tables.values() for row in rows]
     write_parquet(flat, out / "leaderboard.parquet")
     import csv
 
-    with open(out / "leaderboard.csv", "w", newline="", encoding="utf-8") as f:
+    with (
+        atomic_path(out / "leaderboard.csv") as tmp,
+        tmp.open("w", newline="", encoding="utf-8") as f,
+    ):
         writer = csv.DictWriter(f, fieldnames=list(flat[0]))
         writer.writeheader()
         writer.writerows(flat)
@@ -438,7 +441,7 @@ def write_board(tables: dict[str, list[dict[str, Any]]], settings: LeaderboardSe
         source = Path(settings.names)
         source = source / BOARD_LABELS if source.is_dir() else source
         if source.resolve() != (out / BOARD_LABELS).resolve():
-            (out / BOARD_LABELS).write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
+            write_text_atomic(out / BOARD_LABELS, source.read_text(encoding="utf-8"))
 
 
 def read_leaderboard(folder: str | Path) -> list[dict[str, Any]]:

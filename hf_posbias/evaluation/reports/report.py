@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias.figures import save_figure
+from hf_posbias.shards import atomic_path, write_text_atomic
 from hf_posbias.tables import MarkdownTable, as_table, format_cell
 
 if TYPE_CHECKING:
@@ -177,9 +178,9 @@ def write_summary_tables(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     md_path, csv_path = out / f"{stem}.md", out / f"{stem}.csv"
-    md_path.write_text(summary_markdown(summaries))
+    write_text_atomic(md_path, summary_markdown(summaries))
     rows = long_rows(summaries)
-    with csv_path.open("w", newline="") as handle:
+    with atomic_path(csv_path) as tmp, tmp.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else ["model"])
         writer.writeheader()
         writer.writerows(rows)
@@ -491,8 +492,8 @@ def write_audit_report(
     title = f"Position-bias audit: {ctx.model}"
     md_path, html_path = ctx.out_dir / "audit.md", ctx.out_dir / "audit.html"
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
-    md_path.write_text(render_markdown(title, sections, ctx.out_dir))
-    html_path.write_text(render_html(title, sections))
+    write_text_atomic(md_path, render_markdown(title, sections, ctx.out_dir))
+    write_text_atomic(html_path, render_html(title, sections))
     return md_path, html_path
 
 

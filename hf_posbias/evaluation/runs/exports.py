@@ -30,7 +30,7 @@ from typing import Any
 
 from hf_posbias.errors import InputError
 from hf_posbias.rows import read_parquet_rows
-from hf_posbias.shards import write_parquet
+from hf_posbias.shards import write_parquet, write_text_atomic
 from hf_posbias.tasks.position_scoring import ranked
 
 RUN_DEPTH = 100
@@ -64,7 +64,7 @@ def write_trec_run(
             f"{qid} Q0 {doc} {rank} {float(score)!r} {tag}"
             for rank, (doc, score) in enumerate(ranked(run[qid])[:depth], start=1)
         )
-    out.write_text("\n".join(lines) + ("\n" if lines else ""))
+    write_text_atomic(out, "\n".join(lines) + ("\n" if lines else ""))
     return out
 
 

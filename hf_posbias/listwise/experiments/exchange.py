@@ -33,6 +33,7 @@ from typing import Any
 from hf_posbias.errors import InputError
 from hf_posbias.rerankers.records import Passage
 from hf_posbias.settings import flag_name
+from hf_posbias.shards import write_text_atomic
 
 _TEXT_KEYS = ("text", "segment", "contents", "content", "body", "passage")
 
@@ -127,7 +128,7 @@ def write_results(path: str | Path, results: Sequence[Result]) -> None:
         text = json.dumps([r.to_dict() for r in results], indent=2, ensure_ascii=False)
     else:
         raise InputError(f"{path}: results are written as .json or .jsonl")
-    path.write_text(text, encoding="utf-8")
+    write_text_atomic(path, text)
 
 
 def result_from_ranking(request: Request, ranking: Sequence[str]) -> Result:

@@ -40,14 +40,15 @@ def run_first_stage_eval(settings: FirstStageEvalSettings) -> dict[str, Any]:
         first_stage_lists,
         select_queries,
     )
-    from hf_posbias.listwise.experiments.runs import first_stage_ndcg, prepare_out, write_jsonl
+    from hf_posbias.listwise.experiments.runs import first_stage_ndcg, write_jsonl
     from hf_posbias.listwise.experiments.taskio import check_split_queries, load_rerank_task
     from hf_posbias.shards import write_json
 
     s = settings
     task = load_rerank_task(s.task, s.split)
     check_split_queries(Path(s.task).name, task.split, len(task.judged_queries()))
-    out = prepare_out(s.out, s.overwrite)
+    out = Path(s.out)
+    out.mkdir(parents=True, exist_ok=True)
     query_ids = select_queries(task, s.max_queries, s.seed)
     lists = first_stage_lists(
         task, query_ids, s.first_stage, s.k, out,

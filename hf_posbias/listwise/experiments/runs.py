@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
 from hf_posbias.listwise.experiments.lists import QueryList
-from hf_posbias.listwise.experiments.settings import LIST_PARAMS, START_OVER_FLAG, ListSettings
+from hf_posbias.listwise.experiments.settings import LIST_PARAMS, ListSettings
 from hf_posbias.listwise.experiments.taskio import RerankTask
 from hf_posbias.rerankers.base import ListwiseReranker
 from hf_posbias.rerankers.records import FallbackStats, RerankedList, WindowCounts
@@ -83,7 +83,6 @@ def rerank_queries(
         params=params,
         desc=desc,
         progress=show_progress,
-        replace_flag=START_OVER_FLAG,
     )
 
 
@@ -357,48 +356,13 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
-RUN_OUTPUTS = (
-    "manifest.json",
-    "first_stage.json",
-    "per_query.jsonl",
-    "positions.json",
-    "positions.png",
-    "rankings.jsonl",
-    "propensity.json",
-    "propensity.png",
-    "shuffle_eval.json",
-    "first_stage_eval.json",
-    "calibration.json",
-    "remedies.json",
-    "remedies_run.json",
-    "remedies.md",
-    "remedies.png",
-)
-"""What an experiment writes in its folder (``overwrite`` removes them, and the shards)."""
-RUN_FOLDERS = ("shards", "calibrated", "checkpoints", "shuffles-*")
-"""Folders an experiment writes, as glob patterns (``overwrite`` removes them;
-``shuffles-SSS-EEE``: the PermSC shuffle blocks of ``listwise reranker-remedies``)."""
-
-
-def prepare_out(out: str | Path, overwrite: bool) -> Path:
-    """An experiment's output folder, emptied of a previous run's outputs with ``overwrite``."""
-    import shutil
-
-    out = Path(out)
-    if overwrite:
-        for pattern in RUN_FOLDERS:
-            for folder in out.glob(pattern):
-                shutil.rmtree(folder, ignore_errors=True)
-        for name in RUN_OUTPUTS:
-            (out / name).unlink(missing_ok=True)
-    out.mkdir(parents=True, exist_ok=True)
-    return out
-
-
 def load_task_and_reranker(s: Any) -> tuple[Any, ListwiseReranker, Path]:
-    """Read the task, load the reranker (the first heavy step) and prepare the output folder,
-    for a verb's settings (``task``, ``split``, ``k``, ``reranker``, reranker options, ``out``,
-    ``overwrite``): what ``listwise test``, ``shuffle-eval``, ``propensity`` and the demo share.
+    """Read the task, load the reranker (the first heavy step) and make the output folder, for
+    a verb's settings (``task``, ``split``, ``k``, ``reranker``, reranker options, ``out``):
+    what ``listwise test``, ``shuffle-eval``, ``propensity`` and the demo share. (What the
+    folder may already hold is the command line's to check:
+    :func:`hf_posbias.output_folders.claim_output_folder`; a run's manifest refuses a rerun with
+    other settings.)
     """
     from hf_posbias.listwise.experiments.firststage import check_k
     from hf_posbias.listwise.experiments.taskio import check_split_queries, load_rerank_task
@@ -410,4 +374,6 @@ def load_task_and_reranker(s: Any) -> tuple[Any, ListwiseReranker, Path]:
     check_k(s.k, len(task.corpus))
     texts = (p.content() for p in task.corpus.values())
     reranker = load_reranker(s.reranker, s, corpus_texts=texts)
-    return task, reranker, prepare_out(s.out, s.overwrite)
+    out = Path(s.out)
+    out.mkdir(parents=True, exist_ok=True)
+    return task, reranker, out

@@ -136,9 +136,6 @@ class ListSource(Settings):
         return options
 
 
-START_OVER_FLAG = "--start-over"
-"""The spelling of a listwise run's ``overwrite`` field (not the data verbs' ``--overwrite``)."""
-
 LIST_PARAMS: tuple[str, ...] = ("k", "max_queries", "seed", "first_stage", "window", "step")
 """The list settings an experiment pins in its manifest (a rerun with others is refused)."""
 
@@ -255,14 +252,6 @@ class TaskRunSettings(ProgressSettings):
     )
     split: str | None = shared_setting("split", default=None)
     out: str = shared_setting("out")
-    # Not --overwrite (the data verbs' "replace outputs of other settings"): this one discards a
-    # run that would otherwise resume; --overwrite stays accepted as its former spelling.
-    overwrite: bool = setting(
-        "discard a previous run in OUT instead of resuming it",
-        default=False,
-        flag=START_OVER_FLAG,
-        aliases=("--overwrite",),
-    )
 
 
 @dataclass(kw_only=True)

@@ -108,12 +108,12 @@ def build_train_set(s: Any) -> tuple[list[dict[str, Any]], dict[str, Any], Path]
     """``posbias listwise build-train`` (:class:`~hf_posbias.listwise.settings.BuildTrainSettings`):
     the rows of :func:`build_train_rows`, written with :func:`write_train_set` into ``s.out``."""
     from hf_posbias.listwise.experiments.firststage import check_k
-    from hf_posbias.listwise.experiments.runs import prepare_out
     from hf_posbias.listwise.experiments.taskio import load_rerank_task
 
     task = load_rerank_task(s.task, s.split)
     check_k(s.k, len(task.corpus))
-    out = prepare_out(s.out, s.overwrite)
+    out = Path(s.out)
+    out.mkdir(parents=True, exist_ok=True)
     rows, info = build_train_rows(
         task,
         k=s.k,
