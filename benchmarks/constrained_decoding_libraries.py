@@ -105,7 +105,7 @@ def factory(library: str, tokenizer: Any, vocab_size: int, model: Any = None) ->
 def teacher_forced_cost(library: str) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from hf_posbias.modeling import causal_lm_folder
+    from hf_posbias.modeling.causal_lm import causal_lm_folder
 
     folder = causal_lm_folder("smollm2-135m")
     tokenizer = AutoTokenizer.from_pretrained(folder)

@@ -33,7 +33,7 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from hf_posbias.pipeline.corpus import segment_spans  # noqa: E402
+from hf_posbias.corpus.documents import segment_spans
 from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo  # noqa: E402
 
 SHARED = Path(
@@ -88,7 +88,7 @@ def per_bucket_task(folder: Path) -> Any:
 
 def _passages(max_docs: int, chars: int, seed: int) -> list[str]:
     if SHARED.is_dir():
-        from hf_posbias.pipeline.corpus import read_wikiextractor
+        from hf_posbias.corpus.sources import read_wikiextractor
 
         out = []
         for article in read_wikiextractor(SHARED / "wikipedia_enwiki_wikiextractor"):
@@ -155,7 +155,8 @@ def main(argv: list[str] | None = None) -> None:
 
     from hf_posbias.evaluation.runs.models import CountingEncoder, LoadedModel, unique_model_meta
     from hf_posbias.evaluation.runs.runner import run_task, scores_by_subset
-    from hf_posbias.modeling import load_sentence_transformer, packaged_model_path
+    from hf_posbias.modeling.loaders import load_sentence_transformer
+    from hf_posbias.modeling.resolve import packaged_model_path
     from hf_posbias.tasks.mteb_tasks import get_task
 
     tmp = Path(tempfile.mkdtemp(prefix="encode-once-"))

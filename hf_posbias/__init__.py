@@ -18,10 +18,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
-
-POSITIONS: tuple[str, str, str] = ("begin", "middle", "end")
-"""The three target positions of YHP26: character thirds of a document."""
+from hf_posbias.positions import POSITIONS
+from hf_posbias.version import __version__
 
 __all__ = [
     "POSITIONS",
@@ -43,8 +41,6 @@ _FACE = tuple(__all__[2:])
 
 if TYPE_CHECKING:
     from hf_posbias.api import (
-        compare,
-        evaluate,
         evidence_moving,
         get_task,
         list_benchmarks,
@@ -54,6 +50,8 @@ if TYPE_CHECKING:
         run_study,
         train,
     )
+    from hf_posbias.evaluation.compare import compare_runs as compare
+    from hf_posbias.evaluation.runs.runner import evaluate_model as evaluate
 
 
 def __getattr__(name: str) -> Any:
@@ -69,9 +67,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
-
-
-# Former module paths (before the rooms-by-job layout) keep importing, with a warning.
-from hf_posbias.deprecation import install_moved_modules  # noqa: E402
-
-install_moved_modules()

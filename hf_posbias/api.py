@@ -31,13 +31,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 # The defaults are the owners' (light modules: numpy at most), so the face cannot drift from them.
-from hf_posbias.analysis.evidence_moving import DEFAULT_SLOTS
+from hf_posbias.analysis.evidence_cases import DEFAULT_SLOTS
 
 # Already in the shape of mteb.evaluate and of a paired test of two run folders: the owners'
 # own calls (`posbias evaluate`, `posbias compare`), re-exported as they are.
 from hf_posbias.evaluation.compare import compare_runs as compare
 from hf_posbias.evaluation.runs.runner import evaluate_model as evaluate
-from hf_posbias.tasks.registry import DEFAULT_TOP_K
+from hf_posbias.tasks.benchmark_registry import DEFAULT_TOP_K
 
 __all__ = [
     "compare",
@@ -55,12 +55,13 @@ __all__ = [
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
-    from hf_posbias.analysis.evidence_moving import EvidenceCase, EvidenceMovingSummary
+    from hf_posbias.analysis.evidence_cases import EvidenceCase
+    from hf_posbias.analysis.evidence_moving import EvidenceMovingSummary
     from hf_posbias.evaluation.runs.models import LoadedModel
     from hf_posbias.study.run import StudyOutcome
     from hf_posbias.study.spec import StudySpec
+    from hf_posbias.tasks.benchmark_registry import Benchmark
     from hf_posbias.tasks.mteb_tasks import PositionRetrievalTask
-    from hf_posbias.tasks.registry import Benchmark
     from hf_posbias.training.train import TrainingRows, TrainResult
 
 
@@ -76,7 +77,7 @@ def get_task(
 
 def list_benchmarks() -> dict[str, Benchmark]:
     """Every benchmark builder (``posbias list benchmarks``): verb → its task cards and help."""
-    from hf_posbias.tasks.registry import benchmarks
+    from hf_posbias.tasks.benchmark_registry import benchmarks
 
     return benchmarks()
 
@@ -104,10 +105,10 @@ def train(
 ) -> TrainResult:
     """Train one bi-encoder on one position configuration in this process (``posbias train``;
     ``accelerate launch -m hf_posbias.training.train`` for several GPUs). ``settings`` are
-    the other fields of :class:`hf_posbias.training.settings.TrainingSettings` (``max_steps``,
+    the other fields of :class:`hf_posbias.training.training_settings.TrainingSettings` (``max_steps``,
     ``lr``, …), checked when they are made."""
-    from hf_posbias.training.settings import TrainingSettings
     from hf_posbias.training.train import train_model
+    from hf_posbias.training.training_settings import TrainingSettings
 
     cfg = TrainingSettings(model=model, config=config, data=str(data), out=str(out), **settings)
     return train_model(cfg)
@@ -145,7 +146,7 @@ def evidence_moving(
     from hf_posbias.analysis.evidence_moving import run_evidence_moving
 
     if isinstance(model, str):
-        from hf_posbias.modeling import load_sentence_transformer
+        from hf_posbias.modeling.loaders import load_sentence_transformer
 
         label, model = model, load_sentence_transformer(model, device=device)
     else:

@@ -22,13 +22,8 @@ from collections.abc import Callable
 from typing import Any
 
 from hf_posbias.errors import ModelLoadError
-from hf_posbias.modeling import (
-    ModelSettings,
-    load_named_sentence_transformer,
-    load_registry_model,
-    model_display_name,
-    resolve_model,
-)
+from hf_posbias.modeling.loaders import load_named_sentence_transformer, load_registry_model
+from hf_posbias.modeling.resolve import ModelSettings, model_display_name, resolve_model
 
 
 class TextEmbedder:
@@ -217,7 +212,7 @@ def _st_source(name: str) -> dict[str, Any]:
     another model. A Hub id is known by its name."""
     from pathlib import Path
 
-    from hf_posbias.modeling import model_location
+    from hf_posbias.modeling.resolve import model_location
 
     resolved = Path(model_location(name))
     if not resolved.is_dir():

@@ -295,7 +295,7 @@ def read_run_record(out: str | Path) -> dict[str, Any] | None:
         >>> read_run_record("/nonexistent") is None
         True
     """
-    from hf_posbias.rows import read_json
+    from hf_posbias.rows.readers import read_json
 
     path = _Place(Path(out), file=False).record
     return read_json(path) if path.is_file() else None
@@ -565,7 +565,7 @@ def claim_output_folder(
 
 
 def _read(record: Path) -> dict[str, Any] | None:
-    from hf_posbias.rows import read_json
+    from hf_posbias.rows.readers import read_json
 
     return read_json(record) if record.is_file() else None
 

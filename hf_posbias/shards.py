@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from hf_posbias.errors import InputError
-from hf_posbias.rows import read_json, read_parquet_rows
+from hf_posbias.rows.readers import read_json, read_parquet_rows
 from hf_posbias.settings import flag_name
 
 T = TypeVar("T")
@@ -207,7 +207,7 @@ class ParquetRowWriter:
 
     Example:
         >>> import tempfile
-        >>> from hf_posbias.rows import ParquetRows
+        >>> from hf_posbias.rows.arrow import ParquetRows
         >>> path = tempfile.mkdtemp() + "/x.parquet"
         >>> with ParquetRowWriter(path, row_group_rows=2) as out:
         ...     out.write({"x": i} for i in range(5))
@@ -559,7 +559,7 @@ def shard_rows(out_dir: str | Path, n_shards: int | None = None, convert: Any = 
         >>> len(rows), rows[3], [r["x"] for r in rows]
         (5, {'x': 3}, [0, 1, 2, 3, 4])
     """
-    from hf_posbias.rows import ParquetRows
+    from hf_posbias.rows.arrow import ParquetRows
 
     return ParquetRows(shard_files(out_dir, n_shards), convert=convert)
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import sys
 
+from hf_posbias.training.bases import PAPER_MODELS
 from hf_posbias.training.matrix import PAPER_CONFIGS, matrix_main
-from hf_posbias.training.models import PAPER_MODELS
 
 if __name__ == "__main__":
     sys.exit(

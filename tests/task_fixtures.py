@@ -8,7 +8,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from hf_posbias.pipeline.corpus import read_wikiextractor, segment_spans
+from hf_posbias.corpus.documents import segment_spans
+from hf_posbias.corpus.sources import read_wikiextractor
 from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo
 
 THIRDS = ["begin", "middle", "end"]

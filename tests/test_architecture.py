@@ -54,7 +54,7 @@ def modules() -> dict[str, Path]:
 
 def room_of(module: str) -> str:
     """The room of a module: the longest room of the map that holds it (a room may hold rooms of
-    its own on lower floors, as ``hf_posbias.pipeline`` holds ``hf_posbias.pipeline.corpus``),
+    its own on lower floors, as ``hf_posbias.pipeline`` holds ``hf_posbias.corpus``),
     else its top-level subpackage or module under ``hf_posbias``."""
     mapped = [r for r in floors() if module == r or module.startswith(f"{r}.")]
     return max(mapped, key=len) if mapped else ".".join(module.split(".")[:2])

@@ -8,7 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hf_posbias.bm25 import ENGLISH, BM25Analyzer, BM25Index, BM25PairScorer, document_text
+from hf_posbias.bm25.analyzer import ENGLISH, BM25Analyzer, document_text
+from hf_posbias.bm25.index import BM25Index
+from hf_posbias.bm25.pair import BM25PairScorer
 from hf_posbias.cli import main
 from hf_posbias.errors import InputError
 from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo
@@ -59,7 +61,7 @@ def test_the_index_built_in_batches_is_bm25s_own_index() -> None:
     at once (the index as it was built before it streamed), on real Wikipedia text."""
     import bm25s
 
-    from hf_posbias.pipeline.corpus import read_demo_corpus
+    from hf_posbias.corpus.sources import read_demo_corpus
 
     docs = [d for _, d in zip(range(400), read_demo_corpus())]
     texts = [document_text(d["title"], d["text"]) for d in docs]
@@ -86,7 +88,7 @@ def test_the_lean_index_build_gives_bm25s_arrays_exactly(monkeypatch) -> None:
     import bm25s
 
     import hf_posbias.bm25.index as bm25_module
-    from hf_posbias.pipeline.corpus import read_demo_corpus
+    from hf_posbias.corpus.sources import read_demo_corpus
 
     texts = [document_text(d["title"], d["text"]) for _, d in zip(range(300), read_demo_corpus())]
     texts.append("the and of")  # a document of stop words only: no entries

@@ -115,7 +115,7 @@ def test_no_verb_declares_a_flag_by_hand() -> None:
 
 
 def test_the_listwise_window_lives_in_one_settings_object() -> None:
-    from hf_posbias.listwise.settings import ListwiseTestSettings
+    from hf_posbias.listwise.experiments.experiment_settings import ListwiseTestSettings
     from hf_posbias.rerankers.options import RerankerOptions
     from hf_posbias.settings import settings_from_args
 

@@ -21,7 +21,7 @@ import pytest
 
 from hf_posbias.cli import main
 from hf_posbias.evaluation.runs.exports import read_trec_run
-from hf_posbias.rows import read_parquet_rows
+from hf_posbias.rows.readers import read_parquet_rows
 
 N_DOCS = 100
 N_QUERIES = 24

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hf_posbias.pipeline.corpus import prepare_documents
+from hf_posbias.corpus.documents import prepare_documents
 from hf_posbias.tasks.beir import read_plain_folder
 
 TEXT = "Reef fish shelter among corals. " * 20  # 640 characters: inside the first length bin

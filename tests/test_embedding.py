@@ -10,7 +10,7 @@ from openai_server import LocalChatServer, sentence_transformer_embed
 from hf_posbias.embedding import load_embedder
 from hf_posbias.errors import ModelLoadError
 from hf_posbias.listwise.experiments.firststage import load_first_stage
-from hf_posbias.modeling import ModelSettings
+from hf_posbias.modeling.resolve import ModelSettings
 from hf_posbias.rerankers.records import Passage
 
 TEXTS = ["dogs bark at night", "cats purr softly", "birds sing at dawn", "fish swim in rivers"]

@@ -16,7 +16,7 @@ from publish_rows import make_info, make_pool, make_train_sets
 
 from hf_posbias.errors import BackendError, InputError, PosbiasError
 from hf_posbias.hub import repo_url, upload_folder
-from hf_posbias.publish import write_train_repo
+from hf_posbias.publish.dataset_card import write_train_repo
 
 
 class RecordingHfApi:

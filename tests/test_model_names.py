@@ -12,7 +12,8 @@ import pytest
 from hf_posbias import modeling
 from hf_posbias.errors import InputError, ModelLoadError
 from hf_posbias.evaluation.runs.models import load_model
-from hf_posbias.modeling import ModelSettings, load_registry_model
+from hf_posbias.modeling.loaders import load_registry_model
+from hf_posbias.modeling.resolve import ModelSettings
 
 REMOTE = "acme/remote-code-embedder"
 
@@ -78,7 +79,7 @@ def test_nested_loader_kwargs_count_as_remote_code(remote_registry_entry):
 
 
 def test_paper_panel_needs_the_opt_in():
-    from hf_posbias.pipeline import PanelSettings
+    from hf_posbias.pipeline.stage_settings import PanelSettings
     from hf_posbias.verification.panel import PAPER_PANEL, parse_panel
 
     with pytest.raises(InputError, match="--trust-remote-code"):

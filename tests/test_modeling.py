@@ -7,12 +7,8 @@ from pathlib import Path
 import pytest
 
 from hf_posbias.errors import ModelLoadError
-from hf_posbias.modeling import (
-    load_cross_encoder,
-    load_sentence_transformer,
-    model_display_name,
-    resolve_model,
-)
+from hf_posbias.modeling.loaders import load_cross_encoder, load_sentence_transformer
+from hf_posbias.modeling.resolve import model_display_name, resolve_model
 
 
 def test_local_path_wins(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import pytest
 from guards import HANG_GUARD_S
 
 from hf_posbias.cli import main
-from hf_posbias.pipeline.corpus import read_wikiextractor
+from hf_posbias.corpus.sources import read_wikiextractor
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +49,7 @@ def built(wiki_jsonl: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.shared_data
 def test_build_leaves_loadable_hub_repos_with_balanced_uniform_cells(built: Path) -> None:
-    from hf_posbias.rows import read_dataset as load_dataset  # content-addressed datasets cache
+    from hf_posbias.rows.readers import read_dataset as load_dataset
 
     uniform = load_dataset(str(built / "train"), "uniform", split="train")
     for column in ("query", "positive", "doc_id", "length_bin", "target_position"):
@@ -364,7 +364,7 @@ def test_a_custom_ratio_goes_from_build_to_train_to_the_cards(
     """Regression: `build --config 50:25:25` published `r50-25-25`, and `train --config
     50:25:25` could not find it (and hinted at a `posbias sample --ratio` that does not exist)."""
     from hf_posbias.errors import InputError
-    from hf_posbias.rows import available_configs
+    from hf_posbias.rows.readers import available_configs
     from hf_posbias.training.matrix import expand_runs
     from hf_posbias.training.train import resolve_repo_config
 
@@ -530,7 +530,7 @@ def test_build_checks_delta_and_sampling_options_once(
     topic_jsonl: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Regression: one `posbias build` ran check_delta 3 times and check_sampling_options 6."""
-    import hf_posbias.pipeline.sampling as sampling
+    import hf_posbias.sampling as sampling
     import hf_posbias.verification.panel as panel
     import hf_posbias.verification.stage as verification_stage
 

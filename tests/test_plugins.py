@@ -35,8 +35,8 @@ def _registries() -> list:
     from hf_posbias.evaluation.runs.remedies import REMEDY_REGISTRY
     from hf_posbias.listwise.experiments.remedies import LISTWISE_REMEDY_REGISTRY
     from hf_posbias.rerankers.loading import RERANKER_REGISTRY
-    from hf_posbias.tasks.registry import BENCHMARK_REGISTRY
-    from hf_posbias.training.models import BASE_REGISTRY
+    from hf_posbias.tasks.benchmark_registry import BENCHMARK_REGISTRY
+    from hf_posbias.training.bases import BASE_REGISTRY
 
     return [
         BENCHMARK_REGISTRY,
@@ -141,7 +141,7 @@ def test_every_plugin_is_listed_with_its_distribution(example_plugins, capsys):
 
 
 def test_a_plugin_base_resolves_by_name(example_plugins):
-    from hf_posbias.training.models import get_model_spec, model_names
+    from hf_posbias.training.bases import get_model_spec, model_names
 
     spec = get_model_spec("e5-small")
     assert (spec.checkpoint, spec.pooling, spec.max_length) == ("intfloat/e5-small-v2", "mean", 512)
@@ -152,7 +152,7 @@ def test_a_plugin_base_resolves_by_name(example_plugins):
 @pytest.fixture(scope="module")
 def sentences_task(example_plugins, shared_data, tmp_path_factory) -> Path:
     """A task folder built by the plugin's verb from real Wikipedia text."""
-    from hf_posbias.pipeline.corpus import read_wikiextractor
+    from hf_posbias.corpus.sources import read_wikiextractor
 
     root = tmp_path_factory.mktemp("sentences")
     lines = []
@@ -169,7 +169,8 @@ def sentences_task(example_plugins, shared_data, tmp_path_factory) -> Path:
 
 
 def test_a_plugin_benchmark_builds_a_task_that_evaluates(sentences_task, tmp_path):
-    from hf_posbias.tasks import SentencesEvidence, get_task
+    from hf_posbias.tasks import SentencesEvidence
+    from hf_posbias.tasks.mteb_tasks import get_task
 
     task = get_task(sentences_task)
     assert type(task) is SentencesEvidence and task.card.name == "Sentences-Evidence"
@@ -280,7 +281,7 @@ def _dist_info(site: Path, name: str, entry_points: str) -> None:
         (
             "[hf_posbias.bases]\nnot-a-spec = json:loads\n",
             ["list", "bases"],
-            "is a function, not a hf_posbias.training.models.ModelSpec",
+            "is a function, not a hf_posbias.training.bases.ModelSpec",
         ),
     ],
 )

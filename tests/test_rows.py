@@ -16,8 +16,15 @@ from test_bm25 import tiny_task
 
 from hf_posbias.cli import main
 from hf_posbias.errors import InputError
-from hf_posbias.publish import write_train_repo
-from hf_posbias.rows import iter_rows, read_dataset, read_json, read_parquet, read_rows, read_text
+from hf_posbias.publish.dataset_card import write_train_repo
+from hf_posbias.rows.readers import (
+    iter_rows,
+    read_dataset,
+    read_json,
+    read_parquet,
+    read_rows,
+    read_text,
+)
 
 
 def test_read_dataset_names_configs_and_never_serves_stale_rows(tmp_path: Path) -> None:
@@ -198,7 +205,7 @@ def test_a_hub_dataset_that_does_not_load_names_no_none_config(monkeypatch) -> N
 
 
 def test_parquet_num_rows_counts_from_the_footer_and_names_an_unreadable_file(tmp_path) -> None:
-    from hf_posbias.rows import parquet_num_rows
+    from hf_posbias.rows.readers import parquet_num_rows
 
     good = tiny_task(tmp_path / "task") / "corpus.parquet"
     assert parquet_num_rows(good) == read_parquet(good).num_rows
@@ -217,7 +224,7 @@ def test_parquet_rows_read_lazily_give_the_rows_a_list_gives(tmp_path: Path) -> 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from hf_posbias.rows import ParquetRows
+    from hf_posbias.rows.arrow import ParquetRows
 
     rows = [{"i": i, "s": f"row {i}", "xs": [float(i)] * (i % 3)} for i in range(23)]
     paths = [tmp_path / "a.parquet", tmp_path / "b.parquet"]
@@ -235,7 +242,7 @@ def test_table_rows_over_memory_give_the_rows_a_list_gives() -> None:
     table, across batches and the table's chunks, and shares the table: no copy."""
     import pyarrow as pa
 
-    from hf_posbias.rows import TableRows
+    from hf_posbias.rows.arrow import TableRows
 
     rows = [{"i": i, "s": f"row {i}", "xs": [float(i)] * (i % 3)} for i in range(23)]
     table = pa.concat_tables([pa.Table.from_pylist(rows[:10]), pa.Table.from_pylist(rows[10:])])
@@ -268,7 +275,7 @@ def test_rows_by_id_is_the_dict_of_its_rows_read_in_batches() -> None:
     items and ``take`` give what a dict built row by row gives, across batches and chunks."""
     import pyarrow as pa
 
-    from hf_posbias.rows import RowsById, take_values
+    from hf_posbias.rows.arrow import RowsById, take_values
 
     rows = [{"id": f"d{i}", "text": f"text {i}"} for i in range(23)]
     table = pa.concat_tables([pa.Table.from_pylist(rows[:10]), pa.Table.from_pylist(rows[10:])])

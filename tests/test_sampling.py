@@ -9,19 +9,17 @@ import pytest
 
 from hf_posbias import POSITIONS
 from hf_posbias.errors import BudgetError, InputError, PosbiasError
-from hf_posbias.pipeline.sampling import (
+from hf_posbias.sampling.configs import (
     BEGIN,
     END,
     MIDDLE,
     PAPER_CONFIG_NAMES,
     PAPER_CONFIGS,
-    TRAINING_COLUMNS,
     UNIFORM,
     PositionConfig,
-    check_sampling_options,
     config_label,
-    sample_training_set,
 )
+from hf_posbias.sampling.draw import TRAINING_COLUMNS, check_sampling_options, sample_training_set
 from hf_posbias.shards import write_parquet
 
 # Retained rows per (bin, position); the 1024-2048 bin has no retained middle row at all.
@@ -234,7 +232,7 @@ def test_tiny_pool_still_gives_every_weighted_position_an_example() -> None:
 def test_a_pool_read_lazily_draws_the_rows_a_list_draws(tmp_path) -> None:
     """The build samples from its scored pool read a row group at a time (two passes over
     light columns, then over the chosen rows): the same rows and report as from a list."""
-    from hf_posbias.rows import ParquetRows
+    from hf_posbias.rows.arrow import ParquetRows
     from hf_posbias.shards import ParquetRowWriter
 
     pool = make_pool()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hf_posbias.pipeline.sampling import TINY_TRAINING_SET, sample_training_set
+from hf_posbias.sampling.draw import TINY_TRAINING_SET, sample_training_set
 
 
 def _pool(per_cell: int) -> list[dict]:

@@ -69,10 +69,10 @@ def test_check_choices_reads_the_choices_a_field_declares() -> None:
 
 
 def test_the_library_refuses_a_choice_the_command_line_refuses() -> None:
-    from hf_posbias.evaluation.settings import CompareSettings, RemediesSettings
-    from hf_posbias.listwise.experiments.settings import ShuffleTableSettings
-    from hf_posbias.listwise.training.settings import TransitionsSettings
-    from hf_posbias.pipeline.settings import GeneratorSettings
+    from hf_posbias.evaluation.evaluation_settings import CompareSettings, RemediesSettings
+    from hf_posbias.listwise.experiments.experiment_settings import ShuffleTableSettings
+    from hf_posbias.listwise.training.finetune_settings import TransitionsSettings
+    from hf_posbias.pipeline.stage_settings import GeneratorSettings
 
     with pytest.raises(InputError, match="--method must be one of bootstrap, "):
         CompareSettings(run_a="a", run_b="b", method="wilcoxon")
@@ -116,7 +116,7 @@ def test_missing_required_flag_is_one_line() -> None:
 def test_an_error_names_the_flag_help_shows_not_a_former_spelling():
     # A field renamed on the command line (min_words → --min-passage-words, tiny_size →
     # --per-position) is refused under the spelling --help shows, not the hidden former one.
-    from hf_posbias.construction.settings import BenchmarkBuildSettings
+    from hf_posbias.construction.recipe_settings import BenchmarkBuildSettings
 
     with pytest.raises(InputError, match=r"^--min-passage-words \(2000\) is above --max-words"):
         BenchmarkBuildSettings(corpus="demo", out="t", min_words=2000)

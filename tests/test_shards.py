@@ -14,11 +14,11 @@ import pytest
 from guards import HANG_GUARD_S
 
 from hf_posbias.errors import InputError
+from hf_posbias.rows.readers import read_parquet_rows
 from hf_posbias.shards import (
     check_parameters,
     merge_shards,
     pin_parameters,
-    read_parquet_rows,
     run_sharded,
     stage_fingerprint,
     stage_parameters,
@@ -100,7 +100,7 @@ def test_missing_shard_on_merge_is_a_user_error(tmp_path):
 
 SCRIPT = """
 import json, sys
-from hf_posbias.pipeline.corpus import prepare_documents, read_wikiextractor
+from hf_posbias.corpus import prepare_documents, read_wikiextractor
 from hf_posbias.generation import make_generator, run_generation
 from hf_posbias.shards import process_info
 
@@ -118,8 +118,10 @@ with open(f"{sys.argv[2]}/rank{info.index}.json", "w") as f:
 
 
 def test_accelerate_launch_two_processes_share_shards_and_match_one_process(shared_data, tmp_path):
-    from hf_posbias.generation import make_generator, run_generation
-    from hf_posbias.pipeline.corpus import prepare_documents, read_wikiextractor
+    from hf_posbias.corpus.documents import prepare_documents
+    from hf_posbias.corpus.sources import read_wikiextractor
+    from hf_posbias.generation.generator_registry import make_generator
+    from hf_posbias.generation.stage import run_generation
 
     accelerate = Path(sys.executable).with_name("accelerate")
     if not accelerate.exists():
@@ -160,7 +162,8 @@ def test_accelerate_launch_two_processes_share_shards_and_match_one_process(shar
 
     # Verification: both ranks return the whole merged pool, equal to a single-process run.
     from hf_posbias.shards import merge_shards
-    from hf_posbias.verification import parse_panel, run_verification
+    from hf_posbias.verification.panel import parse_panel
+    from hf_posbias.verification.stage import run_verification
 
     single_scored, _ = run_verification(
         [c.to_row() for c in single],
@@ -180,7 +183,7 @@ def test_a_file_written_row_group_by_row_group_is_the_one_written_at_once(tmp_pa
     file; no row at all, an empty file of the schema."""
     import pyarrow as pa
 
-    from hf_posbias.rows import ParquetRows
+    from hf_posbias.rows.arrow import ParquetRows
     from hf_posbias.shards import ParquetRowWriter, write_parquet
 
     rows = [{"id": f"d{i}", "n": i, "xs": [i, i + 1]} for i in range(10)]

@@ -6,7 +6,7 @@ evaluate_model`), runs the mirror-reversal diagnostic on each task with characte
 failed) and writes ``audit.md``, ``audit.html`` and ``reversal.json`` in ``out``.
 
 Example:
-    >>> from hf_posbias.evaluation.settings import ModelAuditSettings
+    >>> from hf_posbias.evaluation.evaluation_settings import ModelAuditSettings
     >>> # ctx, md_path, html_path = audit_model("bm25", ["tasks/scifact-evidence"], out="runs/a")
     >>> # the same audit from the verb's settings:
     >>> s = ModelAuditSettings(model="bm25", task=("tasks/scifact-evidence",), out="runs/a")
@@ -21,29 +21,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hf_posbias.deprecation import former_settings_call
+from hf_posbias.evaluation.evaluation_settings import CORPUS_CHUNK_SIZE
 from hf_posbias.evaluation.runs.runner import BOOTSTRAP_SEED, DEFAULT_BOOTSTRAP
-from hf_posbias.evaluation.settings import CORPUS_CHUNK_SIZE, ModelAuditSettings
-from hf_posbias.tasks.registry import DEFAULT_TOP_K
+from hf_posbias.tasks.benchmark_registry import DEFAULT_TOP_K
 
 if TYPE_CHECKING:
     from hf_posbias.evaluation.reports.report import AuditContext
     from hf_posbias.evaluation.runs.remedies import RemedySettings
-    from hf_posbias.modeling import ModelSettings
+    from hf_posbias.modeling.resolve import ModelSettings
 
 
-def _former_audit_call(
-    settings: ModelAuditSettings, *, show_progress: bool = False
-) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    keywords = {**settings.evaluate_kwargs(), "reversal": settings.reversal}
-    return (settings.model, settings.task), {**keywords, "show_progress": show_progress}
-
-
-@former_settings_call(
-    ModelAuditSettings,
-    _former_audit_call,
-    instead="audit_model(s.model, s.task, **s.evaluate_kwargs(), reversal=s.reversal)",
-)
 def audit_model(
     model: str,
     tasks: Sequence[str | Path | Any],
@@ -67,7 +54,7 @@ def audit_model(
 
     ``reversal``: run the mirror-reversal diagnostic. The other keywords are those of
     :func:`~hf_posbias.evaluation.runs.runner.evaluate_model` (the verb's
-    :class:`~hf_posbias.evaluation.settings.ModelAuditSettings` give them:
+    :class:`~hf_posbias.evaluation.evaluation_settings.ModelAuditSettings` give them:
     ``evaluate_kwargs()``). The summaries carry the evaluation's warnings (they are not also
     emitted as Python warnings). The former call, ``audit_model(settings)``, still works for
     one release (``DeprecationWarning``).
@@ -76,6 +63,7 @@ def audit_model(
 
     from hf_posbias.analysis.audit_evidence import evidence_moving_section
     from hf_posbias.errors import InputError
+    from hf_posbias.evaluation.evaluation_settings import check_run_options
     from hf_posbias.evaluation.reports.report import (
         AuditContext,
         register_audit_section,
@@ -84,7 +72,6 @@ def audit_model(
     from hf_posbias.evaluation.runs.models import load_model
     from hf_posbias.evaluation.runs.reversal import mirror_reversal
     from hf_posbias.evaluation.runs.runner import evaluate_model, load_tasks
-    from hf_posbias.evaluation.settings import check_run_options
     from hf_posbias.shards import write_json
 
     check_run_options(batch_size=batch_size, top_k=top_k, scoring=scoring, bootstrap=bootstrap)

@@ -34,7 +34,7 @@ def task_cases(data: Any) -> tuple[list[Any], dict[str, int]]:
         >>> cases[0].evidence, skipped
         ('Two facts here.', {})
     """
-    from hf_posbias.analysis.evidence_moving import EvidenceCase
+    from hf_posbias.analysis.evidence_cases import EvidenceCase
 
     documents = {str(d["id"]): d["text"] for d in data.corpus}
     relevant = data.relevant_docs()

@@ -19,7 +19,7 @@ document (:meth:`EvidenceCase.from_text`), or from a dataset (:func:`load_pairs`
 training sets built by ``posbias data``, user JSONL).
 
 Example:
-    >>> from hf_posbias.analysis.evidence_moving import EvidenceCase
+    >>> from hf_posbias.analysis.evidence_cases import EvidenceCase
     >>> doc = "Alpha one. Beta two. Gamma three. Delta four. Epsilon five."
     >>> case = EvidenceCase.from_text("what is gamma?", doc, "Gamma three.")
     >>> case.base
@@ -43,15 +43,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hf_posbias.analysis.evidence_cases import DEFAULT_SLOTS as DEFAULT_SLOTS
-from hf_posbias.analysis.evidence_cases import EvidenceCase as EvidenceCase
-from hf_posbias.analysis.evidence_cases import Placement as Placement
-from hf_posbias.analysis.evidence_cases import sentence_boundaries as sentence_boundaries
-from hf_posbias.analysis.evidence_cases import slot_names as slot_names
-from hf_posbias.analysis.evidence_cases import word_boundaries as word_boundaries
+from hf_posbias.analysis.evidence_cases import DEFAULT_SLOTS, EvidenceCase, slot_names
 from hf_posbias.errors import InputError
 from hf_posbias.progress import progress as progress_bar
-from hf_posbias.rows import read_parquet
+from hf_posbias.rows.readers import read_parquet
 
 if TYPE_CHECKING:
     import numpy as np
@@ -343,7 +338,7 @@ def move_evidence(
     ``segment-balanced``; none for ``maxp``, ``sump`` and ``chunk-mean``).
 
     Example:
-        >>> from hf_posbias.modeling import load_sentence_transformer
+        >>> from hf_posbias.modeling.loaders import load_sentence_transformer
         >>> model = load_sentence_transformer("all-MiniLM-L6-v2", device="cpu")
         >>> doc = " ".join(f"Sentence number {i} is here." for i in range(12))
         >>> case = EvidenceCase.from_text("Where is the cat?", doc, "Sentence number 5 is here.")
@@ -698,8 +693,8 @@ def training_rows_to_pairs(
     """Training-set rows (``query``, ``positive``, ``target_position``): the target third of the
     positive (``corpus.segment_spans(positive, 3)``) is the evidence.
     """
-    from hf_posbias import POSITIONS
-    from hf_posbias.pipeline.corpus import segment_spans
+    from hf_posbias.corpus.documents import segment_spans
+    from hf_posbias.positions import POSITIONS
 
     report = PairLoadReport(source, "training-set")
     cases: list[EvidenceCase] = []

@@ -24,11 +24,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from hf_posbias.analysis.evidence_moving import (
-    EvidenceCase,
-    PairLoadReport,
-    _case_from_sentences,
-)
+from hf_posbias.analysis.evidence_cases import EvidenceCase
+from hf_posbias.analysis.evidence_moving import PairLoadReport, _case_from_sentences
 from hf_posbias.errors import InputError
 
 MSMARCO = "msmarco"
@@ -85,7 +82,7 @@ def msmarco_pairs(
 def load_msmarco_pairs(source: str = MSMARCO) -> tuple[list[EvidenceCase], PairLoadReport]:
     """The pairs of ``msmarco`` (the Hub's ``microsoft/ms_marco`` v1.1 validation split) or
     ``msmarco:<repo id or folder>`` (the same rows elsewhere)."""
-    from hf_posbias.rows import read_dataset
+    from hf_posbias.rows.readers import read_dataset
 
     _, _, where = source.partition(":")
     repo = where or MSMARCO_REPO

@@ -17,9 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from hf_posbias.figures import save_figure
-
-__all__ = ["CurveSeries", "curve_figure", "save_figure"]
+__all__ = ["CurveSeries", "curve_figure"]
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -24,7 +24,8 @@ from hf_posbias.errors import InputError, ModelLoadError, first_line
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
-    from hf_posbias.analysis.evidence_moving import EvidenceCase, EvidenceMovingSummary
+    from hf_posbias.analysis.evidence_cases import EvidenceCase
+    from hf_posbias.analysis.evidence_moving import EvidenceMovingSummary
     from hf_posbias.analysis.segment_profile import SegmentProfile
 
 POOLING_MODES: tuple[str, ...] = ("cls", "mean", "max", "lasttoken")
@@ -34,7 +35,8 @@ def _transformer_module(name: str, device: str | None) -> tuple[Any, dict[str, s
     """The ``Transformer`` module of ``name`` and the prompts to keep (from an ST folder)."""
     from sentence_transformers.sentence_transformer.modules import Transformer
 
-    from hf_posbias.modeling import load_sentence_transformer, model_location
+    from hf_posbias.modeling.loaders import load_sentence_transformer
+    from hf_posbias.modeling.resolve import model_location
 
     resolved = model_location(name)
     if (Path(resolved) / "modules.json").exists():

@@ -91,14 +91,14 @@ def document_profile(
     """cosine(document, segment i) for ``i = 1…n``: the document and its segments in one batch.
 
     Example:
-        >>> from hf_posbias.modeling import load_sentence_transformer
+        >>> from hf_posbias.modeling.loaders import load_sentence_transformer
         >>> m = load_sentence_transformer("all-MiniLM-L6-v2", device="cpu")
         >>> len(document_profile(m, "Cats purr. Dogs bark. Birds sing. Fish swim.", n=4))
         4
     """
     import numpy as np
 
-    from hf_posbias.pipeline.corpus import segment_spans
+    from hf_posbias.corpus.documents import segment_spans
 
     segments = [text[s:e].strip() for s, e in segment_spans(text, n)]
     if any(not s for s in segments):
@@ -164,7 +164,7 @@ def sample_profile_documents(
     words: tuple[int | None, int | None] = (None, None),
 ) -> tuple[list[tuple[str, str]], str | None]:
     """``(id, text)`` documents of ``corpus`` (any source
-    :func:`hf_posbias.pipeline.corpus.read_corpus` reads), each clipped at the last sentence start
+    :func:`hf_posbias.corpus.sources.read_corpus` reads), each clipped at the last sentence start
     within ``clip_chars``, those whose word count lies within ``words`` (``(min, max)``, ``None``
     = no bound) kept, and ``limit`` of them sampled with ``seed`` (in corpus order); returns them
     and a line saying what was sampled.
@@ -177,8 +177,8 @@ def sample_profile_documents(
     """
     import random
 
-    from hf_posbias.analysis.evidence_moving import sentence_boundaries
-    from hf_posbias.pipeline.corpus import read_corpus
+    from hf_posbias.analysis.evidence_cases import sentence_boundaries
+    from hf_posbias.corpus.sources import read_corpus
 
     def kept() -> Iterator[tuple[str, str]]:
         for record in read_corpus(corpus):

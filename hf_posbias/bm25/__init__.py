@@ -26,37 +26,3 @@ Example:
     >>> [round(float(s), 3) for s in index.scores("why do dogs bark")]
     [0.0, 0.549, 0.212]
 """
-
-from __future__ import annotations
-
-from hf_posbias.bm25.analyzer import (
-    BM25_NAMES,
-    ENGLISH,
-    INDEX_BATCH,
-    K1,
-    LANGUAGES,
-    METHOD,
-    B,
-    BM25Analyzer,
-    TermIds,
-    document_text,
-    is_bm25,
-)
-from hf_posbias.bm25.index import BM25Index
-from hf_posbias.bm25.pair import BM25PairScorer
-
-__all__ = [
-    "B",
-    "BM25_NAMES",
-    "BM25Analyzer",
-    "BM25Index",
-    "BM25PairScorer",
-    "ENGLISH",
-    "INDEX_BATCH",
-    "K1",
-    "LANGUAGES",
-    "METHOD",
-    "TermIds",
-    "document_text",
-    "is_bm25",
-]

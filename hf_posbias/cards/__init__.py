@@ -6,30 +6,7 @@ Templates are filled only with measured statistics passed in by the caller; an u
 variable is an error (``StrictUndefined``), so a card can never ship with a silent blank.
 
 Example:
-    >>> from hf_posbias.cards import available_templates
+    >>> from hf_posbias.cards.templates import available_templates
     >>> "model.md.j2" in available_templates("model")
     True
 """
-
-from __future__ import annotations
-
-from hf_posbias.cards.checkpoint import (
-    CheckpointCardKind,
-    load_card_facts,
-    render_checkpoint_card,
-    save_card_facts,
-    write_checkpoint_card,
-)
-from hf_posbias.cards.templates import CardKind, available_templates, render_card, template_dir
-
-__all__ = [
-    "CardKind",
-    "CheckpointCardKind",
-    "available_templates",
-    "load_card_facts",
-    "render_card",
-    "render_checkpoint_card",
-    "save_card_facts",
-    "template_dir",
-    "write_checkpoint_card",
-]

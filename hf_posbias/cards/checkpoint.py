@@ -88,7 +88,7 @@ def load_card_facts(kind: CheckpointCardKind, ckpt_dir: str | Path) -> Any:
         hf_posbias.errors.InputError: /nonexistent has no facts.json: not a posbias checkpoint
     """
     from hf_posbias.errors import InputError
-    from hf_posbias.rows import read_json
+    from hf_posbias.rows.readers import read_json
 
     path = Path(ckpt_dir) / kind.facts_file
     if not path.is_file():

@@ -22,9 +22,9 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-from hf_posbias import __version__
 from hf_posbias.cli.common import VerbParser
 from hf_posbias.errors import PosbiasError, first_line
+from hf_posbias.version import __version__
 
 # Order = order in `posbias --help`. A module that is missing (area not built yet) is skipped.
 COMMAND_MODULES: tuple[str, ...] = (

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from hf_posbias.analysis.settings import (
+from hf_posbias.analysis.analysis_settings import (
     AnalysisOptions,
     EvidenceMovingSettings,
     PoolingSettings,
@@ -43,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     # stay as hidden aliases.
     from hf_posbias.cli.evaluate import run_audit
     from hf_posbias.cli.remedies import run_remedies
-    from hf_posbias.evaluation.settings import ModelAuditSettings, RemediesSettings
+    from hf_posbias.evaluation.evaluation_settings import ModelAuditSettings, RemediesSettings
 
     for verb in (
         Verb(
@@ -107,7 +107,7 @@ def parse_model_spec(spec: str) -> tuple[str, str]:
     label, sep, name = spec.partition("=")
     if sep and label and "/" not in label and name:
         return label, name
-    from hf_posbias.modeling import model_display_name
+    from hf_posbias.modeling.resolve import model_display_name
 
     return model_display_name(spec), spec
 
@@ -115,7 +115,7 @@ def parse_model_spec(spec: str) -> tuple[str, str]:
 def _load(name: str, args: AnalysisOptions) -> Any:
     """Any embedding model argument, through the one resolver (:func:`load_embedder`)."""
     from hf_posbias.embedding import load_embedder
-    from hf_posbias.modeling import ModelSettings
+    from hf_posbias.modeling.resolve import ModelSettings
 
     settings = args if isinstance(args, ModelSettings) else None
     model = load_embedder(name, settings=settings, device=args.device)

@@ -43,7 +43,7 @@ from typing import Any
 from hf_posbias.cli.benchmark_build import register_build
 from hf_posbias.cli.common import add_alias, add_group, add_verb, hide_as_alias, tuck_away
 from hf_posbias.cli.listing import add_listing_verb, benchmarks_table
-from hf_posbias.evaluation.settings import PlotEvidenceSettings, TaskSampleSettings
+from hf_posbias.evaluation.evaluation_settings import PlotEvidenceSettings, TaskSampleSettings
 from hf_posbias.output_folders import OutputFolder
 from hf_posbias.publish.task_repo import TaskPublishSettings
 
@@ -121,7 +121,7 @@ def _publish(s: TaskPublishSettings) -> None:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``posbias benchmark`` and its verbs."""
-    from hf_posbias.tasks.registry import benchmarks
+    from hf_posbias.tasks.benchmark_registry import benchmarks
 
     verbs = add_group(
         subparsers,
@@ -132,7 +132,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Build position-bucketed retrieval sets from raw sources, or plot where "
         "their evidence sits.",
     )
-    # One verb per registered benchmark (hf_posbias.tasks.registry): adding a benchmark
+    # One verb per registered benchmark (hf_posbias.tasks.benchmark_registry): adding a benchmark
     # module under tasks/builders, or installing a benchmark plugin, adds its verb here.
     for name, bench in benchmarks().items():
         build = partial(_build, bench)

@@ -17,12 +17,13 @@ from __future__ import annotations
 import argparse
 
 from hf_posbias.cli.common import add_verb
-from hf_posbias.construction.settings import BenchmarkBuildSettings
+from hf_posbias.construction.recipe_settings import BenchmarkBuildSettings
 from hf_posbias.output_folders import OutputFolder
 
 
 def _run(settings: BenchmarkBuildSettings) -> None:
-    from hf_posbias.construction.build import build_benchmark, construction_markdown
+    from hf_posbias.construction.build import build_benchmark
+    from hf_posbias.construction.outputs import construction_markdown
 
     report = build_benchmark(settings)
     print(construction_markdown(report["construction"]))

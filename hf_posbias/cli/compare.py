@@ -14,7 +14,7 @@ import argparse
 from pathlib import Path
 
 from hf_posbias.cli.common import add_verb
-from hf_posbias.evaluation.settings import CompareSettings
+from hf_posbias.evaluation.evaluation_settings import CompareSettings
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from hf_posbias.cli.common import Verb, add_alias, add_group, echo
 from hf_posbias.output_folders import OutputFolder
-from hf_posbias.pipeline import (
+from hf_posbias.pipeline.stage_settings import (
     BuildSettings,
     CorpusStageSettings,
     GenerateSettings,
@@ -29,13 +29,13 @@ from hf_posbias.pipeline import (
 
 
 def _cmd_corpus(s: CorpusStageSettings) -> None:
-    from hf_posbias.pipeline import run_corpus_stage
+    from hf_posbias.pipeline.stages import run_corpus_stage
 
     run_corpus_stage(s, Path(s.work), echo, overwrite=s.overwrite, progress=s.progress)
 
 
 def _cmd_generate(s: GenerateSettings) -> None:
-    from hf_posbias.pipeline import run_generate_stage
+    from hf_posbias.pipeline.stages import run_generate_stage
 
     run_generate_stage(
         Path(s.work),
@@ -49,11 +49,11 @@ def _cmd_generate(s: GenerateSettings) -> None:
 
 
 def _cmd_verify(s: VerifySettings) -> None:
-    from hf_posbias.pipeline import run_verify_stage
+    from hf_posbias.pipeline.stages import run_verify_stage
 
     run_verify_stage(Path(s.work), s, None, s.progress, echo, overwrite=s.overwrite, executor=s)
     if s.audit_model:
-        from hf_posbias.pipeline import run_audit_stage
+        from hf_posbias.pipeline.stages import run_audit_stage
 
         run_audit_stage(
             Path(s.work),
@@ -71,18 +71,18 @@ def _cmd_verify(s: VerifySettings) -> None:
 
 
 def _cmd_sample(s: SampleStageSettings) -> None:
-    from hf_posbias.pipeline import run_sample_stage
+    from hf_posbias.pipeline.stages import run_sample_stage
 
     run_sample_stage(Path(s.work), s, echo, overwrite=s.overwrite)
 
 
 def _cmd_publish(s: PublishStageSettings) -> None:
-    from hf_posbias.pipeline import run_publish_stage
+    from hf_posbias.pipeline.stages import run_publish_stage
 
     work = Path(s.work)
     source = None
     if s.corpus_name or s.corpus_license:
-        from hf_posbias.pipeline import CORPUS
+        from hf_posbias.pipeline.checks import CORPUS
         from hf_posbias.shards import stage_parameters
 
         source = s.source(stage_parameters(work / CORPUS, "posbias corpus")["source"])
@@ -90,7 +90,7 @@ def _cmd_publish(s: PublishStageSettings) -> None:
 
 
 def _cmd_build(s: BuildSettings) -> None:
-    from hf_posbias.pipeline import build
+    from hf_posbias.pipeline.runner import build
 
     result = build(s, echo)
     echo(f"done: load_dataset('{result.train_dir}', 'uniform', split='train')")

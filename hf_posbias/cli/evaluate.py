@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING
 from hf_posbias.cli.common import add_verb
 
 if TYPE_CHECKING:
-    from hf_posbias.evaluation.settings import EvaluateSettings, ModelAuditSettings
+    from hf_posbias.evaluation.evaluation_settings import EvaluateSettings, ModelAuditSettings
 
 logger = logging.getLogger(__name__)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``evaluate`` verb."""
-    from hf_posbias.evaluation.settings import EvaluateSettings
+    from hf_posbias.evaluation.evaluation_settings import EvaluateSettings
 
     add_verb(
         subparsers,
@@ -146,7 +146,7 @@ def evaluate_command(s: EvaluateSettings) -> str:
     (``--push-results``, the token): the source the pushed entries name.
 
     Example:
-        >>> from hf_posbias.evaluation.settings import EvaluateSettings
+        >>> from hf_posbias.evaluation.evaluation_settings import EvaluateSettings
         >>> evaluate_command(EvaluateSettings(model="bm25", task=("T",), out="o", top_k=20,
         ...     push_results="me/bm25", hub_token="hf_x"))
         'posbias evaluate --model bm25 --task T --out o --top-k 20'

@@ -65,7 +65,7 @@ def add_listing_verb(
 
 def benchmarks_table() -> MarkdownTable:
     """Every benchmark verb, the tasks it builds and where it comes from."""
-    from hf_posbias.tasks.registry import BENCHMARK_REGISTRY, benchmarks
+    from hf_posbias.tasks.benchmark_registry import BENCHMARK_REGISTRY, benchmarks
 
     benchmarks()  # a task name built twice is refused before anything is listed
     rows = [
@@ -78,8 +78,9 @@ def benchmarks_table() -> MarkdownTable:
 def remedies_table() -> MarkdownTable:
     """Every remedy of both model kinds: the bi-encoder's (``--remedy``: ``none``, the built-in
     ones, then plugins'), then the listwise reranker's (``posbias listwise reranker-remedies``)."""
-    from hf_posbias.evaluation.runs.remedies import NO_REMEDY, REMEDY_REGISTRY
+    from hf_posbias.evaluation.runs.remedies import REMEDY_REGISTRY
     from hf_posbias.listwise.experiments.remedies import LISTWISE_REMEDY_REGISTRY
+    from hf_posbias.plugins import NO_REMEDY
 
     rows = [[NO_REMEDY, "bi-encoder", "—", "built-in", "the plain model"]]
     for kind, registry in (("bi-encoder", REMEDY_REGISTRY), ("listwise", LISTWISE_REMEDY_REGISTRY)):
@@ -104,7 +105,7 @@ def rerankers_table() -> MarkdownTable:
 def bases_table() -> MarkdownTable:
     """Every registered base model: YHP26 Table 2's columns (kind, positional encoding,
     pooling, size, maximum length) with Table 9's checkpoint and App. D's learning rate."""
-    from hf_posbias.training.models import BASE_REGISTRY
+    from hf_posbias.training.bases import BASE_REGISTRY
 
     columns = ["base", "checkpoint", "kind", "positional encoding", "pooling", "params (M)"]
     columns += ["max length", "lr", "source"]

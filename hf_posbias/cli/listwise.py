@@ -50,20 +50,22 @@ from typing import TYPE_CHECKING, Any
 from hf_posbias.cli.common import Verb, add_alias, add_group, echo, hide_as_alias, tuck_away
 from hf_posbias.cli.listing import add_listing_verb, rerankers_table
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.experiments.runs import load_task_and_reranker
-from hf_posbias.listwise.settings import (
-    AugmentSettings,
+from hf_posbias.listwise.experiments.experiment_settings import (
     BuildTrainSettings,
     ConvertSettings,
     CurvesSettings,
     ListwiseCompareSettings,
     ListwiseRemediesSettings,
     ListwiseTestSettings,
-    ListwiseTrainingSettings,
     PropensitySettings,
     RerankSettings,
     ShuffleEvalSettings,
     ShuffleTableSettings,
+)
+from hf_posbias.listwise.experiments.runs import load_task_and_reranker
+from hf_posbias.listwise.training.finetune_settings import (
+    AugmentSettings,
+    ListwiseTrainingSettings,
     TransitionsSettings,
 )
 from hf_posbias.output_folders import OutputFolder

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hf_posbias.evaluation.settings import RemediesSettings
+from hf_posbias.evaluation.evaluation_settings import RemediesSettings
 
 
 def run_remedies(s: RemediesSettings, args: argparse.Namespace) -> None:

@@ -2,7 +2,7 @@
 
 - :mod:`~hf_posbias.construction.recipe` — the model-free parts (passages, the
   recursive splitter, Algorithm 1, FAQ replies, every filter);
-- :mod:`~hf_posbias.construction.settings` — :class:`BenchmarkBuildSettings`, every model,
+- :mod:`~hf_posbias.construction.recipe_settings` — :class:`BenchmarkBuildSettings`, every model,
   threshold and size of the recipe;
 - :mod:`~hf_posbias.construction.prompts` — the summary, FAQ and judge prompts (shipped, or a
   user's prompt file);
@@ -13,14 +13,7 @@
   (:func:`build_benchmark`), behind ``posbias benchmark build``.
 
 Example:
-    >>> from hf_posbias.construction import BenchmarkBuildSettings
+    >>> from hf_posbias.construction.recipe_settings import BenchmarkBuildSettings
     >>> BenchmarkBuildSettings(corpus="demo", out="t").rerankers
     'bm25,bi:all-MiniLM-L6-v2'
 """
-
-from __future__ import annotations
-
-from hf_posbias.construction.settings import BenchmarkBuildSettings
-from hf_posbias.construction.settings import __getattr__ as __getattr__  # deprecated names
-
-__all__ = ["BenchmarkBuildSettings"]

@@ -24,7 +24,7 @@ carries the construction table. The LLM prompts are in :mod:`~hf_posbias.constru
 Stage 2's reranker pre-label in :mod:`~hf_posbias.construction.prelabel`.
 
 Example:
-    >>> from hf_posbias.construction.build import construction_markdown
+    >>> from hf_posbias.construction.outputs import construction_markdown
     >>> print(construction_markdown([{"stage": "faq", "begin": 4, "middle": 5, "end": 3}]))
     | stage | begin | middle | end | total |
     |---|---|---|---|---|
@@ -43,34 +43,28 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hf_posbias import POSITIONS
 from hf_posbias.construction import recipe
 from hf_posbias.construction.outputs import (
-    HUB_SPLIT,
-    STAGES,
-    construction_markdown,
     write_outputs,
 )
 from hf_posbias.construction.prelabel import stage2_prelabel
 from hf_posbias.construction.prompts import (
-    FAQ_PROMPT,
     FAQ_SYSTEM,
-    SUMMARY_PROMPT,
     SUMMARY_SCHEMA,
     SUMMARY_SYSTEM,
     relevance_judge,
     stage_prompt,
     summary_of,
 )
-from hf_posbias.construction.settings import BenchmarkBuildSettings
+from hf_posbias.construction.recipe_settings import BenchmarkBuildSettings
 from hf_posbias.errors import InputError
-from hf_posbias.rows import read_json
+from hf_posbias.positions import POSITIONS
+from hf_posbias.rows.readers import read_json, read_parquet_rows
 from hf_posbias.settings import flag_name
 from hf_posbias.shards import (
     fingerprint,
     pin_parameters,
     process_info,
-    read_parquet_rows,
     run_sharded,
     write_json,
     write_parquet,
@@ -80,18 +74,7 @@ if TYPE_CHECKING:
     from hf_posbias.generation.backends import ChatBackend
     from hf_posbias.verification.panel import RerankerPanel
 
-__all__ = [
-    "FAQ_PROMPT",
-    "FAQ_SYSTEM",
-    "HUB_SPLIT",
-    "STAGES",
-    "SUMMARY_PROMPT",
-    "SUMMARY_SCHEMA",
-    "SUMMARY_SYSTEM",
-    "build_benchmark",
-    "construction_markdown",
-    "stage2_prelabel",
-]
+__all__ = ["build_benchmark"]
 """Besides :func:`build_benchmark`, the names this module held before the split (the prompts,
 the construction table, the Stage 2 pre-label): their old path keeps importing."""
 
@@ -226,7 +209,7 @@ class _Build:
 
     # -- 1. passages -----------------------------------------------------------------------
     def passages(self) -> list[dict[str, Any]]:
-        from hf_posbias.pipeline.corpus import read_corpus
+        from hf_posbias.corpus.sources import read_corpus
 
         s = self.s
         folder = self.stages / "01-passages"
@@ -508,7 +491,7 @@ class _Build:
     def stage2(
         self, passages: list[dict[str, Any]], questions: list[dict[str, Any]]
     ) -> list[dict[str, Any]]:
-        from hf_posbias.modeling import load_sentence_transformer
+        from hf_posbias.modeling.loaders import load_sentence_transformer
 
         s = self.s
         texts = [p["text"] for p in passages]

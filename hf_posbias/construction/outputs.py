@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hf_posbias import POSITIONS
+from hf_posbias.positions import POSITIONS
 from hf_posbias.shards import write_json
 
 if TYPE_CHECKING:
-    from hf_posbias.construction.settings import BenchmarkBuildSettings
+    from hf_posbias.construction.recipe_settings import BenchmarkBuildSettings
     from hf_posbias.tasks.taskdata import PositionTaskData
 
 STAGES = (
@@ -53,8 +53,8 @@ def position_task(
     tiny: bool,
 ) -> PositionTaskData:
     """The position task of ``questions`` over ``passages`` (the tiny one: ``-tiny`` named)."""
+    from hf_posbias.tasks.bucketing import THIRDS
     from hf_posbias.tasks.builders.common import TaskAssembler
-    from hf_posbias.tasks.positions import THIRDS
     from hf_posbias.tasks.taskdata import TaskInfo
 
     asm = TaskAssembler(THIRDS, source=str(settings.corpus))

@@ -8,7 +8,7 @@ A stage's ``--<stage>-prompt-file`` replaces its prompt verbatim
 (:mod:`hf_posbias.generation.prompt_files`).
 
 Example:
-    >>> from hf_posbias.construction.settings import BenchmarkBuildSettings
+    >>> from hf_posbias.construction.recipe_settings import BenchmarkBuildSettings
     >>> settings = BenchmarkBuildSettings(corpus="demo", out="t")
     >>> stage_prompt(settings, "summary") == SUMMARY_PROMPT
     True
@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from hf_posbias.construction.settings import BenchmarkBuildSettings
+    from hf_posbias.construction.recipe_settings import BenchmarkBuildSettings
     from hf_posbias.verification.judge import JudgePrompt
 
 SUMMARY_SYSTEM = "You write concise, faithful summaries."

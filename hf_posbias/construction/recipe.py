@@ -31,8 +31,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hf_posbias import POSITIONS
 from hf_posbias.errors import InputError
+from hf_posbias.positions import POSITIONS
 
 SEPARATORS: tuple[str, ...] = ("\n\n", "\n", ". ", " ")
 """The recursive splitter's separators, coarsest first (a separator stays with the text

@@ -235,7 +235,7 @@ def read_summaries(path: str | Path) -> list[EvaluationSummary]:
         target = target / "summary.json"
     if not target.is_file():
         raise InputError(f"{target}: not found (is this a `posbias evaluate` run folder?)")
-    from hf_posbias.rows import read_json
+    from hf_posbias.rows.readers import read_json
 
     data = read_json(target)
     rows = data if isinstance(data, list) else [data]

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from hf_posbias.executors.options import EXECUTORS, ExecutorSettings
 from hf_posbias.executors.units import Unit, pending_units
 
-__all__ = ["EXECUTORS", "ExecutorSettings", "Unit", "check_executor", "run_units"]
+__all__ = ["check_executor", "run_units"]
 
 
 def check_executor(settings: ExecutorSettings) -> None:

@@ -1,7 +1,7 @@
 """Query generation: stage 2 of the data pipeline (documents → candidates).
 
 - :mod:`~hf_posbias.generation.base` — :class:`Candidate`, the :class:`QueryGenerator` protocol;
-- :mod:`~hf_posbias.generation.registry` — :func:`make_generator` (``"ict"`` | ``"openai"`` |
+- :mod:`~hf_posbias.generation.generator_registry` — :func:`make_generator` (``"ict"`` | ``"openai"`` |
   ``"local-lm"``);
 - :mod:`~hf_posbias.generation.ict` — Inverse Cloze Task pseudo-queries, the offline default;
 - :mod:`~hf_posbias.generation.llm` — YHP26's two-stage persona prompt;
@@ -12,30 +12,7 @@
 Only light modules are imported here; torch, openai and sentence-transformers load lazily.
 
 Example:
-    >>> from hf_posbias.generation import make_generator
+    >>> from hf_posbias.generation.generator_registry import make_generator
     >>> make_generator("ict").name
     'ict'
 """
-
-from __future__ import annotations
-
-from hf_posbias.generation.base import (
-    Candidate,
-    GenerationFailure,
-    GenerationResult,
-    QueryGenerator,
-)
-from hf_posbias.generation.registry import GENERATORS, make_generator
-from hf_posbias.generation.stage import GenerationReport, load_candidates, run_generation
-
-__all__ = [
-    "GENERATORS",
-    "Candidate",
-    "GenerationFailure",
-    "GenerationReport",
-    "GenerationResult",
-    "QueryGenerator",
-    "load_candidates",
-    "make_generator",
-    "run_generation",
-]

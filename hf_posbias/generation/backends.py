@@ -504,7 +504,7 @@ class TransformersChatBackend(BatchCompletion):
         """Load tokenizer and model (idempotent); failures → one-line ModelLoadError."""
         if self._model is not None:
             return
-        from hf_posbias.modeling import load_causal_lm
+        from hf_posbias.modeling.causal_lm import load_causal_lm
 
         model, tokenizer = load_causal_lm(
             self.model_name, gguf_file=self.gguf_file, dtype=self.dtype, device=self.device
@@ -522,7 +522,7 @@ class TransformersChatBackend(BatchCompletion):
         self.device = device
 
     def _context_size(self) -> int | None:
-        from hf_posbias.modeling import context_length
+        from hf_posbias.modeling.causal_lm import context_length
 
         return context_length(self._model)
 

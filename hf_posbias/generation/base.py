@@ -1,16 +1,16 @@
 """Candidate records and the query-generator protocol (what every generator builds on).
 
-A *query generator* turns one :class:`~hf_posbias.pipeline.corpus.Document` (already cut into
+A *query generator* turns one :class:`~hf_posbias.corpus.documents.Document` (already cut into
 begin/middle/end segments) into at most one :class:`Candidate` per position. The generators
 (:mod:`~hf_posbias.generation.ict`, :mod:`~hf_posbias.generation.llm`) import this module; they
-are built by name in :mod:`hf_posbias.generation.registry`, so this module imports neither.
+are built by name in :mod:`hf_posbias.generation.generator_registry`, so this module imports neither.
 
 Outcomes are never dropped silently: a document that cannot be used at all raises
 :class:`GenerationFailure` (the stage counts it by reason), and a position that cannot be produced
 is counted in :attr:`GenerationResult.skipped`.
 
 Example:
-    >>> from hf_posbias.pipeline.corpus import Document
+    >>> from hf_posbias.corpus.documents import Document
     >>> doc = Document("d1", "aa bb cc", "T", "0-10")
     >>> result = GenerationResult([make_candidate(doc, "end", "cc?", ["aa ", "bb ", "cc"],
     ...                                           generator="demo")])
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from hf_posbias.errors import InputError
 
 if TYPE_CHECKING:
-    from hf_posbias.pipeline.corpus import Document
+    from hf_posbias.corpus.documents import Document
 
 
 @dataclass
@@ -113,7 +113,7 @@ def make_candidate(
     """Build a :class:`Candidate` for ``document`` at ``position`` (``positive`` = joined segments).
 
     Example:
-        >>> from hf_posbias.pipeline.corpus import Document
+        >>> from hf_posbias.corpus.documents import Document
         >>> d = Document("x", "aa bb cc", "T", "0-10")
         >>> make_candidate(d, "begin", "q", ["aa ", "bb ", "cc"], generator="g").positive
         'aa bb cc'
@@ -196,7 +196,7 @@ def generate_batch(
     ``generate_batch`` method, which is used when present.
 
     Example:
-        >>> from hf_posbias.pipeline.corpus import Document
+        >>> from hf_posbias.corpus.documents import Document
         >>> from hf_posbias.generation.ict import ICTGenerator
         >>> out = generate_batch(ICTGenerator(), [Document("e", "x" * 300, "", "256-512")])
         >>> type(out[0]).__name__, out[0].reason

@@ -19,7 +19,7 @@ matching; it reflects the position of the evidence but not the diversity (person
 length) of YHP26's queries. Verification by the reranker panel still applies.
 
 Example:
-    >>> from hf_posbias.pipeline.corpus import prepare_documents
+    >>> from hf_posbias.corpus.documents import prepare_documents
     >>> from hf_posbias.generation.ict import ICTGenerator
     >>> text = " ".join(f"Fact {i} says the river is {i} miles from the town." for i in range(12))
     >>> doc = prepare_documents([{"id": "r", "text": text}])[0][0]
@@ -35,7 +35,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from hf_posbias import POSITIONS
+from hf_posbias.corpus.documents import Document
 from hf_posbias.errors import InputError
 from hf_posbias.generation.base import (
     GenerationFailure,
@@ -44,7 +44,7 @@ from hf_posbias.generation.base import (
     reject_unknown_options,
     stable_seed,
 )
-from hf_posbias.pipeline.corpus import Document
+from hf_posbias.positions import POSITIONS
 from hf_posbias.setting_values import at_least, between
 from hf_posbias.settings import check_number
 

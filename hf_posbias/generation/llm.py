@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hf_posbias import POSITIONS
+from hf_posbias.corpus.documents import Document
 from hf_posbias.errors import BackendError, InputError
 from hf_posbias.generation.backends import (
     ChatBackend,
@@ -55,7 +55,7 @@ from hf_posbias.generation.base import (
 )
 from hf_posbias.generation.constrained import compile_json_schema, schema_key
 from hf_posbias.generation.personas import DEFAULT_PERSONA_MODEL, PersonaPool
-from hf_posbias.pipeline.corpus import Document
+from hf_posbias.positions import POSITIONS
 
 logger = logging.getLogger(__name__)
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError, first_line
-from hf_posbias.rows import iter_jsonl_objects, read_text
+from hf_posbias.rows.readers import iter_jsonl_objects, read_text
 
 DEFAULT_PERSONA_DATASET = "proj-persona/PersonaHub"
 DEFAULT_PERSONA_MODEL = "all-MiniLM-L6-v2"
@@ -214,7 +214,7 @@ class PersonaPool:
     def _encode(self, texts: Sequence[str]) -> Any:
         if self._encoder is None:
             if self.model not in _ENCODERS:
-                from hf_posbias.modeling import load_sentence_transformer
+                from hf_posbias.modeling.loaders import load_sentence_transformer
 
                 _ENCODERS[self.model] = load_sentence_transformer(self.model)
             self._encoder = _ENCODERS[self.model]

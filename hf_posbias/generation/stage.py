@@ -9,8 +9,9 @@ every process generates its own shards and the main process writes ``candidates.
 
 Example:
     >>> import tempfile
-    >>> from hf_posbias.pipeline.corpus import prepare_documents
-    >>> from hf_posbias.generation import make_generator, run_generation
+    >>> from hf_posbias.corpus.documents import prepare_documents
+    >>> from hf_posbias.generation.generator_registry import make_generator
+    >>> from hf_posbias.generation.stage import run_generation
     >>> text = " ".join(f"Line {i} says the bridge has {i} arches in total." for i in range(9))
     >>> docs, _ = prepare_documents([{"id": "a", "text": text}, {"id": "b", "text": "tiny " * 60}])
     >>> cands, report = run_generation(docs, make_generator("ict"), tempfile.mkdtemp(),
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hf_posbias import POSITIONS
+from hf_posbias.corpus.documents import Document, bin_position_counts
 from hf_posbias.errors import InputError
 from hf_posbias.generation.base import (
     Candidate,
@@ -39,8 +40,8 @@ from hf_posbias.generation.base import (
     generate_batch,
 )
 from hf_posbias.jsonable import JsonRecord
-from hf_posbias.pipeline.corpus import Document, bin_position_counts
-from hf_posbias.rows import ParquetRows
+from hf_posbias.positions import POSITIONS
+from hf_posbias.rows.arrow import ParquetRows
 from hf_posbias.shards import (
     ParquetRowWriter,
     dataclass_schema,
@@ -248,7 +249,7 @@ def generate_shard(
 
     Example:
         >>> import tempfile
-        >>> from hf_posbias.pipeline.corpus import prepare_documents, write_documents
+        >>> from hf_posbias.corpus.documents import prepare_documents, write_documents
         >>> from hf_posbias.shards import shard_path
         >>> text = " ".join(f"Line {i} says the bridge has {i} arches in total." for i in range(9))
         >>> docs, report = prepare_documents([{"id": "a", "text": text}])
@@ -258,8 +259,8 @@ def generate_shard(
         >>> shard_path(out, 0).is_file()
         True
     """
-    from hf_posbias.generation.registry import make_generator
-    from hf_posbias.pipeline.corpus import load_documents
+    from hf_posbias.corpus.documents import load_documents
+    from hf_posbias.generation.generator_registry import make_generator
 
     documents = load_documents(Path(corpus_dir))
     model = make_generator(generator, **options)

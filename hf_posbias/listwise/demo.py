@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hf_posbias.listwise.settings import LAMBDA_FLAG
+from hf_posbias.listwise.training.finetune_settings import LAMBDA_FLAG
 from hf_posbias.setting_values import at_least
 from hf_posbias.settings import ProgressSettings, setting, shared_setting
 from hf_posbias.shards import write_text_atomic
@@ -76,13 +76,13 @@ class ListwiseDemoSettings(ProgressSettings):
 
 def demo_settings(s: ListwiseDemoSettings) -> list[tuple[str, str, Any]]:
     """``(step, listwise verb, the verb's settings)`` for every step, in order."""
-    from hf_posbias.listwise.settings import (
+    from hf_posbias.listwise.experiments.experiment_settings import (
         BuildTrainSettings,
         ListwiseCompareSettings,
         ListwiseTestSettings,
-        ListwiseTrainingSettings,
         PropensitySettings,
     )
+    from hf_posbias.listwise.training.finetune_settings import ListwiseTrainingSettings
 
     out = Path(s.out)
     common = {"k": s.k, "passage_tokens": s.passage_tokens, "seed": s.seed, "progress": s.progress}
@@ -196,7 +196,7 @@ def run_listwise_demo(
 
     Each step's wall time is printed and kept in ``results.md``.
     """
-    from hf_posbias.rows import read_json
+    from hf_posbias.rows.readers import read_json
     from hf_posbias.tables import as_table
 
     out = Path(settings.out)

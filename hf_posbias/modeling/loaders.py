@@ -14,7 +14,7 @@ from hf_posbias.modeling.hub_probe import (
     hub_state,
     needs_remote_code,
 )
-from hf_posbias.modeling.registry import registry_needs_remote_code
+from hf_posbias.modeling.mteb_registry import registry_needs_remote_code
 from hf_posbias.modeling.resolve import (
     ENCODER_KINDS,
     ModelSettings,

@@ -18,7 +18,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from hf_posbias.errors import ModelLoadError
 from hf_posbias.modeling.hub_probe import check_hub_model, needs_remote_code
-from hf_posbias.modeling.registry import registry_meta, registry_names, registry_needs_remote_code
+from hf_posbias.modeling.mteb_registry import (
+    registry_meta,
+    registry_names,
+    registry_needs_remote_code,
+)
 from hf_posbias.setting_values import at_least
 from hf_posbias.settings import Settings, setting, shared_setting
 from hf_posbias.suggestions import closest_names, suggest
@@ -158,7 +162,7 @@ def resolve_model(name: str | os.PathLike[str], *, registry: bool = True) -> Res
         >>> resolve_model("intfloat/e5-small-v2").source, resolve_model("acme/m").source
         ('registry', 'hub')
     """
-    from hf_posbias.bm25 import is_bm25
+    from hf_posbias.bm25.analyzer import is_bm25
 
     text = str(name)
     if not text.strip():
@@ -197,7 +201,7 @@ def model_location(name: str | os.PathLike[str]) -> str:
 @dataclass(kw_only=True)
 class ModelSettings(Settings):
     """How models given by name are loaded (``posbias evaluate``/``audit`` flags; a settings
-    group of :class:`hf_posbias.evaluation.settings.EvaluationOptions`).
+    group of :class:`hf_posbias.evaluation.evaluation_settings.EvaluationOptions`).
 
     Example:
         >>> ModelSettings(max_concurrency=0)

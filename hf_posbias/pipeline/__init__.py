@@ -41,95 +41,21 @@ verifiably about that third):
     >>> lines = [json.dumps({"id": f"d{j}", "text": " ".join(third(t, j) for t in topics)})
     ...          for j in range(6)]
     >>> _ = (tmp / "c.jsonl").write_text("\\n".join(lines))
-    >>> from hf_posbias.pipeline import BuildSettings, build
+    >>> from hf_posbias.pipeline.stage_settings import BuildSettings
+    >>> from hf_posbias.pipeline.runner import build
     >>> result = build(BuildSettings(corpus=str(tmp / "c.jsonl"), out=tmp / "out", progress=False))
     >>> sorted(p.name for p in (tmp / "out").iterdir())
     ['pool', 'train', 'work']
-    >>> from hf_posbias.rows import read_dataset
+    >>> from hf_posbias.rows.readers import read_dataset
     >>> sorted(set(read_dataset(result.train_dir, "uniform")["target_position"]))
     ['begin', 'end', 'middle']
 
-The room's modules: :mod:`~hf_posbias.pipeline.corpus` (documents, length bins, segments),
-:mod:`~hf_posbias.pipeline.sampling` (position configurations, controlled sampling),
+The room's modules: :mod:`~hf_posbias.corpus` (documents, length bins, segments),
+:mod:`~hf_posbias.sampling` (position configurations, controlled sampling),
 :mod:`~hf_posbias.pipeline.checks` (stage folders, corpus sources, option checks),
-:mod:`~hf_posbias.pipeline.settings` (the stage verbs' settings), :mod:`~hf_posbias.pipeline.stages`
+:mod:`~hf_posbias.pipeline.stage_settings` (the stage verbs' settings), :mod:`~hf_posbias.pipeline.stages`
 (the stage runners) and :mod:`~hf_posbias.pipeline.runner` (``posbias build``). The names of the
 last four are served from ``hf_posbias.pipeline`` itself, loaded on first use: ``corpus`` and
 ``sampling`` sit on lower floors than the stages (generation and verification import them), so
 importing them must not import the stages.
 """
-
-from __future__ import annotations
-
-import importlib
-from typing import Any
-
-_EXPORTS: dict[str, str] = {
-    "AuditSettings": "settings",
-    "BuildConfig": "settings",
-    "BuildPlan": "runner",
-    "BuildResult": "runner",
-    "BuildSettings": "settings",
-    "CANDIDATES": "checks",
-    "CONFIG_FLAG": "checks",
-    "CORPUS": "checks",
-    "CorpusSettings": "settings",
-    "CorpusSource": "checks",
-    "CorpusStageSettings": "settings",
-    "DEMO_SOURCE": "checks",
-    "Echo": "checks",
-    "GenerateSettings": "settings",
-    "GeneratorSettings": "settings",
-    "HELDOUT": "checks",
-    "OutSettings": "settings",
-    "PanelSettings": "settings",
-    "PublishSettings": "settings",
-    "PublishStageSettings": "settings",
-    "SCORED": "checks",
-    "SampleSettings": "settings",
-    "SampleStageSettings": "settings",
-    "SeedSettings": "settings",
-    "StageSettings": "settings",
-    "TRAIN": "checks",
-    "VerifySettings": "settings",
-    "WorkSettings": "settings",
-    "build": "runner",
-    "check_audit_options": "checks",
-    "check_corpus_options": "checks",
-    "check_folder_target": "checks",
-    "check_publish_targets": "checks",
-    "check_stage_chain": "checks",
-    "check_stage_executor": "checks",
-    "dataset_card_info": "stages",
-    "describe_source": "checks",
-    "is_heldout": "checks",
-    "load_work_pool": "stages",
-    "make_stage_generator": "checks",
-    "make_stage_panel": "checks",
-    "only_the_pool_changed": "stages",
-    "parse_configs": "checks",
-    "prepare_build": "runner",
-    "run_audit_stage": "stages",
-    "run_corpus_stage": "stages",
-    "run_generate_stage": "stages",
-    "run_publish_stage": "stages",
-    "run_sample_stage": "stages",
-    "run_verify_stage": "stages",
-    "sampled_configs": "stages",
-}
-"""Public name → the module of this room that defines it."""
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:  # PEP 562: the stages load on first use, not on import
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # looked up once
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])

@@ -9,15 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hf_posbias.corpus.documents import LengthBins, load_documents
 from hf_posbias.errors import InputError
 from hf_posbias.executors.options import ExecutorSettings
 from hf_posbias.generation.backends import CHAT_BACKENDS
-from hf_posbias.pipeline.corpus import (
-    LengthBins,
-    load_documents,
-)
-from hf_posbias.pipeline.sampling import PositionConfig
-from hf_posbias.rows import read_json
+from hf_posbias.rows.readers import read_json
+from hf_posbias.sampling.configs import PositionConfig
 from hf_posbias.setting_values import SHARED_RANGES, at_least, between
 from hf_posbias.settings import check_number, flag_name
 from hf_posbias.shards import (
@@ -170,7 +167,7 @@ def make_stage_generator(
     """The query generator of the generate stage: built (and its options checked) by name."""
     if not isinstance(generator, str):
         return generator
-    from hf_posbias.generation.registry import make_generator
+    from hf_posbias.generation.generator_registry import make_generator
 
     return make_generator(generator, **(options or {}))
 
@@ -273,7 +270,7 @@ def check_stage_chain(work: Path) -> None:
 
 def check_publish_targets(out: Path, *, overwrite: bool = False) -> None:
     """Refuse ``--out`` (or its ``pool``/``train`` folders) that publishing would clobber."""
-    from hf_posbias.publish import check_repo_folder
+    from hf_posbias.publish.repo import check_repo_folder
 
     check_folder_target(out, "--out")
     for name in ("pool", "train"):

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hf_posbias.corpus.sources import read_corpus
 from hf_posbias.pipeline.checks import (
     Echo,
     _silent,
@@ -14,7 +15,6 @@ from hf_posbias.pipeline.checks import (
     check_stage_executor,
     make_stage_generator,
 )
-from hf_posbias.pipeline.corpus import read_corpus
 from hf_posbias.pipeline.stages import (
     only_the_pool_changed,
     run_corpus_stage,
@@ -27,7 +27,7 @@ from hf_posbias.settings import flag_name
 
 if TYPE_CHECKING:
     from hf_posbias.generation.base import QueryGenerator
-    from hf_posbias.pipeline.settings import BuildSettings
+    from hf_posbias.pipeline.stage_settings import BuildSettings
     from hf_posbias.verification.panel import RerankerPanel
 
 
@@ -52,7 +52,7 @@ def prepare_build(config: BuildSettings) -> BuildPlan:
     :class:`InputError` line before any work starts.
 
     Example:
-        >>> from hf_posbias.pipeline.settings import BuildSettings
+        >>> from hf_posbias.pipeline.stage_settings import BuildSettings
         >>> prepare_build(BuildSettings(corpus="demo", out=Path("/tmp/x"), configs=["1:2"]))
         Traceback (most recent call last):
         ...

@@ -9,6 +9,17 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hf_posbias.corpus.documents import (
+    DOCUMENTS_FILE,
+    CorpusReport,
+    Document,
+    LengthBins,
+    document_schema,
+    iter_documents,
+    load_documents,
+    new_corpus_report,
+)
+from hf_posbias.corpus.sources import read_corpus
 from hf_posbias.errors import InputError
 from hf_posbias.executors.options import ExecutorSettings
 from hf_posbias.pipeline.checks import (
@@ -31,18 +42,7 @@ from hf_posbias.pipeline.checks import (
     make_stage_generator,
     parse_configs,
 )
-from hf_posbias.pipeline.corpus import (
-    DOCUMENTS_FILE,
-    CorpusReport,
-    Document,
-    LengthBins,
-    document_schema,
-    iter_documents,
-    load_documents,
-    new_corpus_report,
-    read_corpus,
-)
-from hf_posbias.rows import read_parquet_rows
+from hf_posbias.rows.readers import read_parquet_rows
 from hf_posbias.settings import flag_name
 from hf_posbias.shards import (
     ParquetRowWriter,
@@ -56,13 +56,9 @@ from hf_posbias.shards import (
 
 if TYPE_CHECKING:
     from hf_posbias.generation.base import QueryGenerator
-    from hf_posbias.publish import DatasetCardInfo
+    from hf_posbias.publish.dataset_card import DatasetCardInfo
     from hf_posbias.verification.panel import RerankerPanel
-from hf_posbias.pipeline.settings import (
-    CorpusSettings,
-    PanelSettings,
-    SampleSettings,
-)
+from hf_posbias.pipeline.stage_settings import CorpusSettings, PanelSettings, SampleSettings
 
 logger = logging.getLogger(__name__)
 
@@ -400,7 +396,7 @@ def run_sample_stage(
     parameters adds to the folder; other parameters are refused unless ``overwrite`` (which
     resamples from scratch).
     """
-    from hf_posbias.pipeline.sampling import draw_training_set
+    from hf_posbias.sampling.draw import draw_training_set
     from hf_posbias.shards import write_parquet
 
     positions = parse_configs(settings.configs)
@@ -442,7 +438,7 @@ def dataset_card_info(
 ) -> DatasetCardInfo:
     """What a pool (``kind="pool"``) or training-set (``kind="train"``) card states, read from
     the stage manifests and reports of ``work`` — never from command-line defaults."""
-    from hf_posbias.publish import DatasetCardInfo
+    from hf_posbias.publish.dataset_card import DatasetCardInfo
 
     work = Path(work)
     generation = stage_parameters(work / CANDIDATES, _MADE_BY[CANDIDATES])
@@ -505,7 +501,7 @@ def run_publish_stage(
     the corpus stage read) gives the corpus name and licence.
     """
     from hf_posbias.hub import check_repo_id, resolve_token, upload_folder
-    from hf_posbias.publish import write_pool_repo, write_train_repo
+    from hf_posbias.publish.dataset_card import write_pool_repo, write_train_repo
 
     work, out = Path(work), Path(out)
     check_publish_targets(out, overwrite=overwrite)

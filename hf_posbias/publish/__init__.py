@@ -10,47 +10,7 @@ Uploading a written folder is :func:`hf_posbias.hub.upload_folder`; reading one 
 :func:`hf_posbias.rows.read_dataset`. Nothing upstream of this package imports it.
 
 Example:
-    >>> from hf_posbias.publish import DatasetCardInfo
+    >>> from hf_posbias.publish.dataset_card import DatasetCardInfo
     >>> DatasetCardInfo.__name__
     'DatasetCardInfo'
 """
-
-from __future__ import annotations
-
-from hf_posbias.publish.dataset_card import (
-    BASE_TAGS,
-    CorpusInfo,
-    DatasetCardInfo,
-    GeneratorInfo,
-    PanelInfo,
-    bin_position_table,
-    front_matter,
-    position_distribution,
-    write_pool_repo,
-    write_train_repo,
-)
-from hf_posbias.publish.repo import (
-    DATA_DIR,
-    check_repo_folder,
-    front_matter_yaml,
-    size_category,
-    write_dataset_repo,
-)
-
-__all__ = [
-    "BASE_TAGS",
-    "DATA_DIR",
-    "CorpusInfo",
-    "DatasetCardInfo",
-    "GeneratorInfo",
-    "PanelInfo",
-    "bin_position_table",
-    "check_repo_folder",
-    "front_matter",
-    "front_matter_yaml",
-    "position_distribution",
-    "size_category",
-    "write_dataset_repo",
-    "write_pool_repo",
-    "write_train_repo",
-]

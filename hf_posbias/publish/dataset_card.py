@@ -18,19 +18,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from hf_posbias import POSITIONS
 from hf_posbias.citations import ICT, YHP26, Z25, bibtex
+from hf_posbias.corpus.documents import bin_position_counts
 from hf_posbias.errors import InputError
 from hf_posbias.jsonable import JsonRecord
-from hf_posbias.pipeline.corpus import bin_position_counts
-from hf_posbias.pipeline.sampling import config_label
+from hf_posbias.positions import POSITIONS
 from hf_posbias.publish.repo import (
     check_config_names,
     front_matter_yaml,
     size_category,
     write_dataset_repo,
 )
-from hf_posbias.rows import ParquetRows
+from hf_posbias.rows.arrow import ParquetRows
+from hf_posbias.sampling.configs import config_label
 from hf_posbias.tables import TableLike, as_table, flatten_report, format_cell
 from hf_posbias.verification.report import VerificationReport
 
@@ -330,7 +330,7 @@ def position_distribution(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def _render(template: str, info: DatasetCardInfo, header: str, **stats: Any) -> str:
-    from hf_posbias.cards import render_card
+    from hf_posbias.cards.templates import render_card
 
     reports = {
         name: as_table(flatten_report(report)) for name, report in info.reports.items() if report
@@ -378,7 +378,7 @@ def write_pool_repo(
 
     Example:
         >>> import tempfile
-        >>> from hf_posbias.rows import read_dataset
+        >>> from hf_posbias.rows.readers import read_dataset
         >>> info = DatasetCardInfo.from_dict({
         ...     "pretty_name": "pool", "delta": 0.3,
         ...     "corpus": {"name": "wiki", "license": "cc-by-sa-4.0"},
@@ -448,7 +448,7 @@ def write_train_repo(
 
     ``default_config`` is marked ``default: true`` (``None``: ``"uniform"`` if present, else the
     first config). Each config's nominal b:m:e
-    (:class:`hf_posbias.pipeline.sampling.PositionConfig`),
+    (:class:`hf_posbias.sampling.configs.PositionConfig`),
     measured begin:middle:end distribution and bin × position counts go into the card. Extra
     keyword arguments go to :func:`~hf_posbias.publish.repo.write_dataset_repo`.
 
@@ -463,7 +463,7 @@ def write_train_repo(
         >>> out = write_train_repo({"end": [row]}, tempfile.mkdtemp() + "/train", info)
         >>> (out / "data" / "end" / "train-00000-of-00001.parquet").is_file()
         True
-        >>> from hf_posbias.rows import read_dataset
+        >>> from hf_posbias.rows.readers import read_dataset
         >>> read_dataset(out, "end")[0]["query"]
         'q'
     """

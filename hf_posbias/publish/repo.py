@@ -9,7 +9,7 @@ rows always give byte-identical files (no timestamps anywhere). Uploading it is
 
 Example:
     >>> import tempfile
-    >>> from hf_posbias.rows import read_dataset
+    >>> from hf_posbias.rows.readers import read_dataset
     >>> card = "---\\n" + front_matter_yaml(["a"], default_config="a") + "---\\n# a\\n"
     >>> out = write_dataset_repo(tempfile.mkdtemp() + "/r", {"a": [{"x": 1}]}, card)
     >>> read_dataset(out, "a")[0]["x"]
@@ -27,7 +27,8 @@ from typing import Any
 
 from hf_posbias.errors import InputError
 from hf_posbias.hub import HUB_METADATA_ENTRIES
-from hf_posbias.rows import CARD_FILE, ParquetRows, declared_configs, split_front_matter
+from hf_posbias.rows.arrow import ParquetRows
+from hf_posbias.rows.readers import CARD_FILE, declared_configs, split_front_matter
 from hf_posbias.settings import flag_name
 
 DATA_DIR = "data"

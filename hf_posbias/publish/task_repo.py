@@ -46,7 +46,7 @@ from hf_posbias.publish.repo import (
     size_category,
     with_dataset_info,
 )
-from hf_posbias.rows import CARD_FILE
+from hf_posbias.rows.readers import CARD_FILE
 from hf_posbias.settings import Settings, setting, shared_setting
 
 TASK_FILES: tuple[str, ...] = ("task.json", "corpus.parquet", "queries.parquet", "qrels.parquet")
@@ -86,7 +86,7 @@ def write_task_repo(
     """
     import pyarrow.parquet as pq
 
-    from hf_posbias.cards import render_card
+    from hf_posbias.cards.templates import render_card
     from hf_posbias.publish.repo import check_config_names
     from hf_posbias.shards import write_parquet
     from hf_posbias.tasks.hub_benchmark import (

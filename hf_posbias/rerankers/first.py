@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hf_posbias.errors import InputError
-from hf_posbias.modeling import context_length
+from hf_posbias.modeling.causal_lm import context_length
 from hf_posbias.rerankers.base import Window
 from hf_posbias.rerankers.prompt import ListwisePrompt
 from hf_posbias.rerankers.records import WindowRanking, order_by_score

@@ -68,7 +68,7 @@ class RerankerKind:
 
 
 def _is_bm25(name: str, options: RerankerOptions) -> bool:
-    from hf_posbias.bm25 import is_bm25
+    from hf_posbias.bm25.analyzer import is_bm25
 
     return is_bm25(name)
 
@@ -97,7 +97,7 @@ BM25 = RerankerKind(
 
 
 def _is_served(name: str, options: RerankerOptions) -> bool:
-    from hf_posbias.modeling import is_cross_encoder
+    from hf_posbias.modeling.loaders import is_cross_encoder
 
     if name.startswith(ENDPOINT_PREFIX):
         return True
@@ -156,7 +156,9 @@ def _config_names(name: str, suffix: str) -> bool:
 
 def _architectures(name: str) -> list[str]:
     """The ``architectures`` of :func:`_config_names`."""
-    from hf_posbias.modeling import config_architectures, is_local_model, registry_reranker
+    from hf_posbias.modeling.loaders import config_architectures
+    from hf_posbias.modeling.mteb_registry import registry_reranker
+    from hf_posbias.modeling.resolve import is_local_model
 
     try:
         known = config_architectures(name)
@@ -168,7 +170,8 @@ def _architectures(name: str) -> list[str]:
 
 
 def _is_causal_lm(name: str, options: RerankerOptions) -> bool:
-    from hf_posbias.modeling import CROSS_ENCODER_PREFIX, PACKAGED_CHAT_MODELS
+    from hf_posbias.modeling.loaders import CROSS_ENCODER_PREFIX
+    from hf_posbias.modeling.resolve import PACKAGED_CHAT_MODELS
 
     if name in PACKAGED_CHAT_MODELS:
         return True
@@ -179,7 +182,7 @@ def _load_causal_lm(
     name: str, options: RerankerOptions, corpus_texts: Iterable[str] | None
 ) -> ListwiseReranker:
     from hf_posbias.devices import default_device, device_info, resolve_inference_dtype
-    from hf_posbias.modeling import load_causal_lm
+    from hf_posbias.modeling.causal_lm import load_causal_lm
     from hf_posbias.rerankers.identifiers import identifier_labels
 
     identifier_labels(options.window, options.identifiers)  # a bad style fails before loading
@@ -206,7 +209,8 @@ def _causal_lm_identity(name: str, options: RerankerOptions) -> tuple[str, str]:
     """A local or packaged causal LM's files are hashed (a fine-tuned checkpoint differs from its
     base only in its weights); a Hub id is its own name."""
     from hf_posbias.hashing import folder_digest, folder_fingerprint
-    from hf_posbias.modeling import model_display_name, resolve_chat_model
+    from hf_posbias.modeling.causal_lm import resolve_chat_model
+    from hf_posbias.modeling.resolve import model_display_name
 
     folder, gguf = resolve_chat_model(name)
     if not Path(folder).exists():
@@ -228,7 +232,7 @@ LISTWISE = RerankerKind(
 
 
 def _is_sequence_classifier(name: str, options: RerankerOptions) -> bool:
-    from hf_posbias.modeling import CROSS_ENCODER_PREFIX
+    from hf_posbias.modeling.loaders import CROSS_ENCODER_PREFIX
 
     return name.startswith(CROSS_ENCODER_PREFIX) or _config_names(name, "ForSequenceClassification")
 
@@ -236,7 +240,7 @@ def _is_sequence_classifier(name: str, options: RerankerOptions) -> bool:
 def _load_cross_encoder(
     name: str, options: RerankerOptions, corpus_texts: Iterable[str] | None
 ) -> ListwiseReranker:
-    from hf_posbias.modeling import CROSS_ENCODER_PREFIX
+    from hf_posbias.modeling.loaders import CROSS_ENCODER_PREFIX
     from hf_posbias.rerankers.pointwise import cross_encoder_reranker
 
     model = name.removeprefix(CROSS_ENCODER_PREFIX)
@@ -253,7 +257,7 @@ CROSS_ENCODER = RerankerKind(
 
 
 def _is_registry_reranker(name: str, options: RerankerOptions) -> bool:
-    from hf_posbias.modeling import registry_reranker
+    from hf_posbias.modeling.mteb_registry import registry_reranker
 
     return registry_reranker(name) is not None
 

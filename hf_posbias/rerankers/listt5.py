@@ -302,7 +302,8 @@ class ListT5Reranker:
 
 
 def _is_listt5(name: str, options: RerankerOptions) -> bool:
-    from hf_posbias.modeling import CROSS_ENCODER_PREFIX, PACKAGED_CHAT_MODELS
+    from hf_posbias.modeling.loaders import CROSS_ENCODER_PREFIX
+    from hf_posbias.modeling.resolve import PACKAGED_CHAT_MODELS
 
     if name.startswith(LISTT5_PREFIX):
         return True
@@ -330,7 +331,7 @@ def _load_listt5(
 def _listt5_identity(name: str, options: RerankerOptions) -> tuple[str, str]:
     """A local checkpoint's files are hashed; a Hub id is its own name."""
     from hf_posbias.hashing import folder_fingerprint
-    from hf_posbias.modeling import model_display_name
+    from hf_posbias.modeling.resolve import model_display_name
 
     model = name.removeprefix(LISTT5_PREFIX)
     if Path(model).is_dir():

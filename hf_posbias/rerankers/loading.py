@@ -104,7 +104,8 @@ def resolve_reranker_kind(name: str, options: RerankerOptions | None = None) -> 
         ModelLoadError: an empty name, or a name no kind matches (one line, with the closest
             reranker names).
     """
-    from hf_posbias.modeling import hub_state, known_reranker_names, unknown_model_error
+    from hf_posbias.modeling.hub_probe import hub_state, unknown_model_error
+    from hf_posbias.modeling.resolve import known_reranker_names
 
     opts = options or RerankerOptions()
     if not str(name).strip():
@@ -138,8 +139,8 @@ def is_pointwise(name: str) -> bool:
         >>> is_pointwise("bm25"), is_pointwise("cross-encoder:x"), is_pointwise("smollm2-135m")
         (True, True, False)
     """
-    from hf_posbias.bm25 import is_bm25
-    from hf_posbias.modeling import is_cross_encoder
+    from hf_posbias.bm25.analyzer import is_bm25
+    from hf_posbias.modeling.loaders import is_cross_encoder
 
     return is_bm25(name) or is_cross_encoder(name)
 

@@ -63,7 +63,8 @@ class PointwiseReranker:
 
 def bm25_reranker(corpus_texts: Iterable[str]) -> PointwiseReranker:
     """BM25 with collection statistics from ``corpus_texts`` (the task corpus)."""
-    from hf_posbias.bm25 import ENGLISH, K1, B, BM25PairScorer
+    from hf_posbias.bm25.analyzer import ENGLISH, K1, B
+    from hf_posbias.bm25.pair import BM25PairScorer
 
     scorer = BM25PairScorer(ENGLISH)
     scorer.fit(corpus_texts)
@@ -79,7 +80,7 @@ def cross_encoder_reranker(
     name: str, *, device: str | None = None, batch_size: int = 32
 ) -> PointwiseReranker:
     """Any sentence-transformers cross-encoder as a pointwise reranker."""
-    from hf_posbias.modeling import load_cross_encoder
+    from hf_posbias.modeling.loaders import load_cross_encoder
 
     model = load_cross_encoder(name, device=device)
 

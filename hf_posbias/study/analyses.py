@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
-from hf_posbias.rows import read_json
+from hf_posbias.rows.readers import read_json
 from hf_posbias.study.layout import (
     BASE_CONFIG,
     StudyModel,

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
-from hf_posbias.pipeline.sampling import PAPER_CONFIG_NAMES
-from hf_posbias.rows import read_json
+from hf_posbias.rows.readers import read_json
+from hf_posbias.sampling.configs import PAPER_CONFIG_NAMES
 from hf_posbias.settings import ProgressSettings, flag_name, setting, shared_setting
 
 Echo = Callable[[str], None]
@@ -91,10 +91,10 @@ def build_heldout_task(work: Path, out: Path, seed: int = 42) -> Path:
     where it was removed, bucketed into thirds. The corpus is every held-out document, so each
     query competes against all of them.
     """
+    from hf_posbias.corpus.documents import load_documents
     from hf_posbias.generation.base import GenerationFailure, stable_seed
     from hf_posbias.generation.ict import ICTGenerator
-    from hf_posbias.pipeline.corpus import load_documents
-    from hf_posbias.tasks.benchmarks import build_from_records
+    from hf_posbias.tasks.builders.jsonl import build_from_records
 
     documents = load_documents(work / "heldout")
     if not documents:
@@ -170,7 +170,8 @@ def run_demo(settings: DemoSettings, echo: Echo = print) -> DemoResult:
     from hf_posbias.evaluation.compare import compare_runs, significant
     from hf_posbias.evaluation.reports.report import bucket_table, plot_position_curves
     from hf_posbias.evaluation.summary import read_summaries
-    from hf_posbias.pipeline import BuildSettings, build
+    from hf_posbias.pipeline.runner import build
+    from hf_posbias.pipeline.stage_settings import BuildSettings
     from hf_posbias.shards import write_text_atomic
     from hf_posbias.study.layout import (
         BASE_CONFIG,

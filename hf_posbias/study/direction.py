@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from hf_posbias.pipeline.sampling import PAPER_CONFIG_NAMES
+from hf_posbias.sampling.configs import PAPER_CONFIG_NAMES
 
 REGIONS: tuple[str, ...] = PAPER_CONFIG_NAMES[:3]
 """begin, middle, end: the regions (and the skewed configurations that target them)."""

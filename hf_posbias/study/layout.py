@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias.evaluation.runs.remedies import remedy_label
-from hf_posbias.rows import read_json
+from hf_posbias.rows.readers import read_json
 from hf_posbias.study.spec import StudySpec, training_values
 
 if TYPE_CHECKING:
     from hf_posbias.training.matrix import Run
-    from hf_posbias.training.settings import TrainingSettings
+    from hf_posbias.training.training_settings import TrainingSettings
 
 BASE_CONFIG = "base"
 OFF_THE_SHELF = "off-the-shelf"
@@ -130,8 +130,8 @@ def base_label(base: str) -> str:
         ('bert-base', 'someone/new-model')
     """
     from hf_posbias.errors import PosbiasError
-    from hf_posbias.modeling import model_display_name
-    from hf_posbias.training.models import get_model_spec
+    from hf_posbias.modeling.resolve import model_display_name
+    from hf_posbias.training.bases import get_model_spec
 
     try:
         return get_model_spec(base).name
@@ -147,10 +147,10 @@ def published_model(base: str) -> str:
         >>> published_model("bert-base"), published_model("acme/model")
         ('google-bert/bert-base-uncased', 'acme/model')
     """
-    from hf_posbias.training.models import model_names
+    from hf_posbias.training.bases import model_names
 
     if base in model_names():
-        from hf_posbias.training.models import get_model_spec
+        from hf_posbias.training.bases import get_model_spec
 
         return get_model_spec(base).checkpoint
     return base
@@ -165,7 +165,7 @@ def model_fingerprint(model: StudyModel) -> str:
     """Content hash of a local model folder (weights, config, tokenizer; not the card); the
     model argument itself for a model that is not a local folder."""
     from hf_posbias.hashing import folder_digest
-    from hf_posbias.modeling import model_location
+    from hf_posbias.modeling.resolve import model_location
 
     path = Path(model_location(model.folder))
     if not path.is_dir():

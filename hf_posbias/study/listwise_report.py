@@ -97,7 +97,7 @@ def permsc_curve(folder: Path, task_folder: str, split: str | None) -> dict[str,
     from hf_posbias.listwise.experiments.aggregate import kemeny_local_search
     from hf_posbias.listwise.experiments.runs import ndcg_at_10
     from hf_posbias.listwise.experiments.taskio import load_rerank_task
-    from hf_posbias.rows import read_json, read_rows
+    from hf_posbias.rows.readers import read_json, read_rows
 
     summary = read_json(folder / "shuffle_eval.json")
     rows = [r for r in read_rows(folder / "rankings.jsonl") if r.get("shuffle", -1) >= 0]
@@ -156,7 +156,7 @@ def _fig2(out: Path, report: Path) -> str | None:
     """Q26 Fig. 2's heatmap: the inverse propensities 1/ω (an empty cell is blank)."""
     from hf_posbias.figures import save_figure
     from hf_posbias.listwise.experiments.plots import heatmap_figure
-    from hf_posbias.rows import read_json
+    from hf_posbias.rows.readers import read_json
 
     path = out / "train" / "propensity" / "propensity.json"
     if not path.is_file():
@@ -170,7 +170,7 @@ def _fig2(out: Path, report: Path) -> str | None:
 def _fig3(spec: ListwiseStudySpec, out: Path, report: Path) -> dict[str, Any] | None:
     from hf_posbias.figures import save_figure
     from hf_posbias.listwise.experiments.plots import heatmaps_figure
-    from hf_posbias.listwise.training.settings import TransitionsSettings
+    from hf_posbias.listwise.training.finetune_settings import TransitionsSettings
     from hf_posbias.listwise.training.trainset import TRAIN_FILE, read_train_set
     from hf_posbias.listwise.training.transitions import transitions
 
@@ -199,7 +199,7 @@ def _markdown(title: str, payload: dict[str, Any] | None) -> str:
 
 def write_listwise_report(out: str | Path) -> Path:
     """Write ``<out>/report/`` (report.md, report.json, the figures); the path of report.json."""
-    from hf_posbias.listwise.training.settings import DEFAULT_IPS_NORMALIZATION
+    from hf_posbias.listwise.training.finetune_settings import DEFAULT_IPS_NORMALIZATION
     from hf_posbias.shards import write_json, write_text_atomic
 
     out = Path(out)

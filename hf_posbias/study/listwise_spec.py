@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.experiments.settings import DEFAULT_FIRST_STAGE
+from hf_posbias.listwise.experiments.experiment_settings import DEFAULT_FIRST_STAGE
 
 KIND = "listwise"
 VARIANT_PREFIX = "variant:"

@@ -206,13 +206,13 @@ def _rerank(settings: Any) -> Callable[[], Any]:
 
     def run() -> Any:
         from hf_posbias.listwise.experiments.controlled import run_controlled_test
-        from hf_posbias.listwise.experiments.propensity import run_propensity
-        from hf_posbias.listwise.experiments.runs import load_task_and_reranker
-        from hf_posbias.listwise.experiments.settings import (
+        from hf_posbias.listwise.experiments.experiment_settings import (
             ListwiseTestSettings,
             PropensitySettings,
             ShuffleEvalSettings,
         )
+        from hf_posbias.listwise.experiments.propensity import run_propensity
+        from hf_posbias.listwise.experiments.runs import load_task_and_reranker
         from hf_posbias.listwise.experiments.shuffle import run_shuffle_eval
 
         runner = {
@@ -248,8 +248,11 @@ def training_task(spec: ListwiseStudySpec) -> str:
 def _training_steps(spec: ListwiseStudySpec, out: Path) -> list[Step]:
     if not spec.variants:
         return []
-    from hf_posbias.listwise.experiments.settings import ConvertSettings, PropensitySettings
-    from hf_posbias.listwise.training.settings import ListwiseTrainingSettings
+    from hf_posbias.listwise.experiments.experiment_settings import (
+        ConvertSettings,
+        PropensitySettings,
+    )
+    from hf_posbias.listwise.training.finetune_settings import ListwiseTrainingSettings
     from hf_posbias.settings import settings_from_values
 
     t = spec.training
@@ -316,7 +319,7 @@ def _training_steps(spec: ListwiseStudySpec, out: Path) -> list[Step]:
 
 def _build_train(task: str, k: int, seed: int, max_queries: Any, out: Path) -> Callable[[], Any]:
     def run() -> Any:
-        from hf_posbias.listwise.experiments.settings import BuildTrainSettings
+        from hf_posbias.listwise.experiments.experiment_settings import BuildTrainSettings
         from hf_posbias.listwise.training.trainset import build_train_set
 
         return build_train_set(
@@ -368,7 +371,7 @@ def reranked(spec: ListwiseStudySpec) -> list[tuple[str, Any, str, Path, int]]:
 def plan(spec: ListwiseStudySpec, out: str | Path) -> list[Step]:
     """Every step of the study, in the order they run (training, first stages, shuffles,
     curves), each with the settings object of the ``posbias listwise`` verb it runs."""
-    from hf_posbias.listwise.experiments.settings import (
+    from hf_posbias.listwise.experiments.experiment_settings import (
         FirstStageEvalSettings,
         ListwiseTestSettings,
         ShuffleEvalSettings,
@@ -460,7 +463,7 @@ def protocol_lines(spec: ListwiseStudySpec) -> list[str]:
     stages, rerankers, sample sizes, each table's rows and marks, the figures, the training and
     its defaults (the dry run's head)."""
     from hf_posbias.listwise.experiments.firststage import FIRST_STAGE_ALIASES
-    from hf_posbias.listwise.training.settings import DEFAULT_IPS_NORMALIZATION
+    from hf_posbias.listwise.training.finetune_settings import DEFAULT_IPS_NORMALIZATION
 
     lines = [f"notes: {spec.notes}"] if spec.notes else []
     lines.append(f"datasets ({len(spec.datasets)}):")

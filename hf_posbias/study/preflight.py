@@ -68,7 +68,7 @@ def base_problems(spec: StudySpec) -> list[str]:
     from hf_posbias.modeling.hub_probe import missing_from_hub
     from hf_posbias.modeling.resolve import check_model_name, is_local_model
     from hf_posbias.study.layout import published_model
-    from hf_posbias.training.models import get_model_spec
+    from hf_posbias.training.bases import get_model_spec
 
     problems: list[str] = []
     for base in spec.bases:
@@ -91,7 +91,7 @@ def task_problems(spec: StudySpec) -> list[str]:
     ``$POSBIAS_TASKS_DIR`` nor cached from (or, online, on) the Hub."""
     from hf_posbias.modeling.hub_probe import missing_from_hub
     from hf_posbias.study.protocol import expand_domains, task_entries
-    from hf_posbias.tasks.registry import (
+    from hf_posbias.tasks.benchmark_registry import (
         TASKS_DIR_ENV,
         named_task_folder,
         named_task_repo,
@@ -155,7 +155,7 @@ def analysis_problems(spec: StudySpec) -> list[str]:
             missing = missing_from_hub(f"analysis_corpus {corpus}", repo, "dataset")
             problems += [missing] if missing else []
         else:
-            from hf_posbias.pipeline.corpus import read_corpus
+            from hf_posbias.corpus.sources import read_corpus
 
             problems += input_problem("analysis_corpus", lambda c=corpus: read_corpus(c))
     return problems

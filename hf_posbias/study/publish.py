@@ -82,7 +82,7 @@ def model_index_yaml(name: str, cells: Sequence[Mapping[str, Any]]) -> str:
 
 def add_results_to_card(folder: str | Path, repo_name: str, cells: Sequence[Mapping]) -> Path:
     """Re-render a checkpoint's card with its study results (body table + ``model-index``)."""
-    from hf_posbias.cards import write_checkpoint_card
+    from hf_posbias.cards.checkpoint import write_checkpoint_card
     from hf_posbias.training.card import BI_ENCODER_CARD
 
     first = cells[0]

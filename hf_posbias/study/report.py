@@ -47,20 +47,22 @@ from typing import Any
 
 from hf_posbias.errors import InputError
 from hf_posbias.jsonable import JsonRecord
-from hf_posbias.rows import read_json
+from hf_posbias.rows.readers import read_json
 from hf_posbias.settings import Settings, setting, shared_setting
 from hf_posbias.shards import atomic_path, write_text_atomic
-from hf_posbias.study.report_sources import BASE as BASE
-from hf_posbias.study.report_sources import SKEWED as SKEWED
-from hf_posbias.study.report_sources import UNIFORM as UNIFORM
-from hf_posbias.study.report_sources import Cell as Cell
-from hf_posbias.study.report_sources import Source as Source
-from hf_posbias.study.report_sources import _keys, _row_label, _scores
-from hf_posbias.study.report_sources import compute_cell as compute_cell
-from hf_posbias.study.report_sources import model_facts as model_facts
-from hf_posbias.study.report_sources import run_sources as run_sources
-from hf_posbias.study.report_sources import single_pooling as single_pooling
-from hf_posbias.study.report_sources import study_sources as study_sources
+from hf_posbias.study.report_sources import (
+    BASE,
+    SKEWED,
+    UNIFORM,
+    Cell,
+    Source,
+    _keys,
+    _row_label,
+    _scores,
+    compute_cell,
+    single_pooling,
+    study_sources,
+)
 from hf_posbias.tasks.taskdata import PLAIN_BUCKET
 
 REPORT_DIRNAME = "report"

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
-from hf_posbias.pipeline.sampling import PAPER_CONFIG_NAMES
-from hf_posbias.rows import read_json
+from hf_posbias.rows.readers import read_json
+from hf_posbias.sampling.configs import PAPER_CONFIG_NAMES
 from hf_posbias.tasks.taskdata import PLAIN_BUCKET
 
 SKEWED: tuple[str, ...] = PAPER_CONFIG_NAMES[:3]
@@ -100,7 +100,7 @@ def model_facts(model: str) -> tuple[str, str, str | None]:
     A posbias-trained checkpoint names its base and configuration (``posbias_training.json``);
     a study's untrained base names its base; anything else is a ``base`` under its own name.
     """
-    from hf_posbias.modeling import model_display_name
+    from hf_posbias.modeling.resolve import model_display_name
     from hf_posbias.study.layout import BASE_MARKER
     from hf_posbias.training.card import TRAINING_INFO, load_training_info
 

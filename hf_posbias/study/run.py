@@ -39,7 +39,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hf_posbias.deprecation import former_settings_call
 from hf_posbias.errors import InputError, PosbiasError
 from hf_posbias.settings import ProgressSettings, flag_name, setting, shared_setting
 from hf_posbias.shards import write_text_atomic
@@ -127,8 +126,8 @@ def save_untrained_base(model: StudyModel, spec: StudySpec) -> None:
     folder = Path(model.folder)
     if (folder / BASE_MARKER).is_file():
         return
+    from hf_posbias.training.bases import get_model_spec
     from hf_posbias.training.builder import build_sentence_transformer
-    from hf_posbias.training.models import get_model_spec
 
     model_spec = get_model_spec(model.base)
     st = build_sentence_transformer(
@@ -273,16 +272,6 @@ class DryRunLines(list[str]):
         self.problems = list(problems)
 
 
-def _former_dry_run_call(settings: StudyRunSettings) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    return (), settings.dry_run_kwargs()
-
-
-@former_settings_call(
-    StudyRunSettings,
-    _former_dry_run_call,
-    instead="dry_run_lines(spec, **s.dry_run_kwargs())",
-    position=1,
-)
 def dry_run_lines(
     spec: StudySpec,
     *,
@@ -312,7 +301,7 @@ def dry_run_lines(
     """
     from hf_posbias.study.preflight import StudyInputError, input_problems
     from hf_posbias.study.protocol import task_entries
-    from hf_posbias.tasks.registry import is_missing_folder
+    from hf_posbias.tasks.benchmark_registry import is_missing_folder
     from hf_posbias.training.matrix import run_matrix
 
     # A plan for another machine (--plan-for) says nothing of what this one lacks.
@@ -449,18 +438,6 @@ def _per_task_bases(entries: Sequence[Any]) -> str:
     return "".join(f"; {e.task} on {len(e.bases)} base(s)" for e in entries if e.bases)
 
 
-def _former_run_call(
-    settings: StudyRunSettings, echo: Echo = print
-) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    return (), {**settings.run_kwargs(), "echo": echo}
-
-
-@former_settings_call(
-    StudyRunSettings,
-    _former_run_call,
-    instead="run_study(spec, **s.run_kwargs())",
-    position=1,
-)
 def run_study(
     spec: StudySpec,
     *,

@@ -2,7 +2,7 @@
 
 Top-level keys (every one a field of :class:`StudySpec`): ``bases``, ``configs``, ``poolings``,
 ``data``, ``tasks``, ``training`` (a mapping of
-:class:`~hf_posbias.training.settings.TrainingSettings` fields by name, e.g. ``max_steps: 3``),
+:class:`~hf_posbias.training.training_settings.TrainingSettings` fields by name, e.g. ``max_steps: 3``),
 ``bootstrap``, ``hub_org``, ``seed``, ``off_the_shelf``, ``remedies`` with ``passage_tokens``,
 ``stride``, ``segments`` (inference-time remedies evaluated on each untrained base: rows
 ``base +<remedy>``), ``analyses`` with ``analysis_pairs``, ``analysis_corpus`` (the segment
@@ -51,8 +51,8 @@ from hf_posbias.evaluation.runs.remedies import (
     remedy_names,
 )
 from hf_posbias.executors.options import ExecutorSettings
-from hf_posbias.pipeline.sampling import PAPER_CONFIG_NAMES
-from hf_posbias.rows import read_json
+from hf_posbias.rows.readers import read_json
+from hf_posbias.sampling.configs import PAPER_CONFIG_NAMES
 from hf_posbias.setting_values import KeyPath, at_least, key_path
 from hf_posbias.settings import (
     declared_range,
@@ -436,8 +436,8 @@ def spec_problems(values: Mapping[str, Any]) -> list[tuple[KeyPath, str]]:
         data the study names no training data
         configs[1] unknown configuration 'uniforn' (did you mean 'uniform'?) (begin, ...)
     """
-    from hf_posbias.pipeline.sampling import PositionConfig
-    from hf_posbias.training.models import POOLINGS
+    from hf_posbias.sampling.configs import PositionConfig
+    from hf_posbias.training.bases import POOLINGS
 
     problems = value_problems(StudySpec, values)
     bad = {path[0] for path, _ in problems}
@@ -514,8 +514,8 @@ def spec_problems(values: Mapping[str, Any]) -> list[tuple[KeyPath, str]]:
 
 def _training_problems(training: Mapping[str, Any]) -> list[tuple[KeyPath, str]]:
     """The mistakes of a spec's ``training`` mapping: unknown keys, keys the study sets, values
-    of the wrong type or refused by :class:`~hf_posbias.training.settings.TrainingSettings`."""
-    from hf_posbias.training.settings import TrainingSettings
+    of the wrong type or refused by :class:`~hf_posbias.training.training_settings.TrainingSettings`."""
+    from hf_posbias.training.training_settings import TrainingSettings
 
     known = {f.name for f in dataclasses.fields(TrainingSettings) if f.init} - set(RUN_FIELDS)
     problems: list[tuple[KeyPath, str]] = []

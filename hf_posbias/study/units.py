@@ -73,7 +73,7 @@ def train_unit(
     progress: bool = True,
 ) -> None:
     """Train ``model``'s run (``accelerate launch``, or in this process)."""
-    from hf_posbias.rows import read_json
+    from hf_posbias.rows.readers import read_json
     from hf_posbias.training.matrix import run_matrix
 
     run_matrix(

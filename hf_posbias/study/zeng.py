@@ -233,7 +233,7 @@ def add_zeng_to_report(
 ) -> dict[str, Any]:
     """Add the view to a written report: ``report.json``'s ``zeng2025``, its section of
     ``report.md`` and Fig. 3's figure; ``task_folders`` (task name → folder) gives Table 2."""
-    from hf_posbias.rows import read_json
+    from hf_posbias.rows.readers import read_json
     from hf_posbias.shards import write_json, write_text_atomic
 
     target = report_dir / "report.json"

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from hf_posbias.errors import InputError
-from hf_posbias.rows import RowsById
+from hf_posbias.rows.arrow import RowsById
 
 PLAIN_FORMATS = ("beir", "msmarco")
 DEFAULT_SPLIT = "test"
@@ -118,7 +118,7 @@ def plain_format(folder: str | Path) -> str | None:
 
 def read_qrels_tsv(path: Path) -> dict[str, dict[str, int]]:
     """Qrels from a TSV: ``qid docid score`` (BEIR, header skipped) or ``qid 0 docid score``."""
-    from hf_posbias.rows import read_text
+    from hf_posbias.rows.readers import read_text
 
     qrels: dict[str, dict[str, int]] = {}
     lines = read_text(path).splitlines()  # not UTF-8: one line naming the byte offset
@@ -139,7 +139,7 @@ def read_qrels_tsv(path: Path) -> dict[str, dict[str, int]]:
 
 
 def _jsonl_records(path: Path, what: str) -> Iterable[tuple[str, str, str]]:
-    from hf_posbias.rows import iter_jsonl_objects
+    from hf_posbias.rows.readers import iter_jsonl_objects
 
     for where, record in iter_jsonl_objects(path):
         item_id = record.get("_id", record.get("id"))
@@ -149,7 +149,7 @@ def _jsonl_records(path: Path, what: str) -> Iterable[tuple[str, str, str]]:
 
 
 def _tsv_pairs(path: Path) -> Iterable[tuple[str, str]]:
-    from hf_posbias.rows import read_text
+    from hf_posbias.rows.readers import read_text
 
     for lineno, line in enumerate(read_text(path).splitlines(), start=1):
         if not line.strip():

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 EVAL_FILE = "eval.yaml"
 """The file at a benchmark dataset repo's root that makes it a benchmark."""
 EVAL_SPLIT = "test"
-"""The split every position task evaluates (:data:`hf_posbias.tasks.registry.SPLIT`)."""
+"""The split every position task evaluates (:data:`hf_posbias.tasks.benchmark_registry.SPLIT`)."""
 NDCG = "ndcg_at_10"
 POSITION_MEAN = "position_mean"
 ONE_MINUS_PSI = "one_minus_psi"

@@ -18,7 +18,7 @@ evaluation stay on the task (:attr:`PositionRetrievalTask.last_evaluation`) for 
 table, the TREC run file and the bootstrap of :mod:`hf_posbias.evaluation.runs.runner`.
 
 The named tasks are ordinary classes (``from hf_posbias.tasks import SciFactEvidence``), one per
-:class:`~hf_posbias.tasks.registry.TaskCard`; their folder is found at an explicit
+:class:`~hf_posbias.tasks.benchmark_registry.TaskCard`; their folder is found at an explicit
 ``path``,
 at ``$POSBIAS_TASKS_DIR/<name>``, or on the Hub (a dataset repo
 ``$POSBIAS_HUB_NAMESPACE/<name>`` holding the same files). :func:`get_task` accepts a folder or a
@@ -48,18 +48,7 @@ from mteb.abstasks.retrieval import AbsTaskRetrieval
 from mteb.abstasks.task_metadata import TaskMetadata
 
 from hf_posbias.errors import BackendError, InputError, first_line
-from hf_posbias.tasks.position_scoring import (
-    SCORING_SCHEMES,
-    PositionScores,
-    QueryPosition,
-    QueryResult,
-    query_positions,
-    rule_from_extra,
-    scheme_buckets,
-    score_positions,
-    summarize_rows,
-)
-from hf_posbias.tasks.registry import (
+from hf_posbias.tasks.benchmark_registry import (
     DEFAULT_LANGUAGES,
     DEFAULT_TOP_K,
     SPLIT,
@@ -74,6 +63,17 @@ from hf_posbias.tasks.registry import (
     require_card,
     resolve_task_reference,
     task_metadata,
+)
+from hf_posbias.tasks.position_scoring import (
+    SCORING_SCHEMES,
+    PositionScores,
+    QueryPosition,
+    QueryResult,
+    query_positions,
+    rule_from_extra,
+    scheme_buckets,
+    score_positions,
+    summarize_rows,
 )
 from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo, corpus_table, read_task_info
 

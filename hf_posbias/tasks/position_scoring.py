@@ -52,7 +52,7 @@ from hf_posbias.errors import InputError
 from hf_posbias.jsonable import JsonRecord
 from hf_posbias.statistics.psi import UNDEFINED_PSI, summarize_positions
 from hf_posbias.statistics.scoring import Qrels, Run, per_query_metrics
-from hf_posbias.tasks.positions import (
+from hf_posbias.tasks.bucketing import (
     POSIR_RELATIVE_20,
     POSIR_TOKEN_LENGTH,
     IntervalBuckets,

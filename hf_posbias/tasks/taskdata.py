@@ -44,7 +44,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from hf_posbias.errors import InputError
-from hf_posbias.rows import TableRows, read_parquet, read_parquet_rows, select_columns
+from hf_posbias.rows.arrow import TableRows, select_columns
+from hf_posbias.rows.readers import read_parquet, read_parquet_rows
 from hf_posbias.shards import write_json, write_parquet
 
 if TYPE_CHECKING:
@@ -115,7 +116,7 @@ class PositionTaskData:
             >>> r.split, dict(r.corpus), r.judged_queries()
             ('test', {'d': ('', 'x')}, ['q'])
         """
-        from hf_posbias.rows import RowsById
+        from hf_posbias.rows.arrow import RowsById
         from hf_posbias.tasks.beir import RetrievalData, title_text
 
         return RetrievalData(
@@ -454,7 +455,7 @@ def read_task_info(folder: str | Path) -> TaskInfo:
     for name in ("corpus.parquet", "queries.parquet", "qrels.parquet"):
         if not (path / name).exists():
             raise InputError(f"{path}: missing {name}")
-    from hf_posbias.rows import read_json
+    from hf_posbias.rows.readers import read_json
 
     meta = read_json(meta_path)
     if not isinstance(meta, dict):

@@ -3,7 +3,7 @@
 :class:`ComputeSettings` holds the global batch and its split over processes, precision,
 gradient checkpointing, mini-batching of the cached loss, attention kernel, memory budget and
 seed. Each trainer's settings inherit it without repeating a field (the bi-encoder's
-:class:`~hf_posbias.training.settings.TrainingSettings`, the listwise LLM fine-tune's
+:class:`~hf_posbias.training.training_settings.TrainingSettings`, the listwise LLM fine-tune's
 ``ListwiseTrainingSettings``), and :meth:`ComputeSettings.resolve` turns it into hardware
 decisions (:class:`ResolvedCompute`) with one-line errors before any model is loaded.
 

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from hf_posbias.errors import BackendError, InputError, PosbiasError
 
 if TYPE_CHECKING:
-    from hf_posbias.cards import CheckpointCardKind
+    from hf_posbias.cards.checkpoint import CheckpointCardKind
     from hf_posbias.trainer_base.compute import ResolvedCompute
     from hf_posbias.trainer_base.memory import MemoryPlan
 
@@ -254,7 +254,7 @@ def finish(trainer: Any, save: Callable[[], None]) -> None:
 
 def save_card(kind: CheckpointCardKind, out: Path, facts: Any, *, card: bool) -> str | None:
     """The model card then the facts (``card``), or the facts alone; the card's path or None."""
-    from hf_posbias.cards import save_card_facts, write_checkpoint_card
+    from hf_posbias.cards.checkpoint import save_card_facts, write_checkpoint_card
 
     if card:
         return str(write_checkpoint_card(kind, out, facts))

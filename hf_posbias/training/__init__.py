@@ -2,7 +2,7 @@
 
 Light on import: the heavy libraries load inside the functions that need them.
 
-- :mod:`~hf_posbias.training.models` — the 8 paper bases + user-defined ones.
+- :mod:`~hf_posbias.training.bases` — the 8 paper bases + user-defined ones.
 - :mod:`~hf_posbias.training.builder` — checkpoint → SentenceTransformer (pooling, pad, prompts).
 - :mod:`~hf_posbias.training.batching` — single-bin, duplicate-free, DDP-aligned batches.
 - :mod:`~hf_posbias.training.train` — :func:`train_model` / ``python -m …train`` (+ ``ips``).
@@ -10,13 +10,7 @@ Light on import: the heavy libraries load inside the functions that need them.
 - :mod:`~hf_posbias.training.matrix` — models × configs runs (resumable, shardable).
 
 Example:
-    >>> from hf_posbias.training import get_model_spec
+    >>> from hf_posbias.training.bases import get_model_spec
     >>> get_model_spec("bert-base").pooling
     'cls'
 """
-
-from __future__ import annotations
-
-from hf_posbias.training.models import ModelSpec, get_model_spec, model_names, register_model
-
-__all__ = ["ModelSpec", "get_model_spec", "model_names", "register_model"]

@@ -1,7 +1,7 @@
 """Build a SentenceTransformer bi-encoder from a base checkpoint, the way YHP26 trains it.
 
 A plain transformers checkpoint becomes ``Transformer → Pooling`` with the pooling of its
-:class:`~hf_posbias.training.models.ModelSpec` built explicitly (sentence-transformers would
+:class:`~hf_posbias.training.bases.ModelSpec` built explicitly (sentence-transformers would
 default to mean pooling for most plain checkpoints). Decoders get their EOS token as pad token and
 right padding: ``Pooling("lasttoken")`` picks the last position whose attention mask is 1, which is
 right for either padding side, but right padding keeps absolute position ids (GPT-2) identical to
@@ -16,7 +16,7 @@ Example:
     >>> import tempfile
     >>> from hf_posbias.testing import build_tiny_checkpoint
     >>> from hf_posbias.training.builder import build_sentence_transformer
-    >>> from hf_posbias.training.models import get_model_spec
+    >>> from hf_posbias.training.bases import get_model_spec
     >>> path = build_tiny_checkpoint("gpt2", tempfile.mkdtemp(), head="causal-lm")
     >>> model = build_sentence_transformer(get_model_spec(path))
     >>> model[1].pooling_mode, model.prompts["query"], model.tokenizer.padding_side
@@ -39,7 +39,7 @@ from hf_posbias.trainer_base.attention import (  # noqa: F401  (their former hom
     supports_activation_checkpointing,
     transformer_of,
 )
-from hf_posbias.training.models import POOLINGS, ModelSpec
+from hf_posbias.training.bases import POOLINGS, ModelSpec
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -87,7 +87,7 @@ def build_sentence_transformer(
     """A SentenceTransformer for ``spec`` with the right pooling, pad token, length and prompts.
 
     Args:
-        spec: the base model (see :func:`~hf_posbias.training.models.get_model_spec`).
+        spec: the base model (see :func:`~hf_posbias.training.bases.get_model_spec`).
         pooling: override the spec's pooling (``cls``/``mean``/``max``/``lasttoken``).
         max_length: override the spec's maximum length (still capped by the position table).
         device: torch device; default: sentence-transformers' choice.
@@ -97,7 +97,8 @@ def build_sentence_transformer(
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
 
-    from hf_posbias.modeling import load_sentence_transformer, model_location
+    from hf_posbias.modeling.loaders import load_sentence_transformer
+    from hf_posbias.modeling.resolve import model_location
 
     pool_mode = pooling or spec.pooling
     if pool_mode not in POOLINGS:
@@ -148,7 +149,7 @@ def checkpoint_folder(spec: ModelSpec) -> str:
 
     A sentence-transformers folder may keep its transformer in a sub-folder.
     """
-    from hf_posbias.modeling import model_location
+    from hf_posbias.modeling.resolve import model_location
 
     resolved = model_location(spec.checkpoint)
     folder = Path(resolved)
@@ -166,7 +167,7 @@ def load_text_setup(spec: ModelSpec, max_length: int | None = None) -> tuple[Any
     spec's) capped by the position table. Lets a run check token budgets and count truncated
     documents before the model is loaded.
     """
-    from hf_posbias.modeling import load_tokenizer_config
+    from hf_posbias.modeling.loaders import load_tokenizer_config
 
     tokenizer, config = load_tokenizer_config(checkpoint_folder(spec), spec.checkpoint)
     return config, tokenizer, max_seq_length(config, spec, max_length)
@@ -207,7 +208,7 @@ def count_truncated(
         >>> import tempfile
         >>> from hf_posbias.testing import build_tiny_checkpoint
         >>> from hf_posbias.training.builder import count_truncated, load_text_setup
-        >>> from hf_posbias.training.models import get_model_spec
+        >>> from hf_posbias.training.bases import get_model_spec
         >>> spec = get_model_spec(build_tiny_checkpoint("bert", tempfile.mkdtemp()))
         >>> _, tokenizer, limit = load_text_setup(spec, max_length=16)
         >>> report = count_truncated(tokenizer, limit, ["short", "the fox " * 40], warn=False)

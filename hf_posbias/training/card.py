@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from hf_posbias.cards import (
+from hf_posbias.cards.checkpoint import (
     CheckpointCardKind,
     load_card_facts,
     render_checkpoint_card,
@@ -110,7 +110,7 @@ def _bin_table(info: TrainingCardInfo, evaluation: dict[str, Any] | None) -> dic
 
 
 def _position_order(position: str) -> tuple[int, str]:
-    from hf_posbias import POSITIONS
+    from hf_posbias.positions import POSITIONS
 
     return (POSITIONS.index(position) if position in POSITIONS else len(POSITIONS), position)
 

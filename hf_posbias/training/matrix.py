@@ -8,7 +8,7 @@ Each run is one ``accelerate launch -m hf_posbias.training.train …`` into its 
 ``<out>/posbias-<model>-<config>[-<pooling>]``. A run whose folder holds the final model, the card
 and the ``posbias_training.json`` marker (written last) is finished and skipped on rerun, so a
 killed matrix resumes where it stopped. ``--shard i/n`` (0-based) takes runs i, i+n, … for one
-node of n. Each run is one :class:`~hf_posbias.training.settings.TrainingSettings` object, built
+node of n. Each run is one :class:`~hf_posbias.training.training_settings.TrainingSettings` object, built
 before anything is launched (the scripts' extra flags go to every run); its command line is
 rendered from it only where a run is launched or printed.
 
@@ -43,8 +43,8 @@ from typing import TYPE_CHECKING, Any
 
 from hf_posbias.devices import KNOWN_GPUS
 from hf_posbias.errors import InputError, PosbiasError
-from hf_posbias.pipeline.sampling import PAPER_CONFIG_NAMES
 from hf_posbias.progress import progress
+from hf_posbias.sampling.configs import PAPER_CONFIG_NAMES
 from hf_posbias.setting_values import at_least
 from hf_posbias.settings import (
     Settings,
@@ -55,9 +55,9 @@ from hf_posbias.settings import (
 )
 
 if TYPE_CHECKING:
-    from hf_posbias.training.settings import TrainingSettings
+    from hf_posbias.training.training_settings import TrainingSettings
 
-PAPER_CONFIGS: tuple[str, ...] = PAPER_CONFIG_NAMES  # hf_posbias.pipeline.sampling.PAPER_CONFIGS
+PAPER_CONFIGS: tuple[str, ...] = PAPER_CONFIG_NAMES  # hf_posbias.sampling.configs.PAPER_CONFIGS
 FINISHED_FILES: tuple[str, ...] = ("posbias_training.json", "README.md", "modules.json")
 
 
@@ -97,7 +97,7 @@ class Run:
             >>> Run("bert-base", "begin", "o/posbias-bert-base-begin").settings("d", seed=3).seed
             3
         """
-        from hf_posbias.training.settings import TrainingSettings
+        from hf_posbias.training.training_settings import TrainingSettings
 
         run = {"model": self.model, "config": self.config, "data": data, "out": self.out_dir}
         return TrainingSettings(**run, pooling=self.pooling, **shared)
@@ -157,7 +157,7 @@ class Run:
             >>> Run("bert-base", "begin", "o").parse_settings("d", ["--max-steps", "3"]).max_steps
             3
         """
-        from hf_posbias.training.settings import parse_settings
+        from hf_posbias.training.training_settings import parse_settings
 
         return parse_settings([*self._flags(data), *flags])
 

@@ -33,7 +33,7 @@ from hf_posbias.errors import InputError, PosbiasError
 if TYPE_CHECKING:
     from hf_posbias.devices import DeviceInfo
     from hf_posbias.trainer_base.memory import MemoryPlan
-    from hf_posbias.training.settings import TrainingSettings
+    from hf_posbias.training.training_settings import TrainingSettings
 
 PAPER_BINS: tuple[str, ...] = ("256-512", "512-1024", "1024-2048", "2048-4096", "4096-8192")
 PAPER_ROWS_PER_BIN: dict[str, int] = {
@@ -114,7 +114,7 @@ class RunPlan:
 
 def load_throughput(path: str | Path) -> dict[str, Any]:
     """Read a ``benchmarks/train_throughput.py --json`` file (one-line error if unusable)."""
-    from hf_posbias.rows import read_json
+    from hf_posbias.rows.readers import read_json
 
     data = read_json(path)
     if not isinstance(data, dict) or data.get("format") != THROUGHPUT_FORMAT:
@@ -126,7 +126,7 @@ def benchmark_label(settings: TrainingSettings) -> str | None:
     """Which ``train_throughput.py`` settings column ``settings`` correspond to (or None).
 
     Example:
-        >>> from hf_posbias.training.settings import TrainingSettings
+        >>> from hf_posbias.training.training_settings import TrainingSettings
         >>> benchmark_label(TrainingSettings(model="m", config="c", data="d", out="o"))
         'auto'
     """
@@ -227,8 +227,8 @@ def plan_run(
         usable_bytes,
     )
     from hf_posbias.trainer_base.shapes import ModelShape
+    from hf_posbias.training.bases import get_model_spec
     from hf_posbias.training.builder import max_seq_length
-    from hf_posbias.training.models import get_model_spec
 
     compute = settings.resolve(device, n_processes)
     spec = get_model_spec(settings.model)

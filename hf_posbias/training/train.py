@@ -3,7 +3,7 @@
 One function, :func:`train_model`, does the work for the module entry point (also under
 ``accelerate launch -m hf_posbias.training.train …``), the ``posbias train`` verb, the matrix
 scripts and the demo; its settings are one dataclass,
-:class:`~hf_posbias.training.settings.TrainingSettings` (flags generated from it).
+:class:`~hf_posbias.training.training_settings.TrainingSettings` (flags generated from it).
 The protocol is YHP26's (§4, App. D): SentenceTransformerTrainer, InfoNCE as
 ``CachedMultipleNegativesRankingLoss(scale=20)``, AdamW, batch 256, 3 epochs, linear schedule with
 10% warm-up, seed 42, query prefix only, final checkpoint only, every batch from one length bin and
@@ -32,7 +32,7 @@ normalised to mean 1 over the rows, and the InfoNCE term of each query is multip
 of a pool whose positions are uniform within every bin, without throwing rows away.
 
 Example:
-    >>> from hf_posbias.training.settings import parse_settings
+    >>> from hf_posbias.training.training_settings import parse_settings
     >>> parse_settings(["--model", "bert-base", "--config", "uniform", "--data", "d",
     ...                 "--out", "o"]).global_batch
     256
@@ -49,18 +49,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hf_posbias import POSITIONS
 from hf_posbias.errors import InputError, PosbiasError, first_line
-from hf_posbias.pipeline.sampling import config_label
+from hf_posbias.positions import POSITIONS
+from hf_posbias.sampling.configs import config_label
 from hf_posbias.settings import flag_name
 from hf_posbias.training.card import TRAINING_INFO
-from hf_posbias.training.settings import TrainConfig, TrainingSettings
+from hf_posbias.training.training_settings import TrainConfig, TrainingSettings
 
 if TYPE_CHECKING:
     from hf_posbias.trainer_base.compute import ResolvedCompute
     from hf_posbias.trainer_base.memory import MemoryPlan
+    from hf_posbias.training.bases import ModelSpec
     from hf_posbias.training.builder import TruncationReport
-    from hf_posbias.training.models import ModelSpec
 
 logger = logging.getLogger("hf_posbias.training")
 
@@ -87,7 +87,7 @@ class TrainingRows:
 
     def counts(self) -> dict[str, dict[str, int]]:
         """Rows per length bin × target position (bins in numeric order)."""
-        from hf_posbias.pipeline.corpus import bin_position_counts
+        from hf_posbias.corpus.documents import bin_position_counts
 
         return bin_position_counts(
             {"length_bin": b, "target_position": p}
@@ -163,7 +163,7 @@ def _available_configs(data: str) -> list[str]:
     if local.is_dir():
         # A repo folder's configs: its card's, else its data/<config>/ folders, else the one
         # `default` datasets makes of a plain folder (read without importing datasets).
-        from hf_posbias.rows import available_configs
+        from hf_posbias.rows.readers import available_configs
 
         data_dirs = sorted(p.name for p in (local / "data").glob("*") if p.is_dir())
         return available_configs(local) or data_dirs or ["default"]
@@ -182,10 +182,10 @@ def resolve_repo_config(data: str, config: str) -> str:
 
     A position configuration in any spelling (``uniform``, ``U``, ``50:25:25``, ``r50-25-25``)
     is looked up by its canonical name
-    (:class:`hf_posbias.pipeline.sampling.PositionConfig`), the name
+    (:class:`hf_posbias.sampling.configs.PositionConfig`), the name
     ``posbias sample``/``build`` gave it; any other name must be a config of ``data`` as is.
     """
-    from hf_posbias.pipeline.sampling import PositionConfig
+    from hf_posbias.sampling.configs import PositionConfig
 
     available = _available_configs(data)
     if config == "ips":
@@ -216,7 +216,7 @@ def _local_rows(data: str, repo_config: str) -> int | None:
     files = sorted((Path(data) / "data" / repo_config).glob("**/*.parquet"))
     if not files:
         return None
-    from hf_posbias.rows import parquet_num_rows
+    from hf_posbias.rows.readers import parquet_num_rows
 
     return sum(parquet_num_rows(f) for f in files)
 
@@ -226,7 +226,7 @@ def load_training_rows(data: str, config: str) -> TrainingRows:
 
     ``ips`` reads the pool (config ``default``), keeps ``retained`` rows and attaches weights.
     """
-    from hf_posbias.rows import read_dataset
+    from hf_posbias.rows.readers import read_dataset
 
     repo_config = resolve_repo_config(data, config)
     if _local_rows(data, repo_config) == 0:
@@ -324,8 +324,8 @@ def prepare_run(cfg: TrainingSettings) -> RunInputs:
     """
     from hf_posbias.trainer_base.attention import model_attn_implementation
     from hf_posbias.trainer_base.scaffold import output_folder
+    from hf_posbias.training.bases import get_model_spec
     from hf_posbias.training.builder import count_truncated, load_text_setup
-    from hf_posbias.training.models import get_model_spec
 
     spec = get_model_spec(cfg.model)
     # The training data first: a wrong --data or --config is one line before torch loads and
@@ -366,7 +366,7 @@ def train_model(cfg: TrainingSettings, callbacks: Sequence[Any] = ()) -> TrainRe
 
     Example (tiny model, two steps; see tests/training for the data folder)::
 
-        from hf_posbias.training.settings import TrainingSettings
+        from hf_posbias.training.training_settings import TrainingSettings
         from hf_posbias.training.train import train_model
         result = train_model(TrainingSettings(model="bert-base", config="uniform",
                                               data="out/train", out="ckpt/bert-uniform"))
@@ -526,7 +526,7 @@ def memory_preflight(cfg: TrainingSettings, run: RunInputs, trainer: Any, loss: 
 
 
 def card_info(cfg, spec, rows, result, truncation, lr, model) -> Any:  # noqa: ANN001
-    from hf_posbias.modeling import hub_model_id
+    from hf_posbias.modeling.resolve import hub_model_id
     from hf_posbias.training.card import TrainingCardInfo
 
     if cfg.config == "ips":
@@ -605,18 +605,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     from hf_posbias.trainer_base.scaffold import trainer_main
 
     return trainer_main(argv, sys.modules[__name__], TrainingSettings, train_model, train_report)
-
-
-_MOVED_TO_LOSSES = ("WeightedCachedMNRL", "build_loss", "weighted_cached_mnrl")
-
-
-def __getattr__(name: str) -> Any:
-    # The losses moved to hf_posbias.training.losses (PEP 562: loaded, with torch, on first use).
-    if name in _MOVED_TO_LOSSES:
-        from hf_posbias.training import losses
-
-        return getattr(losses, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 if __name__ == "__main__":

@@ -28,11 +28,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hf_posbias import POSITIONS
 from hf_posbias.errors import InputError
 from hf_posbias.generation.backends import reply_decoding
 from hf_posbias.jsonable import JsonRecord
-from hf_posbias.rows import select_columns
+from hf_posbias.positions import POSITIONS
+from hf_posbias.rows.arrow import select_columns
 from hf_posbias.tables import as_table
 from hf_posbias.verification.judge import (
     SEGMENT_AUDIT,

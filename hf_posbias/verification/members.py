@@ -172,7 +172,7 @@ class CrossEncoderMember:
     def load(self) -> CrossEncoder:
         """Load the model once (raises :class:`ModelLoadError` with a one-line message)."""
         if self._model is None:
-            from hf_posbias.modeling import load_cross_encoder
+            from hf_posbias.modeling.loaders import load_cross_encoder
 
             kwargs: dict[str, Any] = {"trust_remote_code": self.trust_remote_code}
             if self.max_length is not None:
@@ -231,7 +231,7 @@ def fast_inputs(model: CrossEncoder) -> PairEncoder | None:
 
     Example:
         >>> import tempfile, torch
-        >>> from hf_posbias.modeling import load_cross_encoder
+        >>> from hf_posbias.modeling.loaders import load_cross_encoder
         >>> from hf_posbias.testing import build_tiny_cross_encoder
         >>> model = load_cross_encoder(build_tiny_cross_encoder(tempfile.mkdtemp()))
         >>> pairs = [("a query", "a passage"), ("owls", "owls nest in old trees")]
@@ -323,7 +323,8 @@ class BM25Member:
         saturation: float = 1.0,
         stopwords: str | None = "en",
     ) -> None:
-        from hf_posbias.bm25 import BM25Analyzer, BM25PairScorer
+        from hf_posbias.bm25.analyzer import BM25Analyzer
+        from hf_posbias.bm25.pair import BM25PairScorer
 
         check_normalization(normalization, BM25_NORMALIZATIONS, "bm25")
         self.name = "bm25"
@@ -386,7 +387,7 @@ class BiEncoderMember:
     def load(self) -> Any:
         """Load the model once (raises :class:`ModelLoadError` with a one-line message)."""
         if self._model is None:
-            from hf_posbias.modeling import load_sentence_transformer
+            from hf_posbias.modeling.loaders import load_sentence_transformer
 
             self._model = load_sentence_transformer(self.model_name, device=self.device)
         return self._model

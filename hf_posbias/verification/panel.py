@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from hf_posbias import POSITIONS
 from hf_posbias.errors import InputError, PosbiasError
+from hf_posbias.positions import POSITIONS
 from hf_posbias.progress import progress as progress_bar
 from hf_posbias.verification.members import (
     BI_ENCODER_NORMALIZATIONS,

@@ -20,9 +20,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hf_posbias import POSITIONS
+from hf_posbias.corpus.documents import bin_position_counts
 from hf_posbias.jsonable import JsonRecord
-from hf_posbias.pipeline.corpus import bin_position_counts
+from hf_posbias.positions import POSITIONS
 from hf_posbias.setting_values import at_least
 from hf_posbias.tables import as_table
 

@@ -8,7 +8,8 @@ other settings or other candidates is refused. :func:`load_scored_pool` reads a 
 
 Example:
     >>> import tempfile
-    >>> from hf_posbias.verification import parse_panel, run_verification
+    >>> from hf_posbias.verification.panel import parse_panel
+    >>> from hf_posbias.verification.stage import run_verification
     >>> rows = [{"candidate_id": "d::end", "doc_id": "d", "length_bin": "256-512",
     ...          "target_position": "end", "query": "where do owls nest",
     ...          "segments": ["lions hunt", "fish swim", "owls nest in old trees"]}]
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
-from hf_posbias.rows import read_parquet_rows
+from hf_posbias.rows.readers import read_parquet_rows
 from hf_posbias.shards import (
     process_info,
     run_sharded,

@@ -54,18 +54,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hf_posbias.apps import (
-    REMEDIES,
-    EvidenceCase,
-    EvidenceCurve,
-    RemedySettings,
-    SliderCase,
-    SliderCurve,
-    display_name,
-    read_board_labels,
-    slot_names,
-)
+from hf_posbias.analysis.evidence_cases import EvidenceCase, slot_names
+from hf_posbias.analysis.evidence_moving import EvidenceCurve
 from hf_posbias.errors import PosbiasError, first_line
+from hf_posbias.evaluation.reports.leaderboard import display_name, read_board_labels
+from hf_posbias.evaluation.runs.remedies import REMEDIES, RemedySettings
+from hf_posbias.listwise.experiments.slider import SliderCase, SliderCurve
 
 logger = logging.getLogger("evidence-moving-space")
 
@@ -173,7 +167,7 @@ def allowed_models() -> dict[str, str]:
 
     Only these names are ever loaded: the user picks from this list and never types a path.
     """
-    from hf_posbias.apps import packaged_model_path
+    from hf_posbias.modeling.resolve import packaged_model_path
 
     models: dict[str, str] = {}
     packaged = packaged_model_path(DEFAULT_MODEL)
@@ -198,7 +192,7 @@ def get_model(display_name: str) -> Any:
         raise PosbiasError(f"model {display_name!r} is not in this Space's allow-list")
     with _MODEL_LOCK:
         if display_name not in _MODEL_CACHE:
-            from hf_posbias.apps import load_sentence_transformer
+            from hf_posbias.modeling.loaders import load_sentence_transformer
 
             _MODEL_CACHE[display_name] = load_sentence_transformer(
                 allowed[display_name], device="cpu"
@@ -321,7 +315,9 @@ def _compute(
     report: Report,
 ) -> SpaceResult:
     """:func:`compute` without its memory of earlier results."""
-    from hf_posbias.apps import document_profile, move_evidence, remedy_label, remedy_scorer
+    from hf_posbias.analysis.evidence_moving import move_evidence
+    from hf_posbias.analysis.segment_profile import document_profile
+    from hf_posbias.evaluation.runs.remedies import remedy_label, remedy_scorer
 
     validate_inputs(query, document, evidence)
     if not models:
@@ -386,7 +382,7 @@ def document_html(result: SpaceResult, position: int) -> str:
 
 
 def evidence_figure(result: SpaceResult, position: int) -> Any:
-    from hf_posbias.apps import CurveSeries, curve_figure
+    from hf_posbias.analysis.plots import CurveSeries, curve_figure
 
     series = [CurveSeries(name, c.cosines) for name, c in result.curves.items()]
     return curve_figure(
@@ -399,7 +395,7 @@ def evidence_figure(result: SpaceResult, position: int) -> Any:
 
 
 def profile_figure(result: SpaceResult) -> Any:
-    from hf_posbias.apps import CurveSeries, curve_figure
+    from hf_posbias.analysis.plots import CurveSeries, curve_figure
 
     series = [CurveSeries(name, p) for name, p in result.profiles.items()]
     return curve_figure(
@@ -456,7 +452,9 @@ BM25 = "bm25 (pointwise control)"
 def examples_task() -> Any:
     """The built-in listwise task: every sentence of the three examples is a passage (titled by
     its article), each example's query has its evidence sentence as the relevant passage."""
-    from hf_posbias.apps import Passage, RerankTask, sentence_boundaries
+    from hf_posbias.analysis.evidence_cases import sentence_boundaries
+    from hf_posbias.listwise.experiments.taskio import RerankTask
+    from hf_posbias.rerankers.records import Passage
 
     corpus: dict[str, Passage] = {}
     queries: dict[str, str] = {}
@@ -477,7 +475,8 @@ def listwise_rerankers() -> dict[str, str]:
     """Display name → reranker argument, for every listwise reranker the Space may use."""
     import importlib.util
 
-    from hf_posbias.apps import PACKAGED_CHAT_MODELS, TRAINING_INFO
+    from hf_posbias.listwise.training.card import TRAINING_INFO
+    from hf_posbias.modeling.resolve import PACKAGED_CHAT_MODELS
 
     rerankers = {BM25: "bm25"}
     for name, (_, module, _) in PACKAGED_CHAT_MODELS.items():
@@ -497,7 +496,8 @@ def listwise_task(key: str) -> tuple[Any, Any]:
     """``(task, BM25 first stage)`` of the examples or of ``$POSBIAS_SPACE_LISTWISE_TASK``."""
     with _LISTWISE_LOCK:
         if key not in _TASKS:
-            from hf_posbias.apps import load_first_stage, load_rerank_task
+            from hf_posbias.listwise.experiments.firststage import load_first_stage
+            from hf_posbias.listwise.experiments.taskio import load_rerank_task
 
             task = examples_task() if key == EXAMPLES_TASK else load_rerank_task(key)
             _TASKS[key] = (task, load_first_stage("bm25", task.corpus))
@@ -531,7 +531,7 @@ def get_listwise_reranker(display_name: str, task_key: str) -> Any:
     task, _ = listwise_task(task_key)
     with _LISTWISE_LOCK:
         if key not in _RERANKERS:
-            from hf_posbias.apps import load_reranker
+            from hf_posbias.rerankers.loading import load_reranker
 
             _RERANKERS[key] = load_reranker(
                 name,
@@ -544,7 +544,7 @@ def get_listwise_reranker(display_name: str, task_key: str) -> Any:
 
 def _passage_tokens(name: str) -> int:
     """The passage budget a DebiasFirst checkpoint was trained with, else the default."""
-    from hf_posbias.apps import TRAINING_INFO, load_listwise_info
+    from hf_posbias.listwise.training.card import TRAINING_INFO, load_listwise_info
 
     if (Path(name) / TRAINING_INFO).is_file():
         return load_listwise_info(name).passage_tokens or LISTWISE_PASSAGE_TOKENS
@@ -553,7 +553,7 @@ def _passage_tokens(name: str) -> int:
 
 def listwise_case(query_label: str) -> SliderCase:
     """The chosen query's first-stage top-k (k = 20, or the corpus size if smaller)."""
-    from hf_posbias.apps import slider_case
+    from hf_posbias.listwise.experiments.slider import slider_case
 
     queries = listwise_queries()
     if query_label not in queries:
@@ -587,7 +587,7 @@ def slide(
     Returns the status line, the reranked list (HTML), the curve figure, the curve as JSON and
     the new state (a new curve when the reranker or the query changed).
     """
-    from hf_posbias.apps import rerank_at, slider_figure
+    from hf_posbias.listwise.experiments.slider import rerank_at, slider_figure
 
     case = listwise_case(query_label)
     reranker = get_listwise_reranker(reranker_name, listwise_queries()[query_label][0])
@@ -745,7 +745,11 @@ def leaderboard_rows(source: str | None = None) -> list[dict[str, Any]]:
     """Rows of the leaderboard: a folder, a Hub dataset repo id, a Hub benchmark
     (``hub-benchmark:<task repo>``), or the shipped default; each row's ``name``
     (:func:`display_name`) and ``made_by`` (the command, when the board says)."""
-    from hf_posbias.apps import HUB_BENCHMARK_PREFIX, hub_board_rows, read_leaderboard
+    from hf_posbias.evaluation.reports.leaderboard import (
+        HUB_BENCHMARK_PREFIX,
+        hub_board_rows,
+        read_leaderboard,
+    )
 
     source = source or os.environ.get(LEADERBOARD_ENV) or str(SHIPPED_LEADERBOARD)
     if source.startswith(HUB_BENCHMARK_PREFIX):

@@ -101,7 +101,7 @@ def test_audit_of_bm25_says_why_there_is_no_curve(tmp_path: Path) -> None:
 
 def test_audit_model_takes_keywords_and_its_former_settings_call(tmp_path: Path) -> None:
     from hf_posbias.analysis.audit import audit_model
-    from hf_posbias.evaluation.settings import ModelAuditSettings
+    from hf_posbias.evaluation.evaluation_settings import ModelAuditSettings
 
     task = _task(tmp_path / "task")
     ctx, md_path, _ = audit_model("bm25", [task], out=tmp_path / "new", reversal=False)

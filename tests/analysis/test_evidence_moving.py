@@ -7,8 +7,8 @@ import math
 
 import pytest
 
+from hf_posbias.analysis.evidence_cases import EvidenceCase, sentence_boundaries
 from hf_posbias.analysis.evidence_moving import (
-    EvidenceCase,
     EvidenceCurve,
     EvidenceMovingSummary,
     load_jsonl_pairs,
@@ -17,7 +17,6 @@ from hf_posbias.analysis.evidence_moving import (
     mean_and_stderr,
     move_evidence,
     run_evidence_moving,
-    sentence_boundaries,
     summary_table,
     training_rows_to_pairs,
 )
@@ -151,7 +150,7 @@ class CountingModel:
 def test_variants_are_encoded_in_one_batch_with_the_query_prompt(tiny_sentence_transformer) -> None:
     import numpy as np
 
-    from hf_posbias.modeling import load_sentence_transformer
+    from hf_posbias.modeling.loaders import load_sentence_transformer
 
     st = load_sentence_transformer(tiny_sentence_transformer, device="cpu")
     st.prompts = {"query": "query: ", "document": ""}
@@ -171,7 +170,7 @@ def test_variants_are_encoded_in_one_batch_with_the_query_prompt(tiny_sentence_t
 
 
 def test_dataset_run_counts_skipped_pairs(tiny_sentence_transformer) -> None:
-    from hf_posbias.modeling import load_sentence_transformer
+    from hf_posbias.modeling.loaders import load_sentence_transformer
 
     model = load_sentence_transformer(tiny_sentence_transformer, device="cpu")
     tiny = EvidenceCase("Where is the treasure?", "Too few words here.", EVIDENCE)
@@ -190,7 +189,7 @@ def test_dataset_run_counts_skipped_pairs(tiny_sentence_transformer) -> None:
 
 
 def test_short_documents_move_at_word_boundaries_and_say_so(tiny_sentence_transformer) -> None:
-    from hf_posbias.modeling import load_sentence_transformer
+    from hf_posbias.modeling.loaders import load_sentence_transformer
 
     short = make_case(3)  # 3 sentences: 4 sentence boundaries < 10 slots, 21 words
     assert short.slot_unit(10) == "word" and make_case(14).slot_unit(10) == "sentence"
@@ -209,7 +208,7 @@ def test_short_documents_move_at_word_boundaries_and_say_so(tiny_sentence_transf
 
 def test_compared_models_average_the_same_pairs(tiny_sentence_transformer) -> None:
     from hf_posbias.analysis.evidence_moving import common_pairs
-    from hf_posbias.modeling import load_sentence_transformer
+    from hf_posbias.modeling.loaders import load_sentence_transformer
 
     model = load_sentence_transformer(tiny_sentence_transformer, device="cpu")
     cases = [make_case(14), make_case(12), make_case(13)]
@@ -252,7 +251,7 @@ def test_jsonl_pairs_count_bad_lines(tmp_path) -> None:
 
 
 def test_training_rows_use_the_target_third_as_evidence() -> None:
-    from hf_posbias.pipeline.corpus import segment_spans
+    from hf_posbias.corpus.documents import segment_spans
 
     positive = " ".join(SENTENCES)
     rows = [
@@ -268,7 +267,7 @@ def test_training_rows_use_the_target_third_as_evidence() -> None:
 
 
 def test_scifact_pairs_with_minilm(shared_data, minilm_path) -> None:
-    from hf_posbias.modeling import load_sentence_transformer
+    from hf_posbias.modeling.loaders import load_sentence_transformer
 
     cases, report = load_scifact_pairs(shared_data / "scifact_allenai", split="validation")
     assert report.kept > 100 and report.skipped.get("no_evidence", 0) > 0
@@ -299,7 +298,7 @@ def test_remedy_curves_against_the_plain_curve(tiny_sentence_transformer) -> Non
     """MaxP with one passage covering every variant is the plain curve; FirstP is flat once the
     evidence has left the first passage (the passage it reads is then the same text)."""
     from hf_posbias.evaluation.runs.remedies import RemedySettings, remedy_scorer
-    from hf_posbias.modeling import load_sentence_transformer
+    from hf_posbias.modeling.loaders import load_sentence_transformer
 
     model = load_sentence_transformer(tiny_sentence_transformer, device="cpu")
     case = make_case(14)
@@ -319,7 +318,7 @@ def test_remedy_curves_against_the_plain_curve(tiny_sentence_transformer) -> Non
 
 def test_a_passage_remedy_keeps_pairs_longer_than_the_model(tiny_sentence_transformer) -> None:
     from hf_posbias.evaluation.runs.remedies import RemedySettings, remedy_scorer
-    from hf_posbias.modeling import load_sentence_transformer
+    from hf_posbias.modeling.loaders import load_sentence_transformer
 
     model = load_sentence_transformer(tiny_sentence_transformer, device="cpu")
     model.max_seq_length = 32  # every variant is longer than the plain model reads

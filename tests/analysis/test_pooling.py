@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from hf_posbias.analysis.evidence_moving import EvidenceCase
+from hf_posbias.analysis.evidence_cases import EvidenceCase
 from hf_posbias.analysis.pooling import (
     POOLING_MODES,
     build_pooled_models,
@@ -35,7 +35,7 @@ def test_four_poolings_give_four_different_embeddings(tiny_models, family: str) 
 
 
 def test_sentence_transformer_folder_keeps_prompts(tiny_sentence_transformer) -> None:
-    from hf_posbias.modeling import load_sentence_transformer
+    from hf_posbias.modeling.loaders import load_sentence_transformer
 
     st = load_sentence_transformer(tiny_sentence_transformer)
     st.prompts = {"query": "query: "}

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from hf_posbias.analysis.evidence_moving import sentence_boundaries
+from hf_posbias.analysis.evidence_cases import sentence_boundaries
 from hf_posbias.analysis.segment_profile import (
     SegmentProfile,
     document_profile,
@@ -18,7 +18,7 @@ from hf_posbias.errors import InputError
 
 def wikipedia_leads(shared_data, count: int, max_chars: int = 900) -> list[tuple[str, str]]:
     """The first ~900 characters (cut at a sentence start) of real Wikipedia articles."""
-    from hf_posbias.pipeline.corpus import read_wikiextractor
+    from hf_posbias.corpus.sources import read_wikiextractor
 
     docs = []
     for record in read_wikiextractor(shared_data / "wikipedia_enwiki_wikiextractor"):
@@ -33,7 +33,7 @@ def wikipedia_leads(shared_data, count: int, max_chars: int = 900) -> list[tuple
 
 
 def test_segment_profile_on_wikipedia_with_minilm(shared_data, minilm_path) -> None:
-    from hf_posbias.modeling import load_sentence_transformer
+    from hf_posbias.modeling.loaders import load_sentence_transformer
 
     model = load_sentence_transformer(minilm_path, device="cpu")
     calls: list[int] = []
@@ -88,7 +88,7 @@ def test_app_c_range_leaves_the_last_segment_out() -> None:
 
 
 def test_no_usable_document_is_an_error(tiny_sentence_transformer) -> None:
-    from hf_posbias.modeling import load_sentence_transformer
+    from hf_posbias.modeling.loaders import load_sentence_transformer
 
     model = load_sentence_transformer(tiny_sentence_transformer, device="cpu")
     with pytest.raises(InputError, match="no usable documents for tiny"):

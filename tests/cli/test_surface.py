@@ -133,7 +133,8 @@ def test_a_tucked_away_verb_runs_is_named_in_its_groups_help_and_documented() ->
 def test_a_shared_flag_reads_the_same_in_every_verb() -> None:
     """--seed, --out, --batch-size … (hf_posbias.settings.SHARED_HELPS): one meaning, one help
     text in every visible verb (another default aside)."""
-    from hf_posbias.settings import SHARED_HELPS, flag_name
+    from hf_posbias.settings import flag_name
+    from hf_posbias.shared_helps import SHARED_HELPS
 
     surface = _surface_module()
     parser = build_parser()

@@ -16,10 +16,9 @@ import pytest
 
 from hf_posbias.construction import build as build_module
 from hf_posbias.construction.build import build_benchmark
-from hf_posbias.construction.settings import BenchmarkBuildSettings
+from hf_posbias.construction.recipe_settings import BenchmarkBuildSettings
 from hf_posbias.errors import InputError
-from hf_posbias.rows import read_dataset
-from hf_posbias.shards import read_parquet_rows
+from hf_posbias.rows.readers import read_dataset, read_parquet_rows
 from hf_posbias.tasks.taskdata import PositionTaskData
 
 FILLER = "alpha beta gamma delta epsilon zeta eta theta iota"

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from hf_posbias.construction import recipe
-from hf_posbias.construction.settings import BenchmarkBuildSettings
+from hf_posbias.construction.recipe_settings import BenchmarkBuildSettings
 from hf_posbias.errors import InputError
 
 

@@ -69,7 +69,7 @@ def test_builder_prompts_panels_and_judge_model_are_the_users(
 def test_two_tag_variant_gives_straddling_chunks_both_tags(
     tmp_path: Path, recording, tiny_sentence_transformer: str
 ) -> None:
-    from hf_posbias.shards import read_parquet_rows
+    from hf_posbias.rows.readers import read_parquet_rows
 
     corpus = _corpus(tmp_path / "corpus.jsonl")
     settings = _settings(tmp_path, corpus, embedder=tiny_sentence_transformer, tagging="two-tag")

@@ -8,9 +8,9 @@ import pytest
 from task_fixtures import wiki_task
 
 from hf_posbias.errors import InputError
+from hf_posbias.evaluation.evaluation_settings import EvaluateSettings
 from hf_posbias.evaluation.runs.exports import read_trec_run
 from hf_posbias.evaluation.runs.runner import evaluate_model
-from hf_posbias.evaluation.settings import EvaluateSettings
 
 N_DOCS = 21
 

@@ -13,7 +13,7 @@ from task_fixtures import wiki_task
 from hf_posbias.errors import BackendError, ModelLoadError
 from hf_posbias.evaluation.runs.models import load_model
 from hf_posbias.evaluation.runs.runner import evaluate_model
-from hf_posbias.modeling import ModelSettings
+from hf_posbias.modeling.resolve import ModelSettings
 
 N_DOCS = 9
 

@@ -9,11 +9,11 @@ import pytest
 from task_fixtures import wiki_task
 
 from hf_posbias.errors import InputError
+from hf_posbias.evaluation.evaluation_settings import RemediesSettings
 from hf_posbias.evaluation.runs.exports import read_trec_run
 from hf_posbias.evaluation.runs.models import load_model, with_remedy
 from hf_posbias.evaluation.runs.remedies import RemedySettings
 from hf_posbias.evaluation.runs.runner import evaluate_model
-from hf_posbias.evaluation.settings import RemediesSettings
 
 N_DOCS = 9
 

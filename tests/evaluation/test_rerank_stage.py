@@ -9,9 +9,9 @@ import pytest
 from task_fixtures import wiki_task
 
 from hf_posbias.errors import ModelLoadError
+from hf_posbias.evaluation.evaluation_settings import EvaluateSettings
 from hf_posbias.evaluation.runs.models import load_model
 from hf_posbias.evaluation.runs.runner import evaluate_model
-from hf_posbias.evaluation.settings import EvaluateSettings
 from hf_posbias.rerankers.loading import reranker_kind
 from hf_posbias.rerankers.options import RerankerOptions
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from task_fixtures import wiki_task
 
+from hf_posbias.corpus.documents import segment_spans
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.runs.reversal import (
     ReversalResult,
@@ -13,7 +14,6 @@ from hf_posbias.evaluation.runs.reversal import (
     mirror_text,
     origin_of,
 )
-from hf_posbias.pipeline.corpus import segment_spans
 from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo
 
 # Five labelled segments of exactly equal length (17 chars + 1 space).

@@ -144,8 +144,8 @@ def test_bootstrap_is_seeded_and_zero_is_refused(task_folder, tmp_path):
 
 
 def test_the_former_settings_call_still_works_with_a_warning(task_folder, tmp_path):
+    from hf_posbias.evaluation.evaluation_settings import EvaluateSettings
     from hf_posbias.evaluation.runs.models import load_model
-    from hf_posbias.evaluation.settings import EvaluateSettings
 
     [new] = evaluate_model("bm25", [task_folder], out=tmp_path / "new", bootstrap=20)
     settings = EvaluateSettings(model="bm25", task=(task_folder,), out=tmp_path / "a", bootstrap=20)
@@ -170,7 +170,7 @@ def test_cross_encoder_reranks_bm25_top_k(task_folder, tiny_cross_encoder, tmp_p
     assert all(v == pytest.approx(1.0) for v in summary.metrics["recall_at_10"].values())
     assert "experiments" in summary.mteb_result_path  # filed apart from the plain reranker
     # The same pipeline spelled the other way round: the cross-encoder is the model.
-    from hf_posbias.evaluation.runs.runner import load_model
+    from hf_posbias.evaluation.runs.models import load_model
 
     same = load_model(tiny_cross_encoder, first_stage="bm25", rerank_k=5)
     assert (same.kind, same.reranker, same.first_stage) == ("rerank", tiny_cross_encoder, "bm25")

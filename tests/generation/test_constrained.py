@@ -8,12 +8,12 @@ import sys
 import pytest
 
 from hf_posbias.errors import InputError, ModelLoadError
-from hf_posbias.generation import make_generator
 from hf_posbias.generation.constrained import (
     JsonSchemaLogitsProcessor,
     compile_json_schema,
     grammar_tokenizer,
 )
+from hf_posbias.generation.generator_registry import make_generator
 
 VERDICT = {
     "type": "object",

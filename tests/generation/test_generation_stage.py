@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
+from hf_posbias.corpus.documents import Document, prepare_documents
+from hf_posbias.corpus.sources import read_wikiextractor
 from hf_posbias.errors import InputError
-from hf_posbias.generation import load_candidates, run_generation
 from hf_posbias.generation.base import GenerationResult
 from hf_posbias.generation.ict import ICTGenerator
-from hf_posbias.pipeline.corpus import Document, prepare_documents, read_wikiextractor
+from hf_posbias.generation.stage import load_candidates, run_generation
 
 
 @pytest.fixture(scope="module")

@@ -12,11 +12,12 @@ from collections import Counter
 import pytest
 from openai_server import LocalChatServer
 
+from hf_posbias.corpus.documents import prepare_documents
 from hf_posbias.errors import BackendError, InputError
-from hf_posbias.generation import make_generator, run_generation
 from hf_posbias.generation.backends import OpenAIChatBackend
+from hf_posbias.generation.generator_registry import make_generator
 from hf_posbias.generation.llm import STAGE2_SCHEMA, parse_stage1, parse_stage2
-from hf_posbias.pipeline.corpus import prepare_documents
+from hf_posbias.generation.stage import run_generation
 
 PERSONAS = [
     "a marine biologist who studies coral reefs",

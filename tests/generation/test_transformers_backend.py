@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from hf_posbias.corpus.documents import prepare_documents
 from hf_posbias.errors import InputError, ModelLoadError
 from hf_posbias.generation.backends import (
     FALLBACK_CHAT_TEMPLATE,
@@ -25,8 +26,7 @@ from hf_posbias.generation.llm import (
 )
 from hf_posbias.generation.personas import PersonaPool
 from hf_posbias.generation.stage import run_generation
-from hf_posbias.modeling import resolve_chat_model
-from hf_posbias.pipeline.corpus import prepare_documents
+from hf_posbias.modeling.causal_lm import resolve_chat_model
 
 MESSAGES = [{"role": "user", "content": "Write a query about reef fish."}]
 

@@ -9,8 +9,8 @@ import math
 import pytest
 import torch
 
-from hf_posbias.listwise.settings import ListwiseTrainingSettings
 from hf_posbias.listwise.training.augment import augment_rows
+from hf_posbias.listwise.training.finetune_settings import ListwiseTrainingSettings
 from hf_posbias.listwise.training.losses import debiasfirst_loss, rank_loss
 from hf_posbias.listwise.training.trainset import target_ranks
 

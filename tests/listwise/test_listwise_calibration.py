@@ -15,8 +15,8 @@ from hf_posbias.listwise.experiments.calibration import (
     estimate_slot_priors,
 )
 from hf_posbias.listwise.experiments.controlled import run_controlled_test
+from hf_posbias.listwise.experiments.experiment_settings import ControlledTestConfig
 from hf_posbias.listwise.experiments.taskio import load_rerank_task
-from hf_posbias.listwise.settings import ControlledTestConfig
 
 
 def test_calibration_removes_a_pure_slot_prior(beir_task, tmp_path, slot_biased):

@@ -10,7 +10,7 @@ import pytest
 from hf_posbias.cli import main
 from hf_posbias.errors import InputError
 from hf_posbias.listwise.experiments.compare import compare_listwise_runs, compare_rows
-from hf_posbias.rows import read_rows
+from hf_posbias.rows.readers import read_rows
 
 
 def run_test(reranker: str, task: Path, out: Path, positions: str = "1,4") -> Path:

@@ -8,11 +8,8 @@ import pytest
 
 from hf_posbias.cli import main
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.experiments.controlled import (
-    ControlledTestConfig,
-    run_controlled_test,
-    summarize_positions_rows,
-)
+from hf_posbias.listwise.experiments.controlled import run_controlled_test, summarize_positions_rows
+from hf_posbias.listwise.experiments.experiment_settings import ControlledTestConfig
 from hf_posbias.listwise.experiments.runs import ndcg_at_10
 from hf_posbias.listwise.experiments.taskio import load_rerank_task
 from hf_posbias.rerankers.loading import load_reranker

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from hf_posbias.errors import InputError
-from hf_posbias.rerankers.loading import RerankerOptions, load_reranker
+from hf_posbias.rerankers.loading import load_reranker
+from hf_posbias.rerankers.options import RerankerOptions
 
 
 def test_overrides_do_not_write_into_the_callers_options():

@@ -91,7 +91,7 @@ def rows():
 
 @pytest.fixture(scope="module")
 def model_and_tokenizer(tiny_llm):
-    from hf_posbias.modeling import load_causal_lm
+    from hf_posbias.modeling.causal_lm import load_causal_lm
 
     return load_causal_lm(tiny_llm, dtype="float32", device="cpu")
 
@@ -191,7 +191,7 @@ def test_model_loss_reads_only_the_answer_logits_and_loses_nothing(
 
 
 def test_a_few_steps_lower_the_loss(tiny_llm):
-    from hf_posbias.modeling import load_causal_lm
+    from hf_posbias.modeling.causal_lm import load_causal_lm
 
     model, tokenizer = load_causal_lm(tiny_llm, dtype="float32", device="cpu")
     model.train()
@@ -247,7 +247,7 @@ def test_mean1_divides_every_ips_pair_weight_by_their_mean_over_the_training_pai
     got = float(rank_loss(logits, ranks, mean1))
     assert got == pytest.approx(by_hand(c), rel=1e-5)
     assert got == pytest.approx(float(rank_loss(logits, ranks, paper)) / c, rel=1e-5)
-    from hf_posbias.listwise.settings import ListwiseTrainingSettings
+    from hf_posbias.listwise.training.finetune_settings import ListwiseTrainingSettings
 
     with pytest.raises(InputError, match="--ips-normalization must be one of paper, mean1"):
         ListwiseTrainingSettings(

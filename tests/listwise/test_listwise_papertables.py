@@ -9,7 +9,7 @@ import pytest
 
 from hf_posbias.cli import main
 from hf_posbias.listwise.experiments.papertables import curves_figure
-from hf_posbias.rows import read_rows
+from hf_posbias.rows.readers import read_rows
 
 
 def _shuffle_eval(reranker: str, task: Path, out: Path) -> Path:

@@ -9,9 +9,9 @@ import pytest
 
 from hf_posbias.cli import main
 from hf_posbias.errors import InputError
+from hf_posbias.listwise.experiments.experiment_settings import PropensityConfig
 from hf_posbias.listwise.experiments.lists import shuffled
 from hf_posbias.listwise.experiments.propensity import (
-    PropensityConfig,
     check_propensity_support,
     load_propensity,
     omega_from_counts,

@@ -9,9 +9,9 @@ import pytest
 
 from hf_posbias.cli import main
 from hf_posbias.errors import InputError
+from hf_posbias.listwise.experiments.experiment_settings import ListwiseRemediesConfig
 from hf_posbias.listwise.experiments.remedies import run_listwise_remedies
 from hf_posbias.listwise.experiments.taskio import load_rerank_task
-from hf_posbias.listwise.settings import ListwiseRemediesConfig
 
 
 def test_remedies_share_windows_and_count_their_cost(beir_task, tmp_path, slot_biased):

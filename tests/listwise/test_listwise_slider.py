@@ -15,7 +15,7 @@ from hf_posbias.listwise.experiments.slider import (
 )
 from hf_posbias.listwise.experiments.taskio import load_rerank_task
 from hf_posbias.rerankers.loading import load_reranker
-from hf_posbias.rows import read_rows
+from hf_posbias.rows.readers import read_rows
 
 
 @pytest.mark.parametrize("reranker_kind", ["llm", "bm25"])

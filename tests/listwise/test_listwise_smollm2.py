@@ -19,7 +19,8 @@ pytestmark = pytest.mark.skipif(
 
 
 def test_smollm2_primacy_bias_on_scifact(shared_data, tmp_path):
-    from hf_posbias.listwise.experiments.controlled import ControlledTestConfig, run_controlled_test
+    from hf_posbias.listwise.experiments.controlled import run_controlled_test
+    from hf_posbias.listwise.experiments.experiment_settings import ControlledTestConfig
     from hf_posbias.listwise.experiments.taskio import load_rerank_task
     from hf_posbias.rerankers.loading import load_reranker
     from hf_posbias.tasks.builders.scifact import build_scifact

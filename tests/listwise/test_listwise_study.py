@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from hf_posbias.cli import main
-from hf_posbias.rows import read_rows
+from hf_posbias.rows.readers import read_rows
 
 
 def _spec(tmp_path: Path, task: Path, tiny_llm: str, **extra) -> Path:
@@ -267,8 +267,8 @@ def test_the_q26_plan_holds_the_papers_settings_per_step():
 
 def test_a_training_setting_the_spec_leaves_out_is_the_verbs_own_default(tmp_path):
     """No second default in the study: no smoothing is Eq. 5's none, as on the command line."""
-    from hf_posbias.listwise.experiments.settings import PropensitySettings
-    from hf_posbias.listwise.training.settings import ListwiseTrainingSettings
+    from hf_posbias.listwise.experiments.experiment_settings import PropensitySettings
+    from hf_posbias.listwise.training.finetune_settings import ListwiseTrainingSettings
     from hf_posbias.study.listwise_spec import ListwiseStudySpec
     from hf_posbias.study.listwise_study import plan
 

@@ -10,7 +10,8 @@ import pytest
 from hf_posbias.listwise.experiments.firststage import BM25FirstStage
 from hf_posbias.listwise.experiments.taskio import load_rerank_task
 from hf_posbias.rerankers.records import Passage
-from hf_posbias.rows import RowsById, read_parquet_rows
+from hf_posbias.rows.arrow import RowsById
+from hf_posbias.rows.readers import read_parquet_rows
 from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo
 
 CORPUS = [

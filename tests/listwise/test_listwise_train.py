@@ -13,8 +13,8 @@ import pytest
 
 from hf_posbias.cli import main
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.settings import ListwiseTrainingSettings
 from hf_posbias.listwise.training.card import TRAINING_INFO, load_listwise_info
+from hf_posbias.listwise.training.finetune_settings import ListwiseTrainingSettings
 from hf_posbias.listwise.training.trainset import read_train_set, write_train_set
 
 K = 8  # window size of the train_set fixture (--pos-aug 2 and 4 divide it, 3 does not)

@@ -10,14 +10,14 @@ from publish_rows import DELTA, load, make_info, make_pool, make_train_sets, spl
 
 from hf_posbias import POSITIONS
 from hf_posbias.errors import InputError
-from hf_posbias.publish import (
+from hf_posbias.publish.dataset_card import (
     DatasetCardInfo,
     bin_position_table,
-    write_dataset_repo,
     write_pool_repo,
     write_train_repo,
 )
-from hf_posbias.verification import VerificationReport
+from hf_posbias.publish.repo import write_dataset_repo
+from hf_posbias.verification.report import VerificationReport
 
 
 def test_train_repo_round_trips_every_config(tmp_path: Path) -> None:

@@ -8,8 +8,9 @@ import pytest
 from publish_rows import all_files, load, make_info, make_pool, make_train_sets
 
 from hf_posbias.errors import InputError
-from hf_posbias.publish import check_repo_folder, write_pool_repo, write_train_repo
-from hf_posbias.rows import available_configs
+from hf_posbias.publish.dataset_card import write_pool_repo, write_train_repo
+from hf_posbias.publish.repo import check_repo_folder
+from hf_posbias.rows.readers import available_configs
 
 
 def test_same_rows_give_byte_identical_folders(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from task_fixtures import toy_position_records
 from hf_posbias.cli import main
 from hf_posbias.errors import InputError
 from hf_posbias.publish.task_repo import TASK_FILES, write_task_repo
-from hf_posbias.rows import read_dataset
+from hf_posbias.rows.readers import read_dataset
 from hf_posbias.tasks.builders.jsonl import build_from_records
 from hf_posbias.tasks.mteb_tasks import folder_revision, get_task
 from hf_posbias.tasks.taskdata import PositionTaskData

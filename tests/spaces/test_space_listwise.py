@@ -59,7 +59,7 @@ def write_task(folder):
 
 
 def test_a_debiasfirst_checkpoint_and_a_task_folder(space_app, monkeypatch, tmp_path, tiny_llm):
-    from hf_posbias.listwise.settings import ListwiseTrainingSettings
+    from hf_posbias.listwise.training.finetune_settings import ListwiseTrainingSettings
     from hf_posbias.listwise.training.train import train_listwise
     from hf_posbias.listwise.training.trainset import write_train_set
 

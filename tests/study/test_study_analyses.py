@@ -148,7 +148,8 @@ def test_direction_check_covers_any_bucket_scheme(tmp_path):
     ordered buckets; the report says whether it gained there and where its curve peaks."""
     from hf_posbias.evaluation.runs.exports import write_per_query
     from hf_posbias.evaluation.summary import EvaluationSummary
-    from hf_posbias.study.report import Source, write_report
+    from hf_posbias.study.report import write_report
+    from hf_posbias.study.report_sources import Source
 
     buckets = ["0-100", "100-200", "200-300", "300-400", "400-500", "500-3120"]
     profiles = {

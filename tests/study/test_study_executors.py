@@ -271,7 +271,7 @@ def test_ray_refuses_a_unit_no_node_can_take_before_any_unit_starts(
 
 def test_a_unit_ray_has_not_started_is_reported_with_rays_reason(ray_one_gpu, tmp_path):
     """Three one-CPU units on a two-CPU cluster: the third waits, and says why."""
-    from hf_posbias.executors import ExecutorSettings
+    from hf_posbias.executors.options import ExecutorSettings
     from hf_posbias.executors.ray import run_ray
     from hf_posbias.executors.units import Unit
 

@@ -9,7 +9,8 @@ import pytest
 
 from hf_posbias.evaluation.runs.exports import write_per_query
 from hf_posbias.evaluation.summary import EvaluationSummary
-from hf_posbias.study.report import Source, write_report
+from hf_posbias.study.report import write_report
+from hf_posbias.study.report_sources import Source
 
 BUCKETS = ["begin", "middle", "end"]
 # Per configuration: the mean nDCG@10 the queries of each bucket are drawn around.

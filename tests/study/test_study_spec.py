@@ -217,7 +217,7 @@ def test_each_run_is_a_settings_object_and_its_printed_command_reads_back_to_it(
     from hf_posbias.study.layout import run_settings, study_models
     from hf_posbias.study.run import dry_run_lines
     from hf_posbias.study.spec import training_argv
-    from hf_posbias.training.settings import parse_settings
+    from hf_posbias.training.training_settings import parse_settings
 
     spec = load_spec(REPO / "studies" / "yhp26-pooling.yaml")
     trained = [m for m in study_models(spec, "study") if m.trained]

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from hf_posbias.errors import InputError
-from hf_posbias.tasks.positions import (
+from hf_posbias.tasks.bucketing import (
     POSIR_RELATIVE_20,
     POSIR_TOKEN_LENGTH,
     SQUAD_POSQ,

@@ -12,9 +12,9 @@ import re
 import pytest
 
 from hf_posbias.cli import main
+from hf_posbias.tasks.bucketing import THIRDS
 from hf_posbias.tasks.builders.climate_fever import build_climate_fever
 from hf_posbias.tasks.builders.scifact import build_scifact, parse_sentence_list
-from hf_posbias.tasks.positions import THIRDS
 from hf_posbias.tasks.taskdata import PositionTaskData
 
 pytestmark = pytest.mark.shared_data

@@ -183,8 +183,8 @@ def test_toolkit_trend_is_per_query_and_differs_from_posir_bin_trend():
 
 def test_zeng2025_per_query_statistics_count_each_query_once():
     from hf_posbias.statistics.levels import psi_by_length
+    from hf_posbias.tasks.bucketing import SQUAD_POSQ
     from hf_posbias.tasks.position_scoring import one_row_per_query
-    from hf_posbias.tasks.positions import SQUAD_POSQ
 
     rng = np.random.default_rng(3)
     positions, run, qrels = {}, {}, {}
@@ -275,7 +275,7 @@ def _wiki_posir_snapshot(shared_data, root, n_docs: int = 80):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from hf_posbias.pipeline.corpus import read_wikiextractor
+    from hf_posbias.corpus.sources import read_wikiextractor
 
     sentence = re.compile(r"[^.!?\n]+[.!?]")
     rng = random.Random(0)
@@ -317,7 +317,7 @@ def test_evaluate_posir_on_real_text_equals_posir_script(shared_data, tmp_path, 
     import json
 
     from hf_posbias.cli import main
-    from hf_posbias.rows import read_parquet_rows
+    from hf_posbias.rows.readers import read_parquet_rows
 
     queries = _wiki_posir_snapshot(shared_data, tmp_path / "PosIR")
     task, out = tmp_path / "task", tmp_path / "ev"

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from hf_posbias.errors import InputError
+from hf_posbias.tasks.bucketing import POSIR_RELATIVE_20, SQUAD_POSQ, THIRDS
 from hf_posbias.tasks.position_scoring import (
     QueryPosition,
     first_relevant_rank,
@@ -16,7 +17,6 @@ from hf_posbias.tasks.position_scoring import (
     summarize_rows,
     zeng2025_ndcg,
 )
-from hf_posbias.tasks.positions import POSIR_RELATIVE_20, SQUAD_POSQ, THIRDS
 
 
 def test_zeng2025_ndcg_equals_sklearn_ndcg_score_with_ties():

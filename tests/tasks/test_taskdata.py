@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hf_posbias.errors import InputError
-from hf_posbias.rows import TableRows
+from hf_posbias.rows.arrow import TableRows
 from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo, corpus_table
 
 CORPUS = [

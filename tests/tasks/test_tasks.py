@@ -8,10 +8,10 @@ import shutil
 import pytest
 from task_fixtures import THIRDS, wiki_task
 
+from hf_posbias.corpus.documents import segment_spans
 from hf_posbias.errors import BackendError, InputError
-from hf_posbias.pipeline.corpus import segment_spans
+from hf_posbias.tasks.benchmark_registry import TASKS_DIR_ENV
 from hf_posbias.tasks.mteb_tasks import get_task, named_task_class, task_names
-from hf_posbias.tasks.registry import TASKS_DIR_ENV
 from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo
 
 
@@ -222,8 +222,8 @@ def test_public_classes_are_ordinary_classes_one_per_card():
     import inspect
 
     import hf_posbias.tasks as public
-    from hf_posbias.tasks import ClimateFEVEREvidence, SciFactEvidence
-    from hf_posbias.tasks.registry import benchmarks, cards, mteb_license
+    from hf_posbias.tasks.benchmark_registry import benchmarks, cards, mteb_license
+    from hf_posbias.tasks.mteb_tasks import ClimateFEVEREvidence, SciFactEvidence
 
     assert public.get_task is get_task
     assert SciFactEvidence is named_task_class("SciFact-Evidence")
@@ -265,7 +265,7 @@ def test_span_outside_the_document_is_a_counted_warning(folder, tmp_path):
 
 
 def test_every_task_class_computes_descriptive_statistics(folder):
-    from hf_posbias.tasks import NAMED_TASKS, PositionRetrievalTask
+    from hf_posbias.tasks.mteb_tasks import NAMED_TASKS, PositionRetrievalTask
 
     for cls in [PositionRetrievalTask, *NAMED_TASKS.values()]:
         stats = cls(folder).calculate_descriptive_statistics()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hf_posbias.cards import CheckpointCardKind, load_card_facts, render_checkpoint_card
+from hf_posbias.cards.checkpoint import CheckpointCardKind, load_card_facts, render_checkpoint_card
 from hf_posbias.errors import InputError
 from hf_posbias.trainer_base.scaffold import agreed_memory_plan, announce, output_folder, save_card
 
@@ -42,15 +42,12 @@ def test_trainer_modules_import_no_heavy_library(module: str) -> None:
 
 
 def test_custom_loss_and_trainer_are_module_level_classes() -> None:
+    from sentence_transformers.sentence_transformer.losses import CachedMultipleNegativesRankingLoss
     from transformers import Trainer
 
     import hf_posbias.training.train as train
     from hf_posbias.listwise.training.trainer import DebiasFirstTrainer
-    from hf_posbias.training.losses import (
-        CachedMultipleNegativesRankingLoss,
-        WeightedCachedMNRL,
-        weighted_cached_mnrl,
-    )
+    from hf_posbias.training.losses import WeightedCachedMNRL, weighted_cached_mnrl
 
     assert issubclass(WeightedCachedMNRL, CachedMultipleNegativesRankingLoss)
     assert WeightedCachedMNRL.__qualname__ == "WeightedCachedMNRL"

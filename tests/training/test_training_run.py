@@ -15,7 +15,8 @@ from guards import HANG_GUARD_S
 from hf_posbias import POSITIONS
 from hf_posbias.cli import main as cli_main
 from hf_posbias.shards import write_parquet
-from hf_posbias.training.train import TrainConfig, ips_weights, train_model
+from hf_posbias.training.train import ips_weights, train_model
+from hf_posbias.training.training_settings import TrainConfig
 
 BINS = ("0-1k", "1k-2k")
 
@@ -287,9 +288,9 @@ def test_weighted_loss_equals_cached_mnrl_at_unit_weights_and_scales(tiny_models
     import torch
     from sentence_transformers.sentence_transformer.losses import CachedMultipleNegativesRankingLoss
 
+    from hf_posbias.training.bases import get_model_spec
     from hf_posbias.training.builder import build_sentence_transformer
-    from hf_posbias.training.models import get_model_spec
-    from hf_posbias.training.train import weighted_cached_mnrl
+    from hf_posbias.training.losses import weighted_cached_mnrl
 
     model = build_sentence_transformer(get_model_spec(tiny_models("bert")))
     torch.manual_seed(0)
@@ -557,9 +558,9 @@ def test_weighted_loss_gathers_like_one_big_batch(tiny_models, monkeypatch):
     import sentence_transformers.util as st_util
     import torch
 
+    from hf_posbias.training.bases import get_model_spec
     from hf_posbias.training.builder import build_sentence_transformer
-    from hf_posbias.training.models import get_model_spec
-    from hf_posbias.training.train import weighted_cached_mnrl
+    from hf_posbias.training.losses import weighted_cached_mnrl
 
     model = build_sentence_transformer(get_model_spec(tiny_models("bert")))
     torch.manual_seed(0)

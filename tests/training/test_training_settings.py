@@ -12,12 +12,8 @@ from hf_posbias.cli import build_parser
 from hf_posbias.devices import DeviceInfo, described_device
 from hf_posbias.errors import InputError
 from hf_posbias.settings import setting, settings_parser, settings_record
-from hf_posbias.training.settings import (
-    ComputeSettings,
-    TrainConfig,
-    TrainingSettings,
-    parse_settings,
-)
+from hf_posbias.trainer_base.compute import ComputeSettings
+from hf_posbias.training.training_settings import TrainConfig, TrainingSettings, parse_settings
 
 REQUIRED = ["--model", "m", "--config", "uniform", "--data", "d", "--out", "o"]
 CPU = DeviceInfo(kind="cpu", name="cpu", bf16=True)

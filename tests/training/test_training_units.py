@@ -12,14 +12,9 @@ import pytest
 from guards import HANG_GUARD_S
 
 from hf_posbias.errors import ModelLoadError
+from hf_posbias.training.bases import PAPER_MODELS, ModelSpec, get_model_spec, register_model
 from hf_posbias.training.batching import SingleBinBatchSamplerFactory, plan_batches
 from hf_posbias.training.matrix import expand_runs, run_matrix, select_shard
-from hf_posbias.training.models import (
-    PAPER_MODELS,
-    ModelSpec,
-    get_model_spec,
-    register_model,
-)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -234,7 +229,7 @@ def test_matrix_resume_skips_finished_runs(tmp_path, monkeypatch):
 def test_a_run_is_a_settings_object_whose_command_line_parses_back_to_it():
     # The matrix takes settings objects; the command line is rendered from them only at
     # launch, and `accelerate launch -m hf_posbias.training.train` reads it back to the same.
-    from hf_posbias.training.settings import parse_settings
+    from hf_posbias.training.training_settings import parse_settings
 
     (run,) = expand_runs(["bert-base"], ["50:25:25"], "c", ["mean"])
     settings = run.settings("d", seed=42, epochs=3, precision="bf16", progress=False)

@@ -9,8 +9,8 @@ import pytest
 from verification_rows import row
 
 from hf_posbias.errors import InputError
-from hf_posbias.rows import TableRows
-from hf_posbias.verification import AUDIT_SCHEMA, AuditReport, audit_segments
+from hf_posbias.rows.arrow import TableRows
+from hf_posbias.verification.audit import AUDIT_SCHEMA, AuditReport, audit_segments
 
 
 class SubstringJudge:

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 from verification_rows import wikipedia_candidates
 
-from hf_posbias.verification import CrossEncoderMember, RerankerPanel
-from hf_posbias.verification.members import fast_inputs
+from hf_posbias.verification.members import CrossEncoderMember, fast_inputs
 from hf_posbias.verification.pair_inputs import (
     PairEncoder,
     longest_first_lengths,
     pair_encoder_for,
 )
+from hf_posbias.verification.panel import RerankerPanel
 
 # Word counts that put either text, both or neither over every budget below; 0 is an empty text.
 # The tokenizer itself also builds every overflow piece of both texts (their product), so long

@@ -7,9 +7,9 @@ import pytest
 from verification_rows import TableMember, row
 
 from hf_posbias.errors import InputError, ModelLoadError, PosbiasError
-from hf_posbias.verification import (
+from hf_posbias.verification.members import BM25Member
+from hf_posbias.verification.panel import (
     PAPER_PANEL,
-    BM25Member,
     RerankerPanel,
     check_delta,
     consensus_margin,

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from hf_posbias.errors import InputError
-from hf_posbias.verification import parse_panel, run_verification
+from hf_posbias.verification.panel import parse_panel
+from hf_posbias.verification.stage import run_verification
 
 ROWS = [
     {

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from hf_posbias import POSITIONS
-from hf_posbias.verification import VerificationReport, margin_stratum, stratum_labels
+from hf_posbias.verification.report import VerificationReport, margin_stratum, stratum_labels
 
 
 def test_report_tables_are_consistent() -> None:

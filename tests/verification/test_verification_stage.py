@@ -10,13 +10,9 @@ from verification_rows import row
 
 from hf_posbias import POSITIONS
 from hf_posbias.errors import InputError
-from hf_posbias.verification import (
-    BM25Member,
-    CrossEncoderMember,
-    RerankerPanel,
-    parse_panel,
-    run_verification,
-)
+from hf_posbias.verification.members import BM25Member, CrossEncoderMember
+from hf_posbias.verification.panel import RerankerPanel, parse_panel
+from hf_posbias.verification.stage import run_verification
 
 
 def test_tiny_cross_encoder_panel_end_to_end_with_resume(

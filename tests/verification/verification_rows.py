@@ -47,7 +47,8 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 def wikipedia_candidates(shared_data, n_docs: int) -> list[dict]:
     """Paragraphs of real Wikipedia articles as documents; a query is the longest sentence of
     the target segment (an ICT-style pseudo-query), one candidate per (document, position)."""
-    from hf_posbias.pipeline.corpus import prepare_documents, read_wikiextractor
+    from hf_posbias.corpus.documents import prepare_documents
+    from hf_posbias.corpus.sources import read_wikiextractor
 
     records = []
     for article in read_wikiextractor(shared_data / "wikipedia_enwiki_wikiextractor"):

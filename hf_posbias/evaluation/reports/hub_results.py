@@ -119,8 +119,8 @@ def split_pushable(
 
 
 def _interval_note(low: float | None, high: float | None, n: int) -> str:
-    from hf_posbias import __version__
     from hf_posbias.tasks.hub_benchmark import hub_value
+    from hf_posbias.version import __version__
 
     where = f"{n} queries; hf-posbias {__version__}"
     if low is None or high is None:
@@ -318,7 +318,7 @@ def _benchmark(task_repo: str) -> tuple[str, list[str], list[str]]:
     import yaml
     from mteb._hf_integration.eval_model import HFEvalMeta
 
-    from hf_posbias.rows import read_json
+    from hf_posbias.rows.readers import read_json
     from hf_posbias.tasks.hub_benchmark import EVAL_FILE, board_task_ids
 
     where = f"dataset {task_repo}"

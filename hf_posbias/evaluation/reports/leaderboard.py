@@ -454,7 +454,7 @@ def read_leaderboard(folder: str | Path) -> list[dict[str, Any]]:
         ...
         hf_posbias.errors.InputError: /no/such/folder holds no leaderboard ...
     """
-    from hf_posbias.shards import read_parquet_rows
+    from hf_posbias.rows.readers import read_parquet_rows
 
     path = Path(folder)
     files = [path / "leaderboard.parquet"] if (path / "leaderboard.parquet").is_file() else []

@@ -281,7 +281,7 @@ def relative_bin_means(
     """
     import math
 
-    from hf_posbias.tasks.positions import IntervalBuckets
+    from hf_posbias.tasks.bucketing import IntervalBuckets
 
     rule = IntervalBuckets(tuple(i / bins for i in range(bins + 1)), closed="right")
     index = {label: i for i, label in enumerate(rule.labels)}

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
-from hf_posbias.rows import read_parquet_rows
+from hf_posbias.rows.readers import read_parquet_rows
 from hf_posbias.shards import write_parquet, write_text_atomic
 from hf_posbias.tasks.position_scoring import ranked
 

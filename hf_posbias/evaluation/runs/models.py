@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from hf_posbias.errors import InputError, ModelLoadError
 from hf_posbias.hashing import folder_fingerprint
 from hf_posbias.jsonable import JsonRecord
-from hf_posbias.modeling import ModelSettings
+from hf_posbias.modeling.resolve import ModelSettings
 from hf_posbias.settings import flag_name
 
 if TYPE_CHECKING:
@@ -188,7 +188,7 @@ def check_model_argument(spec: str) -> None:
     """Fail in one line, before tasks or mteb load, on a model argument that resolves nowhere: a
     missing path, or a name in no local folder, package, mteb registry, HF cache or (online) Hub
     (:func:`~hf_posbias.modeling.check_model_name`)."""
-    from hf_posbias.modeling import check_model_name
+    from hf_posbias.modeling.resolve import check_model_name
 
     _check_model_path(spec)
     check_model_name(spec)
@@ -196,7 +196,7 @@ def check_model_argument(spec: str) -> None:
 
 def _model_identity(spec: str, loaded: Any) -> tuple[str, str]:
     """Unique mteb (name, revision) for a model argument (see docs/contributing-notes.md, mteb)."""
-    from hf_posbias.modeling import PACKAGED_MODELS, model_display_name, model_location
+    from hf_posbias.modeling.resolve import PACKAGED_MODELS, model_display_name, model_location
 
     resolved = model_location(spec)
     if spec in PACKAGED_MODELS:
@@ -243,11 +243,8 @@ def _load_retriever(
     """(mteb model, name, revision, encoder-or-None, search-or-None, kind) for a retriever spec
     (the order of :mod:`hf_posbias.modeling`)."""
     from hf_posbias.evaluation.runs.search import BM25Model
-    from hf_posbias.modeling import (
-        load_named_sentence_transformer,
-        load_registry_model,
-        resolve_model,
-    )
+    from hf_posbias.modeling.loaders import load_named_sentence_transformer, load_registry_model
+    from hf_posbias.modeling.resolve import resolve_model
 
     resolved = resolve_model(spec)
     if resolved.source == "bm25":
@@ -333,12 +330,12 @@ def _mteb_cross_encoder(
     reranked by mteb's own pipeline (:class:`~.search.RerankSearch`)."""
     from mteb.models import CrossEncoderWrapper
 
-    from hf_posbias.modeling import (
+    from hf_posbias.modeling.loaders import (
         CROSS_ENCODER_PREFIX,
         load_cross_encoder,
         load_registry_model,
-        registry_reranker,
     )
+    from hf_posbias.modeling.mteb_registry import registry_reranker
 
     if kind == "registry":
         meta = registry_reranker(spec)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from hf_posbias.figures import save_figure
 
 if TYPE_CHECKING:
-    from hf_posbias.evaluation.settings import RemediesSettings
+    from hf_posbias.evaluation.evaluation_settings import RemediesSettings
 
 
 RUN_MARKER = "remedy-run.json"
@@ -111,7 +111,7 @@ def run_settings(settings: RemediesSettings, remedy: str, model: Any, task: Any)
 
     Example:
         >>> from types import SimpleNamespace
-        >>> from hf_posbias.evaluation.settings import RemediesSettings
+        >>> from hf_posbias.evaluation.evaluation_settings import RemediesSettings
         >>> s = RemediesSettings(model="m", task=("t",), out="o", stride=32)
         >>> model = SimpleNamespace(name="m", revision="r1")
         >>> task = SimpleNamespace(metadata=SimpleNamespace(name="T", revision="t1"))
@@ -137,7 +137,7 @@ def run_settings(settings: RemediesSettings, remedy: str, model: Any, task: Any)
 def _finished_run(folder: Path, record: dict[str, Any]) -> Any:
     """The summary of a run folder that finished with exactly these settings, else ``None``."""
     from hf_posbias.evaluation.summary import EvaluationSummary
-    from hf_posbias.rows import read_json
+    from hf_posbias.rows.readers import read_json
 
     marker, summary = folder / RUN_MARKER, folder / "summary.json"
     if not (marker.exists() and summary.exists()) or read_json(marker) != record:

@@ -1,7 +1,7 @@
 """Mirror-reversal diagnostic (PosIR, Zeng et al. 2026): does the score follow the evidence?
 
 Every document is cut into 5 equal character segments
-(:func:`hf_posbias.pipeline.corpus.segment_spans`, cuts snapped to whitespace) and reassembled in
+(:func:`hf_posbias.corpus.documents.segment_spans`, cuts snapped to whitespace) and reassembled in
 the order 5,4,3,2,1. Queries whose evidence lies
 in segments 1–2 (*front-origin*) now find it at the back (F→B); queries whose evidence lies in
 segments 4–5 (*back-origin*) find it at the front (B→F). Each group is scored before and after::
@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hf_posbias.corpus.documents import segment_spans
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.reports.report import (
     AuditContext,
@@ -37,7 +38,6 @@ from hf_posbias.evaluation.reports.report import (
 )
 from hf_posbias.figures import save_figure
 from hf_posbias.jsonable import JsonRecord
-from hf_posbias.pipeline.corpus import segment_spans
 from hf_posbias.tables import as_table
 from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo
 

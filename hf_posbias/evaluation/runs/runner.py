@@ -53,8 +53,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hf_posbias.deprecation import former_settings_call
 from hf_posbias.errors import BackendError, InputError, PosbiasError, first_line
+from hf_posbias.evaluation.evaluation_settings import (
+    CORPUS_CHUNK_SIZE,
+    check_run_options,
+)
 from hf_posbias.evaluation.runs.exports import (
     PER_QUERY_DIRNAME,
     RUNS_DIRNAME,
@@ -64,18 +67,13 @@ from hf_posbias.evaluation.runs.exports import (
     write_trec_run,
 )
 from hf_posbias.evaluation.runs.models import LoadedModel, check_model_argument, load_model
-from hf_posbias.evaluation.settings import (
-    CORPUS_CHUNK_SIZE,
-    EvaluationOptions,
-    check_run_options,
-)
 from hf_posbias.evaluation.summary import EvaluationSummary, write_summary_json
-from hf_posbias.tasks.registry import DEFAULT_TOP_K, SPLIT
+from hf_posbias.tasks.benchmark_registry import DEFAULT_TOP_K, SPLIT
 
 if TYPE_CHECKING:
     from hf_posbias.evaluation.runs.remedies import RemedySettings
     from hf_posbias.evaluation.runs.truncation import TruncationCount
-    from hf_posbias.modeling import ModelSettings
+    from hf_posbias.modeling.resolve import ModelSettings
     from hf_posbias.rerankers.options import RerankerOptions
 
 logger = logging.getLogger(__name__)
@@ -365,7 +363,7 @@ def load_tasks(
     tasks: Sequence[str | Path | Any], *, scoring: str = "default", top_k: int = DEFAULT_TOP_K
 ) -> list[Any]:
     """Resolve and load every task (fails fast, one line, before any model is loaded)."""
-    from hf_posbias.tasks.registry import resolve_task_reference
+    from hf_posbias.tasks.benchmark_registry import resolve_task_reference
 
     if not tasks:
         raise InputError("no task given")
@@ -395,23 +393,6 @@ def write_summaries(summaries: Sequence[EvaluationSummary], out_dir: str | Path)
     return target
 
 
-def _former_evaluate_call(
-    settings: EvaluationOptions,
-    tasks: Sequence[Any] | None = None,
-    *,
-    loaded: LoadedModel | None = None,
-    show_progress: bool = False,
-) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    model = settings.model if loaded is None else loaded  # type: ignore[attr-defined]
-    chosen = settings.task if tasks is None else tasks
-    return (model, chosen), {**settings.evaluate_kwargs(), "show_progress": show_progress}
-
-
-@former_settings_call(
-    EvaluationOptions,
-    _former_evaluate_call,
-    instead="evaluate_model(s.model, s.task, **s.evaluate_kwargs())",
-)
 def evaluate_model(
     model: str | LoadedModel,
     tasks: Sequence[str | Path | Any],
@@ -437,8 +418,8 @@ def evaluate_model(
     """Evaluate ``model`` on position tasks; write summaries, tables and exports into ``out``.
 
     The library call behind ``posbias evaluate``, in the shape of ``mteb.evaluate(model, tasks,
-    …)``; the verb's :class:`~hf_posbias.evaluation.settings.EvaluateSettings` give every
-    keyword (:meth:`~hf_posbias.evaluation.settings.EvaluationOptions.evaluate_kwargs`). The
+    …)``; the verb's :class:`~hf_posbias.evaluation.evaluation_settings.EvaluateSettings` give every
+    keyword (:meth:`~hf_posbias.evaluation.evaluation_settings.EvaluationOptions.evaluate_kwargs`). The
     former call, ``evaluate_model(settings, tasks=None, loaded=None)``, still works for one
     release (``DeprecationWarning``).
 
@@ -477,7 +458,7 @@ def evaluate_model(
         One :class:`EvaluationSummary` per task (per subset of a multilingual task), in order.
 
     Example:
-        >>> from hf_posbias.evaluation.settings import EvaluateSettings
+        >>> from hf_posbias.evaluation.evaluation_settings import EvaluateSettings
         >>> # evaluate_model("bm25", ["tasks/squad-posq-tiny"], out="runs/bm25", bootstrap=200)
         >>> # writes runs/bm25/summary.json; the same run from the verb's settings:
         >>> s = EvaluateSettings(model="bm25", task=("tasks/squad-posq-tiny",), out="runs/bm25")

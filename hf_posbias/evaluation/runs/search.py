@@ -60,7 +60,7 @@ def corpus_batches(corpus: Any, size: int | None = None) -> Iterator[dict[str, l
         [['a', 'b'], ['c']]
     """
     if size is None:
-        from hf_posbias.bm25 import INDEX_BATCH
+        from hf_posbias.bm25.analyzer import INDEX_BATCH
 
         size = INDEX_BATCH
     if hasattr(corpus, "iter") and hasattr(corpus, "column_names"):
@@ -212,7 +212,8 @@ class BM25Model(CorpusSearch):
 
     def build_index(self, corpus: Any, context: SearchContext) -> list[str]:
         """The BM25 index of titles and texts, in the task's language."""
-        from hf_posbias.bm25 import BM25Analyzer, BM25Index, document_text
+        from hf_posbias.bm25.analyzer import BM25Analyzer, document_text
+        from hf_posbias.bm25.index import BM25Index
 
         language = _task_language(context.task_metadata, context.hf_subset)
         analyzer = BM25Analyzer.for_language(language)

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hf_posbias.tasks.positions import POSIR_TOKEN_LENGTH, IntervalBuckets
+from hf_posbias.tasks.bucketing import POSIR_TOKEN_LENGTH, IntervalBuckets
 
 DOCUMENT_PROMPTS = ("document", "passage", "corpus")
 """Prompt names under which a SentenceTransformer keeps its document prefix (mteb's order)."""
@@ -181,7 +181,7 @@ def model_tokenization(loaded: Any) -> tuple[Any, int, str] | None:
 def drop_queries(task: Any, query_ids: Iterable[str]) -> int:
     """Leave ``query_ids`` out of a loaded position task (its queries and judgements, every
     subset) before it is scored; returns how many queries were removed."""
-    from hf_posbias.tasks.registry import SPLIT
+    from hf_posbias.tasks.benchmark_registry import SPLIT
 
     drop = set(query_ids)
     if not drop:

@@ -82,7 +82,7 @@ def estimate_slot_priors(
     Returns ``{"priors": {size: [prior of slot 1, …]}, "windows", "seconds", "content_free",
     "reranker"}`` (``windows`` and ``seconds``: the cost, measured when first estimated).
     """
-    from hf_posbias.rows import read_json
+    from hf_posbias.rows.readers import read_json
     from hf_posbias.shards import write_json
 
     check_calibratable(reranker)

@@ -79,7 +79,7 @@ def compare_rows(
 
 
 def _read_run(folder: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    from hf_posbias.rows import read_json, read_rows
+    from hf_posbias.rows.readers import read_json, read_rows
 
     path = Path(folder)
     positions, per_query = path / "positions.json", path / "per_query.jsonl"

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
+from hf_posbias.listwise.experiments.experiment_settings import ControlledTestConfig
 from hf_posbias.listwise.experiments.lists import QueryList, controlled_list, describe_lists
 from hf_posbias.listwise.experiments.runs import (
     ListwiseExperiment,
@@ -36,7 +37,6 @@ from hf_posbias.listwise.experiments.runs import (
     fallback_stats,
     write_jsonl,
 )
-from hf_posbias.listwise.experiments.settings import ControlledTestConfig
 from hf_posbias.shards import write_json
 
 CALIBRATED_FACTS = (

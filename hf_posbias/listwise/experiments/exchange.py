@@ -104,7 +104,7 @@ class Result:
 
 def read_requests(path: str | Path) -> list[Request]:
     """Requests from a ``.json`` list or a ``.jsonl`` file."""
-    from hf_posbias.rows import iter_rows
+    from hf_posbias.rows.readers import iter_rows
 
     path = Path(path)
     if path.suffix not in (".json", ".jsonl"):

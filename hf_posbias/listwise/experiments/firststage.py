@@ -43,11 +43,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 from hf_posbias.doctext import DOCUMENT_FORM, retriever_text
 from hf_posbias.errors import InputError
 from hf_posbias.rerankers.records import Passage
-from hf_posbias.rows import take_values
+from hf_posbias.rows.arrow import take_values
 from hf_posbias.settings import flag_name
 
 if TYPE_CHECKING:
-    from hf_posbias.modeling import ModelSettings
+    from hf_posbias.modeling.resolve import ModelSettings
 
 SIMILARITIES: tuple[str, ...] = ("cosine", "dot", "euclidean", "manhattan")
 """Similarity functions a dense first stage can score with (sentence-transformers' names)."""
@@ -100,7 +100,7 @@ class BM25FirstStage:
     @cached_property
     def _index(self) -> Any:
         """The corpus index, built on the first query (a cached list needs none)."""
-        from hf_posbias.bm25 import BM25Index
+        from hf_posbias.bm25.index import BM25Index
 
         # A stream: the index reads it a batch at a time and never holds the texts.
         return BM25Index(_texts(self._corpus, self.doc_ids))
@@ -227,7 +227,8 @@ class SparseFirstStage(_EncodedStage):
         settings: ModelSettings | None = None,
     ) -> None:
         from hf_posbias.embedding import _st_source
-        from hf_posbias.modeling import ModelSettings, load_sentence_transformer, model_display_name
+        from hf_posbias.modeling.loaders import load_sentence_transformer
+        from hf_posbias.modeling.resolve import ModelSettings, model_display_name
 
         super().__init__(model, corpus)
         self._batch_size = batch_size
@@ -333,7 +334,7 @@ stages, got 1: bm25
 def _is_sparse(name: str) -> bool:
     from pathlib import Path
 
-    from hf_posbias.modeling import encoder_kind, resolve_model
+    from hf_posbias.modeling.resolve import encoder_kind, resolve_model
 
     if name.startswith(SPARSE_PREFIX):
         return True
@@ -354,7 +355,7 @@ def load_first_stage(
     (:class:`DenseFirstStage`, scored by ``similarity``, default the model's own); several
     names: their :class:`FusedFirstStage` with ``rrf_k``. ``settings`` carry an endpoint's URL
     and key or the remote-code opt-in."""
-    from hf_posbias.bm25 import is_bm25
+    from hf_posbias.bm25.analyzer import is_bm25
 
     names = first_stage_names(name)
     if len(names) > 1:

@@ -11,7 +11,7 @@ file records k.
 
 Example:
     >>> import tempfile
-    >>> from hf_posbias.listwise.experiments.settings import FirstStageEvalSettings
+    >>> from hf_posbias.listwise.experiments.experiment_settings import FirstStageEvalSettings
     >>> from hf_posbias.tasks.beir import write_beir_folder
     >>> docs = {"d1": ("", "cats purr"), "d2": ("", "dogs bark"), "d3": ("", "cows moo")}
     >>> folder = write_beir_folder(tempfile.mkdtemp(), docs, {"q": "why do dogs bark"},
@@ -26,7 +26,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hf_posbias.listwise.experiments.settings import FirstStageEvalSettings
+from hf_posbias.listwise.experiments.experiment_settings import FirstStageEvalSettings
 
 EVAL_FILE = "first_stage_eval.json"
 """The summary a first-stage evaluation writes beside ``per_query.jsonl``."""

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from hf_posbias.errors import InputError
 from hf_posbias.listwise.experiments.taskio import RerankTask
 from hf_posbias.progress import progress
-from hf_posbias.rows import read_json
+from hf_posbias.rows.readers import read_json
 from hf_posbias.shards import fingerprint, write_json
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ def first_stage_lists(
     run, to read them; the fusion's k and depth): a cache made with other ones is recomputed.
     """
     from hf_posbias.listwise.experiments.firststage import RRF_K, check_k, load_first_stage
-    from hf_posbias.modeling import ModelSettings
+    from hf_posbias.modeling.resolve import ModelSettings
 
     check_k(k, len(task.corpus))
     params: dict[str, Any] = {

@@ -92,7 +92,7 @@ def _against_baselines(
 
 
 def _read_shuffle_run(folder: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    from hf_posbias.rows import read_json, read_rows
+    from hf_posbias.rows.readers import read_json, read_rows
 
     path = Path(folder)
     missing = [n for n in ("shuffle_eval.json", "per_query.jsonl") if not (path / n).is_file()]
@@ -208,7 +208,7 @@ def first_stage_table(folders: Sequence[str | Path], labels: Sequence[str]) -> d
     label, nDCG@10 ×100 of the first stage's own order per dataset (recomputed from the per-query
     file) and the average over datasets; ``cells`` keeps each cell's folder, queries and k."""
     from hf_posbias.listwise.experiments.firststage_eval import EVAL_FILE
-    from hf_posbias.rows import read_json, read_rows
+    from hf_posbias.rows.readers import read_json, read_rows
 
     if len(labels) != len(folders):
         raise InputError(f"{len(labels)} label(s) for {len(folders)} folder(s)")
@@ -254,7 +254,7 @@ def curves_figure(folders: Sequence[str | Path], labels: Sequence[str] | None = 
     folders (their ``positions.json``), one line each with its CI band (Fig. 4 / Fig. 6)."""
     from matplotlib.figure import Figure
 
-    from hf_posbias.rows import read_json
+    from hf_posbias.rows.readers import read_json
 
     if labels is not None and len(labels) != len(folders):
         raise InputError(f"{len(labels)} label(s) for {len(folders)} folder(s)")

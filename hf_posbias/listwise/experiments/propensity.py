@@ -32,11 +32,11 @@ from typing import Any
 import numpy as np
 
 from hf_posbias.errors import InputError
+from hf_posbias.listwise.experiments.experiment_settings import PropensityConfig
 from hf_posbias.listwise.experiments.lists import QueryList, describe_lists
 from hf_posbias.listwise.experiments.lists import shuffled as shuffle_list
 from hf_posbias.listwise.experiments.runs import ListwiseExperiment, fallback_stats, write_jsonl
-from hf_posbias.listwise.experiments.settings import PropensityConfig
-from hf_posbias.rows import read_json
+from hf_posbias.rows.readers import read_json
 from hf_posbias.settings import flag_name
 from hf_posbias.shards import write_json
 

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
+from hf_posbias.listwise.experiments.experiment_settings import ListwiseRemediesConfig
 from hf_posbias.listwise.experiments.lists import QueryList, controlled_list, describe_lists
 from hf_posbias.listwise.experiments.lists import shuffled as shuffle_list
 from hf_posbias.listwise.experiments.remedy_kinds import (
@@ -61,7 +62,6 @@ from hf_posbias.listwise.experiments.runs import (
     rerank_queries,
     write_jsonl,
 )
-from hf_posbias.listwise.experiments.settings import ListwiseRemediesConfig
 from hf_posbias.plugins import NO_REMEDY, Registry, remedy_registry
 from hf_posbias.rerankers.base import ListwiseReranker
 from hf_posbias.settings import flag_name

@@ -27,7 +27,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from hf_posbias.listwise.experiments.aggregate import borda, kemeny_local_search
-from hf_posbias.listwise.experiments.settings import ControlledTestConfig, ListwiseRemediesConfig
+from hf_posbias.listwise.experiments.experiment_settings import (
+    ControlledTestConfig,
+    ListwiseRemediesConfig,
+)
 from hf_posbias.listwise.experiments.taskio import RerankTask
 from hf_posbias.rerankers.base import ListwiseReranker
 
@@ -139,7 +142,7 @@ def _checkpoint(
     show_progress: bool,
 ) -> Variant:
     from hf_posbias.listwise.experiments.controlled import run_controlled_test
-    from hf_posbias.rows import read_rows
+    from hf_posbias.rows.readers import read_rows
 
     values = {f.name: getattr(config, f.name) for f in fields(ControlledTestConfig) if f.init}
     test = ControlledTestConfig(**{**values, "calibrate": False})

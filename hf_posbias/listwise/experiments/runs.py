@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
+from hf_posbias.listwise.experiments.experiment_settings import LIST_PARAMS, ListSettings
 from hf_posbias.listwise.experiments.lists import QueryList
-from hf_posbias.listwise.experiments.settings import LIST_PARAMS, ListSettings
 from hf_posbias.listwise.experiments.taskio import RerankTask
 from hf_posbias.rerankers.base import ListwiseReranker
 from hf_posbias.rerankers.records import FallbackStats, RerankedList, WindowCounts

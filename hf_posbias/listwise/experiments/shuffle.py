@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from hf_posbias.listwise.experiments.aggregate import borda, kemeny_local_search
+from hf_posbias.listwise.experiments.experiment_settings import ShuffleEvalConfig
 from hf_posbias.listwise.experiments.lists import QueryList, describe_lists
 from hf_posbias.listwise.experiments.lists import shuffled as shuffle_list
 from hf_posbias.listwise.experiments.runs import (
@@ -35,7 +36,6 @@ from hf_posbias.listwise.experiments.runs import (
     ndcg_at_10,
     write_jsonl,
 )
-from hf_posbias.listwise.experiments.settings import ShuffleEvalConfig
 from hf_posbias.shards import write_json
 
 

@@ -36,7 +36,7 @@ from typing import Any
 
 from hf_posbias.errors import InputError
 from hf_posbias.rerankers.records import Passage
-from hf_posbias.rows import take_values
+from hf_posbias.rows.arrow import take_values
 from hf_posbias.tasks.beir import RetrievalData, corpus_by_id
 
 MIN_DEV_QUERIES = 1000

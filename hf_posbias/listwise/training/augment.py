@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.training.settings import AUGMENTATIONS
+from hf_posbias.listwise.training.finetune_settings import AUGMENTATIONS
 
 
 def check_groups(k: int, groups: int, *, flag: str = "--groups", where: str = "") -> None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from hf_posbias.cards import (
+from hf_posbias.cards.checkpoint import (
     CheckpointCardKind,
     load_card_facts,
     render_checkpoint_card,
@@ -92,7 +92,7 @@ class ListwiseCardInfo:
 
 def describe_base(name: str) -> tuple[str, bool, str]:
     """``(base model, on the Hub?, description)`` of a model argument."""
-    from hf_posbias.modeling import PACKAGED_CHAT_MODELS, hub_model_id
+    from hf_posbias.modeling.resolve import PACKAGED_CHAT_MODELS, hub_model_id
 
     if name in PACKAGED_CHAT_MODELS:
         package, _, filename = PACKAGED_CHAT_MODELS[name]

@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.training.settings import MAX_WINDOW_FLAG, REJECT_LONGER_FLAG
+from hf_posbias.listwise.training.finetune_settings import MAX_WINDOW_FLAG, REJECT_LONGER_FLAG
 from hf_posbias.listwise.training.trainset import target_ranks
 from hf_posbias.rerankers.identifiers import format_permutation
 from hf_posbias.rerankers.prompt import ListwisePrompt

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.training.settings import DEFAULT_LAMBDA
+from hf_posbias.listwise.training.finetune_settings import DEFAULT_LAMBDA
 from hf_posbias.settings import flag_name
 
 if TYPE_CHECKING:

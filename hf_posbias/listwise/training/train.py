@@ -48,7 +48,7 @@ is the skeleton both trainers share, :mod:`hf_posbias.trainer_base.scaffold`.
 
 Example (tiny model; see tests/listwise/test_listwise_train.py for the data folder)::
 
-    from hf_posbias.listwise.training.settings import ListwiseTrainingSettings
+    from hf_posbias.listwise.training.finetune_settings import ListwiseTrainingSettings
     from hf_posbias.listwise.training.train import train_listwise
     result = train_listwise(ListwiseTrainingSettings(
         model="smollm2-135m", data="lw/train", out="ckpt/debiasfirst", global_batch=8,
@@ -66,7 +66,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.training.settings import MAX_WINDOW_FLAG, ListwiseTrainingSettings
+from hf_posbias.listwise.training.finetune_settings import MAX_WINDOW_FLAG, ListwiseTrainingSettings
 from hf_posbias.settings import flag_name
 
 if TYPE_CHECKING:
@@ -140,7 +140,7 @@ class TrainResult:
 
 def _data_info(data: str) -> dict[str, Any]:
     from hf_posbias.listwise.training.trainset import INFO_FILE
-    from hf_posbias.rows import read_json
+    from hf_posbias.rows.readers import read_json
 
     path = Path(data) / INFO_FILE
     if not path.is_file():
@@ -183,10 +183,10 @@ def _propensity(
     settings: ListwiseTrainingSettings, rows: Sequence[dict[str, Any]], sizes: list[int]
 ) -> tuple[Any, dict[str, Any] | None]:
     from hf_posbias.listwise.experiments.propensity import check_propensity_support, load_propensity
+    from hf_posbias.listwise.training.finetune_settings import DEFAULT_IPS_NORMALIZATION
     from hf_posbias.listwise.training.losses import mean_ips_weight, normalize_propensity
-    from hf_posbias.listwise.training.settings import DEFAULT_IPS_NORMALIZATION
     from hf_posbias.listwise.training.trainset import target_ranks
-    from hf_posbias.rows import read_json
+    from hf_posbias.rows.readers import read_json
 
     path = settings.propensity_file
     if path is None:
@@ -212,7 +212,8 @@ def prepare_run(settings: ListwiseTrainingSettings, *, show_progress: bool = Tru
     """Every check that needs no model weights (see the module docstring)."""
     from hf_posbias.listwise.training.collate import ListwiseCollator
     from hf_posbias.listwise.training.trainset import read_train_set
-    from hf_posbias.modeling import causal_lm_folder, context_length, load_tokenizer_config
+    from hf_posbias.modeling.causal_lm import causal_lm_folder, context_length
+    from hf_posbias.modeling.loaders import load_tokenizer_config
     from hf_posbias.progress import progress
     from hf_posbias.trainer_base.attention import model_attn_implementation
     from hf_posbias.trainer_base.scaffold import output_folder
@@ -411,7 +412,7 @@ def train_listwise(
     import torch
 
     from hf_posbias.listwise.training.trainer import DebiasFirstTrainer
-    from hf_posbias.modeling import load_causal_lm
+    from hf_posbias.modeling.causal_lm import load_causal_lm
     from hf_posbias.trainer_base.attention import (
         set_activation_checkpointing,
         supports_activation_checkpointing,

@@ -84,7 +84,7 @@ def read_train_set(source: str | Path) -> list[dict[str, Any]]:
 
     A file of RankZephyr/FIRST conversations is converted on the fly.
     """
-    from hf_posbias.rows import read_rows
+    from hf_posbias.rows.readers import read_rows
 
     path = Path(source)
     if path.is_dir():
@@ -317,6 +317,6 @@ def convert_train_set(s: Any) -> tuple[list[dict[str, Any]], dict[str, Any], Pat
 
 def load_conversations(source: str, split: str = "train") -> list[dict[str, Any]]:
     """Conversation records from a local ``.jsonl``/``.json`` file or a Hub dataset id."""
-    from hf_posbias.rows import read_rows
+    from hf_posbias.rows.readers import read_rows
 
     return read_rows(source, split=split)

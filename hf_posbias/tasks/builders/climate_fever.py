@@ -36,8 +36,10 @@ from typing import Any
 
 from hf_posbias import citations
 from hf_posbias.errors import InputError
-from hf_posbias.rows import iter_jsonl_objects
+from hf_posbias.rows.readers import iter_jsonl_objects
 from hf_posbias.settings import setting
+from hf_posbias.tasks.benchmark_registry import Benchmark
+from hf_posbias.tasks.bucketing import Anchor, IntervalBuckets
 from hf_posbias.tasks.builders.common import (
     BuilderOutput,
     RelativeBuckets,
@@ -49,8 +51,6 @@ from hf_posbias.tasks.builders.common import (
     settings_build,
     split_labels,
 )
-from hf_posbias.tasks.positions import Anchor, IntervalBuckets
-from hf_posbias.tasks.registry import Benchmark
 from hf_posbias.tasks.taskdata import PositionTaskData
 
 CARD = evidence_card(
@@ -138,7 +138,7 @@ def build_climate_fever(
             asm.add_document(title, text, title)
         mode = "reconstructed"
     else:
-        from hf_posbias.pipeline.corpus import read_jsonl
+        from hf_posbias.corpus.sources import read_jsonl
 
         for record in read_jsonl(corpus, id_field="_id", text_field="text"):
             asm.add_document(str(record["id"]), record["text"], record.get("title") or "")

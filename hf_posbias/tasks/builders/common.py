@@ -2,7 +2,7 @@
 
 A builder reads its source format, then feeds documents and evidence-located queries into a
 :class:`TaskAssembler`. The assembler assigns each query to exactly one bucket of its
-:class:`~hf_posbias.tasks.positions.IntervalBuckets` rule, counts every record it has to
+:class:`~hf_posbias.tasks.bucketing.IntervalBuckets` rule, counts every record it has to
 drop
 (with the reason) and finally returns a validated
 :class:`~hf_posbias.tasks.taskdata.PositionTaskData` whose ``task.json`` ``extra``
@@ -11,7 +11,7 @@ bucket rule and the build report. Nothing is dropped silently.
 
 Example:
     >>> from hf_posbias.tasks.builders.common import TaskAssembler
-    >>> from hf_posbias.tasks.positions import THIRDS
+    >>> from hf_posbias.tasks.bucketing import THIRDS
     >>> from hf_posbias.tasks.taskdata import TaskInfo
     >>> asm = TaskAssembler(THIRDS)
     >>> asm.add_document("d1", "alpha beta gamma delta epsilon zeta")
@@ -37,14 +37,14 @@ from typing import Any, Literal
 
 from hf_posbias.errors import InputError
 from hf_posbias.settings import Settings, setting, shared_setting
-from hf_posbias.tasks.positions import (
+from hf_posbias.tasks.benchmark_registry import TaskCard
+from hf_posbias.tasks.bucketing import (
     THIRDS,
     Anchor,
     IntervalBuckets,
     parse_buckets,
     relative_position,
 )
-from hf_posbias.tasks.registry import TaskCard
 from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo
 
 logger = logging.getLogger(__name__)
@@ -197,7 +197,7 @@ class TaskAssembler:
 
     Args:
         buckets: the bucketing rule, or its CLI spelling (``thirds``, ``posir20``, relative
-            edges such as ``0,0.2,0.5,1``: :func:`~hf_posbias.tasks.positions.parse_buckets`).
+            edges such as ``0,0.2,0.5,1``: :func:`~hf_posbias.tasks.bucketing.parse_buckets`).
         anchor: which point of the evidence span a relative rule uses (``start``/``center``).
         source: name of the source for the report.
     """
@@ -363,7 +363,7 @@ def evidence_card(
     task_subtypes: tuple[str, ...] = ("Claim verification",),
     **facts: Any,
 ) -> TaskCard:
-    """The :class:`~hf_posbias.tasks.registry.TaskCard` of an evidence-subset benchmark (SciFact,
+    """The :class:`~hf_posbias.tasks.benchmark_registry.TaskCard` of an evidence-subset benchmark (SciFact,
     Climate-FEVER, FEVER, HotpotQA): the family's defaults (thirds of the annotated evidence's
     position, human-annotated evidence, claim verification) are stated here once; ``facts`` are
     the card's own fields (name, description, reference, citation, licence, dates, source).
@@ -426,7 +426,7 @@ class BuilderOutput(Settings):
 def settings_build(
     builder: Callable[..., PositionTaskData],
 ) -> Callable[[BuilderOutput], PositionTaskData]:
-    """A :class:`~hf_posbias.tasks.registry.Benchmark`'s ``build`` from its builder function:
+    """A :class:`~hf_posbias.tasks.benchmark_registry.Benchmark`'s ``build`` from its builder function:
     ``builder(input, **other_settings)`` (:meth:`BuilderOutput.builder_kwargs`).
 
     Example:
@@ -469,6 +469,6 @@ def load_rows(source: Any, split: str = "train", config: str | None = None) -> l
 
     A local file is one split; ``split`` selects the split of a folder or Hub id.
     """
-    from hf_posbias.rows import read_rows
+    from hf_posbias.rows.readers import read_rows
 
     return read_rows(source, split=split, config=config)

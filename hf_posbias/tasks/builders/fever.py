@@ -23,8 +23,10 @@ from typing import Any
 
 from hf_posbias import citations
 from hf_posbias.errors import InputError
-from hf_posbias.rows import iter_jsonl_objects
+from hf_posbias.rows.readers import iter_jsonl_objects
 from hf_posbias.settings import setting
+from hf_posbias.tasks.benchmark_registry import Benchmark
+from hf_posbias.tasks.bucketing import Anchor, IntervalBuckets
 from hf_posbias.tasks.builders.common import (
     BuilderOutput,
     RelativeBuckets,
@@ -35,8 +37,6 @@ from hf_posbias.tasks.builders.common import (
     settings_build,
     split_labels,
 )
-from hf_posbias.tasks.positions import Anchor, IntervalBuckets
-from hf_posbias.tasks.registry import Benchmark
 from hf_posbias.tasks.taskdata import PositionTaskData
 
 CARD = evidence_card(

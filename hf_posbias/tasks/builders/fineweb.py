@@ -36,9 +36,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hf_posbias import POSITIONS, citations
+from hf_posbias import citations
 from hf_posbias.errors import InputError
+from hf_posbias.positions import POSITIONS
 from hf_posbias.settings import setting, shared_setting
+from hf_posbias.tasks.benchmark_registry import Benchmark, TaskCard
+from hf_posbias.tasks.bucketing import THIRDS
 from hf_posbias.tasks.builders.common import (
     BuilderOutput,
     TaskAssembler,
@@ -47,8 +50,6 @@ from hf_posbias.tasks.builders.common import (
     settings_build,
     stable_id,
 )
-from hf_posbias.tasks.positions import THIRDS
-from hf_posbias.tasks.registry import Benchmark, TaskCard
 from hf_posbias.tasks.taskdata import PositionTaskData
 
 HUB_ID = "NovaSearch/FineWeb-PosQ"

@@ -38,8 +38,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from hf_posbias.errors import InputError
-from hf_posbias.rows import iter_jsonl_objects
+from hf_posbias.rows.readers import iter_jsonl_objects
 from hf_posbias.settings import setting, shared_setting
+from hf_posbias.tasks.benchmark_registry import Benchmark
+from hf_posbias.tasks.bucketing import Anchor, IntervalBuckets
 from hf_posbias.tasks.builders.common import (
     BuilderOutput,
     RelativeBuckets,
@@ -47,8 +49,6 @@ from hf_posbias.tasks.builders.common import (
     settings_build,
     stable_id,
 )
-from hf_posbias.tasks.positions import Anchor, IntervalBuckets
-from hf_posbias.tasks.registry import Benchmark
 from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo
 
 if TYPE_CHECKING:

@@ -38,15 +38,10 @@ from typing import Any, Literal
 
 from hf_posbias import citations
 from hf_posbias.errors import InputError
-from hf_posbias.rows import read_parquet
+from hf_posbias.rows.readers import read_parquet
 from hf_posbias.settings import setting, shared_setting
-from hf_posbias.tasks.builders.common import (
-    BuilderOutput,
-    TaskAssembler,
-    require_fields,
-    settings_build,
-)
-from hf_posbias.tasks.positions import (
+from hf_posbias.tasks.benchmark_registry import Benchmark, TaskCard
+from hf_posbias.tasks.bucketing import (
     POSIR_RELATIVE_20,
     POSIR_TOKEN_LENGTH,
     Anchor,
@@ -54,7 +49,12 @@ from hf_posbias.tasks.positions import (
     parse_buckets,
     relative_position,
 )
-from hf_posbias.tasks.registry import Benchmark, TaskCard
+from hf_posbias.tasks.builders.common import (
+    BuilderOutput,
+    TaskAssembler,
+    require_fields,
+    settings_build,
+)
 from hf_posbias.tasks.taskdata import PositionTaskData
 
 HUB_ID = "infgrad/PosIR-Benchmark-v1"

@@ -38,6 +38,8 @@ from typing import Literal
 from hf_posbias import citations
 from hf_posbias.errors import InputError
 from hf_posbias.settings import setting, shared_setting
+from hf_posbias.tasks.benchmark_registry import Benchmark
+from hf_posbias.tasks.bucketing import Anchor, IntervalBuckets
 from hf_posbias.tasks.builders.common import (
     BuilderOutput,
     RelativeBuckets,
@@ -48,8 +50,6 @@ from hf_posbias.tasks.builders.common import (
     require_fields,
     settings_build,
 )
-from hf_posbias.tasks.positions import Anchor, IntervalBuckets
-from hf_posbias.tasks.registry import Benchmark
 from hf_posbias.tasks.taskdata import PositionTaskData
 
 CARD = evidence_card(

@@ -14,7 +14,7 @@ keeps the first 10,000 — the same sample as Z25's ``--query_sampling`` when th
 Hub's order; the corpus is unchanged.
 
 Bucket boundaries: half-open ``[lo, hi)``, last closed — see
-:data:`hf_posbias.tasks.positions.SQUAD_POSQ` (a start of exactly 100 is in ``100-200``
+:data:`hf_posbias.tasks.bucketing.SQUAD_POSQ` (a start of exactly 100 is in ``100-200``
 only; Z25's ``lo <= start <= hi`` counted it twice, so sizes differ slightly from Z25's).
 
 Example:
@@ -38,6 +38,8 @@ from hf_posbias import citations
 from hf_posbias.errors import InputError
 from hf_posbias.setting_values import at_least
 from hf_posbias.settings import setting, shared_setting
+from hf_posbias.tasks.benchmark_registry import Benchmark, TaskCard
+from hf_posbias.tasks.bucketing import SQUAD_POSQ, SQUAD_POSQ_NOTE, IntervalBuckets
 from hf_posbias.tasks.builders.common import (
     BuilderOutput,
     TaskAssembler,
@@ -46,8 +48,6 @@ from hf_posbias.tasks.builders.common import (
     settings_build,
     stable_id,
 )
-from hf_posbias.tasks.positions import SQUAD_POSQ, SQUAD_POSQ_NOTE, IntervalBuckets
-from hf_posbias.tasks.registry import Benchmark, TaskCard
 from hf_posbias.tasks.taskdata import PositionTaskData
 
 HUB_ID = "rajpurkar/squad_v2"
@@ -103,7 +103,7 @@ def load_squad_rows(
     """Rows of the requested splits, in order, from any supported source."""
     path = Path(str(source))
     if path.is_file() and path.suffix == ".json":
-        from hf_posbias.rows import read_json
+        from hf_posbias.rows.readers import read_json
 
         return squad_json_rows(read_json(path), str(path))
     if path.is_dir() and any((path / f).is_file() for f in JSON_SPLIT_FILES.values()):

@@ -43,8 +43,8 @@ from typing import Any, Literal
 from hf_posbias.errors import InputError
 from hf_posbias.settings import setting, shared_setting
 from hf_posbias.tasks.beir import RetrievalData, clean_qrels, read_plain_folder
+from hf_posbias.tasks.benchmark_registry import Benchmark
 from hf_posbias.tasks.builders.common import BuilderOutput
-from hf_posbias.tasks.registry import Benchmark
 from hf_posbias.tasks.taskdata import (
     PLAIN_BUCKET,
     PLAIN_SCHEME,
@@ -102,7 +102,7 @@ def _collect(
 def read_hub_set(repo: str, split: str, name: str) -> RetrievalData[tuple[str, str]]:
     """A BEIR-layout set from the Hub (``BeIR/<name>`` or ``mteb/<name>``): corpus and queries
     configs, judgements of ``split`` (:func:`qrels_source`)."""
-    from hf_posbias.rows import read_rows
+    from hf_posbias.rows.readers import read_rows
 
     corpus = read_rows(repo, config="corpus", split="corpus")
     queries = read_rows(repo, config="queries", split="queries")

@@ -18,9 +18,8 @@ Example:
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from hf_posbias.errors import InputError
 from hf_posbias.generation.prompt_files import check_prompt_files, prompt_file_setting
@@ -212,15 +211,3 @@ class BenchmarkBuildSettings(ProgressSettings):
     def hub_dir(self) -> str:
         """The Hub dataset repo folder (``<out>-hub`` unless given)."""
         return self.hub_folder or f"{str(self.out).rstrip('/')}-hub"
-
-
-def __getattr__(name: str) -> Any:
-    # PEP 562: the former name, kept for existing imports (here and in the package face).
-    if name == "BuildSettings":
-        warnings.warn(
-            "hf_posbias.construction.BuildSettings is deprecated: use BenchmarkBuildSettings",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return BenchmarkBuildSettings
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

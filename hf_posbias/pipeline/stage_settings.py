@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 from hf_posbias.errors import InputError
 from hf_posbias.executors.options import ExecutorSettings
 from hf_posbias.generation.backends import CHAT_BACKENDS, EndpointSettings
+from hf_posbias.generation.generator_registry import GENERATORS
 from hf_posbias.generation.ict import KEEP_PROBABILITY, MIN_WORDS
 from hf_posbias.generation.prompt_files import check_prompt_files, prompt_file_setting
-from hf_posbias.generation.registry import GENERATORS
 from hf_posbias.pipeline.checks import (
     AUDIT_PER_STRATUM,
     CONFIG_FLAG,
@@ -25,7 +25,8 @@ from hf_posbias.pipeline.checks import (
     make_stage_panel,
     parse_configs,
 )
-from hf_posbias.pipeline.sampling import CELL_ROWS, PAPER_CONFIG_NAMES
+from hf_posbias.sampling.configs import PAPER_CONFIG_NAMES
+from hf_posbias.sampling.draw import CELL_ROWS
 from hf_posbias.setting_values import at_least
 from hf_posbias.settings import (
     ProgressSettings,
@@ -142,7 +143,7 @@ class GeneratorSettings(EndpointSettings, SeedSettings, ProgressSettings):
         check_prompt_files(self, "stage1", "stage2")
 
     def generator_options(self) -> dict[str, Any]:
-        """The keyword options of :func:`hf_posbias.generation.registry.make_generator`."""
+        """The keyword options of :func:`hf_posbias.generation.generator_registry.make_generator`."""
         options: dict[str, Any] = {"seed": self.seed}
         if self.generator == "ict":
             if self.min_words is not None:

@@ -7,7 +7,7 @@ stage, window), the resampling of their statistics (:class:`ResamplingSettings`,
 verb's settings (the configuration plus the reranker and the output folder: ``test``,
 ``remedies``, ``shuffle-eval``, ``propensity``, ``build-train``, ``table``, ``curves``,
 ``convert``, ``rerank``, ``compare``). The DebiasFirst fine-tune's settings are
-:mod:`hf_posbias.listwise.training.settings`.
+:mod:`hf_posbias.listwise.training.finetune_settings`.
 
 Example:
     >>> parse_positions("1,5,10", k=10), parse_positions(None, k=3)

@@ -13,7 +13,7 @@ docs/extending.md), a local folder (spec inferred from its ``config.json`` or it
 sentence-transformers modules) or, online, a Hub checkpoint id.
 
 Example:
-    >>> from hf_posbias.training.models import get_model_spec
+    >>> from hf_posbias.training.bases import get_model_spec
     >>> spec = get_model_spec("gpt2-medium")
     >>> spec.kind, spec.pooling, spec.lr, spec.query_prefix
     ('decoder', 'lasttoken', 4e-05, 'Retrieve a relevant passage: ')
@@ -29,7 +29,7 @@ from typing import Literal
 
 from hf_posbias.errors import ModelLoadError
 from hf_posbias.plugins import GROUPS, Registry
-from hf_posbias.rows import read_json
+from hf_posbias.rows.readers import read_json
 from hf_posbias.suggestions import suggest
 
 Kind = Literal["encoder", "decoder"]
@@ -133,7 +133,7 @@ def register_model(spec: ModelSpec, overwrite: bool = False) -> ModelSpec:
     """Add a user-defined base under ``spec.name`` (refuses to replace one unless ``overwrite``).
 
     Example:
-        >>> from hf_posbias.training.models import ModelSpec, register_model, get_model_spec
+        >>> from hf_posbias.training.bases import ModelSpec, register_model, get_model_spec
         >>> _ = register_model(ModelSpec("my-e5", "intfloat/e5-small-v2", "encoder", "APE",
         ...                              "mean", 33, 512), overwrite=True)
         >>> get_model_spec("my-e5").lr
@@ -265,7 +265,7 @@ def get_model_spec(name_or_path: str | Path) -> ModelSpec:
     registered names and the closest of them.
 
     Example:
-        >>> from hf_posbias.training.models import get_model_spec
+        >>> from hf_posbias.training.bases import get_model_spec
         >>> get_model_spec("modernbert-large").lr
         2e-05
         >>> get_model_spec("modernbert-larg")  # doctest: +ELLIPSIS
@@ -273,7 +273,7 @@ def get_model_spec(name_or_path: str | Path) -> ModelSpec:
         ...
         hf_posbias.errors.ModelLoadError: unknown model 'modernbert-larg': ... (did you mean ...
     """
-    from hf_posbias.modeling import resolve_model
+    from hf_posbias.modeling.resolve import resolve_model
 
     text = str(name_or_path)
     named = BASE_REGISTRY.get(text)

@@ -17,7 +17,7 @@ docs/extending.md). Its tasks get their mteb class from
 :func:`hf_posbias.tasks.mteb_tasks.task_class`.
 
 Example:
-    >>> from hf_posbias.tasks.registry import benchmarks, card_names
+    >>> from hf_posbias.tasks.benchmark_registry import benchmarks, card_names
     >>> "scifact" in benchmarks()
     True
     >>> card_names()[:2]

@@ -26,7 +26,7 @@ Predefined rules:
   ``(512, 1024]``, ``(1024, 1536]``, ``(1536, ∞)`` (its ``Q1``–``Q4``, labelled by edges here).
 
 Example:
-    >>> from hf_posbias.tasks.positions import THIRDS, SQUAD_POSQ, parse_buckets
+    >>> from hf_posbias.tasks.bucketing import THIRDS, SQUAD_POSQ, parse_buckets
     >>> THIRDS.assign(0.0), THIRDS.assign(1 / 3), THIRDS.assign(1.0)
     ('begin', 'middle', 'end')
     >>> SQUAD_POSQ.assign(99), SQUAD_POSQ.assign(100), SQUAD_POSQ.assign(3120)
@@ -43,8 +43,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from hf_posbias import POSITIONS
 from hf_posbias.errors import InputError
+from hf_posbias.positions import POSITIONS
 
 Anchor = Literal["start", "center"]
 

@@ -19,7 +19,7 @@ processes (``gather_across_devices``), so every query still scores against ``glo
 documents. ``global_batch`` must be divisible by W.
 
 Example:
-    >>> from hf_posbias.training.settings import parse_settings
+    >>> from hf_posbias.training.training_settings import parse_settings
     >>> s = parse_settings(["--model", "bert-base", "--config", "uniform", "--data", "d",
     ...                     "--out", "o", "--precision", "bf16", "--mini-batch-size", "16"])
     >>> s.global_batch, s.precision, s.mini_batch_rows, s.gradient_checkpointing
@@ -47,7 +47,7 @@ from hf_posbias.trainer_base.compute import (  # noqa: F401  (their former home:
     ComputeSettings,
     ResolvedCompute,
 )
-from hf_posbias.training.models import PoolingName
+from hf_posbias.training.bases import PoolingName
 
 S = TypeVar("S", bound=ComputeSettings)
 
@@ -86,7 +86,7 @@ class TrainingSettings(ComputeSettings, ProgressSettings):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.pooling is not None:
-            from hf_posbias.training.models import POOLINGS
+            from hf_posbias.training.bases import POOLINGS
 
             check_choice("pooling", self.pooling, POOLINGS)
 

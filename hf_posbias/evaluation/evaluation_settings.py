@@ -28,7 +28,7 @@ from typing import Any, Literal
 from hf_posbias.devices import check_device
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.runs.remedies import BIENCODER_REMEDIES, RemedySettings, remedy_names
-from hf_posbias.modeling import ModelSettings
+from hf_posbias.modeling.resolve import ModelSettings
 from hf_posbias.rerankers.options import RerankerOptions
 from hf_posbias.setting_values import at_least
 from hf_posbias.settings import (
