@@ -128,7 +128,8 @@ def study_parameters(settings: StudyRunSettings, args: argparse.Namespace) -> di
     same study; the executor, a Hub org and such may change between reruns), or a listwise
     spec whole."""
     from hf_posbias.settings import settings_record
-    from hf_posbias.study.listwise_study import is_listwise_spec, load_listwise_spec
+    from hf_posbias.study.listwise_spec import load_listwise_spec
+    from hf_posbias.study.listwise_study import is_listwise_spec
 
     if is_listwise_spec(settings.spec):
         return {"spec": settings_record(load_listwise_spec(settings.spec))}
