@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from hf_posbias.executors.options import EXECUTORS, ExecutorSettings
+from hf_posbias.executors.options import ExecutorSettings
 from hf_posbias.executors.units import Unit, pending_units
 
 __all__ = ["check_executor", "run_units"]

@@ -143,7 +143,8 @@ class GeneratorSettings(EndpointSettings, SeedSettings, ProgressSettings):
         check_prompt_files(self, "stage1", "stage2")
 
     def generator_options(self) -> dict[str, Any]:
-        """The keyword options of :func:`hf_posbias.generation.generator_registry.make_generator`."""
+        """The keyword options of
+        :func:`hf_posbias.generation.generator_registry.make_generator`."""
         options: dict[str, Any] = {"seed": self.seed}
         if self.generator == "ict":
             if self.min_words is not None:
@@ -339,9 +340,5 @@ class BuildSettings(
     CorpusSettings,
     OutSettings,
 ):
-    """Every setting of :func:`build` (``posbias build``): each group's checks run once, when
-    the object is made, before any stage runs."""
-
-
-BuildConfig = BuildSettings
-"""Former name of :class:`BuildSettings` (kept for existing callers)."""
+    """Every setting of :func:`~hf_posbias.pipeline.runner.build` (``posbias build``): each group's
+    checks run once, when the object is made, before any stage runs."""

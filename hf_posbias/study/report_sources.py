@@ -100,13 +100,14 @@ def model_facts(model: str) -> tuple[str, str, str | None]:
     A posbias-trained checkpoint names its base and configuration (``posbias_training.json``);
     a study's untrained base names its base; anything else is a ``base`` under its own name.
     """
+    from hf_posbias.cards.checkpoint import load_card_facts
     from hf_posbias.modeling.resolve import model_display_name
     from hf_posbias.study.layout import BASE_MARKER
-    from hf_posbias.training.card import TRAINING_INFO, load_training_info
+    from hf_posbias.training.card import BI_ENCODER_CARD, TRAINING_INFO
 
     folder = Path(model)
     if (folder / TRAINING_INFO).is_file():
-        info = load_training_info(folder)
+        info = load_card_facts(BI_ENCODER_CARD, folder)
         return info.model_name, info.config, info.pooling
     if (folder / BASE_MARKER).is_file():
         facts = read_json(folder / BASE_MARKER)

@@ -2,11 +2,11 @@
 
 Top-level keys (every one a field of :class:`StudySpec`): ``bases``, ``configs``, ``poolings``,
 ``data``, ``tasks``, ``training`` (a mapping of
-:class:`~hf_posbias.training.training_settings.TrainingSettings` fields by name, e.g. ``max_steps: 3``),
-``bootstrap``, ``hub_org``, ``seed``, ``off_the_shelf``, ``remedies`` with ``passage_tokens``,
-``stride``, ``segments`` (inference-time remedies evaluated on each untrained base: rows
-``base +<remedy>``), ``analyses`` with ``analysis_pairs``, ``analysis_corpus`` (the segment
-profile's document samples, :class:`ProfileSample`), ``analysis_limit``, ``analysis_slots``
+:class:`~hf_posbias.training.training_settings.TrainingSettings` fields by name, e.g.
+``max_steps: 3``), ``bootstrap``, ``hub_org``, ``seed``, ``off_the_shelf``, ``remedies`` with
+``passage_tokens``, ``stride``, ``segments`` (inference-time remedies evaluated on each untrained
+base: rows ``base +<remedy>``), ``analyses`` with ``analysis_pairs``, ``analysis_corpus`` (the
+segment profile's document samples, :class:`ProfileSample`), ``analysis_limit``, ``analysis_slots``
 (YHP26's representation analyses on every model: :mod:`hf_posbias.study.analyses`),
 ``train`` (false: evaluation only) and ``scoring`` (the protocol of every task entry that pins
 none). An entry of ``tasks`` may pin its protocol —
@@ -514,7 +514,8 @@ def spec_problems(values: Mapping[str, Any]) -> list[tuple[KeyPath, str]]:
 
 def _training_problems(training: Mapping[str, Any]) -> list[tuple[KeyPath, str]]:
     """The mistakes of a spec's ``training`` mapping: unknown keys, keys the study sets, values
-    of the wrong type or refused by :class:`~hf_posbias.training.training_settings.TrainingSettings`."""
+    of the wrong type or refused by
+    :class:`~hf_posbias.training.training_settings.TrainingSettings`."""
     from hf_posbias.training.training_settings import TrainingSettings
 
     known = {f.name for f in dataclasses.fields(TrainingSettings) if f.init} - set(RUN_FIELDS)
@@ -556,28 +557,6 @@ def training_values(spec: StudySpec) -> dict[str, Any]:
     """
     training = {"seed": spec.seed, **spec.training}
     return {key: value for key, value in training.items() if value is not None}
-
-
-def training_argv(spec: StudySpec) -> list[str]:
-    """The training flags every run of ``spec`` gets (its ``training`` mapping + the seed).
-
-    Deprecated: the study builds each run's settings object
-    (:func:`hf_posbias.study.layout.run_settings`) and renders flags only where a run is
-    launched; this still works for one release (``DeprecationWarning``).
-    """
-    import warnings
-
-    warnings.warn(
-        "training_argv(spec) is deprecated and will be removed in the next release: call "
-        "hf_posbias.study.layout.run_settings(spec, model)",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    from hf_posbias.training.matrix import Run
-
-    values = training_values(spec)
-    run = Run("model", "begin", "out")  # its own four flags (eight words) lead the line
-    return run.train_args(run.settings(spec.data, **values), list(values))[8:]
 
 
 def read_spec_text(path: str | Path) -> dict[str, Any]:

@@ -60,7 +60,7 @@ class RetrievalData(Generic[Doc]):
         name: the set's name (its folder's, or the task's).
         split: the split the qrels belong to.
         corpus: ``doc_id → document``; ``(title, text)`` as read from a folder, whose corpus
-            is a :class:`~hf_posbias.rows.RowsById` (:func:`corpus_by_id`).
+            is a :class:`~hf_posbias.rows.arrow.RowsById` (:func:`corpus_by_id`).
         queries: ``{query_id: text}`` in file order.
         qrels: ``{query_id: {doc_id: score}}``.
         source: where it was read from.
@@ -95,10 +95,6 @@ class RetrievalData(Generic[Doc]):
         return sorted(
             (d for d, r in docs.items() if r > 0 and d in self.corpus), key=lambda d: (-docs[d], d)
         )
-
-
-PlainRetrievalData = RetrievalData
-"""Former name of :class:`RetrievalData` (kept for existing callers)."""
 
 
 def plain_format(folder: str | Path) -> str | None:
@@ -206,7 +202,7 @@ def corpus_by_id(
 ) -> RowsById[tuple[str, str]]:
     """Documents (``{id: (title, text)}`` or ``(id, (title, text))`` pairs, ids unique) as one
     arrow table (``id``, ``title``, ``text``) looked up by id: a
-    :class:`~hf_posbias.rows.RowsById` of ``(title, text)``, built :data:`CORPUS_BATCH`
+    :class:`~hf_posbias.rows.arrow.RowsById` of ``(title, text)``, built :data:`CORPUS_BATCH`
     documents at a time, so no Python object per document stays. A :class:`RowsById` comes
     back as it is (its table shared, not copied).
 

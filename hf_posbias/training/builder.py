@@ -32,13 +32,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import ModelLoadError, first_line
-from hf_posbias.trainer_base.attention import (  # noqa: F401  (their former home)
-    attn_implementation_of,
-    model_attn_implementation,
-    set_activation_checkpointing,
-    supports_activation_checkpointing,
-    transformer_of,
-)
 from hf_posbias.training.bases import POOLINGS, ModelSpec
 
 if TYPE_CHECKING:
@@ -92,7 +85,8 @@ def build_sentence_transformer(
         max_length: override the spec's maximum length (still capped by the position table).
         device: torch device; default: sentence-transformers' choice.
         attn_implementation: attention kernel to load the model with (see
-            :func:`model_attn_implementation`); None = transformers' default.
+            :func:`~hf_posbias.trainer_base.attention.model_attn_implementation`); None =
+            transformers' default.
     """
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling, Transformer

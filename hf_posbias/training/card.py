@@ -5,7 +5,7 @@ measured begin:middle:end distribution, the training-set repo and config, the ex
 hyper-parameters, the per-bin × position counts of the rows actually used, the measured loss and
 time, and — once the evaluation side has run — per-position nDCG@10 and PSI. The training facts are
 also kept as JSON (``posbias_training.json``, the run's "done" marker) so that the evaluation side
-can re-render the card later: :func:`hf_posbias.cards.write_checkpoint_card`
+can re-render the card later: :func:`hf_posbias.cards.checkpoint.write_checkpoint_card`
 ``(BI_ENCODER_CARD, ckpt_dir, evaluation=...)`` (the bi-encoder's kind of card,
 :data:`BI_ENCODER_CARD`, goes through the cards module every trained checkpoint shares).
 
@@ -22,16 +22,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
-from hf_posbias.cards.checkpoint import (
-    CheckpointCardKind,
-    load_card_facts,
-    render_checkpoint_card,
-    save_card_facts,
-    write_checkpoint_card,
-)
+from hf_posbias.cards.checkpoint import CheckpointCardKind
 
 TRAINING_INFO = "posbias_training.json"
 CARD_TEMPLATE = "model.md.j2"
@@ -126,9 +119,3 @@ BI_ENCODER_CARD = CheckpointCardKind(
 )
 """The bi-encoder's card. An ``evaluation`` is ``{"benchmark": str, "ndcg_at_10": {position:
 float}, "psi": float}`` (optional ``"notes": str``, ``"model_index": str``)."""
-
-# The per-kind names of the functions of hf_posbias.cards (kept for existing callers).
-save_training_info = partial(save_card_facts, BI_ENCODER_CARD)
-load_training_info = partial(load_card_facts, BI_ENCODER_CARD)
-render_model_card = partial(render_checkpoint_card, BI_ENCODER_CARD)
-write_model_card = partial(write_checkpoint_card, BI_ENCODER_CARD)

@@ -8,9 +8,9 @@ Each run is one ``accelerate launch -m hf_posbias.training.train …`` into its 
 ``<out>/posbias-<model>-<config>[-<pooling>]``. A run whose folder holds the final model, the card
 and the ``posbias_training.json`` marker (written last) is finished and skipped on rerun, so a
 killed matrix resumes where it stopped. ``--shard i/n`` (0-based) takes runs i, i+n, … for one
-node of n. Each run is one :class:`~hf_posbias.training.training_settings.TrainingSettings` object, built
-before anything is launched (the scripts' extra flags go to every run); its command line is
-rendered from it only where a run is launched or printed.
+node of n. Each run is one :class:`~hf_posbias.training.training_settings.TrainingSettings`
+object, built before anything is launched (the scripts' extra flags go to every run); its command
+line is rendered from it only where a run is launched or printed.
 
 ``--dry-run`` prints each launch command and, under it, the settings the run will use after the
 memory preflight (estimated for ``--plan-for DEVICE``, default this machine's device) and its
@@ -35,7 +35,6 @@ import re
 import shlex
 import subprocess
 import sys
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,17 +101,10 @@ class Run:
         run = {"model": self.model, "config": self.config, "data": data, "out": self.out_dir}
         return TrainingSettings(**run, pooling=self.pooling, **shared)
 
-    def train_args(
-        self,
-        settings: TrainingSettings | str,
-        named: Sequence[str] = (),
-    ) -> list[str]:
+    def train_args(self, settings: TrainingSettings, named: Sequence[str] = ()) -> list[str]:
         """The flags of ``hf_posbias.training.train`` that reproduce ``settings``: the run's
         own (:data:`RUN_FIELDS`), then ``named`` (spelled out even at their defaults, in that
         order), then every other setting that is not its default.
-
-        The former call, ``train_args(data, extra_flags)``, still works for one release
-        (``DeprecationWarning``).
 
         Example:
             >>> run = Run("bert-base", "begin", "o")
@@ -120,33 +112,21 @@ class Run:
             ['--model', 'bert-base', '--config', 'begin', '--data', 'd', '--out', 'o', \
 '--seed', '42', '--max-steps', '3']
         """
-        if isinstance(settings, str):  # the former call: (data, extra flags)
-            _warn_former("Run.train_args(data, extra)", "Run.train_args(settings)")
-            return [*self._flags(settings), *named]
         from hf_posbias.settings import settings_to_argv
 
         return settings_to_argv(settings, first=(*RUN_FIELDS, *named))
 
     def launch_command(
         self,
-        settings: TrainingSettings | str,
+        settings: TrainingSettings,
         named: Sequence[str] = (),
         num_processes: int | None = None,
     ) -> list[str]:
-        """The ``accelerate launch`` command line of this run (:meth:`train_args`).
-
-        The former call, ``launch_command(data, extra_flags, num_processes)``, still works for
-        one release (``DeprecationWarning``).
-        """
+        """The ``accelerate launch`` command line of this run (:meth:`train_args`)."""
         launch = ["accelerate", "launch"]
         if num_processes and num_processes > 1:
             launch += ["--multi_gpu", "--num_processes", str(num_processes)]
-        if isinstance(settings, str):  # the former call: (data, extra flags, num_processes)
-            _warn_former("Run.launch_command(data, extra)", "Run.launch_command(settings)")
-            args = [*self._flags(settings), *named]
-        else:
-            args = self.train_args(settings, named)
-        return [*launch, "-m", "hf_posbias.training.train", *args]
+        return [*launch, "-m", "hf_posbias.training.train", *self.train_args(settings, named)]
 
     def parse_settings(self, data: str, flags: Sequence[str] = ()) -> TrainingSettings:
         """This run's settings on ``data`` with ``flags``, a user's command-line flags of
@@ -169,14 +149,6 @@ class Run:
     def is_finished(self) -> bool:
         """Final model, card and marker all present."""
         return all((Path(self.out_dir) / name).is_file() for name in FINISHED_FILES)
-
-
-def _warn_former(former: str, instead: str) -> None:
-    warnings.warn(
-        f"{former} is deprecated and will be removed in the next release: call {instead}",
-        DeprecationWarning,
-        stacklevel=3,
-    )
 
 
 def run_name(model: str, config: str, pooling: str | None = None) -> str:
@@ -244,8 +216,8 @@ def _rows_per_bin(data: str, config: str) -> dict[str, int] | None:
 
 
 def plan_runs(
-    runs: Sequence[TrainingSettings] | Sequence[Run],
-    *former: Any,
+    runs: Sequence[TrainingSettings],
+    *,
     num_processes: int | None = None,
     plan_for: str | None = None,
     throughput: str | None = None,
@@ -253,17 +225,7 @@ def plan_runs(
     """The :class:`~hf_posbias.training.planning.RunPlan` of each run's settings (memory
     settings, steps, projected seconds with ``throughput``), for ``plan_for`` (default: this
     machine).
-
-    The former call, ``plan_runs(runs, data, extra_flags, ...)`` with :class:`Run` objects,
-    still works for one release (``DeprecationWarning``).
     """
-    if former:  # the former call: (runs, data, extra flags, num_processes, plan_for, throughput)
-        _warn_former("plan_runs(runs, data, extra)", "plan_runs(settings)")
-        names = ("data", "extra", "num_processes", "plan_for", "throughput")
-        given = {"num_processes": num_processes, "plan_for": plan_for,
-                 "throughput": throughput, **dict(zip(names, former))}  # fmt: skip
-        data, flags = given.pop("data"), given.pop("extra", ())
-        return plan_runs([run.parse_settings(data, flags) for run in runs], **given)  # type: ignore[union-attr]
     if not runs:  # nothing to plan: no device to probe (an evaluation-only study)
         return []
     from hf_posbias.devices import described_device, device_info
@@ -272,7 +234,7 @@ def plan_runs(
     device = described_device(plan_for) if plan_for else device_info()
     figures = load_throughput(throughput) if throughput else None
     # Each configuration's data is read once, not once per base model that trains on it.
-    rows_per_bin = {(s.data, s.config): _rows_per_bin(s.data, s.config) for s in runs}  # type: ignore[union-attr]
+    rows_per_bin = {(s.data, s.config): _rows_per_bin(s.data, s.config) for s in runs}
     # No bar: a plan is made in seconds, and a bar's ETA next to the projected hours of
     # training would read as the time the study takes.
     return [
@@ -288,9 +250,9 @@ def plan_runs(
 
 
 def run_matrix(
-    runs: Sequence[TrainingSettings] | Sequence[Run],
-    named: Sequence[str] | str = (),
-    *former: Any,
+    runs: Sequence[TrainingSettings],
+    named: Sequence[str] = (),
+    *,
     dry_run: bool = False,
     num_processes: int | None = None,
     in_process: bool = False,
@@ -306,19 +268,7 @@ def run_matrix(
     (:func:`plan_runs`). ``in_process`` calls the trainer in this Python process with the
     settings themselves instead of ``accelerate launch`` (single process; used by tests and on
     laptops).
-
-    The former call, ``run_matrix(runs, data, extra_flags, ...)`` with :class:`Run` objects,
-    still works for one release (``DeprecationWarning``).
     """
-    if isinstance(named, str):  # the former call: (runs, data, extra flags, dry_run, ...)
-        _warn_former("run_matrix(runs, data, extra)", "run_matrix(settings)")
-        names = ("extra", "dry_run", "num_processes", "in_process", "plan_for", "throughput")
-        given = dict(zip(names, former))
-        flags = given.pop("extra", ())
-        kwargs = {"dry_run": dry_run, "num_processes": num_processes, "in_process": in_process,
-                  "plan_for": plan_for, "throughput": throughput, **given}  # fmt: skip
-        settings = [run.parse_settings(named, flags) for run in runs]  # type: ignore[union-attr]
-        return run_matrix(settings, **kwargs)
     settings = list(runs)
     report = MatrixReport()
     if dry_run:

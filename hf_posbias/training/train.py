@@ -54,7 +54,7 @@ from hf_posbias.positions import POSITIONS
 from hf_posbias.sampling.configs import config_label
 from hf_posbias.settings import flag_name
 from hf_posbias.training.card import TRAINING_INFO
-from hf_posbias.training.training_settings import TrainConfig, TrainingSettings
+from hf_posbias.training.training_settings import TrainingSettings
 
 if TYPE_CHECKING:
     from hf_posbias.trainer_base.compute import ResolvedCompute
@@ -277,7 +277,7 @@ def load_training_rows(data: str, config: str) -> TrainingRows:
 # --------------------------------------------------------------------------- checks
 
 
-def _hub_token(cfg: TrainConfig) -> str:
+def _hub_token(cfg: TrainingSettings) -> str:
     from hf_posbias.hub import resolve_token
 
     return resolve_token(cfg.hub_token, purpose=f"--push-to-hub {cfg.push_to_hub}", flag=None)

@@ -7,10 +7,9 @@ and validate them with the same parser) and the facts in the model card all come
 
 - :class:`~hf_posbias.trainer_base.compute.ComputeSettings` — how a step runs on the hardware
   (global batch, precision, checkpointing, mini-batching, attention kernel, memory budget,
-  seed), shared by both trainers: it lives in :mod:`hf_posbias.trainer_base.compute` (still
-  importable from here).
+  seed), shared by both trainers: it lives in :mod:`hf_posbias.trainer_base.compute`.
 - :class:`TrainingSettings` — one bi-encoder run of YHP26 (model, configuration, data, output,
-  schedule, loss, card, Hub). ``TrainConfig`` is the same class under its former name.
+  schedule, loss, card, Hub).
 
 Multi-GPU semantics: ``--global-batch`` is the number of rows of one optimisation step over all
 processes, i.e. the in-batch negatives of every query (256 in YHP26 App. D). With W processes each
@@ -40,13 +39,7 @@ from hf_posbias.settings import (
     setting,
     shared_setting,
 )
-from hf_posbias.trainer_base.compute import (  # noqa: F401  (their former home: still importable here)
-    AUTO,
-    CHECKPOINTING_CHOICES,
-    CPU_MINI_BATCH_ROWS,
-    ComputeSettings,
-    ResolvedCompute,
-)
+from hf_posbias.trainer_base.compute import ComputeSettings
 from hf_posbias.training.bases import PoolingName
 
 S = TypeVar("S", bound=ComputeSettings)
@@ -89,10 +82,6 @@ class TrainingSettings(ComputeSettings, ProgressSettings):
             from hf_posbias.training.bases import POOLINGS
 
             check_choice("pooling", self.pooling, POOLINGS)
-
-
-TrainConfig = TrainingSettings
-"""Former name of :class:`TrainingSettings` (kept for existing callers)."""
 
 
 # --------------------------------------------------------------------------- parsing

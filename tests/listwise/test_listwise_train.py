@@ -11,9 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hf_posbias.cards.checkpoint import load_card_facts
 from hf_posbias.cli import main
 from hf_posbias.errors import InputError
-from hf_posbias.listwise.training.card import TRAINING_INFO, load_listwise_info
+from hf_posbias.listwise.training.card import LISTWISE_CARD, TRAINING_INFO
 from hf_posbias.listwise.training.finetune_settings import ListwiseTrainingSettings
 from hf_posbias.listwise.training.trainset import read_train_set, write_train_set
 
@@ -66,7 +67,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory, tiny_llm: str, train_set: 
 def test_cli_train_writes_checkpoint_facts_and_card(trained, train_set, tiny_llm, capsys):
     for name in ("model.safetensors", "config.json", "tokenizer.json", "README.md", TRAINING_INFO):
         assert (trained / name).is_file(), name
-    info = load_listwise_info(trained)
+    info = load_card_facts(LISTWISE_CARD, trained)
     source_rows = len(read_train_set(train_set))
     assert (info.base_model, info.data, info.lam, info.seed) == (tiny_llm, str(train_set), 0.5, 3)
     assert (info.pos_aug, info.source_rows, info.data_rows) == (2, source_rows, 2 * source_rows)
@@ -249,13 +250,10 @@ def test_windows_larger_than_window_are_refused(tiny_llm, train_set, tmp_path):
         prepare_run(settings, show_progress=False)
 
 
-@pytest.mark.parametrize(
-    "module", ["hf_posbias.listwise.training.train", "hf_posbias.listwise.train"]
-)
-def test_module_entry_point(module, tmp_path, capsys, tiny_llm, train_set):
+def test_module_entry_point(tmp_path, capsys, tiny_llm, train_set):
     """``python -m hf_posbias.listwise.training.train`` (what ``accelerate launch -m`` runs),
-    in-process; the former module path ``hf_posbias.listwise.train`` runs the same trainer."""
-    module_main = importlib.import_module(module).main
+    in-process."""
+    module_main = importlib.import_module("hf_posbias.listwise.training.train").main
 
     flags = ["--model", tiny_llm, "--data", str(train_set), "--global-batch", "1"]
     flags += ["--passage-tokens", "8", "--no-progress", "--no-card"]

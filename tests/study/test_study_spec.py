@@ -216,7 +216,6 @@ def test_each_run_is_a_settings_object_and_its_printed_command_reads_back_to_it(
 
     from hf_posbias.study.layout import run_settings, study_models
     from hf_posbias.study.run import dry_run_lines
-    from hf_posbias.study.spec import training_argv
     from hf_posbias.training.training_settings import parse_settings
 
     spec = load_spec(REPO / "studies" / "yhp26-pooling.yaml")
@@ -229,10 +228,6 @@ def test_each_run_is_a_settings_object_and_its_printed_command_reads_back_to_it(
         assert parse_settings(shlex.split(command)[4:]) == settings
         assert (settings.pooling, settings.seed, settings.precision) == (model.pooling, 42, "bf16")
     assert not run_settings(spec, trained[0], progress=False).progress
-    with pytest.warns(DeprecationWarning, match=r"training_argv\(spec\) is deprecated"):
-        flags = training_argv(spec)
-    assert flags == shlex.split(commands[0])[14:]  # after the run's own ten flags
-    assert flags[:2] == ["--seed", "42"]
 
 
 def test_remedies_extend_a_study_without_changing_its_identity(tmp_path):

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from guards import HANG_GUARD_S
 
-from hf_posbias import POSITIONS
 from hf_posbias.cli import main as cli_main
+from hf_posbias.positions import POSITIONS
 from hf_posbias.shards import write_parquet
 from hf_posbias.training.train import ips_weights, train_model
-from hf_posbias.training.training_settings import TrainConfig
+from hf_posbias.training.training_settings import TrainingSettings
 
 BINS = ("0-1k", "1k-2k")
 
@@ -159,7 +159,7 @@ def test_every_family_trains_saves_and_reloads(
     monkeypatch.setattr(BaseDataCollator, "__call__", recording_call)
     out = tmp_path / "ckpt"
     result = train_model(
-        TrainConfig(
+        TrainingSettings(
             model=tiny_models(family, head=head),
             config="uniform",
             data=train_repo,
@@ -212,7 +212,7 @@ def test_card_content_and_push(tiny_models, train_repo, tmp_path, monkeypatch):
     monkeypatch.setattr(huggingface_hub.HfApi, "upload_folder", fake_upload)
     out = tmp_path / "bert-begin"
     result = train_model(
-        TrainConfig(
+        TrainingSettings(
             model=tiny_models("bert"),
             config="begin",
             data=train_repo,
@@ -259,9 +259,11 @@ def test_card_content_and_push(tiny_models, train_repo, tmp_path, monkeypatch):
         assert needle in card, needle
     assert f"**{result.train_loss:.4f}**" in card
 
-    from hf_posbias.training.card import write_model_card
+    from hf_posbias.cards.checkpoint import write_checkpoint_card
+    from hf_posbias.training.card import BI_ENCODER_CARD
 
-    write_model_card(
+    write_checkpoint_card(
+        BI_ENCODER_CARD,
         out,
         evaluation={
             "benchmark": "SQuAD-PosQ",
@@ -311,7 +313,7 @@ def test_weighted_loss_equals_cached_mnrl_at_unit_weights_and_scales(tiny_models
 def test_ips_training_runs_on_the_pool(tiny_models, pool_repo, tmp_path):
     out = tmp_path / "ips"
     result = train_model(
-        TrainConfig(
+        TrainingSettings(
             model=tiny_models("bert"),
             config="ips",
             data=pool_repo,
@@ -376,7 +378,7 @@ def test_ratio_config_maps_to_repo_config(train_repo):
 def test_packaged_sentence_transformer_loads_as_is(minilm_path, train_repo, tmp_path):
     out = tmp_path / "minilm"
     result = train_model(
-        TrainConfig(
+        TrainingSettings(
             model=minilm_path,
             config="uniform",
             data=train_repo,
@@ -494,7 +496,7 @@ def test_bf16_autocast_and_checkpointing_run_on_cpu(tiny_models, train_repo, tmp
     for name, precision, checkpointing in [("plain", "fp32", "off"), ("fast", "bf16", "on")]:
         probe = LayerProbe()
         result = train_model(
-            TrainConfig(
+            TrainingSettings(
                 model=tiny_models("bert"),
                 config="uniform",
                 data=train_repo,
@@ -527,7 +529,7 @@ def test_bf16_autocast_and_checkpointing_run_on_cpu(tiny_models, train_repo, tmp
 def test_ips_loss_packs_mini_batches_by_tokens(tiny_models, pool_repo, tmp_path):
     from hf_posbias.training.train import prepare_run
 
-    settings = TrainConfig(
+    settings = TrainingSettings(
         model=tiny_models("bert"),
         config="ips",
         data=pool_repo,
@@ -632,7 +634,7 @@ def test_cuda_preflight_measures_and_refuses_what_does_not_fit(tiny_models, trai
     from hf_posbias.errors import BudgetError
 
     result = train_model(
-        TrainConfig(
+        TrainingSettings(
             model=tiny_models("bert"),
             config="uniform",
             data=train_repo,
@@ -645,7 +647,7 @@ def test_cuda_preflight_measures_and_refuses_what_does_not_fit(tiny_models, trai
     assert result.memory.peak_bytes > 0 and result.precision in ("bf16", "fp16")
     with pytest.raises(BudgetError) as err:
         train_model(
-            TrainConfig(
+            TrainingSettings(
                 model=tiny_models("bert"),
                 config="uniform",
                 data=train_repo,
@@ -669,7 +671,7 @@ def test_training_reports_steps_loss_and_eta_in_lines(
     # (sentence-transformers' own "Computing widget examples" bar at the trainer's start is
     # not ours.) The counter reads a one-second clock: a tiny model's steps take milliseconds.
     train_model(
-        TrainConfig(
+        TrainingSettings(
             model=tiny_models("bert"),
             config="uniform",
             data=train_repo,

@@ -13,7 +13,7 @@ from hf_posbias.devices import DeviceInfo, described_device
 from hf_posbias.errors import InputError
 from hf_posbias.settings import setting, settings_parser, settings_record
 from hf_posbias.trainer_base.compute import ComputeSettings
-from hf_posbias.training.training_settings import TrainConfig, TrainingSettings, parse_settings
+from hf_posbias.training.training_settings import TrainingSettings, parse_settings
 
 REQUIRED = ["--model", "m", "--config", "uniform", "--data", "d", "--out", "o"]
 CPU = DeviceInfo(kind="cpu", name="cpu", bf16=True)
@@ -39,7 +39,6 @@ def test_every_field_is_a_flag_of_every_entry_point():
         assert f"--{name.replace('_', '-')}" in module_flags, name
     assert "--no-card" in module_flags  # bool fields get their negation
     assert args.global_batch == 8 and args.precision == "auto"
-    assert TrainConfig is TrainingSettings  # the former name still works
 
 
 def test_parse_into_the_dataclass_and_normalise():

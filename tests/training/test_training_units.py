@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -248,15 +247,3 @@ def test_the_in_process_matrix_trains_the_settings_objects_it_was_given(tmp_path
     report = run_matrix(settings, in_process=True)
     assert trained == settings and trained[0] is settings[0]
     assert report.ran == ["posbias-bert-base-begin", "posbias-bert-base-end"]
-
-
-def test_the_former_argv_calls_of_the_matrix_still_work_with_a_warning(tmp_path):
-    runs = expand_runs(["bert-base"], ["begin"], tmp_path)
-    with pytest.warns(DeprecationWarning, match=r"run_matrix\(settings\)"):
-        report = run_matrix(runs, "data", ["--max-steps", "1"], True, None, False, "cpu")
-    with pytest.warns(DeprecationWarning, match=r"Run.launch_command\(settings\)"):
-        former = runs[0].launch_command("data", ["--max-steps", "1"])
-    new = runs[0].launch_command(runs[0].settings("data", max_steps=1))
-    assert report.commands == [shlex.join(former)] and former == new
-    with pytest.warns(DeprecationWarning, match=r"Run.train_args\(settings\)"):
-        assert runs[0].train_args("data", ["--max-steps", "1"]) == new[4:]

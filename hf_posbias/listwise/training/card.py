@@ -6,7 +6,7 @@ or "none": FIRST's L_Rank), Pos-Aug's n and where the rotations came from, the t
 (rows, provenance and its label note), the seed, precision, steps, schedule, and the measured
 losses (joint, L_Rank, L_LM). The facts are also kept as JSON
 (``posbias_listwise_training.json``) so that a later evaluation can re-render the card with
-its input-position curve: :func:`hf_posbias.cards.write_checkpoint_card`
+its input-position curve: :func:`hf_posbias.cards.checkpoint.write_checkpoint_card`
 ``(LISTWISE_CARD, ckpt, evaluation=positions_json)``.
 
 Example:
@@ -19,16 +19,9 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
-from hf_posbias.cards.checkpoint import (
-    CheckpointCardKind,
-    load_card_facts,
-    render_checkpoint_card,
-    save_card_facts,
-    write_checkpoint_card,
-)
+from hf_posbias.cards.checkpoint import CheckpointCardKind
 
 CARD_TEMPLATE = "listwise.md.j2"
 TRAINING_INFO = "posbias_listwise_training.json"
@@ -119,9 +112,3 @@ LISTWISE_CARD = CheckpointCardKind(
 )
 """DebiasFirst's card. An ``evaluation`` is a ``positions.json`` payload of ``posbias listwise
 test`` (its ``positions``, ``mean``, ``psi``, ``task``, ``k``), optionally with ``notes``."""
-
-# The per-kind names of the functions of hf_posbias.cards (kept for existing callers).
-save_listwise_info = partial(save_card_facts, LISTWISE_CARD)
-load_listwise_info = partial(load_card_facts, LISTWISE_CARD)
-render_listwise_card = partial(render_checkpoint_card, LISTWISE_CARD)
-write_listwise_card = partial(write_checkpoint_card, LISTWISE_CARD)

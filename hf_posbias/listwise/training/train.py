@@ -7,8 +7,8 @@ mirroring :mod:`hf_posbias.training.train`: the same names for the same roles
 
 One function, :func:`train_listwise`, does the work for the module entry point (also under
 ``accelerate launch``), for ``posbias listwise train`` and for the demo; its settings are one
-dataclass, :class:`~hf_posbias.listwise.settings.ListwiseTrainingSettings` (flags generated
-from it, the hardware ones shared with every trainer of hf-posbias).
+dataclass, :class:`~hf_posbias.listwise.training.finetune_settings.ListwiseTrainingSettings` (flags
+generated from it, the hardware ones shared with every trainer of hf-posbias).
 
 The run: a causal LM is fine-tuned with the transformers ``Trainer`` on listwise windows —
 prompt (the exact FIRST scoring prompt) + the target permutation ``"[C] > [A] > …"`` — with
@@ -616,22 +616,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     return trainer_main(
         argv, sys.modules[__name__], ListwiseTrainingSettings, train_listwise, listwise_train_report
     )
-
-
-ListwiseRunInputs = RunInputs
-"""Former name of :class:`RunInputs` (the bi-encoder trainer's name for the same role)."""
-
-ListwiseTrainResult = TrainResult
-"""Former name of :class:`TrainResult` (the bi-encoder trainer's name for the same role)."""
-
-prepare_listwise_run = prepare_run
-"""Former name of :func:`prepare_run` (the bi-encoder trainer's name for the same role)."""
-
-listwise_card_info = card_info
-"""Former name of :func:`card_info` (the bi-encoder trainer's name for the same role)."""
-
-plan_memory = memory_preflight
-"""Former name of :func:`memory_preflight` (the bi-encoder trainer's name for the same role)."""
 
 
 if __name__ == "__main__":
