@@ -95,9 +95,10 @@ def upload_folder(
     """Create ``repo_id`` if needed and upload ``folder`` to it; returns the repo URL (or the
     pull request's URL).
 
-    Works for any repo type: a dataset folder from :func:`hf_posbias.publish.write_dataset_repo`,
-    or a model checkpoint folder with ``repo_type="model"``. The folder's entries land at the
-    repo's root, beside what the repo holds already.
+    Works for any repo type: a dataset folder from
+    :func:`hf_posbias.publish.repo.write_dataset_repo`, or a model checkpoint folder with
+    ``repo_type="model"``. The folder's entries land at the repo's root, beside what the repo holds
+    already.
 
     Args:
         create_repo: create the repo when it does not exist (``False``: it must exist, as a

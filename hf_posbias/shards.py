@@ -145,9 +145,9 @@ def write_parquet(
 
 
 ROW_GROUP_ROWS = 1024
-"""Rows per row group of a file written row group by row group (:class:`ParquetRowWriter`):
-the most a streaming stage holds of it, and what a reader (:class:`hf_posbias.rows.ParquetRows`)
-reads at a time."""
+"""Rows per row group of a file written row group by row group (:class:`ParquetRowWriter`): the most
+a streaming stage holds of it, and what a reader (:class:`hf_posbias.rows.arrow.ParquetRows`) reads
+at a time."""
 
 
 _ARROW_TYPES = {
@@ -451,7 +451,7 @@ def run_sharded(
             (:mod:`hf_posbias.executors.stages`); then the shards are merged as usual.
         merge: return the rows as a list; ``False``: as :func:`shard_rows`, read lazily from
             the shard files (a stage of any size holds one shard at a time). ``items`` may then
-            be lazy too (:class:`hf_posbias.rows.ParquetRows`): only a shard's slice is read.
+            be lazy too (:class:`hf_posbias.rows.arrow.ParquetRows`): only a shard's slice is read.
 
     Returns:
         The merged rows (every process returns them after a barrier).
@@ -548,7 +548,7 @@ def shard_files(out_dir: str | Path, n_shards: int | None = None) -> list[Path]:
 
 
 def shard_rows(out_dir: str | Path, n_shards: int | None = None, convert: Any = None) -> Any:
-    """A stage's rows in shard order, read lazily (:class:`hf_posbias.rows.ParquetRows`).
+    """A stage's rows in shard order, read lazily (:class:`hf_posbias.rows.arrow.ParquetRows`).
 
     Example:
         >>> import tempfile

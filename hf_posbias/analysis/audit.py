@@ -56,8 +56,7 @@ def audit_model(
     :func:`~hf_posbias.evaluation.runs.runner.evaluate_model` (the verb's
     :class:`~hf_posbias.evaluation.evaluation_settings.ModelAuditSettings` give them:
     ``evaluate_kwargs()``). The summaries carry the evaluation's warnings (they are not also
-    emitted as Python warnings). The former call, ``audit_model(settings)``, still works for
-    one release (``DeprecationWarning``).
+    emitted as Python warnings).
     """
     import warnings
 

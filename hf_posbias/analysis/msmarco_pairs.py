@@ -7,8 +7,9 @@ in their order, are the fixed document. The insertion points are the starts of t
 so the evidence always moves as a whole passage between whole passages (nine others give exactly
 the ten slots p1…p10 of YHP26).
 
-The rows are read with :func:`hf_posbias.rows.read_dataset`: the Hub id ``microsoft/ms_marco``
-(config ``v1.1``, split ``validation``) by default, or a local copy of the same rows.
+The rows are read with :func:`hf_posbias.rows.readers.read_dataset`: the Hub id
+``microsoft/ms_marco`` (config ``v1.1``, split ``validation``) by default, or a local copy of the
+same rows.
 
 Example:
     >>> row = {"query": "what is a comet", "query_id": 7,

@@ -2,7 +2,7 @@
 
 Figures are built with :class:`matplotlib.figure.Figure` directly (no ``pyplot`` state), so they
 are safe to create from the threads of a Gradio server; :func:`hf_posbias.figures.save_figure`
-writes them (also importable from here).
+writes them.
 
 Example:
     >>> from hf_posbias.analysis.plots import CurveSeries, curve_figure

@@ -37,8 +37,8 @@ GRADES = between(0, 4)
 class BenchmarkBuildSettings(ProgressSettings):
     """Everything ``posbias benchmark build`` depends on (pinned in every stage's manifest).
 
-    Formerly ``BuildSettings`` (still importable, with a deprecation warning): that name is
-    :class:`hf_posbias.pipeline.BuildSettings`, the settings of ``posbias build``.
+    Not :class:`hf_posbias.pipeline.stage_settings.BuildSettings`, the settings of the data
+    pipeline's ``posbias build``.
     """
 
     corpus: str = shared_setting("corpus")

@@ -375,7 +375,7 @@ def write_documents(
 
 def load_documents(path: str | Path) -> Sequence[Document]:
     """Documents written by :func:`write_documents` (a folder or the parquet file), read lazily
-    (:class:`hf_posbias.rows.ParquetRows`: a row group at a time, as they are iterated or
+    (:class:`hf_posbias.rows.arrow.ParquetRows`: a row group at a time, as they are iterated or
     sliced)."""
     from hf_posbias.rows.arrow import ParquetRows
 

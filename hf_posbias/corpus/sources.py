@@ -55,7 +55,8 @@ def read_records(
     split: str = "train",
     config: str | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Yield ``{id, title, text}`` records from any row source (:func:`hf_posbias.rows.iter_rows`).
+    """Yield ``{id, title, text}`` records from any row source
+    (:func:`hf_posbias.rows.readers.iter_rows`).
 
     A file (``.jsonl``, ``.json``, ``.parquet``), a dataset folder or a Hub dataset id. A record
     missing ``id_field``/``text_field`` raises :class:`InputError` naming the file and line/row.

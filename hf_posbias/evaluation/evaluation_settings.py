@@ -62,7 +62,7 @@ def _task_help() -> str:
 @dataclass(kw_only=True)
 class EvaluationOptions(RemedySettings, ProgressSettings, ModelSettings):
     """The options ``evaluate`` and ``audit`` share (with how models load:
-    :class:`~hf_posbias.modeling.ModelSettings`, and an inference-time remedy:
+    :class:`~hf_posbias.modeling.resolve.ModelSettings`, and an inference-time remedy:
     :class:`~hf_posbias.evaluation.runs.remedies.RemedySettings`)."""
 
     task: tuple[str, ...] = setting(_task_help(), metavar="TASK")
@@ -152,7 +152,7 @@ class EvaluateSettings(EvaluationOptions, RerankerOptions):
     """``posbias evaluate``: one model, or a first stage and a reranker, on position tasks.
 
     A listwise ``--reranker`` is loaded and slid with the listwise verbs' own options
-    (:class:`~hf_posbias.listwise.settings.RerankerOptions`: ``--window``, ``--step``,
+    (:class:`~hf_posbias.rerankers.options.RerankerOptions`: ``--window``, ``--step``,
     ``--mode``, ``--dtype``, ``--identifiers``); the settings both groups name once mean the
     same here: ``--device``, ``--batch-size`` (texts per encoding batch, windows per forward
     pass), ``--passage-tokens`` (how many tokens of a passage a model reads: a ``--remedy``'s

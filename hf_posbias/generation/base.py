@@ -3,7 +3,8 @@
 A *query generator* turns one :class:`~hf_posbias.corpus.documents.Document` (already cut into
 begin/middle/end segments) into at most one :class:`Candidate` per position. The generators
 (:mod:`~hf_posbias.generation.ict`, :mod:`~hf_posbias.generation.llm`) import this module; they
-are built by name in :mod:`hf_posbias.generation.generator_registry`, so this module imports neither.
+are built by name in :mod:`hf_posbias.generation.generator_registry`, so this module imports
+neither.
 
 Outcomes are never dropped silently: a document that cannot be used at all raises
 :class:`GenerationFailure` (the stage counts it by reason), and a position that cannot be produced

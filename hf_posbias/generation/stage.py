@@ -311,7 +311,7 @@ def _collect(rows: Iterable[dict[str, Any]], name: str, path: Path | None) -> Ge
 
 def load_candidates(path: str | Path) -> Sequence[Candidate]:
     """Read ``candidates.parquet`` (or a stage folder holding it) back into candidates, lazily
-    (:class:`hf_posbias.rows.ParquetRows`: a row group at a time).
+    (:class:`hf_posbias.rows.arrow.ParquetRows`: a row group at a time).
 
     Example:
         >>> load_candidates("/nonexistent")

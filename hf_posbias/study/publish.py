@@ -1,8 +1,8 @@
 """Publish a study: every checkpoint as ``ORG/posbias-<base>-<config>``, the results as a dataset.
 
 1. each trained checkpoint's card (``README.md``, rendered by
-   :func:`hf_posbias.cards.write_checkpoint_card`) gets its evaluation results — nDCG@10 per
-   position, mean and PSI with their 95% intervals, per task — as ``model-index`` metadata the
+   :func:`hf_posbias.cards.checkpoint.write_checkpoint_card`) gets its evaluation results — nDCG@10
+   per position, mean and PSI with their 95% intervals, per task — as ``model-index`` metadata the
    Hub renders, and the folder is uploaded to ``ORG/posbias-<base>-<config>``
    (:func:`hf_posbias.training.card.hub_repo_name`);
    then its evaluations on Hub benchmarks go to the repo's ``.eval_results``

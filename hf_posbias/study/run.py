@@ -294,10 +294,8 @@ def dry_run_lines(
     plan for (default: this machine); ``throughput``: a ``benchmarks/train_throughput.py
     --json`` file for the projected time; ``check=False`` skips the input check, as
     ``plan_for`` does (a plan made for another machine: a GPU host's, from a laptop without its
-    caches and data). The lines
-    carry the projected training seconds (:attr:`DryRunLines.projected_seconds`). The former
-    call, ``dry_run_lines(spec, settings)``, still works for one release
-    (``DeprecationWarning``).
+    caches and data). The lines carry the projected training seconds
+    (:attr:`DryRunLines.projected_seconds`).
     """
     from hf_posbias.study.preflight import StudyInputError, input_problems
     from hf_posbias.study.protocol import task_entries
@@ -468,9 +466,6 @@ def run_study(
 
     The units of work (:mod:`hf_posbias.study.units`) run under the spec's ``executor``
     (:mod:`hf_posbias.executors`: ``local``, ``ray``, ``slurm``).
-
-    The former call, ``run_study(spec, settings)``, still works for one release
-    (``DeprecationWarning``).
 
     Example:
         >>> # run_study(load_spec("studies/yhp26.yaml"), out="study", in_process=True)

@@ -440,7 +440,8 @@ class PositionRetrievalTask(AbsTaskRetrieval):
 # ------------------------------------------------------------------------------ named tasks
 # One class per built-in TaskCard, named as its card's class_name: the class statement is all
 # there is to write (PositionRetrievalTask.__init_subclass__ attaches the card and its metadata);
-# these are the built-in tasks' public names (``from hf_posbias.tasks import SciFactEvidence``).
+# these are the built-in tasks' public names
+# (``from hf_posbias.tasks.mteb_tasks import SciFactEvidence``).
 # Any other card (a new builder module, a benchmark plugin) gets a class made by task_class.
 
 

@@ -79,7 +79,7 @@ class PositionTaskData:
     """Corpus, bucketed queries and qrels of one position task.
 
     ``corpus`` is any read-only sequence of row dicts: a list, or, for a folder read by
-    :meth:`load`, a :class:`~hf_posbias.rows.TableRows` over the arrow table of its
+    :meth:`load`, a :class:`~hf_posbias.rows.arrow.TableRows` over the arrow table of its
     ``corpus.parquet`` (the corpus held once, as arrow; the evaluation hands the same table
     to mteb, :func:`corpus_table`). Code that needs another corpus builds a new list.
     """
@@ -325,7 +325,7 @@ class PositionTaskData:
 
 def corpus_table(corpus: Sequence[dict[str, Any]]) -> Any:
     """The corpus as a ``pyarrow.Table`` of strings ``id``, ``title`` (``""`` where missing)
-    and ``text``: the table a folder's :class:`~hf_posbias.rows.TableRows` holds, shared
+    and ``text``: the table a folder's :class:`~hf_posbias.rows.arrow.TableRows` holds, shared
     (columns already strings without nulls are not copied), or one built from a list of rows.
 
     Example:

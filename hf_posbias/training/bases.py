@@ -260,8 +260,8 @@ def get_model_spec(name_or_path: str | Path) -> ModelSpec:
     """The spec of a short name, a paper checkpoint id, a local folder, or a packaged model.
 
     Registered bases first (:data:`BASE_REGISTRY`: a base is a training recipe), then the one
-    resolver, :func:`hf_posbias.modeling.resolve_model` (a local folder or a packaged model).
-    Unknown names raise a one-line :class:`~hf_posbias.errors.ModelLoadError` listing the
+    resolver, :func:`hf_posbias.modeling.resolve.resolve_model` (a local folder or a packaged
+    model). Unknown names raise a one-line :class:`~hf_posbias.errors.ModelLoadError` listing the
     registered names and the closest of them.
 
     Example:

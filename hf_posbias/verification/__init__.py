@@ -11,9 +11,9 @@
 - :mod:`~hf_posbias.verification.stage` — :func:`run_verification`, resumable and shardable;
 - :mod:`~hf_posbias.verification.audit` — YHP26's LLM segment audit per margin stratum.
 
-Nothing is imported here until a name is used (each name loads its module on first access), so
-``from hf_posbias.verification.report import DEFAULT_DELTA`` costs no numpy — ``posbias --help``
-stays light; sentence-transformers and bm25s load when a member needs them.
+This package imports nothing, so ``from hf_posbias.verification.report import DEFAULT_DELTA``
+costs no numpy — ``posbias --help`` stays light; sentence-transformers and bm25s load when a
+member needs them.
 
 Example:
     >>> from hf_posbias.verification.panel import parse_panel

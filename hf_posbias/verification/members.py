@@ -299,7 +299,8 @@ def score_pair_inputs(
 
 
 class BM25Member:
-    """BM25 as a panel member: :class:`hf_posbias.bm25.BM25PairScorer` fitted on the run's segments.
+    """BM25 as a panel member: :class:`hf_posbias.bm25.pair.BM25PairScorer` fitted on the run's
+    segments.
 
     The package's one BM25 formula (Lucene variant, as ``bm25s``), scoring each query against its
     own segments directly. Unlike evaluation and the listwise commands, the member does not stem

@@ -39,7 +39,8 @@ def parse_endpoint_model(spec: str) -> str | None:
 
 def embedding_endpoint(spec: str, settings: Any) -> EmbeddingEndpoint:
     """The :class:`EmbeddingEndpoint` of ``openai:<model>`` with a
-    :class:`~hf_posbias.modeling.ModelSettings`' URL, key, batching, concurrency and retries."""
+    :class:`~hf_posbias.modeling.resolve.ModelSettings`' URL, key, batching, concurrency and
+    retries."""
     from hf_posbias.errors import ModelLoadError
 
     model = parse_endpoint_model(spec)

@@ -187,7 +187,7 @@ def _check_model_path(spec: str) -> None:
 def check_model_argument(spec: str) -> None:
     """Fail in one line, before tasks or mteb load, on a model argument that resolves nowhere: a
     missing path, or a name in no local folder, package, mteb registry, HF cache or (online) Hub
-    (:func:`~hf_posbias.modeling.check_model_name`)."""
+    (:func:`~hf_posbias.modeling.resolve.check_model_name`)."""
     from hf_posbias.modeling.resolve import check_model_name
 
     _check_model_path(spec)
@@ -436,7 +436,7 @@ def load_model(
     :mod:`hf_posbias.rerankers.loading`: a cross-encoder, an mteb registry reranker, a listwise
     LLM, the BM25 control or a plugin's kind) reorders the first stage's top ``rerank_k``; a
     listwise reranker is loaded and slid with ``reranker_options`` (window, step, passage
-    tokens, dtype, mode: :class:`~hf_posbias.listwise.settings.RerankerOptions`).
+    tokens, dtype, mode: :class:`~hf_posbias.rerankers.options.RerankerOptions`).
 
     Raises:
         ModelLoadError: a model path that does not exist or a model that cannot load.

@@ -418,10 +418,9 @@ def evaluate_model(
     """Evaluate ``model`` on position tasks; write summaries, tables and exports into ``out``.
 
     The library call behind ``posbias evaluate``, in the shape of ``mteb.evaluate(model, tasks,
-    …)``; the verb's :class:`~hf_posbias.evaluation.evaluation_settings.EvaluateSettings` give every
-    keyword (:meth:`~hf_posbias.evaluation.evaluation_settings.EvaluationOptions.evaluate_kwargs`). The
-    former call, ``evaluate_model(settings, tasks=None, loaded=None)``, still works for one
-    release (``DeprecationWarning``).
+    …)``; the verb's :class:`~hf_posbias.evaluation.evaluation_settings.EvaluateSettings` give
+    every keyword
+    (:meth:`~hf_posbias.evaluation.evaluation_settings.EvaluationOptions.evaluate_kwargs`).
 
     Args:
         model: a model name as ``posbias evaluate --model`` takes it (``bm25``, a folder, a Hub
@@ -440,7 +439,7 @@ def evaluate_model(
         show_progress: progress bars from mteb/sentence-transformers.
         device: torch device (default: automatic).
         model_options: how a model given by name loads
-            (:class:`~hf_posbias.modeling.ModelSettings`: remote code, endpoint, …).
+            (:class:`~hf_posbias.modeling.resolve.ModelSettings`: remote code, endpoint, …).
         remedy: an inference-time remedy wrapping a bi-encoder
             (:class:`~hf_posbias.evaluation.runs.remedies.RemedySettings`).
         reranker: a second stage reordering ``model``'s top ``rerank_k``.

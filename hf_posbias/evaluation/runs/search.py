@@ -2,9 +2,9 @@
 
 - :class:`SearchModel` is mteb's search protocol (``index``, then ``search``) spelled once: its
   subclasses get the call's :class:`SearchContext` (task, split, subset, encoding options).
-- :class:`BM25Model` is the package's one BM25 (:class:`hf_posbias.bm25.BM25Index`, the language's
-  stop words and Snowball stemmer taken from the task's ``eval_langs``) behind mteb's search
-  protocol, named ``mteb/baseline-bm25s``: for a language with a stop-word list it indexes,
+- :class:`BM25Model` is the package's one BM25 (:class:`hf_posbias.bm25.index.BM25Index`, the
+  language's stop words and Snowball stemmer taken from the task's ``eval_langs``) behind mteb's
+  search protocol, named ``mteb/baseline-bm25s``: for a language with a stop-word list it indexes,
   tokenises and retrieves exactly as mteb's own ``BM25Search``, and the listwise first stage
   ranks with the same index. It counts index builds; a missing ``PyStemmer`` is a one-line
   error. mteb calls ``index`` once per ``hf_subset``; a position task evaluates all its queries
@@ -49,10 +49,10 @@ class SearchStats(JsonRecord):
 
 
 def corpus_batches(corpus: Any, size: int | None = None) -> Iterator[dict[str, list[Any]]]:
-    """A corpus as column batches (``{"id": [...], "text": [...], ...}``) of ``size`` documents:
-    a ``datasets.Dataset`` (mteb's corpus) through ``Dataset.iter``, a list of row dicts sliced.
-    ``size`` defaults to the BM25 index's batch (:data:`hf_posbias.bm25.INDEX_BATCH`, read at
-    call time: bm25 loads numpy, which ``posbias --help`` must not).
+    """A corpus as column batches (``{"id": [...], "text": [...], ...}``) of ``size`` documents: a
+    ``datasets.Dataset`` (mteb's corpus) through ``Dataset.iter``, a list of row dicts sliced.
+    ``size`` defaults to the BM25 index's batch (:data:`hf_posbias.bm25.analyzer.INDEX_BATCH`, read
+    at call time: bm25 loads numpy, which ``posbias --help`` must not).
 
     Example:
         >>> rows = [{"id": "a", "text": "x"}, {"id": "b", "text": "y"}, {"id": "c", "text": "z"}]
@@ -191,7 +191,7 @@ class CorpusSearch(SearchModel):
 
 
 class BM25Model(CorpusSearch):
-    """:class:`hf_posbias.bm25.BM25Index` as an mteb search model (``mteb.evaluate``-ready).
+    """:class:`hf_posbias.bm25.index.BM25Index` as an mteb search model (``mteb.evaluate``-ready).
 
     Example:
         >>> BM25Model().stats.index_builds

@@ -225,8 +225,8 @@ def comparison_table(
 
 def compare_from_settings(s: Any) -> tuple[dict[str, Any], Path | None]:
     """``posbias listwise compare-tests`` (its settings,
-    :class:`~hf_posbias.listwise.settings.ListwiseCompareSettings`): the payload of
-    :func:`compare_listwise_runs`, and ``comparison.json`` when ``s.out`` is set."""
+    :class:`~hf_posbias.listwise.experiments.experiment_settings.ListwiseCompareSettings`): the
+    payload of :func:`compare_listwise_runs`, and ``comparison.json`` when ``s.out`` is set."""
     payload = compare_listwise_runs(
         s.run_a,
         s.run_b,

@@ -1,8 +1,8 @@
 """First stage for the listwise commands: the top-k document ids of a query.
 
-- :class:`BM25FirstStage` — the package's one BM25 (:class:`hf_posbias.bm25.BM25Index`: English
-  stop words and Snowball stemmer), the corpus indexed once; every document is scored, so any k
-  up to the corpus size is available.
+- :class:`BM25FirstStage` — the package's one BM25 (:class:`hf_posbias.bm25.index.BM25Index`:
+  English stop words and Snowball stemmer), the corpus indexed once; every document is scored, so
+  any k up to the corpus size is available.
 - :class:`DenseFirstStage` — any embedding model the one resolver loads (registry prompts and
   ``openai:`` endpoints included), scored with the model's own similarity function
   (sentence-transformers' ``similarity_fn_name``: a dot-product model such as Contriever ranks
@@ -85,7 +85,7 @@ def _ranked(scores: Any, doc_ids: Sequence[str], k: int) -> list[str]:
 
 
 class BM25FirstStage:
-    """BM25 (:class:`hf_posbias.bm25.BM25Index`) over a corpus ``{doc_id: Passage}``."""
+    """BM25 (:class:`hf_posbias.bm25.index.BM25Index`) over a corpus ``{doc_id: Passage}``."""
 
     name = "bm25"
 
@@ -125,7 +125,8 @@ class _EncodedStage:
 
 def _texts(corpus: Mapping[str, Passage], doc_ids: Sequence[str]) -> Iterator[str]:
     """The documents in the retrievers' one form (``posbias evaluate``'s), in ``doc_ids`` order,
-    read a batch of rows at a time (:func:`~hf_posbias.rows.take_values`), not one lookup each."""
+    read a batch of rows at a time (:func:`~hf_posbias.rows.arrow.take_values`), not one lookup
+    each."""
     return (retriever_text(p.title, p.text) for p in take_values(corpus, doc_ids))
 
 
@@ -376,7 +377,8 @@ def load_first_stage(
 def check_k(k: int, corpus_size: int) -> None:
     """Refuse a k larger than the first stage can list (it ranks the whole corpus).
 
-    ``k`` >= 1 is checked by :class:`~hf_posbias.listwise.settings.ListSource`.
+    ``k`` >= 1 is checked by
+    :class:`~hf_posbias.listwise.experiments.experiment_settings.ListSource`.
 
     Example:
         >>> try:

@@ -40,7 +40,8 @@ FIRST_STAGE_FILE = "first_stage.json"
 def select_queries(task: RerankTask, max_queries: int | None, seed: int) -> list[str]:
     """Judged query ids, sorted; a seeded sample of ``max_queries`` when fewer are wanted.
 
-    ``max_queries`` >= 1 is checked by :class:`~hf_posbias.listwise.settings.ListSource`.
+    ``max_queries`` >= 1 is checked by
+    :class:`~hf_posbias.listwise.experiments.experiment_settings.ListSource`.
 
     Example:
         >>> from hf_posbias.rerankers.records import Passage

@@ -64,7 +64,8 @@ def transition_counts(
 def omega_from_counts(counts: np.ndarray, smoothing: float = 0.0) -> np.ndarray:
     """Normalise transition counts into ω (Σω = 1), adding ``smoothing`` to every cell first.
 
-    ``smoothing`` >= 0 is checked by :class:`~hf_posbias.listwise.settings.PropensityConfig`.
+    ``smoothing`` >= 0 is checked by
+    :class:`~hf_posbias.listwise.experiments.experiment_settings.PropensityConfig`.
     """
     smoothed = counts.astype(np.float64) + smoothing
     total = smoothed.sum()

@@ -247,8 +247,8 @@ def experiment_params(
     experiment: str,
     settings: dict[str, Any],
 ) -> dict[str, Any]:
-    """What a stage of an experiment pins in its manifest: the reranker, the task, the list
-    settings (:data:`~hf_posbias.listwise.settings.LIST_PARAMS`), the experiment's own
+    """What a stage of an experiment pins in its manifest: the reranker, the task, the list settings
+    (:data:`~hf_posbias.listwise.experiments.experiment_settings.LIST_PARAMS`), the experiment's own
     ``settings`` and the query ids (:func:`run_experiment`, and the extra stages that extend one,
     e.g. ``listwise reranker-remedies``' shuffle blocks)."""
     return {

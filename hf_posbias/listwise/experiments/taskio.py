@@ -8,7 +8,7 @@
   one split: the one its ``task.json`` names under ``extra.split`` (``test`` when absent).
 
 Either way the corpus is held once, as the reader's arrow table, looked up by id
-(:class:`~hf_posbias.rows.RowsById`): a passage is made when it is read.
+(:class:`~hf_posbias.rows.arrow.RowsById`): a passage is made when it is read.
 
 A split without qrels is refused in one line, before any model loads, and so is a split that
 holds the wrong queries for the set's name where the count tells (:func:`check_split_queries`:

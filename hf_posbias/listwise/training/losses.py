@@ -71,7 +71,7 @@ def normalize_propensity(
     scaled by √c (c = :func:`mean_ips_weight`), so every pair weight is divided by c.
 
     ``how`` is one of :data:`IPS_NORMALIZATIONS`, checked by
-    :class:`~hf_posbias.listwise.settings.ListwiseTrainingSettings`.
+    :class:`~hf_posbias.listwise.training.finetune_settings.ListwiseTrainingSettings`.
 
     Example:
         >>> omega = [[0.5, 0.5], [0.25, 0.25]]

@@ -105,8 +105,9 @@ def read_train_set(source: str | Path) -> list[dict[str, Any]]:
 
 
 def build_train_set(s: Any) -> tuple[list[dict[str, Any]], dict[str, Any], Path]:
-    """``posbias listwise build-train`` (:class:`~hf_posbias.listwise.settings.BuildTrainSettings`):
-    the rows of :func:`build_train_rows`, written with :func:`write_train_set` into ``s.out``."""
+    """``posbias listwise build-train``
+    (:class:`~hf_posbias.listwise.experiments.experiment_settings.BuildTrainSettings`): the rows of
+    :func:`build_train_rows`, written with :func:`write_train_set` into ``s.out``."""
     from hf_posbias.listwise.experiments.firststage import check_k
     from hf_posbias.listwise.experiments.taskio import load_rerank_task
 
@@ -302,8 +303,9 @@ def rows_from_conversations(
 
 
 def convert_train_set(s: Any) -> tuple[list[dict[str, Any]], dict[str, Any], Path]:
-    """``posbias listwise convert`` (:class:`~hf_posbias.listwise.settings.ConvertSettings`):
-    RankZephyr / FIRST conversations (a file or a Hub dataset id) as a training set written with
+    """``posbias listwise convert``
+    (:class:`~hf_posbias.listwise.experiments.experiment_settings.ConvertSettings`): RankZephyr /
+    FIRST conversations (a file or a Hub dataset id) as a training set written with
     :func:`write_train_set` into ``s.out``; the rows, the counts and the folder."""
     records = load_conversations(s.data, split=s.hf_split)
     if s.max_rows is not None:

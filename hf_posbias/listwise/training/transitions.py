@@ -91,8 +91,9 @@ def transitions(
 
 def run_transitions(s: Any) -> tuple[dict[str, Any], Path]:
     """``posbias listwise transitions``
-    (:class:`~hf_posbias.listwise.settings.TransitionsSettings`): ``transitions.json`` and
-    ``transitions.png`` (one heatmap per panel) in ``s.out``; the payload and the folder."""
+    (:class:`~hf_posbias.listwise.training.finetune_settings.TransitionsSettings`):
+    ``transitions.json`` and ``transitions.png`` (one heatmap per panel) in ``s.out``; the payload
+    and the folder."""
     from hf_posbias.figures import save_figure
     from hf_posbias.listwise.experiments.plots import heatmaps_figure
     from hf_posbias.listwise.training.trainset import read_train_set

@@ -363,10 +363,11 @@ def evidence_card(
     task_subtypes: tuple[str, ...] = ("Claim verification",),
     **facts: Any,
 ) -> TaskCard:
-    """The :class:`~hf_posbias.tasks.benchmark_registry.TaskCard` of an evidence-subset benchmark (SciFact,
-    Climate-FEVER, FEVER, HotpotQA): the family's defaults (thirds of the annotated evidence's
-    position, human-annotated evidence, claim verification) are stated here once; ``facts`` are
-    the card's own fields (name, description, reference, citation, licence, dates, source).
+    """The :class:`~hf_posbias.tasks.benchmark_registry.TaskCard` of an evidence-subset benchmark
+    (SciFact, Climate-FEVER, FEVER, HotpotQA): the family's defaults (thirds of the annotated
+    evidence's position, human-annotated evidence, claim verification) are stated here once;
+    ``facts`` are the card's own fields (name, description, reference, citation, licence, dates,
+    source).
 
     Example:
         >>> card = evidence_card(name="X-Evidence", class_name="XEvidence", description="d",
@@ -426,8 +427,8 @@ class BuilderOutput(Settings):
 def settings_build(
     builder: Callable[..., PositionTaskData],
 ) -> Callable[[BuilderOutput], PositionTaskData]:
-    """A :class:`~hf_posbias.tasks.benchmark_registry.Benchmark`'s ``build`` from its builder function:
-    ``builder(input, **other_settings)`` (:meth:`BuilderOutput.builder_kwargs`).
+    """A :class:`~hf_posbias.tasks.benchmark_registry.Benchmark`'s ``build`` from its builder
+    function: ``builder(input, **other_settings)`` (:meth:`BuilderOutput.builder_kwargs`).
 
     Example:
         >>> from hf_posbias.tasks.builders.hotpotqa import HotpotQASettings, build_hotpotqa
@@ -465,7 +466,7 @@ def split_labels(value: str) -> list[str]:
 
 def load_rows(source: Any, split: str = "train", config: str | None = None) -> list[dict[str, Any]]:
     """Rows of a table from a local file (``.jsonl``/``.json``/``.parquet``), a local folder laid
-    out like a Hub dataset repo, or a Hub dataset id (:func:`hf_posbias.rows.read_rows`).
+    out like a Hub dataset repo, or a Hub dataset id (:func:`hf_posbias.rows.readers.read_rows`).
 
     A local file is one split; ``split`` selects the split of a folder or Hub id.
     """
