@@ -109,8 +109,8 @@ def _query(third: str) -> str:
 
 def build_rows(rows_per_bin: int, seed: int) -> tuple[list[dict[str, Any]], str]:
     """``rows_per_bin`` position-controlled rows in each of the five YHP26 character bins."""
-    from hf_posbias import POSITIONS
     from hf_posbias.corpus.documents import LengthBins, segment_spans
+    from hf_posbias.positions import POSITIONS
 
     stream, source = _text_stream(seed)
     rng = random.Random(seed)

@@ -65,8 +65,8 @@ def load_texts(n_docs: int, seed: int) -> tuple[list[dict], str]:
 def build_candidates(records: list[dict], repeat: float, seed: int) -> list[dict]:
     """One candidate per (document, position); the query is the target segment's longest
     sentence, and for a ``repeat`` fraction of documents the middle reuses the begin query."""
-    from hf_posbias import POSITIONS
     from hf_posbias.corpus.documents import prepare_documents
+    from hf_posbias.positions import POSITIONS
 
     docs, _ = prepare_documents(records)
     rng = random.Random(seed)

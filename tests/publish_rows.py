@@ -12,8 +12,8 @@ from typing import Any
 
 import yaml
 
-from hf_posbias import POSITIONS
 from hf_posbias.corpus.documents import segment_spans
+from hf_posbias.positions import POSITIONS
 from hf_posbias.publish.dataset_card import DatasetCardInfo
 from hf_posbias.sampling.draw import TRAINING_COLUMNS
 

@@ -33,13 +33,8 @@ MAX_MODULE_LINES = 800
 FILE_SUFFIXES = (".parquet", ".json", ".jsonl", ".md", ".py", ".csv", ".yaml", ".txt")
 """A code span ending so names a file (``corpus.parquet``), not a module."""
 
-LISTWISE_USERS = {
-    "hf_posbias.listwise",
-    "hf_posbias.study",
-    "hf_posbias.cli",
-    "hf_posbias.apps",  # the Space's listwise tab, by name
-}
-"""The rooms allowed to import hf_posbias.listwise."""
+CHECKED_TREES = ("hf_posbias", "tests", "scripts", "benchmarks", "spaces")
+"""Where every import must name the module that defines the name."""
 
 
 @cache
@@ -54,9 +49,13 @@ def modules() -> dict[str, Path]:
 
 def room_of(module: str) -> str:
     """The room of a module: the longest room of the map that holds it (a room may hold rooms of
-    its own on lower floors, as ``hf_posbias.pipeline`` holds ``hf_posbias.corpus``),
-    else its top-level subpackage or module under ``hf_posbias``."""
-    mapped = [r for r in floors() if module == r or module.startswith(f"{r}.")]
+    its own on lower floors), else its top-level subpackage or module under ``hf_posbias``; the
+    package face ``hf_posbias`` is a room of one module."""
+    if module == "hf_posbias":
+        return module
+    mapped = [
+        r for r in floors() if r != "hf_posbias" and (module == r or module.startswith(f"{r}."))
+    ]
     return max(mapped, key=len) if mapped else ".".join(module.split(".")[:2])
 
 
@@ -97,9 +96,7 @@ def room_imports() -> dict[str, dict[str, set[str]]]:
     for source, targets in module_graph().items():
         for target in targets:
             a, b = room_of(source), room_of(target)
-            # The package face (POSITIONS) is everyone's floor; it imports only the finder of
-            # former module paths (hf_posbias.deprecation).
-            if a != b and "hf_posbias" not in (a, b):
+            if a != b:
                 rooms[a][b].add(f"{source} -> {target}")
     return rooms
 
@@ -114,7 +111,7 @@ def floors() -> dict[str, int]:
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) < 3 or not cells[0].isdigit():
             continue
-        for room in re.findall(r"`(hf_posbias(?:\.[a-z0-9_]+)+)`", cells[1]):
+        for room in re.findall(r"`(hf_posbias(?:\.[a-z0-9_]+)*)`", cells[1]):
             assert room not in table, f"{room} is listed twice in the rooms table"
             table[room] = int(cells[0])
     return table
@@ -128,7 +125,7 @@ def entry_points() -> dict[tuple[str, ...], list[str]]:
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) == 4 and cells[0].isdigit():
-            rooms = tuple(re.findall(r"`(hf_posbias(?:\.[a-z0-9_]+)+)`", cells[1]))
+            rooms = tuple(re.findall(r"`(hf_posbias(?:\.[a-z0-9_]+)*)`", cells[1]))
             rows[rooms] = re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", cells[3])
     return rows
 
@@ -146,7 +143,7 @@ def test_every_entry_point_on_the_map_is_defined_in_its_room():
 
 
 def test_every_room_is_on_the_map_and_every_mapped_room_exists():
-    rooms = {room_of(m) for m in modules()} - {"hf_posbias"}
+    rooms = {room_of(m) for m in modules()}
     mapped = set(floors())
     assert sorted(rooms - mapped) == [], "rooms missing from docs/architecture.md's rooms table"
     assert sorted(mapped - rooms) == [], "rooms in docs/architecture.md that do not exist"
@@ -176,11 +173,25 @@ def test_statistics_is_a_leaf():
     assert leaks == {}
 
 
+def _rule(pattern: str) -> list[str]:
+    """The rooms named in the sentence of docs/architecture.md that ``pattern`` finds."""
+    found = re.search(pattern, " ".join(ARCHITECTURE.read_text().split()))
+    assert found, f"docs/architecture.md no longer states the rule {pattern!r}"
+    return [f"hf_posbias.{room}" for room in re.findall(r"`([a-z_]+)`", found.group(1))]
+
+
+def listwise_users() -> set[str]:
+    """The rooms allowed to import hf_posbias.listwise, as the page says."""
+    return {*_rule(r"nothing outside (.*?) imports `hf_posbias\.listwise`")}
+
+
 def test_only_the_listwise_users_import_listwise():
+    users = listwise_users()
+    assert {"hf_posbias.listwise", "hf_posbias.study", "hf_posbias.cli"} <= users
     outside = {
         source: sorted(targets["hf_posbias.listwise"])
         for source, targets in room_imports().items()
-        if "hf_posbias.listwise" in targets and source not in LISTWISE_USERS
+        if "hf_posbias.listwise" in targets and source not in users
     }
     assert outside == {}
 
@@ -189,6 +200,52 @@ def test_evaluation_imports_neither_analysis_nor_listwise():
     targets = room_imports()["hf_posbias.evaluation"]
     assert "hf_posbias.analysis" not in targets
     assert "hf_posbias.listwise" not in targets
+
+
+def reexporting_faces() -> set[str]:
+    """The modules the page names as the faces that re-export names defined elsewhere."""
+    found = re.search(
+        r"The faces that re-export are (.*?)\.(?:\s|$)", " ".join(ARCHITECTURE.read_text().split())
+    )
+    assert found, "docs/architecture.md names the faces that re-export"
+    return set(re.findall(r"`(hf_posbias(?:\.[a-z0-9_]+)*)`", found.group(1)))
+
+
+def _binds(path: Path, name: str) -> bool:
+    """Whether the module at ``path`` defines ``name`` itself (a def, a class, an assignment),
+    not by importing it from another module."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if node.name == name:
+                return True
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t)):
+                return True
+    return False
+
+
+def test_every_import_names_the_module_that_defines_the_name():
+    """One import path per name: ``from hf_posbias.X import name`` finds ``name`` defined in X
+    (or X.name is a module), in the package, its tests, scripts, benchmarks and the Space; only
+    the faces the page names re-export."""
+    mods, faces = modules(), reexporting_faces()
+    assert "hf_posbias" in faces and faces <= set(mods)
+    passed_through = []
+    for tree in CHECKED_TREES:
+        for path in sorted((REPO / tree).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if not isinstance(node, ast.ImportFrom) or node.level or node.module not in mods:
+                    continue
+                if node.module in faces:
+                    continue
+                passed_through += [
+                    f"{path.relative_to(REPO)}:{node.lineno}: {node.module}.{alias.name}"
+                    for alias in node.names
+                    if f"{node.module}.{alias.name}" not in mods
+                    and not _binds(mods[node.module], alias.name)
+                ]
+    assert passed_through == []
 
 
 def test_no_import_cycles():

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from hf_posbias import POSITIONS
 from hf_posbias.corpus.documents import Document, LengthBins, prepare_documents, segment_spans
 from hf_posbias.corpus.sources import read_corpus, read_jsonl, read_wikiextractor
 from hf_posbias.errors import InputError
+from hf_posbias.positions import POSITIONS
 
 
 def test_length_bins_are_half_open_and_default_to_yhp26() -> None:

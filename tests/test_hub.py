@@ -125,7 +125,7 @@ def test_live_upload_and_read_back(tmp_path: Path) -> None:
         f"""
         import json
         from hf_posbias.hub import upload_folder
-        from hf_posbias.rows import read_dataset
+        from hf_posbias.rows.readers import read_dataset
         url = upload_folder({str(folder)!r}, {repo_id!r}, private=True)
         rows = read_dataset({repo_id!r}, "uniform", revision="main").to_list()
         print(json.dumps({{"url": url, "rows": rows}}))

@@ -530,7 +530,7 @@ def test_build_checks_delta_and_sampling_options_once(
     topic_jsonl: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Regression: one `posbias build` ran check_delta 3 times and check_sampling_options 6."""
-    import hf_posbias.sampling as sampling
+    import hf_posbias.sampling.draw as sampling
     import hf_posbias.verification.panel as panel
     import hf_posbias.verification.stage as verification_stage
 

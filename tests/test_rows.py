@@ -150,7 +150,7 @@ def test_load_dataset_and_snapshot_over_http(olah_endpoint) -> None:
         from datasets import load_dataset
         from huggingface_hub import snapshot_download
         from hf_posbias.errors import InputError
-        from hf_posbias.rows import read_dataset
+        from hf_posbias.rows.readers import read_dataset
         rows = load_dataset({MIRROR_REPO!r}, "uniform", split="train").to_list()
         path = snapshot_download({MIRROR_REPO!r}, repo_type="dataset", revision="main")
         files = sorted(

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from hf_posbias import POSITIONS
 from hf_posbias.errors import BudgetError, InputError, PosbiasError
+from hf_posbias.positions import POSITIONS
 from hf_posbias.sampling.configs import (
     BEGIN,
     END,

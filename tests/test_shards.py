@@ -100,15 +100,18 @@ def test_missing_shard_on_merge_is_a_user_error(tmp_path):
 
 SCRIPT = """
 import json, sys
-from hf_posbias.corpus import prepare_documents, read_wikiextractor
-from hf_posbias.generation import make_generator, run_generation
+from hf_posbias.corpus.documents import prepare_documents
+from hf_posbias.corpus.sources import read_wikiextractor
+from hf_posbias.generation.generator_registry import make_generator
+from hf_posbias.generation.stage import run_generation
 from hf_posbias.shards import process_info
 
 docs, _ = prepare_documents(read_wikiextractor(sys.argv[1]))
 cands, report = run_generation(docs[:20], make_generator("ict", seed=3), sys.argv[2],
                                shard_size=3, progress=False)
 # The verification stage shards the same way (BM25 statistics are fitted on every process).
-from hf_posbias.verification import parse_panel, run_verification
+from hf_posbias.verification.panel import parse_panel
+from hf_posbias.verification.stage import run_verification
 scored, _ = run_verification([c.to_row() for c in cands], parse_panel("bm25"),
                              f"{sys.argv[2]}/scored", shard_size=8, progress=False)
 info = process_info()

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from hf_posbias import POSITIONS
 from hf_posbias.corpus.documents import Document, prepare_documents
 from hf_posbias.corpus.sources import read_wikiextractor
 from hf_posbias.errors import InputError
 from hf_posbias.generation.base import GenerationFailure
 from hf_posbias.generation.generator_registry import make_generator
 from hf_posbias.generation.ict import ICTGenerator, split_sentences
+from hf_posbias.positions import POSITIONS
 
 
 @pytest.fixture(scope="module")

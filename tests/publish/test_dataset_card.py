@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from publish_rows import DELTA, load, make_info, make_pool, make_train_sets, split_card
 
-from hf_posbias import POSITIONS
 from hf_posbias.errors import InputError
+from hf_posbias.positions import POSITIONS
 from hf_posbias.publish.dataset_card import (
     DatasetCardInfo,
     bin_position_table,

@@ -70,7 +70,7 @@ def test_built_space_runs_its_own_copy_of_the_package(tmp_path: Path) -> None:
     # -I: no PYTHONPATH, no user site; the folder itself first on sys.path, as `python app.py`.
     code = (
         "import sys, importlib.util; sys.path.insert(0, sys.argv[1]); import app, hf_posbias; "
-        "from hf_posbias.modeling import resolve_chat_model; "
+        "from hf_posbias.modeling.causal_lm import resolve_chat_model; "
         "print(hf_posbias.__file__); print(resolve_chat_model('smollm2-135m')[0]); "
         "print(len(app.leaderboard_rows()), 'smollm2-135m' in app.listwise_rerankers())"
     )

@@ -62,7 +62,7 @@ def test_shipped_rows_are_named_as_a_user_names_them_and_say_how_they_were_made(
 
 
 def test_the_shipped_board_names_each_model_as_the_space_does(space_app, monkeypatch):
-    """One function names a row (hf_posbias.apps.display_name): the board's own data and Hub
+    """One function names a row (leaderboard.display_name): the board's own data and Hub
     card carry the name the Space shows, never an internal folder."""
     from hf_posbias.evaluation.reports.leaderboard import read_leaderboard
 
@@ -83,7 +83,7 @@ def test_the_shipped_board_names_each_model_as_the_space_does(space_app, monkeyp
 def test_a_hub_benchmark_board_is_built_from_its_eval_results(space_app, monkeypatch):
     """``hub-benchmark:<repo>``: the rows ``posbias leaderboard --from-hub`` builds (here two
     models whose repos hold no per-query table: no interval, no tie test)."""
-    from hf_posbias import apps
+    from hf_posbias.evaluation.reports import leaderboard
 
     asked = []
 
@@ -94,7 +94,7 @@ def test_a_hub_benchmark_board_is_built_from_its_eval_results(space_app, monkeyp
                "curve": "[]"}  # fmt: skip
         return [row, {**row, "model": "me/b", "name": "me/b", "rank": 2, "mean": 0.4}]
 
-    monkeypatch.setattr(apps, "hub_board_rows", board, raising=False)
+    monkeypatch.setattr(leaderboard, "hub_board_rows", board)
     monkeypatch.setenv(space_app.LEADERBOARD_ENV, "hub-benchmark:posbias-test/ToyPos")
     rows = space_app.leaderboard_rows()
     assert asked == ["posbias-test/ToyPos"] and all(r["made_by"] == "" for r in rows)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from hf_posbias import POSITIONS
+from hf_posbias.positions import POSITIONS
 from hf_posbias.verification.report import VerificationReport, margin_stratum, stratum_labels
 
 

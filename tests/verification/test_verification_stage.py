@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from verification_rows import row
 
-from hf_posbias import POSITIONS
 from hf_posbias.errors import InputError
+from hf_posbias.positions import POSITIONS
 from hf_posbias.verification.members import BM25Member, CrossEncoderMember
 from hf_posbias.verification.panel import RerankerPanel, parse_panel
 from hf_posbias.verification.stage import run_verification

@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 
-from hf_posbias import POSITIONS
+from hf_posbias.positions import POSITIONS
 
 
 class TableMember:
