@@ -99,7 +99,7 @@ def test_audit_of_bm25_says_why_there_is_no_curve(tmp_path: Path) -> None:
     assert "no embedding to probe" in (out / "audit.md").read_text()
 
 
-def test_audit_model_takes_keywords_and_its_former_settings_call(tmp_path: Path) -> None:
+def test_audit_model_takes_the_keywords_its_verbs_settings_give(tmp_path: Path) -> None:
     from hf_posbias.analysis.audit import audit_model
     from hf_posbias.evaluation.evaluation_settings import ModelAuditSettings
 
@@ -107,8 +107,8 @@ def test_audit_model_takes_keywords_and_its_former_settings_call(tmp_path: Path)
     ctx, md_path, _ = audit_model("bm25", [task], out=tmp_path / "new", reversal=False)
     assert [s.task for s in ctx.summaries] == ["FestivalFacts"] and md_path.is_file()
     settings = ModelAuditSettings(model="bm25", task=(str(task),), out=str(tmp_path / "old"))
-    with pytest.warns(DeprecationWarning, match=r"audit_model\(ModelAuditSettings\) is deprec"):
-        old, _, _ = audit_model(settings)
+    keywords = {**settings.evaluate_kwargs(), "reversal": settings.reversal}
+    old, _, _ = audit_model(settings.model, settings.task, **keywords)
     assert old.summaries[0].ndcg_at_10 == ctx.summaries[0].ndcg_at_10
     # The settings' reversal (on by default) reached the call: run or skipped, not left out.
     assert (len(ctx.reversals), len(ctx.reversal_skipped)) == (0, 0)

@@ -143,18 +143,16 @@ def test_bootstrap_is_seeded_and_zero_is_refused(task_folder, tmp_path):
         evaluate_model("bm25", [task_folder], out=tmp_path / "c", bootstrap=0)
 
 
-def test_the_former_settings_call_still_works_with_a_warning(task_folder, tmp_path):
+def test_the_verbs_settings_give_evaluate_model_its_keywords(task_folder, tmp_path):
     from hf_posbias.evaluation.evaluation_settings import EvaluateSettings
     from hf_posbias.evaluation.runs.models import load_model
 
     [new] = evaluate_model("bm25", [task_folder], out=tmp_path / "new", bootstrap=20)
     settings = EvaluateSettings(model="bm25", task=(task_folder,), out=tmp_path / "a", bootstrap=20)
-    with pytest.warns(DeprecationWarning, match=r"evaluate_model\(EvaluateSettings\) is deprec"):
-        [old] = evaluate_model(settings)
-    assert (old.ndcg_at_10, old.intervals) == (new.ndcg_at_10, new.intervals)
-    loaded = load_model("bm25")
-    with pytest.warns(DeprecationWarning, match="evaluate_model"):
-        [again] = evaluate_model(replace(settings, out=tmp_path / "b"), loaded=loaded)
+    [same] = evaluate_model(settings.model, settings.task, **settings.evaluate_kwargs())
+    assert (same.ndcg_at_10, same.intervals) == (new.ndcg_at_10, new.intervals)
+    again_settings = replace(settings, out=tmp_path / "b")
+    [again] = evaluate_model(load_model("bm25"), settings.task, **again_settings.evaluate_kwargs())
     assert again.ndcg_at_10 == new.ndcg_at_10
     assert (tmp_path / "b" / "summary.json").is_file()
 

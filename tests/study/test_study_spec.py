@@ -195,7 +195,7 @@ def test_dry_run_lists_remedy_rows_without_training_them(capsys, fresh_checkout)
     assert summary[0].startswith("# 32 runs to train, 8 untrained base model(s), 16 remedy row(s)")
 
 
-def test_dry_run_lines_take_keywords_and_their_former_settings_call():
+def test_dry_run_lines_take_the_keywords_the_verbs_settings_give():
     from hf_posbias.study.run import StudyRunSettings, dry_run_lines
 
     spec = load_spec(REPO / "studies" / "yhp26.yaml")
@@ -204,8 +204,8 @@ def test_dry_run_lines_take_keywords_and_their_former_settings_call():
     assert lines.projected_seconds is None  # no throughput figures: no projected time
     assert lines[-1].startswith("# pass --throughput FILE") and lines.problems == []
     settings = StudyRunSettings(spec="yhp26.yaml", dry_run=True, shard="1/4")
-    with pytest.warns(DeprecationWarning, match=r"dry_run_lines\(StudyRunSettings\) is deprec"):
-        assert [line for line in dry_run_lines(spec, settings) if "missing: " not in line] == lines
+    given = dry_run_lines(spec, **settings.dry_run_kwargs())
+    assert [line for line in given if "missing: " not in line] == lines
 
 
 def test_each_run_is_a_settings_object_and_its_printed_command_reads_back_to_it():

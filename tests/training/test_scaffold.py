@@ -44,19 +44,13 @@ def test_custom_loss_and_trainer_are_module_level_classes() -> None:
     from sentence_transformers.sentence_transformer.losses import CachedMultipleNegativesRankingLoss
     from transformers import Trainer
 
-    import hf_posbias.training.train as train
     from hf_posbias.listwise.training.trainer import DebiasFirstTrainer
-    from hf_posbias.training.losses import WeightedCachedMNRL, weighted_cached_mnrl
+    from hf_posbias.training.losses import WeightedCachedMNRL
 
     assert issubclass(WeightedCachedMNRL, CachedMultipleNegativesRankingLoss)
     assert WeightedCachedMNRL.__qualname__ == "WeightedCachedMNRL"
     assert issubclass(DebiasFirstTrainer, Trainer)
     assert DebiasFirstTrainer.__qualname__ == "DebiasFirstTrainer"
-    # The former home keeps the names (loaded on first use).
-    assert train.weighted_cached_mnrl is weighted_cached_mnrl
-    assert train.WeightedCachedMNRL is WeightedCachedMNRL
-    with pytest.raises(AttributeError):
-        train.no_such_name  # noqa: B018
 
 
 def test_output_folder_is_created_and_checked(tmp_path: Path) -> None:
