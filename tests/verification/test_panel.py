@@ -109,8 +109,8 @@ def test_delta_must_be_reachable_on_the_panels_score_scale() -> None:
     # The range --delta declares (>= 0; nan and inf lie outside it), then the type.
     refused = {
         -0.1: "must be >= 0, got -0.1",
-        float("nan"): "must be >= 0, got nan",
-        float("inf"): "must be >= 0, got inf",
+        float("nan"): "must be a finite number >= 0, got nan",
+        float("inf"): "must be a finite number >= 0, got inf",
         "0.3": "must be a number, got '0.3'",
         True: "must be a number, got True",
     }
