@@ -32,6 +32,18 @@ LOCAL_ONLY = ".posbias*"
 REPO_TYPES: tuple[str, ...] = ("dataset", "model", "space")
 
 
+def stays_home(name: str) -> bool:
+    """Whether a folder entry is no content of the repo it is uploaded to: git's or
+    huggingface_hub's metadata (:data:`HUB_METADATA_ENTRIES`), or the lock, run record and
+    set-aside run a ``posbias`` run keeps in its output folder (:data:`LOCAL_ONLY`).
+
+    Example:
+        >>> [stays_home(n) for n in (".git", ".posbias-run.json", ".posbias.lock", "README.md")]
+        [True, True, True, False]
+    """
+    return name in HUB_METADATA_ENTRIES or fnmatch.fnmatch(name, LOCAL_ONLY)
+
+
 def resolve_token(
     token: str | None = None, *, purpose: str = "", flag: str | None = "--token"
 ) -> str:
@@ -119,10 +131,7 @@ def upload_folder(
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError(f"nothing to upload: {folder} is not a folder")
-    if not any(
-        p.name not in HUB_METADATA_ENTRIES and not fnmatch.fnmatch(p.name, LOCAL_ONLY)
-        for p in folder.iterdir()
-    ):
+    if all(stays_home(p.name) for p in folder.iterdir()):
         raise InputError(f"nothing to upload: {folder} is empty")
     if repo_type not in REPO_TYPES:
         raise InputError(f"repo_type must be one of {', '.join(REPO_TYPES)}, got {repo_type!r}")
@@ -210,5 +219,6 @@ __all__ = [
     "owns_repo",
     "repo_url",
     "resolve_token",
+    "stays_home",
     "upload_folder",
 ]

@@ -240,7 +240,9 @@ class NumberRange:
         if isinstance(value, bool) or not isinstance(value, int | float) or self.admits(value):
             return None
         why = f" {self.why}" if self.why else ""
-        return f"must be {self.describe()}{why}, got {value!r}"
+        # inf is >= 0, but no bounded setting takes it: say what is wrong with it.
+        finite = "a finite number " if not math.isfinite(value) else ""
+        return f"must be {finite}{self.describe()}{why}, got {value!r}"
 
     def outside(self) -> list[float]:
         """Values just outside the range, one per bound (what a test feeds a flag).

@@ -321,8 +321,8 @@ def other_run_error(folder: str | Path, changes: Sequence[str]) -> OtherRunError
     naming what differs (:func:`differences`) and the flag that replaces it.
 
     Example:
-        >>> print(other_run_error("data/work/corpus", differences({"limit": None}, {"limit": 300})))
-        data/work/corpus holds a run with other parameters (limit: null → 300); rerun with \
+        >>> print(other_run_error("work/corpus", differences({"limit": None}, {"limit": 300})))
+        work/corpus holds a run with other parameters (limit: null → 300); rerun with \
 --overwrite to replace it, or use a new output folder
     """
     changes = list(changes) or ["fingerprint"]

@@ -16,7 +16,8 @@ import pytest
 
 class CapturingHfApi:
     """huggingface_hub.HfApi at the boundary: ``whoami`` answers as the Hub does for ``user``;
-    ``upload_folder`` records its arguments in ``calls``, copies the folder to
+    ``upload_folder`` records its arguments in ``calls``, copies the files huggingface_hub would
+    send (its filter of ``allow_patterns`` / ``ignore_patterns`` and its default ignores) to
     ``root/<repo_id>`` and answers the ``CommitInfo`` huggingface_hub documents (``pr_url`` for a
     pull request)."""
 
@@ -36,10 +37,19 @@ class CapturingHfApi:
 
     def upload_folder(self, **kwargs: Any) -> Any:
         from huggingface_hub import CommitInfo
+        from huggingface_hub.utils import DEFAULT_IGNORE_PATTERNS, filter_repo_objects
 
         self.calls.append(("upload_folder", kwargs))
-        target = self.root / kwargs["repo_id"]
-        shutil.copytree(kwargs["folder_path"], target, dirs_exist_ok=True)
+        folder, target = Path(kwargs["folder_path"]), self.root / kwargs["repo_id"]
+        files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+        sent = filter_repo_objects(
+            files,
+            allow_patterns=kwargs.get("allow_patterns"),
+            ignore_patterns=[*(kwargs.get("ignore_patterns") or []), *DEFAULT_IGNORE_PATTERNS],
+        )
+        for name in sent:
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(folder / name, target / name)
         repo = kwargs["repo_id"]
         pr = "https://huggingface.co/" + repo + "/discussions/1" if kwargs["create_pr"] else None
         return CommitInfo(

@@ -115,12 +115,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_alias(subparsers, "report", from_runs, runs_report)
 
 
-def _load_spec(settings: StudyRunSettings, args: argparse.Namespace) -> StudySpec:
-    """The spec file with the flags given after it (``--bases …``) overriding its keys."""
+def _load_spec(settings: StudyRunSettings, args: argparse.Namespace) -> StudySpec | None:
+    """The spec file with the flags given after it (``--bases …``) overriding its keys;
+    ``None`` for a listwise spec (its own steps). The flags are checked first (type and range),
+    before the spec file is even looked for: a flag's mistake is its one line whatever the
+    file, as for every verb's numbers (issue 49)."""
+    from hf_posbias.study.listwise_study import is_listwise_spec
     from hf_posbias.study.spec import StudySpec, given_overrides, load_spec
 
     names = [f.name for f in dataclasses.fields(StudySpec) if hasattr(args, f.name)]
-    return load_spec(settings.spec, given_overrides({name: getattr(args, name) for name in names}))
+    overrides = given_overrides({name: getattr(args, name) for name in names})
+    if is_listwise_spec(settings.spec):
+        return None
+    return load_spec(settings.spec, overrides)
 
 
 def study_parameters(settings: StudyRunSettings, args: argparse.Namespace) -> dict[str, Any]:
@@ -129,24 +136,23 @@ def study_parameters(settings: StudyRunSettings, args: argparse.Namespace) -> di
     spec whole."""
     from hf_posbias.settings import settings_record
     from hf_posbias.study.listwise_spec import load_listwise_spec
-    from hf_posbias.study.listwise_study import is_listwise_spec
 
-    if is_listwise_spec(settings.spec):
+    spec = _load_spec(settings, args)
+    if spec is None:
         return {"spec": settings_record(load_listwise_spec(settings.spec))}
-    return _load_spec(settings, args).identity()
+    return spec.identity()
 
 
 def run_study_cmd(settings: StudyRunSettings, args: argparse.Namespace) -> None:
     """``posbias study run`` (its folder claimed by :func:`study_parameters`; shards of one
     study share it by design, each under its own lock)."""
     from hf_posbias.study.listwise_report import run_listwise_cmd
-    from hf_posbias.study.listwise_study import is_listwise_spec
     from hf_posbias.study.run import dry_run_lines, run_study
 
-    if is_listwise_spec(settings.spec):  # kind: listwise (Q26): its own steps and report
+    spec = _load_spec(settings, args)
+    if spec is None:  # kind: listwise (Q26): its own steps and report
         run_listwise_cmd(settings.spec, settings.out, dry_run=settings.dry_run)
         return
-    spec = _load_spec(settings, args)
     if settings.dry_run:
         from hf_posbias.study.preflight import StudyInputError
 

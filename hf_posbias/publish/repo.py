@@ -26,15 +26,16 @@ from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
-from hf_posbias.hub import HUB_METADATA_ENTRIES
+from hf_posbias.hub import stays_home
 from hf_posbias.rows.arrow import ParquetRows
 from hf_posbias.rows.readers import CARD_FILE, declared_configs, split_front_matter
 from hf_posbias.settings import flag_name
 
 DATA_DIR = "data"
 
-# Entries a folder written by this module may hold. ``.git`` (a clone of the Hub repo) and
-# ``.cache`` (huggingface_hub's local-dir metadata) are tolerated because upload_folder skips them.
+# Entries a folder written by this module may hold. Besides, what stays home (hub.stays_home:
+# ``.git`` of a clone, huggingface_hub's ``.cache``, the lock and record of the posbias run that
+# claimed the folder) is neither foreign nor removed: upload_folder skips it.
 _OWN_ENTRIES = frozenset({CARD_FILE, ".gitattributes", DATA_DIR})
 
 # The Hub's default .gitattributes for a new dataset repo (binary/data formats through LFS),
@@ -144,8 +145,8 @@ def check_repo_folder(
 
     Called before any stage runs (``posbias build`` checks ``OUT/pool`` and ``OUT/train``
     first), and again right before writing. A folder holding only what this module writes
-    (``own``: the entries of the layout being written; plus ``.git`` / ``.cache``) is ours and
-    may be rewritten.
+    (``own``: the entries of the layout being written; plus what stays home on upload,
+    :func:`hf_posbias.hub.stays_home`) is ours and may be rewritten.
 
     Example:
         >>> import pathlib, tempfile
@@ -161,9 +162,7 @@ def check_repo_folder(
         raise InputError(f"{folder} exists and is not a folder")
     if folder.is_dir() and not overwrite:
         foreign = sorted(
-            p.name
-            for p in folder.iterdir()
-            if p.name not in own and p.name not in HUB_METADATA_ENTRIES
+            p.name for p in folder.iterdir() if p.name not in own and not stays_home(p.name)
         )
         if foreign:
             shown = ", ".join(foreign[:5]) + (" …" if len(foreign) > 5 else "")
@@ -187,7 +186,7 @@ def prepare_repo_folder(
         folder.mkdir(parents=True)
         return
     for path in folder.iterdir():
-        if path.name in HUB_METADATA_ENTRIES:
+        if stays_home(path.name):  # a claim's record and set-aside run stay (output_folders)
             continue
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path)

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from hf_posbias.cli import build_parser
+from hf_posbias.cli.common import Verb
 from hf_posbias.setting_values import ANY_NUMBER, NumberRange
 from hf_posbias.settings import Settings, settings_from_args
 
@@ -219,10 +220,11 @@ def test_python_callers_get_the_range_check_first(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(settings_module, "check_ranges", checked)
     seen = set()
     for path, parser in _verbs(build_parser()):
-        run = parser.get_default("func")
-        cls = run.args[0] if isinstance(run, functools.partial) and run.args else None
-        if not isinstance(cls, type) or cls in seen:
+        run = parser.get_default("func")  # partial(_run, Verb, prog): the verb's declaration
+        verb = run.args[0] if isinstance(run, functools.partial) and run.args else None
+        if not isinstance(verb, Verb) or verb.settings in seen:
             continue
+        cls = verb.settings
         seen.add(cls)
         assert issubclass(cls, Settings), f"posbias {' '.join(path)}: {cls.__name__}"
         namespace = parser.parse_args(_required(parser, None, "out"))  # type: ignore[arg-type]

@@ -216,6 +216,8 @@ SAVEFIG = ("matplotlib.figure", "Figure.savefig")
 """Where every figure of the package is written (:func:`hf_posbias.figures.save_figure`)."""
 CARD_FACTS = ("hf_posbias.cards", "save_card_facts")
 """What both trainers write last, after the weights."""
+EVAL_YAML = ("hf_posbias.tasks.hub_benchmark", "write_eval_yaml")
+"""What a task's repo folder gets after its task files (benchmark publish)."""
 
 BUILD = ("data", "build", "--corpus", "demo", "--no-progress", "--limit")
 EVALUATE = ("evaluate", "--model", "bm25", "--bootstrap", "20", "--no-progress", "--task")
@@ -254,6 +256,8 @@ ROWS: list[Row] = [
     Row("benchmark plot-evidence", argv("benchmark", "plot-evidence", "--task", "{task}"),
         argv("benchmark", "plot-evidence", "--task", "{task2}"), interrupt=SAVEFIG,
         file="evidence.png"),
+    Row("benchmark publish", argv("benchmark", "publish", "--task", "{task}"),
+        argv("benchmark", "publish", "--task", "{task2}"), interrupt=EVAL_YAML),
     Row("evaluate", argv(*EVALUATE, "{task}"), argv(*EVALUATE, "{task2}"), interrupt_at=2),
     Row("compare", argv("compare", "{bm25-run}", "{st-run}", "--n-resamples", "50"),
         argv("compare", "{st-run}", "{bm25-run}", "--n-resamples", "50"), interrupt_at=0),

@@ -69,7 +69,8 @@ def test_publish_commits_to_an_owned_repo_and_proposes_to_another(
         [".gitattributes", "README.md", "eval.yaml", *TASK_FILES]
     )
     capsys.readouterr()
-    assert main([*argv, "--hub-repo", "hf-posbias/ToyPos"]) == 0
+    # The folder's card names its repo: another repo is another run of the folder (--overwrite).
+    assert main([*argv, "--hub-repo", "hf-posbias/ToyPos", "--overwrite"]) == 0
     assert hub_api.calls[-1][1]["create_pr"] is True
     assert "/discussions/1" in capsys.readouterr().out
 
