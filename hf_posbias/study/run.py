@@ -126,7 +126,7 @@ def save_untrained_base(model: StudyModel, spec: StudySpec) -> None:
     folder = Path(model.folder)
     if (folder / BASE_MARKER).is_file():
         return
-    from hf_posbias.training.bases import get_model_spec
+    from hf_posbias.modeling.bases import get_model_spec
     from hf_posbias.training.builder import build_sentence_transformer
 
     model_spec = get_model_spec(model.base)

@@ -436,8 +436,8 @@ def spec_problems(values: Mapping[str, Any]) -> list[tuple[KeyPath, str]]:
         data the study names no training data
         configs[1] unknown configuration 'uniforn' (did you mean 'uniform'?) (begin, ...)
     """
+    from hf_posbias.modeling.bases import POOLINGS
     from hf_posbias.sampling.configs import PositionConfig
-    from hf_posbias.training.bases import POOLINGS
 
     problems = value_problems(StudySpec, values)
     bad = {path[0] for path, _ in problems}

@@ -218,6 +218,7 @@ def plan_run(
     throughput: Mapping[str, Any] | None = None,
 ) -> RunPlan:
     """Resolve ``settings`` for ``device`` and estimate the memory plan and wall time."""
+    from hf_posbias.modeling.bases import get_model_spec
     from hf_posbias.trainer_base.attention import model_attn_implementation
     from hf_posbias.trainer_base.memory import (
         choose_memory_plan,
@@ -227,7 +228,6 @@ def plan_run(
         usable_bytes,
     )
     from hf_posbias.trainer_base.shapes import ModelShape
-    from hf_posbias.training.bases import get_model_spec
     from hf_posbias.training.builder import max_seq_length
 
     compute = settings.resolve(device, n_processes)

@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from hf_posbias.modeling.bases import PoolingName
 from hf_posbias.setting_values import above, at_least
 from hf_posbias.settings import (
     ProgressSettings,
@@ -47,7 +48,6 @@ from hf_posbias.trainer_base.compute import (  # noqa: F401  (their former home:
     ComputeSettings,
     ResolvedCompute,
 )
-from hf_posbias.training.bases import PoolingName
 
 S = TypeVar("S", bound=ComputeSettings)
 
@@ -86,7 +86,7 @@ class TrainingSettings(ComputeSettings, ProgressSettings):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.pooling is not None:
-            from hf_posbias.training.bases import POOLINGS
+            from hf_posbias.modeling.bases import POOLINGS
 
             check_choice("pooling", self.pooling, POOLINGS)
 

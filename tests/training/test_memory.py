@@ -176,8 +176,8 @@ def test_out_of_memory_during_training_is_one_line():
 
 
 def test_every_paper_base_has_one_shape_of_its_family_and_size():
+    from hf_posbias.modeling.bases import PAPER_MODELS, get_model_spec
     from hf_posbias.trainer_base.shapes import BASE_SHAPES, base_shape, tiny_shape_config
-    from hf_posbias.training.bases import PAPER_MODELS, get_model_spec
 
     assert list(BASE_SHAPES) == list(PAPER_MODELS)
     for name in PAPER_MODELS:
