@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from hf_posbias import modeling
 from hf_posbias.errors import InputError, ModelLoadError
-from hf_posbias.evaluation.runs.models import load_model
-from hf_posbias.modeling.loaders import load_registry_model
+from hf_posbias.modeling import cache, hub_probe, mteb_registry, resolve
+from hf_posbias.modeling.hub_probe import UnknownModelError
+from hf_posbias.modeling.loaders import load_model, load_registry_model
 from hf_posbias.modeling.resolve import ModelSettings
 
 REMOTE = "acme/remote-code-embedder"
@@ -39,9 +39,9 @@ def remote_registry_entry(monkeypatch):
         "get_model_meta",
         lambda name, *a, **k: meta if name == REMOTE else real(name, *a, **k),
     )
-    names = modeling.registry_names()
+    names = mteb_registry.registry_names()
     registered = dataclasses.replace(names, lookup=names.lookup | {REMOTE})
-    for module in (modeling.registry, modeling.resolve):  # where the resolver looks names up
+    for module in (mteb_registry, resolve):  # where the resolver looks names up
         monkeypatch.setattr(module, "registry_names", lambda: registered)
     return meta, calls
 
@@ -73,7 +73,7 @@ def test_nested_loader_kwargs_count_as_remote_code(remote_registry_entry):
     nested = meta.model_copy(
         update={"loader_kwargs": {"model_kwargs": {"trust_remote_code": True}}}
     )
-    assert modeling.registry_needs_remote_code(nested)
+    assert mteb_registry.registry_needs_remote_code(nested)
     with pytest.raises(ModelLoadError, match="--trust-remote-code"):
         load_registry_model(nested)
 
@@ -108,9 +108,9 @@ def unreachable_hub(monkeypatch):
     monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setattr(HfApi, "model_info", model_info)
-    modeling.hub_probe._ask_hub.cache_clear()
+    hub_probe._ask_hub.cache_clear()
     yield asked
-    modeling.hub_probe._ask_hub.cache_clear()
+    hub_probe._ask_hub.cache_clear()
 
 
 @pytest.fixture(params=["offline", "unreachable"])
@@ -125,7 +125,7 @@ def hub(request, monkeypatch):
 
 def test_unknown_model_is_one_line_with_the_closest_name(hub, caplog):
     caplog.set_level(logging.DEBUG)
-    with pytest.raises(modeling.UnknownModelError) as caught:
+    with pytest.raises(UnknownModelError) as caught:
         load_model("all-MiniLM-L6-v3")
     line = str(caught.value)
     assert line.startswith("unknown model 'all-MiniLM-L6-v3'") and "\n" not in line
@@ -134,9 +134,9 @@ def test_unknown_model_is_one_line_with_the_closest_name(hub, caplog):
 
 
 def test_the_hub_is_asked_once_per_id(unreachable_hub):
-    with pytest.raises(modeling.UnknownModelError):
+    with pytest.raises(UnknownModelError):
         load_model("all-MiniLM-L6-v3")
-    with pytest.raises(modeling.UnknownModelError):
+    with pytest.raises(UnknownModelError):
         load_model("all-MiniLM-L6-v3")
     assert unreachable_hub == ["all-MiniLM-L6-v3"]  # no retries; the answer is kept
 
@@ -154,14 +154,14 @@ def test_a_name_the_hub_does_not_know(monkeypatch):
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setattr(HfApi, "model_info", model_info)
-    modeling.hub_probe._ask_hub.cache_clear()
+    hub_probe._ask_hub.cache_clear()
     try:
-        state = modeling.hub_state("acme/intfloat-e5-smal-v2")
+        state = hub_probe.hub_state("acme/intfloat-e5-smal-v2")
         assert (state.cached, state.exists, state.note) == (False, False, "")
-        with pytest.raises(modeling.UnknownModelError, match="nor a Hub model"):
+        with pytest.raises(UnknownModelError, match="nor a Hub model"):
             load_model("acme/intfloat-e5-smal-v2")
     finally:
-        modeling.hub_probe._ask_hub.cache_clear()
+        hub_probe._ask_hub.cache_clear()
 
 
 def _cli(argv: list[str], capsys) -> list[str]:
@@ -199,24 +199,24 @@ def test_unknown_first_stage_suggests_bm25(monkeypatch):
     from hf_posbias.listwise.experiments.firststage import load_first_stage
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(modeling.UnknownModelError, match="did you mean 'bm25'"):
+    with pytest.raises(UnknownModelError, match="did you mean 'bm25'"):
         load_first_stage("bm26", {})
 
 
 def test_registry_names_are_cached_and_a_stale_file_is_rebuilt(tmp_path, monkeypatch):
     import json
 
-    monkeypatch.setenv(modeling.CACHE_ENV, str(tmp_path))
-    path = tmp_path / modeling.REGISTRY_NAMES_FILE
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path))
+    path = tmp_path / mteb_registry.REGISTRY_NAMES_FILE
     stale = {"mteb_version": "0.0.0", "models": ["acme/stale"], "rerankers": [], "renamed": []}
     path.write_text(json.dumps(stale))
-    names = modeling.registry_names()
-    assert names.mteb_version == modeling.registry._mteb_version() != "0.0.0"
+    names = mteb_registry.registry_names()
+    assert names.mteb_version == mteb_registry._mteb_version() != "0.0.0"
     assert "acme/stale" not in names.models and "intfloat/e5-small-v2" in names.models
     assert "cross-encoder/ms-marco-MiniLM-L6-v2" in names.rerankers
     written = json.loads(path.read_text())
     assert written["mteb_version"] == names.mteb_version
-    assert modeling.registry_names() == names  # read back from the file
+    assert mteb_registry.registry_names() == names  # read back from the file
 
 
 def test_the_warm_unknown_name_path_does_not_import_mteb(tmp_path):
@@ -226,7 +226,7 @@ def test_the_warm_unknown_name_path_does_not_import_mteb(tmp_path):
 
     from tests.test_bm25 import tiny_task
 
-    env = {**os.environ, modeling.CACHE_ENV: str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
+    env = {**os.environ, cache.CACHE_ENV: str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
     task = tiny_task(tmp_path / "task")
     argv = ["evaluate", "--model", "all-MiniLM-L6-v3", "--task", str(task), "--out"]
     argv += [str(tmp_path / "out"), "--no-progress"]
@@ -280,7 +280,7 @@ def test_a_hub_dataset_is_here_when_cached_or_on_the_hub(monkeypatch, tmp_path):
     monkeypatch.delenv("HF_HUB_OFFLINE")
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setattr(HfApi, "dataset_info", dataset_info)
-    modeling.hub_probe._ask_hub.cache_clear()
+    hub_probe._ask_hub.cache_clear()
     try:
         assert missing_from_hub("data", "acme/on-hub", "dataset") is None
         assert missing_from_hub("data", "acme/gone", "dataset") == (
@@ -288,4 +288,4 @@ def test_a_hub_dataset_is_here_when_cached_or_on_the_hub(monkeypatch, tmp_path):
         )
         assert asked == ["acme/on-hub", "acme/gone"]
     finally:
-        modeling.hub_probe._ask_hub.cache_clear()
+        hub_probe._ask_hub.cache_clear()
