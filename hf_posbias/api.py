@@ -110,8 +110,8 @@ def train(
 ) -> TrainResult:
     """Train one bi-encoder on one position configuration in this process (``posbias train``;
     ``accelerate launch -m hf_posbias.training.train`` for several GPUs). ``settings`` are
-    the other fields of :class:`hf_posbias.training.training_settings.TrainingSettings` (``max_steps``,
-    ``lr``, …), checked when they are made."""
+    the other fields of :class:`hf_posbias.training.training_settings.TrainingSettings`
+    (``max_steps``, ``lr``, …), checked when they are made."""
     from hf_posbias.training.train import train_model
     from hf_posbias.training.training_settings import TrainingSettings
 
