@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from mteb.models import SentenceTransformerEncoderWrapper
 
-    from hf_posbias.evaluation.runs.models import CountingEncoder, LoadedModel, unique_model_meta
+    from hf_posbias.evaluation.runs.mteb_models import CountingEncoder, MtebModel, unique_model_meta
     from hf_posbias.evaluation.runs.runner import run_task, scores_by_subset
     from hf_posbias.modeling.loaders import load_sentence_transformer
     from hf_posbias.modeling.resolve import packaged_model_path
@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> None:
         meta = unique_model_meta(wrapper.mteb_model_meta, f"bench/{label}", "bench")
         wrapper.mteb_model_meta = meta
         model = CountingEncoder(wrapper, meta=meta)
-        loaded = LoadedModel(spec=label, model=model, kind="bi-encoder", name=label, revision="b")
+        loaded = MtebModel(spec=label, model=model, kind="bi-encoder", name=label, revision="b")
         task = per_bucket_task(folder) if label == "per-bucket" else get_task(folder)
         start = time.perf_counter()
         result = run_task(loaded, task, batch_size=args.batch_size, results_dir=None)

@@ -943,7 +943,7 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"error: gpu_proof.py needs {', '.join(missing)}: install them", file=sys.stderr)
         return 2
-    from hf_posbias.training.bases import PAPER_MODELS
+    from hf_posbias.modeling.bases import PAPER_MODELS
 
     models = args.models or list(TINY_MODELS if args.tiny else PAPER_MODELS)
     unknown = [m for m in models if m not in PAPER_MODELS]

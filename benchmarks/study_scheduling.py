@@ -36,9 +36,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 def flops_costs(spec, models) -> dict[str, float]:
     """Each run's model FLOPs over all its steps (see the module docstring)."""
+    from hf_posbias.modeling.bases import get_model_spec
     from hf_posbias.study.layout import run_settings
     from hf_posbias.trainer_base.shapes import ModelShape, sequence_flops
-    from hf_posbias.training.bases import get_model_spec
     from hf_posbias.training.builder import max_seq_length
     from hf_posbias.training.planning import (
         CHARS_PER_TOKEN,

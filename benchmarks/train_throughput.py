@@ -167,9 +167,9 @@ def build_model(name: str, folder: Path, tiny: bool) -> str:
     import torch
     from transformers import AutoModel, AutoTokenizer
 
+    from hf_posbias.modeling.bases import get_model_spec, register_model
     from hf_posbias.modeling.resolve import packaged_model_path
     from hf_posbias.trainer_base.shapes import real_config, tiny_shape_config
-    from hf_posbias.training.bases import get_model_spec, register_model
 
     minilm = packaged_model_path("all-MiniLM-L6-v2")
     if minilm is None:
@@ -268,7 +268,7 @@ def matmul_peak(dtype_name: str, seconds: float = 0.5) -> float:
 
 def token_lengths(spec_name: str, rows: list[dict[str, Any]]) -> dict[str, list[int]]:
     """Per row: query + document tokens as the model sees them (prefix, truncation)."""
-    from hf_posbias.training.bases import get_model_spec
+    from hf_posbias.modeling.bases import get_model_spec
     from hf_posbias.training.builder import load_text_setup
 
     spec = get_model_spec(spec_name)
@@ -302,8 +302,8 @@ def run_one(
     from hf_posbias.corpus.documents import bin_sort_key
     from hf_posbias.devices import dense_peak_flops, device_info
     from hf_posbias.errors import PosbiasError
+    from hf_posbias.modeling.bases import get_model_spec
     from hf_posbias.trainer_base.shapes import ModelShape, step_flops
-    from hf_posbias.training.bases import get_model_spec
     from hf_posbias.training.train import train_model
     from hf_posbias.training.training_settings import TrainingSettings
 
@@ -495,7 +495,7 @@ def report(data: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; returns the exit status."""
-    from hf_posbias.training.bases import PAPER_MODELS
+    from hf_posbias.modeling.bases import PAPER_MODELS
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=list(PAPER_MODELS))

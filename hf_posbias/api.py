@@ -57,7 +57,8 @@ if TYPE_CHECKING:
 
     from hf_posbias.analysis.evidence_cases import EvidenceCase
     from hf_posbias.analysis.evidence_moving import EvidenceMovingSummary
-    from hf_posbias.evaluation.runs.models import LoadedModel
+    from hf_posbias.modeling.loaders import LoadedModel
+    from hf_posbias.modeling.resolve import ModelSettings
     from hf_posbias.study.run import StudyOutcome
     from hf_posbias.study.spec import StudySpec
     from hf_posbias.tasks.benchmark_registry import Benchmark
@@ -82,13 +83,17 @@ def list_benchmarks() -> dict[str, Benchmark]:
     return benchmarks()
 
 
-def load_model(name: str, *, device: str | None = None, **options: Any) -> LoadedModel:
-    """A retriever by the name ``--model`` takes (``bm25``, a folder, a Hub id,
-    ``openai:<model>``), or a reranking pipeline (``reranker=``, ``first_stage=``);
-    :func:`hf_posbias.evaluation.runs.models.load_model`. Pass it to :func:`evaluate`."""
-    from hf_posbias.evaluation.runs.models import load_model as owner
+def load_model(
+    name: str | Path, *, device: str | None = None, settings: ModelSettings | None = None
+) -> LoadedModel:
+    """A model by any name ``--model`` takes (``bm25``, a folder, a packaged model, an mteb
+    registry name, a Hub id, ``openai:<model>``), loaded once where every model argument loads
+    (:func:`hf_posbias.modeling.loaders.load_model`; ``settings``: remote code, an endpoint's
+    URL and key). Its ``.model`` is what loaded (a ``SentenceTransformer`` …); pass it to
+    :func:`evaluate` as often as you like, with or without ``remedy=`` or ``reranker=``."""
+    from hf_posbias.modeling.loaders import load_model as owner
 
-    return owner(name, device=device, **options)
+    return owner(name, device=device, settings=settings)
 
 
 def load_training_set(data: str | Path, config: str = "uniform") -> TrainingRows:

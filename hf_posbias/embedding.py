@@ -1,12 +1,13 @@
 """Embeddings from any model argument: what the listwise dense first stage and ``posbias
 analyze`` encode with.
 
-:func:`load_embedder` follows the one resolver (:mod:`hf_posbias.modeling`): ``openai:<model>``
-(an embeddings endpoint, :mod:`hf_posbias.evaluation.runs.endpoint`), a local folder or packaged
-model, a name in mteb's model registry (loaded by mteb, encoded through mteb's protocol so that
-its prompts and instructions apply), any other Hub id (remote code only with
-``--trust-remote-code``). Evaluation wraps the same loaders for ``mteb.evaluate``
-(:mod:`hf_posbias.evaluation.runs.models`).
+:func:`load_embedder` loads a model argument where every model argument loads
+(:func:`hf_posbias.modeling.loaders.load_model`): ``openai:<model>`` (an embeddings endpoint,
+:mod:`hf_posbias.evaluation.runs.endpoint`), a local folder or packaged model, a name in mteb's
+model registry (loaded by mteb, encoded through mteb's protocol so that its prompts and
+instructions apply), any other Hub id (remote code only with ``--trust-remote-code``). Evaluation
+makes the same loaded models ready for ``mteb.evaluate``
+(:mod:`hf_posbias.evaluation.runs.mteb_models`).
 
 Example:
     >>> import numpy as np
@@ -22,8 +23,8 @@ from collections.abc import Callable
 from typing import Any
 
 from hf_posbias.errors import ModelLoadError
-from hf_posbias.modeling.loaders import load_named_sentence_transformer, load_registry_model
-from hf_posbias.modeling.resolve import ModelSettings, model_display_name, resolve_model
+from hf_posbias.modeling.loaders import load_model
+from hf_posbias.modeling.resolve import ModelSettings, model_display_name
 
 
 class TextEmbedder:
@@ -159,10 +160,11 @@ def load_embedder(
     device: str | None = None,
     batch_size: int = 32,
 ) -> TextEmbedder:
-    """A :class:`TextEmbedder` for a model argument, in the resolver's order: ``openai:<model>``
-    (an embeddings endpoint, ``settings``' URL and key), a local folder or packaged model, a
-    name in mteb's model registry (with its prompts), any other Hub id (remote code only with
-    ``settings.trust_remote_code``). An unknown name suggests the closest registry names.
+    """A :class:`TextEmbedder` for a model argument, loaded by
+    :func:`~hf_posbias.modeling.loaders.load_model`: ``openai:<model>`` (an embeddings endpoint,
+    ``settings``' URL and key), a local folder or packaged model, a name in mteb's model registry
+    (with its prompts), any other Hub id (remote code only with ``settings.trust_remote_code``).
+    An unknown name suggests the closest registry names.
 
     Example:
         >>> load_embedder("bm25")
@@ -172,10 +174,10 @@ def load_embedder(
     """
     text = str(name)
     settings = settings or ModelSettings()
-    resolved = resolve_model(text)
-    if resolved.source == "bm25":
+    loaded = load_model(text, device=device, settings=settings)
+    if loaded.source == "bm25":
         raise ModelLoadError("bm25 ranks documents but does not embed them")
-    if resolved.source == "endpoint":
+    if loaded.source == "endpoint":
         from hf_posbias.evaluation.runs.endpoint import embedding_endpoint
 
         endpoint = embedding_endpoint(text, settings)
@@ -185,11 +187,9 @@ def load_embedder(
             kind="endpoint",
             source={"base_url": settings.base_url},
         )
-    meta = resolved.meta
+    meta = loaded.resolved.meta
     if meta is not None:
-        model = load_registry_model(
-            meta, device=device, trust_remote_code=settings.trust_remote_code
-        )
+        model = loaded.model
         inner = getattr(model, "model", None)
         st = inner if hasattr(inner, "max_seq_length") else None
         encode = _mteb_encode(model, batch_size)
@@ -200,7 +200,7 @@ def load_embedder(
         return TextEmbedder(
             str(meta.name), encode, sentence_transformer=st, kind="registry", source=source
         )
-    st = load_named_sentence_transformer(text, device=device, settings=settings)
+    st = loaded.model
     encode = _st_encode(st, batch_size)
     return TextEmbedder(
         model_display_name(text), encode, sentence_transformer=st, source=_st_source(text)

@@ -5,7 +5,7 @@ register): benchmarks (:class:`hf_posbias.tasks.benchmark_registry.Benchmark`), 
 (:class:`hf_posbias.evaluation.runs.remedy_kinds.Remedy`), listwise remedies
 (:class:`hf_posbias.listwise.experiments.remedy_kinds.ListwiseRemedy`), reranker kinds
 (:class:`hf_posbias.rerankers.kinds.RerankerKind`) and trainable bases
-(:class:`hf_posbias.training.bases.ModelSpec`). A third party adds one from its own installed
+(:class:`hf_posbias.modeling.bases.ModelSpec`). A third party adds one from its own installed
 package through a Python entry point of the kind's group (:data:`GROUPS`); the entry point's name
 is the name it registers (see docs/extending.md)::
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sys
 
-from hf_posbias.training.bases import PAPER_MODELS
+from hf_posbias.modeling.bases import PAPER_MODELS
 from hf_posbias.training.matrix import PAPER_CONFIGS, matrix_main
 
 if __name__ == "__main__":

@@ -10,11 +10,9 @@ from pathlib import Path
 import pytest
 
 from hf_posbias.errors import InputError, ModelLoadError
-from hf_posbias.evaluation.runs.models import load_model
-from hf_posbias.modeling import hub_probe, mteb_registry, resolve
-from hf_posbias.modeling.cache import CACHE_ENV
+from hf_posbias.modeling import cache, hub_probe, mteb_registry, resolve
 from hf_posbias.modeling.hub_probe import UnknownModelError
-from hf_posbias.modeling.loaders import load_registry_model
+from hf_posbias.modeling.loaders import load_model, load_registry_model
 from hf_posbias.modeling.resolve import ModelSettings
 
 REMOTE = "acme/remote-code-embedder"
@@ -208,7 +206,7 @@ def test_unknown_first_stage_suggests_bm25(monkeypatch):
 def test_registry_names_are_cached_and_a_stale_file_is_rebuilt(tmp_path, monkeypatch):
     import json
 
-    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path))
     path = tmp_path / mteb_registry.REGISTRY_NAMES_FILE
     stale = {"mteb_version": "0.0.0", "models": ["acme/stale"], "rerankers": [], "renamed": []}
     path.write_text(json.dumps(stale))
@@ -228,7 +226,7 @@ def test_the_warm_unknown_name_path_does_not_import_mteb(tmp_path):
 
     from tests.test_bm25 import tiny_task
 
-    env = {**os.environ, CACHE_ENV: str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
+    env = {**os.environ, cache.CACHE_ENV: str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
     task = tiny_task(tmp_path / "task")
     argv = ["evaluate", "--model", "all-MiniLM-L6-v3", "--task", str(task), "--out"]
     argv += [str(tmp_path / "out"), "--no-progress"]

@@ -77,3 +77,34 @@ def test_loaded_local_model_gets_unique_name(tiny_sentence_transformer: str) -> 
     model = load_sentence_transformer(tiny_sentence_transformer)
     assert model.model_card_data.model_name == model_display_name(tiny_sentence_transformer)
     assert model.encode(["a query"]).shape == (1, 64)
+
+
+def test_one_loader_loads_each_source_once(tiny_sentence_transformer: str, tmp_path: Path) -> None:
+    import hf_posbias as pb
+    from hf_posbias.modeling.loaders import LoadedModel, load_model
+    from hf_posbias.modeling.resolve import ModelSettings, model_identity
+
+    # bm25 and an endpoint load nothing here: an index per corpus, a server elsewhere.
+    assert (load_model("bm25").source, load_model("bm25").model) == ("bm25", None)
+    endpoint = load_model("openai:my-embedder", settings=ModelSettings(base_url="http://x/v1"))
+    assert (endpoint.source, endpoint.model, endpoint.settings.base_url) == (
+        "endpoint",
+        None,
+        "http://x/v1",
+    )
+    loaded = pb.load_model(tiny_sentence_transformer, device="cpu")
+    assert isinstance(loaded, LoadedModel) and loaded.source == "folder"
+    assert loaded.model.encode(["a query"]).shape == (1, 64)
+    name, revision = model_identity(tiny_sentence_transformer, loaded.model)
+    assert name == model_display_name(tiny_sentence_transformer)
+    assert revision.startswith("local-")
+    with pytest.raises(ModelLoadError, match=f"model path {tmp_path}/gone does not exist"):
+        load_model(tmp_path / "gone")
+
+
+def test_packaged_model_is_known_by_its_hub_id(minilm_path: str) -> None:
+    from hf_posbias.modeling.resolve import model_identity
+
+    name, revision = model_identity("all-MiniLM-L6-v2", None)
+    assert name == "sentence-transformers/all-MiniLM-L6-v2" and revision.startswith("local-")
+    assert model_identity("sentence-transformers/all-MiniLM-L6-v2", None) == (name, revision)

@@ -34,9 +34,9 @@ FILES = (
 def _registries() -> list:
     from hf_posbias.evaluation.runs.remedies import REMEDY_REGISTRY
     from hf_posbias.listwise.experiments.remedies import LISTWISE_REMEDY_REGISTRY
+    from hf_posbias.modeling.bases import BASE_REGISTRY
     from hf_posbias.rerankers.loading import RERANKER_REGISTRY
     from hf_posbias.tasks.benchmark_registry import BENCHMARK_REGISTRY
-    from hf_posbias.training.bases import BASE_REGISTRY
 
     return [
         BENCHMARK_REGISTRY,
@@ -141,7 +141,7 @@ def test_every_plugin_is_listed_with_its_distribution(example_plugins, capsys):
 
 
 def test_a_plugin_base_resolves_by_name(example_plugins):
-    from hf_posbias.training.bases import get_model_spec, model_names
+    from hf_posbias.modeling.bases import get_model_spec, model_names
 
     spec = get_model_spec("e5-small")
     assert (spec.checkpoint, spec.pooling, spec.max_length) == ("intfloat/e5-small-v2", "mean", 512)
@@ -281,7 +281,7 @@ def _dist_info(site: Path, name: str, entry_points: str) -> None:
         (
             "[hf_posbias.bases]\nnot-a-spec = json:loads\n",
             ["list", "bases"],
-            "is a function, not a hf_posbias.training.bases.ModelSpec",
+            "is a function, not a hf_posbias.modeling.bases.ModelSpec",
         ),
     ],
 )

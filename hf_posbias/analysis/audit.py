@@ -5,101 +5,73 @@ evaluate_model`), runs the mirror-reversal diagnostic on each task with characte
 (:func:`~hf_posbias.evaluation.runs.reversal.mirror_reversal`; a task without spans is noted, not
 failed) and writes ``audit.md``, ``audit.html`` and ``reversal.json`` in ``out``.
 
+It takes the verb's settings,
+:class:`~hf_posbias.evaluation.evaluation_settings.ModelAuditSettings`: the options it shares
+with ``posbias evaluate`` are declared once there (typed, with their help and checks), and
+reach :func:`~hf_posbias.evaluation.runs.runner.evaluate_model` as its keywords through
+:meth:`~hf_posbias.evaluation.evaluation_settings.EvaluationOptions.evaluate_kwargs`.
+
 Example:
     >>> from hf_posbias.evaluation.evaluation_settings import ModelAuditSettings
-    >>> # ctx, md_path, html_path = audit_model("bm25", ["tasks/scifact-evidence"], out="runs/a")
-    >>> # the same audit from the verb's settings:
     >>> s = ModelAuditSettings(model="bm25", task=("tasks/scifact-evidence",), out="runs/a")
-    >>> # audit_model(s.model, s.task, **s.evaluate_kwargs(), reversal=s.reversal)
-    >>> s.reversal
-    True
+    >>> # ctx, md_path, html_path = audit_model(s)
+    >>> s.reversal, s.evaluate_kwargs()["top_k"]
+    (True, 100)
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-from hf_posbias.evaluation.evaluation_settings import CORPUS_CHUNK_SIZE
-from hf_posbias.evaluation.runs.runner import BOOTSTRAP_SEED, DEFAULT_BOOTSTRAP
-from hf_posbias.tasks.benchmark_registry import DEFAULT_TOP_K
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from hf_posbias.evaluation.evaluation_settings import ModelAuditSettings
     from hf_posbias.evaluation.reports.report import AuditContext
-    from hf_posbias.evaluation.runs.remedies import RemedySettings
-    from hf_posbias.modeling.resolve import ModelSettings
 
 
 def audit_model(
-    model: str,
-    tasks: Sequence[str | Path | Any],
-    *,
-    out: str | Path,
-    reversal: bool = True,
-    scoring: str = "default",
-    top_k: int = DEFAULT_TOP_K,
-    batch_size: int = 32,
-    bootstrap: int | None = DEFAULT_BOOTSTRAP,
-    seed: int = BOOTSTRAP_SEED,
-    progress: bool = True,
-    show_progress: bool = False,
-    device: str | None = None,
-    model_options: ModelSettings | None = None,
-    remedy: RemedySettings | None = None,
-    exclude_truncated: bool = False,
-    corpus_chunk_size: int = CORPUS_CHUNK_SIZE,
+    settings: ModelAuditSettings, *, show_progress: bool = False
 ) -> tuple[AuditContext, Path, Path]:
-    """Audit ``model`` on ``tasks``; returns (context, audit.md, audit.html).
+    """Audit ``settings.model`` on ``settings.task``; returns (context, audit.md, audit.html).
 
-    ``reversal``: run the mirror-reversal diagnostic. The other keywords are those of
-    :func:`~hf_posbias.evaluation.runs.runner.evaluate_model` (the verb's
-    :class:`~hf_posbias.evaluation.evaluation_settings.ModelAuditSettings` give them:
-    ``evaluate_kwargs()``). The summaries carry the evaluation's warnings (they are not also
+    ``settings.reversal``: run the mirror-reversal diagnostic. ``show_progress``: the progress
+    bars of mteb and sentence-transformers (as :func:`~hf_posbias.evaluation.runs.runner.
+    evaluate_model`'s). The summaries carry the evaluation's warnings (they are not also
     emitted as Python warnings).
     """
     import warnings
 
     from hf_posbias.analysis.audit_evidence import evidence_moving_section
     from hf_posbias.errors import InputError
-    from hf_posbias.evaluation.evaluation_settings import check_run_options
     from hf_posbias.evaluation.reports.report import (
         AuditContext,
         register_audit_section,
         write_audit_report,
     )
-    from hf_posbias.evaluation.runs.models import load_model
+    from hf_posbias.evaluation.runs.mteb_models import load_mteb_model
     from hf_posbias.evaluation.runs.reversal import mirror_reversal
     from hf_posbias.evaluation.runs.runner import evaluate_model, load_tasks
     from hf_posbias.shards import write_json
 
-    check_run_options(batch_size=batch_size, top_k=top_k, scoring=scoring, bootstrap=bootstrap)
-    out = Path(out)
-    task_objects = load_tasks(tasks, scoring=scoring, top_k=top_k)
-    loaded = load_model(model, device=device, settings=model_options, remedy=remedy)
+    s = settings
+    out = Path(s.out)
+    task_objects = load_tasks(s.task, scoring=s.scoring, top_k=s.top_k)
+    # Loaded once: the evaluation and the reversal run the same model.
+    loaded = load_mteb_model(s.model, device=s.device, settings=s, remedy=s)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         summaries = evaluate_model(
-            loaded,
-            task_objects,
-            out=out,
-            batch_size=batch_size,
-            bootstrap=bootstrap,
-            seed=seed,
-            progress=progress,
-            show_progress=show_progress,
-            exclude_truncated=exclude_truncated,
-            corpus_chunk_size=corpus_chunk_size,
+            loaded, task_objects, **s.evaluate_kwargs(), show_progress=show_progress
         )
     ctx = AuditContext(
-        model=model,
+        model=s.model,
         out_dir=out,
         summaries=summaries,
         loaded=loaded,
         tasks=task_objects,
-        progress=progress,
+        progress=s.progress,
     )
-    if reversal:
+    if s.reversal:
         for task in task_objects:
             name = task.metadata.name
             safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
@@ -109,9 +81,9 @@ def audit_model(
                         loaded,
                         task,
                         out / "reversal" / safe,
-                        batch_size=batch_size,
-                        top_k=top_k,
-                        progress=progress,
+                        batch_size=s.batch_size,
+                        top_k=s.top_k,
+                        progress=s.progress,
                     )
                 )
             except InputError as err:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import InputError, ModelLoadError, first_line
+from hf_posbias.modeling.bases import POOLINGS
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -27,8 +28,6 @@ if TYPE_CHECKING:
     from hf_posbias.analysis.evidence_cases import EvidenceCase
     from hf_posbias.analysis.evidence_moving import EvidenceMovingSummary
     from hf_posbias.analysis.segment_profile import SegmentProfile
-
-POOLING_MODES: tuple[str, ...] = ("cls", "mean", "max", "lasttoken")
 
 
 def _transformer_module(name: str, device: str | None) -> tuple[Any, dict[str, str]]:
@@ -54,15 +53,15 @@ def _transformer_module(name: str, device: str | None) -> tuple[Any, dict[str, s
 
 
 def build_pooled_models(
-    name: str, modes: Sequence[str] = POOLING_MODES, device: str | None = "cpu"
+    name: str, modes: Sequence[str] = POOLINGS, device: str | None = "cpu"
 ) -> dict[str, SentenceTransformer]:
     """``{mode: SentenceTransformer(modules=[transformer, Pooling(dim, pooling_mode=mode)])}``."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling
 
-    unknown = [m for m in modes if m not in POOLING_MODES]
+    unknown = [m for m in modes if m not in POOLINGS]
     if unknown or not modes:
-        raise InputError(f"unknown pooling mode(s) {unknown}; choose from {list(POOLING_MODES)}")
+        raise InputError(f"unknown pooling mode(s) {unknown}; choose from {list(POOLINGS)}")
     transformer, prompts = _transformer_module(name, device)
     tokenizer = transformer.tokenizer
     if getattr(tokenizer, "pad_token", "") is None:
@@ -113,7 +112,7 @@ def pooling_ablation(
     cases: Sequence[EvidenceCase] = (),
     documents: Sequence[tuple[str, str]] = (),
     n: int = 10,
-    modes: Sequence[str] = POOLING_MODES,
+    modes: Sequence[str] = POOLINGS,
     allow_truncation: bool = False,
     load_skipped: dict[str, int] | None = None,
     device: str | None = "cpu",

@@ -165,13 +165,7 @@ def run_audit(s: ModelAuditSettings, args: argparse.Namespace) -> None:
     from hf_posbias.analysis.audit import audit_model
 
     _quiet(args)
-    ctx, md_path, html_path = audit_model(
-        s.model,
-        s.task,
-        **s.evaluate_kwargs(),
-        reversal=s.reversal,
-        show_progress=_library_bars(args, s.progress),
-    )
+    ctx, md_path, html_path = audit_model(s, show_progress=_library_bars(args, s.progress))
     _print_summaries(ctx.summaries)
     for r in ctx.reversals:
         delta = "n/a" if r.delta_rev is None else f"{r.delta_rev:+.4f}"

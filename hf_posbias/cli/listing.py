@@ -105,7 +105,7 @@ def rerankers_table() -> MarkdownTable:
 def bases_table() -> MarkdownTable:
     """Every registered base model: YHP26 Table 2's columns (kind, positional encoding,
     pooling, size, maximum length) with Table 9's checkpoint and App. D's learning rate."""
-    from hf_posbias.training.bases import BASE_REGISTRY
+    from hf_posbias.modeling.bases import BASE_REGISTRY
 
     columns = ["base", "checkpoint", "kind", "positional encoding", "pooling", "params (M)"]
     columns += ["max length", "lr", "source"]

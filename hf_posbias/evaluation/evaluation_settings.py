@@ -234,7 +234,8 @@ class EvaluateSettings(EvaluationOptions, RerankerOptions):
 
 @dataclass(kw_only=True)
 class ModelAuditSettings(EvaluationOptions):
-    """``posbias audit``: every position measurement of one model."""
+    """``posbias audit``: every position measurement of one model (what
+    :func:`hf_posbias.analysis.audit.audit_model` takes)."""
 
     model: str = setting("a model as for `posbias evaluate --model`", positional=True)
     reversal: bool = setting("run the mirror-reversal diagnostic", default=True)

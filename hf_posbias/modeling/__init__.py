@@ -1,4 +1,7 @@
-"""Resolve and load models by name: the one place that decides what a model argument means.
+"""Resolve and load models by name: the one place that decides what a model argument means and
+how it loads (:func:`~hf_posbias.modeling.loaders.load_model`, which evaluation, the analyses,
+the study and ``pb.load_model`` call; the registered bases of training:
+:mod:`~hf_posbias.modeling.bases`).
 
 For every CLI verb, the evaluation tasks, the analyses, the listwise first stage and the Space,
 a model argument is, in order (:func:`~hf_posbias.modeling.resolve.resolve_model`, the one
@@ -33,10 +36,13 @@ Example:
     ('packaged', True)
 
 The room's modules, each one job (each name is imported from its module):
-:mod:`~hf_posbias.modeling.resolve` (the resolver, packaged models, ``ModelSettings``),
+:mod:`~hf_posbias.modeling.resolve` (the resolver, packaged models, :class:`ModelSettings`),
+:mod:`~hf_posbias.modeling.loaders` (:func:`~hf_posbias.modeling.loaders.load_model`, the one
+loader, and the sentence-transformers, registry and cross-encoder loaders),
+:mod:`~hf_posbias.modeling.bases` (the registered bases: what ``posbias train --model`` and a
+study's ``bases`` name),
 :mod:`~hf_posbias.modeling.hub_probe` (the HF cache and the one Hub request),
 :mod:`~hf_posbias.modeling.mteb_registry` (mteb's registry names, cached per mteb version),
-:mod:`~hf_posbias.modeling.loaders` (sentence-transformers, registry and cross-encoder loaders),
 :mod:`~hf_posbias.modeling.causal_lm` (chat models, GGUF conversion, ``load_causal_lm``),
 :mod:`~hf_posbias.modeling.seq2seq` (ListT5's Fusion-in-Decoder T5: ``load_fid_t5``),
 :mod:`~hf_posbias.modeling.cache` (hf-posbias's cache folder).

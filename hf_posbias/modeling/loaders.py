@@ -1,9 +1,24 @@
-"""Loaders of embedding models, registry models and cross-encoders (and of a checkpoint's
-tokenizer and config), each with a one-line :class:`~hf_posbias.errors.ModelLoadError`."""
+"""Loading a model argument: :func:`load_model`, the one place that loads what a model name
+means (the loader its source calls for), and the loaders of embedding models, registry models
+and cross-encoders (and of a checkpoint's tokenizer and config), each with a one-line
+:class:`~hf_posbias.errors.ModelLoadError`.
+
+Evaluation (:func:`hf_posbias.evaluation.runs.mteb_models.load_mteb_model`: the loaded model
+made ready for ``mteb.evaluate``), the embeddings of the analyses and the listwise first stage
+(:func:`hf_posbias.embedding.load_embedder`), the study and the face (``pb.load_model``) load a
+model argument through :func:`load_model`.
+
+Example:
+    >>> from hf_posbias.modeling.loaders import load_model
+    >>> loaded = load_model("bm25")  # a packaged model or a folder: its SentenceTransformer
+    >>> loaded.source, loaded.model
+    ('bm25', None)
+"""
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,12 +33,16 @@ from hf_posbias.modeling.mteb_registry import registry_needs_remote_code
 from hf_posbias.modeling.resolve import (
     ENCODER_KINDS,
     ModelSettings,
+    ModelSource,
+    ResolvedModel,
+    check_model_path,
     encoder_kind,
     is_local_model,
     known_model_names,
     known_reranker_names,
     model_display_name,
     model_location,
+    resolve_model,
     with_suggestions,
 )
 
@@ -146,6 +165,71 @@ def load_named_sentence_transformer(
         if is_local_model(name) or "--trust-remote-code" in str(err):
             raise
         raise with_suggestions(err, name) from None
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """A model argument loaded once, by the loader its source calls for: :func:`load_model`'s
+    answer.
+
+    Attributes:
+        resolved: what the argument is (:func:`~hf_posbias.modeling.resolve.resolve_model`:
+            its source, where it loads from, its mteb registry entry).
+        model: what was loaded: a sentence-transformers ``SentenceTransformer``,
+            ``SparseEncoder`` or ``MultiVectorEncoder`` for a folder, a packaged model or a Hub
+            id; mteb's own model for a registry entry (its prompts and loader arguments);
+            ``None`` for ``bm25`` (an index its search builds from each corpus) and for
+            ``openai:<model>`` (served elsewhere: nothing loads here).
+        settings: how it was loaded (remote code; an endpoint's URL, key and batching).
+    """
+
+    resolved: ResolvedModel
+    model: Any
+    settings: ModelSettings
+
+    @property
+    def name(self) -> str:
+        """The model argument as given."""
+        return self.resolved.name
+
+    @property
+    def source(self) -> ModelSource:
+        """``bm25``, ``endpoint``, ``folder``, ``packaged``, ``registry`` or ``hub``."""
+        return self.resolved.source
+
+
+def load_model(
+    name: str | os.PathLike[str],
+    *,
+    device: str | None = None,
+    settings: ModelSettings | None = None,
+) -> LoadedModel:
+    """Load a model argument, in the one resolver's order
+    (:func:`~hf_posbias.modeling.resolve.resolve_model`): ``bm25`` and ``openai:<model>`` load
+    nothing; an mteb registry entry loads with mteb's own loader (remote code only with
+    ``settings.trust_remote_code``); a local folder, a packaged model or any other Hub id loads
+    with sentence-transformers as the class its folder was saved as (dense, sparse,
+    multi-vector). A path that does not exist, a name found nowhere or a model that cannot load
+    is one :class:`~hf_posbias.errors.ModelLoadError` line (a Hub name suggests the closest
+    registry names).
+
+    Example:
+        >>> load_model("./no-such-model")
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.ModelLoadError: model path ./no-such-model does not exist
+    """
+    settings = settings if settings is not None else ModelSettings()
+    check_model_path(name)
+    resolved = resolve_model(name)
+    if resolved.source in ("bm25", "endpoint"):
+        return LoadedModel(resolved, None, settings)
+    if resolved.meta is not None:
+        trust = settings.trust_remote_code
+        model = load_registry_model(resolved.meta, device=device, trust_remote_code=trust)
+        return LoadedModel(resolved, model, settings)
+    model = load_named_sentence_transformer(str(name), device=device, settings=settings)
+    return LoadedModel(resolved, model, settings)
 
 
 def load_cross_encoder(

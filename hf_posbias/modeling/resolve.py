@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from hf_posbias.errors import ModelLoadError
+from hf_posbias.hashing import folder_fingerprint
 from hf_posbias.modeling.hub_probe import check_hub_model, needs_remote_code
 from hf_posbias.modeling.mteb_registry import (
     registry_meta,
@@ -85,7 +86,25 @@ ModelSource = Literal["bm25", "endpoint", "folder", "packaged", "registry", "hub
 
 
 ENDPOINT_PREFIX = "openai:"
-"""Model argument prefix of an OpenAI-compatible ``/v1/embeddings`` endpoint's model."""
+"""Model argument prefix of a model served by an OpenAI-compatible endpoint: ``/v1/embeddings``
+for a retriever (``posbias evaluate --model``), ``/v1/chat/completions`` for a listwise
+reranker."""
+
+
+def parse_endpoint_model(name: str | os.PathLike[str]) -> str | None:
+    """The served model's name in ``openai:<model>``; ``None`` for any other model argument (or
+    an empty model).
+
+    Example:
+        >>> parse_endpoint_model("openai:text-embedding-3-small")
+        'text-embedding-3-small'
+        >>> parse_endpoint_model("all-MiniLM-L6-v2") is None
+        True
+    """
+    text = str(name)
+    if not text.startswith(ENDPOINT_PREFIX):
+        return None
+    return text.removeprefix(ENDPOINT_PREFIX).strip() or None
 
 
 class ResolvedModel(str):
@@ -290,11 +309,26 @@ def model_display_name(name: str | os.PathLike[str]) -> str:
     return text
 
 
+def check_model_path(name: str | os.PathLike[str]) -> None:
+    """A model argument written as a path (``/…``, ``./…``, ``../…``, ``~…``) must exist: it is
+    never read as a Hub id.
+
+    Example:
+        >>> check_model_path("./no-such-model")
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.ModelLoadError: model path ./no-such-model does not exist
+    """
+    text = str(name)
+    if text.startswith(("/", "./", "../", "~")) and not Path(text).expanduser().exists():
+        raise ModelLoadError(f"model path {text} does not exist")
+
+
 def check_model_name(name: str | os.PathLike[str]) -> ResolvedModel:
     """:func:`resolve_model`, and for a Hub id the local HF cache (then, only when online, one
-    Hub request): a name that resolves nowhere is a one-line :class:`UnknownModelError` before
-    anything heavy loads (tasks, mteb). With the registry names cached (:func:`registry_names`)
-    this takes well under a second.
+    Hub request): a name that resolves nowhere (a path that does not exist:
+    :func:`check_model_path`) is a one-line error before anything heavy loads (tasks, mteb).
+    With the registry names cached (:func:`registry_names`) this takes well under a second.
 
     Example:
         >>> import os
@@ -306,10 +340,37 @@ def check_model_name(name: str | os.PathLike[str]) -> ResolvedModel:
         ...
         hf_posbias.modeling.hub_probe.UnknownModelError: unknown model 'all-MiniLM-L6-v3': ... (did you mean 'all-MiniLM-L6-v2'...?)
     """  # noqa: E501
+    check_model_path(name)
     resolved = resolve_model(name)
     if resolved.source == "hub":
         check_hub_model("model", resolved.location, known_model_names)
     return resolved
+
+
+def model_identity(name: str | os.PathLike[str], loaded: Any) -> tuple[str, str]:
+    """``(name, revision)`` that tell a loaded model apart from every other: a packaged model's
+    Hub id, else its display name (:func:`model_display_name`); the revision of a local folder
+    is a hash of its files (weights included: retrained weights in the same folder are another
+    model), of a Hub model the commit transformers loaded.
+
+    ``loaded`` is the model loaded from ``name`` (a ``SentenceTransformer`` or a
+    ``CrossEncoder``), where the commit is read.
+
+    Example:
+        >>> model_identity("acme/retriever", None)
+        ('acme/retriever', 'no_revision_available')
+    """
+    text = str(name)
+    shown = hub_model_id(text) if text in PACKAGED_MODELS else model_display_name(text)
+    location = model_location(text)
+    if Path(location).exists():
+        return str(shown), f"local-{folder_fingerprint(location)}"
+    revision = None
+    try:  # transformers records the Hub commit it loaded
+        revision = loaded[0].auto_model.config._commit_hash
+    except (AttributeError, IndexError, KeyError, TypeError):
+        revision = getattr(getattr(loaded, "config", None), "_commit_hash", None)
+    return str(shown), revision or "no_revision_available"
 
 
 def is_local_model(name: str | os.PathLike[str]) -> bool:

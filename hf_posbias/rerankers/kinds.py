@@ -26,11 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hf_posbias.errors import InputError, ModelLoadError
+from hf_posbias.modeling.resolve import ENDPOINT_PREFIX
 from hf_posbias.rerankers.base import ListwiseReranker
 from hf_posbias.rerankers.options import RerankerOptions
-
-ENDPOINT_PREFIX = "openai:"
-"""Reranker argument prefix of a listwise LLM served by an OpenAI-compatible chat endpoint."""
 
 
 def no_revision(name: str, options: RerankerOptions) -> tuple[str, str]:

@@ -1,7 +1,7 @@
 """One reranker argument → one reranker, through ONE table of reranker kinds.
 
 Every place that takes a reranker — ``posbias evaluate --reranker``
-(:func:`hf_posbias.evaluation.runs.models.load_model`) and the listwise verbs
+(:func:`hf_posbias.evaluation.runs.mteb_models.load_mteb_model`) and the listwise verbs
 (:func:`load_reranker`) — resolves it with :func:`resolve_reranker_kind`: the kinds
 (:class:`~hf_posbias.rerankers.kinds.RerankerKind`) are tried by their ``order`` (ties:
 registration order), and the first whose ``matches(name, options)`` says yes loads it. The

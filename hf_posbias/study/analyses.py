@@ -242,9 +242,9 @@ def run_model_analyses(
     loaded = None
     for analysis in todo:
         if loaded is None:
-            from hf_posbias.evaluation.runs.models import load_model
+            from hf_posbias.evaluation.runs.mteb_models import load_mteb_model
 
-            loaded = load_model(model.folder, settings=spec.model_settings)
+            loaded = load_mteb_model(model.folder, settings=spec.model_settings)
         path = analysis_file(out, model.name, analysis)
         if analysis in EMBEDDING_ANALYSES and loaded.sentence_transformer is None:
             result = {"not_run": f"{loaded.spec} is a {loaded.kind}, not a bi-encoder"}

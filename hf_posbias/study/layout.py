@@ -130,8 +130,8 @@ def base_label(base: str) -> str:
         ('bert-base', 'someone/new-model')
     """
     from hf_posbias.errors import PosbiasError
+    from hf_posbias.modeling.bases import get_model_spec
     from hf_posbias.modeling.resolve import model_display_name
-    from hf_posbias.training.bases import get_model_spec
 
     try:
         return get_model_spec(base).name
@@ -147,10 +147,10 @@ def published_model(base: str) -> str:
         >>> published_model("bert-base"), published_model("acme/model")
         ('google-bert/bert-base-uncased', 'acme/model')
     """
-    from hf_posbias.training.bases import model_names
+    from hf_posbias.modeling.bases import model_names
 
     if base in model_names():
-        from hf_posbias.training.bases import get_model_spec
+        from hf_posbias.modeling.bases import get_model_spec
 
         return get_model_spec(base).checkpoint
     return base

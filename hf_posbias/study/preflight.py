@@ -65,10 +65,10 @@ def base_problems(spec: StudySpec) -> list[str]:
     """The bases that cannot load here: a base the study trains must be a registered base (its
     checkpoint cached or on the Hub), a local folder or a packaged model; a base evaluated as
     published (evaluation only, ``off_the_shelf``) whatever ``posbias evaluate`` loads."""
+    from hf_posbias.modeling.bases import get_model_spec
     from hf_posbias.modeling.hub_probe import missing_from_hub
     from hf_posbias.modeling.resolve import check_model_name, is_local_model
     from hf_posbias.study.layout import published_model
-    from hf_posbias.training.bases import get_model_spec
 
     problems: list[str] = []
     for base in spec.bases:

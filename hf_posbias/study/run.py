@@ -126,7 +126,7 @@ def save_untrained_base(model: StudyModel, spec: StudySpec) -> None:
     folder = Path(model.folder)
     if (folder / BASE_MARKER).is_file():
         return
-    from hf_posbias.training.bases import get_model_spec
+    from hf_posbias.modeling.bases import get_model_spec
     from hf_posbias.training.builder import build_sentence_transformer
 
     model_spec = get_model_spec(model.base)
@@ -170,9 +170,9 @@ def evaluate_study_model(
         # a redone evaluation would sit next to the stale one, and both would be published.
         shutil.rmtree(folder / RESULTS_DIRNAME, ignore_errors=True)
         if loaded is None:
-            from hf_posbias.evaluation.runs.models import load_model
+            from hf_posbias.evaluation.runs.mteb_models import load_mteb_model
 
-            loaded = load_model(model.folder, remedy=remedy, settings=spec.model_settings)
+            loaded = load_mteb_model(model.folder, remedy=remedy, settings=spec.model_settings)
         evaluate_model(
             loaded,
             [task.folder],
@@ -203,7 +203,7 @@ def check_remedies(
     """Every remedy row still to evaluate against its base (passage length, stride, pooling),
     before anything trains or evaluates: one line for the first that cannot work (saves the
     untrained bases it needs, as step 2 would)."""
-    from hf_posbias.evaluation.runs.models import load_model, with_remedy
+    from hf_posbias.evaluation.runs.mteb_models import load_mteb_model, with_remedy
 
     pending = [
         m
@@ -218,7 +218,7 @@ def check_remedies(
     for folder in dict.fromkeys(m.folder for m in pending):
         mine = [m for m in pending if m.folder == folder]
         save_untrained_base(mine[0], spec)
-        loaded = load_model(folder)
+        loaded = load_mteb_model(folder)
         for model in mine:
             with_remedy(loaded, spec.remedy_settings(str(model.remedy)))
 

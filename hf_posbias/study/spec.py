@@ -7,11 +7,10 @@ Top-level keys (every one a field of :class:`StudySpec`): ``bases``, ``configs``
 ``passage_tokens``, ``stride``, ``segments`` (inference-time remedies evaluated on each untrained
 base: rows ``base +<remedy>``), ``analyses`` with ``analysis_pairs``, ``analysis_corpus`` (the
 segment profile's document samples, :class:`ProfileSample`), ``analysis_limit``, ``analysis_slots``
-(YHP26's representation analyses on every model: :mod:`hf_posbias.study.analyses`),
-``train`` (false: evaluation only) and ``scoring`` (the protocol of every task entry that pins
-none). An entry of ``tasks`` may pin its protocol —
-scoring, buckets, the bases it runs on (:mod:`hf_posbias.study.protocol`). YHP26's study
-is ``studies/yhp26.yaml``.
+(YHP26's representation analyses on every model: :mod:`hf_posbias.study.analyses`), ``train``
+(false: evaluation only) and ``scoring`` (the protocol of every task entry that pins none). An entry
+of ``tasks`` may pin its protocol — scoring, buckets, the bases it runs on
+(:mod:`hf_posbias.study.protocol`). YHP26's study is ``studies/yhp26.yaml``.
 
 Example:
     >>> spec = StudySpec(bases=["bert-base"], data="d", tasks=["SQuAD-PosQ"],
@@ -436,8 +435,8 @@ def spec_problems(values: Mapping[str, Any]) -> list[tuple[KeyPath, str]]:
         data the study names no training data
         configs[1] unknown configuration 'uniforn' (did you mean 'uniform'?) (begin, ...)
     """
+    from hf_posbias.modeling.bases import POOLINGS
     from hf_posbias.sampling.configs import PositionConfig
-    from hf_posbias.training.bases import POOLINGS
 
     problems = value_problems(StudySpec, values)
     bad = {path[0] for path, _ in problems}

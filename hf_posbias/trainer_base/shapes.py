@@ -3,9 +3,9 @@
 Nothing can be downloaded on the machines this runs on, yet planning a run (memory, time) and
 benchmarking it need the *shape* of each paper base, not its weights. :func:`real_config` builds
 the transformers config of each registered base with the sizes of its public ``config.json``,
-in code; a random-initialised model of that config has the real parameter count, layer sizes and
-attention layout. :class:`ModelShape` condenses a config or a model into the numbers the memory
-estimate and the FLOP count need.
+written in code in one table (:data:`BASE_SHAPES`); a random-initialised model of that config
+has the real parameter count, layer sizes and attention layout. :class:`ModelShape` condenses a
+config or a model into the numbers the memory estimate and the FLOP count need.
 
 FLOPs of one training step (model FLOPs, the numerator of MFU, as in PaLM, Chowdhery et al. 2022,
 App. B): for every sequence of ``t`` tokens (queries and documents alike)::
@@ -29,8 +29,8 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from hf_posbias.errors import ModelLoadError
@@ -40,98 +40,145 @@ DECODER_FAMILIES = ("gpt2", "bloom", "llama", "qwen3")
 FAMILIES = ENCODER_FAMILIES + DECODER_FAMILIES
 """Architecture families of :func:`tiny_config` (and of ``hf_posbias.testing``'s checkpoints)."""
 
-# registered base → its family (tiny configs of the same architecture).
-FAMILY_OF_BASE: dict[str, str] = {
-    "bert-base": "bert",
-    "longformer-base": "longformer",
-    "modernbert-base": "modernbert",
-    "modernbert-large": "modernbert",
-    "gpt2-medium": "gpt2",
-    "bloom-560m": "bloom",
-    "tinyllama-nope": "llama",
-    "qwen3-0.6b": "qwen3",
+CONFIG_CLASSES: dict[str, str] = {
+    "bert": "BertConfig",
+    "longformer": "LongformerConfig",
+    "modernbert": "ModernBertConfig",
+    "gpt2": "GPT2Config",
+    "bloom": "BloomConfig",
+    "llama": "LlamaConfig",
+    "qwen3": "Qwen3Config",
 }
+"""Family → its transformers config class: what a real and a tiny config of it are built on."""
+
 _GATED_MLP_TYPES = {"llama", "qwen2", "qwen3", "mistral", "modernbert"}
 
 
-def real_config(name: str) -> Any:
-    """The transformers config of registered base ``name`` with its real sizes.
+@dataclass(frozen=True)
+class BaseShape:
+    """A registered base's architecture: its family and the sizes of its public ``config.json``
+    (the arguments its family's config class needs beyond its defaults)."""
 
-    Sizes are those of the checkpoints' public ``config.json`` (TinyLlama-NoPE is the
-    TinyLlama-1.1B shape; removing rotary embeddings changes no parameter or FLOP count).
+    family: str
+    sizes: Mapping[str, Any] = field(default_factory=dict)
+
+
+_MODERNBERT_SIZES = {
+    "vocab_size": 50368,
+    "max_position_embeddings": 8192,
+    "global_attn_every_n_layers": 3,
+    "local_attention": 128,
+    "pad_token_id": 50283,
+    "bos_token_id": 50281,
+    "eos_token_id": 50282,
+    "cls_token_id": 50281,
+    "sep_token_id": 50282,
+}
+
+BASE_SHAPES: dict[str, BaseShape] = {
+    # The library defaults are bert-base-uncased.
+    "bert-base": BaseShape("bert"),
+    "longformer-base": BaseShape(
+        "longformer",
+        {
+            "vocab_size": 50265,
+            "max_position_embeddings": 4098,
+            "attention_window": [512] * 12,
+            "type_vocab_size": 1,
+            "pad_token_id": 1,
+            "bos_token_id": 0,
+            "eos_token_id": 2,
+            "sep_token_id": 2,
+        },
+    ),
+    "modernbert-base": BaseShape(
+        "modernbert",
+        {
+            **_MODERNBERT_SIZES,
+            "hidden_size": 768,
+            "intermediate_size": 1152,
+            "num_hidden_layers": 22,
+            "num_attention_heads": 12,
+        },
+    ),
+    "modernbert-large": BaseShape(
+        "modernbert",
+        {
+            **_MODERNBERT_SIZES,
+            "hidden_size": 1024,
+            "intermediate_size": 2624,
+            "num_hidden_layers": 28,
+            "num_attention_heads": 16,
+        },
+    ),
+    "gpt2-medium": BaseShape(
+        "gpt2", {"n_embd": 1024, "n_layer": 24, "n_head": 16, "n_positions": 1024}
+    ),
+    "bloom-560m": BaseShape(
+        "bloom", {"hidden_size": 1024, "n_layer": 24, "n_head": 16, "vocab_size": 250880}
+    ),
+    # TinyLlama-NoPE has the TinyLlama-1.1B shape: removing rotary embeddings changes no
+    # parameter or FLOP count.
+    "tinyllama-nope": BaseShape(
+        "llama",
+        {
+            "vocab_size": 32000,
+            "hidden_size": 2048,
+            "intermediate_size": 5632,
+            "num_hidden_layers": 22,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 4,
+            "max_position_embeddings": 2048,
+        },
+    ),
+    "qwen3-0.6b": BaseShape(
+        "qwen3",
+        {
+            "vocab_size": 151936,
+            "hidden_size": 1024,
+            "intermediate_size": 3072,
+            "num_hidden_layers": 28,
+            "num_attention_heads": 16,
+            "num_key_value_heads": 8,
+            "head_dim": 128,
+            "max_position_embeddings": 40960,
+            "rope_theta": 1_000_000,
+            "tie_word_embeddings": True,
+        },
+    ),
+}
+"""Registered base → its architecture, the one table of per-base shapes: :func:`real_config`
+builds its config, :func:`tiny_shape_config` a tiny one of its family, and training's planning
+reads a registered base's shape from here instead of its checkpoint."""
+
+
+def base_shape(name: str) -> BaseShape:
+    """The :class:`BaseShape` of registered base ``name``; a one-line error for any other name.
+
+    Example:
+        >>> base_shape("tinyllama-nope").family
+        'llama'
+    """
+    shape = BASE_SHAPES.get(name)
+    if shape is None:
+        raise ModelLoadError(
+            f"no built-in shape for {name!r}: choose from {', '.join(BASE_SHAPES)}"
+        )
+    return shape
+
+
+def real_config(name: str) -> Any:
+    """The transformers config of registered base ``name`` with its real sizes
+    (:data:`BASE_SHAPES`).
 
     Example:
         >>> real_config("qwen3-0.6b").num_hidden_layers
         28
     """
-    from transformers import (
-        BertConfig,
-        BloomConfig,
-        GPT2Config,
-        LlamaConfig,
-        LongformerConfig,
-        ModernBertConfig,
-        Qwen3Config,
-    )
+    import transformers
 
-    if name == "bert-base":
-        return BertConfig()  # the library defaults are bert-base-uncased
-    if name == "longformer-base":
-        return LongformerConfig(
-            vocab_size=50265,
-            max_position_embeddings=4098,
-            attention_window=[512] * 12,
-            type_vocab_size=1,
-            pad_token_id=1,
-            bos_token_id=0,
-            eos_token_id=2,
-            sep_token_id=2,
-        )
-    if name in ("modernbert-base", "modernbert-large"):
-        large = name == "modernbert-large"
-        return ModernBertConfig(
-            vocab_size=50368,
-            hidden_size=1024 if large else 768,
-            intermediate_size=2624 if large else 1152,
-            num_hidden_layers=28 if large else 22,
-            num_attention_heads=16 if large else 12,
-            max_position_embeddings=8192,
-            global_attn_every_n_layers=3,
-            local_attention=128,
-            pad_token_id=50283,
-            bos_token_id=50281,
-            eos_token_id=50282,
-            cls_token_id=50281,
-            sep_token_id=50282,
-        )
-    if name == "gpt2-medium":
-        return GPT2Config(n_embd=1024, n_layer=24, n_head=16, n_positions=1024, vocab_size=50257)
-    if name == "bloom-560m":
-        return BloomConfig(hidden_size=1024, n_layer=24, n_head=16, vocab_size=250880)
-    if name == "tinyllama-nope":
-        return LlamaConfig(
-            vocab_size=32000,
-            hidden_size=2048,
-            intermediate_size=5632,
-            num_hidden_layers=22,
-            num_attention_heads=32,
-            num_key_value_heads=4,
-            max_position_embeddings=2048,
-        )
-    if name == "qwen3-0.6b":
-        return Qwen3Config(
-            vocab_size=151936,
-            hidden_size=1024,
-            intermediate_size=3072,
-            num_hidden_layers=28,
-            num_attention_heads=16,
-            num_key_value_heads=8,
-            head_dim=128,
-            max_position_embeddings=40960,
-            rope_theta=1_000_000,
-            tie_word_embeddings=True,
-        )
-    raise ModelLoadError(f"no built-in shape for {name!r}: choose from {', '.join(FAMILY_OF_BASE)}")
+    shape = base_shape(name)
+    return getattr(transformers, CONFIG_CLASSES[shape.family])(**shape.sizes)
 
 
 _TINY = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4}
@@ -139,65 +186,53 @@ _TINY = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4}
 _TINY_MLP = {**_TINY, "intermediate_size": 128}
 
 
-def _tiny_family_kwargs(family: str, max_positions: int) -> tuple[str, dict[str, Any]]:
-    """``family`` → (its transformers config class name, the tiny config's arguments)."""
+def _tiny_family_kwargs(family: str, max_positions: int) -> dict[str, Any]:
+    """``family`` → the arguments of its tiny config."""
     decoder_ids = {"bos_token_id": 0, "eos_token_id": 0}
-    families: dict[str, tuple[str, dict[str, Any]]] = {
-        "bert": (
-            "BertConfig",
-            {**_TINY_MLP, "max_position_embeddings": max_positions, "pad_token_id": 0},
-        ),
-        "longformer": (
-            "LongformerConfig",
-            {
-                **_TINY_MLP,
-                # Longformer's positions start after the padding index (RoBERTa's offset of 2)
-                "max_position_embeddings": max_positions + 2,
-                "attention_window": [32, 32],
-                "pad_token_id": 0,
-                "bos_token_id": 2,
-                "eos_token_id": 3,
-                "sep_token_id": 3,
-            },
-        ),
-        "modernbert": (
-            "ModernBertConfig",
-            {
-                **_TINY_MLP,
-                "max_position_embeddings": max_positions,
-                "pad_token_id": 0,
-                "cls_token_id": 2,
-                "sep_token_id": 3,
-                "bos_token_id": 2,
-                "eos_token_id": 3,
-                "global_attn_every_n_layers": 2,
-                "local_attention": 32,
-            },
-        ),
-        "gpt2": (
-            "GPT2Config",
-            {"n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": max_positions, **decoder_ids},
-        ),
-        "bloom": ("BloomConfig", {"hidden_size": 64, "n_layer": 2, "n_head": 4, **decoder_ids}),
-        "llama": (
-            "LlamaConfig",
-            {
-                **_TINY_MLP,
-                "num_key_value_heads": 2,
-                "max_position_embeddings": max_positions,
-                **decoder_ids,
-            },
-        ),
-        "qwen3": (
-            "Qwen3Config",
-            {
-                **_TINY_MLP,
-                "num_key_value_heads": 2,
-                "head_dim": 16,
-                "max_position_embeddings": max_positions,
-                **decoder_ids,
-            },
-        ),
+    families: dict[str, dict[str, Any]] = {
+        "bert": {**_TINY_MLP, "max_position_embeddings": max_positions, "pad_token_id": 0},
+        "longformer": {
+            **_TINY_MLP,
+            # Longformer's positions start after the padding index (RoBERTa's offset of 2)
+            "max_position_embeddings": max_positions + 2,
+            "attention_window": [32, 32],
+            "pad_token_id": 0,
+            "bos_token_id": 2,
+            "eos_token_id": 3,
+            "sep_token_id": 3,
+        },
+        "modernbert": {
+            **_TINY_MLP,
+            "max_position_embeddings": max_positions,
+            "pad_token_id": 0,
+            "cls_token_id": 2,
+            "sep_token_id": 3,
+            "bos_token_id": 2,
+            "eos_token_id": 3,
+            "global_attn_every_n_layers": 2,
+            "local_attention": 32,
+        },
+        "gpt2": {
+            "n_embd": 64,
+            "n_layer": 2,
+            "n_head": 4,
+            "n_positions": max_positions,
+            **decoder_ids,
+        },
+        "bloom": {"hidden_size": 64, "n_layer": 2, "n_head": 4, **decoder_ids},
+        "llama": {
+            **_TINY_MLP,
+            "num_key_value_heads": 2,
+            "max_position_embeddings": max_positions,
+            **decoder_ids,
+        },
+        "qwen3": {
+            **_TINY_MLP,
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "max_position_embeddings": max_positions,
+            **decoder_ids,
+        },
     }
     if family not in families:
         raise ValueError(f"unknown family {family!r}; choose from {', '.join(FAMILIES)}")
@@ -208,8 +243,8 @@ def tiny_config(family: str, vocab_size: int, max_positions: int = 512, **overri
     """The transformers config of a tiny (hidden 64, 2 layers) model of ``family``."""
     import transformers
 
-    class_name, kwargs = _tiny_family_kwargs(family, max_positions)
-    cfg = getattr(transformers, class_name)(vocab_size=vocab_size, **kwargs)
+    kwargs = _tiny_family_kwargs(family, max_positions)
+    cfg = getattr(transformers, CONFIG_CLASSES[family])(vocab_size=vocab_size, **kwargs)
     for key, value in overrides.items():
         setattr(cfg, key, value)
     return cfg
@@ -217,11 +252,8 @@ def tiny_config(family: str, vocab_size: int, max_positions: int = 512, **overri
 
 def tiny_shape_config(name: str, vocab_size: int, max_positions: int = 512) -> Any:
     """A tiny (hidden 64, 2 layers) config of the same architecture as base ``name``."""
-    if name not in FAMILY_OF_BASE:
-        raise ModelLoadError(
-            f"no built-in shape for {name!r}: choose from {', '.join(FAMILY_OF_BASE)}"
-        )
-    return tiny_config(FAMILY_OF_BASE[name], vocab_size=vocab_size, max_positions=max_positions)
+    family = base_shape(name).family
+    return tiny_config(family, vocab_size=vocab_size, max_positions=max_positions)
 
 
 @dataclass(frozen=True)

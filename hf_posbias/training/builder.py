@@ -1,7 +1,7 @@
 """Build a SentenceTransformer bi-encoder from a base checkpoint, the way YHP26 trains it.
 
 A plain transformers checkpoint becomes ``Transformer → Pooling`` with the pooling of its
-:class:`~hf_posbias.training.bases.ModelSpec` built explicitly (sentence-transformers would
+:class:`~hf_posbias.modeling.bases.ModelSpec` built explicitly (sentence-transformers would
 default to mean pooling for most plain checkpoints). Decoders get their EOS token as pad token and
 right padding: ``Pooling("lasttoken")`` picks the last position whose attention mask is 1, which is
 right for either padding side, but right padding keeps absolute position ids (GPT-2) identical to
@@ -16,7 +16,7 @@ Example:
     >>> import tempfile
     >>> from hf_posbias.testing import build_tiny_checkpoint
     >>> from hf_posbias.training.builder import build_sentence_transformer
-    >>> from hf_posbias.training.bases import get_model_spec
+    >>> from hf_posbias.modeling.bases import get_model_spec
     >>> path = build_tiny_checkpoint("gpt2", tempfile.mkdtemp(), head="causal-lm")
     >>> model = build_sentence_transformer(get_model_spec(path))
     >>> model[1].pooling_mode, model.prompts["query"], model.tokenizer.padding_side
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import ModelLoadError, first_line
-from hf_posbias.training.bases import POOLINGS, ModelSpec
+from hf_posbias.modeling.bases import POOLINGS, ModelSpec
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -80,7 +80,7 @@ def build_sentence_transformer(
     """A SentenceTransformer for ``spec`` with the right pooling, pad token, length and prompts.
 
     Args:
-        spec: the base model (see :func:`~hf_posbias.training.bases.get_model_spec`).
+        spec: the base model (see :func:`~hf_posbias.modeling.bases.get_model_spec`).
         pooling: override the spec's pooling (``cls``/``mean``/``max``/``lasttoken``).
         max_length: override the spec's maximum length (still capped by the position table).
         device: torch device; default: sentence-transformers' choice.
@@ -202,7 +202,7 @@ def count_truncated(
         >>> import tempfile
         >>> from hf_posbias.testing import build_tiny_checkpoint
         >>> from hf_posbias.training.builder import count_truncated, load_text_setup
-        >>> from hf_posbias.training.bases import get_model_spec
+        >>> from hf_posbias.modeling.bases import get_model_spec
         >>> spec = get_model_spec(build_tiny_checkpoint("bert", tempfile.mkdtemp()))
         >>> _, tokenizer, limit = load_text_setup(spec, max_length=16)
         >>> report = count_truncated(tokenizer, limit, ["short", "the fox " * 40], warn=False)

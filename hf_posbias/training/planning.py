@@ -201,9 +201,9 @@ def project_seconds(steps: Mapping[str, int], seconds: Mapping[str, float]) -> f
 def model_shape_config(spec: Any) -> Any:
     """A transformers config of ``spec``'s architecture: built in code for a registered base,
     read from the checkpoint otherwise (no weights are loaded)."""
-    from hf_posbias.trainer_base.shapes import FAMILY_OF_BASE, real_config
+    from hf_posbias.trainer_base.shapes import BASE_SHAPES, real_config
 
-    if spec.name in FAMILY_OF_BASE and not spec.inferred:
+    if spec.name in BASE_SHAPES and not spec.inferred:
         return real_config(spec.name)
     from hf_posbias.training.builder import load_text_setup
 
@@ -218,6 +218,7 @@ def plan_run(
     throughput: Mapping[str, Any] | None = None,
 ) -> RunPlan:
     """Resolve ``settings`` for ``device`` and estimate the memory plan and wall time."""
+    from hf_posbias.modeling.bases import get_model_spec
     from hf_posbias.trainer_base.attention import model_attn_implementation
     from hf_posbias.trainer_base.memory import (
         choose_memory_plan,
@@ -227,7 +228,6 @@ def plan_run(
         usable_bytes,
     )
     from hf_posbias.trainer_base.shapes import ModelShape
-    from hf_posbias.training.bases import get_model_spec
     from hf_posbias.training.builder import max_seq_length
 
     compute = settings.resolve(device, n_processes)

@@ -57,9 +57,9 @@ from hf_posbias.training.card import TRAINING_INFO
 from hf_posbias.training.training_settings import TrainingSettings
 
 if TYPE_CHECKING:
+    from hf_posbias.modeling.bases import ModelSpec
     from hf_posbias.trainer_base.compute import ResolvedCompute
     from hf_posbias.trainer_base.memory import MemoryPlan
-    from hf_posbias.training.bases import ModelSpec
     from hf_posbias.training.builder import TruncationReport
 
 logger = logging.getLogger("hf_posbias.training")
@@ -322,9 +322,9 @@ def prepare_run(cfg: TrainingSettings) -> RunInputs:
     processes, output folder, Hub token, training data, and — with the tokenizer only — the
     token lengths (truncation report, ``--mini-batch-tokens`` against the longest sequence).
     """
+    from hf_posbias.modeling.bases import get_model_spec
     from hf_posbias.trainer_base.attention import model_attn_implementation
     from hf_posbias.trainer_base.scaffold import output_folder
-    from hf_posbias.training.bases import get_model_spec
     from hf_posbias.training.builder import count_truncated, load_text_setup
 
     spec = get_model_spec(cfg.model)

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from hf_posbias.modeling.bases import PoolingName
 from hf_posbias.setting_values import above, at_least
 from hf_posbias.settings import (
     ProgressSettings,
@@ -40,7 +41,6 @@ from hf_posbias.settings import (
     shared_setting,
 )
 from hf_posbias.trainer_base.compute import ComputeSettings
-from hf_posbias.training.bases import PoolingName
 
 S = TypeVar("S", bound=ComputeSettings)
 
@@ -79,7 +79,7 @@ class TrainingSettings(ComputeSettings, ProgressSettings):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.pooling is not None:
-            from hf_posbias.training.bases import POOLINGS
+            from hf_posbias.modeling.bases import POOLINGS
 
             check_choice("pooling", self.pooling, POOLINGS)
 

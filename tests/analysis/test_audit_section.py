@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -99,20 +100,25 @@ def test_audit_of_bm25_says_why_there_is_no_curve(tmp_path: Path) -> None:
     assert "no embedding to probe" in (out / "audit.md").read_text()
 
 
-def test_audit_model_takes_the_keywords_its_verbs_settings_give(tmp_path: Path) -> None:
+def test_audit_model_takes_its_verbs_settings(tmp_path: Path) -> None:
     from hf_posbias.analysis.audit import audit_model
     from hf_posbias.evaluation.evaluation_settings import ModelAuditSettings
+    from hf_posbias.evaluation.runs.runner import evaluate_model
 
     task = _task(tmp_path / "task")
-    ctx, md_path, _ = audit_model("bm25", [task], out=tmp_path / "new", reversal=False)
+    settings = ModelAuditSettings(
+        model="bm25", task=(str(task),), out=str(tmp_path / "audit"), bootstrap=20, top_k=20
+    )
+    ctx, md_path, _ = audit_model(settings)
     assert [s.task for s in ctx.summaries] == ["FestivalFacts"] and md_path.is_file()
-    settings = ModelAuditSettings(model="bm25", task=(str(task),), out=str(tmp_path / "old"))
-    keywords = {**settings.evaluate_kwargs(), "reversal": settings.reversal}
-    old, _, _ = audit_model(settings.model, settings.task, **keywords)
-    assert old.summaries[0].ndcg_at_10 == ctx.summaries[0].ndcg_at_10
-    # The settings' reversal (on by default) reached the call: run or skipped, not left out.
-    assert (len(ctx.reversals), len(ctx.reversal_skipped)) == (0, 0)
-    assert len(old.reversals) + len(old.reversal_skipped) == 1
+    # The options it shares with evaluate reach evaluate_model as its keywords.
+    [evaluated] = evaluate_model("bm25", [task], out=tmp_path / "evaluate", bootstrap=20, top_k=20)
+    [audited] = ctx.summaries
+    assert (audited.top_k, audited.intervals) == (20, evaluated.intervals)
+    # The settings' reversal (on by default) ran: done or skipped, not left out.
+    assert len(ctx.reversals) + len(ctx.reversal_skipped) == 1
+    quiet, _, _ = audit_model(replace(settings, out=str(tmp_path / "quiet"), reversal=False))
+    assert (quiet.reversals, quiet.reversal_skipped) == ([], {})
 
 
 @pytest.mark.parametrize("start,end", [(-1, -1), (5, 5)])

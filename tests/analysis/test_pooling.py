@@ -7,13 +7,9 @@ import itertools
 import pytest
 
 from hf_posbias.analysis.evidence_cases import EvidenceCase
-from hf_posbias.analysis.pooling import (
-    POOLING_MODES,
-    build_pooled_models,
-    pooling_ablation,
-    pooling_table,
-)
+from hf_posbias.analysis.pooling import build_pooled_models, pooling_ablation, pooling_table
 from hf_posbias.errors import InputError
+from hf_posbias.modeling.bases import POOLINGS
 
 TEXT = " ".join(f"Sentence {i} describes a small fact about rivers and hills." for i in range(12))
 
@@ -23,12 +19,12 @@ def test_four_poolings_give_four_different_embeddings(tiny_models, family: str) 
     import numpy as np
 
     models = build_pooled_models(tiny_models(family), device="cpu")
-    assert list(models) == list(POOLING_MODES)
+    assert list(models) == list(POOLINGS)
     vectors = {}
     for mode, model in models.items():
         assert model[1].get_config_dict()["pooling_mode"] == mode
         vectors[mode] = model.encode(["a river runs", TEXT], convert_to_numpy=True)
-    for a, b in itertools.combinations(POOLING_MODES, 2):
+    for a, b in itertools.combinations(POOLINGS, 2):
         assert not np.allclose(vectors[a], vectors[b], atol=1e-4), f"{a} == {b}"
     # One transformer shared by all four: only the pooling differs.
     assert len({id(m[0]) for m in models.values()}) == 1
@@ -48,7 +44,7 @@ def test_sentence_transformer_folder_keeps_prompts(tiny_sentence_transformer) ->
 def test_ablation_table_has_one_row_per_mode(tiny_models) -> None:
     case = EvidenceCase("where are the hills?", TEXT, "The hills are green and tall.")
     rows = pooling_ablation(tiny_models("bert"), [case], [("d", TEXT)], n=10, progress=False)
-    assert [r.pooling for r in rows] == list(POOLING_MODES)
+    assert [r.pooling for r in rows] == list(POOLINGS)
     assert all(len(r.evidence.mean) == 10 and len(r.profile.mean) == 10 for r in rows)
     assert len({r.evidence.mean for r in rows}) == 4
     table = pooling_table(rows).splitlines()

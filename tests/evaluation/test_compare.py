@@ -98,7 +98,7 @@ def test_evaluate_cli_refuses_bootstrap_zero_and_takes_a_scoring(runs, tmp_path,
 
 
 def test_a_model_returning_nan_scores_is_a_one_line_error(runs, tmp_path):
-    from hf_posbias.evaluation.runs.models import LoadedModel, unique_model_meta
+    from hf_posbias.evaluation.runs.mteb_models import MtebModel, unique_model_meta
 
     class NaNEncoder:
         mteb_model_meta = unique_model_meta(None, "test/nan", "nan")
@@ -112,7 +112,7 @@ def test_a_model_returning_nan_scores_is_a_one_line_error(runs, tmp_path):
         def similarity_pairwise(self, a, b):
             return (np.asarray(a) * np.asarray(b)).sum(-1)
 
-    loaded = LoadedModel(spec="nan", model=NaNEncoder(), kind="bi-encoder", name="nan",
+    loaded = MtebModel(spec="nan", model=NaNEncoder(), kind="bi-encoder", name="nan",
                          revision="nan")  # fmt: skip
     with pytest.raises(InputError) as err:
         evaluate_model(loaded, [runs / "task"], out=tmp_path, bootstrap=10, progress=False)

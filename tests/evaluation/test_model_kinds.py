@@ -11,7 +11,7 @@ from openai_server import LocalChatServer, sentence_transformer_embed
 from task_fixtures import wiki_task
 
 from hf_posbias.errors import BackendError, ModelLoadError
-from hf_posbias.evaluation.runs.models import load_model
+from hf_posbias.evaluation.runs.mteb_models import load_mteb_model
 from hf_posbias.evaluation.runs.runner import evaluate_model
 from hf_posbias.modeling.resolve import ModelSettings
 
@@ -69,7 +69,7 @@ def test_endpoint_scores_equal_the_same_model_loaded_locally(
 )
 def test_endpoint_with_bad_vectors_fails_in_one_line(bad, message, task_folder, tmp_path):
     with LocalChatServer(embed=bad) as server:
-        loaded = load_model("openai:bad", settings=ModelSettings(base_url=server.url))
+        loaded = load_mteb_model("openai:bad", settings=ModelSettings(base_url=server.url))
         with pytest.raises(BackendError, match=message) as caught:
             evaluate_model(loaded, [task_folder], out=tmp_path / "o")
     assert "\n" not in str(caught.value)
@@ -91,7 +91,7 @@ def test_registry_name_loads_with_its_prompts_offline(
     )
     saved = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert saved["model_revision"] == meta.revision
-    loaded = load_model("intfloat/e5-small-v2")
+    loaded = load_mteb_model("intfloat/e5-small-v2")
     assert len(asked) == 2
     assert loaded.encoder.model.model_prompts == {"query": "query: ", "document": "passage: "}
 
@@ -99,7 +99,7 @@ def test_registry_name_loads_with_its_prompts_offline(
 def test_unknown_name_suggests_registry_names(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ModelLoadError, match="did you mean 'intfloat/e5-small-v2'") as caught:
-        load_model("intfloat/e5-smal-v2")
+        load_mteb_model("intfloat/e5-smal-v2")
     assert "\n" not in str(caught.value)
 
 
@@ -111,5 +111,5 @@ def test_remote_code_needs_the_flag(tiny_models, tmp_path):
     config.update(model_type="posbias-custom", auto_map={"AutoModel": "modeling_custom.Custom"})
     (folder / "config.json").write_text(json.dumps(config))
     with pytest.raises(ModelLoadError, match="--trust-remote-code") as caught:
-        load_model(str(folder))
+        load_mteb_model(str(folder))
     assert "\n" not in str(caught.value)

@@ -11,7 +11,7 @@ from task_fixtures import wiki_task
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.evaluation_settings import RemediesSettings
 from hf_posbias.evaluation.runs.exports import read_trec_run
-from hf_posbias.evaluation.runs.models import load_model, with_remedy
+from hf_posbias.evaluation.runs.mteb_models import load_mteb_model, with_remedy
 from hf_posbias.evaluation.runs.remedies import RemedySettings
 from hf_posbias.evaluation.runs.runner import evaluate_model
 
@@ -28,7 +28,7 @@ def task_folder(shared_data, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def base(tiny_sentence_transformer):
-    return load_model(tiny_sentence_transformer, device="cpu")
+    return load_mteb_model(tiny_sentence_transformer, device="cpu")
 
 
 def _run(loaded, task_folder: Path, out: Path) -> tuple[object, dict[str, dict[str, float]]]:
@@ -62,7 +62,7 @@ def test_one_passage_covering_every_document_scores_as_the_plain_model(base, tas
 def test_firstp_at_n_is_the_plain_model_truncated_at_n(base, task_folder, tmp_path):
     from dataclasses import replace
 
-    from hf_posbias.evaluation.runs.models import CountingEncoder
+    from hf_posbias.evaluation.runs.mteb_models import CountingEncoder
 
     n = 24
     st = base.sentence_transformer
@@ -93,7 +93,7 @@ def test_firstp_at_n_is_the_plain_model_truncated_at_n(base, task_folder, tmp_pa
 
 
 def test_segment_balanced_pooling_on_a_real_model(minilm_path, task_folder, tmp_path):
-    real = load_model(minilm_path, device="cpu")
+    real = load_mteb_model(minilm_path, device="cpu")
     _, plain_run = _run(real, task_folder, tmp_path / "none")
     one = with_remedy(real, RemedySettings(remedy="segment-balanced", segments=1))
     _same_scores(plain_run, _run(one, task_folder, tmp_path / "seg1")[1])  # Normalize kept
@@ -152,7 +152,7 @@ def test_model_free_checks_and_bm25():
     # Segment-balanced cuts no passages: the passage flags it does not read are not checked.
     assert RemedySettings(remedy="segment-balanced", passage_tokens=16, stride=17).segments == 4
     with pytest.raises(InputError, match="needs a bi-encoder"):
-        load_model("bm25", remedy=RemedySettings(remedy="maxp"))
+        load_mteb_model("bm25", remedy=RemedySettings(remedy="maxp"))
 
 
 def test_remedies_table_pairs_every_remedy_with_the_plain_model(

@@ -10,7 +10,7 @@ from task_fixtures import wiki_task
 
 from hf_posbias.errors import ModelLoadError
 from hf_posbias.evaluation.evaluation_settings import EvaluateSettings
-from hf_posbias.evaluation.runs.models import load_model
+from hf_posbias.evaluation.runs.mteb_models import load_mteb_model
 from hf_posbias.evaluation.runs.runner import evaluate_model
 from hf_posbias.rerankers.loading import reranker_kind
 from hf_posbias.rerankers.options import RerankerOptions
@@ -81,7 +81,7 @@ def test_listwise_llm_reorders_only_the_top_k(task_folder, tiny_llm, tmp_path):
         moved += second[qid][:6] != docs[:6]
     assert moved > 0  # a random LM does reorder
     options = RerankerOptions(**listwise)
-    experiment = load_model("bm25", reranker=tiny_llm, rerank_k=6, reranker_options=options)
+    experiment = load_mteb_model("bm25", reranker=tiny_llm, rerank_k=6, reranker_options=options)
     kwargs = experiment.model.mteb_model_meta.experiment_kwargs
     assert (kwargs["reranker_kind"], kwargs["window"], kwargs["rerank_k"]) == ("listwise", 4, 6)
 
@@ -119,7 +119,7 @@ def test_reranker_kinds_are_resolved_in_one_place(tiny_llm, tiny_cross_encoder):
 def test_bad_reranker_name_is_one_line_with_suggestions(name, hint, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ModelLoadError, match=hint) as caught:
-        load_model("bm25", reranker=name)
+        load_mteb_model("bm25", reranker=name)
     assert "\n" not in str(caught.value)
 
 

@@ -145,7 +145,7 @@ def test_bootstrap_is_seeded_and_zero_is_refused(task_folder, tmp_path):
 
 def test_the_verbs_settings_give_evaluate_model_its_keywords(task_folder, tmp_path):
     from hf_posbias.evaluation.evaluation_settings import EvaluateSettings
-    from hf_posbias.evaluation.runs.models import load_model
+    from hf_posbias.modeling.loaders import load_model
 
     [new] = evaluate_model("bm25", [task_folder], out=tmp_path / "new", bootstrap=20)
     settings = EvaluateSettings(model="bm25", task=(task_folder,), out=tmp_path / "a", bootstrap=20)
@@ -155,6 +155,37 @@ def test_the_verbs_settings_give_evaluate_model_its_keywords(task_folder, tmp_pa
     [again] = evaluate_model(load_model("bm25"), settings.task, **again_settings.evaluate_kwargs())
     assert again.ndcg_at_10 == new.ndcg_at_10
     assert (tmp_path / "b" / "summary.json").is_file()
+
+
+def test_a_model_loaded_once_evaluates_as_its_name_does(
+    task_folder, tiny_sentence_transformer, tmp_path, monkeypatch
+):
+    # pb.load_model: the one loader of model arguments; evaluate makes it ready for mteb each
+    # time (a remedy included) and never loads it again.
+    from hf_posbias.evaluation.runs.remedies import RemedySettings
+    from hf_posbias.modeling import loaders
+
+    loaded = loaders.load_model(tiny_sentence_transformer, device="cpu")
+    assert (loaded.source, type(loaded.model).__name__) == ("folder", "SentenceTransformer")
+    [by_name] = evaluate_model(
+        tiny_sentence_transformer, [task_folder], out=tmp_path / "name", bootstrap=None
+    )
+
+    def loaded_again(*args, **kwargs):
+        raise AssertionError("a loaded model was loaded again")
+
+    monkeypatch.setattr(loaders, "load_named_sentence_transformer", loaded_again)
+    [plain] = evaluate_model(loaded, [task_folder], out=tmp_path / "plain", bootstrap=None)
+    same = ("model", "model_name", "model_revision", "ndcg_at_10", "encode_stats")
+    assert [getattr(plain, k) for k in same] == [getattr(by_name, k) for k in same]
+    limit = loaded.model.max_seq_length
+    maxp = RemedySettings(remedy="maxp", passage_tokens=limit, stride=8)
+    [remedied] = evaluate_model(
+        loaded, [task_folder], out=tmp_path / "maxp", bootstrap=None, remedy=maxp
+    )
+    assert (plain.remedy, remedied.remedy) == (None, "maxp")
+    with pytest.raises(InputError, match="a reranker is given by name"):
+        evaluate_model(loaded, [task_folder], out=tmp_path / "rr", first_stage="bm25")
 
 
 def test_cross_encoder_reranks_bm25_top_k(task_folder, tiny_cross_encoder, tmp_path):
@@ -168,9 +199,9 @@ def test_cross_encoder_reranks_bm25_top_k(task_folder, tiny_cross_encoder, tmp_p
     assert all(v == pytest.approx(1.0) for v in summary.metrics["recall_at_10"].values())
     assert "experiments" in summary.mteb_result_path  # filed apart from the plain reranker
     # The same pipeline spelled the other way round: the cross-encoder is the model.
-    from hf_posbias.evaluation.runs.models import load_model
+    from hf_posbias.evaluation.runs.mteb_models import load_mteb_model
 
-    same = load_model(tiny_cross_encoder, first_stage="bm25", rerank_k=5)
+    same = load_mteb_model(tiny_cross_encoder, first_stage="bm25", rerank_k=5)
     assert (same.kind, same.reranker, same.first_stage) == ("rerank", tiny_cross_encoder, "bm25")
     assert same.model.mteb_model_meta.experiment_kwargs["rerank_k"] == 5
 

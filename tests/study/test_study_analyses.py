@@ -186,7 +186,7 @@ def test_reversal_runs_on_the_tasks_of_the_models_base_only(monkeypatch, tmp_pat
     its result's key names only the tasks it ran (issue 43)."""
     from types import SimpleNamespace
 
-    import hf_posbias.evaluation.runs.models as models
+    import hf_posbias.evaluation.runs.mteb_models as mteb_models
     import hf_posbias.evaluation.runs.reversal as reversal
     from hf_posbias.study.analyses import (
         AnalysisInputs,
@@ -204,7 +204,9 @@ def test_reversal_runs_on_the_tasks_of_the_models_base_only(monkeypatch, tmp_pat
         return SimpleNamespace(to_dict=lambda: {"task": folder})
 
     monkeypatch.setattr(reversal, "mirror_reversal", fake_reversal)
-    monkeypatch.setattr(models, "load_model", lambda folder, **settings: SimpleNamespace())
+    monkeypatch.setattr(
+        mteb_models, "load_mteb_model", lambda folder, **settings: SimpleNamespace()
+    )
     monkeypatch.setattr("hf_posbias.study.analyses.evaluation_fingerprint", lambda m, s: "fp")
     spec = StudySpec(bases=["a", "b"], data="d", tasks=["t"], analyses=["reversal"])
     tasks = [StudyTask("All", "All", "all-folder", "f1"),

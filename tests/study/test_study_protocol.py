@@ -88,7 +88,9 @@ def test_exclude_truncated_is_part_of_the_study_and_reaches_every_evaluation(mon
         calls.append(kwargs)
 
     monkeypatch.setattr(runner, "evaluate_model", evaluate)
-    monkeypatch.setattr("hf_posbias.evaluation.runs.models.load_model", lambda *a, **k: "m")
+    monkeypatch.setattr(
+        "hf_posbias.evaluation.runs.mteb_models.load_mteb_model", lambda *a, **k: "m"
+    )
     monkeypatch.setattr("hf_posbias.study.run.evaluation_fingerprint", lambda m, s: "fp")
     model = StudyModel("bert-base", "base", None, str(tmp_path / "m"))
     tasks = [StudyTask("T", "T", "T", "f", scoring="zeng2025"),

@@ -13,7 +13,7 @@ from hf_posbias.study.spec import StudySpec
 
 
 def test_a_redone_evaluation_leaves_one_result_file(tmp_path, monkeypatch) -> None:
-    import hf_posbias.evaluation.runs.models as models
+    import hf_posbias.evaluation.runs.mteb_models as mteb_models
     import hf_posbias.evaluation.runs.runner as runner
 
     model_folder = tmp_path / "model"
@@ -32,7 +32,9 @@ def test_a_redone_evaluation_leaves_one_result_file(tmp_path, monkeypatch) -> No
         (target / "Task.json").write_text(json.dumps({"task_name": "Task"}))
 
     monkeypatch.setattr(runner, "evaluate_model", fake_evaluate)
-    monkeypatch.setattr(models, "load_model", lambda folder, remedy=None, settings=None: object())
+    monkeypatch.setattr(
+        mteb_models, "load_mteb_model", lambda folder, remedy=None, settings=None: object()
+    )
     assert evaluate_study_model(model, [task], spec, out) == (1, 0)
     # The model changes (retrained, or its card rewritten): the evaluation is redone.
     (model_folder / "weights.bin").write_bytes(b"w2")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hf_posbias.errors import BudgetError, InputError
+from hf_posbias.errors import BudgetError, InputError, ModelLoadError
 from hf_posbias.trainer_base.compute import ComputeSettings
 from hf_posbias.trainer_base.memory import (
     GIB,
@@ -173,3 +173,18 @@ def test_out_of_memory_during_training_is_one_line():
         "--gradient-checkpointing on",
     ):
         assert option in message
+
+
+def test_every_paper_base_has_one_shape_of_its_family_and_size():
+    from hf_posbias.modeling.bases import PAPER_MODELS, get_model_spec
+    from hf_posbias.trainer_base.shapes import BASE_SHAPES, base_shape, tiny_shape_config
+
+    assert list(BASE_SHAPES) == list(PAPER_MODELS)
+    for name in PAPER_MODELS:
+        config = real_config(name)
+        family = base_shape(name).family
+        assert config.model_type == family == tiny_shape_config(name, 100).model_type
+        n_params_m = ModelShape.from_config(config).n_params / 1e6
+        assert abs(n_params_m / get_model_spec(name).params_m - 1) < 0.1, name
+    with pytest.raises(ModelLoadError, match="no built-in shape for 'bert-larg'"):
+        real_config("bert-larg")

@@ -290,7 +290,7 @@ def test_weighted_loss_equals_cached_mnrl_at_unit_weights_and_scales(tiny_models
     import torch
     from sentence_transformers.sentence_transformer.losses import CachedMultipleNegativesRankingLoss
 
-    from hf_posbias.training.bases import get_model_spec
+    from hf_posbias.modeling.bases import get_model_spec
     from hf_posbias.training.builder import build_sentence_transformer
     from hf_posbias.training.losses import weighted_cached_mnrl
 
@@ -560,7 +560,7 @@ def test_weighted_loss_gathers_like_one_big_batch(tiny_models, monkeypatch):
     import sentence_transformers.util as st_util
     import torch
 
-    from hf_posbias.training.bases import get_model_spec
+    from hf_posbias.modeling.bases import get_model_spec
     from hf_posbias.training.builder import build_sentence_transformer
     from hf_posbias.training.losses import weighted_cached_mnrl
 

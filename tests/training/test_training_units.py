@@ -11,7 +11,7 @@ import pytest
 from guards import HANG_GUARD_S
 
 from hf_posbias.errors import ModelLoadError
-from hf_posbias.training.bases import PAPER_MODELS, ModelSpec, get_model_spec, register_model
+from hf_posbias.modeling.bases import PAPER_MODELS, ModelSpec, get_model_spec, register_model
 from hf_posbias.training.batching import SingleBinBatchSamplerFactory, plan_batches
 from hf_posbias.training.matrix import expand_runs, run_matrix, select_shard
 

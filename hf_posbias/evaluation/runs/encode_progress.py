@@ -7,7 +7,7 @@ terminal, plain lines each 10 % or 30 s in a log, nothing with ``--no-progress``
 - **texts encoded**: every batch the bi-encoder's ``SentenceTransformer`` embeds (a forward hook
   for the duration of the run), against the task's documents + queries; an encoder without a
   ``SentenceTransformer`` (an mteb registry wrapper) counts whole ``encode`` calls instead
-  (:class:`~hf_posbias.evaluation.runs.models.CountingEncoder` reports them);
+  (:class:`~hf_posbias.evaluation.runs.mteb_models.CountingEncoder` reports them);
 - **queries scored**: queries whose similarity to the whole corpus is computed (mteb scores all
   queries against one corpus chunk at a time, so they count as done when the last chunk is).
 

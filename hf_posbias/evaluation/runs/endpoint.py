@@ -5,13 +5,15 @@ limit) is the generation backend's :class:`~hf_posbias.generation.backends.OpenA
 Texts go out in batches of ``batch_size`` on ``max_concurrency`` threads; every answer is
 checked — one vector per input, all of one size, all finite — and a wrong one stops the run in
 one line (:class:`~hf_posbias.errors.BackendError`) instead of scoring garbage. Scores are
-cosine similarities, as for the sentence-transformers models most endpoints serve.
+cosine similarities, as for the sentence-transformers models most endpoints serve. What
+``openai:<model>`` means is the resolver's
+(:func:`~hf_posbias.modeling.resolve.parse_endpoint_model`).
 
 Example:
-    >>> parse_endpoint_model("openai:text-embedding-3-small")
-    'text-embedding-3-small'
-    >>> parse_endpoint_model("all-MiniLM-L6-v2") is None
-    True
+    >>> from hf_posbias.modeling.resolve import ModelSettings
+    >>> endpoint = embedding_endpoint("openai:text-embedding-3-small", ModelSettings())
+    >>> endpoint.model, endpoint.batch_size
+    ('text-embedding-3-small', 64)
 """
 
 from __future__ import annotations
@@ -24,17 +26,7 @@ import numpy as np
 
 from hf_posbias.errors import BackendError
 from hf_posbias.generation.backends import OpenAIEndpoint
-
-ENDPOINT_PREFIX = "openai:"
-"""Model argument prefix of an OpenAI-compatible embeddings endpoint."""
-
-
-def parse_endpoint_model(spec: str) -> str | None:
-    """The endpoint's model name in ``openai:<model>``, ``None`` for any other model argument."""
-    text = str(spec)
-    if not text.startswith(ENDPOINT_PREFIX):
-        return None
-    return text[len(ENDPOINT_PREFIX) :].strip() or None
+from hf_posbias.modeling.resolve import parse_endpoint_model
 
 
 def embedding_endpoint(spec: str, settings: Any) -> EmbeddingEndpoint:

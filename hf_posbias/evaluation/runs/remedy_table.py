@@ -167,7 +167,7 @@ def compare_remedies(
 
     from hf_posbias.evaluation.compare import compare_runs
     from hf_posbias.evaluation.runs.exports import safe_name
-    from hf_posbias.evaluation.runs.models import load_model, with_remedy
+    from hf_posbias.evaluation.runs.mteb_models import load_mteb_model, with_remedy
     from hf_posbias.evaluation.runs.runner import evaluate_model, load_tasks
     from hf_posbias.progress import progress
     from hf_posbias.shards import write_json, write_text_atomic
@@ -175,7 +175,7 @@ def compare_remedies(
 
     s = settings
     tasks = load_tasks(s.task, scoring=s.scoring, top_k=s.top_k)
-    base = load_model(s.model, device=s.device)
+    base = load_mteb_model(s.model, device=s.device)
     names = ["none", *s.remedies]
     # Every remedy's settings are checked against the model before the first encoding.
     for name in names:

@@ -307,8 +307,9 @@ def mirror_reversal(
     """Run the mirror-reversal diagnostic of ``model`` on ``task``.
 
     Args:
-        model: a model argument (as for ``posbias evaluate``) or a loaded
-            :class:`~hf_posbias.evaluation.runs.models.LoadedModel`.
+        model: a model argument (as for ``posbias evaluate``), a model loaded by
+            :func:`hf_posbias.modeling.loaders.load_model` or one made ready for mteb
+            (:class:`~hf_posbias.evaluation.runs.mteb_models.MtebModel`).
         task: a task folder, name or task object; queries need character spans.
         out_dir: where the two derived task folders and ``reversal.json`` are written.
         progress: plain progress lines while each of the two evaluations runs.
@@ -316,7 +317,7 @@ def mirror_reversal(
     Example:
         >>> # mirror_reversal("bm25", "tasks/scifact-evidence", "runs/rev").delta_rev
     """
-    from hf_posbias.evaluation.runs.models import LoadedModel, load_model
+    from hf_posbias.evaluation.runs.mteb_models import MtebModel, load_mteb_model
     from hf_posbias.evaluation.runs.runner import run_task
     from hf_posbias.shards import write_json
     from hf_posbias.tasks.mteb_tasks import get_task
@@ -326,7 +327,7 @@ def mirror_reversal(
     data = task_obj.task_data
     out = Path(out_dir)
     split = build_reversal_tasks(data, out, k=k)
-    loaded = model if isinstance(model, LoadedModel) else load_model(str(model))
+    loaded = model if isinstance(model, MtebModel) else load_mteb_model(model)
     scores: dict[str, dict[str, float | None]] = {}
     for label, folder in (("before", split.original), ("after", split.mirrored)):
         derived = get_task(folder, top_k=top_k)

@@ -5,7 +5,8 @@ The flow for ``evaluate_model(model, tasks, out=…)``:
 1. every task is resolved (:func:`hf_posbias.tasks.mteb_tasks.get_task`, with the chosen
    ``scoring``) and its data loaded and validated *before* the model is loaded, so a broken
    folder fails in a second, in one line;
-2. the model is loaded once (:func:`hf_posbias.evaluation.runs.models.load_model`);
+2. the model is loaded once (:func:`hf_posbias.modeling.loaders.load_model`) and made ready for
+   mteb (:func:`hf_posbias.evaluation.runs.mteb_models.load_mteb_model`);
 3. each task runs through ``mteb.evaluate`` with an explicit result folder
    (``<out>/mteb-results``, mteb's ``ResultCache`` layout, ``overwrite_strategy="always"``: a
    rerun never silently reuses old scores). The task's ``task_specific_scores`` hook puts the
@@ -66,13 +67,15 @@ from hf_posbias.evaluation.runs.exports import (
     write_per_query,
     write_trec_run,
 )
-from hf_posbias.evaluation.runs.models import LoadedModel, check_model_argument, load_model
+from hf_posbias.evaluation.runs.mteb_models import MtebModel, load_mteb_model
 from hf_posbias.evaluation.summary import EvaluationSummary, write_summary_json
+from hf_posbias.modeling.resolve import check_model_name
 from hf_posbias.tasks.benchmark_registry import DEFAULT_TOP_K, SPLIT
 
 if TYPE_CHECKING:
     from hf_posbias.evaluation.runs.remedies import RemedySettings
     from hf_posbias.evaluation.runs.truncation import TruncationCount
+    from hf_posbias.modeling.loaders import LoadedModel
     from hf_posbias.modeling.resolve import ModelSettings
     from hf_posbias.rerankers.options import RerankerOptions
 
@@ -93,7 +96,7 @@ def scores_by_subset(task_result: Any, split: str = SPLIT) -> dict[str, dict[str
 
 
 def run_task(
-    loaded: LoadedModel,
+    loaded: MtebModel,
     task: Any,
     *,
     batch_size: int = 32,
@@ -140,7 +143,7 @@ def run_task(
     return result.task_results[0]
 
 
-def search_model(loaded: LoadedModel, corpus_chunk_size: int = CORPUS_CHUNK_SIZE) -> Any:
+def search_model(loaded: MtebModel, corpus_chunk_size: int = CORPUS_CHUNK_SIZE) -> Any:
     """What ``mteb.evaluate`` runs for ``loaded``: a bi-encoder inside mteb's own exact search
     (``SearchEncoderWrapper``), which encodes the corpus ``corpus_chunk_size`` documents at a
     time, scores each chunk against every query and merges the per-chunk top-k in a heap, so
@@ -150,8 +153,8 @@ def search_model(loaded: LoadedModel, corpus_chunk_size: int = CORPUS_CHUNK_SIZE
     corpus whose embeddings do not fit in memory is searched exactly, one chunk at a time.
 
     Example:
-        >>> from hf_posbias.evaluation.runs.models import LoadedModel
-        >>> bm25 = LoadedModel(spec="bm25", model=object(), kind="bm25", name="bm25", revision="")
+        >>> from hf_posbias.evaluation.runs.mteb_models import MtebModel
+        >>> bm25 = MtebModel(spec="bm25", model=object(), kind="bm25", name="bm25", revision="")
         >>> search_model(bm25, 1000) is bm25.model
         True
     """
@@ -165,7 +168,7 @@ def search_model(loaded: LoadedModel, corpus_chunk_size: int = CORPUS_CHUNK_SIZE
 
 
 @contextlib.contextmanager
-def _run_progress(loaded: LoadedModel, task: Any, label: str, *, disable: bool) -> Iterator[None]:
+def _run_progress(loaded: MtebModel, task: Any, label: str, *, disable: bool) -> Iterator[None]:
     """Counted progress while mteb evaluates an encoder; a heartbeat for the other models."""
     from hf_posbias.evaluation.runs.encode_progress import EvaluationProgress, task_size
     from hf_posbias.progress import Heartbeat
@@ -210,7 +213,7 @@ def _intervals(
 
 
 def summarize_task(
-    loaded: LoadedModel,
+    loaded: MtebModel,
     task: Any,
     task_result: Any,
     *,
@@ -335,7 +338,7 @@ def summarize_task(
     return summaries
 
 
-def _truncation(loaded: LoadedModel, task: Any, exclude: bool) -> TruncationCount | None:
+def _truncation(loaded: MtebModel, task: Any, exclude: bool) -> TruncationCount | None:
     """Count the task's truncated queries in the model's tokenization (``None`` for a model
     without a token limit of its own); with ``exclude``, leave them out of the task."""
     from hf_posbias.evaluation.runs.truncation import (
@@ -394,7 +397,7 @@ def write_summaries(summaries: Sequence[EvaluationSummary], out_dir: str | Path)
 
 
 def evaluate_model(
-    model: str | LoadedModel,
+    model: str | os.PathLike[str] | LoadedModel | MtebModel,
     tasks: Sequence[str | Path | Any],
     *,
     out: str | Path,
@@ -424,9 +427,12 @@ def evaluate_model(
 
     Args:
         model: a model name as ``posbias evaluate --model`` takes it (``bm25``, a folder, a Hub
-            id, ``openai:<model>``, …), or an already loaded model
-            (:func:`~hf_posbias.evaluation.runs.models.load_model`; the loading keywords —
-            ``device``, ``model_options``, ``remedy``, the reranker's — are then not used).
+            id, ``openai:<model>``, …); a model loaded once for several evaluations
+            (``pb.load_model``, :func:`hf_posbias.modeling.loaders.load_model`: ``device`` and
+            ``model_options`` then load only the reranker, ``remedy`` and the reranker apply);
+            or a model made ready for mteb already
+            (:func:`~hf_posbias.evaluation.runs.mteb_models.load_mteb_model`: every loading
+            keyword is then unused).
         tasks: task folders, registered task names or task objects already loaded
             (:func:`load_tasks`).
         out: the output folder.
@@ -467,12 +473,12 @@ def evaluate_model(
     """
     check_run_options(batch_size=batch_size, top_k=top_k, scoring=scoring, bootstrap=bootstrap)
     if isinstance(model, str | os.PathLike) and not first_stage:
-        check_model_argument(str(model))  # a misspelt name: one line before mteb loads
+        check_model_name(model)  # a misspelt name: one line before mteb loads
     task_objects = load_tasks(tasks, scoring=scoring, top_k=top_k)
-    if isinstance(model, LoadedModel):
+    if isinstance(model, MtebModel):
         loaded = model
     else:
-        loaded = load_model(
+        loaded = load_mteb_model(
             model,
             reranker=reranker,
             first_stage=first_stage,

@@ -1,34 +1,36 @@
-"""Models for ``mteb.evaluate`` on position tasks: BM25, bi-encoders, reranking pipelines.
+"""Models as ``mteb.evaluate`` runs them: a loaded model wrapped, counted and searched.
 
-:func:`load_model` resolves a model argument once (``bm25`` → :class:`~.search.BM25Model`;
-anything else through :mod:`hf_posbias.modeling`: local path → packaged model → Hub id) and gives
-each model a unique mteb name and revision (the mteb pitfall in docs/contributing-notes.md):
-every local model is ``no_model_name/available`` unless named, and mteb's result cache would hand
-a second checkpoint the first one's scores. A local folder's revision is a hash of its files
-(weights included).
+Loading itself is :func:`hf_posbias.modeling.loaders.load_model`'s (what a model argument means
+and how it loads: ``bm25``, ``openai:<model>``, a folder, a packaged model, an mteb registry
+entry, a Hub id). What evaluation adds is here: :func:`load_mteb_model` gives each model a
+unique mteb name and revision (the mteb pitfall in docs/contributing-notes.md: every local model
+is ``no_model_name/available`` unless named, and mteb's result cache would hand a second
+checkpoint the first one's scores; a local folder's revision is a hash of its files, weights
+included), builds BM25's index search and the endpoint's encoder, puts a bi-encoder behind an
+inference-time remedy, and puts a reranker over a first stage (a reranking pipeline).
 
-Bi-encoders are wrapped in :class:`CountingEncoder`, which forwards every call to mteb's
+Encoders are wrapped in :class:`CountingEncoder`, which forwards every call to mteb's
 ``SentenceTransformerEncoderWrapper`` unchanged and counts the texts encoded per prompt type:
 the summaries report them (each corpus text is encoded once, by mteb itself, since a position
 task is one subset).
 
 Example:
-    >>> from hf_posbias.evaluation.runs.models import unique_model_meta
+    >>> from hf_posbias.evaluation.runs.mteb_models import unique_model_meta
     >>> unique_model_meta(None, "my-model", "local-abc").name
     'local/my-model'
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hf_posbias.errors import InputError, ModelLoadError
-from hf_posbias.hashing import folder_fingerprint
+from hf_posbias.errors import InputError
 from hf_posbias.jsonable import JsonRecord
-from hf_posbias.modeling.resolve import ModelSettings
+from hf_posbias.modeling.loaders import LoadedModel, load_model
+from hf_posbias.modeling.resolve import ModelSettings, check_model_path, model_identity
 from hf_posbias.settings import flag_name
 
 if TYPE_CHECKING:
@@ -133,7 +135,7 @@ def unique_model_meta(
 
 
 @dataclass
-class LoadedModel:
+class MtebModel:
     """A model ready for ``mteb.evaluate`` plus what the summaries report about it."""
 
     spec: str
@@ -178,41 +180,6 @@ class LoadedModel:
         return self.search.stats.to_dict() if self.search is not None else None
 
 
-def _check_model_path(spec: str) -> None:
-    text = str(spec)
-    if text.startswith(("/", "./", "../", "~")) and not Path(text).expanduser().exists():
-        raise ModelLoadError(f"model path {text} does not exist")
-
-
-def check_model_argument(spec: str) -> None:
-    """Fail in one line, before tasks or mteb load, on a model argument that resolves nowhere: a
-    missing path, or a name in no local folder, package, mteb registry, HF cache or (online) Hub
-    (:func:`~hf_posbias.modeling.resolve.check_model_name`)."""
-    from hf_posbias.modeling.resolve import check_model_name
-
-    _check_model_path(spec)
-    check_model_name(spec)
-
-
-def _model_identity(spec: str, loaded: Any) -> tuple[str, str]:
-    """Unique mteb (name, revision) for a model argument (see docs/contributing-notes.md, mteb)."""
-    from hf_posbias.modeling.resolve import PACKAGED_MODELS, model_display_name, model_location
-
-    resolved = model_location(spec)
-    if spec in PACKAGED_MODELS:
-        name = spec if "/" in spec else f"sentence-transformers/{spec}"
-    else:
-        name = model_display_name(spec)
-    if Path(resolved).exists():
-        return name, f"local-{folder_fingerprint(resolved)}"
-    revision = None
-    try:  # transformers records the Hub commit it loaded
-        revision = loaded[0].auto_model.config._commit_hash
-    except (AttributeError, IndexError, KeyError, TypeError):
-        revision = getattr(getattr(loaded, "config", None), "_commit_hash", None)
-    return name, revision or "no_revision_available"
-
-
 def _wrap_sentence_transformer(st_model: Any, name: str, revision: str) -> tuple[Any, str]:
     """mteb's wrapper for a loaded sentence-transformers model (dense, sparse, multi-vector)."""
     from sentence_transformers import MultiVectorEncoder, SparseEncoder
@@ -233,43 +200,34 @@ def _wrap_sentence_transformer(st_model: Any, name: str, revision: str) -> tuple
     return wrapper, kind
 
 
-def _load_retriever(
-    spec: str,
-    *,
-    device: str | None,
-    settings: ModelSettings,
-    remedy: RemedySettings | None = None,
+def _retriever(
+    loaded: LoadedModel, remedy: RemedySettings | None = None
 ) -> tuple[Any, str, str, Any, Any, str]:
-    """(mteb model, name, revision, encoder-or-None, search-or-None, kind) for a retriever spec
-    (the order of :mod:`hf_posbias.modeling`)."""
+    """(mteb model, name, revision, encoder-or-None, search-or-None, kind) of a loaded
+    retriever: BM25's index search, the endpoint's encoder, a registry model or a
+    sentence-transformers model wrapped for mteb (and behind ``remedy``)."""
     from hf_posbias.evaluation.runs.search import BM25Model
-    from hf_posbias.modeling.loaders import load_named_sentence_transformer, load_registry_model
-    from hf_posbias.modeling.resolve import resolve_model
 
-    resolved = resolve_model(spec)
-    if resolved.source == "bm25":
+    if loaded.source == "bm25":
         if remedy is not None and remedy.remedy != "none":
             raise InputError(f"{flag_name('remedy')} needs a bi-encoder, not BM25")
         bm25 = BM25Model()
         meta = bm25.mteb_model_meta
         return bm25, str(meta.name), str(meta.revision), None, bm25, "bm25"
-    _check_model_path(spec)
-    if resolved.source == "endpoint":
-        endpoint_encoder, name, revision = load_endpoint_encoder(spec, settings)
+    if loaded.source == "endpoint":
+        endpoint_encoder, name, revision = load_endpoint_encoder(loaded.name, loaded.settings)
         encoder = CountingEncoder(endpoint_encoder)
         return encoder, name, revision, encoder, None, "endpoint"
-    reg = resolved.meta
-    if reg is not None:  # an mteb registry entry: mteb's own loader
-        model = load_registry_model(
-            reg, device=device, trust_remote_code=settings.trust_remote_code
-        )
+    reg = loaded.resolved.meta
+    if reg is not None:  # an mteb registry entry, loaded by mteb's own loader
+        model = loaded.model
         meta = unique_model_meta(model.mteb_model_meta, str(reg.name), str(reg.revision))
         model.mteb_model_meta = meta
         encoder = CountingEncoder(model, meta=meta)
         kind = "registry"
         return encoder, str(reg.name), str(reg.revision), encoder, None, kind
-    st_model = load_named_sentence_transformer(spec, device=device, settings=settings)
-    name, revision = _model_identity(spec, st_model)
+    st_model = loaded.model
+    name, revision = model_identity(loaded.name, st_model)
     wrapper, kind = _wrap_sentence_transformer(st_model, name, revision)
     if kind == "multi-vector":  # mteb searches it itself (MaxSim index): nothing to count
         return wrapper, name, revision, None, None, kind
@@ -295,7 +253,7 @@ def _remedied(st_model: Any, wrapper: Any, remedy: RemedySettings | None) -> tup
     return search, encoder, search
 
 
-def with_remedy(loaded: LoadedModel, remedy: RemedySettings) -> LoadedModel:
+def with_remedy(loaded: MtebModel, remedy: RemedySettings) -> MtebModel:
     """The same loaded bi-encoder (no reload) behind another remedy, with fresh counters.
 
     The remedy's settings are checked against the model here, before any encoding.
@@ -348,7 +306,7 @@ def _mteb_cross_encoder(
         ce = load_cross_encoder(
             ce_spec, device=device, trust_remote_code=settings.trust_remote_code
         )
-        name, revision = _model_identity(ce_spec, ce)
+        name, revision = model_identity(ce_spec, ce)
         ce_wrapper = CrossEncoderWrapper(ce)
     ce_wrapper.mteb_model_meta = unique_model_meta(ce_wrapper.mteb_model_meta, name, revision)
     return ce_wrapper, name, revision
@@ -415,8 +373,8 @@ def _load_second_stage(
     return pipeline, str(meta.name), revision
 
 
-def load_model(
-    model: str,
+def load_mteb_model(
+    model: str | os.PathLike[str] | LoadedModel,
     *,
     reranker: str | None = None,
     first_stage: str | None = None,
@@ -425,14 +383,18 @@ def load_model(
     settings: ModelSettings | None = None,
     remedy: RemedySettings | None = None,
     reranker_options: RerankerOptions | None = None,
-) -> LoadedModel:
-    """Load a retriever (``bm25`` or a bi-encoder) or a two-stage reranking pipeline.
+) -> MtebModel:
+    """A retriever (``bm25``, an embedding model, an endpoint) or a two-stage reranking
+    pipeline, ready for ``mteb.evaluate``.
 
+    ``model`` is a model argument, loaded here by :func:`hf_posbias.modeling.loaders.load_model`
+    (with ``device`` and ``settings``), or a model loaded by it already (``pb.load_model``: not
+    loaded again; ``device`` and ``settings`` then apply only to a reranker loaded here).
     ``remedy`` wraps the bi-encoder (the retriever) in an inference-time remedy
     (:class:`hf_posbias.evaluation.runs.remedies.RemedySearch`); checked before any encoding.
 
-    Two spellings of the same pipeline: ``load_model("bm25", reranker=R)`` and
-    ``load_model(R, first_stage="bm25")`` — the reranker ``R`` (any kind of
+    Two spellings of the same pipeline: ``load_mteb_model("bm25", reranker=R)`` and
+    ``load_mteb_model(R, first_stage="bm25")`` — the reranker ``R`` (a name, of any kind of
     :mod:`hf_posbias.rerankers.loading`: a cross-encoder, an mteb registry reranker, a listwise
     LLM, the BM25 control or a plugin's kind) reorders the first stage's top ``rerank_k``; a
     listwise reranker is loaded and slid with ``reranker_options`` (window, step, passage
@@ -440,6 +402,11 @@ def load_model(
 
     Raises:
         ModelLoadError: a model path that does not exist or a model that cannot load.
+        InputError: both ``reranker`` and ``first_stage``; a reranker given as a loaded model.
+
+    Example:
+        >>> load_mteb_model("bm25").kind
+        'bm25'
     """
     if reranker and first_stage:
         raise InputError("give either a reranker (model = first stage) or a first stage, not both")
@@ -447,14 +414,23 @@ def load_model(
         retriever_spec, reranker_spec = first_stage, model
     else:
         retriever_spec, reranker_spec = model, reranker
+    if isinstance(reranker_spec, LoadedModel):
+        raise InputError(
+            f"a reranker is given by name (it loads as its kind), not as a loaded model: "
+            f"{reranker_spec.name}"
+        )
     settings = settings or ModelSettings()
-    retriever, name, revision, encoder, search, kind = _load_retriever(
-        retriever_spec, device=device, settings=settings, remedy=remedy
+    loaded = (
+        retriever_spec
+        if isinstance(retriever_spec, LoadedModel)
+        else load_model(retriever_spec, device=device, settings=settings)
     )
+    retriever, name, revision, encoder, search, kind = _retriever(loaded, remedy)
+    spec = model.name if isinstance(model, LoadedModel) else str(model)
     remedy_name = remedy.remedy if remedy is not None and remedy.remedy != "none" else None
     if not reranker_spec:
-        return LoadedModel(
-            spec=model,
+        return MtebModel(
+            spec=spec,
             model=retriever,
             kind=kind,
             name=name,
@@ -463,7 +439,8 @@ def load_model(
             search=search,
             remedy=remedy_name,
         )
-    _check_model_path(reranker_spec)
+    reranker_spec = str(reranker_spec)
+    check_model_path(reranker_spec)
     pipeline, rr_name, rr_revision = _load_second_stage(
         reranker_spec,
         retriever,
@@ -473,8 +450,8 @@ def load_model(
         settings=settings,
         options=reranker_options,
     )
-    return LoadedModel(
-        spec=model,
+    return MtebModel(
+        spec=spec,
         model=pipeline,
         kind="rerank",
         name=rr_name,
@@ -482,7 +459,7 @@ def load_model(
         encoder=encoder,
         search=pipeline,
         reranker=reranker_spec,
-        first_stage=retriever_spec,
+        first_stage=loaded.name,
         rerank_k=rerank_k,
         remedy=remedy_name,
     )

@@ -1,4 +1,4 @@
-"""Registry of the base models trained in YHP26 (§4, App. D) plus user-defined ones.
+"""The base models trained in YHP26 (§4, App. D) plus user-defined ones: what a base name means.
 
 Each base is a :class:`ModelSpec`: checkpoint id, encoder/decoder, positional encoding, pooling,
 size, maximum length, and the two values that follow from them in YHP26's setup (App. D) — the
@@ -6,14 +6,15 @@ learning rate (4e-5 below 400M parameters, 2e-5 above) and the query prefix (``"
 encoders, ``"Retrieve a relevant passage: "`` for decoders; never a document prefix).
 
 Short names: ``bert-base``, ``longformer-base``, ``modernbert-base``, ``modernbert-large``,
-``gpt2-medium``, ``bloom-560m``, ``tinyllama-nope``, ``qwen3-0.6b``. Anything else is either a
-registered name (:func:`register_model` from Python; a third party's package registers a
-:class:`ModelSpec` by an entry point of the group ``hf_posbias.bases``: :data:`BASE_REGISTRY`,
-docs/extending.md), a local folder (spec inferred from its ``config.json`` or its
-sentence-transformers modules) or, online, a Hub checkpoint id.
+``gpt2-medium``, ``bloom-560m``, ``tinyllama-nope``, ``qwen3-0.6b`` (or their checkpoint ids).
+Anything else is either a registered name (:func:`register_model` from Python; a third party's
+package registers a :class:`ModelSpec` by an entry point of the group ``hf_posbias.bases``:
+:data:`BASE_REGISTRY`, docs/extending.md) or a model the one resolver finds on this machine, a
+local folder or a packaged model (spec inferred from its ``config.json`` or its
+sentence-transformers modules).
 
 Example:
-    >>> from hf_posbias.training.bases import get_model_spec
+    >>> from hf_posbias.modeling.bases import get_model_spec
     >>> spec = get_model_spec("gpt2-medium")
     >>> spec.kind, spec.pooling, spec.lr, spec.query_prefix
     ('decoder', 'lasttoken', 4e-05, 'Retrieve a relevant passage: ')
@@ -133,7 +134,7 @@ def register_model(spec: ModelSpec, overwrite: bool = False) -> ModelSpec:
     """Add a user-defined base under ``spec.name`` (refuses to replace one unless ``overwrite``).
 
     Example:
-        >>> from hf_posbias.training.bases import ModelSpec, register_model, get_model_spec
+        >>> from hf_posbias.modeling.bases import ModelSpec, register_model, get_model_spec
         >>> _ = register_model(ModelSpec("my-e5", "intfloat/e5-small-v2", "encoder", "APE",
         ...                              "mean", 33, 512), overwrite=True)
         >>> get_model_spec("my-e5").lr
@@ -265,7 +266,7 @@ def get_model_spec(name_or_path: str | Path) -> ModelSpec:
     registered names and the closest of them.
 
     Example:
-        >>> from hf_posbias.training.bases import get_model_spec
+        >>> from hf_posbias.modeling.bases import get_model_spec
         >>> get_model_spec("modernbert-large").lr
         2e-05
         >>> get_model_spec("modernbert-larg")  # doctest: +ELLIPSIS
