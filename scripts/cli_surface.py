@@ -1,11 +1,16 @@
 """The size of the ``posbias`` command line a user sees, measured by walking its parser.
 
 Counts what ``--help`` shows: top-level verbs, leaf commands (verbs without verbs of their own),
-flag slots (the flags of each visible leaf, ``--help`` left out; a hidden alias is not a slot)
-and distinct flag names. Hidden aliases (no help line, ``argparse.SUPPRESS``) are not counted.
+flag slots (the flags of each visible leaf, ``--help`` left out) and distinct flag names; and what
+runs but ``--help`` does not show: ``runnable`` counts every command name that runs
+(:func:`hf_posbias.cli.common.walk_commands`), ``hidden`` those no group's help lists,
+``shared_parsers`` the names that run a command another name runs too (a former name kept as an
+alias), ``unshown_flags`` the flag spellings a command takes that its own ``--help`` never
+writes (a former spelling kept as an alias).
 
     python scripts/cli_surface.py          # one JSON line
     python scripts/cli_surface.py --leaves # and every visible leaf with its flags
+    python scripts/cli_surface.py --hidden # and every command and flag spelling --help hides
     python scripts/cli_surface.py --helps  # and every flag with more than one help text
                                            # ((default: …) folded: another default, same meaning)
 """
@@ -14,9 +19,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 
 from hf_posbias.cli import build_parser
+from hf_posbias.cli.common import Command, walk_commands
 
 
 def visible_verbs(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -85,12 +92,45 @@ def leaves(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> dict[
     return found
 
 
+def unshown_flags(command: Command) -> list[str]:
+    """The flag spellings ``command`` takes that its ``--help`` does not write."""
+    text = command.parser.format_help()
+    return [
+        option
+        for action in command.parser._actions
+        for option in action.option_strings
+        if not re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", text)
+    ]
+
+
+def hidden(parser: argparse.ArgumentParser) -> dict[str, list[str]]:
+    """What runs but ``--help`` hides: ``commands`` (names no group's help lists), ``aliases``
+    (names that run a command another name runs too) and ``flags`` (``command flag``)."""
+    commands = walk_commands(parser)
+    first: dict[int, str] = {}
+    aliases = []
+    for command in commands:
+        if first.setdefault(id(command.parser), command.name) != command.name:
+            aliases.append(f"{command.name} (runs {first[id(command.parser)]})")
+    return {
+        "commands": [c.name for c in commands if not c.listed],
+        "aliases": aliases,
+        "flags": [f"{c.name} {flag}" for c in commands for flag in unshown_flags(c)],
+    }
+
+
 def surface(parser: argparse.ArgumentParser | None = None) -> dict[str, int]:
-    """The counts: top-level verbs, leaf commands, flag slots, distinct flag names, and the
-    flags whose help text differs between the visible leaves."""
+    """The counts: top-level verbs, leaf commands, flag slots, distinct flag names, the flags
+    whose help text differs between the visible leaves, and what runs though ``--help`` hides
+    it (:func:`hidden`)."""
     parser = parser or build_parser()
     found = leaves(parser)
+    unlisted = hidden(parser)
     return {
+        "runnable": len(walk_commands(parser)),
+        "hidden": len(unlisted["commands"]),
+        "shared_parsers": len(unlisted["aliases"]),
+        "unshown_flags": len(unlisted["flags"]),
         "verbs": len(visible_verbs(parser)),
         "leaves": len(found),
         "flag_slots": sum(map(len, found.values())),
@@ -109,6 +149,10 @@ def main(argv: list[str] | None = None) -> int:
     if "--leaves" in args:
         for path, flags in leaves(parser).items():
             print(f"{path}: {' '.join(flags)}")
+    if "--hidden" in args:
+        for kind, names in hidden(parser).items():
+            print(f"{kind}: {len(names)}")
+            print("".join(f"    {name}\n" for name in names), end="")
     if "--helps" in args:
         meanings = flag_helps(parser, fold_defaults=True)
         for flag, texts in sorted(meanings.items(), key=lambda kv: -len(kv[1])):

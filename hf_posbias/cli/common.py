@@ -279,6 +279,68 @@ class VerbParser(argparse.ArgumentParser):
         super().error(message)
 
 
+def verbs_of(parser: argparse.ArgumentParser) -> argparse._SubParsersAction | None:
+    """The verbs of a group (its sub-commands), or ``None`` for a command that runs."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action
+    return None
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command that runs (a parser without verbs of its own), as :func:`walk_commands`
+    finds it.
+
+    ``listed``: its name is a line of its group's ``--help``, and so is every group's above it
+    (a command that runs but is not listed is hidden).
+    """
+
+    path: tuple[str, ...]
+    parser: argparse.ArgumentParser
+    listed: bool
+
+    @property
+    def name(self) -> str:
+        """The command as typed: ``posbias benchmark build``."""
+        return " ".join(("posbias", *self.path))
+
+
+def is_listed(group: argparse.ArgumentParser, name: str) -> bool:
+    """Whether ``group``'s ``--help`` has a line naming the verb ``name``: the name, indented as a
+    verb list indents it (a help text's wrapped line is indented deeper), then its help or the
+    end of the line.
+
+    Example:
+        >>> from hf_posbias.cli import build_parser
+        >>> is_listed(build_parser(), "evaluate"), is_listed(build_parser(), "evalute")
+        (True, False)
+    """
+    line = rf"(?m)^ {{2,8}}{re.escape(name)}(?: {{2,}}\S|$)"
+    return re.search(line, group.format_help()) is not None
+
+
+def walk_commands(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = (), listed: bool = True
+) -> list[Command]:
+    """Every command under ``parser`` that runs, each under every name it runs by, in the
+    order of the groups' verbs.
+
+    Example:
+        >>> from hf_posbias.cli import build_parser
+        >>> found = walk_commands(build_parser())
+        >>> [c.name for c in found if c.path[0] == "study" and c.listed]
+        ['posbias study run', 'posbias study report', 'posbias study status']
+    """
+    verbs = verbs_of(parser)
+    if verbs is None:
+        return [Command(path, parser, listed)]
+    found: list[Command] = []
+    for name, sub in verbs.choices.items():
+        found += walk_commands(sub, (*path, name), listed and is_listed(parser, name))
+    return found
+
+
 def echo(line: str) -> None:
     """Print a line at once (a long run's lines reach a log file as they happen)."""
     print(line, flush=True)
