@@ -50,22 +50,20 @@ def visible_flags(parser: argparse.ArgumentParser) -> list[str]:
 def flag_helps(
     parser: argparse.ArgumentParser, *, fold_defaults: bool = False
 ) -> dict[str, set[str]]:
-    """Every flag of the visible leaves → the distinct help texts it has there (whitespace
-    folded, as ``--help`` shows it). ``fold_defaults``: without the ``(default: …)`` the
-    settings append from the flag's default value, so two verbs that mean the same with another
-    default count once (a default written into the help text itself is kept: it may say what
-    the flag means)."""
+    """Every flag of the visible leaves (of each source, for a verb that takes one) → the
+    distinct help texts it has there (whitespace folded, as ``--help`` shows it).
+    ``fold_defaults``: without the ``(default: …)`` the settings append from the flag's default
+    value, so two verbs that mean the same with another default count once (a default written
+    into the help text itself is kept: it may say what the flag means)."""
     helps: dict[str, set[str]] = {}
-
-    def walk(sub: argparse.ArgumentParser, path: tuple[str, ...]) -> None:
-        verbs = visible_verbs(sub)
-        for name, child in verbs.items():
-            walk(child, (*path, name))
-        if verbs or not path:
-            return
-        formatter = sub._get_formatter()
-        for action in sub._actions:
-            if action.option_strings and action.help is not argparse.SUPPRESS:
+    for command in walk_commands(parser):
+        if not command.listed:
+            continue
+        for sub in command.flag_parsers:
+            formatter = sub._get_formatter()
+            for action in sub._actions:
+                if not action.option_strings or action.help is argparse.SUPPRESS:
+                    continue
                 if isinstance(action, argparse._HelpAction):
                     continue
                 text = " ".join(formatter._expand_help(action).split()) if action.help else ""
@@ -76,28 +74,29 @@ def flag_helps(
                     note = " ".join(getattr(action, "posbias_default_note", "").split())
                     text = text.removesuffix(f" {note}") if note else text
                 helps.setdefault(action.option_strings[0], set()).add(text)
-
-    walk(parser, ())
     return helps
 
 
-def leaves(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> dict[str, list[str]]:
-    """Every visible leaf command (its path) → its visible flags."""
-    verbs = visible_verbs(parser)
-    if not verbs and path:
-        return {" ".join(path): visible_flags(parser)}
-    found: dict[str, list[str]] = {}
-    for name, sub in verbs.items():
-        found.update(leaves(sub, (*path, name)))
-    return found
+def leaves(parser: argparse.ArgumentParser) -> dict[str, list[str]]:
+    """Every visible leaf command (its path) → its visible flags (for a verb that takes a
+    source, every source's, each once)."""
+    return {
+        " ".join(command.path): list(
+            dict.fromkeys(flag for sub in command.flag_parsers for flag in visible_flags(sub))
+        )
+        for command in walk_commands(parser)
+        if command.listed
+    }
 
 
 def unshown_flags(command: Command) -> list[str]:
-    """The flag spellings ``command`` takes that its ``--help`` does not write."""
+    """The flag spellings ``command`` (each of its sources) takes that its ``--help`` does not
+    write."""
     text = command.parser.format_help()
     return [
         option
-        for action in command.parser._actions
+        for sub in command.flag_parsers
+        for action in sub._actions
         for option in action.option_strings
         if not re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", text)
     ]

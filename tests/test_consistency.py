@@ -92,7 +92,7 @@ def test_the_library_call_and_audit_agree_with_evaluate(name, task, dense, evalu
     runs, ndcg = evaluated[name]
     evaluate_model(model, [str(task)], out=tmp_path / "lib", top_k=N_DOCS, bootstrap=10)
     assert _ranked(tmp_path / "lib") == runs and _ndcg(tmp_path / "lib") == ndcg
-    argv = ["audit", model, "--task", str(task), "--out", str(tmp_path / "audit")]
+    argv = ["analyze", "audit", model, "--task", str(task), "--out", str(tmp_path / "audit")]
     assert main([*argv, "--top-k", str(N_DOCS), "--bootstrap", "10", "--no-progress"]) == 0
     assert _ranked(tmp_path / "audit") == runs and _ndcg(tmp_path / "audit") == ndcg
 

@@ -60,7 +60,6 @@ class BenchmarkBuildSettings(ProgressSettings):
         "shortest passage in words (Z25: 500)",
         default=500,
         flag="--min-passage-words",
-        aliases=("--min-words",),
         range=at_least(1),
     )
     max_words: int = setting(
@@ -161,10 +160,8 @@ class BenchmarkBuildSettings(ProgressSettings):
         "Stage 2: judges needed for a false negative (Z25: 2)", default=2, range=at_least(1)
     )
     # Per position, as fineweb-posq's --per-position (squad-posq's --tiny-size counts all the
-    # queries); --tiny-size stays accepted as the former spelling.
-    tiny_size: int = shared_setting(
-        "per_position", default=1000, flag="--per-position", aliases=("--tiny-size",)
-    )
+    # queries).
+    tiny_size: int = shared_setting("per_position", default=1000, flag="--per-position")
     tagging: str = setting(
         "Algorithm 1: single (one tag per chunk, the EMNLP version) or two-tag (the 2025 "
         "'Myopic Trap' version: a chunk straddling two thirds gets both tags, its questions "

@@ -248,9 +248,7 @@ class CompareSettings(Settings):
     run_b: str = setting("run folder B", positional=True)
     # The flags of every paired test (``listwise compare-tests`` too): --method, --n-resamples.
     method: str = shared_setting("method", default="bootstrap", choices=PAIRED_TESTS)
-    resamples: int = shared_setting(
-        "n_resamples", default=1000, flag="--n-resamples", aliases=("--resamples",)
-    )
+    resamples: int = shared_setting("n_resamples", default=1000, flag="--n-resamples")
     seed: int = shared_setting("seed", default=0)
     out: str | None = shared_setting("out", default=None)
 

@@ -62,7 +62,6 @@ class DemoSettings(ProgressSettings):
         "global_batch",
         default=16,
         flag="--global-batch",
-        aliases=("--batch-size",),
     )
     bootstrap: int = setting("resamples of intervals and paired tests", default=1000, cli=False)
     seed: int = shared_setting("seed", default=42)

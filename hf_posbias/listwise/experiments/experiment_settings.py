@@ -73,7 +73,6 @@ class PairedTestSettings(ResamplingSettings):
         "method",
         default="randomization",
         choices=PAIRED_TESTS,
-        aliases=("--test",),
     )
 
     def __post_init__(self) -> None:
@@ -318,7 +317,6 @@ class ShuffleTableSettings(PairedTestSettings):
         "method",
         default="t-test",
         choices=PAIRED_TESTS,
-        aliases=("--test",),
     )
     alpha: float = shared_setting("alpha", default=0.01)
     seed: int = shared_setting("seed", default=0)

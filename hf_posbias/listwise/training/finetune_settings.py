@@ -111,7 +111,6 @@ class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
         "lambda",
         default=DEFAULT_LAMBDA,
         flag=LAMBDA_FLAG,
-        aliases=("--lam",),
     )
     pos_aug: int | None = shared_setting(
         "pos_aug",
@@ -144,14 +143,12 @@ class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
         "largest window the data may hold",
         default=20,
         flag=MAX_WINDOW_FLAG,
-        aliases=("--window",),
         range=at_least(1),
     )
     max_length: int | None = setting(
         "refuse training sequences longer than this (never truncated)",
         default=None,
         flag=REJECT_LONGER_FLAG,
-        aliases=("--max-length",),
         range=at_least(1),
     )
     max_steps: int | None = shared_setting("max_steps", default=None)

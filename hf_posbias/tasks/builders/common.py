@@ -363,10 +363,11 @@ def evidence_card(
     task_subtypes: tuple[str, ...] = ("Claim verification",),
     **facts: Any,
 ) -> TaskCard:
-    """The :class:`~hf_posbias.tasks.benchmark_registry.TaskCard` of an evidence-subset benchmark (SciFact,
-    Climate-FEVER, FEVER, HotpotQA): the family's defaults (thirds of the annotated evidence's
-    position, human-annotated evidence, claim verification) are stated here once; ``facts`` are
-    the card's own fields (name, description, reference, citation, licence, dates, source).
+    """The :class:`~hf_posbias.tasks.benchmark_registry.TaskCard` of an evidence-subset benchmark
+    (SciFact, Climate-FEVER, FEVER, HotpotQA): the family's defaults (thirds of the annotated
+    evidence's position, human-annotated evidence, claim verification) are stated here once;
+    ``facts`` are the card's own fields (name, description, reference, citation, licence, dates,
+    source).
 
     Example:
         >>> card = evidence_card(name="X-Evidence", class_name="XEvidence", description="d",
@@ -408,10 +409,11 @@ BUCKETS_HELP = "bucket rule: thirds (default), posir20, or relative edges such a
 
 @dataclass(kw_only=True)
 class BuilderOutput(Settings):
-    """The task folder every ``posbias benchmark`` verb writes (each builder adds ``--input``).
+    """The task folder every source of ``posbias benchmark build`` writes (each builder adds
+    ``--input``).
 
     A builder's other settings are named as its builder function's parameters, so
-    :func:`settings_build` passes them on by name; a verb whose flags say something else
+    :func:`settings_build` passes them on by name; a source whose flags say something else
     overrides :meth:`builder_kwargs`.
     """
 
@@ -426,8 +428,8 @@ class BuilderOutput(Settings):
 def settings_build(
     builder: Callable[..., PositionTaskData],
 ) -> Callable[[BuilderOutput], PositionTaskData]:
-    """A :class:`~hf_posbias.tasks.benchmark_registry.Benchmark`'s ``build`` from its builder function:
-    ``builder(input, **other_settings)`` (:meth:`BuilderOutput.builder_kwargs`).
+    """A :class:`~hf_posbias.tasks.benchmark_registry.Benchmark`'s ``build`` from its builder
+    function: ``builder(input, **other_settings)`` (:meth:`BuilderOutput.builder_kwargs`).
 
     Example:
         >>> from hf_posbias.tasks.builders.hotpotqa import HotpotQASettings, build_hotpotqa
