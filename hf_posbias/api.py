@@ -76,7 +76,8 @@ def get_task(
 
 
 def list_benchmarks() -> dict[str, Benchmark]:
-    """Every benchmark builder (``posbias list benchmarks``): verb → its task cards and help."""
+    """Every registered benchmark (``posbias list benchmarks``): name → its task cards and help
+    (what ``posbias benchmark build <name>`` builds)."""
     from hf_posbias.tasks.benchmark_registry import benchmarks
 
     return benchmarks()
@@ -105,8 +106,8 @@ def train(
 ) -> TrainResult:
     """Train one bi-encoder on one position configuration in this process (``posbias train``;
     ``accelerate launch -m hf_posbias.training.train`` for several GPUs). ``settings`` are
-    the other fields of :class:`hf_posbias.training.training_settings.TrainingSettings` (``max_steps``,
-    ``lr``, …), checked when they are made."""
+    the other fields of :class:`hf_posbias.training.training_settings.TrainingSettings`
+    (``max_steps``, ``lr``, …), checked when they are made."""
     from hf_posbias.training.train import train_model
     from hf_posbias.training.training_settings import TrainingSettings
 

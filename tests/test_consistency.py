@@ -1,7 +1,7 @@
 """One model, one ranking, in every verb (issue 39): the same model on the same small real task
 (SciFact validation claims, titled abstracts) gives the same top-k and the same per-query
 nDCG@10 through ``posbias evaluate``, the library call (``evaluate_model``), a study's
-evaluation unit, ``posbias audit`` and ``posbias listwise test --first-stage``; and an RRF
+evaluation unit, ``posbias analyze audit`` and ``posbias listwise test --first-stage``; and an RRF
 first stage equals an independent fusion of ``evaluate``'s runs at the depth it records.
 
 BM25 and a tiny random dense model (a sentence-transformers folder). The task is cut to its

@@ -494,7 +494,7 @@ def add_source_verb(
         >>> @dataclass(kw_only=True)
         ... class SciFact:
         ...     input: str = setting("folder of the CSVs")
-        >>> parser = VerbParser(prog="posbias")
+        >>> parser = VerbParser(prog="tool")
         >>> build = add_source_verb(
         ...     parser.add_subparsers(),
         ...     "build",
@@ -510,9 +510,9 @@ def add_source_verb(
         >>> with contextlib.redirect_stderr(err), contextlib.suppress(SystemExit):
         ...     parser.parse_args(["build", "scifact", "--input", "d", "--wiki-pages", "w"])
         >>> print(err.getvalue().strip())
-        error: posbias build scifact takes no --wiki-pages (a flag of fever)
+        error: tool build scifact takes no --wiki-pages (a flag of fever)
         >>> print(build.format_help())  # doctest: +NORMALIZE_WHITESPACE, +ELLIPSIS
-        usage: posbias build [-h] SOURCE [its flags]
+        usage: tool build [-h] SOURCE [its flags]
         ...
         fever: FEVER:
           --input INPUT         claims JSONL

@@ -82,7 +82,7 @@ def _cmd_publish(s: PublishStageSettings) -> None:
         from hf_posbias.pipeline.checks import CORPUS
         from hf_posbias.shards import stage_parameters
 
-        source = s.source(stage_parameters(work / CORPUS, "posbias corpus")["source"])
+        source = s.source(stage_parameters(work / CORPUS, "posbias data corpus")["source"])
     run_publish_stage(work, Path(s.out), source, s.repo_id, s.token, echo, overwrite=s.overwrite)
 
 

@@ -2,10 +2,10 @@
 
 One verb, ``posbias list KIND``, one table per kind of extension point:
 
-    posbias list benchmarks  what posbias benchmark build takes, and the tasks each builds
-    posbias list bases       the base models (posbias train --model, a study's bases)
-    posbias list remedies    the remedies: bi-encoder (--remedy, --remedies, a study's) and listwise
-    posbias list rerankers   the reranker kinds (--reranker), in the order they are tried
+    posbias list benchmarks  what `posbias benchmark build` takes, and the tasks each builds
+    posbias list bases       the base models (`posbias train --model`, a study's bases)
+    posbias list remedies    the remedies: bi-encoder (`--remedy`, a study's …) and listwise
+    posbias list rerankers   the reranker kinds (`--reranker`), in the order they are tried
 
 Each table has a ``source`` column: ``built-in``, or the distribution of the plugin that
 registered the row (:mod:`hf_posbias.plugins`; docs/extending.md).

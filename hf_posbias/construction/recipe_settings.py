@@ -1,4 +1,4 @@
-"""Settings of ``posbias benchmark build``: every model, threshold, size of Z25's recipe.
+"""Settings of ``posbias benchmark from-corpus``: every model, threshold, size of Z25's recipe.
 
 Each default is Zeng et al.'s value (App. A.2, A.4) where they give one. Where it names a model
 that cannot run offline, the default is the project's offline stand-in and the help names Zeng
@@ -35,10 +35,10 @@ GRADES = between(0, 4)
 
 @dataclass(kw_only=True)
 class BenchmarkBuildSettings(ProgressSettings):
-    """Everything ``posbias benchmark build`` depends on (pinned in every stage's manifest).
+    """Everything ``posbias benchmark from-corpus`` depends on (pinned in every stage's manifest).
 
     Formerly ``BuildSettings`` (still importable, with a deprecation warning): that name is
-    :class:`hf_posbias.pipeline.BuildSettings`, the settings of ``posbias build``.
+    :class:`hf_posbias.pipeline.BuildSettings`, the settings of ``posbias data build``.
     """
 
     corpus: str = shared_setting("corpus")
@@ -55,7 +55,7 @@ class BenchmarkBuildSettings(ProgressSettings):
         default=None,
         range=at_least(1),
     )
-    # Not --min-words (the ICT generator's shortest query sentence); the former spelling stays.
+    # Not --min-words (the ICT generator's shortest query sentence).
     min_words: int = setting(
         "shortest passage in words (Z25: 500)",
         default=500,

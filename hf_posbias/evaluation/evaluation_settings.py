@@ -1,4 +1,4 @@
-"""The settings of ``posbias evaluate`` and ``posbias audit``: one dataclass per verb.
+"""The settings of ``posbias evaluate`` and ``posbias analyze audit``: one dataclass per verb.
 
 :class:`EvaluationOptions` holds what both verbs share (tasks, output, batch, top-k, device,
 scoring protocol, bootstrap, seed, progress); :class:`EvaluateSettings` and
@@ -234,7 +234,7 @@ class EvaluateSettings(EvaluationOptions, RerankerOptions):
 
 @dataclass(kw_only=True)
 class ModelAuditSettings(EvaluationOptions):
-    """``posbias audit``: every position measurement of one model."""
+    """``posbias analyze audit``: every position measurement of one model."""
 
     model: str = setting("a model as for `posbias evaluate --model`", positional=True)
     reversal: bool = setting("run the mirror-reversal diagnostic", default=True)
@@ -259,7 +259,7 @@ class CompareSettings(Settings):
 
 @dataclass(kw_only=True)
 class TaskSampleSettings(Settings):
-    """``posbias benchmark sample``: a seeded per-bucket query sample of a task folder.
+    """``posbias benchmark subsample``: a seeded per-bucket query sample of a task folder.
 
     Example:
         >>> TaskSampleSettings(task="t", out="o", per_bucket=0)
@@ -297,7 +297,8 @@ class PlotEvidenceSettings(Settings):
 
 @dataclass(kw_only=True)
 class RemediesSettings(EvaluationOptions):
-    """``posbias remedies``: the plain model and each remedy on the same queries, with costs.
+    """``posbias analyze remedies``: the plain model and each remedy on the same queries, with
+    costs.
 
     ``remedy`` (inherited) is not a flag here: every name in ``remedies`` is run, after
     ``none``.

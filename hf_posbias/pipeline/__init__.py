@@ -1,15 +1,15 @@
 """The data pipeline end to end: corpus → generate → verify → sample → publish.
 
 Each stage reads the previous stage's folder inside one *work* directory and writes its own, so
-a stage can be rerun alone (``posbias generate --work W``) and a killed run resumes where it
+a stage can be rerun alone (``posbias data generate --work W``) and a killed run resumes where it
 stopped (generation and verification write shards; see :mod:`hf_posbias.shards`)::
 
-    W/corpus/      manifest.json, documents.parquet, report.json   (posbias corpus)
+    W/corpus/      manifest.json, documents.parquet, report.json   (posbias data corpus)
     W/heldout/     documents.parquet, report.json                  (corpus, with --holdout)
-    W/candidates/  manifest.json, shards/, candidates.parquet, report.json  (posbias generate)
-    W/scored/      manifest.json, shards/, report.json [, audit.json]       (posbias verify)
-    W/train/       manifest.json, <config>.parquet, <config>.json           (posbias sample)
-    OUT/pool/, OUT/train/   Hub dataset repo folders                        (posbias publish)
+    W/candidates/  manifest.json, shards/, candidates.parquet, report.json  (posbias data generate)
+    W/scored/      manifest.json, shards/, report.json [, audit.json]       (posbias data verify)
+    W/train/       manifest.json, <config>.parquet, <config>.json           (posbias data sample)
+    OUT/pool/, OUT/train/   Hub dataset repo folders                        (posbias data publish)
 
 Every stage **records the parameters it used** in its ``manifest.json`` (corpus: source, bins,
 limit, holdout; generate: generator and its options, seed; verify: panel members and their
@@ -53,9 +53,9 @@ verifiably about that third):
 The room's modules: :mod:`~hf_posbias.corpus` (documents, length bins, segments),
 :mod:`~hf_posbias.sampling` (position configurations, controlled sampling),
 :mod:`~hf_posbias.pipeline.checks` (stage folders, corpus sources, option checks),
-:mod:`~hf_posbias.pipeline.stage_settings` (the stage verbs' settings), :mod:`~hf_posbias.pipeline.stages`
-(the stage runners) and :mod:`~hf_posbias.pipeline.runner` (``posbias build``). The names of the
-last four are served from ``hf_posbias.pipeline`` itself, loaded on first use: ``corpus`` and
-``sampling`` sit on lower floors than the stages (generation and verification import them), so
-importing them must not import the stages.
+:mod:`~hf_posbias.pipeline.stage_settings` (the stage verbs' settings),
+:mod:`~hf_posbias.pipeline.stages` (the stage runners) and :mod:`~hf_posbias.pipeline.runner`
+(``posbias data build``). The names of the last four are served from ``hf_posbias.pipeline``
+itself, loaded on first use: ``corpus`` and ``sampling`` sit on lower floors than the stages
+(generation and verification import them), so importing them must not import the stages.
 """

@@ -1,6 +1,6 @@
 """The data pipeline's settings: option groups whose checks run once (:class:`CorpusSettings`,
 :class:`GeneratorSettings`, :class:`PanelSettings`, …) combined into each stage verb's settings
-and :class:`BuildSettings` (``posbias build``)."""
+and :class:`BuildSettings` (``posbias data build``)."""
 
 from __future__ import annotations
 
@@ -143,7 +143,8 @@ class GeneratorSettings(EndpointSettings, SeedSettings, ProgressSettings):
         check_prompt_files(self, "stage1", "stage2")
 
     def generator_options(self) -> dict[str, Any]:
-        """The keyword options of :func:`hf_posbias.generation.generator_registry.make_generator`."""
+        """The keyword options of
+        :func:`hf_posbias.generation.generator_registry.make_generator`."""
         options: dict[str, Any] = {"seed": self.seed}
         if self.generator == "ict":
             if self.min_words is not None:
@@ -302,29 +303,29 @@ class PublishSettings(Settings):
 
 @dataclass(kw_only=True)
 class CorpusStageSettings(CorpusSettings, WorkSettings, StageSettings):
-    """``posbias corpus``."""
+    """``posbias data corpus``."""
 
 
 @dataclass(kw_only=True)
 class GenerateSettings(ExecutorSettings, GeneratorSettings, WorkSettings, StageSettings):
-    """``posbias generate``."""
+    """``posbias data generate``."""
 
 
 @dataclass(kw_only=True)
 class VerifySettings(
     ExecutorSettings, PanelSettings, AuditSettings, SeedSettings, WorkSettings, StageSettings
 ):
-    """``posbias verify``."""
+    """``posbias data verify``."""
 
 
 @dataclass(kw_only=True)
 class SampleStageSettings(SampleSettings, WorkSettings, StageSettings):
-    """``posbias sample``."""
+    """``posbias data sample``."""
 
 
 @dataclass(kw_only=True)
 class PublishStageSettings(PublishSettings, OutSettings, WorkSettings, StageSettings):
-    """``posbias publish``."""
+    """``posbias data publish``."""
 
 
 @dataclass(kw_only=True)
@@ -339,7 +340,7 @@ class BuildSettings(
     CorpusSettings,
     OutSettings,
 ):
-    """Every setting of :func:`build` (``posbias build``): each group's checks run once, when
+    """Every setting of :func:`build` (``posbias data build``): each group's checks run once, when
     the object is made, before any stage runs."""
 
 

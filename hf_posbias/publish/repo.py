@@ -142,7 +142,7 @@ def check_repo_folder(
 ) -> Path:
     """Refuse a target that is a file, or a non-empty folder this module did not write.
 
-    Called before any stage runs (``posbias build`` checks ``OUT/pool`` and ``OUT/train``
+    Called before any stage runs (``posbias data build`` checks ``OUT/pool`` and ``OUT/train``
     first), and again right before writing. A folder holding only what this module writes
     (``own``: the entries of the layout being written; plus ``.git`` / ``.cache``) is ours and
     may be rewritten.

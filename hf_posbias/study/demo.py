@@ -56,8 +56,7 @@ class DemoSettings(ProgressSettings):
     holdout: float = setting("share of documents held out for the task", default=0.1, cli=False)
     min_cell: int = setting("smallest (bin, position) cell kept", default=30, cli=False)
     max_steps: int = shared_setting("max_steps", default=20)
-    # --global-batch, as in `posbias train` (--batch-size is the encoding batch everywhere else;
-    # the demo's former spelling stays accepted, with a warning).
+    # --global-batch, as in `posbias train` (--batch-size is the encoding batch everywhere else).
     batch_size: int = shared_setting(
         "global_batch",
         default=16,

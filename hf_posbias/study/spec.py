@@ -2,16 +2,16 @@
 
 Top-level keys (every one a field of :class:`StudySpec`): ``bases``, ``configs``, ``poolings``,
 ``data``, ``tasks``, ``training`` (a mapping of
-:class:`~hf_posbias.training.training_settings.TrainingSettings` fields by name, e.g. ``max_steps: 3``),
-``bootstrap``, ``hub_org``, ``seed``, ``off_the_shelf``, ``remedies`` with ``passage_tokens``,
-``stride``, ``segments`` (inference-time remedies evaluated on each untrained base: rows
-``base +<remedy>``), ``analyses`` with ``analysis_pairs``, ``analysis_corpus`` (the segment
-profile's document samples, :class:`ProfileSample`), ``analysis_limit``, ``analysis_slots``
-(YHP26's representation analyses on every model: :mod:`hf_posbias.study.analyses`),
-``train`` (false: evaluation only) and ``scoring`` (the protocol of every task entry that pins
-none). An entry of ``tasks`` may pin its protocol —
-scoring, buckets, the bases it runs on (:mod:`hf_posbias.study.protocol`). YHP26's study
-is ``studies/yhp26.yaml``.
+:class:`~hf_posbias.training.training_settings.TrainingSettings` fields by name, e.g.
+``max_steps: 3``), ``bootstrap``, ``hub_org``, ``seed``, ``off_the_shelf``, ``remedies`` with
+``passage_tokens``, ``stride``, ``segments`` (inference-time remedies evaluated on each untrained
+base: rows ``base +<remedy>``), ``analyses`` with ``analysis_pairs``, ``analysis_corpus`` (the
+segment profile's document samples, :class:`ProfileSample`), ``analysis_limit``,
+``analysis_slots`` (YHP26's representation analyses on every model:
+:mod:`hf_posbias.study.analyses`), ``train`` (false: evaluation only) and ``scoring`` (the
+protocol of every task entry that pins none). An entry of ``tasks`` may pin its protocol —
+scoring, buckets, the bases it runs on (:mod:`hf_posbias.study.protocol`). YHP26's study is
+``studies/yhp26.yaml``.
 
 Example:
     >>> spec = StudySpec(bases=["bert-base"], data="d", tasks=["SQuAD-PosQ"],
@@ -119,7 +119,7 @@ class StudySpec(PassageSettings, ExecutorSettings):
         default_factory=list,
     )
     data: str = setting(
-        "training data: a `posbias build`/`sample` folder or a Hub repo id", default=""
+        "training data: a `posbias data build`/`sample` folder or a Hub repo id", default=""
     )
     tasks: list[str | dict[str, Any]] = setting(
         "evaluation tasks: registered task names or task folders (in a spec file also a mapping "
@@ -127,7 +127,7 @@ class StudySpec(PassageSettings, ExecutorSettings):
         default_factory=list,
     )
     standard: list[str] = setting(
-        "standard retrieval tasks (YHP26's Table 4: `posbias benchmark beir|msmarco|trec-dl` "
+        "standard retrieval tasks (YHP26's Table 4: `posbias benchmark build beir|msmarco|trec-dl` "
         "folders, plain BEIR/MS MARCO folders or task names), evaluated on every model",
         default_factory=list,
     )
@@ -514,7 +514,8 @@ def spec_problems(values: Mapping[str, Any]) -> list[tuple[KeyPath, str]]:
 
 def _training_problems(training: Mapping[str, Any]) -> list[tuple[KeyPath, str]]:
     """The mistakes of a spec's ``training`` mapping: unknown keys, keys the study sets, values
-    of the wrong type or refused by :class:`~hf_posbias.training.training_settings.TrainingSettings`."""
+    of the wrong type or refused by
+    :class:`~hf_posbias.training.training_settings.TrainingSettings`."""
     from hf_posbias.training.training_settings import TrainingSettings
 
     known = {f.name for f in dataclasses.fields(TrainingSettings) if f.init} - set(RUN_FIELDS)

@@ -138,7 +138,7 @@ def test_remedies_extend_a_finished_study_as_rows_without_retraining(
         assert row["delta_mean"] == pytest.approx(remedied["mean"] - plain["mean"])
     assert len(report["remedies"]) == 2
     assert "| base | base +firstp |" in (out / "report" / "report.md").read_text()
-    # `posbias report` over the run folders reads the remedy from each run: the same rows.
+    # `posbias study report` over the run folders reads the remedy from each run: the same rows.
     runs = sorted(str(p.parent) for p in out.glob("eval/*/*/summary.json"))
     assert main(["study", "report", *runs, "--out", str(tmp_path / "r"), "--bootstrap", "50"]) == 0
     mine = json.loads((tmp_path / "r" / "report.json").read_text())

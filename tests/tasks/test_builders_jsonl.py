@@ -1,4 +1,4 @@
-"""Bring-your-own tasks: ``posbias benchmark from-jsonl`` and ``build_from_records``."""
+"""Bring-your-own tasks: ``posbias benchmark build jsonl`` and ``build_from_records``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`posbias benchmark beir|msmarco|trec-dl`: standard sets from a folder, the Hub (datasets
+"""`posbias benchmark build beir|msmarco|trec-dl`: standard sets from a folder, the Hub (datasets
 patched at its boundary) or ir_datasets (the module patched), as one-bucket task folders that
 `posbias evaluate` reads."""
 

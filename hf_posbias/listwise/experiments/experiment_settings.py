@@ -68,7 +68,7 @@ class ResamplingSettings(Settings):
 class PairedTestSettings(ResamplingSettings):
     """A paired test between two variants or runs of the same queries."""
 
-    # --method, as `posbias compare` (--test: its former spelling here).
+    # --method, as `posbias compare`.
     method: str = shared_setting(
         "method",
         default="randomization",

@@ -138,7 +138,7 @@ class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
     )
     identifiers: Literal["letters", "numbers"] = shared_setting("identifiers", default="letters")
     # Not --window (the reranker's sliding-window size) nor --max-length (posbias train's
-    # truncation): a limit the data is checked against; the former spellings stay accepted.
+    # truncation): a limit the data is checked against.
     window: int = setting(
         "largest window the data may hold",
         default=20,
