@@ -23,17 +23,14 @@ import re
 import sys
 
 from hf_posbias.cli import build_parser
-from hf_posbias.cli.common import Command, walk_commands
+from hf_posbias.cli.common import Command, is_listed, verbs_of, walk_commands
 
 
 def visible_verbs(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    """The verbs of ``parser`` that its help lists (a hidden alias has no help line)."""
-    found = {}
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            listed = {choice.dest for choice in action._choices_actions}
-            found.update({n: p for n, p in action.choices.items() if n in listed})
-    return found
+    """The verbs of ``parser`` that its help lists (:func:`hf_posbias.cli.common.is_listed`)."""
+    verbs = verbs_of(parser)
+    choices = verbs.choices.items() if verbs is not None else ()
+    return {name: sub for name, sub in choices if is_listed(parser, name)}
 
 
 def visible_flags(parser: argparse.ArgumentParser) -> list[str]:

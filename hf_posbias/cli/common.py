@@ -253,7 +253,7 @@ def walk_commands(
     Example:
         >>> from hf_posbias.cli import build_parser
         >>> found = walk_commands(build_parser())
-        >>> [c.name for c in found if c.path[0] == "study" and c.listed]
+        >>> [c.name for c in found if c.path[0] == "study"]
         ['posbias study run', 'posbias study report', 'posbias study status']
     """
     verbs = verbs_of(parser)
