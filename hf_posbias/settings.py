@@ -9,7 +9,6 @@ setting in one place:
   values; ``X | None`` → optional),
 - its default (no default → a required flag, or a positional with ``positional=True``),
 - its help text, shown with the default by ``--help``,
-- renamed spellings, accepted with a deprecation warning (``aliases=("--batch-size",)``),
 - for a number, the values it takes (``range=at_least(1)``, ``above(0)``, ``between(0, 1)``, or
   :data:`ANY_NUMBER` where every number is meant; :class:`NumberRange`), checked by
   :class:`Settings` for flags and Python callers alike,
@@ -23,7 +22,7 @@ Example:
     >>> @dataclass(kw_only=True)
     ... class Demo:
     ...     out: str = setting("output folder")
-    ...     top_k: int = setting("documents per query", default=100, aliases=("--topk",))
+    ...     top_k: int = setting("documents per query", default=100)
     ...     plot: bool = setting("write a PNG", default=True)
     >>> parser = argparse.ArgumentParser(prog="demo")
     >>> add_settings_arguments(parser, Demo)
@@ -40,7 +39,6 @@ import dataclasses
 import functools
 import sys
 import typing
-import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
@@ -67,7 +65,6 @@ def setting(
     default: Any = dataclasses.MISSING,
     default_factory: Callable[[], Any] | Any = dataclasses.MISSING,
     choices: Sequence[Any] | Callable[[], Sequence[Any]] | None = None,
-    aliases: Sequence[str] = (),
     positional: bool = False,
     metavar: str | None = None,
     cli: bool = True,
@@ -78,8 +75,7 @@ def setting(
     """A dataclass field that is also a command-line flag.
 
     ``choices`` may be a callable (evaluated when the parser is built, so a registry can stay
-    lazily imported). ``aliases`` are former spellings: accepted, with a ``DeprecationWarning``
-    and a line on stderr naming the new flag. ``cli=False`` keeps a field out of the parser
+    lazily imported). ``cli=False`` keeps a field out of the parser
     (set by the library, not the user). ``flag`` is the spelling when the field's name cannot be
     it (``lam`` is ``--lambda``, a Python keyword). ``range``: the numbers a numeric field takes
     (:class:`NumberRange`), declared once here and checked by :class:`Settings` (``None``, the
@@ -89,7 +85,6 @@ def setting(
         _META: {
             "help": help,
             "choices": choices,
-            "aliases": tuple(aliases),
             "positional": positional,
             "metavar": metavar,
             "cli": cli,
@@ -135,15 +130,14 @@ def flag_name(field_name: str, *, negated: bool = False) -> str:
 
 
 def flag_of(settings: Any, field_name: str) -> str:
-    """The spelling ``--help`` shows for a field of ``settings`` (a class or an instance): its
-    declared ``flag=`` where it was renamed, else :func:`flag_name`. An error names this one,
-    never a former spelling kept as a hidden alias.
+    """The spelling of a field of ``settings`` (a class or an instance) on the command line: its
+    declared ``flag=`` where the field's name cannot be it, else :func:`flag_name`.
 
     Example:
         >>> from dataclasses import dataclass
         >>> @dataclass
         ... class K:
-        ...     size: int = setting("n", default=1, flag="--sample-size", aliases=("--size",))
+        ...     size: int = setting("n", default=1, flag="--sample-size")
         ...     seed: int = setting("s", default=0)
         >>> flag_of(K, "size"), flag_of(K(), "seed"), flag_of(object(), "top_k")
         ('--sample-size', '--seed', '--top-k')
@@ -319,43 +313,13 @@ class ProgressSettings(Settings):
     )
 
 
-class _DeprecatedAliasMixin:
-    """Warn once when an argument was given under a former spelling."""
+class _Extend(argparse._ExtendAction):
+    """A list flag whose values replace its default list (argparse's would extend it)."""
 
-    # Not ``deprecated``: Python 3.13's argparse reads that name itself.
-    posbias_aliases: tuple[str, ...] = ()
-
-    def _warn(self, option_string: str | None) -> None:
-        if option_string in self.posbias_aliases:
-            new = self.option_strings[0]  # type: ignore[attr-defined]
-            message = f"{option_string} is deprecated; use {new}"
-            warnings.warn(message, DeprecationWarning, stacklevel=3)
-            print(f"warning: {message}", file=sys.stderr)
-
-
-class _Store(_DeprecatedAliasMixin, argparse._StoreAction):
     def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
-        self._warn(option_string)
-        super().__call__(parser, namespace, values, option_string)
-
-
-class _Extend(_DeprecatedAliasMixin, argparse._ExtendAction):
-    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
-        self._warn(option_string)
-        # A default list is replaced by what the user gives, not extended.
         if getattr(namespace, self.dest, None) is self.default:
             setattr(namespace, self.dest, None)
         super().__call__(parser, namespace, values, option_string)
-
-
-class _Bool(_DeprecatedAliasMixin, argparse.BooleanOptionalAction):
-    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
-        self._warn(option_string)
-        super().__call__(parser, namespace, values, option_string)
-
-    def format_usage(self) -> str:
-        # The usage line names the current spellings only, as the help list does.
-        return " | ".join(o for o in self.option_strings if o not in self.posbias_aliases)
 
 
 def settings_fields(cls: type) -> list[tuple[dataclasses.Field, Any]]:
@@ -405,7 +369,7 @@ def add_settings_arguments(
         base, _ = unwrap_optional(tp)
         kwargs: dict[str, Any] = {"dest": f.name}
         if base is bool:
-            kwargs["action"] = _Bool
+            kwargs["action"] = argparse.BooleanOptionalAction
             kwargs["default"] = bool(default) if not required else None
         else:
             conv, literal, is_list = type_parts(tp)
@@ -424,7 +388,7 @@ def add_settings_arguments(
                 kwargs["nargs"] = "+"
                 kwargs["action"] = _Extend
             else:
-                kwargs["action"] = _Store
+                kwargs["action"] = "store"
             if not required:
                 kwargs["default"] = default
         if meta.get("metavar"):
@@ -446,19 +410,13 @@ def add_settings_arguments(
             action.posbias_default_note = appended  # type: ignore[attr-defined]
             action.posbias_range = meta.get("range")  # type: ignore[attr-defined]
             continue
-        names = [meta.get("flag") or flag_name(f.name), *meta.get("aliases", ())]
-        action = parser.add_argument(*names, required=required, **kwargs)
-        action.posbias_aliases = tuple(meta.get("aliases", ()))  # type: ignore[attr-defined]
+        flag = meta.get("flag") or flag_name(f.name)
+        action = parser.add_argument(flag, required=required, **kwargs)
         # The range the field declares (a test walks every numeric flag with it).
         action.posbias_range = meta.get("range")  # type: ignore[attr-defined]
         # What was appended to the help (scripts/cli_surface.py folds it: another default, the
         # same meaning).
         action.posbias_default_note = appended  # type: ignore[attr-defined]
-        if base is bool:
-            # BooleanOptionalAction adds --no-<alias> too; those are deprecated as well.
-            action.posbias_aliases += tuple(  # type: ignore[attr-defined]
-                "--no-" + a[2:] for a in meta.get("aliases", ())
-            )
 
 
 def value_problems(cls: type, values: typing.Mapping[str, Any]) -> list[tuple[KeyPath, str]]:
@@ -593,7 +551,7 @@ def settings_parser(cls: type, **parser_kwargs: Any) -> RaisingArgumentParser:
         >>> from dataclasses import dataclass
         >>> @dataclass
         ... class K:
-        ...     global_batch: int = setting("rows", default=3, aliases=("--batch-size",))
+        ...     global_batch: int = setting("rows", default=3)
         >>> print(settings_parser(K, prog="k").format_usage().strip())
         usage: k [-h] [--global-batch GLOBAL_BATCH]
     """

@@ -402,10 +402,10 @@ def stage_parameters(stage_dir: str | Path, command: str) -> dict[str, Any]:
     """The parameters a finished stage recorded (``command`` names the verb that makes it).
 
     Example:
-        >>> stage_parameters("/nonexistent/scored", "posbias verify")  # doctest: +ELLIPSIS
+        >>> stage_parameters("/nonexistent/scored", "posbias data verify")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        hf_posbias.errors.InputError: /nonexistent/scored has no manifest: run `posbias verify` ...
+        hf_posbias.errors.InputError: /nonexistent/scored has no manifest: run `posbias data ...
     """
     found = read_manifest(stage_dir)
     if found is None:

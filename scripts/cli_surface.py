@@ -1,11 +1,16 @@
 """The size of the ``posbias`` command line a user sees, measured by walking its parser.
 
 Counts what ``--help`` shows: top-level verbs, leaf commands (verbs without verbs of their own),
-flag slots (the flags of each visible leaf, ``--help`` left out; a hidden alias is not a slot)
-and distinct flag names. Hidden aliases (no help line, ``argparse.SUPPRESS``) are not counted.
+flag slots (the flags of each visible leaf, ``--help`` left out) and distinct flag names; and what
+runs but ``--help`` does not show: ``runnable`` counts every command name that runs
+(:func:`hf_posbias.cli.common.walk_commands`), ``hidden`` those no group's help lists,
+``shared_parsers`` the names that run a command another name runs too (a former name kept as an
+alias), ``unshown_flags`` the flag spellings a command takes that its own ``--help`` never
+writes (a former spelling kept as an alias).
 
     python scripts/cli_surface.py          # one JSON line
     python scripts/cli_surface.py --leaves # and every visible leaf with its flags
+    python scripts/cli_surface.py --hidden # and every command and flag spelling --help hides
     python scripts/cli_surface.py --helps  # and every flag with more than one help text
                                            # ((default: …) folded: another default, same meaning)
 """
@@ -14,19 +19,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 
 from hf_posbias.cli import build_parser
+from hf_posbias.cli.common import Command, is_listed, verbs_of, walk_commands
 
 
 def visible_verbs(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    """The verbs of ``parser`` that its help lists (a hidden alias has no help line)."""
-    found = {}
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            listed = {choice.dest for choice in action._choices_actions}
-            found.update({n: p for n, p in action.choices.items() if n in listed})
-    return found
+    """The verbs of ``parser`` that its help lists (:func:`hf_posbias.cli.common.is_listed`)."""
+    verbs = verbs_of(parser)
+    choices = verbs.choices.items() if verbs is not None else ()
+    return {name: sub for name, sub in choices if is_listed(parser, name)}
 
 
 def visible_flags(parser: argparse.ArgumentParser) -> list[str]:
@@ -43,22 +47,20 @@ def visible_flags(parser: argparse.ArgumentParser) -> list[str]:
 def flag_helps(
     parser: argparse.ArgumentParser, *, fold_defaults: bool = False
 ) -> dict[str, set[str]]:
-    """Every flag of the visible leaves → the distinct help texts it has there (whitespace
-    folded, as ``--help`` shows it). ``fold_defaults``: without the ``(default: …)`` the
-    settings append from the flag's default value, so two verbs that mean the same with another
-    default count once (a default written into the help text itself is kept: it may say what
-    the flag means)."""
+    """Every flag of the visible leaves (of each source, for a verb that takes one) → the
+    distinct help texts it has there (whitespace folded, as ``--help`` shows it).
+    ``fold_defaults``: without the ``(default: …)`` the settings append from the flag's default
+    value, so two verbs that mean the same with another default count once (a default written
+    into the help text itself is kept: it may say what the flag means)."""
     helps: dict[str, set[str]] = {}
-
-    def walk(sub: argparse.ArgumentParser, path: tuple[str, ...]) -> None:
-        verbs = visible_verbs(sub)
-        for name, child in verbs.items():
-            walk(child, (*path, name))
-        if verbs or not path:
-            return
-        formatter = sub._get_formatter()
-        for action in sub._actions:
-            if action.option_strings and action.help is not argparse.SUPPRESS:
+    for command in walk_commands(parser):
+        if not command.listed:
+            continue
+        for sub in command.flag_parsers:
+            formatter = sub._get_formatter()
+            for action in sub._actions:
+                if not action.option_strings or action.help is argparse.SUPPRESS:
+                    continue
                 if isinstance(action, argparse._HelpAction):
                     continue
                 text = " ".join(formatter._expand_help(action).split()) if action.help else ""
@@ -69,28 +71,62 @@ def flag_helps(
                     note = " ".join(getattr(action, "posbias_default_note", "").split())
                     text = text.removesuffix(f" {note}") if note else text
                 helps.setdefault(action.option_strings[0], set()).add(text)
-
-    walk(parser, ())
     return helps
 
 
-def leaves(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> dict[str, list[str]]:
-    """Every visible leaf command (its path) → its visible flags."""
-    verbs = visible_verbs(parser)
-    if not verbs and path:
-        return {" ".join(path): visible_flags(parser)}
-    found: dict[str, list[str]] = {}
-    for name, sub in verbs.items():
-        found.update(leaves(sub, (*path, name)))
-    return found
+def leaves(parser: argparse.ArgumentParser) -> dict[str, list[str]]:
+    """Every visible leaf command (its path) → its visible flags (for a verb that takes a
+    source, every source's, each once)."""
+    return {
+        " ".join(command.path): list(
+            dict.fromkeys(flag for sub in command.flag_parsers for flag in visible_flags(sub))
+        )
+        for command in walk_commands(parser)
+        if command.listed
+    }
+
+
+def unshown_flags(command: Command) -> list[str]:
+    """The flag spellings ``command`` (each of its sources) takes that its ``--help`` does not
+    write."""
+    text = command.parser.format_help()
+    return [
+        option
+        for sub in command.flag_parsers
+        for action in sub._actions
+        for option in action.option_strings
+        if not re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", text)
+    ]
+
+
+def hidden(parser: argparse.ArgumentParser) -> dict[str, list[str]]:
+    """What runs but ``--help`` hides: ``commands`` (names no group's help lists), ``aliases``
+    (names that run a command another name runs too) and ``flags`` (``command flag``)."""
+    commands = walk_commands(parser)
+    first: dict[int, str] = {}
+    aliases = []
+    for command in commands:
+        if first.setdefault(id(command.parser), command.name) != command.name:
+            aliases.append(f"{command.name} (runs {first[id(command.parser)]})")
+    return {
+        "commands": [c.name for c in commands if not c.listed],
+        "aliases": aliases,
+        "flags": [f"{c.name} {flag}" for c in commands for flag in unshown_flags(c)],
+    }
 
 
 def surface(parser: argparse.ArgumentParser | None = None) -> dict[str, int]:
-    """The counts: top-level verbs, leaf commands, flag slots, distinct flag names, and the
-    flags whose help text differs between the visible leaves."""
+    """The counts: top-level verbs, leaf commands, flag slots, distinct flag names, the flags
+    whose help text differs between the visible leaves, and what runs though ``--help`` hides
+    it (:func:`hidden`)."""
     parser = parser or build_parser()
     found = leaves(parser)
+    unlisted = hidden(parser)
     return {
+        "runnable": len(walk_commands(parser)),
+        "hidden": len(unlisted["commands"]),
+        "shared_parsers": len(unlisted["aliases"]),
+        "unshown_flags": len(unlisted["flags"]),
         "verbs": len(visible_verbs(parser)),
         "leaves": len(found),
         "flag_slots": sum(map(len, found.values())),
@@ -109,6 +145,10 @@ def main(argv: list[str] | None = None) -> int:
     if "--leaves" in args:
         for path, flags in leaves(parser).items():
             print(f"{path}: {' '.join(flags)}")
+    if "--hidden" in args:
+        for kind, names in hidden(parser).items():
+            print(f"{kind}: {len(names)}")
+            print("".join(f"    {name}\n" for name in names), end="")
     if "--helps" in args:
         meanings = flag_helps(parser, fold_defaults=True)
         for flag, texts in sorted(meanings.items(), key=lambda kv: -len(kv[1])):

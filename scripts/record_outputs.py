@@ -16,17 +16,17 @@ About 100 s of CPU time (2 to 4 minutes on 2 busy cores).
 
 Cases (everything below ``--out``):
 
-1. ``data``: ``posbias build`` on the first 1,000 records of the embedded default corpus (ICT
-   generator, BM25 panel, 10% held out), then the stage verbs ``posbias corpus`` and
-   ``posbias generate`` over the held-out documents.
+1. ``data``: ``posbias data build`` on the first 1,000 records of the embedded default corpus (ICT
+   generator, BM25 panel, 10% held out), then the stage verbs ``posbias data corpus`` and
+   ``posbias data generate`` over the held-out documents.
 2. ``evaluate``: a thirds task made from those held-out documents with
-   ``posbias benchmark from-jsonl`` (one ICT query per document, as ``posbias demo`` does),
-   ``posbias benchmark sample``, ``posbias evaluate`` of BM25 and of a tiny random BERT,
+   ``posbias benchmark build jsonl`` (one ICT query per document, as ``posbias demo`` does),
+   ``posbias benchmark subsample``, ``posbias evaluate`` of BM25 and of a tiny random BERT,
    ``posbias compare`` of the two and ``posbias leaderboard``.
 3. ``study``: ``posbias study run`` (the tiny BERT × begin/middle/end/uniform, two training
    steps each, on the build's training sets) and ``posbias study report``.
 4. ``listwise``: ``posbias listwise test`` with the BM25 control and with a tiny random Llama
-   (FIRST scoring) on the sampled task, and ``posbias listwise compare`` of the two.
+   (FIRST scoring) on the sampled task, and ``posbias listwise compare-tests`` of the two.
 
 The other inputs (the tiny random models, the JSONL the task is made from — picked from the
 held-out candidates —, the study spec) are written here with public libraries only
@@ -434,9 +434,9 @@ def build_tiny_models(out: Path) -> None:
 
 
 def write_heldout_jsonl(work: Path, out: Path, distractors: Path) -> None:
-    """One query per held-out document from ``posbias generate``'s candidates (the candidate
+    """One query per held-out document from ``posbias data generate``'s candidates (the candidate
     picked by a stable hash of the document id; the evidence is where the ICT sentence was
-    removed), as ``posbias benchmark from-jsonl`` reads it; documents without a candidate are
+    removed), as ``posbias benchmark build jsonl`` reads it; documents without a candidate are
     written to ``distractors``."""
     import pyarrow.parquet as pq
 
@@ -519,21 +519,22 @@ def steps() -> list[Step]:
         Step(
             "build",
             "data",
-            argv=["build", "--corpus", "demo", "--limit", "1000", "--holdout", "0.1"]
+            argv=["data", "build", "--corpus", "demo", "--limit", "1000", "--holdout", "0.1"]
             + ["--delta", "0.1", "--seed", str(SEED), "--out", "{out}/build", "--no-progress"],
             outputs=["build"],
         ),
         Step(
             "heldout-corpus",
             "data",
-            argv=["corpus", "--corpus", "{out}/build/work/heldout/documents.parquet"]
+            argv=["data", "corpus", "--corpus", "{out}/build/work/heldout/documents.parquet"]
             + ["--work", "{out}/heldout", "--no-progress"],
             outputs=["heldout/corpus"],
         ),
         Step(
             "heldout-generate",
             "data",
-            argv=["generate", "--work", "{out}/heldout", "--seed", str(SEED), "--no-progress"],
+            argv=["data", "generate", "--work", "{out}/heldout", "--seed", str(SEED)]
+            + ["--no-progress"],
             outputs=["heldout/candidates"],
         ),
         # 2. evaluation
@@ -550,7 +551,7 @@ def steps() -> list[Step]:
         Step(
             "benchmark-from-jsonl",
             "evaluate",
-            argv=["benchmark", "from-jsonl", "--input", "{out}/fixtures/heldout-eval.jsonl"]
+            argv=["benchmark", "build", "jsonl", "--input", "{out}/fixtures/heldout-eval.jsonl"]
             + ["--distractors", "{out}/fixtures/heldout-distractors.jsonl"]
             + ["--name", "HeldoutEvidence", "--out", "{out}/task"],
             outputs=["task"],
@@ -558,7 +559,7 @@ def steps() -> list[Step]:
         Step(
             "benchmark-sample",
             "evaluate",
-            argv=["benchmark", "sample", "--task", "{out}/task", "--per-bucket", "3"]
+            argv=["benchmark", "subsample", "--task", "{out}/task", "--per-bucket", "3"]
             + ["--seed", "11", "--out", "{out}/task-sample"],
             outputs=["task-sample"],
         ),
@@ -623,7 +624,7 @@ def steps() -> list[Step]:
         Step(
             "listwise-compare",
             "listwise",
-            argv=["listwise", "compare", "{out}/listwise/tiny-llama", "{out}/listwise/bm25"]
+            argv=["listwise", "compare-tests", "{out}/listwise/tiny-llama", "{out}/listwise/bm25"]
             + ["--label-a", "tiny-llama", "--label-b", "bm25", "--n-resamples", "200"]
             + ["--seed", "5", "--out", "{out}/listwise/compare"],
             outputs=["listwise/compare"],

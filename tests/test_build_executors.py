@@ -1,4 +1,4 @@
-"""`posbias build --executor ray|slurm`: each generate and verify shard one Ray task (or one
+"""`posbias data build --executor ray|slurm`: each generate and verify shard one Ray task (or one
 submitit job: its local executor, no Slurm here), the same files as a local build; a rerun redoes
 only the shard that is missing; an executor that cannot start is one line before any work."""
 

@@ -16,7 +16,7 @@ from hf_posbias.errors import InputError
 
 def test_help_lists_every_stage() -> None:
     text = build_parser().format_help()
-    for verb in ("build", "train", "evaluate", "analyze", "demo"):
+    for verb in ("data", "benchmark", "train", "evaluate", "analyze", "study", "demo"):
         assert verb in text
 
 
@@ -53,28 +53,25 @@ def test_user_errors_become_one_line_and_exit_2(capsys: pytest.CaptureFixture[st
 
 
 def _verb_parsers() -> dict[str, argparse.ArgumentParser]:
-    """Every leaf verb's parser by its command path (``"listwise test"``)."""
+    """Every leaf verb's parser by its command path (``"listwise test"``; a verb that takes a
+    source, once per source: ``"benchmark build fever"``)."""
+    from hf_posbias.cli.common import walk_commands
+
     found: dict[str, argparse.ArgumentParser] = {}
-
-    def walk(parser: argparse.ArgumentParser, path: str) -> None:
-        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-        if not subs:
-            found[path] = parser
-        for action in subs:
-            for name, child in action.choices.items():
-                walk(child, f"{path} {name}".strip())
-
-    walk(build_parser(), "")
+    for command in walk_commands(build_parser()):
+        found[" ".join(command.path)] = command.parser
+        for name, parser in command.sources.items():
+            found[" ".join((*command.path, name))] = parser
     return found
 
 
 LONG_VERBS = (
-    "build",
-    "corpus",
-    "generate",
-    "verify",
+    "data build",
+    "data corpus",
+    "data generate",
+    "data verify",
     "evaluate",
-    "audit",
+    "analyze audit",
     "analyze evidence-moving",
     "analyze segment-profile",
     "analyze pooling",
@@ -103,13 +100,15 @@ def test_every_long_verb_has_progress_on_by_default_and_both_spellings() -> None
 
 
 def test_no_verb_declares_a_flag_by_hand() -> None:
-    """Flags come from settings dataclasses; only the top-level --version/-v are hand-written."""
+    """Flags come from settings dataclasses; only the top-level --version/-v and the source
+    argument of a verb that takes one (``cli.common.add_source_verb``) are hand-written."""
     import hf_posbias.cli as cli_package
 
     folder = Path(cli_package.__file__).parent
+    by_hand = {"__init__.py": 2, "common.py": 1}
     for path in folder.glob("*.py"):
         calls = path.read_text().count(".add_argument(")
-        assert calls == (2 if path.name == "__init__.py" else 0), path.name
+        assert calls == by_hand.get(path.name, 0), path.name
     usage = " ".join(p.format_help() for p in _verb_parsers().values())
     assert not re.search(r"--[a-z0-9-]+_[a-z]", usage)  # dashed spellings only
 

@@ -1,7 +1,7 @@
 """One model, one ranking, in every verb (issue 39): the same model on the same small real task
 (SciFact validation claims, titled abstracts) gives the same top-k and the same per-query
 nDCG@10 through ``posbias evaluate``, the library call (``evaluate_model``), a study's
-evaluation unit, ``posbias audit`` and ``posbias listwise test --first-stage``; and an RRF
+evaluation unit, ``posbias analyze audit`` and ``posbias listwise test --first-stage``; and an RRF
 first stage equals an independent fusion of ``evaluate``'s runs at the depth it records.
 
 BM25 and a tiny random dense model (a sentence-transformers folder). The task is cut to its
@@ -92,7 +92,7 @@ def test_the_library_call_and_audit_agree_with_evaluate(name, task, dense, evalu
     runs, ndcg = evaluated[name]
     evaluate_model(model, [str(task)], out=tmp_path / "lib", top_k=N_DOCS, bootstrap=10)
     assert _ranked(tmp_path / "lib") == runs and _ndcg(tmp_path / "lib") == ndcg
-    argv = ["audit", model, "--task", str(task), "--out", str(tmp_path / "audit")]
+    argv = ["analyze", "audit", model, "--task", str(task), "--out", str(tmp_path / "audit")]
     assert main([*argv, "--top-k", str(N_DOCS), "--bootstrap", "10", "--no-progress"]) == 0
     assert _ranked(tmp_path / "audit") == runs and _ndcg(tmp_path / "audit") == ndcg
 

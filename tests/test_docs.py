@@ -153,7 +153,7 @@ def _prepare_scifact_task(shared: Path, cwd: Path) -> None:
 
     if not (cwd / "tasks" / "scifact").exists():
         _prepare_scifact_csv(shared, cwd)
-        argv = ["benchmark", "scifact", "--input", "scifact_csv", "--out", "tasks/scifact"]
+        argv = ["benchmark", "build", "scifact", "--input", "scifact_csv", "--out", "tasks/scifact"]
         assert main(argv) == 0
 
 

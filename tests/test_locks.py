@@ -23,12 +23,14 @@ def _dead_pid() -> int:
 
 def test_a_second_run_is_refused_naming_the_holder(tmp_path) -> None:
     out = tmp_path / "out"
-    with output_lock(out, command="posbias build") as lock:
+    with output_lock(out, command="posbias data build") as lock:
         holder = read_holder(lock)
         assert holder is not None
         assert (holder["pid"], holder["host"]) == (os.getpid(), socket.gethostname())
-        refused = pytest.raises(InputError, match=rf"in use by posbias build \(pid {os.getpid()} ")
-        with refused, output_lock(out, command="posbias build"):
+        refused = pytest.raises(
+            InputError, match=rf"in use by posbias data build \(pid {os.getpid()} "
+        )
+        with refused, output_lock(out, command="posbias data build"):
             pass
         (out / "result.json").write_text("{}")
     assert not (out / LOCK_NAME).exists()

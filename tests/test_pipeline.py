@@ -1,4 +1,5 @@
-"""`posbias build` end to end on real Wikipedia text: outputs, determinism, resume, bad input."""
+"""`posbias data build` end to end on real Wikipedia text: outputs, determinism, resume, bad
+input."""
 
 from __future__ import annotations
 
@@ -181,6 +182,7 @@ def test_malformed_corpus_exits_nonzero_without_traceback(tmp_path: Path) -> Non
             sys.executable,
             "-m",
             "hf_posbias.cli",
+            "data",
             "build",
             "--corpus",
             str(corpus),
@@ -215,7 +217,7 @@ def test_llm_segment_audit_through_a_local_endpoint(
     capsys: pytest.CaptureFixture,
     server_schema: str,
 ) -> None:
-    """`posbias verify --audit-model` asks a judge per segment over a real HTTP endpoint, under
+    """`posbias data verify --audit-model` asks a judge per segment over a real HTTP endpoint, under
     the audit's JSON schema (``response_format``), or free-form (counted) where the server
     refuses it."""
     import re
@@ -274,7 +276,7 @@ def test_llm_segment_audit_through_a_local_endpoint(
 def test_llm_segment_audit_with_a_local_lm_judge(
     built: Path, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
-    """`posbias verify --audit-backend local-lm`: a local causal LM judges offline, every reply
+    """`posbias data verify --audit-backend local-lm`: a local causal LM judges offline, every reply
     decoded under the audit's schema, so none is unparsed even from random weights."""
     import shutil
 
@@ -362,7 +364,8 @@ def test_a_custom_ratio_goes_from_build_to_train_to_the_cards(
     topic_jsonl: str, tiny_models, tmp_path: Path
 ) -> None:
     """Regression: `build --config 50:25:25` published `r50-25-25`, and `train --config
-    50:25:25` could not find it (and hinted at a `posbias sample --ratio` that does not exist)."""
+    50:25:25` could not find it (and hinted at a `posbias data sample --ratio` that does not
+    exist)."""
     from hf_posbias.errors import InputError
     from hf_posbias.rows.readers import available_configs
     from hf_posbias.training.matrix import expand_runs
@@ -383,7 +386,7 @@ def test_a_custom_ratio_goes_from_build_to_train_to_the_cards(
     # Every spelling finds the same config; one that was never sampled names the real verb.
     assert resolve_repo_config(train, "r50-25-25") == resolve_repo_config(train, "50:25:25")
     assert resolve_repo_config(train, "U") == "uniform"
-    with pytest.raises(InputError, match=r"posbias sample --config 70:20:10"):
+    with pytest.raises(InputError, match=r"posbias data sample --config 70:20:10"):
         resolve_repo_config(train, "70:20:10")
     # The training matrix passes the ratio through to `train --config`.
     (run,) = expand_runs(["bert-base"], ["50:25:25"], tmp_path / "runs")
@@ -437,7 +440,7 @@ def test_publish_states_the_seeds_the_stages_recorded(
     assert main(["data", "verify", "--delta", "0.2", "--overwrite", *common]) == 0
     capsys.readouterr()
     assert main(["data", "publish", "--out", str(out), *common]) == 2
-    assert "rerun `posbias sample --overwrite`" in _one_error_line(capsys)
+    assert "rerun `posbias data sample --overwrite`" in _one_error_line(capsys)
 
 
 @pytest.mark.parametrize(
@@ -529,7 +532,7 @@ def test_progress_in_a_log_is_plain_lines_and_no_progress_silences_it(
 def test_build_checks_delta_and_sampling_options_once(
     topic_jsonl: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Regression: one `posbias build` ran check_delta 3 times and check_sampling_options 6."""
+    """Regression: one `posbias data build` ran check_delta 3 times and check_sampling_options 6."""
     import hf_posbias.sampling.draw as sampling
     import hf_posbias.verification.panel as panel
     import hf_posbias.verification.stage as verification_stage

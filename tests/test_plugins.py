@@ -163,7 +163,7 @@ def sentences_task(example_plugins, shared_data, tmp_path_factory) -> Path:
         if len(lines) == 12:
             break
     (root / "docs.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    argv = ["benchmark", "sentences", "--input", str(root / "docs.txt"), "--every", "2"]
+    argv = ["benchmark", "build", "sentences", "--input", str(root / "docs.txt"), "--every", "2"]
     assert main([*argv, "--out", str(root / "task")]) == 0
     return root / "task"
 
@@ -269,9 +269,9 @@ def _dist_info(site: Path, name: str, entry_points: str) -> None:
             "clashes with the built-in listwise remedy 'permsc'",
         ),
         (
-            "[hf_posbias.benchmarks]\nlist = json:loads\n",
+            "[hf_posbias.benchmarks]\nfever = json:loads\n",
             ["list", "benchmarks"],
-            "clashes with the built-in benchmark 'list'",
+            "clashes with the built-in benchmark 'fever'",
         ),
         (
             "[hf_posbias.rerankers]\nbroken = no_such_module_here:KIND\n",

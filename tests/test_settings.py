@@ -1,4 +1,4 @@
-"""hf_posbias.settings: one dataclass field = one flag, its help, choices, aliases and check."""
+"""hf_posbias.settings: one dataclass field = one flag, its help, choices and check."""
 
 from __future__ import annotations
 
@@ -26,9 +26,7 @@ class Example(Settings):
     model: str = setting("the model", positional=True)
     task: list[str] = setting("task folders")
     out: str = setting("output folder")
-    global_batch: int = setting(
-        "rows per step", default=256, aliases=("--batch-size",), range=at_least(1)
-    )
+    global_batch: int = setting("rows per step", default=256, range=at_least(1))
     scoring: Literal["default", "posir"] = setting("protocol", default="default")
     level: str = setting("a level", default="a", choices=lambda: ("a", "b"))
     progress: bool = setting("progress lines", default=True)
@@ -91,11 +89,12 @@ def test_post_init_checks_run_from_the_command_line() -> None:
         parse_settings_args(Example, ["m", "--task", "t", "--out", "o", "--global-batch", "0"])
 
 
-def test_a_former_spelling_still_works_and_warns(capsys: pytest.CaptureFixture) -> None:
-    with pytest.warns(DeprecationWarning, match="--batch-size is deprecated; use --global-batch"):
-        s = parse_settings_args(Example, ["m", "--task", "t", "--out", "o", "--batch-size", "8"])
-    assert s.global_batch == 8
-    assert "--batch-size is deprecated" in capsys.readouterr().err
+def test_a_field_has_one_spelling_and_no_other_parses() -> None:
+    """0.2.0: no former flag spellings; a field is its one flag (``flag=`` or its name)."""
+    with pytest.raises(InputError, match="unknown flag"):
+        parse_settings_args(Example, ["m", "--task", "t", "--out", "o", "--batch-size", "8"])
+    with pytest.raises(TypeError, match="aliases"):
+        setting("rows per step", default=256, aliases=("--batch-size",))  # type: ignore[call-arg]
 
 
 def test_a_given_list_replaces_the_default_and_tuples_stay_tuples() -> None:

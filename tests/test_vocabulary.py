@@ -13,9 +13,9 @@ from hf_posbias.statistics import PAIRED_TESTS
 
 PAIRED_VERBS = [
     ["compare", "a", "b"],
-    ["listwise", "compare", "a", "b"],
+    ["listwise", "compare-tests", "a", "b"],
     ["listwise", "shuffle-eval", "--task", "t", "--reranker", "r", "--out", "o"],
-    ["listwise", "remedies", "--task", "t", "--reranker", "r", "--out", "o"],
+    ["listwise", "reranker-remedies", "--task", "t", "--reranker", "r", "--out", "o"],
 ]
 
 
@@ -45,26 +45,6 @@ def test_the_statistics_accept_exactly_the_listed_tests():
     assert set(typing.get_args(Method)) == set(PAIRED_TESTS)
 
 
-@pytest.mark.parametrize(
-    ("argv", "old", "new", "field", "value"),
-    [
-        (["compare", "a", "b", "--resamples", "9"], "--resamples", "--n-resamples", "resamples", 9),
-        (
-            ["leaderboard", "r1", "--out", "o", "--resamples", "9"],
-            *("--resamples", "--n-resamples", "resamples", 9),
-        ),
-        (
-            ["listwise", "compare", "a", "b", "--test", "bootstrap"],
-            *("--test", "--method", "method", "bootstrap"),
-        ),
-    ],
-)
-def test_former_spellings_still_work_and_warn(argv, old, new, field, value):
-    with pytest.warns(DeprecationWarning, match=f"{old} is deprecated; use {new}"):
-        args = _parse(argv)
-    assert getattr(args, field) == value
-
-
 def test_each_verb_keeps_its_default():
     assert _parse(["compare", "a", "b"]).method == "bootstrap"
-    assert _parse(["listwise", "compare", "a", "b"]).method == "randomization"
+    assert _parse(["listwise", "compare-tests", "a", "b"]).method == "randomization"

@@ -30,11 +30,8 @@ class AnalysisOptions(ProgressSettings):
     """What every analysis takes: slots, sample, seed, output, device, length policy."""
 
     n: int = setting("positions p1…pn", default=10, range=at_least(2))
-    # Not --limit (the data verbs' "read at most N records"): a seeded sample; the former
-    # spelling stays accepted.
-    sample_size: int = setting(
-        "pairs/documents sampled (0 = all)", default=200, aliases=("--limit",), range=at_least(0)
-    )
+    # Not --limit (the data verbs' "read at most N records"): a seeded sample.
+    sample_size: int = setting("pairs/documents sampled (0 = all)", default=200, range=at_least(0))
     seed: int = shared_setting("seed", default=42)
     out: str = shared_setting("out")
     device: str = shared_setting("device", default="cpu")

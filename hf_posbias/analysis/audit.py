@@ -1,4 +1,4 @@
-"""``posbias audit`` as a library call: every position measurement of one model, one report.
+"""``posbias analyze audit`` as a library call: every position measurement of one model, one report.
 
 :func:`audit_model` evaluates the model on its tasks (:func:`~hf_posbias.evaluation.runs.runner.
 evaluate_model`), runs the mirror-reversal diagnostic on each task with character evidence spans

@@ -1,4 +1,5 @@
-"""The evidence-moving section of ``posbias audit``: the representation view next to the scores.
+"""The evidence-moving section of ``posbias analyze audit``: the representation view next to the
+scores.
 
 For every audited task whose queries carry character evidence spans, the evidence of a sample of
 (query, gold document) pairs is moved through the document (p1…p10) and the mean cosine curve

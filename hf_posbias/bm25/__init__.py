@@ -19,7 +19,7 @@ Lucene variant, ``k1 = 1.5``, ``b = 0.75``.
   formula as the index (a test checks them against each other).
 
 Verification's panel member keeps ``stemmer=None`` (no stemming): its scores are written into
-the published pool and its manifest, and ``posbias build`` must stay byte-identical for the
+the published pool and its manifest, and ``posbias data build`` must stay byte-identical for the
 data already built (see ``docs/architecture.md``).
 
 Example:

@@ -22,7 +22,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-from hf_posbias.cli.common import VerbParser
+from hf_posbias.cli.common import VerbParser, list_verbs
 from hf_posbias.errors import PosbiasError, first_line
 from hf_posbias.version import __version__
 
@@ -55,31 +55,11 @@ JOBS: tuple[tuple[str, tuple[str, ...]], ...] = (
 or a later module adds without a heading here is listed under "other"."""
 
 
-def _jobs_listing(verbs: argparse._SubParsersAction) -> str:
-    """``posbias --help``'s verb list: one line per verb, under its job's heading."""
-    helps = {action.dest: action.help or "" for action in verbs._choices_actions}
-    placed = {name for _, names in JOBS for name in names}
-    groups = [*JOBS, ("other", tuple(n for n in helps if n not in placed))]
-    width = max(map(len, helps)) + 2
-    lines = ["commands (posbias COMMAND --help for each):"]
-    for title, names in groups:
-        shown = [n for n in names if n in helps]
-        if shown:
-            lines.append(f"  {title}:")
-            lines.extend(f"    {name:<{width}}{helps[name]}" for name in shown)
-    return "\n".join(lines)
-
-
-class _RootFormatter(argparse.RawDescriptionHelpFormatter):
-    """Keeps the grouped verb list (the epilog) as written."""
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser with every registered sub-command."""
     parser = VerbParser(
         prog="posbias",
         description="Measure and control position bias in dense retrievers.",
-        formatter_class=_RootFormatter,
     )
     parser.add_argument("--version", action="version", version=f"hf-posbias {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -92,10 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         module.register(subparsers)
-    # The verbs are listed by job in the epilog, not in argparse's one flat block.
-    subparsers.help = argparse.SUPPRESS
-    parser.usage = "posbias [-h] [--version] [-v] COMMAND ..."  # set last: verbs' progs use it
-    parser.epilog = _jobs_listing(subparsers)
+    # The verbs are listed by job, not in argparse's one flat block.
+    list_verbs(parser, subparsers, JOBS, rest="other")
     return parser
 
 

@@ -26,7 +26,7 @@ from hf_posbias.analysis.analysis_settings import (
     PoolingSettings,
     SegmentProfileSettings,
 )
-from hf_posbias.cli.common import Verb, add_alias, add_group
+from hf_posbias.cli.common import Verb, add_group
 from hf_posbias.output_folders import OutputFolder
 from hf_posbias.shards import atomic_path, write_text_atomic
 
@@ -39,8 +39,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="evidence moving, segment profile, pooling, audit, remedies",
         required=True,
     )
-    # A model's whole position audit and its remedies were top-level verbs; their former names
-    # stay as hidden aliases.
     from hf_posbias.cli.evaluate import run_audit
     from hf_posbias.cli.remedies import run_remedies
     from hf_posbias.evaluation.evaluation_settings import ModelAuditSettings, RemediesSettings
@@ -64,9 +62,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             run_pooling_cmd,
             "one transformer with cls/mean/max/lasttoken pooling",
         ),
-    ):
-        verb.add_to(verbs)
-    for verb in (
         Verb(
             "audit",
             ModelAuditSettings,
@@ -94,7 +89,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             output=OutputFolder(keeps="its finished evaluation runs (runs/)", grows=("remedies",)),
         ),
     ):
-        add_alias(subparsers, verb.name, verb.add_to(verbs), f"posbias analyze {verb.name}")
+        verb.add_to(verbs)
 
 
 def parse_model_spec(spec: str) -> tuple[str, str]:

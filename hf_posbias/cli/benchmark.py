@@ -1,37 +1,32 @@
 """``posbias benchmark``: build position task folders from raw sources, plot evidence positions.
 
-Verbs (each writes ``<out>/{corpus,queries,qrels}.parquet`` + ``task.json`` and prints the
-per-bucket query counts and everything it dropped):
+Verbs:
 
-    posbias benchmark squad-posq    [--input rajpurkar/squad_v2|DIR|FILE] --out DIR [--tiny]
-    posbias benchmark fineweb-posq  [--input NovaSearch/FineWeb-PosQ|DIR|FILE] --out DIR [--tiny]
-    posbias benchmark posir         --input SNAPSHOT --out DIR [--language eng-Latn]
-                                    [--domains yhp26|all|A,B] [--scheme posir20|token-length|…]
-    posbias benchmark scifact       --input DIR --out DIR [--split validation]
-    posbias benchmark climate-fever --input climate-fever.jsonl --out DIR [--corpus corpus.jsonl]
-    posbias benchmark fever         --input claims.jsonl --wiki-pages DIR --out DIR
-    posbias benchmark hotpotqa      --input hotpot_dev_distractor_v1.json --out DIR
-    posbias benchmark from-jsonl    --input mine.jsonl --out DIR [--buckets thirds|0,0.2,0.5,1]
-                                    [--distractors docs.jsonl]
-    posbias benchmark plot-evidence --task DIR [--task DIR …] --out fig.png
+    posbias benchmark build BENCHMARK --out DIR [its flags]
+        (a task folder: <out>/{corpus,queries,qrels}.parquet + task.json; prints the per-bucket
+        query counts and everything it dropped)
+    posbias benchmark from-corpus   --corpus SOURCE --out DIR [--passages N] [--cut-long] …
+                                    (Z25's recipe from any corpus)
     posbias benchmark subsample     --task DIR --per-bucket N --out DIR [--seed 0] [--name NAME]
     posbias benchmark publish       --task DIR --out HUB_DIR [--hub-repo OWNER/NAME]
-    posbias benchmark from-corpus   --corpus SOURCE --out DIR [--passages N] [--cut-long] …
-                                    (Z25's recipe from any corpus: hf_posbias.cli.benchmark_build)
+    posbias benchmark plot-evidence --task DIR [--task DIR …] --out fig.png   (expert)
 
-Every benchmark verb, its tasks and the package that registered it: ``posbias list benchmarks``.
-The verbs of :data:`EXPERT_VERBS` work as listed but are left out of ``--help``'s verb list (its
-"see also" line names them; docs/evaluation.md documents them).
-Former names, hidden and warning once: ``benchmark build`` (now ``from-corpus``: ``build`` is the
-training data's ``posbias data build``), ``benchmark sample`` (now ``subsample``: ``sample`` is
-the training sets' ``posbias data sample``), ``benchmark list``.
+``build`` takes a registered benchmark (:mod:`hf_posbias.tasks.benchmark_registry`; a plugin adds
+one by an entry point) and then the flags of its source: ``posbias list benchmarks`` lists them,
+with the tasks each builds. For instance:
+
+    posbias benchmark build squad-posq    [--input rajpurkar/squad_v2|DIR|FILE] --out DIR [--tiny]
+    posbias benchmark build posir         --input SNAPSHOT --out DIR [--language eng-Latn]
+    posbias benchmark build fever         --input claims.jsonl --wiki-pages DIR --out DIR
+    posbias benchmark build beir nfcorpus --out DIR
+    posbias benchmark build jsonl         --input mine.jsonl --out DIR [--buckets 0,0.2,0.5,1]
 
 Example:
     >>> from hf_posbias.cli import build_parser
     >>> args = build_parser().parse_args(
-    ...     ["benchmark", "from-jsonl", "--input", "a.jsonl", "--out", "o"])
-    >>> args.buckets, args.benchmark
-    ('thirds', 'from-jsonl')
+    ...     ["benchmark", "build", "jsonl", "--input", "a.jsonl", "--out", "o"])
+    >>> args.buckets, args.benchmark, args.source
+    ('thirds', 'build', 'jsonl')
 """
 
 from __future__ import annotations
@@ -40,26 +35,14 @@ import argparse
 from functools import partial
 from typing import Any
 
-from hf_posbias.cli.benchmark_build import register_build
-from hf_posbias.cli.common import add_alias, add_group, add_verb, hide_as_alias, tuck_away
-from hf_posbias.cli.listing import add_listing_verb, benchmarks_table
+from hf_posbias.cli.benchmark_from_corpus import FROM_CORPUS
+from hf_posbias.cli.common import Verb, add_group, add_source_verb, add_verb, list_verbs
 from hf_posbias.evaluation.evaluation_settings import PlotEvidenceSettings, TaskSampleSettings
 from hf_posbias.output_folders import OutputFolder
 from hf_posbias.publish.task_repo import TaskPublishSettings
 
-EXPERT_VERBS: tuple[str, ...] = (
-    "climate-fever",
-    "fever",
-    "hotpotqa",
-    "beir",
-    "msmarco",
-    "trec-dl",
-    "plot-evidence",
-)
-"""Builders and tools that work as before but are left out of ``posbias benchmark --help``'s
-list (named in its "see also" line and in docs/evaluation.md): the claim and multi-hop sources,
-the plain one-bucket retrieval sets of YHP26's Table 4, the evidence histogram. A newcomer sees
-the headline builders (SQuAD-PosQ, FineWeb-PosQ, PosIR, SciFact, their own JSONL or corpus)."""
+EXPERT_VERBS: tuple[str, ...] = ("plot-evidence",)
+"""Verbs of ``posbias benchmark --help``'s "expert" heading: the evidence histogram."""
 
 
 def _build(bench: Any, settings: Any) -> None:
@@ -127,27 +110,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         subparsers,
         "benchmark",
         dest="benchmark",
-        metavar="NAME",
+        metavar="VERB",
         help="build position tasks (SQuAD-PosQ, FineWeb-PosQ, PosIR, …)",
         description="Build position-bucketed retrieval sets from raw sources, or plot where "
         "their evidence sits.",
     )
-    # One verb per registered benchmark (hf_posbias.tasks.benchmark_registry): adding a benchmark
-    # module under tasks/builders, or installing a benchmark plugin, adds its verb here.
-    for name, bench in benchmarks().items():
-        build = partial(_build, bench)
-        add_verb(verbs, name, bench.settings, build, help=bench.help, description=bench.help)
-    from_corpus = register_build(verbs, "from-corpus")
-    add_alias(verbs, "build", from_corpus, "posbias benchmark from-corpus")
-    add_verb(
+    # One source per registered benchmark (hf_posbias.tasks.benchmark_registry): a benchmark
+    # module under tasks/builders, or a benchmark plugin, adds its source here.
+    add_source_verb(
         verbs,
-        "plot-evidence",
-        PlotEvidenceSettings,
-        _plot,
-        help="histogram of relative evidence positions (PNG)",
-        output=OutputFolder(file=True),
+        "build",
+        [
+            Verb(name, bench.settings, partial(_build, bench), bench.help)
+            for name, bench in benchmarks().items()
+        ],
+        help="a position task folder from a registered benchmark's source",
+        description="Build a position task folder from the source of one registered benchmark "
+        "(posbias list benchmarks lists them, with the tasks each builds and the package that "
+        "registered it): <out>/{corpus,queries,qrels}.parquet and task.json. Prints the "
+        "queries of each bucket and everything dropped, with the reason. Its flags follow "
+        "BENCHMARK; posbias benchmark build BENCHMARK --help shows one benchmark's alone.",
+        metavar="BENCHMARK",
     )
-    subsample = add_verb(
+    FROM_CORPUS.add_to(verbs)
+    add_verb(
         verbs,
         "subsample",
         TaskSampleSettings,
@@ -168,14 +154,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "nDCG@10, their mean and 1 − PSI, the ids the Hub's board ranks); with --hub-repo, "
         "upload it (a pull request unless you own the repo).",
     )
-    add_listing_verb(
+    add_verb(
         verbs,
-        "list",
-        "every benchmark verb, its tasks, and where it comes from: built-in, or the "
-        "distribution of a plugin (entry-point group hf_posbias.benchmarks)",
-        benchmarks_table,
+        "plot-evidence",
+        PlotEvidenceSettings,
+        _plot,
+        help="histogram of relative evidence positions (PNG)",
+        output=OutputFolder(file=True),
     )
-    hide_as_alias(verbs, "list", "posbias list benchmarks")
-    add_alias(verbs, "sample", subsample, "posbias benchmark subsample")
-    group = subparsers.choices["benchmark"]
-    tuck_away(group, verbs, [n for n in EXPERT_VERBS if n in verbs.choices], "docs/evaluation.md")
+    list_verbs(subparsers.choices["benchmark"], verbs, [("expert", EXPERT_VERBS)])

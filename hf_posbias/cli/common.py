@@ -7,8 +7,7 @@ the settings are built from the parsed flags — every check runs then, so a mis
 the exit status (``None`` counts as 0, see :func:`hf_posbias.cli.main`). :func:`add_group` adds a
 verb with verbs of its own (``posbias listwise …``) that prints its help when called bare.
 :class:`VerbParser`, the parser of ``posbias`` and of each of its verbs, answers a mistyped flag,
-verb or choice with the verb's own usage and the closest known name. :func:`add_alias` keeps a
-former verb name working, hidden from ``--help``, with a warning naming the new one.
+verb or choice with the verb's own usage and the closest known name.
 
 Example:
     >>> import argparse
@@ -53,117 +52,14 @@ _BAD_NUMBER = re.compile(
 _INVALID_CHOICE = re.compile(r"invalid choice: '?(?P<name>[^' ]*)'? \(choose from (?P<known>.*)\)$")
 
 
-REMOVAL_RELEASE = "0.3.0"
-"""The release that removes the former verb names and flag spellings (docs/deprecations.md)."""
-
-_WARNED: set[str] = set()
-
-
-def warn_once(message: str) -> None:
-    """A ``DeprecationWarning`` and one ``warning:`` line on stderr, once per process."""
-    import sys
-    import warnings
-
-    if message in _WARNED:
-        return
-    _WARNED.add(message)
-    warnings.warn(message, DeprecationWarning, stacklevel=3)
-    print(f"warning: {message}", file=sys.stderr)
-
-
-class _Verbs(argparse._SubParsersAction):
-    """Sub-commands that know their former names: one given warns once, then runs the new verb."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.posbias_renamed: dict[str, str] = {}
-
-    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
-        new = self.posbias_renamed.get(values[0])
-        if new:
-            old = f"{parser.prog} {values[0]}"
-            warn_once(f"`{old}` is deprecated (removed in {REMOVAL_RELEASE}); use `{new}`")
-        super().__call__(parser, namespace, values, option_string)
-
-
-def add_alias(
-    subparsers: argparse._SubParsersAction, name: str, target: argparse.ArgumentParser, new: str
-) -> None:
-    """Accept ``name`` as a former spelling of the verb ``target`` (the command ``new``): the same
-    flags and handler, no line in ``--help``, a warning when used.
-
-    Example:
-        >>> import contextlib, io
-        >>> parser = VerbParser(prog="posbias")
-        >>> verbs = parser.add_subparsers(dest="command", metavar="COMMAND")
-        >>> lb = verbs.add_parser("leaderboard", help="rank runs")
-        >>> _ = lb.set_defaults(func=lambda args: "ranked")
-        >>> add_alias(verbs, "top", lb, "posbias leaderboard")
-        >>> err = io.StringIO()
-        >>> with contextlib.redirect_stderr(err):
-        ...     parser.parse_args(["top"]).func(None)
-        'ranked'
-        >>> print(err.getvalue().strip())
-        warning: `posbias top` is deprecated (removed in 0.3.0); use `posbias leaderboard`
-        >>> "top" in parser.format_help()
-        False
-    """
-    subparsers._name_parser_map[name] = target
-    subparsers.posbias_renamed[name] = new  # type: ignore[attr-defined]
-
-
-def hide_as_alias(subparsers: argparse._SubParsersAction, name: str, new: str) -> None:
-    """Turn the verb ``name`` already added into a hidden former spelling of the command
-    ``new`` (which may take other arguments): it still runs, and warns."""
-    subparsers._choices_actions = [a for a in subparsers._choices_actions if a.dest != name]
-    subparsers.posbias_renamed[name] = new  # type: ignore[attr-defined]
-
-
-def tuck_away(
-    group: argparse.ArgumentParser,
-    verbs: argparse._SubParsersAction,
-    names: Sequence[str],
-    docs: str,
-) -> None:
-    """Keep the verbs ``names`` of ``group`` working, unchanged and without a warning (they are
-    not deprecated), but out of its verb list: the group's help ends with a "see also" line
-    naming each of them and the ``docs`` page that documents them. For expert verbs a newcomer
-    need not read past (``posbias benchmark --help`` lists the headline builders first).
-
-    Example:
-        >>> parser = VerbParser(prog="posbias")
-        >>> group = parser.add_subparsers().add_parser("benchmark")
-        >>> verbs = group.add_subparsers(metavar="NAME")
-        >>> for name in ("squad-posq", "hotpotqa"):
-        ...     _ = verbs.add_parser(name, help=name).set_defaults(built=name)
-        >>> tuck_away(group, verbs, ["hotpotqa"], "docs/evaluation.md")
-        >>> parser.parse_args(["benchmark", "hotpotqa"]).built
-        'hotpotqa'
-        >>> [a.dest for a in verbs._choices_actions], verbs.posbias_tucked
-        (['squad-posq'], ('hotpotqa',))
-        >>> " ".join(group.format_help().split()).endswith(
-        ...     "(each with its own --help; docs/evaluation.md): posbias benchmark hotpotqa.")
-        True
-    """
-    verbs._choices_actions = [a for a in verbs._choices_actions if a.dest not in names]
-    verbs.posbias_tucked = (*getattr(verbs, "posbias_tucked", ()), *names)  # type: ignore[attr-defined]
-    also = ", ".join(f"{group.prog} {name}" for name in names)
-    line = f"see also, working but not listed above (each with its own --help; {docs}): {also}."
-    group.epilog = f"{group.epilog} {line}" if group.epilog else line
-
-
 class _HelpFormatter(argparse.HelpFormatter):
-    """Shows each flag under its current spelling only: a former one (``posbias_aliases``,
-    :func:`hf_posbias.settings.setting`'s ``aliases``) is accepted but not advertised."""
+    """Wraps a description to the terminal, but keeps a text of several lines as written (the
+    verb list of a group, under its headings: :func:`list_verbs`)."""
 
-    def _format_action_invocation(self, action: argparse.Action) -> str:
-        former = getattr(action, "posbias_aliases", ())
-        if former and action.option_strings:
-            import copy
-
-            action = copy.copy(action)
-            action.option_strings = [o for o in action.option_strings if o not in former]
-        return super()._format_action_invocation(action)
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
 
 
 class VerbParser(argparse.ArgumentParser):
@@ -195,20 +91,38 @@ class VerbParser(argparse.ArgumentParser):
     """
 
     _posbias_argv: list[str] | None = None
+    posbias_sources: dict[str, VerbParser] | None = None
+    """A verb that takes a source first (:func:`add_source_verb`): source → its parser."""
+    posbias_flags_elsewhere: dict[str, list[str]] | None = None
+    """A source's parser: each flag it does not take → the sources that take it."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _HelpFormatter)
         super().__init__(*args, **kwargs)
-        self.register("action", "parsers", _Verbs)
 
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
         """As argparse's, but a verb (a parser without verbs of its own) refuses what it does
-        not know itself, so the error shows that verb's usage."""
+        not know itself, so the error shows that verb's usage; a verb that takes a source
+        hands what follows the source to that source's parser."""
         import sys
 
         self._posbias_argv = list(sys.argv[1:] if args is None else args)
+        sources = self.posbias_sources
+        first = self._posbias_argv[0] if self._posbias_argv else "-h"
+        if sources and first in sources:
+            namespace, extras = sources[first].parse_known_args(self._posbias_argv[1:], namespace)
+            namespace.source = first
+            return namespace, extras
+        if sources and first.startswith("-") and first not in ("-h", "--help"):
+            # The flags a source takes are known once the source is: it comes first.
+            metavar = next(a.metavar for a in self._actions if a.dest == "source")
+            given = [token for token in self._posbias_argv if token in sources] or [metavar]
+            self.error(
+                f"{metavar} comes first: {self.prog} {given[0]} [its flags] ({metavar}: "
+                f"{', '.join(sources)})"
+            )
         namespace, extras = super().parse_known_args(args, namespace)
         if extras and self._subparsers is None:
             self.error(f"unrecognized arguments: {' '.join(extras)}")
@@ -236,6 +150,14 @@ class VerbParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # type: ignore[override]
         """Print this verb's usage and the message with the closest known name; exit 2. A word
         given to a flag that takes a number is one line (the usage says nothing about it)."""
+        elsewhere = self.posbias_flags_elsewhere or {}
+        foreign = [flag for flag in self.unknown_flags() if flag in elsewhere]
+        if foreign:
+            flag = foreign[0]
+            self.exit(
+                2,
+                f"error: {self.prog} takes no {flag} (a flag of {', '.join(elsewhere[flag])})\n",
+            )
         bad_number = _BAD_NUMBER.match(message)
         if bad_number:
             form = value_form({"int": int, "float": float}[bad_number["type"]])
@@ -266,17 +188,81 @@ class VerbParser(argparse.ArgumentParser):
             match = _INVALID_CHOICE.search(message)
             if match:
                 known = [k.strip().strip("'") for k in match["known"].split(",")]
-                # Former verb names are accepted, not offered.
-                former = {
-                    name
-                    for action in self._actions
-                    for name in getattr(action, "posbias_renamed", {})
-                }
-                known = [k for k in known if k not in former]
-                listed = ", ".join(f"'{k}'" for k in known)
-                message = message[: match.start("known")] + listed + ")"
                 message += suggest(match["name"], known)
         super().error(message)
+
+
+def verbs_of(parser: argparse.ArgumentParser) -> argparse._SubParsersAction | None:
+    """The verbs of a group (its sub-commands), or ``None`` for a command that runs."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action
+    return None
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command that runs (a parser without verbs of its own), as :func:`walk_commands`
+    finds it.
+
+    ``listed``: its name is a line of its group's ``--help``, and so is every group's above it
+    (a command that runs but is not listed is hidden).
+    """
+
+    path: tuple[str, ...]
+    parser: argparse.ArgumentParser
+    listed: bool
+
+    @property
+    def name(self) -> str:
+        """The command as typed: ``posbias benchmark build``."""
+        return " ".join(("posbias", *self.path))
+
+    @property
+    def sources(self) -> dict[str, argparse.ArgumentParser]:
+        """A command that takes a source first (:func:`add_source_verb`): each source's parser,
+        which holds the flags of that source; else nothing."""
+        return dict(getattr(self.parser, "posbias_sources", None) or {})
+
+    @property
+    def flag_parsers(self) -> list[argparse.ArgumentParser]:
+        """The parsers that hold this command's flags: each source's, or its own."""
+        return list(self.sources.values()) or [self.parser]
+
+
+def is_listed(group: argparse.ArgumentParser, name: str) -> bool:
+    """Whether ``group``'s ``--help`` has a line naming the verb ``name``: the name, indented as a
+    verb list indents it (a help text's wrapped line is indented deeper), then its help or the
+    end of the line.
+
+    Example:
+        >>> from hf_posbias.cli import build_parser
+        >>> is_listed(build_parser(), "evaluate"), is_listed(build_parser(), "evalute")
+        (True, False)
+    """
+    line = rf"(?m)^ {{2,8}}{re.escape(name)}(?: {{2,}}\S|$)"
+    return re.search(line, group.format_help()) is not None
+
+
+def walk_commands(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = (), listed: bool = True
+) -> list[Command]:
+    """Every command under ``parser`` that runs, each under every name it runs by, in the
+    order of the groups' verbs.
+
+    Example:
+        >>> from hf_posbias.cli import build_parser
+        >>> found = walk_commands(build_parser())
+        >>> [c.name for c in found if c.path[0] == "study"]
+        ['posbias study run', 'posbias study report', 'posbias study status']
+    """
+    verbs = verbs_of(parser)
+    if verbs is None:
+        return [Command(path, parser, listed)]
+    found: list[Command] = []
+    for name, sub in verbs.choices.items():
+        found += walk_commands(sub, (*path, name), listed and is_listed(parser, name))
+    return found
 
 
 def echo(line: str) -> None:
@@ -397,6 +383,11 @@ class Verb:
         """Add this verb to ``verbs``: one flag per settings field (and ``--overwrite`` where
         the verb claims an output folder); returns its parser."""
         parser = verbs.add_parser(self.name, help=self.help, description=self.description)
+        return self.configure(parser)
+
+    def configure(self, parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        """Give ``parser`` this verb's flags and handler (the command it runs as is
+        ``parser.prog``); returns it."""
         add_settings_arguments(parser, self.settings)
         output = self.output_folder()
         names = {f.name for f in dataclasses.fields(self.settings)}
@@ -429,3 +420,158 @@ def add_group(
     if not required:
         parser.set_defaults(func=functools.partial(_print_help, parser))
     return parser.add_subparsers(dest=dest or f"{name}_command", metavar=metavar, required=required)
+
+
+def list_verbs(
+    group: argparse.ArgumentParser,
+    verbs: argparse._SubParsersAction,
+    headings: Sequence[tuple[str, Sequence[str]]] = (),
+    *,
+    rest: str = "",
+) -> None:
+    """List the verbs of ``group`` in its ``--help``, one line each, under ``headings`` (title,
+    verb names): expert verbs under a heading of their own, every verb in sight. The verbs no
+    heading names come first without a title, or last under the title ``rest``.
+
+    Example:
+        >>> parser = VerbParser(prog="posbias")
+        >>> group = parser.add_subparsers().add_parser("listwise")
+        >>> verbs = group.add_subparsers(metavar="VERB")
+        >>> for name in ("test", "curves"):
+        ...     _ = verbs.add_parser(name, help=f"the {name}")
+        >>> list_verbs(group, verbs, [("expert", ["curves"])])
+        >>> print(group.format_help().split("\\n\\n", 2)[2])  # doctest: +NORMALIZE_WHITESPACE
+        commands (posbias listwise VERB --help for each):
+            test    the test
+          expert:
+            curves  the curves
+    """
+    helps = {action.dest: action.help or "" for action in verbs._choices_actions}
+    named = {name for _, names in headings for name in names}
+    others = (rest, [name for name in helps if name not in named])
+    blocks = [*headings, others] if rest else [others, *headings]
+    width = max(map(len, helps)) + 2
+    lines = [f"commands ({group.prog} {verbs.metavar or 'COMMAND'} --help for each):"]
+    for title, names in blocks:
+        shown = [name for name in names if name in helps]
+        if shown and title:
+            lines.append(f"  {title}:")
+        lines.extend(f"    {name:<{width}}{helps[name]}" for name in shown)
+    # The usage keeps naming the verb argument; argparse's flat list of verbs gives way to this.
+    group.usage = (
+        group.format_usage().removeprefix("usage: ").strip().replace(group.prog, "%(prog)s", 1)
+    )
+    verbs.help = argparse.SUPPRESS
+    group.epilog = "\n".join(lines)
+
+
+def add_source_verb(
+    verbs: argparse._SubParsersAction,
+    name: str,
+    sources: Sequence[Verb],
+    *,
+    help: str,
+    description: str,
+    metavar: str = "SOURCE",
+) -> argparse.ArgumentParser:
+    """Add the verb ``name`` that takes a source first, then that source's flags, the way
+    ``mteb run -t TASK`` takes a task: ``posbias benchmark build fever --input … --wiki-pages …``.
+
+    Each source is a :class:`Verb` (its settings, handler, help) that runs as the command
+    ``<verb> <source>`` (its output folder records that). ``--help`` lists the sources, then the
+    flags every source takes alike, then each source's own under its name (``<verb> SOURCE
+    --help`` shows one source's alone). A flag the chosen source does not take is one error line
+    naming the sources that take it (:class:`VerbParser`). ``metavar`` names the source in the help;
+    the parsed arguments hold it as ``source``. Returns the verb's parser.
+
+    Example:
+        >>> from dataclasses import dataclass
+        >>> from hf_posbias.settings import setting
+        >>> @dataclass(kw_only=True)
+        ... class Fever:
+        ...     input: str = setting("claims JSONL")
+        ...     wiki_pages: str = setting("wiki-pages folder")
+        >>> @dataclass(kw_only=True)
+        ... class SciFact:
+        ...     input: str = setting("folder of the CSVs")
+        >>> parser = VerbParser(prog="tool")
+        >>> build = add_source_verb(
+        ...     parser.add_subparsers(),
+        ...     "build",
+        ...     [Verb("fever", Fever, print, "FEVER"), Verb("scifact", SciFact, print, "SciFact")],
+        ...     help="build a task",
+        ...     description="Build a task from a source.",
+        ... )
+        >>> args = parser.parse_args(["build", "fever", "--input", "c", "--wiki-pages", "w"])
+        >>> args.source, args.wiki_pages
+        ('fever', 'w')
+        >>> import contextlib, io
+        >>> err = io.StringIO()
+        >>> with contextlib.redirect_stderr(err), contextlib.suppress(SystemExit):
+        ...     parser.parse_args(["build", "scifact", "--input", "d", "--wiki-pages", "w"])
+        >>> print(err.getvalue().strip())
+        error: tool build scifact takes no --wiki-pages (a flag of fever)
+        >>> print(build.format_help())  # doctest: +NORMALIZE_WHITESPACE, +ELLIPSIS
+        usage: tool build [-h] SOURCE [its flags]
+        ...
+        fever: FEVER:
+          --input INPUT         claims JSONL
+          --wiki-pages WIKI_PAGES
+                                wiki-pages folder
+        <BLANKLINE>
+        scifact: SciFact:
+          --input INPUT         folder of the CSVs
+    """
+    parser = verbs.add_parser(
+        name,
+        help=help,
+        description=description,
+        usage=f"%(prog)s [-h] {metavar} [its flags]",
+    )
+    parser.add_argument(
+        "source",
+        metavar=metavar,
+        choices=[source.name for source in sources],
+        help=f"one of: {', '.join(source.name for source in sources)}",
+    )
+    parsed = {
+        source.name: source.configure(
+            VerbParser(
+                prog=f"{parser.prog} {source.name}",
+                description=source.description or source.help,
+            )
+        )
+        for source in sources
+    }
+
+    def shown(sub: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+        """A source's arguments as its help shows them (``--help`` left out), by spelling."""
+        return {
+            action.option_strings[0] if action.option_strings else action.dest: action
+            for action in sub._actions
+            if not isinstance(action, argparse._HelpAction)
+        }
+
+    by_source = {source: shown(sub) for source, sub in parsed.items()}
+    helps = {
+        key: {parser._get_formatter()._expand_help(actions[key]) for actions in by_source.values()}
+        for key in set.intersection(*(set(actions) for actions in by_source.values()))
+    }
+    alike = [key for key in next(iter(by_source.values())) if len(helps.get(key, ())) == 1]
+    first = next(iter(by_source.values()))
+    parser.add_argument_group(f"every {metavar}")._group_actions.extend(first[k] for k in alike)
+    takes: dict[str, list[str]] = {}
+    for source, actions in by_source.items():
+        for key in actions:
+            takes.setdefault(key, []).append(source)
+    for source in sources:
+        own = [action for key, action in by_source[source.name].items() if key not in alike]
+        title = f"{source.name}: {source.help}"
+        parser.add_argument_group(title)._group_actions.extend(own)
+        parsed[source.name].posbias_flags_elsewhere = {
+            key: names
+            for key, names in takes.items()
+            if key.startswith("-") and key not in by_source[source.name]
+        }
+    parser.posbias_sources = parsed  # type: ignore[attr-defined]
+    return parser

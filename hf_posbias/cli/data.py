@@ -1,14 +1,11 @@
 """``posbias data build|corpus|generate|verify|sample|publish``: the training-data pipeline.
 
-The former top-level spellings (``posbias build``, ``posbias sample``, …) stay as hidden aliases
-that warn once (:func:`hf_posbias.cli.common.add_alias`).
-
-Each verb's flags are generated from one settings dataclass of :mod:`hf_posbias.pipeline`
-(:class:`~hf_posbias.pipeline.BuildSettings` and the stage verbs' settings), combined from the
-option groups that the verbs share; every check runs once, when the settings are made, before
-any stage runs (a mistake is one ``error:`` line, exit 2, nothing written). Each stage records
-the parameters it used in its manifest, and ``publish`` reads them from there (it takes no seed,
-δ or budget of its own).
+Each verb's flags are generated from one settings dataclass of
+:mod:`hf_posbias.pipeline.stage_settings` (``BuildSettings`` and the stage verbs' settings),
+combined from the option groups that the verbs share; every check runs once, when the settings
+are made, before any stage runs (a mistake is one ``error:`` line, exit 2, nothing written).
+Each stage records the parameters it used in its manifest, and ``publish`` reads them from there
+(it takes no seed, δ or budget of its own).
 """
 
 from __future__ import annotations
@@ -16,7 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hf_posbias.cli.common import Verb, add_alias, add_group, echo
+from hf_posbias.cli.common import Verb, add_group, echo
 from hf_posbias.output_folders import OutputFolder
 from hf_posbias.pipeline.stage_settings import (
     BuildSettings,
@@ -85,7 +82,7 @@ def _cmd_publish(s: PublishStageSettings) -> None:
         from hf_posbias.pipeline.checks import CORPUS
         from hf_posbias.shards import stage_parameters
 
-        source = s.source(stage_parameters(work / CORPUS, "posbias corpus")["source"])
+        source = s.source(stage_parameters(work / CORPUS, "posbias data corpus")["source"])
     run_publish_stage(work, Path(s.out), source, s.repo_id, s.token, echo, overwrite=s.overwrite)
 
 
@@ -158,7 +155,7 @@ VERBS: tuple[Verb, ...] = (
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``posbias data`` and its verbs (and their former top-level names)."""
+    """Add ``posbias data`` and its verbs."""
     verbs = add_group(
         subparsers,
         "data",
@@ -167,4 +164,4 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "stage; the stage verbs rerun one stage of a work folder).",
     )
     for verb in VERBS:
-        add_alias(subparsers, verb.name, verb.add_to(verbs), f"posbias data {verb.name}")
+        verb.add_to(verbs)

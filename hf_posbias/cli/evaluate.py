@@ -161,7 +161,7 @@ def evaluate_command(s: EvaluateSettings) -> str:
 
 
 def run_audit(s: ModelAuditSettings, args: argparse.Namespace) -> None:
-    """Handler of ``posbias audit``."""
+    """Handler of ``posbias analyze audit``."""
     from hf_posbias.analysis.audit import audit_model
 
     _quiet(args)

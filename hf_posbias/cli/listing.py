@@ -1,14 +1,11 @@
 """The listings of the extension points: what is registered, and which package registered it.
 
-One verb, one kind of extension point each:
+One verb, ``posbias list KIND``, one table per kind of extension point:
 
-    posbias list benchmarks  the benchmark verbs and their tasks
-    posbias list bases       the base models (posbias train --model, a study's bases)
-    posbias list remedies    the remedies: bi-encoder (--remedy, --remedies, a study's) and listwise
-    posbias list rerankers   the reranker kinds (--reranker), in the order they are tried
-
-The former listing verbs (``benchmark list``, ``study bases``, ``study remedies``, ``listwise
-rerankers``) stay as hidden aliases that warn once.
+    posbias list benchmarks  what `posbias benchmark build` takes, and the tasks each builds
+    posbias list bases       the base models (`posbias train --model`, a study's bases)
+    posbias list remedies    the remedies: bi-encoder (`--remedy`, a study's …) and listwise
+    posbias list rerankers   the reranker kinds (`--reranker`), in the order they are tried
 
 Each table has a ``source`` column: ``built-in``, or the distribution of the plugin that
 registered the row (:mod:`hf_posbias.plugins`; docs/extending.md).
@@ -55,16 +52,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
 
 
-def add_listing_verb(
-    verbs: argparse._SubParsersAction, name: str, help: str, table: Callable[[], MarkdownTable]
-) -> None:
-    """Add the verb ``name``: print ``table()`` (built when the verb runs)."""
-    parser = verbs.add_parser(name, help=help, description=help)
-    parser.set_defaults(func=lambda args: print(table().to_markdown()) or 0)
-
-
 def benchmarks_table() -> MarkdownTable:
-    """Every benchmark verb, the tasks it builds and where it comes from."""
+    """Every benchmark ``posbias benchmark build`` takes, the tasks it builds and where it
+    comes from."""
     from hf_posbias.tasks.benchmark_registry import BENCHMARK_REGISTRY, benchmarks
 
     benchmarks()  # a task name built twice is refused before anything is listed

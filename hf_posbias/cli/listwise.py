@@ -18,14 +18,16 @@ Verbs:
                                    [--pos-aug n] [--max-steps N] [--passage-tokens N] …
     posbias listwise compare-tests RUN_A RUN_B [--out DIR]   (two test folders, same queries)
     posbias listwise demo          --task VAL --train-task TRAIN --out OUT   (before/after)
-    posbias listwise rerankers     (the reranker kinds --reranker takes, in the order tried)
 
-Every verb's flags are generated from one settings dataclass of
-:mod:`hf_posbias.listwise.settings`, and that one object goes from argv to the library (the
-window, for one, is set once and read by the reranker and the experiment alike). ``train`` takes
-the flags of ``accelerate launch -m hf_posbias.listwise.training.train``
-(:class:`~hf_posbias.listwise.settings.ListwiseTrainingSettings`) and runs the same training in
-one process.
+The reranker kinds ``--reranker`` takes, in the order they are tried: ``posbias list rerankers``.
+
+Every verb's flags are generated from one settings dataclass
+(:mod:`hf_posbias.listwise.experiments.experiment_settings`,
+:mod:`hf_posbias.listwise.training.finetune_settings`), and that one object goes from argv to the
+library (the window, for one, is set once and read by the reranker and the experiment alike).
+``train`` takes the flags of ``accelerate launch -m hf_posbias.listwise.training.train``
+(:class:`~hf_posbias.listwise.training.finetune_settings.ListwiseTrainingSettings`) and runs the
+same training in one process.
 
 ``test``, ``shuffle-eval``, ``propensity`` and ``reranker-remedies`` resume an interrupted run from
 the finished queries in OUT; a run with other settings is refused, and ``--overwrite`` replaces it
@@ -47,8 +49,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hf_posbias.cli.common import Verb, add_alias, add_group, echo, hide_as_alias, tuck_away
-from hf_posbias.cli.listing import add_listing_verb, rerankers_table
+from hf_posbias.cli.common import Verb, add_group, echo, list_verbs
 from hf_posbias.errors import InputError
 from hf_posbias.listwise.experiments.experiment_settings import (
     BuildTrainSettings,
@@ -404,14 +405,10 @@ VERBS: tuple[Verb, ...] = (
     ),
 )
 
-RENAMED: dict[str, str] = {"remedies": "reranker-remedies", "compare": "compare-tests"}
-"""Former verb name → its name now (issue 40: names that say the job apart from
-``posbias analyze remedies`` and ``posbias compare``)."""
-
 EXPERT_VERBS: tuple[str, ...] = ("curves", "transitions", "rerank")
-"""Verbs that work as listed but are left out of ``posbias listwise --help``'s verb list (its
-"see also" line names them; docs/listwise.md documents them): Q26's figure drawers
-(Fig. 3, 4, 6; ``posbias study run`` draws them for a Q26 spec) and the rank_llm exchange."""
+"""Verbs of ``posbias listwise --help``'s "expert" heading (docs/listwise.md): Q26's figure
+drawers (Fig. 3, 4, 6; ``posbias study run`` draws them for a Q26 spec) and the rank_llm
+exchange."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -439,18 +436,4 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     for verb in (*VERBS, demo):
         # A listwise verb without a longer description shows its one-line help as one.
         replace(verb, description=verb.description or verb.help).add_to(verbs)
-    add_listing_verb(
-        verbs,
-        "rerankers",
-        "the reranker kinds --reranker is matched against (here and in posbias evaluate), in "
-        "order: built-in, or a plugin's (entry-point group hf_posbias.rerankers, with its "
-        "distribution)",
-        rerankers_table,
-    )
-    hide_as_alias(verbs, "rerankers", "posbias list rerankers")
-    # Former names: `remedies` read as `posbias analyze remedies` (a bi-encoder's passage
-    # remedies, what `posbias list remedies` lists) and `compare` as `posbias compare` (two
-    # evaluate runs); each stays a hidden alias that warns once.
-    for old, new in RENAMED.items():
-        add_alias(verbs, old, verbs.choices[new], f"posbias listwise {new}")
-    tuck_away(subparsers.choices["listwise"], verbs, EXPERT_VERBS, "docs/listwise.md")
+    list_verbs(subparsers.choices["listwise"], verbs, [("expert", EXPERT_VERBS)])

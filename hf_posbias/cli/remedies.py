@@ -1,5 +1,5 @@
 """``posbias analyze remedies``: every inference-time remedy of a bi-encoder against the plain
-model (``posbias remedies``, its former name, stays as a hidden alias).
+model.
 
 Example:
     >>> from hf_posbias.cli import build_parser
@@ -18,7 +18,7 @@ from hf_posbias.evaluation.evaluation_settings import RemediesSettings
 
 
 def run_remedies(s: RemediesSettings, args: argparse.Namespace) -> None:
-    """Handler of ``posbias remedies``."""
+    """Handler of ``posbias analyze remedies``."""
     import warnings
 
     from hf_posbias.cli.evaluate import _quiet

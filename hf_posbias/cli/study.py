@@ -1,9 +1,7 @@
 """``posbias study run|status|report``: the models × configurations study.
 
 What a spec's ``bases`` and ``remedies`` keys take is listed by ``posbias list bases|remedies``
-(:mod:`hf_posbias.cli.listing`); ``study bases``, ``study remedies``, ``study report-runs`` and
-the top-level ``report`` (both now ``study report RUN … --out OUT``) stay as hidden aliases that
-warn once.
+(:mod:`hf_posbias.cli.listing`).
 
 Example:
     >>> from hf_posbias.cli import build_parser
@@ -20,7 +18,7 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hf_posbias.cli.common import add_alias, add_group, add_verb, hide_as_alias
+from hf_posbias.cli.common import add_group, add_verb
 from hf_posbias.output_folders import OutputFolder
 
 if TYPE_CHECKING:
@@ -31,12 +29,10 @@ if TYPE_CHECKING:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``study run``, ``study report`` (of a study folder, or of run folders with ``--out``:
-    formerly ``study report-runs`` and the top-level ``report``) and ``study status`` (``study
-    bases`` and ``study remedies`` are now ``posbias list``)."""
-    from hf_posbias.cli.listing import add_listing_verb, bases_table, remedies_table
+    """Add ``study run``, ``study report`` (of a study folder, or of run folders with ``--out``)
+    and ``study status``."""
     from hf_posbias.settings import add_settings_arguments
-    from hf_posbias.study.report import ReportSettings, StudyReportSettings
+    from hf_posbias.study.report import StudyReportSettings
     from hf_posbias.study.run import StudyRunSettings
     from hf_posbias.study.spec import StudySpec
     from hf_posbias.study.units import StudyStatusSettings
@@ -86,33 +82,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="every unit of a study folder: done / running / failed / waiting (failures with "
         "their last log line)",
     )
-    add_listing_verb(
-        verbs,
-        "bases",
-        "the base models a study's bases and posbias train --model take: built-in, registered, "
-        "or a plugin's (entry-point group hf_posbias.bases, with its distribution)",
-        bases_table,
-    )
-    add_listing_verb(
-        verbs,
-        "remedies",
-        "the bi-encoder remedies a study's remedies, posbias remedies --remedies and posbias "
-        "evaluate --remedy take: built-in, or a plugin's (entry-point group hf_posbias.remedies, "
-        "with its distribution)",
-        remedies_table,
-    )
-    hide_as_alias(verbs, "bases", "posbias list bases")
-    hide_as_alias(verbs, "remedies", "posbias list remedies")
-    from_runs = add_verb(
-        verbs,
-        "report-runs",
-        ReportSettings,
-        report_cmd,
-        help="the study report over `posbias evaluate` runs (base and config from model cards)",
-    )
-    runs_report = "posbias study report RUN … --out OUT"
-    hide_as_alias(verbs, "report-runs", runs_report)
-    add_alias(subparsers, "report", from_runs, runs_report)
 
 
 def _load_spec(settings: StudyRunSettings, args: argparse.Namespace) -> StudySpec | None:
@@ -209,8 +178,7 @@ def study_report_cmd(settings: StudyReportSettings) -> None:
 
 
 def report_cmd(settings: ReportSettings) -> None:
-    """The report over run folders (``posbias study report RUN … --out OUT``; the hidden
-    ``study report-runs`` and ``report``)."""
+    """The report over run folders (``posbias study report RUN … --out OUT``)."""
     from hf_posbias.study.report import write_report
     from hf_posbias.study.report_sources import run_sources
 

@@ -10,7 +10,7 @@
 - :mod:`~hf_posbias.construction.outputs` — the task folder, the tiny task and the Hub folder
   with its construction table;
 - :mod:`~hf_posbias.construction.build` — the resumable sharded stages
-  (:func:`build_benchmark`), behind ``posbias benchmark build``.
+  (:func:`build_benchmark`), behind ``posbias benchmark from-corpus``.
 
 Example:
     >>> from hf_posbias.construction.recipe_settings import BenchmarkBuildSettings

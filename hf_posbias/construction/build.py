@@ -1,4 +1,5 @@
-"""Z25's FineWeb-PosQ recipe end to end, as resumable sharded stages (``posbias benchmark build``).
+"""Z25's FineWeb-PosQ recipe end to end, as resumable sharded stages (``posbias benchmark
+from-corpus``).
 
 Stages (folders under ``<out>/stages``; each pins its parameters and its input's fingerprint in a
 manifest, :mod:`hf_posbias.shards`; the LLM and model stages are sharded, so a rerun after a

@@ -68,7 +68,7 @@ def position_task(
         name=settings.task_name + ("-tiny" if tiny else ""),
         description=(
             "Position-labelled questions built with Z25's FineWeb-PosQ recipe "
-            f"(posbias benchmark build) from {settings.corpus}"
+            f"(posbias benchmark from-corpus) from {settings.corpus}"
         ),
         buckets=list(POSITIONS),
         source=str(settings.corpus),
@@ -83,7 +83,7 @@ def hub_notes(settings: BenchmarkBuildSettings, construction: list[dict[str, Any
     return (
         "## Construction\n\n"
         "Questions labelled by where their evidence sits in the passage (begin / middle / end), "
-        "built with Z25's FineWeb-PosQ recipe by `posbias benchmark build` (hf-posbias).\n\n"
+        "built with Z25's FineWeb-PosQ recipe by `posbias benchmark from-corpus` (hf-posbias).\n\n"
         f"Source corpus: `{settings.corpus}`. LLM: `{settings.llm_model}` "
         f"({settings.llm_backend}); rerankers: `{settings.rerankers}`; embedder: "
         f"`{settings.embedder}`; false-negative judges: `{settings.fn_judges}`.\n\n"

@@ -1,4 +1,4 @@
-"""Settings of ``posbias benchmark build``: every model, threshold, size of Z25's recipe.
+"""Settings of ``posbias benchmark from-corpus``: every model, threshold, size of Z25's recipe.
 
 Each default is Zeng et al.'s value (App. A.2, A.4) where they give one. Where it names a model
 that cannot run offline, the default is the project's offline stand-in and the help names Zeng
@@ -35,10 +35,10 @@ GRADES = between(0, 4)
 
 @dataclass(kw_only=True)
 class BenchmarkBuildSettings(ProgressSettings):
-    """Everything ``posbias benchmark build`` depends on (pinned in every stage's manifest).
+    """Everything ``posbias benchmark from-corpus`` depends on (pinned in every stage's manifest).
 
     Not :class:`hf_posbias.pipeline.stage_settings.BuildSettings`, the settings of the data
-    pipeline's ``posbias build``.
+    pipeline's ``posbias data build``.
     """
 
     corpus: str = shared_setting("corpus")
@@ -55,12 +55,11 @@ class BenchmarkBuildSettings(ProgressSettings):
         default=None,
         range=at_least(1),
     )
-    # Not --min-words (the ICT generator's shortest query sentence); the former spelling stays.
+    # Not --min-words (the ICT generator's shortest query sentence).
     min_words: int = setting(
         "shortest passage in words (Z25: 500)",
         default=500,
         flag="--min-passage-words",
-        aliases=("--min-words",),
         range=at_least(1),
     )
     max_words: int = setting(
@@ -161,10 +160,8 @@ class BenchmarkBuildSettings(ProgressSettings):
         "Stage 2: judges needed for a false negative (Z25: 2)", default=2, range=at_least(1)
     )
     # Per position, as fineweb-posq's --per-position (squad-posq's --tiny-size counts all the
-    # queries); --tiny-size stays accepted as the former spelling.
-    tiny_size: int = shared_setting(
-        "per_position", default=1000, flag="--per-position", aliases=("--tiny-size",)
-    )
+    # queries).
+    tiny_size: int = shared_setting("per_position", default=1000, flag="--per-position")
     tagging: str = setting(
         "Algorithm 1: single (one tag per chunk, the EMNLP version) or two-tag (the 2025 "
         "'Myopic Trap' version: a chunk straddling two thirds gets both tags, its questions "

@@ -383,7 +383,7 @@ def load_documents(path: str | Path) -> Sequence[Document]:
     if file.is_dir():
         file = file / DOCUMENTS_FILE
     if not file.exists():
-        raise InputError(f"{file} not found: run `posbias corpus` first")
+        raise InputError(f"{file} not found: run `posbias data corpus` first")
     return ParquetRows([file], convert=Document.from_row)
 
 

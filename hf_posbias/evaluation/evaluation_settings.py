@@ -1,4 +1,4 @@
-"""The settings of ``posbias evaluate`` and ``posbias audit``: one dataclass per verb.
+"""The settings of ``posbias evaluate`` and ``posbias analyze audit``: one dataclass per verb.
 
 :class:`EvaluationOptions` holds what both verbs share (tasks, output, batch, top-k, device,
 scoring protocol, bootstrap, seed, progress); :class:`EvaluateSettings` and
@@ -234,7 +234,7 @@ class EvaluateSettings(EvaluationOptions, RerankerOptions):
 
 @dataclass(kw_only=True)
 class ModelAuditSettings(EvaluationOptions):
-    """``posbias audit``: every position measurement of one model (what
+    """``posbias analyze audit``: every position measurement of one model (what
     :func:`hf_posbias.analysis.audit.audit_model` takes)."""
 
     model: str = setting("a model as for `posbias evaluate --model`", positional=True)
@@ -249,9 +249,7 @@ class CompareSettings(Settings):
     run_b: str = setting("run folder B", positional=True)
     # The flags of every paired test (``listwise compare-tests`` too): --method, --n-resamples.
     method: str = shared_setting("method", default="bootstrap", choices=PAIRED_TESTS)
-    resamples: int = shared_setting(
-        "n_resamples", default=1000, flag="--n-resamples", aliases=("--resamples",)
-    )
+    resamples: int = shared_setting("n_resamples", default=1000, flag="--n-resamples")
     seed: int = shared_setting("seed", default=0)
     out: str | None = shared_setting("out", default=None)
 
@@ -262,7 +260,7 @@ class CompareSettings(Settings):
 
 @dataclass(kw_only=True)
 class TaskSampleSettings(Settings):
-    """``posbias benchmark sample``: a seeded per-bucket query sample of a task folder.
+    """``posbias benchmark subsample``: a seeded per-bucket query sample of a task folder.
 
     Example:
         >>> TaskSampleSettings(task="t", out="o", per_bucket=0)
@@ -300,7 +298,8 @@ class PlotEvidenceSettings(Settings):
 
 @dataclass(kw_only=True)
 class RemediesSettings(EvaluationOptions):
-    """``posbias remedies``: the plain model and each remedy on the same queries, with costs.
+    """``posbias analyze remedies``: the plain model and each remedy on the same queries, with
+    costs.
 
     ``remedy`` (inherited) is not a flag here: every name in ``remedies`` is run, after
     ``none``.

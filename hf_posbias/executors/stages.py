@@ -1,4 +1,5 @@
-"""The shards of a sharded stage as units of work (``posbias build|generate|verify --executor``).
+"""The shards of a sharded stage as units of work (``posbias data build|generate|verify
+--executor``).
 
 :func:`~hf_posbias.shards.run_sharded` pins the stage's parameters and merges its shards; with
 ``remote=shard_units_runner(...)`` the shards it is missing are made by one :class:`Unit` each,

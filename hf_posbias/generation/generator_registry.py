@@ -1,4 +1,4 @@
-"""Query generators by name: the factory behind ``posbias generate --generator NAME``.
+"""Query generators by name: the factory behind ``posbias data generate --generator NAME``.
 
 This module sits above the generators (:mod:`~hf_posbias.generation.ict`,
 :mod:`~hf_posbias.generation.llm`), which build on :mod:`~hf_posbias.generation.base`; it imports
@@ -22,7 +22,7 @@ GENERATORS: tuple[str, ...] = ("ict", *CHAT_BACKENDS)
 
 
 def make_generator(name: str, **options: Any) -> QueryGenerator:
-    """Build a query generator by name, for ``posbias generate`` / ``posbias build``.
+    """Build a query generator by name, for ``posbias data generate`` / ``posbias data build``.
 
     ``"ict"`` options (all optional): ``seed`` (int, 0), ``min_words`` (6), ``max_words``
     (None = no limit), ``keep_probability`` (0.0: the query sentence is removed from the

@@ -49,7 +49,7 @@ from hf_posbias.setting_values import at_least, between
 from hf_posbias.settings import check_number
 
 ICT_OPTIONS: tuple[str, ...] = ("seed", "min_words", "max_words", "keep_probability")
-"""The options of :class:`ICTGenerator` (``posbias generate --generator ict``)."""
+"""The options of :class:`ICTGenerator` (``posbias data generate --generator ict``)."""
 
 # Tokens that end with a period without ending a sentence (lower case, final period dropped).
 # fmt: off

@@ -53,7 +53,9 @@ LABELS = ("base", "DebiasFirst")
 class ListwiseDemoSettings(ProgressSettings):
     """Sizes of the demo (the flags of ``posbias listwise demo``)."""
 
-    task: str = setting("evaluation task folder (SciFact validation: posbias benchmark scifact)")
+    task: str = setting(
+        "evaluation task folder (SciFact validation: posbias benchmark build scifact)"
+    )
     train_task: str = setting("training task folder (SciFact train): ω and training windows")
     out: str = shared_setting("out")
     model: str = setting("base causal LM", default="smollm2-135m")

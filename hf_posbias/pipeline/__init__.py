@@ -1,15 +1,15 @@
 """The data pipeline end to end: corpus → generate → verify → sample → publish.
 
 Each stage reads the previous stage's folder inside one *work* directory and writes its own, so
-a stage can be rerun alone (``posbias generate --work W``) and a killed run resumes where it
+a stage can be rerun alone (``posbias data generate --work W``) and a killed run resumes where it
 stopped (generation and verification write shards; see :mod:`hf_posbias.shards`)::
 
-    W/corpus/      manifest.json, documents.parquet, report.json   (posbias corpus)
+    W/corpus/      manifest.json, documents.parquet, report.json   (posbias data corpus)
     W/heldout/     documents.parquet, report.json                  (corpus, with --holdout)
-    W/candidates/  manifest.json, shards/, candidates.parquet, report.json  (posbias generate)
-    W/scored/      manifest.json, shards/, report.json [, audit.json]       (posbias verify)
-    W/train/       manifest.json, <config>.parquet, <config>.json           (posbias sample)
-    OUT/pool/, OUT/train/   Hub dataset repo folders                        (posbias publish)
+    W/candidates/  manifest.json, shards/, candidates.parquet, report.json  (posbias data generate)
+    W/scored/      manifest.json, shards/, report.json [, audit.json]       (posbias data verify)
+    W/train/       manifest.json, <config>.parquet, <config>.json           (posbias data sample)
+    OUT/pool/, OUT/train/   Hub dataset repo folders                        (posbias data publish)
 
 Every stage **records the parameters it used** in its ``manifest.json`` (corpus: source, bins,
 limit, holdout; generate: generator and its options, seed; verify: panel members and their
@@ -54,7 +54,7 @@ verifiably about that third):
 The room's modules: :mod:`~hf_posbias.pipeline.checks` (stage folders, corpus sources, option
 checks), :mod:`~hf_posbias.pipeline.stage_settings` (the stage verbs' settings),
 :mod:`~hf_posbias.pipeline.stages` (the stage runners) and :mod:`~hf_posbias.pipeline.runner`
-(``posbias build``). The documents (:mod:`hf_posbias.corpus`) and the position configurations
+(``posbias data build``). The documents (:mod:`hf_posbias.corpus`) and the position configurations
 and controlled sampling (:mod:`hf_posbias.sampling`) are rooms of their own on lower floors:
 generation, verification, training and publish import them without importing the stages.
 """

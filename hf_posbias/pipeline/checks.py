@@ -32,10 +32,10 @@ CORPUS, HELDOUT, CANDIDATES, SCORED, TRAIN = "corpus", "heldout", "candidates", 
 
 
 _MADE_BY = {
-    CORPUS: "posbias corpus",
-    CANDIDATES: "posbias generate",
-    SCORED: "posbias verify",
-    TRAIN: "posbias sample",
+    CORPUS: "posbias data corpus",
+    CANDIDATES: "posbias data generate",
+    SCORED: "posbias data verify",
+    TRAIN: "posbias data sample",
 }
 
 
@@ -265,7 +265,7 @@ def check_stage_chain(work: Path) -> None:
     ]
     for stage, pinned, current, made_from, rerun in chain:
         if pinned() != current():
-            raise InputError(f"{stage} {made_from} holds now: rerun `posbias {rerun}")
+            raise InputError(f"{stage} {made_from} holds now: rerun `posbias data {rerun}")
 
 
 def check_publish_targets(out: Path, *, overwrite: bool = False) -> None:

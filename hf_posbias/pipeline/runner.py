@@ -1,4 +1,4 @@
-"""``posbias build``: every option validated first (:func:`prepare_build`), then each stage."""
+"""``posbias data build``: every option validated first (:func:`prepare_build`), then each stage."""
 
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ class BuildResult:
 
 
 def build(config: BuildSettings, echo: Echo = _silent) -> BuildResult:
-    """Run every stage of the data pipeline (``posbias build``); resumable and deterministic.
+    """Run every stage of the data pipeline (``posbias data build``); resumable and deterministic.
 
     Every option is validated first (:func:`prepare_build`); then corpus → generate → verify →
     sample → publish run over ``out/work``.

@@ -1,6 +1,6 @@
 """The data pipeline's settings: option groups whose checks run once (:class:`CorpusSettings`,
 :class:`GeneratorSettings`, :class:`PanelSettings`, …) combined into each stage verb's settings
-and :class:`BuildSettings` (``posbias build``)."""
+and :class:`BuildSettings` (``posbias data build``)."""
 
 from __future__ import annotations
 
@@ -303,29 +303,29 @@ class PublishSettings(Settings):
 
 @dataclass(kw_only=True)
 class CorpusStageSettings(CorpusSettings, WorkSettings, StageSettings):
-    """``posbias corpus``."""
+    """``posbias data corpus``."""
 
 
 @dataclass(kw_only=True)
 class GenerateSettings(ExecutorSettings, GeneratorSettings, WorkSettings, StageSettings):
-    """``posbias generate``."""
+    """``posbias data generate``."""
 
 
 @dataclass(kw_only=True)
 class VerifySettings(
     ExecutorSettings, PanelSettings, AuditSettings, SeedSettings, WorkSettings, StageSettings
 ):
-    """``posbias verify``."""
+    """``posbias data verify``."""
 
 
 @dataclass(kw_only=True)
 class SampleStageSettings(SampleSettings, WorkSettings, StageSettings):
-    """``posbias sample``."""
+    """``posbias data sample``."""
 
 
 @dataclass(kw_only=True)
 class PublishStageSettings(PublishSettings, OutSettings, WorkSettings, StageSettings):
-    """``posbias publish``."""
+    """``posbias data publish``."""
 
 
 @dataclass(kw_only=True)
@@ -340,5 +340,5 @@ class BuildSettings(
     CorpusSettings,
     OutSettings,
 ):
-    """Every setting of :func:`~hf_posbias.pipeline.runner.build` (``posbias build``): each group's
-    checks run once, when the object is made, before any stage runs."""
+    """Every setting of :func:`~hf_posbias.pipeline.runner.build` (``posbias data build``): each
+    group's checks run once, when the object is made, before any stage runs."""

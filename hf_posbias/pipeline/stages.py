@@ -419,12 +419,13 @@ def run_sample_stage(
 
 
 def sampled_configs(work: Path) -> list[str]:
-    """The configurations ``posbias sample`` wrote into ``work/train``, in the order sampled."""
+    """The configurations ``posbias data sample`` wrote into ``work/train``, in the order
+    sampled."""
     folder = Path(work) / TRAIN
     stage_parameters(folder, _MADE_BY[TRAIN])
     configs = list((read_manifest(folder) or {}).get("configs", []))
     if not configs:
-        raise InputError(f"{folder} holds no training set: run `posbias sample` first")
+        raise InputError(f"{folder} holds no training set: run `posbias data sample` first")
     return configs
 
 

@@ -143,7 +143,7 @@ def check_repo_folder(
 ) -> Path:
     """Refuse a target that is a file, or a non-empty folder this module did not write.
 
-    Called before any stage runs (``posbias build`` checks ``OUT/pool`` and ``OUT/train``
+    Called before any stage runs (``posbias data build`` checks ``OUT/pool`` and ``OUT/train``
     first), and again right before writing. A folder holding only what this module writes
     (``own``: the entries of the layout being written; plus what stays home on upload,
     :func:`hf_posbias.hub.stays_home`) is ours and may be rewritten.

@@ -35,7 +35,7 @@ class PositionConfig:
 
     The one home of "which configuration": sampling draws with it, the pipeline names its
     training sets by :attr:`name` (the Hub config name), training looks the same name up
-    (``posbias train --config 50:25:25`` finds what ``posbias build --config 50:25:25`` wrote),
+    (``posbias train --config 50:25:25`` finds what ``posbias data build --config 50:25:25`` wrote),
     and cards and the training matrix state :attr:`label`. :meth:`parse` accepts every
     spelling: ``begin``/``B``, ``middle``/``M``, ``end``/``E``, ``uniform``/``U``, ``b:m:e`` and
     a canonical name such as ``r50-25-25``.

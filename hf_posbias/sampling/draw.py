@@ -178,7 +178,7 @@ def draw_training_set(
     min_cell: int,
 ) -> tuple[list[dict[str, Any]], SampleReport]:
     """:func:`sample_training_set` for options already checked once (by the settings of
-    ``posbias sample``/``build``, which draw every configuration with the same options)."""
+    ``posbias data sample``/``build``, which draw every configuration with the same options)."""
     spec = PositionConfig.parse(config)
     if not pool_rows:
         raise InputError("the pool is empty: nothing to sample")

@@ -56,13 +56,11 @@ class DemoSettings(ProgressSettings):
     holdout: float = setting("share of documents held out for the task", default=0.1, cli=False)
     min_cell: int = setting("smallest (bin, position) cell kept", default=30, cli=False)
     max_steps: int = shared_setting("max_steps", default=20)
-    # --global-batch, as in `posbias train` (--batch-size is the encoding batch everywhere else;
-    # the demo's former spelling stays accepted, with a warning).
+    # --global-batch, as in `posbias train` (--batch-size is the encoding batch everywhere else).
     batch_size: int = shared_setting(
         "global_batch",
         default=16,
         flag="--global-batch",
-        aliases=("--batch-size",),
     )
     bootstrap: int = setting("resamples of intervals and paired tests", default=1000, cli=False)
     seed: int = shared_setting("seed", default=42)

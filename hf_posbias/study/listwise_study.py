@@ -149,23 +149,15 @@ def _jsonable(value: Any) -> Any:
 def _former_marker(recorded: Any, settings: Any) -> bool:
     """Whether a marker of an earlier release, the step's flags (``{"argv": [...]}``), records
     ``settings``: a study folder run before the steps took settings objects still resumes.
-
-    A flag renamed since (``--test``, the trainer's ``--window``) is read through the parser's
-    own hidden alias; its deprecation warning is meant for a person typing it, not for a resume,
-    so it is kept quiet here."""
+    A marker that spells a flag renamed since (0.2.0 keeps no former spelling) does not: its
+    step runs again."""
     if settings is None or not isinstance(recorded, dict) or list(recorded) != ["argv"]:
         return False
-    import contextlib
-    import io
-    import warnings
-
     from hf_posbias.settings import parse_settings_args
 
     argv = [str(a) for a in recorded["argv"]]
     try:
-        with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
-            warnings.simplefilter("ignore", DeprecationWarning)
-            return parse_settings_args(type(settings), argv) == settings
+        return parse_settings_args(type(settings), argv) == settings
     except InputError:
         return False
 

@@ -11,7 +11,7 @@ An entry of a spec's ``tasks:`` is a registered task name or a task folder (scor
 
 =============  ============================================================================
 ``task``       a registered task name or a task folder. A folder holding no ``task.json`` but
-               sub-folders that do (one ``posbias benchmark posir --domains D`` build per
+               sub-folders that do (one ``posbias benchmark build posir --domains D`` build per
                PosIR domain) is one task per sub-folder: PosIR scores each domain on its own
                corpus. A folder built from several domains at once is one merged task.
 ``scoring``    ``pytrec_eval`` (default: graded nDCG@10 of the top-k, as ``posbias evaluate``)

@@ -80,8 +80,8 @@ class ReportOptions(Settings):
 
 @dataclass(kw_only=True)
 class ReportSettings(ReportOptions):
-    """``posbias study report RUN … --out OUT`` (formerly ``posbias report`` and ``posbias study
-    report-runs``): the study report over any `posbias evaluate` run folders."""
+    """``posbias study report RUN … --out OUT``: the study report over any `posbias evaluate`
+    run folders."""
 
     runs: list[str] = setting("`posbias evaluate` run folders (one model each)", positional=True)
     out: str = shared_setting("out")

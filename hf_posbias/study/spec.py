@@ -118,7 +118,7 @@ class StudySpec(PassageSettings, ExecutorSettings):
         default_factory=list,
     )
     data: str = setting(
-        "training data: a `posbias build`/`sample` folder or a Hub repo id", default=""
+        "training data: a `posbias data build`/`sample` folder or a Hub repo id", default=""
     )
     tasks: list[str | dict[str, Any]] = setting(
         "evaluation tasks: registered task names or task folders (in a spec file also a mapping "
@@ -126,7 +126,7 @@ class StudySpec(PassageSettings, ExecutorSettings):
         default_factory=list,
     )
     standard: list[str] = setting(
-        "standard retrieval tasks (YHP26's Table 4: `posbias benchmark beir|msmarco|trec-dl` "
+        "standard retrieval tasks (YHP26's Table 4: `posbias benchmark build beir|msmarco|trec-dl` "
         "folders, plain BEIR/MS MARCO folders or task names), evaluated on every model",
         default_factory=list,
     )

@@ -1,9 +1,9 @@
 """YHP26's Table 4 and Table 14: nDCG@10 on the standard retrieval tasks per base × configuration.
 
 Does a training configuration cost quality on the natural distribution? For every standard task
-of a study (a one-bucket task: ``posbias benchmark beir|msmarco|trec-dl`` or a plain BEIR/MS MARCO
-folder, listed under the spec's ``standard:`` or ``tasks:``), ``report.json`` key ``standard``
-holds:
+of a study (a one-bucket task: ``posbias benchmark build beir|msmarco|trec-dl`` or a plain
+BEIR/MS MARCO folder, listed under the spec's ``standard:`` or ``tasks:``), ``report.json`` key
+``standard`` holds:
 
 - ``rows``: nDCG@10 of each (task, base, configuration) with its 95% percentile bootstrap
   interval (queries resampled);

@@ -52,7 +52,7 @@ FineWeb-Edu (the corpus, not FineWeb-PosQ's 500–1,023-word passages): 10,000 o
 spec's ``analysis_limit`` and its ``analysis_corpus`` samples, ``studies/zeng2025.yaml``)."""
 
 TINY_SUFFIX = "-tiny"
-"""The name a tiny sample's task carries after its dataset's (``posbias benchmark squad-posq
+"""The name a tiny sample's task carries after its dataset's (``posbias benchmark build squad-posq
 --tiny``: ``SQuAD-PosQ-tiny``)."""
 
 PRINTED_DROP = 0.156

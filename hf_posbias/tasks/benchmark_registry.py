@@ -1,16 +1,17 @@
 """The one registry of position benchmarks: builder CLI, task metadata and task classes.
 
 Every benchmark is ONE module under :mod:`hf_posbias.tasks.builders` that defines a
-module-level ``BENCHMARK = Benchmark(...)``: its ``posbias benchmark <cli>`` verb (arguments and
-the function that builds the task folder) and the :class:`TaskCard` of each task it builds (name,
-description, licence, citation from :mod:`hf_posbias.citations`, default buckets, domains …).
+module-level ``BENCHMARK = Benchmark(...)``: what ``posbias benchmark build <name>`` takes (its
+flags and the function that builds the task folder from its source) and the :class:`TaskCard` of
+each task it builds (name, description, licence, citation from :mod:`hf_posbias.citations`,
+default buckets, domains …).
 The builder writes the card's licence, reference and citation into ``task.json``; the mteb task
 classes in :mod:`hf_posbias.tasks.mteb_tasks` take their ``TaskMetadata`` from the same card
 (``card.task_metadata()``), so the three cannot drift apart (a test checks that every card has
 a class and every class a card).
 
 Discovery walks the builders package, so this module stays light (no mteb, no pandas):
-``posbias --help`` lists the verbs without importing a heavy library. A new built-in benchmark
+``posbias --help`` lists the sources without importing a heavy library. A new built-in benchmark
 is one new builder module; a third party's is a ``Benchmark`` in its own package, registered by
 an entry point of the group ``hf_posbias.benchmarks`` (:data:`BENCHMARK_REGISTRY`;
 docs/extending.md). Its tasks get their mteb class from
@@ -31,7 +32,7 @@ import os
 import pkgutil
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -207,32 +208,28 @@ def task_metadata(
 
 @dataclass(frozen=True)
 class Benchmark:
-    """One benchmark: its builder verb and the task card(s) it builds.
+    """One benchmark: a source of ``posbias benchmark build`` and the task card(s) it builds.
 
     Attributes:
-        cli: the verb of ``posbias benchmark <cli>``.
-        help: one line for ``posbias benchmark --help``.
+        name: the source's name: ``posbias benchmark build <name>``.
+        help: one line for ``posbias benchmark build --help`` and ``posbias list benchmarks``.
         cards: the cards of the tasks it builds (the first is the main one).
-        settings: the verb's settings dataclass (its flags, ``--input``/``--out`` included).
+        settings: the source's settings dataclass (its flags, ``--input``/``--out`` included).
         build: builds the task from those settings.
+        order: its place among the built-in sources.
     """
 
-    cli: str
+    name: str
     help: str
     cards: tuple[TaskCard, ...]
     settings: type
     build: Callable[[Any], PositionTaskData]
     order: int = 100
-    aliases: tuple[str, ...] = field(default_factory=tuple)
-
-
-RESERVED_VERBS: tuple[str, ...] = ("build", "plot-evidence", "sample", "list", "publish")
-"""Verbs of ``posbias benchmark`` that are not benchmarks (no plugin may take them)."""
 
 
 def _builtin_benchmarks() -> list[Benchmark]:
     """The ``BENCHMARK`` (or ``BENCHMARKS``) of every module of the builders package, by
-    (order, verb)."""
+    (order, name)."""
     package = importlib.import_module(BUILDERS_PACKAGE)
     found: list[Benchmark] = []
     for info in pkgutil.iter_modules(package.__path__):
@@ -242,7 +239,7 @@ def _builtin_benchmarks() -> list[Benchmark]:
             found.append(bench)
         # A module building several sets (builders/standard.py) lists them as BENCHMARKS.
         found.extend(b for b in getattr(module, "BENCHMARKS", ()) if isinstance(b, Benchmark))
-    return sorted(found, key=lambda b: (b.order, b.cli))
+    return sorted(found, key=lambda b: (b.order, b.name))
 
 
 BENCHMARK_REGISTRY: Registry[Benchmark] = Registry(
@@ -250,35 +247,34 @@ BENCHMARK_REGISTRY: Registry[Benchmark] = Registry(
     Benchmark,
     what="benchmark",
     builtins=_builtin_benchmarks,
-    name_of=lambda bench: bench.cli,
-    reserved=RESERVED_VERBS,
+    name_of=lambda bench: bench.name,
 )
 """The benchmark registry: the builders package's modules, then the plugins of the entry-point
-group ``hf_posbias.benchmarks`` (each a :class:`Benchmark`, named by its verb)."""
+group ``hf_posbias.benchmarks`` (each a :class:`Benchmark`, named by its source)."""
 
 
 def benchmarks() -> dict[str, Benchmark]:
-    """Every registered benchmark by verb: the built-ins in order, then the plugins (imports the
-    builder modules and the benchmark plugins).
+    """Every registered benchmark by source name: the built-ins in order, then the plugins
+    (imports the builder modules and the benchmark plugins).
 
     A task name built by two benchmarks is refused (a plugin's in one line naming its
     distribution).
     """
     entries = BENCHMARK_REGISTRY.entries()
     builder: dict[str, str] = {}
-    for verb, entry in entries.items():
+    for name, entry in entries.items():
         for card in entry.value.cards:
-            other = builder.setdefault(card.name, verb)
-            if other == verb:
+            other = builder.setdefault(card.name, name)
+            if other == name:
                 continue
             if entry.source == BUILT_IN:
-                raise RuntimeError(f"benchmarks {other!r} and {verb!r} both build {card.name!r}")
+                raise RuntimeError(f"benchmarks {other!r} and {name!r} both build {card.name!r}")
             raise PluginError(
-                f"benchmark {verb!r} of distribution {entry.source} builds the task "
+                f"benchmark {name!r} of distribution {entry.source} builds the task "
                 f"{card.name!r}, which the benchmark {other!r} ({entries[other].source}) "
                 "builds already"
             )
-    return {verb: entry.value for verb, entry in entries.items()}
+    return {name: entry.value for name, entry in entries.items()}
 
 
 def cards() -> dict[str, TaskCard]:

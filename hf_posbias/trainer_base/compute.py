@@ -39,7 +39,6 @@ class ComputeSettings(Settings):
     global_batch: int = shared_setting(
         "global_batch",
         default=256,
-        aliases=("--batch-size",),
     )
     precision: Literal["auto", "fp32", "bf16", "fp16"] = setting(
         "mixed precision: auto = bf16 on GPUs that support it, fp16 with loss "

@@ -155,8 +155,8 @@ def _available_configs(data: str) -> list[str]:
     if local.is_file():
         raise InputError(
             f"{flag_name('data')} {data} is a file; it takes a training-set folder (the train/ "
-            "folder of `posbias build`, or `posbias sample`'s output: one data/<config>/ per "
-            "position configuration) or a Hub dataset repo id"
+            "folder of `posbias data build`, or `posbias data sample`'s output: one data/<config>/ "
+            "per position configuration) or a Hub dataset repo id"
         )
     if not local.exists() and data.startswith((".", "/", "~")):
         raise InputError(f"{flag_name('data')}: folder {data} does not exist")
@@ -183,7 +183,7 @@ def resolve_repo_config(data: str, config: str) -> str:
     A position configuration in any spelling (``uniform``, ``U``, ``50:25:25``, ``r50-25-25``)
     is looked up by its canonical name
     (:class:`hf_posbias.sampling.configs.PositionConfig`), the name
-    ``posbias sample``/``build`` gave it; any other name must be a config of ``data`` as is.
+    ``posbias data sample``/``build`` gave it; any other name must be a config of ``data`` as is.
     """
     from hf_posbias.sampling.configs import PositionConfig
 
@@ -200,7 +200,9 @@ def resolve_repo_config(data: str, config: str) -> str:
         except InputError:
             canonical, hint = None, ""
         else:
-            hint = f"; create it with `posbias sample --config {config}` (or build --config)"
+            hint = (
+                f"; create it with `posbias data sample --config {config}` (or data build --config)"
+            )
         if canonical in available:
             return str(canonical)
     from hf_posbias.suggestions import suggest

@@ -305,7 +305,7 @@ class BM25Member:
     The package's one BM25 formula (Lucene variant, as ``bm25s``), scoring each query against its
     own segments directly. Unlike evaluation and the listwise commands, the member does not stem
     (stop words only): its scores are published in the pool and pinned in the verify manifest,
-    and ``posbias build`` on the same input must keep giving the same bytes.
+    and ``posbias data build`` on the same input must keep giving the same bytes.
 
     Example:
         >>> member = BM25Member()

@@ -107,7 +107,7 @@ def verify_candidates(
     remote: Callable[[list[int]], None] | None = None,
 ) -> tuple[Sequence[dict[str, Any]], VerificationReport]:
     """:func:`run_verification` with δ already checked against ``panel`` once (by the settings
-    of ``posbias verify``/``build``). ``remote`` makes the missing shards elsewhere (each
+    of ``posbias data verify``/``build``). ``remote`` makes the missing shards elsewhere (each
     through :func:`verify_shard`, e.g. as executor units; see
     :func:`hf_posbias.shards.run_sharded`). The scored rows are returned read lazily from the
     shards: the stage holds one shard (and the candidates' ids) at a time."""
@@ -282,5 +282,5 @@ def load_scored_pool(folder: str | Path) -> Sequence[dict[str, Any]]:
     """
     folder = Path(folder)
     if not (folder / REPORT_FILE).exists():
-        raise InputError(f"{folder} has no finished verification: run `posbias verify` first")
+        raise InputError(f"{folder} has no finished verification: run `posbias data verify` first")
     return shard_rows(folder)

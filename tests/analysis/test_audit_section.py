@@ -1,4 +1,4 @@
-"""The evidence-moving section of `posbias audit`, on a task with real evidence spans."""
+"""The evidence-moving section of `posbias analyze audit`, on a task with real evidence spans."""
 
 from __future__ import annotations
 

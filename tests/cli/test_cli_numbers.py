@@ -34,19 +34,16 @@ WORD = "abc"
 
 
 def _verbs(
-    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+    parser: argparse.ArgumentParser,
 ) -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
-    """Every verb under ``parser`` (a parser without verbs of its own), with its command path;
-    a former verb name (a hidden alias of another) is left out: it is the same parser."""
+    """Every command that runs under ``parser`` (:func:`hf_posbias.cli.common.walk_commands`),
+    with its command path; a command that takes a source first, once per source."""
+    from hf_posbias.cli.common import walk_commands
+
     found = []
-    groups = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    if not groups:
-        return [(path, parser)]
-    for group in groups:
-        renamed = getattr(group, "posbias_renamed", {})
-        for name, sub in group._name_parser_map.items():
-            if name not in renamed:
-                found += _verbs(sub, (*path, name))
+    for command in walk_commands(parser):
+        found += [((*command.path, name), sub) for name, sub in command.sources.items()]
+        found += [] if command.sources else [(command.path, command.parser)]
     return found
 
 

@@ -246,10 +246,11 @@ RERANK = ("listwise", "rerank", "--reranker", "bm25", "--requests", "{requests}"
 ROWS: list[Row] = [
     Row("data build", argv(*BUILD, "60"), argv(*BUILD, "70"), keeps=True, stages=True,
         interrupt_at=6),  # a shard of the generate stage
-    Row("benchmark from-jsonl", argv("benchmark", "from-jsonl", "--input", "{mine}"),
-        argv("benchmark", "from-jsonl", "--input", "{other}")),
-    Row("benchmark scifact (real data)", argv("benchmark", "scifact", "--input", "{scifact}"),
-        argv("benchmark", "scifact", "--input", "{scifact}", "--anchor", "center")),
+    Row("benchmark build jsonl", argv("benchmark", "build", "jsonl", "--input", "{mine}"),
+        argv("benchmark", "build", "jsonl", "--input", "{other}")),
+    Row("benchmark build scifact (real data)",
+        argv("benchmark", "build", "scifact", "--input", "{scifact}"),
+        argv("benchmark", "build", "scifact", "--input", "{scifact}", "--anchor", "center")),
     Row("benchmark subsample",
         argv("benchmark", "subsample", "--task", "{task}", "--per-bucket", "2"),
         argv("benchmark", "subsample", "--task", "{task}", "--per-bucket", "3")),
@@ -432,16 +433,15 @@ NOT_IN_THE_TABLE: dict[str, str] = {
     "posbias listwise demo": "six verbs chained (tests/listwise/test_listwise_demo.py resumes it)",
     "posbias listwise convert": "reads RankZephyr / FIRST conversations (a Hub dataset)",
     "posbias benchmark from-corpus": "an LLM per stage (its stages: tests/construction)",
-    "posbias benchmark squad-posq": "the builders' one handler, as from-jsonl's",
-    "posbias benchmark fineweb-posq": "the builders' one handler, as from-jsonl's",
-    "posbias benchmark posir": "the builders' one handler, as from-jsonl's",
-    "posbias benchmark climate-fever": "the builders' one handler, as from-jsonl's",
-    "posbias benchmark fever": "the builders' one handler, as from-jsonl's",
-    "posbias benchmark hotpotqa": "the builders' one handler, as from-jsonl's",
-    "posbias benchmark beir": "the builders' one handler, as from-jsonl's",
-    "posbias benchmark msmarco": "the builders' one handler, as from-jsonl's",
-    "posbias benchmark trec-dl": "the builders' one handler, as from-jsonl's",
-    "posbias study report-runs": "a hidden former name of `study report RUN … --out`",
+    "posbias benchmark build squad-posq": "the builders' one handler, as jsonl's",
+    "posbias benchmark build fineweb-posq": "the builders' one handler, as jsonl's",
+    "posbias benchmark build posir": "the builders' one handler, as jsonl's",
+    "posbias benchmark build climate-fever": "the builders' one handler, as jsonl's",
+    "posbias benchmark build fever": "the builders' one handler, as jsonl's",
+    "posbias benchmark build hotpotqa": "the builders' one handler, as jsonl's",
+    "posbias benchmark build beir": "the builders' one handler, as jsonl's",
+    "posbias benchmark build msmarco": "the builders' one handler, as jsonl's",
+    "posbias benchmark build trec-dl": "the builders' one handler, as jsonl's",
 }
 """Writing verbs without a row, and why (each claims its folder all the same: the next test)."""
 
@@ -452,25 +452,17 @@ folders of a build (checked as such: hf_posbias.publish.repo.check_repo_folder).
 
 
 def _leaf_verbs() -> dict[str, object]:
-    """``prog`` → the :class:`hf_posbias.cli.common.Verb` of every leaf of ``posbias``."""
-    import argparse
-
+    """``prog`` → the :class:`hf_posbias.cli.common.Verb` of every command of ``posbias`` (of
+    each source, for a command that takes one)."""
     from hf_posbias.cli import build_parser
+    from hf_posbias.cli.common import walk_commands
 
     found: dict[str, object] = {}
-
-    def walk(parser: argparse.ArgumentParser) -> None:
-        for action in parser._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                for sub in action._name_parser_map.values():
-                    walk(sub)
-                return
-        func = parser.get_default("func")
-        verb = getattr(func, "args", [None])[0]
-        if verb is not None and hasattr(verb, "output_folder"):
-            found[parser.prog] = (verb, parser)
-
-    walk(build_parser())
+    for command in walk_commands(build_parser()):
+        for parser in command.flag_parsers:
+            verb = getattr(parser.get_default("func"), "args", [None])[0]
+            if verb is not None and hasattr(verb, "output_folder"):
+                found[parser.prog] = (verb, parser)
     return found
 
 

@@ -1,4 +1,4 @@
-"""``posbias benchmark build`` end to end on a synthetic corpus with a scripted LLM.
+"""``posbias benchmark from-corpus`` end to end on a synthetic corpus with a scripted LLM.
 
 The corpus is made so that every filter's outcome can be worked out by hand: each line of a
 passage carries one unique token, the scripted FAQ asks about the first token of its chunk, the

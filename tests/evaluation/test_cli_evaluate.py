@@ -1,4 +1,5 @@
-"""`posbias evaluate` / `posbias audit` in-process: acceptance shape, bad inputs, report files."""
+"""`posbias evaluate` / `posbias analyze audit` in-process: acceptance shape, bad inputs, report
+files."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""`posbias corpus` + `posbias generate --generator local-lm` in-process with a tiny random Llama:
+"""`posbias data corpus` + `posbias data generate --generator local-lm` in-process with a tiny
+random Llama:
 constrained by default, resumable, deterministic per seed; free-form and a broken GGUF fail on
 one line."""
 

@@ -1,4 +1,4 @@
-"""``posbias listwise compare``: the paired before/after test between two ``test`` runs."""
+"""``posbias listwise compare-tests``: the paired before/after test between two ``test`` runs."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""``posbias listwise remedies``: same queries and windows for every remedy, shared shuffles,
-costs counted, the BM25 control flat under every remedy, resumable."""
+"""``posbias listwise reranker-remedies``: same queries and windows for every remedy, shared
+shuffles, costs counted, the BM25 control flat under every remedy, resumable."""
 
 from __future__ import annotations
 

@@ -379,11 +379,11 @@ def test_the_bare_verbs_refuse_an_msmarco_folder_split_of_trec_dl_queries(
     )
 
 
-def test_a_training_step_of_an_earlier_release_resumes_under_the_trainers_former_window_flag(
-    tmp_path, capsys
-):
+def test_a_training_step_marked_under_the_trainers_former_window_flag_runs_again(tmp_path):
     # The listwise trainer's window was spelled --window before it became --max-window (the
-    # sliding window keeps --window): its old marker still counts as done, without a warning.
+    # sliding window keeps --window); 0.2.0 parses no former spelling, so an old marker that
+    # spells it no longer counts as done (its step runs again), while one that spells the flags
+    # of now does.
     from hf_posbias.settings import settings_to_argv
     from hf_posbias.study.listwise_spec import load_listwise_spec
     from hf_posbias.study.listwise_study import DONE_FILE, plan
@@ -395,8 +395,9 @@ def test_a_training_step_of_an_earlier_release_resumes_under_the_trainers_former
     former = ["--window" if a == "--max-window" else a for a in argv]
     step.folder.mkdir(parents=True)
     (step.folder / DONE_FILE).write_text(json.dumps({"argv": former}))
+    assert not step.done()
+    (step.folder / DONE_FILE).write_text(json.dumps({"argv": argv}))
     assert step.done()
-    assert "warning" not in capsys.readouterr().err
 
 
 def test_a_listwise_dry_run_names_every_reranker_and_dataset_it_lacks(

@@ -25,7 +25,7 @@ def document(d: int) -> list[str]:
 
 
 def write_train_data(folder: Path, n_docs: int = 12) -> str:
-    """A `posbias build`-like training folder with configs begin, middle, end, uniform."""
+    """A `posbias data build`-like training folder with configs begin, middle, end, uniform."""
     from hf_posbias.publish.repo import front_matter_yaml, write_dataset_repo
 
     rows = []

@@ -79,9 +79,7 @@ def test_report_cells_recompute_from_per_query_tables(study):
     assert len(report["direction"]) == 6  # 2 bases × begin/middle/end
 
 
-def test_report_over_run_folders_reads_base_and_config_from_cards(
-    study, tmp_path, capsys, monkeypatch
-):
+def test_report_over_run_folders_reads_base_and_config_from_cards(study, tmp_path):
     runs = sorted(str(p.parent) for p in study.glob("eval/*/*/summary.json"))
     assert main(["study", "report", *runs, "--out", str(tmp_path / "r"), "--bootstrap", "50",
                  "--seed", "3"]) == 0  # fmt: skip
@@ -91,17 +89,6 @@ def test_report_over_run_folders_reads_base_and_config_from_cards(
         (c["config"], round(c["psi"] or 0, 9)) for c in theirs["cells"]
     )
     assert {c["model"] for c in mine["cells"]} == {"tiny-bert", "all-MiniLM-L6-v2"}
-    # The former verb (issue 40: one `study report` for a study folder and run folders) writes
-    # the same report, with one warning.
-    capsys.readouterr()
-    monkeypatch.setattr("hf_posbias.cli.common._WARNED", set())  # warned once per process
-    assert main(["study", "report-runs", *runs, "--out", str(tmp_path / "old"), "--bootstrap",
-                 "50", "--seed", "3"]) == 0  # fmt: skip
-    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
-    assert err == ["warning: `posbias study report-runs` is deprecated (removed in 0.3.0); use "
-                   "`posbias study report RUN … --out OUT`"]  # fmt: skip
-    old = json.loads((tmp_path / "old" / "report.json").read_text())
-    assert [c["psi"] for c in old["cells"]] == [c["psi"] for c in mine["cells"]]
 
 
 def test_report_refuses_a_run_of_another_task(study, study_inputs, tmp_path, capsys):
@@ -151,7 +138,7 @@ def test_remedies_extend_a_finished_study_as_rows_without_retraining(
         assert row["delta_mean"] == pytest.approx(remedied["mean"] - plain["mean"])
     assert len(report["remedies"]) == 2
     assert "| base | base +firstp |" in (out / "report" / "report.md").read_text()
-    # `posbias report` over the run folders reads the remedy from each run: the same rows.
+    # `posbias study report` over the run folders reads the remedy from each run: the same rows.
     runs = sorted(str(p.parent) for p in out.glob("eval/*/*/summary.json"))
     assert main(["study", "report", *runs, "--out", str(tmp_path / "r"), "--bootstrap", "50"]) == 0
     mine = json.loads((tmp_path / "r" / "report.json").read_text())

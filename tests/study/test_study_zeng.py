@@ -46,8 +46,8 @@ def zeng_spec(tmp_path_factory):
     from hf_posbias.tasks.taskdata import PositionTaskData
 
     task_b = write_task(root / "b", 12, name="TaskB")
-    # TaskB's tiny sample (as `posbias benchmark squad-posq --tiny` names one), scored on MiniLM
-    # only: Table 1 keeps TaskB's full cell, Fig. 3 sets the two side by side.
+    # TaskB's tiny sample (as `posbias benchmark build squad-posq --tiny` names one), scored on
+    # MiniLM only: Table 1 keeps TaskB's full cell, Fig. 3 sets the two side by side.
     tiny = PositionTaskData.load(task_b).sample_queries(2, seed=0, name="TaskB-tiny")
     tiny_folder = str(tiny.save(root / "b-tiny"))
     spec = {

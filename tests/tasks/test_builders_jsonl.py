@@ -1,4 +1,4 @@
-"""Bring-your-own tasks: ``posbias benchmark from-jsonl`` and ``build_from_records``."""
+"""Bring-your-own tasks: ``posbias benchmark build jsonl`` and ``build_from_records``."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def test_from_jsonl_happy_path(tmp_path, capsys):
     src = _write(tmp_path / "mine.jsonl", rows)
     distractors = _write(tmp_path / "d.jsonl", [{"id": "x1", "text": "A distractor."}])
     out = tmp_path / "task"
-    code, stdout, _ = _run(["benchmark", "from-jsonl", "--input", str(src), "--out", str(out),
+    code, stdout, _ = _run(["benchmark", "build", "jsonl", "--input", str(src), "--out", str(out),
                             "--distractors", str(distractors)], capsys)  # fmt: skip
     assert code == 0
     assert "begin   1" in stdout and "end     1" in stdout and "dropped: 0" in stdout
@@ -62,7 +62,7 @@ def test_relative_edges_and_stable_ids(tmp_path, capsys):
     src = _write(tmp_path / "r.jsonl", rows)
     out1, out2 = tmp_path / "one", tmp_path / "two"
     for out in (out1, out2):
-        code, _, _ = _run(["benchmark", "from-jsonl", "--input", str(src), "--out", str(out),
+        code, _, _ = _run(["benchmark", "build", "jsonl", "--input", str(src), "--out", str(out),
                            "--buckets", "0,0.2,0.5,1"], capsys)  # fmt: skip
         assert code == 0
     data = PositionTaskData.load(out1)
@@ -87,7 +87,7 @@ def test_content_problems_are_counted_and_printed(tmp_path, capsys):
         {"query": "ok", "document": "abcdef", "evidence_start": 1},  # duplicate
     ]
     src = _write(tmp_path / "c.jsonl", rows)
-    code, stdout, _ = _run(["benchmark", "from-jsonl", "--input", str(src), "--out",
+    code, stdout, _ = _run(["benchmark", "build", "jsonl", "--input", str(src), "--out",
                             str(tmp_path / "t")], capsys)  # fmt: skip
     assert code == 0
     assert "dropped: 5" in stdout
@@ -113,7 +113,7 @@ def test_content_problems_are_counted_and_printed(tmp_path, capsys):
 def test_structural_errors_are_one_line_naming_the_line(tmp_path, capsys, line, message):
     good = json.dumps({"query": "fine", "document": "abcdef", "evidence_start": 0})
     src = _write(tmp_path / "bad.jsonl", [good, line])
-    code, _, err = _run(["benchmark", "from-jsonl", "--input", str(src), "--out",
+    code, _, err = _run(["benchmark", "build", "jsonl", "--input", str(src), "--out",
                          str(tmp_path / "t")], capsys)  # fmt: skip
     assert code == 2
     lines = err.strip().splitlines()
@@ -125,10 +125,10 @@ def test_structural_errors_are_one_line_naming_the_line(tmp_path, capsys, line, 
 
 def test_nothing_usable_and_conflicting_doc_ids(tmp_path, capsys):
     src = _write(tmp_path / "e.jsonl", [{"query": "", "document": "abc", "evidence_start": 0}])
-    code, _, err = _run(["benchmark", "from-jsonl", "--input", str(src), "--out",
+    code, _, err = _run(["benchmark", "build", "jsonl", "--input", str(src), "--out",
                          str(tmp_path / "t")], capsys)  # fmt: skip
     assert code == 2 and "no usable queries" in err and "empty query text: 1" in err
-    code, _, err = _run(["benchmark", "from-jsonl", "--input", str(tmp_path / "missing.jsonl"),
+    code, _, err = _run(["benchmark", "build", "jsonl", "--input", str(tmp_path / "missing.jsonl"),
                          "--out", str(tmp_path / "t")], capsys)  # fmt: skip
     assert code == 2 and "no such file" in err
     with pytest.raises(InputError, match="record 2: document id 'd' appears twice"):

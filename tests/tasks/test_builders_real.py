@@ -32,7 +32,7 @@ def _third(start: int, length: int) -> str:
 @pytest.fixture(scope="module")
 def scifact_task(shared_data, tmp_path_factory):
     out = tmp_path_factory.mktemp("scifact")
-    assert main(["benchmark", "scifact", "--input", str(shared_data / "scifact_allenai"),
+    assert main(["benchmark", "build", "scifact", "--input", str(shared_data / "scifact_allenai"),
                  "--out", str(out)]) == 0  # fmt: skip
     return PositionTaskData.load(out)
 
@@ -103,7 +103,7 @@ def test_scifact_train_split_and_cli_refuses_test(shared_data):
     claims = pd.read_csv(shared_data / "scifact_allenai" / "claims_train.csv")
     assert len(data.queries) == claims[claims["evidence_doc_id"].notna()]["id"].nunique()
     with pytest.raises(SystemExit) as exc:
-        main(["benchmark", "scifact", "--input", str(shared_data / "scifact_allenai"),
+        main(["benchmark", "build", "scifact", "--input", str(shared_data / "scifact_allenai"),
               "--out", "x", "--split", "test"])  # fmt: skip
     assert exc.value.code == 2
 

@@ -1,4 +1,4 @@
-"""`posbias benchmark beir|msmarco|trec-dl`: standard sets from a folder, the Hub (datasets
+"""`posbias benchmark build beir|msmarco|trec-dl`: standard sets from a folder, the Hub (datasets
 patched at its boundary) or ir_datasets (the module patched), as one-bucket task folders that
 `posbias evaluate` reads."""
 
@@ -37,7 +37,10 @@ def test_beir_from_a_downloaded_folder_is_evaluated_like_any_task(
 ):
     source = write_beir_folder(tmp_path / "scifact", CORPUS, QUERIES, QRELS)
     out = tmp_path / "task"
-    assert main(["benchmark", "beir", "scifact", "--input", str(source), "--out", str(out)]) == 0
+    assert (
+        main(["benchmark", "build", "beir", "scifact", "--input", str(source), "--out", str(out)])
+        == 0
+    )
     _check_task(out)
     runs = tmp_path / "runs"
     argv = ["evaluate", "--model", tiny_sentence_transformer, "--task", str(out)]
@@ -88,14 +91,14 @@ def fake_hub(monkeypatch):
 def test_beir_by_name_reads_the_hub_ids_users_know(fake_hub, tmp_path, source):
     out = tmp_path / "task"
     extra = [] if source is None else ["--input", source]
-    assert main(["benchmark", "beir", "scifact", *extra, "--out", str(out)]) == 0
+    assert main(["benchmark", "build", "beir", "scifact", *extra, "--out", str(out)]) == 0
     _check_task(out)
     repo = source or "BeIR/scifact"
     assert (repo, "corpus", "corpus") in fake_hub and (repo, "queries", "queries") in fake_hub
 
 
 def test_a_missing_hub_set_is_one_line(fake_hub, tmp_path, capsys):
-    assert main(["benchmark", "beir", "nosuchset", "--out", str(tmp_path / "t")]) == 2
+    assert main(["benchmark", "build", "beir", "nosuchset", "--out", str(tmp_path / "t")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "BeIR/nosuchset" in err[0]
 
@@ -115,18 +118,18 @@ def test_trec_dl_and_msmarco_read_ir_datasets(monkeypatch, tmp_path):
 
     monkeypatch.setitem(sys.modules, "ir_datasets", types.SimpleNamespace(load=load))
     out = tmp_path / "dl20"
-    assert main(["benchmark", "trec-dl", "--year", "2020", "--out", str(out)]) == 0
+    assert main(["benchmark", "build", "trec-dl", "--year", "2020", "--out", str(out)]) == 0
     _check_task(out, name="TREC-DL20")
     assert seen == ["msmarco-passage/trec-dl-2020/judged"]
     out = tmp_path / "dev"
     irds = "irds:msmarco-passage/dev/small"
-    assert main(["benchmark", "msmarco", "--input", irds, "--out", str(out)]) == 0
+    assert main(["benchmark", "build", "msmarco", "--input", irds, "--out", str(out)]) == 0
     _check_task(out, name="MSMARCO-dev")
 
 
 def test_ir_datasets_missing_is_one_line(monkeypatch, tmp_path, capsys):
     monkeypatch.setitem(sys.modules, "ir_datasets", None)  # import fails
-    assert main(["benchmark", "trec-dl", "--out", str(tmp_path / "t")]) == 2
+    assert main(["benchmark", "build", "trec-dl", "--out", str(tmp_path / "t")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "pip install ir_datasets" in err[0]
 
@@ -138,7 +141,10 @@ def test_real_beir_scifact_folder_gives_beirs_test_split(shared_data, tmp_path):
 
     source = build_scifact_beir(shared_data / "scifact_allenai", tmp_path / "scifact")
     out = tmp_path / "task"
-    assert main(["benchmark", "beir", "scifact", "--input", str(source), "--out", str(out)]) == 0
+    assert (
+        main(["benchmark", "build", "beir", "scifact", "--input", str(source), "--out", str(out)])
+        == 0
+    )
     data = PositionTaskData.load(out)
     assert (len(data.corpus), len(data.queries), len(data.qrels)) == (5183, 300, 339)
     assert data.info.extra["dropped"] == {}
@@ -216,7 +222,9 @@ def test_beir_hotpotqa_and_fever_folders_keep_every_judgement(tmp_path, name):
     lines = ["query-id\tcorpus-id\tscore", *(f"{q}\t{d}\t1" for q, d in qrels)]
     (source / "qrels" / "test.tsv").write_text("\n".join(lines) + "\n")
     out = tmp_path / "task"
-    assert main(["benchmark", "beir", name, "--input", str(source), "--out", str(out)]) == 0
+    assert (
+        main(["benchmark", "build", "beir", name, "--input", str(source), "--out", str(out)]) == 0
+    )
     data = PositionTaskData.load(out)
     assert data.info.name == name and data.bucket_counts() == {"all": 2}
     assert {(q["query_id"], q["doc_id"]) for q in data.qrels} == set(qrels)

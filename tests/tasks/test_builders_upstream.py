@@ -74,7 +74,9 @@ def _squad_json(tmp_path, n_extra: int = 0):
 def test_squad_boundaries_each_query_in_exactly_one_bucket(tmp_path):
     folder, context, other = _squad_json(tmp_path)
     out = tmp_path / "task"
-    assert main(["benchmark", "squad-posq", "--input", str(folder), "--out", str(out)]) == 0
+    assert (
+        main(["benchmark", "build", "squad-posq", "--input", str(folder), "--out", str(out)]) == 0
+    )
     data = PositionTaskData.load(out)
     buckets = {q["id"]: q["bucket"] for q in data.queries}
     assert buckets["q0"] == "0-100" and buckets["q99"] == "0-100"
@@ -133,7 +135,9 @@ def test_squad_hub_layout_parquet_folder(tmp_path):
 def test_squad_bad_source_is_one_line(tmp_path, capsys):
     bad = tmp_path / "bad.json"
     bad.write_text('{"version": "v2.0"}')
-    assert main(["benchmark", "squad-posq", "--input", str(bad), "--out", str(tmp_path)]) == 2
+    assert (
+        main(["benchmark", "build", "squad-posq", "--input", str(bad), "--out", str(tmp_path)]) == 2
+    )
     err = capsys.readouterr().err.strip()
     assert err.startswith("error:") and len(err.splitlines()) == 1
 
@@ -159,7 +163,9 @@ def test_fineweb_labels_multilabel_and_distractors(tmp_path):
     path = tmp_path / "fineweb.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in _fineweb_rows()))
     out = tmp_path / "task"
-    assert main(["benchmark", "fineweb-posq", "--input", str(path), "--out", str(out)]) == 0
+    assert (
+        main(["benchmark", "build", "fineweb-posq", "--input", str(path), "--out", str(out)]) == 0
+    )
     data = PositionTaskData.load(out)
     # expected counts recomputed from the label pattern: one query per question, in its first
     # label's bucket; the other labels are extra_buckets (what the zeng2025 scoring counts)
@@ -249,7 +255,7 @@ def test_posir_token_length_and_thirds_and_cli(tmp_path):
     # token lengths 300, 600, ..., 1800 → (0,512]: 300; (512,1024]: 600, 900; …
     assert tok.bucket_counts() == {"0-512": 1, "512-1024": 2, "1024-1536": 2, "1536+": 1}
     out = tmp_path / "thirds"
-    assert main(["benchmark", "posir", "--input", str(root), "--out", str(out),
+    assert main(["benchmark", "build", "posir", "--input", str(root), "--out", str(out),
                  "--domains", "all", "--scheme", "thirds"]) == 0  # fmt: skip
     thirds = PositionTaskData.load(out)
     assert thirds.info.buckets == ["begin", "middle", "end"]
@@ -287,8 +293,8 @@ def test_fever_claims_and_wiki_pages(tmp_path):
     claims_path = tmp_path / "shared_task_dev.jsonl"
     claims_path.write_text("\n".join(json.dumps(c) for c in claims))
     out = tmp_path / "task"
-    assert main(["benchmark", "fever", "--input", str(claims_path), "--wiki-pages", str(pages),
-                 "--out", str(out)]) == 0  # fmt: skip
+    argv = ["benchmark", "build", "fever", "--input", str(claims_path), "--wiki-pages", str(pages)]
+    assert main([*argv, "--out", str(out)]) == 0
     data = PositionTaskData.load(out)
     docs = {d["id"]: d["text"] for d in data.corpus}
     assert set(docs) == {"Nikolaj_Coster-Waldau", "Fox_Broadcasting_Company", "Unrelated_page"}
@@ -331,7 +337,7 @@ def test_hotpotqa_distractor_format_exact_offsets(tmp_path):
     path = tmp_path / "hotpot_dev_distractor_v1.json"
     path.write_text(json.dumps(rows))
     out = tmp_path / "task"
-    assert main(["benchmark", "hotpotqa", "--input", str(path), "--out", str(out)]) == 0
+    assert main(["benchmark", "build", "hotpotqa", "--input", str(path), "--out", str(out)]) == 0
     data = PositionTaskData.load(out)
     assert len(data.queries) == 1 and len(data.corpus) == 3
     q = data.queries[0]

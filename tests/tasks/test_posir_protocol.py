@@ -322,7 +322,7 @@ def test_evaluate_posir_on_real_text_equals_posir_script(shared_data, tmp_path, 
     queries = _wiki_posir_snapshot(shared_data, tmp_path / "PosIR")
     task, out = tmp_path / "task", tmp_path / "ev"
     args = ["--input", str(tmp_path / "PosIR"), "--out", str(task), "--domains", "all"]
-    assert main(["benchmark", "posir", *args]) == 0
+    assert main(["benchmark", "build", "posir", *args]) == 0
     args = ["--task", str(task), "--out", str(out), "--model", "bm25", "--scoring", "posir"]
     assert main(["evaluate", *args, "--bootstrap", "10"]) == 0
     printed = capsys.readouterr().out

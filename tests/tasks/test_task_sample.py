@@ -1,4 +1,4 @@
-"""``posbias benchmark sample``: a seeded per-bucket query sample, every document kept."""
+"""``posbias benchmark subsample``: a seeded per-bucket query sample, every document kept."""
 
 from __future__ import annotations
 

@@ -124,16 +124,15 @@ def test_another_trainer_inherits_the_compute_settings_without_copying():
     assert "--gradient-checkpointing" in _flags(settings_parser(ListwiseLike))
 
 
-def test_train_usage_shows_dashed_flags_and_the_renamed_batch_flag_still_works(capsys):
+def test_train_usage_shows_dashed_flags_and_one_batch_flag():
     cli = build_parser()
     train_parser = cli._subparsers._group_actions[0].choices["train"]
     usage = train_parser.format_usage()
     assert "--global-batch" in usage and "--batch-size" not in usage
     assert not re.search(r"--[a-z-]+_", train_parser.format_help())
-    with pytest.warns(DeprecationWarning, match="--batch-size is deprecated; use --global-batch"):
-        s = parse_settings([*REQUIRED, "--batch-size", "64"])
-    assert s.global_batch == 64
-    assert "warning: --batch-size is deprecated" in capsys.readouterr().err
+    assert parse_settings([*REQUIRED, "--global-batch", "64"]).global_batch == 64
+    with pytest.raises(InputError, match="--batch-size"):  # the former spelling, gone in 0.2.0
+        parse_settings([*REQUIRED, "--batch-size", "64"])
 
 
 def test_record_hides_the_hub_token():

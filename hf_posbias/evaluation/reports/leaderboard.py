@@ -140,7 +140,6 @@ class LeaderboardSettings(ProgressSettings):
         "n_resamples",
         default=1000,
         flag="--n-resamples",
-        aliases=("--resamples",),
     )
     seed: int = shared_setting("seed", default=0)
     title: str = shared_setting("title", default="Position-bias leaderboard")

@@ -1,4 +1,4 @@
-"""Tables (markdown/CSV), per-position plots (PNG) and the ``posbias audit`` report.
+"""Tables (markdown/CSV), per-position plots (PNG) and the ``posbias analyze audit`` report.
 
 - :func:`write_summary_tables` — ``summary.md`` (overview + one per-bucket table per task, each
   score with its bootstrap interval) and ``summary.csv`` (long format: one row per model × task

@@ -64,7 +64,7 @@ if TYPE_CHECKING:
 
 BUILTIN_REMEDIES: tuple[Remedy, ...] = (MAXP, FIRSTP, SUMP, CHUNK_MEAN, SEGMENT_BALANCED)
 """The remedies hf-posbias ships (:mod:`~hf_posbias.evaluation.runs.remedy_kinds`), in the order
-of ``posbias remedies``: a new one is registered here."""
+of ``posbias analyze remedies``: a new one is registered here."""
 
 REMEDY_REGISTRY: Registry[Remedy] = remedy_registry(
     "remedies", Remedy, what="remedy", builtins=lambda: BUILTIN_REMEDIES
@@ -100,7 +100,7 @@ def get_remedy(name: str) -> Remedy:
 REMEDIES = (NO_REMEDY, *(r.name for r in BUILTIN_REMEDIES))
 """The built-in inference-time remedies for bi-encoders (``none``: the plain model)."""
 BIENCODER_REMEDIES = REMEDIES[1:]
-"""The built-in remedies proper (every one but ``none``): the default of ``posbias remedies
+"""The built-in remedies proper (every one but ``none``): the default of ``posbias analyze remedies
 --remedies``; that flag and a study's ``remedies`` also take the plugins'
 (:func:`remedy_names`)."""
 PASSAGE_REMEDIES = tuple(r.name for r in BUILTIN_REMEDIES if r.cuts_passages)

@@ -176,7 +176,7 @@ class Remedy:
 
     Attributes:
         name: what ``--remedy`` / ``--remedies`` / a study's ``remedies`` call it.
-        help: one line for listings (``posbias remedies --list``).
+        help: one line for listings (``posbias list remedies``).
         reads: the passage settings it reads, among ``passage_tokens``, ``stride`` and
             ``segments`` (they go into its run key and mteb's experiment settings; a remedy that
             reads ``stride`` cuts passages, and ``--stride`` is checked against

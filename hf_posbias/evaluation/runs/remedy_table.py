@@ -1,4 +1,5 @@
-"""``posbias remedies``: the plain bi-encoder and each inference-time remedy on the same queries.
+"""``posbias analyze remedies``: the plain bi-encoder and each inference-time remedy on the same
+queries.
 
 Per task, one row per remedy (``none`` first): mean nDCG@10, PSI, the harmonic mean of the
 per-position scores, Δ mean against ``none`` with a paired p-value
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
 RUN_MARKER = "remedy-run.json"
 """Written in a run folder once its evaluation finished: the settings it ran with (a rerun of
-``posbias remedies`` with the same settings reuses the folder instead of encoding again)."""
+``posbias analyze remedies`` with the same settings reuses the folder instead of encoding again)."""
 
 
 def encoded_tokens(summary: Any) -> int | None:
@@ -87,7 +88,8 @@ def plot_psi_against_cost(
     cost_label: str = "encoded tokens (documents + queries)",
 ) -> Path:
     """A PNG of PSI (y) against the ``cost`` column (x), one labelled point per remedy
-    (``posbias remedies``: encoded tokens; ``posbias listwise reranker-remedies``: windows)."""
+    (``posbias analyze remedies``: encoded tokens; ``posbias listwise reranker-remedies``:
+    windows)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -148,7 +150,7 @@ def _finished_run(folder: Path, record: dict[str, Any]) -> Any:
 def compare_remedies(
     settings: RemediesSettings, echo: Any = None
 ) -> dict[str, list[dict[str, Any]]]:
-    """``posbias remedies``: the plain model and every remedy on each task, with their cost.
+    """``posbias analyze remedies``: the plain model and every remedy on each task, with their cost.
 
     The model is loaded once; every remedy is checked against it before anything is encoded.
     Each run goes to ``<out>/runs/<task>/<remedy>`` (a ``posbias evaluate`` folder). A rerun

@@ -389,7 +389,8 @@ def plot_reversal(results: list[ReversalResult], path: str | Path) -> Path:
 
 @register_audit_section
 def reversal_section(ctx: AuditContext) -> list[ReportSection]:
-    """The mirror-reversal section of ``posbias audit`` (registered when this module loads)."""
+    """The mirror-reversal section of ``posbias analyze audit`` (registered when this module
+    loads)."""
     if not ctx.reversals and not ctx.reversal_skipped:
         return []
     paragraphs = [

@@ -68,12 +68,11 @@ class ResamplingSettings(Settings):
 class PairedTestSettings(ResamplingSettings):
     """A paired test between two variants or runs of the same queries."""
 
-    # --method, as `posbias compare` (--test: its former spelling here).
+    # --method, as `posbias compare`.
     method: str = shared_setting(
         "method",
         default="randomization",
         choices=PAIRED_TESTS,
-        aliases=("--test",),
     )
 
     def __post_init__(self) -> None:
@@ -318,7 +317,6 @@ class ShuffleTableSettings(PairedTestSettings):
         "method",
         default="t-test",
         choices=PAIRED_TESTS,
-        aliases=("--test",),
     )
     alpha: float = shared_setting("alpha", default=0.01)
     seed: int = shared_setting("seed", default=0)

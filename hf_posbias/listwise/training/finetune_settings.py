@@ -111,7 +111,6 @@ class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
         "lambda",
         default=DEFAULT_LAMBDA,
         flag=LAMBDA_FLAG,
-        aliases=("--lam",),
     )
     pos_aug: int | None = shared_setting(
         "pos_aug",
@@ -139,19 +138,17 @@ class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
     )
     identifiers: Literal["letters", "numbers"] = shared_setting("identifiers", default="letters")
     # Not --window (the reranker's sliding-window size) nor --max-length (posbias train's
-    # truncation): a limit the data is checked against; the former spellings stay accepted.
+    # truncation): a limit the data is checked against.
     window: int = setting(
         "largest window the data may hold",
         default=20,
         flag=MAX_WINDOW_FLAG,
-        aliases=("--window",),
         range=at_least(1),
     )
     max_length: int | None = setting(
         "refuse training sequences longer than this (never truncated)",
         default=None,
         flag=REJECT_LONGER_FLAG,
-        aliases=("--max-length",),
         range=at_least(1),
     )
     max_steps: int | None = shared_setting("max_steps", default=None)

@@ -203,7 +203,7 @@ def build_climate_fever(
 
 @dataclass(kw_only=True)
 class ClimateFeverSettings(RelativeBuckets, BuilderOutput):
-    """``posbias benchmark climate-fever``."""
+    """``posbias benchmark build climate-fever``."""
 
     input: str = setting("climate-fever.jsonl of the official release")
     corpus: str | None = setting(
@@ -219,7 +219,7 @@ class ClimateFeverSettings(RelativeBuckets, BuilderOutput):
 
 
 BENCHMARK = Benchmark(
-    cli="climate-fever",
+    name="climate-fever",
     help="Climate-FEVER release → evidence-position task",
     cards=(CARD,),
     settings=ClimateFeverSettings,

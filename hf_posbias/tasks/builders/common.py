@@ -409,10 +409,11 @@ BUCKETS_HELP = "bucket rule: thirds (default), posir20, or relative edges such a
 
 @dataclass(kw_only=True)
 class BuilderOutput(Settings):
-    """The task folder every ``posbias benchmark`` verb writes (each builder adds ``--input``).
+    """The task folder every source of ``posbias benchmark build`` writes (each builder adds
+    ``--input``).
 
     A builder's other settings are named as its builder function's parameters, so
-    :func:`settings_build` passes them on by name; a verb whose flags say something else
+    :func:`settings_build` passes them on by name; a source whose flags say something else
     overrides :meth:`builder_kwargs`.
     """
 

@@ -177,7 +177,7 @@ def build_fever(
 
 @dataclass(kw_only=True)
 class FeverSettings(RelativeBuckets, BuilderOutput):
-    """``posbias benchmark fever``."""
+    """``posbias benchmark build fever``."""
 
     input: str = setting("FEVER claims JSONL (e.g. shared_task_dev.jsonl)")
     wiki_pages: str = setting("wiki-pages folder or one of its files")
@@ -193,7 +193,7 @@ class FeverSettings(RelativeBuckets, BuilderOutput):
 
 
 BENCHMARK = Benchmark(
-    cli="fever",
+    name="fever",
     help="FEVER claims + wiki-pages → evidence-position task",
     cards=(CARD,),
     settings=FeverSettings,

@@ -203,7 +203,7 @@ def build_fineweb_posq(
 
 @dataclass(kw_only=True)
 class FineWebPosQSettings(BuilderOutput):
-    """``posbias benchmark fineweb-posq``."""
+    """``posbias benchmark build fineweb-posq``."""
 
     input: str = setting("Hub id, Hub-layout folder or parquet/JSONL/JSON rows", default=HUB_ID)
     tiny: bool = shared_setting("tiny", default=False)
@@ -222,7 +222,7 @@ class FineWebPosQSettings(BuilderOutput):
 
 
 BENCHMARK = Benchmark(
-    cli="fineweb-posq",
+    name="fineweb-posq",
     help="NovaSearch/FineWeb-PosQ rows → FineWeb-PosQ",
     cards=(CARD, TINY_CARD),
     settings=FineWebPosQSettings,

@@ -157,14 +157,14 @@ def build_hotpotqa(
 
 @dataclass(kw_only=True)
 class HotpotQASettings(RelativeBuckets, BuilderOutput):
-    """``posbias benchmark hotpotqa``."""
+    """``posbias benchmark build hotpotqa``."""
 
     input: str = setting("hotpot_*_distractor JSON, JSONL/parquet rows, or a Hub-layout folder")
     split: str = shared_setting("split", default="validation")
 
 
 BENCHMARK = Benchmark(
-    cli="hotpotqa",
+    name="hotpotqa",
     help="HotpotQA distractor file → evidence-position task",
     cards=(CARD,),
     settings=HotpotQASettings,

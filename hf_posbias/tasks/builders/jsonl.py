@@ -226,7 +226,7 @@ def build_from_jsonl(
 
 @dataclass(kw_only=True)
 class FromJsonlSettings(RelativeBuckets, BuilderOutput):
-    """``posbias benchmark from-jsonl``."""
+    """``posbias benchmark build jsonl``."""
 
     input: str = setting(
         "JSONL with query, document, evidence_start (+ evidence_end, doc_id, query_id, title)"
@@ -236,7 +236,7 @@ class FromJsonlSettings(RelativeBuckets, BuilderOutput):
 
 
 BENCHMARK = Benchmark(
-    cli="from-jsonl",
+    name="jsonl",
     help="your own JSONL (query, document, evidence_start[, evidence_end, doc_id]) → task",
     cards=(),
     settings=FromJsonlSettings,

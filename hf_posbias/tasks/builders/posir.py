@@ -198,7 +198,7 @@ def build_posir(
 
 @dataclass(kw_only=True)
 class PosIRSettings(BuilderOutput):
-    """``posbias benchmark posir``."""
+    """``posbias benchmark build posir``."""
 
     input: str = setting("local snapshot folder holding <language>/<domain>/…")
     language: str = setting("language folder ('' = flat layout)", default="eng-Latn")
@@ -226,7 +226,7 @@ class PosIRSettings(BuilderOutput):
 
 
 BENCHMARK = Benchmark(
-    cli="posir",
+    name="posir",
     help="infgrad/PosIR-Benchmark-v1 snapshot → PosIR task",
     cards=(CARD,),
     settings=PosIRSettings,

@@ -198,14 +198,14 @@ def build_scifact(
 
 @dataclass(kw_only=True)
 class SciFactSettings(RelativeBuckets, BuilderOutput):
-    """``posbias benchmark scifact``."""
+    """``posbias benchmark build scifact``."""
 
     input: str = setting("folder with claims_<split>.csv and corpus_train.csv")
     split: Literal["train", "validation"] = shared_setting("split", default="validation")
 
 
 BENCHMARK = Benchmark(
-    cli="scifact",
+    name="scifact",
     help="SciFact CSV export → evidence-position task",
     cards=(CARD,),
     settings=SciFactSettings,

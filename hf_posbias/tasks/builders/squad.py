@@ -199,7 +199,7 @@ def build_squad_posq(
 
 @dataclass(kw_only=True)
 class SquadPosQSettings(BuilderOutput):
-    """``posbias benchmark squad-posq``."""
+    """``posbias benchmark build squad-posq``."""
 
     input: str = setting(
         "Hub id, Hub-layout folder, parquet/JSONL rows or SQuAD JSON", default=HUB_ID
@@ -213,7 +213,7 @@ class SquadPosQSettings(BuilderOutput):
 
 
 BENCHMARK = Benchmark(
-    cli="squad-posq",
+    name="squad-posq",
     help="SQuAD v2 → SQuAD-PosQ (Zeng et al. 2025)",
     cards=(CARD, TINY_CARD),
     settings=SquadPosQSettings,

@@ -1,12 +1,12 @@
 """Standard retrieval sets (no evidence positions): BEIR by name, MS MARCO dev, TREC DL19/DL20.
 
 YHP26's Table 4 asks whether a training configuration costs quality on the natural
-distribution: nDCG@10 on the standard sets, not on their ``*-Evidence`` subsets. These verbs
-write each set as a one-bucket task folder (bucket ``all``, ``bucket_scheme`` ``none``, no
-evidence span) that ``posbias evaluate`` and the study read like any task; the study reports it
-in its Table 4 view (:mod:`hf_posbias.study.standard`).
+distribution: nDCG@10 on the standard sets, not on their ``*-Evidence`` subsets. These
+benchmarks of ``posbias benchmark build`` write each set as a one-bucket task folder (bucket
+``all``, ``bucket_scheme`` ``none``, no evidence span) that ``posbias evaluate`` and the study
+read like any task; the study reports it in its Table 4 view (:mod:`hf_posbias.study.standard`).
 
-Every verb reads its set from one of three sources (``--input``):
+Each reads its set from one of three places (``--input``):
 
 - a **local folder** in BEIR layout (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``,
   as ``beir.util.download_and_unzip`` leaves it) or MS MARCO layout (``collection.tsv``,
@@ -18,13 +18,13 @@ Every verb reads its set from one of three sources (``--input``):
 - an **ir_datasets id** prefixed ``irds:`` (``irds:msmarco-passage/trec-dl-2019/judged``; needs
   the ``ir_datasets`` package).
 
-=================  =======================================  ==========================
-verb               default source                           split / task name
-=================  =======================================  ==========================
-``beir NAME``      ``BeIR/NAME``                            ``test`` / ``NAME``
-``msmarco``        ``BeIR/msmarco``                         ``dev`` / ``MSMARCO-dev``
-``trec-dl``        ``irds:msmarco-passage/trec-dl-YEAR/judged``  ``test`` / ``TREC-DL19|20``
-=================  =======================================  ==========================
+=================  ==============================================  ==========================
+source             default ``--input``                             split / task name
+=================  ==============================================  ==========================
+``beir NAME``      ``BeIR/NAME``                                   ``test`` / ``NAME``
+``msmarco``        ``BeIR/msmarco``                                ``dev`` / ``MSMARCO-dev``
+``trec-dl``        ``irds:msmarco-passage/trec-dl-YEAR/judged``    ``test`` / ``TREC-DL19|20``
+=================  ==============================================  ==========================
 
 Example:
     >>> source_kind("BeIR/scifact"), source_kind("irds:msmarco-passage/dev/small")
@@ -177,7 +177,7 @@ def build_standard(source: str, *, name: str, split: str = "test") -> PositionTa
 
 @dataclass(kw_only=True)
 class BeirSettings(BuilderOutput):
-    """``posbias benchmark beir NAME``."""
+    """``posbias benchmark build beir NAME``."""
 
     name: str = setting(
         "BEIR set name (scifact, hotpotqa, fever, climate-fever, …)", positional=True
@@ -192,7 +192,7 @@ class BeirSettings(BuilderOutput):
 
 @dataclass(kw_only=True)
 class MSMarcoSettings(BuilderOutput):
-    """``posbias benchmark msmarco``."""
+    """``posbias benchmark build msmarco``."""
 
     input: str = setting(
         "an MS MARCO/BEIR folder, a Hub id or irds:<id> (e.g. irds:msmarco-passage/dev/small)",
@@ -204,7 +204,7 @@ class MSMarcoSettings(BuilderOutput):
 
 @dataclass(kw_only=True)
 class TrecDLSettings(BuilderOutput):
-    """``posbias benchmark trec-dl``."""
+    """``posbias benchmark build trec-dl``."""
 
     year: Literal["2019", "2020"] = setting("TREC Deep Learning track year", default="2019")
     input: str | None = setting(
@@ -230,8 +230,8 @@ def _build_trec_dl(s: TrecDLSettings) -> PositionTaskData:
 
 
 BENCHMARKS = tuple(
-    Benchmark(cli=cli, help=text, cards=(), settings=settings, build=build, order=order)
-    for order, (cli, text, settings, build) in enumerate(
+    Benchmark(name=name, help=text, cards=(), settings=settings, build=build, order=order)
+    for order, (name, text, settings, build) in enumerate(
         (
             (
                 "beir",
@@ -252,7 +252,7 @@ BENCHMARKS = tuple(
                 _build_trec_dl,
             ),
         ),
-        start=60,
+        start=80,
     )
 )
-"""The three verbs (the registry reads a module's ``BENCHMARKS`` besides its ``BENCHMARK``)."""
+"""The three sources (the registry reads a module's ``BENCHMARKS`` besides its ``BENCHMARK``)."""

@@ -1,22 +1,19 @@
 """``posbias benchmark from-corpus``: a position benchmark from any corpus (Z25's recipe).
 
-(``posbias benchmark build``, its former name, stays as a hidden alias.)
-
 Example:
     >>> import argparse
     >>> from hf_posbias.settings import settings_from_args
     >>> parser = argparse.ArgumentParser(); verbs = parser.add_subparsers()
-    >>> _ = register_build(verbs)
-    >>> args = parser.parse_args(["build", "--corpus", "demo", "--out", "t", "--passages", "3"])
+    >>> _ = FROM_CORPUS.add_to(verbs)
+    >>> args = parser.parse_args(
+    ...     ["from-corpus", "--corpus", "demo", "--out", "t", "--passages", "3"])
     >>> settings_from_args(BenchmarkBuildSettings, args).passages
     3
 """
 
 from __future__ import annotations
 
-import argparse
-
-from hf_posbias.cli.common import add_verb
+from hf_posbias.cli.common import Verb
 from hf_posbias.construction.recipe_settings import BenchmarkBuildSettings
 from hf_posbias.output_folders import OutputFolder
 
@@ -37,20 +34,16 @@ def _run(settings: BenchmarkBuildSettings) -> None:
     print(f"wrote {settings.out} (task, tiny/) and {settings.hub_dir} (Hub dataset folder)")
 
 
-def register_build(
-    verbs: argparse._SubParsersAction, name: str = "build"
-) -> argparse.ArgumentParser:
-    """Add the verb ``name`` (``from-corpus`` in ``posbias benchmark``); returns its parser."""
-    return add_verb(
-        verbs,
-        name,
-        BenchmarkBuildSettings,
-        _run,
-        help="build a position benchmark from any corpus (Z25's FineWeb-PosQ recipe)",
-        description="Passages → summary → 256-word chunks → FAQ questions tagged begin/middle/"
-        "end (Algorithm 1) → Stage 1 (rerankers, downsampling, 0-4 judge) → Stage 2 (false "
-        "negatives) → task folder, tiny version and Hub dataset folder. Offline defaults are a "
-        "smoke-scale stand-in (SmolLM2-135M, BM25, MiniLM).",
-        # Each stage pins its parameters (a changed judge reruns only the stages after it).
-        output=OutputFolder(stages=True, keeps="its finished stages and shards (stages/)"),
-    )
+FROM_CORPUS = Verb(
+    "from-corpus",
+    BenchmarkBuildSettings,
+    _run,
+    "build a position benchmark from any corpus (Z25's FineWeb-PosQ recipe)",
+    description="Passages → summary → 256-word chunks → FAQ questions tagged begin/middle/"
+    "end (Algorithm 1) → Stage 1 (rerankers, downsampling, 0-4 judge) → Stage 2 (false "
+    "negatives) → task folder, tiny version and Hub dataset folder. Offline defaults are a "
+    "smoke-scale stand-in (SmolLM2-135M, BM25, MiniLM).",
+    # Each stage pins its parameters (a changed judge reruns only the stages after it).
+    output=OutputFolder(stages=True, keeps="its finished stages and shards (stages/)"),
+)
+"""The verb ``posbias benchmark from-corpus`` (:mod:`hf_posbias.cli.benchmark`)."""
