@@ -57,17 +57,12 @@ def files() -> list[tuple[str, str]]:
 
 
 def verbs_of(tokens: list[str]) -> tuple[list[str], argparse.ArgumentParser]:
-    """The sub-command names at the head of ``tokens`` and the parser of the last one."""
+    """The command names at the head of ``tokens`` (verbs, a benchmark of ``benchmark build``)
+    and the parser that holds the command's flags."""
     from hf_posbias.cli import build_parser
+    from hf_posbias.cli.common import command_of
 
-    parser, verbs = build_parser(), []
-    for token in tokens:
-        actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-        if not actions or token not in actions[0].choices:
-            break
-        parser = actions[0].choices[token]
-        verbs.append(token)
-    return verbs, parser
+    return command_of(tokens, build_parser())
 
 
 MAP_HEADER = "| item | paper section | command · spec key | verdict |"

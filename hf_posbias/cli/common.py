@@ -200,6 +200,30 @@ def verbs_of(parser: argparse.ArgumentParser) -> argparse._SubParsersAction | No
     return None
 
 
+def command_of(
+    words: Sequence[str], root: argparse.ArgumentParser
+) -> tuple[list[str], argparse.ArgumentParser]:
+    """The words at the head of ``words`` that name a command (its verbs, then the source of a
+    verb that takes one: :func:`add_source_verb`) and the parser that holds its flags.
+
+    Example:
+        >>> from hf_posbias.cli import build_parser
+        >>> words = ["benchmark", "build", "squad-posq", "--tiny"]
+        >>> named, parser = command_of(words, build_parser())
+        >>> named, "--tiny" in parser._option_string_actions
+        (['benchmark', 'build', 'squad-posq'], True)
+    """
+    parser, named = root, []
+    for word in words:
+        verbs = verbs_of(parser)
+        choices = verbs.choices if verbs is not None else getattr(parser, "posbias_sources", None)
+        if not choices or word not in choices:
+            break
+        parser = choices[word]
+        named.append(word)
+    return named, parser
+
+
 @dataclass(frozen=True)
 class Command:
     """A command that runs (a parser without verbs of its own), as :func:`walk_commands`

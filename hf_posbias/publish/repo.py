@@ -34,7 +34,7 @@ from hf_posbias.settings import flag_name
 DATA_DIR = "data"
 
 # Entries a folder written by this module may hold. Besides, what stays home (hub.stays_home:
-# ``.git`` of a clone, huggingface_hub's ``.cache``, the lock and record of the posbias run that
+# ``.git`` of a clone, huggingface_hub's ``.cache``, the lock and record of the run that
 # claimed the folder) is neither foreign nor removed: upload_folder skips it.
 _OWN_ENTRIES = frozenset({CARD_FILE, ".gitattributes", DATA_DIR})
 

@@ -125,7 +125,7 @@ class Step:
         if not marker.is_file():
             return False
         recorded = json.loads(marker.read_text())
-        return recorded == _jsonable(self.params) or _former_marker(recorded, self.settings)
+        return recorded == _jsonable(self.params)
 
     def mark_done(self) -> None:
         write_text_atomic(self.folder / DONE_FILE, json.dumps(_jsonable(self.params), indent=1))
@@ -144,22 +144,6 @@ class Step:
 
 def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
-
-
-def _former_marker(recorded: Any, settings: Any) -> bool:
-    """Whether a marker of an earlier release, the step's flags (``{"argv": [...]}``), records
-    ``settings``: a study folder run before the steps took settings objects still resumes.
-    A marker that spells a flag renamed since (0.2.0 keeps no former spelling) does not: its
-    step runs again."""
-    if settings is None or not isinstance(recorded, dict) or list(recorded) != ["argv"]:
-        return False
-    from hf_posbias.settings import parse_settings_args
-
-    argv = [str(a) for a in recorded["argv"]]
-    try:
-        return parse_settings_args(type(settings), argv) == settings
-    except InputError:
-        return False
 
 
 def _step(

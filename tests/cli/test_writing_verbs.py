@@ -214,7 +214,7 @@ def argv(*words: str) -> Argv:
 
 SAVEFIG = ("matplotlib.figure", "Figure.savefig")
 """Where every figure of the package is written (:func:`hf_posbias.figures.save_figure`)."""
-CARD_FACTS = ("hf_posbias.cards", "save_card_facts")
+CARD_FACTS = ("hf_posbias.cards.checkpoint", "save_card_facts")
 """What both trainers write last, after the weights."""
 EVAL_YAML = ("hf_posbias.tasks.hub_benchmark", "write_eval_yaml")
 """What a task's repo folder gets after its task files (benchmark publish)."""

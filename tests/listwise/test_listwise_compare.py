@@ -114,7 +114,7 @@ def test_the_t_test_is_scipys_on_the_per_query_files(two_runs, tmp_path, capsys)
     from scipy.stats import ttest_rel
 
     llm, bm25 = two_runs
-    code = main(["listwise", "compare-tests", str(llm), str(bm25), "--test", "t-test",
+    code = main(["listwise", "compare-tests", str(llm), str(bm25), "--method", "t-test",
                  "--out", str(tmp_path / "cmp")])  # fmt: skip
     assert code == 0 and "paired t test" in capsys.readouterr().out
     comparison = json.loads((tmp_path / "cmp" / "comparison.json").read_text())["comparison"]

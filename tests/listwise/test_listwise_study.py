@@ -308,32 +308,6 @@ def test_bad_study_keys_are_one_line(extra, message, tmp_path, capsys):
     assert message in _one_line(capsys)
 
 
-def test_a_step_folder_of_an_earlier_release_still_counts_as_done(tmp_path):
-    # Before the steps took settings objects, a marker recorded the step's flags (the paired
-    # test spelled --test): such a folder resumes, and other flags do not count as done.
-    from hf_posbias.study.listwise_spec import load_listwise_spec
-    from hf_posbias.study.listwise_study import DONE_FILE, plan
-
-    spec = load_listwise_spec(Path(__file__).parents[2] / "studies" / "q26-cpu.yaml")
-    step = next(s for s in plan(spec, tmp_path) if s.name.startswith("shuffle-eval"))
-    s = step.settings
-    argv = ["--reranker", s.reranker, "--task", s.task, "--k", str(s.k), "--window",
-            str(s.window), "--step", str(s.step), "--seed", str(s.seed), "--dtype", s.dtype,
-            "--no-progress", "--n-resamples", str(s.n_resamples), "--rrf-k", str(s.rrf_k),
-            "--first-stage", s.first_stage, "--shuffles", str(s.shuffles), "--aggregate",
-            str(s.aggregate), "--test", s.method, "--out", s.out]  # fmt: skip
-    argv += ["--split", s.split] if s.split else []
-    argv += ["--max-queries", str(s.max_queries)] if s.max_queries else []
-    argv += ["--passage-tokens", str(s.passage_tokens)] if s.passage_tokens else []
-    step.folder.mkdir(parents=True)
-    (step.folder / DONE_FILE).write_text(json.dumps({"argv": argv}))
-    assert step.done()
-    (step.folder / DONE_FILE).write_text(json.dumps({"argv": [*argv, "--shuffles", "9"]}))
-    assert not step.done()
-    step.mark_done()
-    assert step.done() and json.loads((step.folder / DONE_FILE).read_text())["shuffles"] == 3
-
-
 def test_an_msmarco_dev_split_holding_trec_dl_queries_is_refused(tmp_path, make_beir, capsys):
     task = make_beir(tmp_path / "msmarco", n_docs=12, n_queries=8)
     (task / "qrels" / "dev.tsv").write_text((task / "qrels" / "test.tsv").read_text())
@@ -377,27 +351,6 @@ def test_the_bare_verbs_refuse_an_msmarco_folder_split_of_trec_dl_queries(
     assert (
         main([*argv, "--task", str(tmp_path / "trec-dl-2019"), "--out", str(tmp_path / "o")]) == 0
     )
-
-
-def test_a_training_step_marked_under_the_trainers_former_window_flag_runs_again(tmp_path):
-    # The listwise trainer's window was spelled --window before it became --max-window (the
-    # sliding window keeps --window); 0.2.0 parses no former spelling, so an old marker that
-    # spells it no longer counts as done (its step runs again), while one that spells the flags
-    # of now does.
-    from hf_posbias.settings import settings_to_argv
-    from hf_posbias.study.listwise_spec import load_listwise_spec
-    from hf_posbias.study.listwise_study import DONE_FILE, plan
-
-    spec = load_listwise_spec(Path(__file__).parents[2] / "studies" / "q26-cpu.yaml")
-    step = next(s for s in plan(spec, tmp_path) if s.name.startswith("train "))
-    argv = settings_to_argv(step.settings)
-    assert "--max-window" in argv
-    former = ["--window" if a == "--max-window" else a for a in argv]
-    step.folder.mkdir(parents=True)
-    (step.folder / DONE_FILE).write_text(json.dumps({"argv": former}))
-    assert not step.done()
-    (step.folder / DONE_FILE).write_text(json.dumps({"argv": argv}))
-    assert step.done()
 
 
 def test_a_listwise_dry_run_names_every_reranker_and_dataset_it_lacks(
