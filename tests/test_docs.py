@@ -287,3 +287,34 @@ def test_docs_run(
             continue
         for words in commands(body):
             assert main(words[1:]) == 0, f"{doc.name}:{line}: {shlex.join(words)} failed"
+
+
+FIRST_SCREEN_LINES = 45
+"""The README lines a newcomer sees before scrolling (a laptop terminal or a browser window)."""
+JOBS = {
+    "build the position-controlled training data": ("data", "build"),
+    "train": ("train",),
+    "evaluate by evidence position": ("evaluate",),
+    "look at the bias": ("analyze", "evidence-moving"),
+}
+
+
+def test_the_readme_first_screen_sets_up_and_runs_each_job() -> None:
+    # Its commands run in test_docs_run (the README's blocks in order, in one folder).
+    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+    screen = "\n".join(lines[:FIRST_SCREEN_LINES]) + "\n"
+    found = [(match.group(1), match.group(2)) for match in FENCE.finditer(screen)]
+    setup = [body for lang, body in found if lang == "bash" and "make demo" in body]
+    assert setup and "make test" in setup[0], "the first screen shows make demo and make test"
+    runnable = [
+        words
+        for lang, body in found
+        if lang == "bash" and not NEEDS.search(body)
+        for words in commands(body)
+    ]
+    missing = [
+        job
+        for job, verbs in JOBS.items()
+        if not any(words[1 : 1 + len(verbs)] == list(verbs) for words in runnable)
+    ]
+    assert not missing, f"the README's first screen runs no command to {', '.join(missing)}"

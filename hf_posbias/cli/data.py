@@ -79,7 +79,7 @@ def _cmd_publish(s: PublishStageSettings) -> None:
     work = Path(s.work)
     source = None
     if s.corpus_name or s.corpus_license:
-        from hf_posbias.pipeline.checks import CORPUS
+        from hf_posbias.corpus.sources import CORPUS
         from hf_posbias.shards import stage_parameters
 
         source = s.source(stage_parameters(work / CORPUS, "posbias data corpus")["source"])

