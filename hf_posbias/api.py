@@ -34,9 +34,10 @@ from typing import TYPE_CHECKING, Any
 from hf_posbias.analysis.evidence_cases import DEFAULT_SLOTS
 
 # Already in the shape of mteb.evaluate and of a paired test of two run folders: the owners'
-# own calls (`posbias evaluate`, `posbias compare`), re-exported as they are.
+# own calls (`posbias evaluate` with its output folder claimed, `posbias compare`), re-exported
+# as they are.
 from hf_posbias.evaluation.compare import compare_runs as compare
-from hf_posbias.evaluation.runs.runner import evaluate_model as evaluate
+from hf_posbias.evaluation.runs.results_cache import evaluate
 from hf_posbias.tasks.benchmark_registry import DEFAULT_TOP_K
 
 __all__ = [

@@ -14,7 +14,6 @@ Example:
 from __future__ import annotations
 
 import argparse
-import errno
 import importlib
 import logging
 import os
@@ -23,7 +22,7 @@ import warnings
 from collections.abc import Sequence
 
 from hf_posbias.cli.common import VerbParser, list_verbs
-from hf_posbias.errors import PosbiasError, first_line
+from hf_posbias.errors import DISK_ERRNOS, PosbiasError, disk_error_line
 from hf_posbias.version import __version__
 
 # Order = order in `posbias --help`. A module that is missing (area not built yet) is skipped.
@@ -97,29 +96,6 @@ def _quiet_libraries() -> None:
     # bm25s logs every index build at DEBUG; huggingface_hub and urllib3 log each offline retry.
     for name in ("bm25s", "huggingface_hub", "urllib3"):
         logging.getLogger(name).setLevel(logging.WARNING)
-
-
-DISK_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT})
-"""What a full disk, a quota or a read-only or foreign folder raise: the user's to fix."""
-
-
-def disk_error_line(err: OSError, out: str | None = None) -> str:
-    """The one line of a disk error: the path (the output folder when the error names none),
-    what went wrong, what to do.
-
-    Example:
-        >>> import errno
-        >>> print(disk_error_line(PermissionError(errno.EACCES, "Permission denied", "o/s.json")))
-        cannot write o/s.json: Permission denied (make the folder writable or choose another --out)
-        >>> disk_error_line(OSError(errno.ENOSPC, "No space left on device"), "o")
-        'cannot write in o: No space left on device (free space; a rerun resumes)'
-    """
-    path = err.filename or (f"in {out}" if out else "the output")
-    if err.errno in (errno.ENOSPC, errno.EDQUOT):
-        hint = "free space; a rerun resumes"
-    else:
-        hint = "make the folder writable or choose another --out"
-    return f"cannot write {path}: {err.strerror or first_line(err)} ({hint})"
 
 
 def with_stop_note(line: str, err: BaseException) -> str:
