@@ -16,7 +16,7 @@ Example:
     >>> qrels = [{"query_id": f"q{i}", "doc_id": f"d{i}", "score": 1} for i in range(3)]
     >>> info = TaskInfo(name="Toy", description="three words", buckets=list(pb.POSITIONS))
     >>> folder = PositionTaskData(info, docs, queries, qrels).save("toy-task")
-    >>> [summary] = pb.evaluate("bm25", [folder], out="runs/bm25", bootstrap=None,
+    >>> [summary] = pb.evaluate("bm25", folder, out="runs/bm25", bootstrap=None,
     ...                         progress=False)
     >>> summary.ndcg_at_10, summary.psi
     ({'begin': 1.0, 'middle': 1.0, 'end': 1.0}, 0.0)

@@ -378,6 +378,9 @@ def quiet_libraries(quiet: bool = True) -> Iterator[None]:
     with warnings.catch_warnings():
         for category in (FutureWarning, DeprecationWarning):
             warnings.filterwarnings("ignore", category=category, module=NOT_THIS_PACKAGE)
+        # Turning a library's bars back on where its environment variable keeps them off
+        # (HF_HUB_DISABLE_PROGRESS_BARS=1 in a log) is refused with a warning: the variable wins.
+        warnings.filterwarnings("ignore", message="Cannot (enable|disable) progress bars")
         try:
             for is_on, turn_on, turn_off in _library_bars():
                 if is_on():
