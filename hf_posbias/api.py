@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from hf_posbias.modeling.resolve import ModelSettings
     from hf_posbias.study.run import StudyOutcome
     from hf_posbias.study.spec import StudySpec
-    from hf_posbias.tasks.benchmark_registry import Benchmark
+    from hf_posbias.tasks.benchmark_registry import BenchmarkListing
     from hf_posbias.tasks.mteb_tasks import PositionRetrievalTask
     from hf_posbias.training.train import TrainingRows, TrainResult
 
@@ -77,12 +77,19 @@ def get_task(
     return owner(name_or_folder, scoring=scoring, top_k=top_k)
 
 
-def list_benchmarks() -> dict[str, Benchmark]:
-    """Every registered benchmark (``posbias list benchmarks``): name → its task cards and help
-    (what ``posbias benchmark build <name>`` builds)."""
-    from hf_posbias.tasks.benchmark_registry import benchmarks
+def list_benchmarks() -> BenchmarkListing:
+    """Every registered benchmark (what ``posbias benchmark build <name>`` builds): a list of
+    rows (name, tasks, source, description) shown as the table ``posbias list benchmarks``
+    prints; :func:`hf_posbias.tasks.benchmark_registry.benchmark_listing`.
 
-    return benchmarks()
+    Example:
+        >>> import hf_posbias as pb
+        >>> "scifact" in [row.benchmark for row in pb.list_benchmarks()]
+        True
+    """
+    from hf_posbias.tasks.benchmark_registry import benchmark_listing
+
+    return benchmark_listing()
 
 
 def load_model(
