@@ -14,15 +14,18 @@ Example:
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import logging
 import os
 import sys
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 
 from hf_posbias.cli.common import VerbParser, list_verbs
 from hf_posbias.errors import DISK_ERRNOS, PosbiasError, disk_error_line
+from hf_posbias.progress import LibraryNotices
 from hf_posbias.version import __version__
 
 # Order = order in `posbias --help`. A module that is missing (area not built yet) is skipped.
@@ -98,6 +101,38 @@ def _quiet_libraries() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
+LIBRARY_NOTICES = LibraryNotices()
+"""The root handler's filter without ``-v``: the libraries' log lines under WARNING stay out."""
+PYTHON_WARNING_FORMAT = warnings.formatwarning
+"""Python's own format of a warning (file, line, category, source line): a library's, with -v."""
+PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
+
+
+def warning_line(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    line: str | None = None,
+    *,
+    verbose: bool = False,
+) -> str:
+    """How the command line shows a warning (``warnings.formatwarning``, set once in
+    :func:`main`): this package's as one line, ``warning: …``, without a file path; a library's
+    only with ``-v``, in Python's own format (an empty text is nothing on stderr).
+
+    Example:
+        >>> warning_line("window 25 is larger", UserWarning, f"{PACKAGE_DIR}/rerankers/w.py", 9)
+        'warning: window 25 is larger\\n'
+        >>> warning_line("renamed", FutureWarning, "/site-packages/mteb/m.py", 9)
+        ''
+    """
+    ours = category.__module__.startswith("hf_posbias") or filename.startswith(PACKAGE_DIR)
+    if ours:
+        return f"warning: {message}\n"
+    return PYTHON_WARNING_FORMAT(message, category, filename, lineno, line) if verbose else ""
+
+
 def with_stop_note(line: str, err: BaseException) -> str:
     """An error line, with what the failed run kept in its output folder when it kept something
     (:func:`hf_posbias.output_folders.stop_note`): the last line names the state to resume from.
@@ -132,6 +167,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     # huggingface_hub prints through a handler of its own AND propagates to the root handler
     # configured above: every offline retry warning would appear twice.
     logging.getLogger("huggingface_hub").propagate = False
+    for handler in logging.getLogger().handlers:
+        handler.removeFilter(LIBRARY_NOTICES)
+        if not args.verbose:
+            handler.addFilter(LIBRARY_NOTICES)
+    warnings.formatwarning = functools.partial(warning_line, verbose=args.verbose)
     if not args.verbose:
         _quiet_libraries()
     if not getattr(args, "func", None):
