@@ -120,3 +120,21 @@ def test_progress_false_prints_no_bar_and_no_library_warning(
     assert [str(w.message) for w in caught if not w.filename.startswith(pb.__path__[0])] == []
     # The libraries' own switches are as the caller left them.
     assert transformers_logging.is_progress_bar_enabled() and is_progress_bar_enabled()
+
+
+def test_a_sentence_transformer_object_is_evaluated_under_its_weights_digest(
+    task_folder, tiny_sentence_transformer, results
+):
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(tiny_sentence_transformer)
+    [by_name] = pb.evaluate(tiny_sentence_transformer, task_folder, progress=False, bootstrap=None)
+    [in_memory] = pb.evaluate(model, task_folder, progress=False, bootstrap=None)
+    assert in_memory.ndcg_at_10 == by_name.ndcg_at_10
+    assert in_memory.model.startswith(f"{Path(tiny_sentence_transformer).parent.name}/")
+    with torch.no_grad():  # changed in memory: another model, never the first one's results
+        next(model.parameters()).mul_(-1.0)
+    [changed] = pb.evaluate(model, task_folder, progress=False, bootstrap=None)
+    assert changed.model != in_memory.model
+    assert len({p.name for p in results.iterdir()}) == 3

@@ -32,10 +32,16 @@ from hf_posbias.evaluation.runs.exports import safe_name
 from hf_posbias.evaluation.runs.mteb_models import MtebModel
 from hf_posbias.evaluation.runs.runner import TaskReference, evaluate_model, task_list
 from hf_posbias.modeling.cache import cache_root
-from hf_posbias.modeling.loaders import LoadedModel
+from hf_posbias.modeling.loaders import (
+    LoadedModel,
+    is_sentence_transformers_model,
+    loaded_instance,
+)
 from hf_posbias.modeling.resolve import model_display_name
 
 if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
     from hf_posbias.evaluation.evaluation_settings import EvaluateSettings
     from hf_posbias.evaluation.summary import EvaluationSummary
 
@@ -146,7 +152,7 @@ def _task_objects_settings(
 
 
 def evaluate(
-    model: str | os.PathLike[str] | LoadedModel | MtebModel,
+    model: str | os.PathLike[str] | LoadedModel | MtebModel | SentenceTransformer,
     tasks: TaskReference | Sequence[TaskReference],
     *,
     out: str | Path | None = None,
@@ -157,7 +163,10 @@ def evaluate(
 
     Args:
         model: a model name (``bm25``, a folder, a packaged model, an mteb registry name, a Hub
-            id, ``openai:<model>``) or a model loaded by ``pb.load_model``.
+            id, ``openai:<model>``), a model loaded by ``pb.load_model``, or a
+            sentence-transformers model object (named after where it was loaded from and a
+            digest of its weights as they are: :func:`~hf_posbias.modeling.loaders.
+            loaded_instance`).
         tasks: one task or a list of them: task folders, registered task names
             (``pb.list_benchmarks()``) or task objects (``pb.get_task``).
         out: the output folder; unset: ``<cache>/results/<model>/<parameters digest>/``
@@ -172,8 +181,27 @@ def evaluate(
 
     Raises:
         InputError: a folder that cannot be written, or that holds another run.
+
+    Example:
+        >>> import hf_posbias as pb
+        >>> from hf_posbias.tasks.taskdata import PositionTaskData, TaskInfo
+        >>> words = ["apple", "river", "violin"]
+        >>> docs = [{"id": w, "title": "", "text": f"All about the {w}."} for w in words]
+        >>> queries = [{"id": w, "text": w, "bucket": b, "evidence_start": 0, "evidence_end": 5,
+        ...             "doc_length": 20} for w, b in zip(words, pb.POSITIONS)]
+        >>> qrels = [{"query_id": w, "doc_id": w, "score": 1} for w in words]
+        >>> info = TaskInfo(name="Words", description="three words", buckets=list(pb.POSITIONS))
+        >>> task = PositionTaskData(info, docs, queries, qrels).save("words")
+        >>> [first] = pb.evaluate("bm25", task, out="runs/words", bootstrap=None, progress=False)
+        >>> first.psi, sorted(p.name for p in Path("runs/words").iterdir())[:3]
+        (0.0, ['.posbias-run.json', 'mteb-results', 'per_query'])
+        >>> [again] = pb.evaluate("bm25", [task], out="runs/words", bootstrap=None, progress=False)
+        >>> again == first  # the finished run, read back
+        True
     """
     tasks = task_list(tasks)
+    if is_sentence_transformers_model(model):  # its weights' digest named once, here
+        model = loaded_instance(model)
     root = Path(out) if out is not None else results_root()
     settings = run_settings(model, tasks, root, options)
     from hf_posbias.output_folders import claim_output_folder, run_parameters

@@ -73,6 +73,8 @@ from hf_posbias.modeling.resolve import check_model_name
 from hf_posbias.tasks.benchmark_registry import DEFAULT_TOP_K, SPLIT
 
 if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
     from hf_posbias.evaluation.runs.remedies import RemedySettings
     from hf_posbias.evaluation.runs.truncation import TruncationCount
     from hf_posbias.modeling.loaders import LoadedModel
@@ -428,7 +430,7 @@ def write_summaries(summaries: Sequence[EvaluationSummary], out_dir: str | Path)
 
 
 def evaluate_model(
-    model: str | os.PathLike[str] | LoadedModel | MtebModel,
+    model: str | os.PathLike[str] | LoadedModel | MtebModel | SentenceTransformer,
     tasks: TaskReference | Sequence[TaskReference],
     *,
     out: str | Path,
@@ -461,9 +463,10 @@ def evaluate_model(
             id, ``openai:<model>``, …); a model loaded once for several evaluations
             (``pb.load_model``, :func:`hf_posbias.modeling.loaders.load_model`: ``device`` and
             ``model_options`` then load only the reranker, ``remedy`` and the reranker apply);
-            or a model made ready for mteb already
+            a model made ready for mteb already
             (:func:`~hf_posbias.evaluation.runs.mteb_models.load_mteb_model`: every loading
-            keyword is then unused).
+            keyword is then unused); or a sentence-transformers model object
+            (:func:`hf_posbias.modeling.loaders.loaded_instance`).
         tasks: one task or several: task folders, registered task names or task objects
             (:func:`load_tasks`).
         out: the output folder.
