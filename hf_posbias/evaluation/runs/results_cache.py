@@ -128,8 +128,8 @@ def run_settings(
 
 
 TASK_OWN = {"scoring": "scoring", "top_k": "_top_k"}
-"""The keywords a task object was made with (``pb.get_task(…, scoring=, top_k=)``): its own
-count, the call's keyword does not change them."""
+"""The keywords a task object was made with (``pb.get_task(…, scoring=, top_k=)``) and the
+attribute holding each: they hold for the task, a call's keyword does not change them."""
 
 
 def _task_objects_settings(
