@@ -110,6 +110,10 @@ def test_progress_false_prints_no_bar_and_no_library_warning(
     from transformers.utils import logging as transformers_logging
 
     _library_bars_on()
+    # As the caller left them (datasets keeps its bars off where its variable says so: an
+    # in-process `posbias` run of an earlier test sets HF_DATASETS_DISABLE_PROGRESS_BARS).
+    before = (transformers_logging.is_progress_bar_enabled(), is_progress_bar_enabled())
+    assert before[0]
     capfd.readouterr()
     name = tiny_sentence_transformer if model == "tiny" else model
     with warnings.catch_warnings(record=True) as caught:
@@ -119,7 +123,7 @@ def test_progress_false_prints_no_bar_and_no_library_warning(
     assert captured.err == ""
     assert [str(w.message) for w in caught if not w.filename.startswith(pb.__path__[0])] == []
     # The libraries' own switches are as the caller left them.
-    assert transformers_logging.is_progress_bar_enabled() and is_progress_bar_enabled()
+    assert (transformers_logging.is_progress_bar_enabled(), is_progress_bar_enabled()) == before
 
 
 def test_a_sentence_transformer_object_is_evaluated_under_its_weights_digest(
