@@ -51,7 +51,7 @@ if TYPE_CHECKING:
         train,
     )
     from hf_posbias.evaluation.compare import compare_runs as compare
-    from hf_posbias.evaluation.runs.runner import evaluate_model as evaluate
+    from hf_posbias.evaluation.runs.results_cache import evaluate
 
 
 def __getattr__(name: str) -> Any:

@@ -16,7 +16,7 @@ Example:
     >>> qrels = [{"query_id": f"q{i}", "doc_id": f"d{i}", "score": 1} for i in range(3)]
     >>> info = TaskInfo(name="Toy", description="three words", buckets=list(pb.POSITIONS))
     >>> folder = PositionTaskData(info, docs, queries, qrels).save("toy-task")
-    >>> [summary] = pb.evaluate("bm25", [folder], out="runs/bm25", bootstrap=None,
+    >>> [summary] = pb.evaluate("bm25", folder, out="runs/bm25", bootstrap=None,
     ...                         progress=False)
     >>> summary.ndcg_at_10, summary.psi
     ({'begin': 1.0, 'middle': 1.0, 'end': 1.0}, 0.0)
@@ -34,9 +34,10 @@ from typing import TYPE_CHECKING, Any
 from hf_posbias.analysis.evidence_cases import DEFAULT_SLOTS
 
 # Already in the shape of mteb.evaluate and of a paired test of two run folders: the owners'
-# own calls (`posbias evaluate`, `posbias compare`), re-exported as they are.
+# own calls (`posbias evaluate` with its output folder claimed, `posbias compare`), re-exported
+# as they are.
 from hf_posbias.evaluation.compare import compare_runs as compare
-from hf_posbias.evaluation.runs.runner import evaluate_model as evaluate
+from hf_posbias.evaluation.runs.results_cache import evaluate
 from hf_posbias.tasks.benchmark_registry import DEFAULT_TOP_K
 
 __all__ = [
@@ -61,7 +62,7 @@ if TYPE_CHECKING:
     from hf_posbias.modeling.resolve import ModelSettings
     from hf_posbias.study.run import StudyOutcome
     from hf_posbias.study.spec import StudySpec
-    from hf_posbias.tasks.benchmark_registry import Benchmark
+    from hf_posbias.tasks.benchmark_registry import BenchmarkListing
     from hf_posbias.tasks.mteb_tasks import PositionRetrievalTask
     from hf_posbias.training.train import TrainingRows, TrainResult
 
@@ -76,12 +77,19 @@ def get_task(
     return owner(name_or_folder, scoring=scoring, top_k=top_k)
 
 
-def list_benchmarks() -> dict[str, Benchmark]:
-    """Every registered benchmark (``posbias list benchmarks``): name → its task cards and help
-    (what ``posbias benchmark build <name>`` builds)."""
-    from hf_posbias.tasks.benchmark_registry import benchmarks
+def list_benchmarks() -> BenchmarkListing:
+    """Every registered benchmark (what ``posbias benchmark build <name>`` builds): a list of
+    rows (name, tasks, source, description) shown as the table ``posbias list benchmarks``
+    prints; :func:`hf_posbias.tasks.benchmark_registry.benchmark_listing`.
 
-    return benchmarks()
+    Example:
+        >>> import hf_posbias as pb
+        >>> "scifact" in [row.benchmark for row in pb.list_benchmarks()]
+        True
+    """
+    from hf_posbias.tasks.benchmark_registry import benchmark_listing
+
+    return benchmark_listing()
 
 
 def load_model(

@@ -7,6 +7,8 @@ one line and exits with status 2 — no traceback. Programming errors stay ordin
 
 from __future__ import annotations
 
+import errno
+
 
 class PosbiasError(Exception):
     """A user-facing error whose message is complete on one line."""
@@ -47,3 +49,26 @@ def first_line(err: BaseException, limit: int = 300) -> str:
     """
     text = str(err).strip()
     return (text.splitlines()[0] if text else type(err).__name__)[:limit]
+
+
+DISK_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT})
+"""What a full disk, a quota or a read-only or foreign folder raise: the user's to fix."""
+
+
+def disk_error_line(err: OSError, out: str | None = None, *, option: str = "--out") -> str:
+    """The one line of a disk error: the path (the output folder when the error names none),
+    what went wrong, what to do (``option``: how the caller names the output, ``--out`` on the
+    command line, ``out=`` in Python).
+
+    Example:
+        >>> print(disk_error_line(PermissionError(errno.EACCES, "Permission denied", "o/s.json")))
+        cannot write o/s.json: Permission denied (make the folder writable or choose another --out)
+        >>> disk_error_line(OSError(errno.ENOSPC, "No space left on device"), "o")
+        'cannot write in o: No space left on device (free space; a rerun resumes)'
+    """
+    path = err.filename or (f"in {out}" if out else "the output")
+    if err.errno in (errno.ENOSPC, errno.EDQUOT):
+        hint = "free space; a rerun resumes"
+    else:
+        hint = f"make the folder writable or choose another {option}"
+    return f"cannot write {path}: {err.strerror or first_line(err)} ({hint})"

@@ -17,9 +17,12 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import sys
 import time
-from collections.abc import Iterable, Iterator
+import warnings
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import KW_ONLY, dataclass, field
 from typing import IO, Any, TypeVar
 
@@ -279,3 +282,111 @@ class Heartbeat(ProgressReporter):
         self._thread.join()
         if exc[0] is None:
             self.print_line(f"done in {_duration(time.monotonic() - self._start)}")
+
+
+LIBRARY_LOGGERS: tuple[str, ...] = (
+    "transformers",
+    "sentence_transformers",
+    "datasets",
+    "mteb",
+    "bm25s",
+    "huggingface_hub",
+    "urllib3",
+    "httpx",
+)
+"""The libraries whose log lines under WARNING are theirs to debug, not a run's news (``bm25s``
+logs every index build at DEBUG; ``huggingface_hub`` and ``urllib3`` each offline retry)."""
+
+
+def is_library_record(name: str) -> bool:
+    """Whether a logger belongs to a library of :data:`LIBRARY_LOGGERS`.
+
+    Example:
+        >>> is_library_record("bm25s"), is_library_record("mteb.evaluate")
+        (True, True)
+        >>> is_library_record("hf_posbias.evaluation.runs.runner"), is_library_record("bm25")
+        (False, False)
+    """
+    return any(name == lib or name.startswith(f"{lib}.") for lib in LIBRARY_LOGGERS)
+
+
+class LibraryNotices(logging.Filter):
+    """A handler filter that keeps the libraries' log lines under WARNING out (the command
+    line's handler without ``-v``). A filter on the handler, not a logger level: ``bm25s`` sets
+    its logger to DEBUG when it is imported, after any level set before.
+
+    Example:
+        >>> quiet = LibraryNotices()
+        >>> quiet.filter(logging.makeLogRecord({"name": "bm25s", "levelno": logging.DEBUG}))
+        False
+        >>> quiet.filter(logging.makeLogRecord({"name": "hf_posbias.x", "levelno": logging.INFO}))
+        True
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or not is_library_record(record.name)
+
+
+NOT_THIS_PACKAGE = r"(?!hf_posbias(\.|$))"
+"""A ``warnings`` filter's module pattern matching every module but this package's."""
+
+
+def _library_bars() -> list[tuple[Callable[[], bool], Callable[[], None], Callable[[], None]]]:
+    """(is on, turn on, turn off) of the libraries' global progress bars: transformers' (the
+    weights bar; it turns huggingface_hub's download bars with its own) and datasets' (its map
+    bars, "Standardizing text corpus format")."""
+    from datasets.utils.tqdm import (
+        disable_progress_bars,
+        enable_progress_bars,
+        is_progress_bar_enabled,
+    )
+    from transformers.utils import logging as transformers_logging
+
+    return [
+        (
+            transformers_logging.is_progress_bar_enabled,
+            transformers_logging.enable_progress_bar,
+            transformers_logging.disable_progress_bar,
+        ),
+        (is_progress_bar_enabled, enable_progress_bars, disable_progress_bars),
+    ]
+
+
+@contextlib.contextmanager
+def quiet_libraries(quiet: bool = True) -> Iterator[None]:
+    """Within the block the libraries draw no progress bar (transformers' weights bar,
+    datasets' map bars, the Hub's download bars) and show no ``FutureWarning`` or
+    ``DeprecationWarning`` raised in their code (mteb's notices of renamed
+    sentence-transformers methods); both come back as they were after the block.
+    ``quiet=False`` changes nothing (``show_progress=True``, ``posbias -v``). Loads
+    transformers' and datasets' bar switches (a block runs a model: they load anyway).
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     with quiet_libraries():
+        ...         warnings.warn_explicit("renamed", FutureWarning, "m.py", 1, module="mteb.x")
+        ...         warnings.warn_explicit("ours", FutureWarning, "x.py", 1, module="hf_posbias")
+        >>> [str(w.message) for w in caught]
+        ['ours']
+    """
+    if not quiet:
+        yield
+        return
+    turned_off = []
+    with warnings.catch_warnings():
+        for category in (FutureWarning, DeprecationWarning):
+            warnings.filterwarnings("ignore", category=category, module=NOT_THIS_PACKAGE)
+        # Turning a library's bars back on where its environment variable keeps them off
+        # (HF_HUB_DISABLE_PROGRESS_BARS=1 in a log) is refused with a warning: the variable wins.
+        warnings.filterwarnings("ignore", message="Cannot (enable|disable) progress bars")
+        try:
+            for is_on, turn_on, turn_off in _library_bars():
+                if is_on():
+                    turn_off()
+                    turned_off.append(turn_on)
+            yield
+        finally:
+            for turn_on in turned_off:
+                turn_on()

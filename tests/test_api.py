@@ -66,3 +66,15 @@ def test_pb_psi_is_the_statistics_psi() -> None:
 
     scores = {"begin": 0.7, "middle": 0.2, "end": 0.5}
     assert hf_posbias.psi(scores) == psi(scores) > 0
+
+
+def test_pb_list_benchmarks_is_the_table_posbias_list_benchmarks_prints(capsys) -> None:
+    assert main(["list", "benchmarks"]) == 0
+    printed = capsys.readouterr().out.strip()
+    listing = hf_posbias.list_benchmarks()
+    assert repr(listing) == str(listing) == printed
+    assert [row.benchmark for row in listing] == [
+        line.split(" | ")[0].strip("| ") for line in printed.splitlines()[2:]
+    ]
+    scifact = next(row for row in listing if row.benchmark == "scifact")
+    assert scifact.tasks == ("SciFact-Evidence",) and scifact.source == "built-in"

@@ -14,16 +14,18 @@ Example:
 from __future__ import annotations
 
 import argparse
-import errno
+import functools
 import importlib
 import logging
 import os
 import sys
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 
 from hf_posbias.cli.common import VerbParser, list_verbs
-from hf_posbias.errors import PosbiasError, first_line
+from hf_posbias.errors import DISK_ERRNOS, PosbiasError, disk_error_line
+from hf_posbias.progress import LibraryNotices
 from hf_posbias.version import __version__
 
 # Order = order in `posbias --help`. A module that is missing (area not built yet) is skipped.
@@ -99,27 +101,36 @@ def _quiet_libraries() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
-DISK_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT})
-"""What a full disk, a quota or a read-only or foreign folder raise: the user's to fix."""
+LIBRARY_NOTICES = LibraryNotices()
+"""The root handler's filter without ``-v``: the libraries' log lines under WARNING stay out."""
+PYTHON_WARNING_FORMAT = warnings.formatwarning
+"""Python's own format of a warning (file, line, category, source line): a library's, with -v."""
+PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
 
 
-def disk_error_line(err: OSError, out: str | None = None) -> str:
-    """The one line of a disk error: the path (the output folder when the error names none),
-    what went wrong, what to do.
+def warning_line(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    line: str | None = None,
+    *,
+    verbose: bool = False,
+) -> str:
+    """How the command line shows a warning (``warnings.formatwarning``, set once in
+    :func:`main`): this package's as one line, ``warning: …``, without a file path; a library's
+    only with ``-v``, in Python's own format (an empty text is nothing on stderr).
 
     Example:
-        >>> import errno
-        >>> print(disk_error_line(PermissionError(errno.EACCES, "Permission denied", "o/s.json")))
-        cannot write o/s.json: Permission denied (make the folder writable or choose another --out)
-        >>> disk_error_line(OSError(errno.ENOSPC, "No space left on device"), "o")
-        'cannot write in o: No space left on device (free space; a rerun resumes)'
+        >>> warning_line("window 25 is larger", UserWarning, f"{PACKAGE_DIR}/rerankers/w.py", 9)
+        'warning: window 25 is larger\\n'
+        >>> warning_line("renamed", FutureWarning, "/site-packages/mteb/m.py", 9)
+        ''
     """
-    path = err.filename or (f"in {out}" if out else "the output")
-    if err.errno in (errno.ENOSPC, errno.EDQUOT):
-        hint = "free space; a rerun resumes"
-    else:
-        hint = "make the folder writable or choose another --out"
-    return f"cannot write {path}: {err.strerror or first_line(err)} ({hint})"
+    ours = category.__module__.startswith("hf_posbias") or filename.startswith(PACKAGE_DIR)
+    if ours:
+        return f"warning: {message}\n"
+    return PYTHON_WARNING_FORMAT(message, category, filename, lineno, line) if verbose else ""
 
 
 def with_stop_note(line: str, err: BaseException) -> str:
@@ -156,6 +167,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     # huggingface_hub prints through a handler of its own AND propagates to the root handler
     # configured above: every offline retry warning would appear twice.
     logging.getLogger("huggingface_hub").propagate = False
+    for handler in logging.getLogger().handlers:
+        handler.removeFilter(LIBRARY_NOTICES)
+        if not args.verbose:
+            handler.addFilter(LIBRARY_NOTICES)
+    warnings.formatwarning = functools.partial(warning_line, verbose=args.verbose)
     if not args.verbose:
         _quiet_libraries()
     if not getattr(args, "func", None):

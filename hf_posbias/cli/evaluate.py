@@ -43,14 +43,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _quiet(args: argparse.Namespace) -> None:
-    """Keep the terminal for the results: no per-subset bars or library chatter unless asked."""
-    import warnings
-
+    """Keep the terminal for the results: no per-subset bars of datasets unless asked (the
+    libraries' log lines and notices: :func:`hf_posbias.cli.main`, for every verb)."""
     if getattr(args, "verbose", False):
         return
-    logging.getLogger("bm25s").setLevel(logging.WARNING)
-    # mteb calls a renamed sentence-transformers method; the notice is for mteb, not users.
-    warnings.filterwarnings("ignore", category=FutureWarning, module="mteb")
     import os
     import sys
 

@@ -54,15 +54,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def benchmarks_table() -> MarkdownTable:
     """Every benchmark ``posbias benchmark build`` takes, the tasks it builds and where it
-    comes from."""
-    from hf_posbias.tasks.benchmark_registry import BENCHMARK_REGISTRY, benchmarks
+    comes from (:func:`hf_posbias.tasks.benchmark_registry.benchmark_listing`, also
+    ``pb.list_benchmarks()``)."""
+    from hf_posbias.tasks.benchmark_registry import benchmark_listing
 
-    benchmarks()  # a task name built twice is refused before anything is listed
-    rows = [
-        [verb, ", ".join(c.name for c in entry.value.cards) or "—", entry.source, entry.value.help]
-        for verb, entry in BENCHMARK_REGISTRY.entries().items()
-    ]
-    return MarkdownTable(["benchmark", "tasks", "source", "description"], rows)
+    return benchmark_listing().table()
 
 
 def remedies_table() -> MarkdownTable:

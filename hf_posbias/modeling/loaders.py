@@ -232,6 +232,73 @@ def load_model(
     return LoadedModel(resolved, model, settings)
 
 
+def is_sentence_transformers_model(model: Any) -> bool:
+    """Whether ``model`` is a sentence-transformers model object (dense, sparse or
+    multi-vector); never imports sentence-transformers (an object of it means it is loaded).
+
+    Example:
+        >>> is_sentence_transformers_model("all-MiniLM-L6-v2")
+        False
+    """
+    import sys
+
+    library = sys.modules.get("sentence_transformers")
+    if library is None:
+        return False
+    kinds = tuple(
+        getattr(library, name)
+        for name in ("SentenceTransformer", "SparseEncoder", "MultiVectorEncoder")
+        if hasattr(library, name)
+    )
+    return isinstance(model, kinds)
+
+
+def weights_digest(model: Any) -> str:
+    """A digest of a torch module's weights as they are now (names, dtypes, shapes, bytes):
+    two objects with the same digest compute the same function.
+
+    Example:
+        >>> import torch
+        >>> a, b = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
+        >>> weights_digest(a) == weights_digest(a), weights_digest(a) == weights_digest(b)
+        (True, False)
+    """
+    import hashlib
+
+    import torch
+
+    digest = hashlib.sha256()
+    for name, tensor in model.state_dict().items():
+        flat = tensor.detach().cpu().contiguous().reshape(-1)
+        digest.update(f"{name}:{flat.dtype}:{tuple(tensor.shape)}".encode())
+        digest.update(flat.view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()[:12]
+
+
+def loaded_instance(model: Any) -> LoadedModel:
+    """A sentence-transformers model object as a loaded model argument (``source="memory"``),
+    so it evaluates as one loaded by name does: named after the folder or Hub id it was loaded
+    from with a digest of its weights as they are now (:func:`weights_digest`), so a model
+    changed in memory after loading is never taken for the one on disk.
+
+    Raises:
+        ModelLoadError: ``model`` is not a sentence-transformers model.
+    """
+    if not is_sentence_transformers_model(model):
+        raise ModelLoadError(
+            f"a model is a name (bm25, a folder, a Hub id, …), a model loaded by load_model "
+            f"or a sentence-transformers model, not a {type(model).__name__}"
+        )
+    origin = getattr(getattr(model, "model_card_data", None), "base_model", None)
+    if not origin:
+        try:
+            origin = model[0].auto_model.config._name_or_path
+        except (AttributeError, IndexError, KeyError, TypeError):
+            origin = None
+    name = f"{model_display_name(origin or type(model).__name__)}@{weights_digest(model)}"
+    return LoadedModel(ResolvedModel(name, "memory", name), model, ModelSettings())
+
+
 def load_cross_encoder(
     name: str | os.PathLike[str], device: str | None = None, **kwargs: Any
 ) -> CrossEncoder:

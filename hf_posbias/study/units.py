@@ -62,7 +62,8 @@ class StudyWork:
     complete: Callable[[StudySpec, str, Sequence[StudyTask]], bool]
     """Whether every evaluation and analysis of the study (every shard) is there."""
     progress: bool = True
-    """Training steps and evaluation counts while a unit runs (``--no-progress``: off)."""
+    """Training steps, evaluation and analysis counts while a unit runs (``--no-progress``:
+    off)."""
 
 
 def train_unit(
@@ -168,7 +169,7 @@ def study_units(
                 Unit(
                     f"analysis/{model.name}",
                     "analysis",
-                    analyse_study_model,
+                    functools.partial(analyse_study_model, progress=work.progress),
                     (model, spec, out, list(tasks)),
                     deps=deps,
                     gpus=1.0,

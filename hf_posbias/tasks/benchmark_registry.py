@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import InputError, PluginError
 from hf_posbias.plugins import BUILT_IN, GROUPS, Registry
+from hf_posbias.tables import MarkdownTable
 
 if TYPE_CHECKING:
     from mteb.abstasks.task_metadata import TaskMetadata
@@ -275,6 +276,59 @@ def benchmarks() -> dict[str, Benchmark]:
                 "builds already"
             )
     return {name: entry.value for name, entry in entries.items()}
+
+
+@dataclass(frozen=True)
+class BenchmarkRow:
+    """One registered benchmark as ``posbias list benchmarks`` lists it."""
+
+    benchmark: str
+    """The source's name: ``posbias benchmark build <benchmark>``."""
+    tasks: tuple[str, ...]
+    """The tasks it builds (none for a builder of plain tasks from any data set)."""
+    source: str
+    """``built-in``, or the distribution of the plugin that registered it."""
+    description: str
+
+
+class BenchmarkListing(list[BenchmarkRow]):
+    """Every registered benchmark, one :class:`BenchmarkRow` each (:func:`benchmark_listing`);
+    shown (``repr``, ``str``, a notebook's cell) as the table ``posbias list benchmarks``
+    prints.
+
+    Example:
+        >>> listing = benchmark_listing()
+        >>> listing[0].benchmark, listing[0].tasks
+        ('squad-posq', ('SQuAD-PosQ', 'SQuAD-PosQ-tiny'))
+        >>> print(repr(listing).splitlines()[0])
+        | benchmark | tasks | source | description |
+    """
+
+    COLUMNS = ("benchmark", "tasks", "source", "description")
+
+    def table(self) -> MarkdownTable:
+        """The rows as a table (an empty tuple of tasks shown as ``—``)."""
+        rows = [[r.benchmark, ", ".join(r.tasks) or "—", r.source, r.description] for r in self]
+        return MarkdownTable(list(self.COLUMNS), rows)
+
+    def __repr__(self) -> str:
+        return self.table().to_markdown()
+
+    __str__ = __repr__
+
+    def _repr_markdown_(self) -> str:  # Jupyter renders the table
+        return repr(self)
+
+
+def benchmark_listing() -> BenchmarkListing:
+    """Every registered benchmark, the tasks it builds and where it comes from: the rows of
+    ``posbias list benchmarks`` and ``pb.list_benchmarks()`` (a task name built twice is
+    refused first: :func:`benchmarks`)."""
+    benchmarks()
+    return BenchmarkListing(
+        BenchmarkRow(name, tuple(c.name for c in entry.value.cards), entry.source, entry.value.help)
+        for name, entry in BENCHMARK_REGISTRY.entries().items()
+    )
 
 
 def cards() -> dict[str, TaskCard]:

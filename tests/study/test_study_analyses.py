@@ -55,7 +55,17 @@ def test_every_analysis_runs_on_every_model_resumes_and_is_reported(
     out = tmp_path / "s"
     argv = ["study", "run", analyses_spec, "--out", str(out), "--in-process"]
     assert main(argv) == 0
-    assert "2 run(s) trained, 3 evaluation(s) run" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "2 run(s) trained, 3 evaluation(s) run" in printed.out
+    # Each analysis unit counts its work within itself, with an ETA, as evaluation units do
+    # (issue 52: a mirror reversal printed nothing for minutes).
+    lines = printed.err.splitlines()
+    for start, counted in (
+        ("mirror reversal of ", "texts encoded: "),
+        ("evidence moving [", "/"),
+        ("segment profile [", "/"),
+    ):
+        assert [line for line in lines if line.startswith(start) and counted in line], start
     results = sorted(p.relative_to(out).as_posix() for p in out.glob("analyses/*/*.json"))
     assert len(results) == 3 * 3  # (base, begin, uniform) × 3 analyses
     report = json.loads((out / "report" / "report.json").read_text())
@@ -197,10 +207,11 @@ def test_reversal_runs_on_the_tasks_of_the_models_base_only(monkeypatch, tmp_pat
     from hf_posbias.study.layout import StudyModel, StudyTask
     from hf_posbias.study.spec import StudySpec
 
-    reversed_on = []
+    reversed_on, shown = [], []
 
     def fake_reversal(loaded, folder, out, progress):
         reversed_on.append(folder)
+        shown.append(progress)
         return SimpleNamespace(to_dict=lambda: {"task": folder})
 
     monkeypatch.setattr(reversal, "mirror_reversal", fake_reversal)
@@ -222,7 +233,8 @@ def test_reversal_runs_on_the_tasks_of_the_models_base_only(monkeypatch, tmp_pat
     assert model_analyses_done(model_a, spec, tmp_path, tasks)  # its own tasks: done
 
     reversed_on.clear()
-    assert run_model_analyses(model_b, spec, tmp_path, inputs) == (1, 0)
+    assert run_model_analyses(model_b, spec, tmp_path, inputs, progress=False) == (1, 0)
+    assert shown == [True, False, False]  # --no-progress reaches each analysis
     assert reversed_on == ["all-folder", "b-folder"]
     result = json.loads(analysis_file(tmp_path, model_b.name, "reversal").read_text())
     assert result["marker"]["key"] == "All@f1/OnlyB@f2"

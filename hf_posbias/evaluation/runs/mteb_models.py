@@ -29,7 +29,12 @@ from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import InputError
 from hf_posbias.jsonable import JsonRecord
-from hf_posbias.modeling.loaders import LoadedModel, load_model
+from hf_posbias.modeling.loaders import (
+    LoadedModel,
+    is_sentence_transformers_model,
+    load_model,
+    loaded_instance,
+)
 from hf_posbias.modeling.resolve import ModelSettings, check_model_path, model_identity
 from hf_posbias.settings import flag_name
 
@@ -388,8 +393,9 @@ def load_mteb_model(
     pipeline, ready for ``mteb.evaluate``.
 
     ``model`` is a model argument, loaded here by :func:`hf_posbias.modeling.loaders.load_model`
-    (with ``device`` and ``settings``), or a model loaded by it already (``pb.load_model``: not
-    loaded again; ``device`` and ``settings`` then apply only to a reranker loaded here).
+    (with ``device`` and ``settings``), a model loaded by it already (``pb.load_model``: not
+    loaded again; ``device`` and ``settings`` then apply only to a reranker loaded here), or a
+    sentence-transformers model object (:func:`hf_posbias.modeling.loaders.loaded_instance`).
     ``remedy`` wraps the bi-encoder (the retriever) in an inference-time remedy
     (:class:`hf_posbias.evaluation.runs.remedies.RemedySearch`); checked before any encoding.
 
@@ -410,6 +416,8 @@ def load_mteb_model(
     """
     if reranker and first_stage:
         raise InputError("give either a reranker (model = first stage) or a first stage, not both")
+    if is_sentence_transformers_model(model):  # an object in memory, not a name
+        model = loaded_instance(model)
     if first_stage:
         retriever_spec, reranker_spec = first_stage, model
     else:

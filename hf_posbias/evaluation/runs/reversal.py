@@ -337,7 +337,7 @@ def mirror_reversal(
             batch_size=batch_size,
             results_dir=None,
             progress=progress,
-            desc=f"mirror reversal of {data.info.name} ({label})",
+            desc=f"mirror reversal of {data.info.name} ({label}) with {loaded.name}",
         )
         [kept] = derived.last_evaluation.values()
         scores[label] = {g: kept.scores.ndcg_at_10.get(g) for g in (FRONT, BACK)}

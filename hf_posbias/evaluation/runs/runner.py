@@ -73,6 +73,8 @@ from hf_posbias.modeling.resolve import check_model_name
 from hf_posbias.tasks.benchmark_registry import DEFAULT_TOP_K, SPLIT
 
 if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
     from hf_posbias.evaluation.runs.remedies import RemedySettings
     from hf_posbias.evaluation.runs.truncation import TruncationCount
     from hf_posbias.modeling.loaders import LoadedModel
@@ -362,17 +364,48 @@ def _truncation(loaded: MtebModel, task: Any, exclude: bool) -> TruncationCount 
     return count
 
 
-def load_tasks(
-    tasks: Sequence[str | Path | Any], *, scoring: str = "default", top_k: int = DEFAULT_TOP_K
-) -> list[Any]:
-    """Resolve and load every task (fails fast, one line, before any model is loaded)."""
+TaskReference = str | os.PathLike[str] | Any
+"""One task as the evaluation takes it: a task folder, a registered task name, or a task object
+(:class:`~hf_posbias.tasks.mteb_tasks.PositionRetrievalTask`, what ``pb.get_task`` returns)."""
+
+
+def task_list(tasks: TaskReference | Sequence[TaskReference]) -> list[TaskReference]:
+    """The tasks of ``tasks``, one task or several, as a list (``mteb.evaluate`` takes either).
+
+    Example:
+        >>> task_list("tasks/mine"), task_list(["a", Path("b")])
+        (['tasks/mine'], ['a', PosixPath('b')])
+    """
+    if isinstance(tasks, str | os.PathLike) or hasattr(tasks, "load_data"):
+        return [tasks]
+    return list(tasks)
+
+
+def check_task_references(
+    tasks: TaskReference | Sequence[TaskReference],
+) -> list[TaskReference]:
+    """The tasks of ``tasks`` (:func:`task_list`), every name and folder checked without
+    loading mteb: a mistake is one line in a second."""
     from hf_posbias.tasks.benchmark_registry import resolve_task_reference
 
+    tasks = task_list(tasks)
     if not tasks:
         raise InputError("no task given")
     for spec in tasks:
         if not hasattr(spec, "load_data"):
-            resolve_task_reference(spec)  # every name and folder checked before mteb loads
+            resolve_task_reference(spec)
+    return tasks
+
+
+def load_tasks(
+    tasks: TaskReference | Sequence[TaskReference],
+    *,
+    scoring: str = "default",
+    top_k: int = DEFAULT_TOP_K,
+) -> list[Any]:
+    """Resolve and load every task of ``tasks`` (one or several: :func:`task_list`); fails
+    fast, one line, before any model is loaded (:func:`check_task_references`)."""
+    tasks = check_task_references(tasks)
     from hf_posbias.tasks.mteb_tasks import get_task
 
     loaded = []
@@ -397,8 +430,8 @@ def write_summaries(summaries: Sequence[EvaluationSummary], out_dir: str | Path)
 
 
 def evaluate_model(
-    model: str | os.PathLike[str] | LoadedModel | MtebModel,
-    tasks: Sequence[str | Path | Any],
+    model: str | os.PathLike[str] | LoadedModel | MtebModel | SentenceTransformer,
+    tasks: TaskReference | Sequence[TaskReference],
     *,
     out: str | Path,
     scoring: str = "default",
@@ -430,10 +463,11 @@ def evaluate_model(
             id, ``openai:<model>``, …); a model loaded once for several evaluations
             (``pb.load_model``, :func:`hf_posbias.modeling.loaders.load_model`: ``device`` and
             ``model_options`` then load only the reranker, ``remedy`` and the reranker apply);
-            or a model made ready for mteb already
+            a model made ready for mteb already
             (:func:`~hf_posbias.evaluation.runs.mteb_models.load_mteb_model`: every loading
-            keyword is then unused).
-        tasks: task folders, registered task names or task objects already loaded
+            keyword is then unused); or a sentence-transformers model object
+            (:func:`hf_posbias.modeling.loaders.loaded_instance`).
+        tasks: one task or several: task folders, registered task names or task objects
             (:func:`load_tasks`).
         out: the output folder.
         scoring: the per-position protocol (``default``, ``zeng2025`` or ``posir``).
@@ -442,7 +476,9 @@ def evaluate_model(
         bootstrap: bootstrap resamples of the intervals (``None``: no intervals).
         seed: the bootstrap's seed.
         progress: plain progress lines while mteb runs.
-        show_progress: progress bars from mteb/sentence-transformers.
+        show_progress: progress bars and notices from the libraries (mteb,
+            sentence-transformers, transformers' weights bar, their ``FutureWarning`` notices);
+            off: :func:`hf_posbias.progress.quiet_libraries`.
         device: torch device (default: automatic).
         model_options: how a model given by name loads
             (:class:`~hf_posbias.modeling.resolve.ModelSettings`: remote code, endpoint, …).
@@ -474,49 +510,54 @@ def evaluate_model(
     check_run_options(batch_size=batch_size, top_k=top_k, scoring=scoring, bootstrap=bootstrap)
     if isinstance(model, str | os.PathLike) and not first_stage:
         check_model_name(model)  # a misspelt name: one line before mteb loads
-    task_objects = load_tasks(tasks, scoring=scoring, top_k=top_k)
-    if isinstance(model, MtebModel):
-        loaded = model
-    else:
-        loaded = load_mteb_model(
-            model,
-            reranker=reranker,
-            first_stage=first_stage,
-            rerank_k=rerank_k,
-            device=device,
-            settings=model_options,
-            remedy=remedy,
-            reranker_options=reranker_options,
-        )
-    out_dir = Path(out)
-    results_dir = out_dir / RESULTS_DIRNAME
-    summaries: list[EvaluationSummary] = []
-    for task in task_objects:
-        logger.info("evaluating %s on %s", loaded.name, task.metadata.name)
-        start = time.perf_counter()
-        truncation = _truncation(loaded, task, exclude_truncated)
-        task_result = run_task(
-            loaded,
-            task,
-            batch_size=batch_size,
-            results_dir=results_dir,
-            show_progress=show_progress,
-            progress=progress,
-            corpus_chunk_size=corpus_chunk_size,
-        )
-        summaries.extend(
-            summarize_task(
+    check_task_references(tasks)
+    from hf_posbias.progress import quiet_libraries
+
+    # What a call prints is its own progress; libraries' bars and notices only when asked.
+    with quiet_libraries(not show_progress):
+        task_objects = load_tasks(tasks, scoring=scoring, top_k=top_k)
+        if isinstance(model, MtebModel):
+            loaded = model
+        else:
+            loaded = load_mteb_model(
+                model,
+                reranker=reranker,
+                first_stage=first_stage,
+                rerank_k=rerank_k,
+                device=device,
+                settings=model_options,
+                remedy=remedy,
+                reranker_options=reranker_options,
+            )
+        out_dir = Path(out)
+        results_dir = out_dir / RESULTS_DIRNAME
+        summaries: list[EvaluationSummary] = []
+        for task in task_objects:
+            logger.info("evaluating %s on %s", loaded.name, task.metadata.name)
+            start = time.perf_counter()
+            truncation = _truncation(loaded, task, exclude_truncated)
+            task_result = run_task(
                 loaded,
                 task,
-                task_result,
-                out_dir=out_dir,
-                bootstrap=bootstrap,
-                seed=seed,
-                evaluation_time_s=time.perf_counter() - start,
+                batch_size=batch_size,
                 results_dir=results_dir,
-                truncation=truncation,
-                exclude_truncated=exclude_truncated,
+                show_progress=show_progress,
+                progress=progress,
+                corpus_chunk_size=corpus_chunk_size,
             )
-        )
-    write_summaries(summaries, out_dir)
+            summaries.extend(
+                summarize_task(
+                    loaded,
+                    task,
+                    task_result,
+                    out_dir=out_dir,
+                    bootstrap=bootstrap,
+                    seed=seed,
+                    evaluation_time_s=time.perf_counter() - start,
+                    results_dir=results_dir,
+                    truncation=truncation,
+                    exclude_truncated=exclude_truncated,
+                )
+            )
+        write_summaries(summaries, out_dir)
     return summaries
