@@ -44,6 +44,7 @@ from typing import Any, TypeVar
 
 from hf_posbias.errors import InputError
 from hf_posbias.setting_values import (
+    SHARED_DEFAULTS,
     SHARED_RANGES,
     KeyPath,
     NumberRange,
@@ -52,7 +53,7 @@ from hf_posbias.setting_values import (
     unwrap_optional,
     value_form,
 )
-from hf_posbias.shared_helps import SHARED_HELPS
+from hf_posbias.shared_helps import SHARED_HELPS, SHARED_UNSET
 
 S = TypeVar("S")
 
@@ -71,6 +72,7 @@ def setting(
     show_default: bool = True,
     flag: str | None = None,
     range: NumberRange | None = None,
+    unset: str | None = None,
 ) -> Any:
     """A dataclass field that is also a command-line flag.
 
@@ -79,7 +81,10 @@ def setting(
     (set by the library, not the user). ``flag`` is the spelling when the field's name cannot be
     it (``lam`` is ``--lambda``, a Python keyword). ``range``: the numbers a numeric field takes
     (:class:`NumberRange`), declared once here and checked by :class:`Settings` (``None``, the
-    unset value of an optional field, always passes).
+    unset value of an optional field, always passes). ``unset``: what the field does when left
+    unset (its default ``None``), shown by ``--help`` as its default (:func:`default_note`); the
+    help text itself names no default, so a verb that gives the field another default shows
+    that one alone.
     """
     meta = {
         _META: {
@@ -91,6 +96,7 @@ def setting(
             "show_default": show_default,
             "flag": flag,
             "range": range,
+            "unset": unset,
         },
         # transformers' HfArgumentParser reads "help" too.
         "help": help,
@@ -99,21 +105,29 @@ def setting(
 
 
 def shared_setting(name: str, **kwargs: Any) -> Any:
-    """:func:`setting` with the one help text of :data:`SHARED_HELPS` for ``name`` (and, for a
-    number, its one range of :data:`SHARED_RANGES`).
+    """:func:`setting` with the one help text of :data:`SHARED_HELPS` for ``name`` (with what
+    leaving it unset does, :data:`SHARED_UNSET`; for a number, its one range of
+    :data:`SHARED_RANGES`; where every verb has the same default, that one of
+    :data:`SHARED_DEFAULTS`, which a verb cannot change).
 
     Example:
         >>> from dataclasses import dataclass, fields
         >>> @dataclass
         ... class Run:
-        ...     seed: int = shared_setting("seed", default=0)
-        >>> fields(Run)[0].metadata["help"] == SHARED_HELPS["seed"]
-        True
+        ...     seed: int = shared_setting("seed")
+        >>> fields(Run)[0].metadata["help"] == SHARED_HELPS["seed"], Run().seed
+        (True, 42)
         >>> declared_range(Run, "seed")
         NumberRange(low=0, high=None, low_open=False, high_open=False, why='')
     """
     if name in SHARED_RANGES:
         kwargs.setdefault("range", SHARED_RANGES[name])
+    if name in SHARED_UNSET:
+        kwargs.setdefault("unset", SHARED_UNSET[name])
+    if name in SHARED_DEFAULTS:
+        if kwargs.get("default", SHARED_DEFAULTS[name]) != SHARED_DEFAULTS[name]:
+            raise TypeError(f"{name} has one default in every verb: {SHARED_DEFAULTS[name]!r}")
+        kwargs["default"] = SHARED_DEFAULTS[name]
     return setting(SHARED_HELPS[name], **kwargs)
 
 
@@ -342,6 +356,40 @@ def _default_of(f: dataclasses.Field) -> Any:
     return dataclasses.MISSING
 
 
+def default_note(f: dataclasses.Field, *, optional: bool = False) -> str:
+    """What ``--help`` appends to a setting's help: its default, once, from the setting
+    (`` (default: 100)``; a list's items joined by spaces; an unset default, ``None``, as the
+    field's ``unset=`` says what it does, else nothing). A help text names no default itself.
+    An ``optional`` number with a default of its own, whose flag takes ``none``
+    (:func:`~hf_posbias.setting_values.type_parts`), says what ``none`` does.
+
+    Example:
+        >>> from dataclasses import dataclass, fields
+        >>> @dataclass
+        ... class K:
+        ...     seed: int = setting("seed", default=0)
+        ...     device: str | None = setting("torch device", default=None, unset="a GPU, else cpu")
+        ...     configs: list[str] = setting("configs", default_factory=lambda: ["a", "b"])
+        ...     bootstrap: int | None = setting("resamples", default=1000, unset="no intervals")
+        >>> [default_note(f) for f in fields(K)[:3]]
+        [' (default: 0)', ' (default: a GPU, else cpu)', ' (default: a b)']
+        >>> default_note(fields(K)[3], optional=True)
+        ' (default: 1000; none: no intervals)'
+    """
+    meta = f.metadata.get(_META, {})
+    default = _default_of(f)
+    unset = meta.get("unset")
+    if not meta.get("show_default", True) or default is dataclasses.MISSING:
+        return ""
+    if default is None:
+        return f" (default: {unset})" if unset else ""
+    if default is False or (isinstance(default, list | tuple) and not default):
+        return ""
+    shown = " ".join(map(str, default)) if isinstance(default, list | tuple) else default
+    turned_off = f"; none: {unset}" if optional and unset else ""
+    return f" (default: {shown}{turned_off})"
+
+
 def add_settings_arguments(
     parser: argparse.ArgumentParser | argparse._ArgumentGroup,
     cls: type,
@@ -366,7 +414,7 @@ def add_settings_arguments(
         help_text = meta.get("help", f.metadata.get("help", ""))
         default = _default_of(f)
         required = default is dataclasses.MISSING
-        base, _ = unwrap_optional(tp)
+        base, optional = unwrap_optional(tp)
         kwargs: dict[str, Any] = {"dest": f.name}
         if base is bool:
             kwargs["action"] = argparse.BooleanOptionalAction
@@ -391,15 +439,16 @@ def add_settings_arguments(
                 kwargs["action"] = "store"
             if not required:
                 kwargs["default"] = default
+        flag = meta.get("flag") or flag_name(f.name)
         if meta.get("metavar"):
             kwargs["metavar"] = meta["metavar"]
-        elif "choices" in kwargs and len(kwargs["choices"]) > 8:
-            kwargs["metavar"] = f.name.upper()
-        show = meta.get("show_default", True)
-        appended = ""
-        if show and not required and default not in (None, False, (), []) and base is not bool:
-            shown = " ".join(map(str, default)) if isinstance(default, list | tuple) else default
-            appended = f" (default: {shown})"
+        elif not meta.get("positional") and (
+            "choices" not in kwargs or len(kwargs["choices"]) > 8
+        ):
+            # Named after the flag, not the field (``--n-resamples N_RESAMPLES``, never the
+            # field's ``RESAMPLES``); a short list of choices is shown as argparse's {a,b}.
+            kwargs["metavar"] = flag.removeprefix("--").replace("-", "_").upper()
+        appended = "" if required or base is bool else default_note(f, optional=optional)
         help_text = f"{help_text}{appended}"
         kwargs["help"] = help_text.replace("%", "%%") if help_text else None
         if meta.get("positional"):
@@ -410,7 +459,6 @@ def add_settings_arguments(
             action.posbias_default_note = appended  # type: ignore[attr-defined]
             action.posbias_range = meta.get("range")  # type: ignore[attr-defined]
             continue
-        flag = meta.get("flag") or flag_name(f.name)
         action = parser.add_argument(flag, required=required, **kwargs)
         # The range the field declares (a test walks every numeric flag with it).
         action.posbias_range = meta.get("range")  # type: ignore[attr-defined]

@@ -32,7 +32,7 @@ class AnalysisOptions(ProgressSettings):
     n: int = setting("positions p1…pn", default=10, range=at_least(2))
     # Not --limit (the data verbs' "read at most N records"): a seeded sample.
     sample_size: int = setting("pairs/documents sampled (0 = all)", default=200, range=at_least(0))
-    seed: int = shared_setting("seed", default=42)
+    seed: int = shared_setting("seed")
     out: str = shared_setting("out")
     device: str = shared_setting("device", default="cpu")
     max_seq_length: int | None = setting(

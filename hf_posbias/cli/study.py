@@ -81,6 +81,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         study_status_cmd,
         help="every unit of a study folder: done / running / failed / waiting (failures with "
         "their last log line)",
+        description="Read a study folder's unit records and print each unit of work (a "
+        "training run, an evaluation, an analysis) with its state, a failed one with the last "
+        "line of its log; nothing is run or written.",
     )
 
 

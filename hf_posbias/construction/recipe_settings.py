@@ -169,7 +169,7 @@ class BenchmarkBuildSettings(ProgressSettings):
         default="single",
         choices=("single", "two-tag"),
     )
-    seed: int = shared_setting("seed", default=42)
+    seed: int = shared_setting("seed")
     shard_size: int = setting(
         "work items per shard (the unit of resumption)", default=8, range=at_least(1)
     )

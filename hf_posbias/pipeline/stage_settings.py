@@ -71,7 +71,7 @@ class OutSettings(Settings):
 class SeedSettings(Settings):
     """The one seed of generation, sampling and the audit's draw."""
 
-    seed: int = shared_setting("seed", default=42)
+    seed: int = shared_setting("seed")
 
 
 @dataclass(kw_only=True)
@@ -246,12 +246,11 @@ class AuditSettings(EndpointSettings):
 class SampleSettings(SeedSettings):
     """Controlled sampling's options (checked once, here, for every configuration)."""
 
-    configs: tuple[str, ...] = shared_setting(
-        "config",
+    configs: tuple[str, ...] = setting(
+        "training-set configurations, one or more: begin | middle | end | uniform (where the "
+        "evidence sits) or b:m:e proportions",
         default=PAPER_CONFIG_NAMES,
         flag=CONFIG_FLAG,
-        metavar="CONFIG",
-        show_default=False,
     )
     budget: int | None = setting(
         "per (bin, position) budget (default: smallest cell)", default=None, range=CELL_ROWS

@@ -72,7 +72,7 @@ class ComputeSettings(Settings):
         default=None,
         range=above(0),
     )
-    seed: int = shared_setting("seed", default=42)
+    seed: int = shared_setting("seed")
 
     def __post_init__(self) -> None:
         super().__post_init__()

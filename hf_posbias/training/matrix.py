@@ -333,10 +333,10 @@ class LaunchSettings(Settings):
         "accelerate processes per run (DDP)", default=None, range=at_least(1)
     )
     plan_for: str | None = setting(
-        f"dry run: plan for this GPU ({', '.join(KNOWN_GPUS)}, cpu); default: this machine's "
-        "device",
+        f"dry run: plan for this GPU ({', '.join(KNOWN_GPUS)}, cpu)",
         default=None,
-        metavar="DEVICE",
+        metavar="GPU",
+        unset="this machine's device",
     )
     throughput: str | None = setting(
         "seconds per step measured by benchmarks/train_throughput.py --json: a dry run's "

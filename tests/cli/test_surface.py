@@ -138,6 +138,8 @@ SEVERAL_FORMS = {
     "folders (table)",
     "--corpus": "the corpus a verb reads: the data verbs' and demo's sources, climate-fever's "
     "BEIR corpus.jsonl",
+    "--config": "the training-set configuration a verb reads or writes: one (the analyses), one "
+    "or the ips pool (train), one or more (data build and sample)",
 }
 """Flags whose one meaning ("what this verb reads or writes") takes forms that differ by verb:
 each verb's help names the forms it accepts (one shared text would list forms a verb refuses)."""

@@ -141,7 +141,7 @@ class LeaderboardSettings(ProgressSettings):
         default=1000,
         flag="--n-resamples",
     )
-    seed: int = shared_setting("seed", default=0)
+    seed: int = shared_setting("seed")
     title: str = shared_setting("title", default="Position-bias leaderboard")
     names: str | None = setting(
         'a models.json ({model id: {"name": …, "made_by": …}}) naming each row as the Space '

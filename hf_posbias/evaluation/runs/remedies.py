@@ -131,21 +131,15 @@ class PassageSettings(Settings):
         'maxp'
     """
 
-    passage_tokens: int = shared_setting(
-        "passage_tokens",
-        default=128,
-        metavar="N",
-    )
+    passage_tokens: int = shared_setting("passage_tokens", default=128)
     stride: int = setting(
         "tokens between the starts of consecutive passages (at most --passage-tokens)",
         default=64,
-        metavar="S",
         range=at_least(1),
     )
     segments: int = setting(
         "equal segments of the document weighted equally (segment-balanced)",
         default=4,
-        metavar="K",
         range=at_least(1),
     )
 

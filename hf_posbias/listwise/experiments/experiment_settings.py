@@ -98,7 +98,7 @@ class ListSource(Settings):
         default=None,
         range=at_least(1),
     )
-    seed: int = shared_setting("seed", default=0)
+    seed: int = shared_setting("seed")
     first_stage: str | list[str] = shared_setting("first_stage", default=DEFAULT_FIRST_STAGE)
     rrf_k: int = setting(
         "k of the reciprocal rank fusion of several first stages", default=60, range=at_least(1)
@@ -249,7 +249,9 @@ class TaskRunSettings(ProgressSettings):
     task: str = setting(
         "BEIR folder (corpus.jsonl, queries.jsonl, qrels/) or a project task folder"
     )
-    split: str | None = shared_setting("split", default=None)
+    split: str | None = shared_setting(
+        "split", default=None, unset="test; a project task folder: its own"
+    )
     out: str = shared_setting("out")
 
 
@@ -319,7 +321,7 @@ class ShuffleTableSettings(PairedTestSettings):
         choices=PAIRED_TESTS,
     )
     alpha: float = shared_setting("alpha", default=0.01)
-    seed: int = shared_setting("seed", default=0)
+    seed: int = shared_setting("seed")
 
 
 @dataclass(kw_only=True)
@@ -361,7 +363,7 @@ class ListwiseCompareSettings(PairedTestSettings):
     run_b: str = setting("posbias listwise test folder B (e.g. the fine-tune)", positional=True)
     label_a: str = setting("name of run A in the table", default="A")
     label_b: str = setting("name of run B in the table", default="B")
-    seed: int = shared_setting("seed", default=0)
+    seed: int = shared_setting("seed")
     common_queries: bool = setting(
         "compare the queries both runs scored (counted), both curves recomputed on them",
         default=False,

@@ -221,7 +221,7 @@ class AugmentSettings(Settings):
     data: str = setting("training-set folder, .parquet or .jsonl")
     groups: int = setting("number of groups n (divides k)", range=at_least(1))
     out: str = shared_setting("out")
-    seed: int = shared_setting("seed", default=0)
+    seed: int = shared_setting("seed")
 
 
 @dataclass(kw_only=True)
@@ -239,7 +239,7 @@ class TransitionsSettings(Settings):
     groups: int = setting(
         "Pos-Aug groups n (divides k) / RandAug copies", default=4, range=at_least(1)
     )
-    seed: int = shared_setting("seed", default=0)
+    seed: int = shared_setting("seed")
 
     def __post_init__(self) -> None:
         super().__post_init__()
