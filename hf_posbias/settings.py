@@ -442,9 +442,7 @@ def add_settings_arguments(
         flag = meta.get("flag") or flag_name(f.name)
         if meta.get("metavar"):
             kwargs["metavar"] = meta["metavar"]
-        elif not meta.get("positional") and (
-            "choices" not in kwargs or len(kwargs["choices"]) > 8
-        ):
+        elif not meta.get("positional") and ("choices" not in kwargs or len(kwargs["choices"]) > 8):
             # Named after the flag, not the field (``--n-resamples N_RESAMPLES``, never the
             # field's ``RESAMPLES``); a short list of choices is shown as argparse's {a,b}.
             kwargs["metavar"] = flag.removeprefix("--").replace("-", "_").upper()
