@@ -7,12 +7,12 @@ without case and without the ``-``/``_`` spelling.
 
 Names are ranked by how many slips separate them (:func:`edit_distance`: a letter added,
 dropped or changed, or two neighbouring letters swapped), the same length breaking a tie, so
-``--modle`` is ``--model`` (two letters swapped), not ``--mode`` (one letter more); difflib's
+``modle`` is ``model`` (two letters swapped), not ``mode`` (one letter more); difflib's
 similarity finds the farther names worth naming (a suffix left out) and orders what is left.
 
 Example:
-    >>> suggest("--modle", ["--mode", "--model", "--models"])
-    " (did you mean '--model'?)"
+    >>> suggest("modle", ["mode", "model", "models"])
+    " (did you mean 'model'?)"
     >>> suggest("uniforn", ["begin", "middle", "end", "uniform"])
     " (did you mean 'uniform'?)"
     >>> suggest("--tasks", ["--task", "--out", "--model"])
