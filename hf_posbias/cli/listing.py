@@ -2,7 +2,8 @@
 
 One verb, ``posbias list KIND``, one table per kind of extension point:
 
-    posbias list benchmarks  what `posbias benchmark build` takes, and the tasks each builds
+    posbias list benchmarks  what `posbias benchmark build` takes, the tasks each builds, and
+                             the recipe `posbias benchmark from-corpus`
     posbias list bases       the base models (`posbias train --model`, a study's bases)
     posbias list remedies    the remedies: bi-encoder (`--remedy`, a study's …) and listwise
     posbias list rerankers   the reranker kinds (`--reranker`), in the order they are tried
@@ -54,7 +55,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def benchmarks_table() -> MarkdownTable:
     """Every benchmark ``posbias benchmark build`` takes, the tasks it builds and where it
-    comes from."""
+    comes from; then the recipe ``posbias benchmark from-corpus``, which builds a benchmark of
+    any corpus (a verb of its own, marked as such).
+
+    Example:
+        >>> print(benchmarks_table().to_markdown().splitlines()[-1])  # doctest: +ELLIPSIS
+        | from-corpus | — (your corpus's) | built-in | recipe, `posbias benchmark from-corpus`: ...
+    """
+    from hf_posbias.cli.benchmark_from_corpus import FROM_CORPUS
     from hf_posbias.tasks.benchmark_registry import BENCHMARK_REGISTRY, benchmarks
 
     benchmarks()  # a task name built twice is refused before anything is listed
@@ -62,6 +70,8 @@ def benchmarks_table() -> MarkdownTable:
         [verb, ", ".join(c.name for c in entry.value.cards) or "—", entry.source, entry.value.help]
         for verb, entry in BENCHMARK_REGISTRY.entries().items()
     ]
+    recipe = f"recipe, `posbias benchmark {FROM_CORPUS.name}`: {FROM_CORPUS.help}"
+    rows.append([FROM_CORPUS.name, "— (your corpus's)", "built-in", recipe])
     return MarkdownTable(["benchmark", "tasks", "source", "description"], rows)
 
 
