@@ -35,11 +35,13 @@ Example:
 from __future__ import annotations
 
 import argparse
+import contextlib
+import contextvars
 import dataclasses
 import functools
 import sys
 import typing
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from hf_posbias.errors import InputError
@@ -162,11 +164,64 @@ def flag_of(settings: Any, field_name: str) -> str:
     return flag or flag_name(field_name)
 
 
+_NAMING_FLAGS: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "posbias_naming_flags", default=False
+)
+
+
+@contextlib.contextmanager
+def naming_flags() -> Iterator[None]:
+    """Within it, a setting's check names the setting by its flag (``--top-k``): the command
+    line (``posbias``, a module entry point, flags parsed by :func:`parse_settings_args`) runs
+    inside it. Outside it a Python caller reads the keyword it passed (``top_k``). The one switch
+    of :func:`setting_label`.
+
+    Example:
+        >>> with naming_flags():
+        ...     setting_label("top_k")
+        '--top-k'
+        >>> setting_label("top_k")
+        'top_k'
+    """
+    token = _NAMING_FLAGS.set(True)
+    try:
+        yield
+    finally:
+        _NAMING_FLAGS.reset(token)
+
+
+def setting_label(field_name: str, settings: Any = None) -> str:
+    """How an error names a setting to whoever set it: its flag on the command line
+    (:func:`naming_flags`; the declared ``flag=`` of ``settings``' field where it has one,
+    :func:`flag_of`), else the keyword of the Python call (the field's name).
+
+    Example:
+        >>> from dataclasses import dataclass
+        >>> @dataclass
+        ... class K:
+        ...     lam: float = setting("λ", default=0.1, flag="--lambda")
+        >>> setting_label("lam", K), setting_label("lam")
+        ('lam', 'lam')
+        >>> with naming_flags():
+        ...     setting_label("lam", K), setting_label("top_k")
+        ('--lambda', '--top-k')
+    """
+    if not _NAMING_FLAGS.get():
+        return field_name
+    return flag_of(settings, field_name) if settings is not None else flag_name(field_name)
+
+
 def check_choice(field_name: str, value: Any, choices: Iterable[Any]) -> None:
-    """One-line :class:`InputError` when ``value`` is not among ``choices``.
+    """One-line :class:`InputError` when ``value`` is not among ``choices``, naming the setting
+    as its caller set it (:func:`setting_label`).
 
     Example:
         >>> check_choice("scoring", "x", ("default", "posir"))
+        Traceback (most recent call last):
+        ...
+        hf_posbias.errors.InputError: scoring must be one of default, posir, got 'x'
+        >>> with naming_flags():
+        ...     check_choice("scoring", "x", ("default", "posir"))
         Traceback (most recent call last):
         ...
         hf_posbias.errors.InputError: --scoring must be one of default, posir, got 'x'
@@ -177,7 +232,7 @@ def check_choice(field_name: str, value: Any, choices: Iterable[Any]) -> None:
 
         hint = suggest(value, map(str, choices)) if isinstance(value, str) else ""
         raise InputError(
-            f"{flag_name(field_name)} must be one of {', '.join(map(str, choices))}, got "
+            f"{setting_label(field_name)} must be one of {', '.join(map(str, choices))}, got "
             f"{value!r}{hint}"
         )
 
@@ -196,7 +251,7 @@ def check_choices(settings: Any, *field_names: str) -> None:
         >>> check_choices(Test(), "method")
         Traceback (most recent call last):
         ...
-        hf_posbias.errors.InputError: --method must be one of bootstrap, t, got 'x'
+        hf_posbias.errors.InputError: method must be one of bootstrap, t, got 'x'
     """
     declared = {
         f.name: f.metadata.get(_META, {}).get("choices") for f in dataclasses.fields(settings)
@@ -249,25 +304,27 @@ def range_problems(cls: type, values: typing.Mapping[str, Any]) -> list[tuple[Ke
 
 
 def check_number(field_name: str, value: Any, declared: NumberRange) -> None:
-    """One-line :class:`InputError` when ``value`` is outside ``declared``, naming the flag: a
-    library function's own argument checked against the range its setting declares.
+    """One-line :class:`InputError` when ``value`` is outside ``declared``, naming the setting
+    as its caller set it (:func:`setting_label`): a library function's own argument checked
+    against the range its setting declares.
 
     Example:
         >>> from hf_posbias.setting_values import between
         >>> check_number("holdout", 1.5, between(0, 1, high_open=True))
         Traceback (most recent call last):
         ...
-        hf_posbias.errors.InputError: --holdout must be >= 0 and < 1, got 1.5
+        hf_posbias.errors.InputError: holdout must be >= 0 and < 1, got 1.5
     """
     problem = declared.problem(value)
     if problem is not None:
-        raise InputError(f"{flag_name(field_name)} {problem}")
+        raise InputError(f"{setting_label(field_name)} {problem}")
 
 
 def check_ranges(settings: Any, values: typing.Mapping[str, Any] | None = None) -> None:
     """One-line :class:`InputError` for the first value outside its declared range, naming the
-    flag: ``values`` (by field name) against the fields of ``settings`` (a class or an
-    instance), by default the instance's own. :class:`Settings` runs it for every verb.
+    setting as its caller set it (:func:`setting_label`: the flag on the command line, the
+    keyword in Python): ``values`` (by field name) against the fields of ``settings`` (a class
+    or an instance), by default the instance's own. :class:`Settings` runs it for every verb.
 
     Example:
         >>> from dataclasses import dataclass
@@ -278,13 +335,18 @@ def check_ranges(settings: Any, values: typing.Mapping[str, Any] | None = None) 
         >>> check_ranges(K(top_k=0))
         Traceback (most recent call last):
         ...
+        hf_posbias.errors.InputError: top_k must be >= 1, got 0
+        >>> with naming_flags():
+        ...     check_ranges(K(top_k=0))
+        Traceback (most recent call last):
+        ...
         hf_posbias.errors.InputError: --top-k must be >= 1, got 0
     """
     cls = settings if isinstance(settings, type) else type(settings)
     if values is None:
         values = {f.name: getattr(settings, f.name) for f in dataclasses.fields(cls) if f.init}
     for path, problem in range_problems(cls, values):
-        raise InputError(f"{flag_of(cls, str(path[0]))} {problem}")
+        raise InputError(f"{setting_label(str(path[0]), cls)} {problem}")
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -302,7 +364,7 @@ class Settings:
         >>> Train(lr=-1.0)
         Traceback (most recent call last):
         ...
-        hf_posbias.errors.InputError: --lr must be > 0, got -1.0
+        hf_posbias.errors.InputError: lr must be > 0, got -1.0
     """
 
     def __post_init__(self) -> None:
@@ -563,7 +625,8 @@ def settings_from_args(cls: type[S], namespace: argparse.Namespace, **overrides:
             if isinstance(value, list) and f.name in _tuple_fields(cls):
                 value = tuple(value)
             values[f.name] = value
-    return cls(**values)
+    with naming_flags():  # the values came as flags: a mistake names the flag
+        return cls(**values)
 
 
 def _tuple_fields(cls: type) -> set[str]:
@@ -738,8 +801,9 @@ def launch_main(
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
-        settings = parse_settings_args(settings_cls, argv, prog=prog, description=description)
-        result = run(settings)
+        with naming_flags():
+            settings = parse_settings_args(settings_cls, argv, prog=prog, description=description)
+            result = run(settings)
     except PosbiasError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -8,7 +8,7 @@ Example:
     >>> SegmentProfileSettings(corpus="demo", out="o", n=1)
     Traceback (most recent call last):
     ...
-    hf_posbias.errors.InputError: --n must be >= 2, got 1
+    hf_posbias.errors.InputError: n must be >= 2, got 1
 """
 
 from __future__ import annotations

@@ -13,11 +13,11 @@ Example:
     >>> EvaluateSettings(model="m", task=("t",), out="o", top_k=0)
     Traceback (most recent call last):
     ...
-    hf_posbias.errors.InputError: --top-k must be >= 10 to compute nDCG@10, got 0
+    hf_posbias.errors.InputError: top_k must be >= 10 to compute nDCG@10, got 0
     >>> EvaluateSettings(model="m", task=("t",), out="o", bootstrap=0)
     Traceback (most recent call last):
     ...
-    hf_posbias.errors.InputError: --bootstrap must be >= 1, got 0
+    hf_posbias.errors.InputError: bootstrap must be >= 1, got 0
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from hf_posbias.settings import (
     check_ranges,
     flag_name,
     setting,
+    setting_label,
     shared_setting,
 )
 from hf_posbias.statistics import PAIRED_TESTS
@@ -146,11 +147,11 @@ def check_run_options(*, batch_size: int, top_k: int, scoring: str, bootstrap: i
         >>> check_run_options(batch_size=32, top_k=5, scoring="default", bootstrap=None)
         Traceback (most recent call last):
         ...
-        hf_posbias.errors.InputError: --top-k must be >= 10 to compute nDCG@10, got 5
+        hf_posbias.errors.InputError: top_k must be >= 10 to compute nDCG@10, got 5
     """
     b = bootstrap
     if b is not None and (isinstance(b, bool) or not isinstance(b, int)):
-        raise InputError(f"{flag_name('bootstrap')} must be a whole number, got {b!r}")
+        raise InputError(f"{setting_label('bootstrap')} must be a whole number, got {b!r}")
     values = {"batch_size": batch_size, "top_k": top_k, "bootstrap": bootstrap}
     check_ranges(EvaluationOptions, values)
     check_choice("scoring", scoring, scoring_schemes())
@@ -271,7 +272,7 @@ class TaskSampleSettings(Settings):
         >>> TaskSampleSettings(task="t", out="o", per_bucket=0)
         Traceback (most recent call last):
         ...
-        hf_posbias.errors.InputError: --per-bucket must be >= 1, got 0
+        hf_posbias.errors.InputError: per_bucket must be >= 1, got 0
     """
 
     task: str = setting("position task folder to sample")

@@ -155,7 +155,7 @@ def test_settings_refuse_bad_values_in_one_line() -> None:
         BenchmarkBuildSettings(corpus="demo", out="o", chunk_words=1025)
     with pytest.raises(InputError, match="--fn-min-votes \\(3\\) is more than the 2 judge"):
         BenchmarkBuildSettings(corpus="demo", out="o", fn_judges="a,b", fn_min_votes=3)
-    with pytest.raises(InputError, match="--judge-min-score must be between 0 and 4"):
+    with pytest.raises(InputError, match="judge_min_score must be between 0 and 4"):
         BenchmarkBuildSettings(corpus="demo", out="o", judge_min_score=5)
     assert BenchmarkBuildSettings(corpus="demo", out="x/t/").hub_dir == "x/t-hub"
 

@@ -117,7 +117,7 @@ class LeaderboardSettings(ProgressSettings):
         >>> LeaderboardSettings(runs=["a"], out="o", alpha=2)
         Traceback (most recent call last):
         ...
-        hf_posbias.errors.InputError: --alpha must be > 0 and < 1, got 2
+        hf_posbias.errors.InputError: alpha must be > 0 and < 1, got 2
     """
 
     runs: list[str] = setting(
