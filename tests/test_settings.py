@@ -117,7 +117,11 @@ def test_an_error_names_the_flag_help_shows_not_a_former_spelling():
     # --per-position) is refused under the spelling --help shows, not the hidden former one.
     from hf_posbias.construction.recipe_settings import BenchmarkBuildSettings
 
+    flags = ["--corpus", "demo", "--out", "t"]
     with pytest.raises(InputError, match=r"^--min-passage-words \(2000\) is above --max-words"):
+        parse_settings_args(BenchmarkBuildSettings, [*flags, "--min-passage-words", "2000"])
+    # A Python caller reads the keyword it passed.
+    with pytest.raises(InputError, match=r"^min_words \(2000\) is above max_words"):
         BenchmarkBuildSettings(corpus="demo", out="t", min_words=2000)
     with pytest.raises(InputError, match=r"^--per-position must be >= 1, got 0$"):
         parse_settings_args(

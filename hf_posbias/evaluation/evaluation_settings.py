@@ -37,7 +37,6 @@ from hf_posbias.settings import (
     check_choice,
     check_choices,
     check_ranges,
-    flag_name,
     setting,
     setting_label,
     shared_setting,
@@ -208,7 +207,7 @@ class EvaluateSettings(EvaluationOptions, RerankerOptions):
         super().__post_init__()
         if self.reranker and self.first_stage:
             raise InputError(
-                f"{flag_name('reranker')} and {flag_name('first_stage')} exclude each other"
+                f"{setting_label('reranker')} and {setting_label('first_stage')} exclude each other"
             )
         if self.push_results:
             from hf_posbias.hub import check_repo_id
@@ -216,8 +215,8 @@ class EvaluateSettings(EvaluationOptions, RerankerOptions):
             check_repo_id(self.push_results)
             if self.scoring != "default":
                 raise InputError(
-                    f"{flag_name('push_results')}: the Hub board's task ids are scored under "
-                    f"{flag_name('scoring')} default, not {self.scoring}"
+                    f"{setting_label('push_results')}: the Hub board's task ids are scored under "
+                    f"{setting_label('scoring')} default, not {self.scoring}"
                 )
 
     def evaluate_kwargs(self) -> dict[str, Any]:

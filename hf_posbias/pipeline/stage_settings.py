@@ -32,8 +32,8 @@ from hf_posbias.settings import (
     ProgressSettings,
     Settings,
     check_choices,
-    flag_name,
     setting,
+    setting_label,
     shared_setting,
 )
 from hf_posbias.verification.report import DEFAULT_DELTA, DELTA
@@ -57,7 +57,7 @@ class WorkSettings(Settings):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_folder_target(self.work, flag_name("work"))
+        check_folder_target(self.work, setting_label("work"))
 
 
 @dataclass(kw_only=True)
@@ -138,7 +138,7 @@ class GeneratorSettings(EndpointSettings, SeedSettings, ProgressSettings):
         check_choices(self, "generator")
         if self.generator != "ict" and not self.llm_model:
             raise InputError(
-                f"{flag_name('generator')} {self.generator} needs {flag_name('llm_model')}"
+                f"{setting_label('generator')} {self.generator} needs {setting_label('llm_model')}"
             )
         check_prompt_files(self, "stage1", "stage2")
 

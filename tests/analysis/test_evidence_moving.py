@@ -365,7 +365,7 @@ def test_a_remedy_needs_a_dense_bi_encoder(tiny_sentence_transformer) -> None:
 
     endpoint = TextEmbedder("e", lambda texts, kind: np.ones((len(texts), 2)), kind="endpoint")
     with pytest.raises(
-        InputError, match="^--remedy needs a dense bi-encoder, not an endpoint model$"
+        InputError, match="^remedy needs a dense bi-encoder, not an endpoint model$"
     ):
         remedy_scorer(endpoint, RemedySettings(remedy="maxp"))
     assert remedy_scorer(endpoint, RemedySettings()) is None

@@ -147,7 +147,7 @@ def test_passage_settings_the_model_cannot_take_are_one_line_before_encoding(bas
 def test_model_free_checks_and_bm25():
     with pytest.raises(InputError, match="^stride must be >= 1, got 0"):
         RemedySettings(remedy="maxp", stride=0)
-    with pytest.raises(InputError, match="at most --passage-tokens"):
+    with pytest.raises(InputError, match="^stride must be at most passage_tokens"):
         RemedySettings(remedy="sump", passage_tokens=16, stride=17)
     # Segment-balanced cuts no passages: the passage flags it does not read are not checked.
     assert RemedySettings(remedy="segment-balanced", passage_tokens=16, stride=17).segments == 4

@@ -27,8 +27,8 @@ from hf_posbias.settings import (
     ProgressSettings,
     Settings,
     check_choices,
-    flag_name,
     setting,
+    setting_label,
     shared_setting,
 )
 from hf_posbias.statistics import PAIRED_TESTS
@@ -43,10 +43,12 @@ def parse_positions(spec: str | Sequence[int] | None, k: int) -> list[int]:
     """
     if spec is None or spec == "":
         return list(range(1, k + 1))
-    values = _integers(spec, flag_name("positions"))
+    values = _integers(spec, setting_label("positions"))
     bad = [p for p in values if not 1 <= p <= k]
     if bad or not values:
-        raise InputError(f"{flag_name('positions')} must lie in 1..{k} (k), got {bad or spec!r}")
+        raise InputError(
+            f"{setting_label('positions')} must lie in 1..{k} (k), got {bad or spec!r}"
+        )
     return sorted(set(values))
 
 
@@ -159,8 +161,9 @@ class ControlledTestConfig(ListSettings, ResamplingSettings):
         self.positions = parse_positions(self.positions, self.k)  # None: every slot 1..k
         if self.calibrate and self.k > self.window:
             raise InputError(
-                f"{flag_name('calibrate')} reads each list's one window: "
-                f"{flag_name('k')} {self.k} is larger than {flag_name('window')} {self.window}"
+                f"{setting_label('calibrate')} reads each list's one window: "
+                f"{setting_label('k')} {self.k} is larger than "
+                f"{setting_label('window')} {self.window}"
             )
 
 
@@ -179,7 +182,8 @@ class ShuffleEvalConfig(ListSettings, PairedTestSettings):
         super().__post_init__()
         if self.aggregate == 1:
             raise InputError(
-                f"{flag_name('aggregate')} needs at least 2 shuffles (0: off), got {self.aggregate}"
+                f"{setting_label('aggregate')} needs at least 2 shuffles (0: off), got "
+                f"{self.aggregate}"
             )
 
 
@@ -226,7 +230,7 @@ class ListwiseRemediesConfig(ControlledTestConfig, PairedTestSettings):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self.shuffles = parse_counts(self.shuffles, flag_name("shuffles"))
+        self.shuffles = parse_counts(self.shuffles, setting_label("shuffles"))
 
     @property
     def checkpoint_paths(self) -> list[str]:
