@@ -174,14 +174,7 @@ def naming_flags() -> Iterator[None]:
     """Within it, a setting's check names the setting by its flag (``--top-k``): the command
     line (``posbias``, a module entry point, flags parsed by :func:`parse_settings_args`) runs
     inside it. Outside it a Python caller reads the keyword it passed (``top_k``). The one switch
-    of :func:`setting_label`.
-
-    Example:
-        >>> with naming_flags():
-        ...     setting_label("top_k")
-        '--top-k'
-        >>> setting_label("top_k")
-        'top_k'
+    of :func:`setting_label` (its example).
     """
     token = _NAMING_FLAGS.set(True)
     try:
@@ -200,11 +193,11 @@ def setting_label(field_name: str, settings: Any = None) -> str:
         >>> @dataclass
         ... class K:
         ...     lam: float = setting("λ", default=0.1, flag="--lambda")
-        >>> setting_label("lam", K), setting_label("lam")
-        ('lam', 'lam')
         >>> with naming_flags():
         ...     setting_label("lam", K), setting_label("top_k")
         ('--lambda', '--top-k')
+        >>> setting_label("lam", K), setting_label("top_k")
+        ('lam', 'top_k')
     """
     if not _NAMING_FLAGS.get():
         return field_name
@@ -220,11 +213,6 @@ def check_choice(field_name: str, value: Any, choices: Iterable[Any]) -> None:
         Traceback (most recent call last):
         ...
         hf_posbias.errors.InputError: scoring must be one of default, posir, got 'x'
-        >>> with naming_flags():
-        ...     check_choice("scoring", "x", ("default", "posir"))
-        Traceback (most recent call last):
-        ...
-        hf_posbias.errors.InputError: --scoring must be one of default, posir, got 'x'
     """
     choices = tuple(choices)
     if value not in choices:
@@ -336,11 +324,6 @@ def check_ranges(settings: Any, values: typing.Mapping[str, Any] | None = None) 
         Traceback (most recent call last):
         ...
         hf_posbias.errors.InputError: top_k must be >= 1, got 0
-        >>> with naming_flags():
-        ...     check_ranges(K(top_k=0))
-        Traceback (most recent call last):
-        ...
-        hf_posbias.errors.InputError: --top-k must be >= 1, got 0
     """
     cls = settings if isinstance(settings, type) else type(settings)
     if values is None:

@@ -659,16 +659,6 @@ def load_jsonl_pairs(path: str | Path) -> tuple[list[EvidenceCase], PairLoadRepo
     found in the document) or ``evidence_start``/``evidence_end`` (character offsets); ``id``
     optional. Bad lines are skipped and counted, not fatal; a file none of whose lines has those
     fields is one :func:`columns_error` (the fields it needs, those it has).
-
-    Example:
-        >>> import pathlib, tempfile
-        >>> path = pathlib.Path(tempfile.mkdtemp()) / "pairs.jsonl"
-        >>> _ = path.write_text('{"claim": "q", "text": "d"}\\n')
-        >>> try:
-        ...     load_jsonl_pairs(path)
-        ... except InputError as err:
-        ...     print(str(err).split("; ")[-1])
-        found: claim, text
     """
     path = Path(path)
     report = PairLoadReport(str(path), "jsonl")
