@@ -258,7 +258,10 @@ def test_a_default_is_shown_once_from_the_setting() -> None:
     assert helps[("posbias evaluate", "--bootstrap")].endswith(
         "(default: 1000; none: no intervals)"
     )
-    assert helps[("posbias listwise convert", "--identifiers")].endswith("numbers [1]…[20]")
+    assert helps[("posbias listwise convert", "--identifiers")].endswith(
+        "numbers [1]…[20] (default: detected per record)"
+    )
+    assert helps[("posbias evaluate", "--identifiers")].endswith("[1]…[20] (default: letters)")
 
 
 def test_one_seed_default_shown_by_every_verb_that_takes_it() -> None:

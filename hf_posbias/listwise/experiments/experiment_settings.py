@@ -343,7 +343,9 @@ class ConvertSettings(Settings):
 
     data: str = setting("a .jsonl/.json file or a Hub dataset id")
     hf_split: str = setting("split of a Hub dataset", default="train")
-    identifiers: Literal["letters", "numbers"] | None = shared_setting("identifiers", default=None)
+    identifiers: Literal["letters", "numbers"] | None = shared_setting(
+        "identifiers", default=None, unset="detected per record"
+    )
     max_rows: int | None = setting(
         "convert only the first N records", default=None, range=at_least(1)
     )
