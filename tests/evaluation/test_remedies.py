@@ -134,7 +134,7 @@ def test_score_documents_is_what_the_mteb_search_ranks_by(base, task_folder, tmp
     [
         ({"passage_tokens": 2}, "leaves no room for text"),
         ({"passage_tokens": 100_000, "stride": 8}, "above the model's limit"),
-        ({"passage_tokens": 10, "stride": 9}, "--stride 9 is above the passage's 8 text tokens"),
+        ({"passage_tokens": 10, "stride": 9}, "stride 9 is above the passage's 8 text tokens"),
     ],
 )
 def test_passage_settings_the_model_cannot_take_are_one_line_before_encoding(base, kwargs, message):
