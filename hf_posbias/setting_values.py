@@ -49,20 +49,38 @@ def _number_or_word(number: type, text: str) -> Any:
         return text
 
 
+def _number_or_none(number: type, text: str) -> Any:
+    """An optional number's flag text: the word ``none`` is ``None`` (a setting turned off,
+    e.g. ``--bootstrap none``), anything else the number.
+
+    Example:
+        >>> _number_or_none(int, "none"), _number_or_none(int, "200")
+        (None, 200)
+    """
+    return None if text.strip().lower() == "none" else number(text)
+
+
 def type_parts(tp: Any) -> tuple[Callable[[str], Any] | None, tuple | None, bool]:
     """(converter, literal choices, is_list) of a field's annotation (``str | list[str]``: one or
     more names, a single one kept as a string).
 
+    An optional number's flag also takes ``none`` (:func:`_number_or_none`).
+
     Example:
-        >>> type_parts(int | None), type_parts(list[str])[2]
-        ((<class 'int'>, None, False), True)
+        >>> type_parts(int)[0], type_parts(int | None)[0]("none"), type_parts(list[str])[2]
+        (<class 'int'>, None, True)
     """
     if set(typing.get_args(tp)) - {type(None)} == {str, list[str]}:
         return str, None, True
     number = next((m for m in union_members(tp) or () if m in (int, float)), None)
     if number is not None:  # ``float | Literal["auto"]``: a number, else the word as given
         return functools.partial(_number_or_word, number), None, False
-    tp, _ = unwrap_optional(tp)
+    tp, optional = unwrap_optional(tp)
+    if optional and tp in (int, float):
+        # Named as the number, so argparse's refusal reads "invalid int value".
+        convert = functools.partial(_number_or_none, tp)
+        convert.__name__ = tp.__name__  # type: ignore[attr-defined]
+        return convert, None, False
     origin = typing.get_origin(tp)
     if origin is Literal:
         values = typing.get_args(tp)
@@ -306,3 +324,12 @@ SHARED_RANGES: dict[str, NumberRange] = {
 }
 """The range of each numeric setting of ``hf_posbias.shared_helps.SHARED_HELPS``, declared once
 for every verb that takes it (``hf_posbias.settings.shared_setting``), as its help text is."""
+
+
+DEFAULT_SEED = 42
+"""The one default of ``--seed`` in every verb: YHP26's (Table 10, the seed of all its fine-tuning
+runs), which the papers' study specs (``studies/``) use for every step."""
+
+SHARED_DEFAULTS: dict[str, Any] = {"seed": DEFAULT_SEED}
+"""The settings of ``hf_posbias.shared_helps.SHARED_HELPS`` whose default is the same in every
+verb, declared once (``hf_posbias.settings.shared_setting`` refuses another)."""

@@ -35,15 +35,18 @@ Example:
 from __future__ import annotations
 
 import argparse
+import contextlib
+import contextvars
 import dataclasses
 import functools
 import sys
 import typing
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from hf_posbias.errors import InputError
 from hf_posbias.setting_values import (
+    SHARED_DEFAULTS,
     SHARED_RANGES,
     KeyPath,
     NumberRange,
@@ -52,7 +55,7 @@ from hf_posbias.setting_values import (
     unwrap_optional,
     value_form,
 )
-from hf_posbias.shared_helps import SHARED_HELPS
+from hf_posbias.shared_helps import SHARED_HELPS, SHARED_UNSET
 
 S = TypeVar("S")
 
@@ -71,6 +74,7 @@ def setting(
     show_default: bool = True,
     flag: str | None = None,
     range: NumberRange | None = None,
+    unset: str | None = None,
 ) -> Any:
     """A dataclass field that is also a command-line flag.
 
@@ -79,7 +83,10 @@ def setting(
     (set by the library, not the user). ``flag`` is the spelling when the field's name cannot be
     it (``lam`` is ``--lambda``, a Python keyword). ``range``: the numbers a numeric field takes
     (:class:`NumberRange`), declared once here and checked by :class:`Settings` (``None``, the
-    unset value of an optional field, always passes).
+    unset value of an optional field, always passes). ``unset``: what the field does when left
+    unset (its default ``None``), shown by ``--help`` as its default (:func:`default_note`); the
+    help text itself names no default, so a verb that gives the field another default shows
+    that one alone.
     """
     meta = {
         _META: {
@@ -91,6 +98,7 @@ def setting(
             "show_default": show_default,
             "flag": flag,
             "range": range,
+            "unset": unset,
         },
         # transformers' HfArgumentParser reads "help" too.
         "help": help,
@@ -99,21 +107,29 @@ def setting(
 
 
 def shared_setting(name: str, **kwargs: Any) -> Any:
-    """:func:`setting` with the one help text of :data:`SHARED_HELPS` for ``name`` (and, for a
-    number, its one range of :data:`SHARED_RANGES`).
+    """:func:`setting` with the one help text of :data:`SHARED_HELPS` for ``name`` (with what
+    leaving it unset does, :data:`SHARED_UNSET`; for a number, its one range of
+    :data:`SHARED_RANGES`; where every verb has the same default, that one of
+    :data:`SHARED_DEFAULTS`, which a verb cannot change).
 
     Example:
         >>> from dataclasses import dataclass, fields
         >>> @dataclass
         ... class Run:
-        ...     seed: int = shared_setting("seed", default=0)
-        >>> fields(Run)[0].metadata["help"] == SHARED_HELPS["seed"]
-        True
+        ...     seed: int = shared_setting("seed")
+        >>> fields(Run)[0].metadata["help"] == SHARED_HELPS["seed"], Run().seed
+        (True, 42)
         >>> declared_range(Run, "seed")
         NumberRange(low=0, high=None, low_open=False, high_open=False, why='')
     """
     if name in SHARED_RANGES:
         kwargs.setdefault("range", SHARED_RANGES[name])
+    if name in SHARED_UNSET:
+        kwargs.setdefault("unset", SHARED_UNSET[name])
+    if name in SHARED_DEFAULTS:
+        if kwargs.get("default", SHARED_DEFAULTS[name]) != SHARED_DEFAULTS[name]:
+            raise TypeError(f"{name} has one default in every verb: {SHARED_DEFAULTS[name]!r}")
+        kwargs["default"] = SHARED_DEFAULTS[name]
     return setting(SHARED_HELPS[name], **kwargs)
 
 
@@ -148,14 +164,55 @@ def flag_of(settings: Any, field_name: str) -> str:
     return flag or flag_name(field_name)
 
 
+_NAMING_FLAGS: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "posbias_naming_flags", default=False
+)
+
+
+@contextlib.contextmanager
+def naming_flags() -> Iterator[None]:
+    """Within it, a setting's check names the setting by its flag (``--top-k``): the command
+    line (``posbias``, a module entry point, flags parsed by :func:`parse_settings_args`) runs
+    inside it. Outside it a Python caller reads the keyword it passed (``top_k``). The one switch
+    of :func:`setting_label` (its example).
+    """
+    token = _NAMING_FLAGS.set(True)
+    try:
+        yield
+    finally:
+        _NAMING_FLAGS.reset(token)
+
+
+def setting_label(field_name: str, settings: Any = None) -> str:
+    """How an error names a setting to whoever set it: its flag on the command line
+    (:func:`naming_flags`; the declared ``flag=`` of ``settings``' field where it has one,
+    :func:`flag_of`), else the keyword of the Python call (the field's name).
+
+    Example:
+        >>> from dataclasses import dataclass
+        >>> @dataclass
+        ... class K:
+        ...     lam: float = setting("λ", default=0.1, flag="--lambda")
+        >>> with naming_flags():
+        ...     setting_label("lam", K), setting_label("top_k")
+        ('--lambda', '--top-k')
+        >>> setting_label("lam", K), setting_label("top_k")
+        ('lam', 'top_k')
+    """
+    if not _NAMING_FLAGS.get():
+        return field_name
+    return flag_of(settings, field_name) if settings is not None else flag_name(field_name)
+
+
 def check_choice(field_name: str, value: Any, choices: Iterable[Any]) -> None:
-    """One-line :class:`InputError` when ``value`` is not among ``choices``.
+    """One-line :class:`InputError` when ``value`` is not among ``choices``, naming the setting
+    as its caller set it (:func:`setting_label`).
 
     Example:
         >>> check_choice("scoring", "x", ("default", "posir"))
         Traceback (most recent call last):
         ...
-        hf_posbias.errors.InputError: --scoring must be one of default, posir, got 'x'
+        hf_posbias.errors.InputError: scoring must be one of default, posir, got 'x'
     """
     choices = tuple(choices)
     if value not in choices:
@@ -163,7 +220,7 @@ def check_choice(field_name: str, value: Any, choices: Iterable[Any]) -> None:
 
         hint = suggest(value, map(str, choices)) if isinstance(value, str) else ""
         raise InputError(
-            f"{flag_name(field_name)} must be one of {', '.join(map(str, choices))}, got "
+            f"{setting_label(field_name)} must be one of {', '.join(map(str, choices))}, got "
             f"{value!r}{hint}"
         )
 
@@ -182,7 +239,7 @@ def check_choices(settings: Any, *field_names: str) -> None:
         >>> check_choices(Test(), "method")
         Traceback (most recent call last):
         ...
-        hf_posbias.errors.InputError: --method must be one of bootstrap, t, got 'x'
+        hf_posbias.errors.InputError: method must be one of bootstrap, t, got 'x'
     """
     declared = {
         f.name: f.metadata.get(_META, {}).get("choices") for f in dataclasses.fields(settings)
@@ -235,25 +292,27 @@ def range_problems(cls: type, values: typing.Mapping[str, Any]) -> list[tuple[Ke
 
 
 def check_number(field_name: str, value: Any, declared: NumberRange) -> None:
-    """One-line :class:`InputError` when ``value`` is outside ``declared``, naming the flag: a
-    library function's own argument checked against the range its setting declares.
+    """One-line :class:`InputError` when ``value`` is outside ``declared``, naming the setting
+    as its caller set it (:func:`setting_label`): a library function's own argument checked
+    against the range its setting declares.
 
     Example:
         >>> from hf_posbias.setting_values import between
         >>> check_number("holdout", 1.5, between(0, 1, high_open=True))
         Traceback (most recent call last):
         ...
-        hf_posbias.errors.InputError: --holdout must be >= 0 and < 1, got 1.5
+        hf_posbias.errors.InputError: holdout must be >= 0 and < 1, got 1.5
     """
     problem = declared.problem(value)
     if problem is not None:
-        raise InputError(f"{flag_name(field_name)} {problem}")
+        raise InputError(f"{setting_label(field_name)} {problem}")
 
 
 def check_ranges(settings: Any, values: typing.Mapping[str, Any] | None = None) -> None:
     """One-line :class:`InputError` for the first value outside its declared range, naming the
-    flag: ``values`` (by field name) against the fields of ``settings`` (a class or an
-    instance), by default the instance's own. :class:`Settings` runs it for every verb.
+    setting as its caller set it (:func:`setting_label`: the flag on the command line, the
+    keyword in Python): ``values`` (by field name) against the fields of ``settings`` (a class
+    or an instance), by default the instance's own. :class:`Settings` runs it for every verb.
 
     Example:
         >>> from dataclasses import dataclass
@@ -264,13 +323,13 @@ def check_ranges(settings: Any, values: typing.Mapping[str, Any] | None = None) 
         >>> check_ranges(K(top_k=0))
         Traceback (most recent call last):
         ...
-        hf_posbias.errors.InputError: --top-k must be >= 1, got 0
+        hf_posbias.errors.InputError: top_k must be >= 1, got 0
     """
     cls = settings if isinstance(settings, type) else type(settings)
     if values is None:
         values = {f.name: getattr(settings, f.name) for f in dataclasses.fields(cls) if f.init}
     for path, problem in range_problems(cls, values):
-        raise InputError(f"{flag_of(cls, str(path[0]))} {problem}")
+        raise InputError(f"{setting_label(str(path[0]), cls)} {problem}")
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -288,7 +347,7 @@ class Settings:
         >>> Train(lr=-1.0)
         Traceback (most recent call last):
         ...
-        hf_posbias.errors.InputError: --lr must be > 0, got -1.0
+        hf_posbias.errors.InputError: lr must be > 0, got -1.0
     """
 
     def __post_init__(self) -> None:
@@ -342,6 +401,40 @@ def _default_of(f: dataclasses.Field) -> Any:
     return dataclasses.MISSING
 
 
+def default_note(f: dataclasses.Field, *, optional: bool = False) -> str:
+    """What ``--help`` appends to a setting's help: its default, once, from the setting
+    (`` (default: 100)``; a list's items joined by spaces; an unset default, ``None``, as the
+    field's ``unset=`` says what it does, else nothing). A help text names no default itself.
+    An ``optional`` number with a default of its own, whose flag takes ``none``
+    (:func:`~hf_posbias.setting_values.type_parts`), says what ``none`` does.
+
+    Example:
+        >>> from dataclasses import dataclass, fields
+        >>> @dataclass
+        ... class K:
+        ...     seed: int = setting("seed", default=0)
+        ...     device: str | None = setting("torch device", default=None, unset="a GPU, else cpu")
+        ...     configs: list[str] = setting("configs", default_factory=lambda: ["a", "b"])
+        ...     bootstrap: int | None = setting("resamples", default=1000, unset="no intervals")
+        >>> [default_note(f) for f in fields(K)[:3]]
+        [' (default: 0)', ' (default: a GPU, else cpu)', ' (default: a b)']
+        >>> default_note(fields(K)[3], optional=True)
+        ' (default: 1000; none: no intervals)'
+    """
+    meta = f.metadata.get(_META, {})
+    default = _default_of(f)
+    unset = meta.get("unset")
+    if not meta.get("show_default", True) or default is dataclasses.MISSING:
+        return ""
+    if default is None:
+        return f" (default: {unset})" if unset else ""
+    if default is False or (isinstance(default, list | tuple) and not default):
+        return ""
+    shown = " ".join(map(str, default)) if isinstance(default, list | tuple) else default
+    turned_off = f"; none: {unset}" if optional and unset else ""
+    return f" (default: {shown}{turned_off})"
+
+
 def add_settings_arguments(
     parser: argparse.ArgumentParser | argparse._ArgumentGroup,
     cls: type,
@@ -366,7 +459,7 @@ def add_settings_arguments(
         help_text = meta.get("help", f.metadata.get("help", ""))
         default = _default_of(f)
         required = default is dataclasses.MISSING
-        base, _ = unwrap_optional(tp)
+        base, optional = unwrap_optional(tp)
         kwargs: dict[str, Any] = {"dest": f.name}
         if base is bool:
             kwargs["action"] = argparse.BooleanOptionalAction
@@ -391,15 +484,14 @@ def add_settings_arguments(
                 kwargs["action"] = "store"
             if not required:
                 kwargs["default"] = default
+        flag = meta.get("flag") or flag_name(f.name)
         if meta.get("metavar"):
             kwargs["metavar"] = meta["metavar"]
-        elif "choices" in kwargs and len(kwargs["choices"]) > 8:
-            kwargs["metavar"] = f.name.upper()
-        show = meta.get("show_default", True)
-        appended = ""
-        if show and not required and default not in (None, False, (), []) and base is not bool:
-            shown = " ".join(map(str, default)) if isinstance(default, list | tuple) else default
-            appended = f" (default: {shown})"
+        elif not meta.get("positional") and ("choices" not in kwargs or len(kwargs["choices"]) > 8):
+            # Named after the flag, not the field (``--n-resamples N_RESAMPLES``, never the
+            # field's ``RESAMPLES``); a short list of choices is shown as argparse's {a,b}.
+            kwargs["metavar"] = flag.removeprefix("--").replace("-", "_").upper()
+        appended = "" if required or base is bool else default_note(f, optional=optional)
         help_text = f"{help_text}{appended}"
         kwargs["help"] = help_text.replace("%", "%%") if help_text else None
         if meta.get("positional"):
@@ -410,7 +502,6 @@ def add_settings_arguments(
             action.posbias_default_note = appended  # type: ignore[attr-defined]
             action.posbias_range = meta.get("range")  # type: ignore[attr-defined]
             continue
-        flag = meta.get("flag") or flag_name(f.name)
         action = parser.add_argument(flag, required=required, **kwargs)
         # The range the field declares (a test walks every numeric flag with it).
         action.posbias_range = meta.get("range")  # type: ignore[attr-defined]
@@ -517,7 +608,8 @@ def settings_from_args(cls: type[S], namespace: argparse.Namespace, **overrides:
             if isinstance(value, list) and f.name in _tuple_fields(cls):
                 value = tuple(value)
             values[f.name] = value
-    return cls(**values)
+    with naming_flags():  # the values came as flags: a mistake names the flag
+        return cls(**values)
 
 
 def _tuple_fields(cls: type) -> set[str]:
@@ -692,8 +784,9 @@ def launch_main(
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
-        settings = parse_settings_args(settings_cls, argv, prog=prog, description=description)
-        result = run(settings)
+        with naming_flags():
+            settings = parse_settings_args(settings_cls, argv, prog=prog, description=description)
+            result = run(settings)
     except PosbiasError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -21,9 +21,8 @@ SHARED_HELPS: dict[str, str] = {
     "cross-encoder, prompt windows for a listwise reranker, requests per call to an LLM endpoint",
     "n_resamples": "resamples of the paired bootstrap or randomization test",
     "api_key_env": "environment variable holding the endpoint's API key",
-    "base_url": "OpenAI-compatible endpoint URL, e.g. http://127.0.0.1:8000/v1; unset = the "
-    "OpenAI API",
-    "hub_token": "Hub token; unset = HF_TOKEN or the stored login",
+    "base_url": "OpenAI-compatible endpoint URL, e.g. http://127.0.0.1:8000/v1",
+    "hub_token": "Hub token",
     "max_steps": "stop training after N optimisation steps",
     "epochs": "passes over the training set",
     "logging_steps": "log the losses every N steps",
@@ -36,8 +35,7 @@ SHARED_HELPS: dict[str, str] = {
     "trust_remote_code": "run the Python code a Hub model repository ships (gte-multilingual, "
     "jina, stella and the `paper` rerankers need it); off by default: only for repositories "
     "you trust",
-    "device": "torch device, e.g. cpu, cuda, cuda:1 or mps (unset: a GPU if one is visible, "
-    "else cpu)",
+    "device": "torch device, e.g. cpu, cuda, cuda:1 or mps",
     # The data and benchmark builders
     "corpus": "the corpus: demo (the packaged Wikipedia sample), a .jsonl/.json/.parquet file "
     "(id, title, text), a WikiExtractor folder, a datasets folder or hf:<dataset id>[:<config>]",
@@ -55,13 +53,11 @@ SHARED_HELPS: dict[str, str] = {
     "--tiny-size or --per-position), corpus unchanged",
     "per_position": "queries per position in the tiny variant",
     "anchor": "which point of the evidence span is bucketed",
-    "name": "task name written into task.json (unset: derived from the input)",
-    "split": "which split to read: the qrels split of a BEIR folder (unset: test; a project "
-    "folder: its own), a source's split, or SciFact's train | validation (validation = BEIR "
-    "test; all = both, where taken)",
+    "name": "task name written into task.json",
     "config": "training-set configuration: begin | middle | end | uniform (where the evidence "
-    "sits) or b:m:e proportions; posbias train also takes ips (the pool reweighted); data build "
-    "and sample take one or more (default: YHP26's four)",
+    "sits) or b:m:e proportions",
+    "split": "which split of the input to read: a BEIR folder's qrels split or a source's own "
+    "(SciFact's validation is BEIR's test; evidence-moving also takes all: both)",
     # Training
     "global_batch": "training examples per optimisation step over all processes (train: rows, "
     "each query's in-batch negatives, YHP26: 256; listwise: windows, Q26: 8); each of W "
@@ -70,17 +66,16 @@ SHARED_HELPS: dict[str, str] = {
     "preflight's choice (train: rows of the cached loss, GradCache, 32 on CPU; listwise: "
     "windows, the largest divisor of a process's share <= N, the rest gradient accumulation, "
     "one on CPU)",
-    "lr": "peak learning rate (train, unset: 4e-5 below 400M parameters, else 2e-5; Q26: 5e-6)",
+    "lr": "peak learning rate",
     "lambda": "λ of λ·L_Rank(-IPS) + L_LM (Q26: 0.1)",
     "pos_aug": "Pos-Aug on the fly: every window becomes n rotated permutations (n must divide "
-    "the window size); with --augmentation rand-aug, n random shuffles; unset = the data as it "
-    "is (e.g. already augmented)",
+    "the window size); with --augmentation rand-aug, n random shuffles",
     # Evaluation and the listwise experiments
     "passage_tokens": "passage length in model tokens (special tokens included): the passages a "
     "remedy (maxp, firstp, sump, chunk-mean) splits a document into, or the cut of each passage "
     "a listwise reranker reads (words for an endpoint; train with the value you test with)",
     "bootstrap": "bootstrap resamples of every percentile interval and paired test (queries "
-    "resampled within buckets; None in Python: no intervals)",
+    "resampled within buckets)",
     "remedies": "inference-time remedies run beside the plain model (none) on the same queries "
     "(posbias list remedies; a study adds rows `base +<remedy>` for each untrained base)",
     "plot": "also write the figure as PNG (evaluate: per-task position curves; remedies: PSI "
@@ -99,10 +94,9 @@ SHARED_HELPS: dict[str, str] = {
     "(cross-encoder:NAME; evaluate: also a *ForSequenceClassification model or an mteb registry "
     "reranker) or bm25 (the position-free control); evaluate: it reorders --model's top "
     "--rerank-k, the rest keep their first-stage order",
-    "identifiers": "passage identifiers in the prompt: letters [A]…[T] or numbers [1]…[20] "
-    "(convert, unset: detected per record)",
+    "identifiers": "passage identifiers in the prompt: letters [A]…[T] or numbers [1]…[20]",
     "window": "sliding-window size",
-    "positions": "comma-separated input slots tested (default 1..k)",
+    "positions": "comma-separated input slots tested",
     "calibrate": "slot calibration: each slot's identifier-logit prior from one content-free "
     "window is subtracted from the recorded scores (test: also OUT/calibrated/; remedies: a "
     "row); needs k <= --window",
@@ -116,3 +110,16 @@ SHARED_HELPS: dict[str, str] = {
 name declared with :func:`shared_setting` reads the same in every ``--help``
 (``scripts/cli_surface.py --helps`` lists the flags that still differ). What a verb writes into
 ``--out``, or which draws its ``--seed`` drives, is said by that verb's description."""
+
+SHARED_UNSET: dict[str, str] = {
+    "device": "a GPU if one is visible, else cpu",
+    "base_url": "the OpenAI API",
+    "hub_token": "HF_TOKEN or the stored login",
+    "name": "derived from the input",
+    "positions": "1..k",
+    "pos_aug": "the data as it is (e.g. already augmented)",
+}
+"""What leaving a shared setting unset does, where a verb leaves it unset (default ``None``):
+``--help`` shows it as the default (``hf_posbias.settings.default_note``), a verb that gives the
+setting a default shows that one instead. Where what unset means differs by verb, the verb's
+field declares its own ``unset=``."""

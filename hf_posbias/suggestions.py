@@ -5,7 +5,14 @@ tasks, remedies, configurations, spec keys, flags, verbs), so a typo gets the sa
 everywhere: :func:`suggest`'s text is the tail of the one-line error. Names are compared
 without case and without the ``-``/``_`` spelling.
 
+Names are ranked by how many slips separate them (:func:`edit_distance`: a letter added,
+dropped or changed, or two neighbouring letters swapped), the same length breaking a tie, so
+``modle`` is ``model`` (two letters swapped), not ``mode`` (one letter more); difflib's
+similarity finds the farther names worth naming (a suffix left out) and orders what is left.
+
 Example:
+    >>> suggest("modle", ["mode", "model", "models"])
+    " (did you mean 'model'?)"
     >>> suggest("uniforn", ["begin", "middle", "end", "uniform"])
     " (did you mean 'uniform'?)"
     >>> suggest("--tasks", ["--task", "--out", "--model"])
@@ -22,11 +29,61 @@ import difflib
 from collections.abc import Iterable
 
 CUTOFF = 0.6
-"""Similarity (difflib ratio, 0…1) a known name needs to be suggested."""
+"""Similarity (difflib ratio, 0…1) a known name needs to be suggested when more than
+:func:`slips_allowed` separate it from the name given."""
 
 
 def _key(name: str) -> str:
     return name.lower().replace("_", "-")
+
+
+def edit_distance(a: str, b: str) -> int:
+    """The slips that turn ``a`` into ``b``: letters added, dropped or changed, and two
+    neighbouring letters swapped, each one slip (Damerau's distance, the optimal-alignment form).
+
+    Example:
+        >>> edit_distance("modle", "model"), edit_distance("modle", "mode"), edit_distance("", "ab")
+        (1, 1, 2)
+    """
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, letter in enumerate(a, 1):
+        row = [i] + [0] * len(b)
+        for j, other in enumerate(b, 1):
+            row[j] = min(
+                previous[j] + 1,  # dropped
+                row[j - 1] + 1,  # added
+                previous[j - 1] + (letter != other),  # changed
+            )
+            if i > 1 and j > 1 and letter == b[j - 2] and a[i - 2] == other:
+                row[j] = min(row[j], previous2[j - 2] + 1)  # swapped
+        previous2, previous = previous, row
+    return previous[-1]
+
+
+def slips_allowed(name: str) -> int:
+    """How many slips a name of this length may carry and still be suggested on distance alone:
+    one per four characters, at least one (none for a name of one or two characters: every
+    short name is one slip from it)."""
+    return max(1, len(name) // 4) if len(name) > 2 else 0
+
+
+def _ranked(text: str, keys: list[str], n: int) -> list[str]:
+    """Up to ``n`` of ``keys`` close to ``text``, best first: the fewest slips, then the same
+    length, then difflib's similarity."""
+    limit = slips_allowed(text)
+    close = set(difflib.get_close_matches(text, keys, n=max(n, 10), cutoff=CUTOFF))
+    slips = {}
+    for key in keys:
+        if key in close or abs(len(key) - len(text)) <= limit:
+            slips[key] = edit_distance(text, key)
+    found = [key for key, d in slips.items() if key in close or d <= limit]
+
+    def rank(key: str) -> tuple[int, int, float]:
+        similarity = difflib.SequenceMatcher(None, text, key).ratio()
+        return slips[key], abs(len(key) - len(text)), -similarity
+
+    return sorted(found, key=rank)[:n]
 
 
 def closest_names(name: str, known: Iterable[str], n: int = 1) -> list[str]:
@@ -48,13 +105,13 @@ def closest_names(name: str, known: Iterable[str], n: int = 1) -> list[str]:
     for candidate in known:
         by_key.setdefault(_key(str(candidate)), str(candidate))
     text = _key(str(name))
-    hits = [by_key[h] for h in difflib.get_close_matches(text, list(by_key), n=n, cutoff=CUTOFF)]
+    hits = [by_key[h] for h in _ranked(text, list(by_key), n)]
     if not hits and "/" in text:
         tails: dict[str, str] = {}
         for key, candidate in by_key.items():
             tails.setdefault(key.rsplit("/", 1)[-1], candidate)
         tail = text.rsplit("/", 1)[-1]
-        hits = [tails[h] for h in difflib.get_close_matches(tail, list(tails), n=n, cutoff=CUTOFF)]
+        hits = [tails[h] for h in _ranked(tail, list(tails), n)]
     return [hit for hit in hits if hit != name]
 
 

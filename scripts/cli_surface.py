@@ -13,6 +13,13 @@ writes (a former spelling kept as an alias).
     python scripts/cli_surface.py --hidden # and every command and flag spelling --help hides
     python scripts/cli_surface.py --helps  # and every flag with more than one help text
                                            # ((default: …) folded: another default, same meaning)
+    python scripts/cli_surface.py --problems  # and every help that contradicts itself
+                                              # (help_problems)
+
+The counts also hold what ``--help`` says wrong (:func:`help_problems`): ``two_defaults`` (a flag
+whose help names its default twice, or a default other than the setting's), ``foreign_metavars``
+(a metavar that names another flag) and ``undescribed`` (a command whose help has no
+description).
 """
 
 from __future__ import annotations
@@ -115,6 +122,68 @@ def hidden(parser: argparse.ArgumentParser) -> dict[str, list[str]]:
     }
 
 
+DEFAULT_PHRASE = re.compile(r"\(default\b|\bdefault[:=]|[;,] default\b|\bunset\b")
+"""How a help text names a default: ``(default: x)``, ``default: x``, ``; default x``,
+``unset = x``, ``(unset: x)`` (a choice named ``default`` is none of these)."""
+
+
+def flag_actions(parser: argparse.ArgumentParser) -> list[tuple[Command, argparse.Action]]:
+    """Every flag of every command (each source's, for a verb that takes one), ``--help``
+    left out."""
+    return [
+        (command, action)
+        for command in walk_commands(parser)
+        for sub in command.flag_parsers
+        for action in sub._actions
+        if action.option_strings and not isinstance(action, argparse._HelpAction)
+    ]
+
+
+def _metavar(action: argparse.Action) -> str | None:
+    """The word ``--help`` shows after a flag (``None``: none, or a list of choices)."""
+    if action.nargs == 0 or (action.choices is not None and action.metavar is None):
+        return None
+    metavar = action.metavar if action.metavar is not None else action.dest.upper()
+    return metavar if isinstance(metavar, str) else None
+
+
+def help_problems(parser: argparse.ArgumentParser) -> dict[str, list[str]]:
+    """What ``--help`` says wrong, walking every command: ``two_defaults`` (a help that names a
+    default twice: its text and the settings' appended note, or two phrases of its own; or a
+    default the text spells that the setting does not have), ``foreign_metavars`` (a metavar that
+    names a flag other than its own, as ``--per-position TINY_SIZE`` did) and ``undescribed``
+    (a command, or a source of one, whose help has no description)."""
+    actions = flag_actions(parser)
+    flag_words = {option[2:] for _, action in actions for option in action.option_strings}
+    found: dict[str, list[str]] = {"two_defaults": [], "foreign_metavars": [], "undescribed": []}
+    for command, action in actions:
+        flag = action.option_strings[0]
+        where = f"{command.name} {flag}"
+        text = " ".join((action.help or "").replace("%%", "%").split())
+        note = " ".join(getattr(action, "posbias_default_note", "").split())
+        own = text.removesuffix(note).strip() if note else text
+        phrases = len(DEFAULT_PHRASE.findall(own)) + bool(note)
+        shown = re.search(r"\(default:? ([^;)]*)", own)
+        contradicts = (
+            shown is not None
+            and not note
+            and action.default not in (None, False)
+            and str(action.default) not in shown[1]
+        )
+        if phrases > 1 or contradicts:
+            found["two_defaults"].append(f"{where}: {text}")
+        metavar = _metavar(action)
+        word = metavar.lower().replace("_", "-") if metavar else None
+        if word is not None and word != flag[2:] and (word in flag_words or word == action.dest):
+            found["foreign_metavars"].append(f"{where} {metavar}")
+    for command in walk_commands(parser):
+        subs = [("", command.parser), *((f" {s}", p) for s, p in command.sources.items())]
+        for source, sub in subs:
+            if not (sub.description or "").strip():
+                found["undescribed"].append(f"{command.name}{source}")
+    return found
+
+
 def surface(parser: argparse.ArgumentParser | None = None) -> dict[str, int]:
     """The counts: top-level verbs, leaf commands, flag slots, distinct flag names, the flags
     whose help text differs between the visible leaves, and what runs though ``--help`` hides
@@ -122,6 +191,7 @@ def surface(parser: argparse.ArgumentParser | None = None) -> dict[str, int]:
     parser = parser or build_parser()
     found = leaves(parser)
     unlisted = hidden(parser)
+    wrong = help_problems(parser)
     return {
         "runnable": len(walk_commands(parser)),
         "hidden": len(unlisted["commands"]),
@@ -135,6 +205,7 @@ def surface(parser: argparse.ArgumentParser | None = None) -> dict[str, int]:
         "flags_with_several_meanings": sum(
             len(t) > 1 for t in flag_helps(parser, fold_defaults=True).values()
         ),
+        **{name: len(items) for name, items in wrong.items()},
     }
 
 
@@ -155,6 +226,10 @@ def main(argv: list[str] | None = None) -> int:
             if len(texts) > 1:
                 print(f"{flag} ({len(texts)}):")
                 print("".join(f"    {text}\n" for text in sorted(texts)), end="")
+    if "--problems" in args:
+        for kind, items in help_problems(parser).items():
+            print(f"{kind}: {len(items)}")
+            print("".join(f"    {item}\n" for item in items), end="")
     return 0
 
 

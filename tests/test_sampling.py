@@ -183,10 +183,10 @@ def test_the_papers_four_and_every_spelling_of_a_configuration() -> None:
 @pytest.mark.parametrize(
     ("budget", "min_cell", "message"),
     [
-        (0, 1, "--budget must be >= 1, got 0"),
-        (2.5, 1, "--budget must be a whole number, got 2.5"),
-        (True, 1, "--budget must be a whole number, got True"),
-        (None, 0, "--min-cell must be >= 1, got 0"),
+        (0, 1, "budget must be >= 1, got 0"),
+        (2.5, 1, "budget must be a whole number, got 2.5"),
+        (True, 1, "budget must be a whole number, got True"),
+        (None, 0, "min_cell must be >= 1, got 0"),
     ],
 )
 def test_sampling_options_are_checked_before_any_pool_is_read(budget, min_cell, message) -> None:

@@ -60,7 +60,7 @@ def test_literal_and_callable_choices_are_enforced() -> None:
 def test_check_choices_reads_the_choices_a_field_declares() -> None:
     """One spelling of the choices: the parser's and the library's check read the same field."""
     check_choices(Example(model="m", task=[], out="o", level="b"), "level")  # a callable's
-    with pytest.raises(InputError, match="--level must be one of a, b, got 'c'"):
+    with pytest.raises(InputError, match="^level must be one of a, b, got 'c'"):
         check_choices(Example(model="m", task=[], out="o", level="c"), "level")
     with pytest.raises(TypeError, match="Example.model declares no choices"):
         check_choices(Example(model="m", task=[], out="o"), "model")
@@ -72,15 +72,15 @@ def test_the_library_refuses_a_choice_the_command_line_refuses() -> None:
     from hf_posbias.listwise.training.finetune_settings import TransitionsSettings
     from hf_posbias.pipeline.stage_settings import GeneratorSettings
 
-    with pytest.raises(InputError, match="--method must be one of bootstrap, "):
+    with pytest.raises(InputError, match="^method must be one of bootstrap, "):
         CompareSettings(run_a="a", run_b="b", method="wilcoxon")
-    with pytest.raises(InputError, match="--method must be one of bootstrap, "):
+    with pytest.raises(InputError, match="^method must be one of bootstrap, "):
         ShuffleTableSettings(runs=["a"], out="o", method="wilcoxon")
-    with pytest.raises(InputError, match="--augmentation must be one of pos-aug, rand-aug, none"):
+    with pytest.raises(InputError, match="^augmentation must be one of pos-aug, rand-aug, none"):
         TransitionsSettings(data="d", out="o", augmentation="mixup")
-    with pytest.raises(InputError, match="--generator must be one of ict, "):
+    with pytest.raises(InputError, match="^generator must be one of ict, "):
         GeneratorSettings(generator="gpt")
-    with pytest.raises(InputError, match="--remedies must be one of maxp, "):
+    with pytest.raises(InputError, match="^remedies must be one of maxp, "):
         RemediesSettings(model="m", task=("t",), out="o", remedies=("maxp", "meanp"))
 
 
@@ -117,7 +117,13 @@ def test_an_error_names_the_flag_help_shows_not_a_former_spelling():
     # --per-position) is refused under the spelling --help shows, not the hidden former one.
     from hf_posbias.construction.recipe_settings import BenchmarkBuildSettings
 
+    flags = ["--corpus", "demo", "--out", "t"]
     with pytest.raises(InputError, match=r"^--min-passage-words \(2000\) is above --max-words"):
+        parse_settings_args(BenchmarkBuildSettings, [*flags, "--min-passage-words", "2000"])
+    # A Python caller reads the keyword it passed.
+    with pytest.raises(InputError, match=r"^min_words \(2000\) is above max_words"):
         BenchmarkBuildSettings(corpus="demo", out="t", min_words=2000)
     with pytest.raises(InputError, match=r"^--per-position must be >= 1, got 0$"):
-        BenchmarkBuildSettings(corpus="demo", out="t", tiny_size=0)
+        parse_settings_args(
+            BenchmarkBuildSettings, ["--corpus", "demo", "--out", "t", "--per-position", "0"]
+        )

@@ -8,7 +8,7 @@ Example:
     >>> SegmentProfileSettings(corpus="demo", out="o", n=1)
     Traceback (most recent call last):
     ...
-    hf_posbias.errors.InputError: --n must be >= 2, got 1
+    hf_posbias.errors.InputError: n must be >= 2, got 1
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from hf_posbias.errors import InputError
 from hf_posbias.evaluation.runs.remedies import RemedySettings
 from hf_posbias.modeling.resolve import ModelSettings
 from hf_posbias.setting_values import at_least
-from hf_posbias.settings import ProgressSettings, Settings, flag_name, setting, shared_setting
+from hf_posbias.settings import ProgressSettings, Settings, setting, setting_label, shared_setting
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 
@@ -32,7 +32,7 @@ class AnalysisOptions(ProgressSettings):
     n: int = setting("positions p1…pn", default=10, range=at_least(2))
     # Not --limit (the data verbs' "read at most N records"): a seeded sample.
     sample_size: int = setting("pairs/documents sampled (0 = all)", default=200, range=at_least(0))
-    seed: int = shared_setting("seed", default=42)
+    seed: int = shared_setting("seed")
     out: str = shared_setting("out")
     device: str = shared_setting("device", default="cpu")
     max_seq_length: int | None = setting(
@@ -71,7 +71,7 @@ class DocumentSource(Settings):
 
 def _require(settings: Settings, name: str) -> None:
     if not getattr(settings, name):
-        raise InputError(f"{flag_name(name)} is required")
+        raise InputError(f"{setting_label(name)} is required")
 
 
 @dataclass(kw_only=True)
@@ -120,4 +120,4 @@ class PoolingSettings(PairSource, DocumentSource, AnalysisOptions):
     def __post_init__(self) -> None:
         super().__post_init__()
         if not self.pairs and not self.corpus:
-            raise InputError(f"give {flag_name('pairs')}, {flag_name('corpus')} or both")
+            raise InputError(f"give {setting_label('pairs')}, {setting_label('corpus')} or both")

@@ -637,14 +637,33 @@ def _reason(err: InputError) -> str:
     return "invalid_pair"
 
 
+JSONL_PAIR_FIELDS = "query, document, and evidence or evidence_start + evidence_end"
+"""The fields of a user pair (:func:`load_jsonl_pairs`), as an error names them."""
+_FIELD_SKIPS = frozenset({"missing_document", "missing_query", "missing_evidence"})
+
+
+def columns_error(source: str | Path, needed: str, found: Iterable[str]) -> InputError:
+    """The one line of a pair source whose rows lack the fields a pair needs: which it needs and
+    which it has.
+
+    Example:
+        >>> print(columns_error("p.jsonl", "query, positive", ["a", "b"]))
+        p.jsonl: its rows lack the fields of a pair (query, positive); found: a, b
+    """
+    have = ", ".join(sorted(set(found))) or "none"
+    return InputError(f"{source}: its rows lack the fields of a pair ({needed}); found: {have}")
+
+
 def load_jsonl_pairs(path: str | Path) -> tuple[list[EvidenceCase], PairLoadReport]:
     """User pairs, one JSON object a line: ``query``, ``document`` and either ``evidence`` (a text
     found in the document) or ``evidence_start``/``evidence_end`` (character offsets); ``id``
-    optional. Bad lines are skipped and counted, not fatal.
+    optional. Bad lines are skipped and counted, not fatal; a file none of whose lines has those
+    fields is one :func:`columns_error` (the fields it needs, those it has).
     """
     path = Path(path)
     report = PairLoadReport(str(path), "jsonl")
     cases: list[EvidenceCase] = []
+    fields: set[str] = set()
     with path.open(encoding="utf-8") as handle:
         for lineno, line in enumerate(handle, start=1):
             if not line.strip():
@@ -655,6 +674,7 @@ def load_jsonl_pairs(path: str | Path) -> tuple[list[EvidenceCase], PairLoadRepo
             except json.JSONDecodeError:
                 report.skip("malformed_json")
                 continue
+            fields.update(record if isinstance(record, dict) else ())
             if not isinstance(record, dict) or not isinstance(record.get("document"), str):
                 report.skip("missing_document")
                 continue
@@ -683,6 +703,8 @@ def load_jsonl_pairs(path: str | Path) -> tuple[list[EvidenceCase], PairLoadRepo
                 report.skip(_reason(err) if isinstance(err, InputError) else "invalid_pair")
                 continue
             cases.append(case)
+    if not cases and report.skipped and set(report.skipped) <= _FIELD_SKIPS:
+        raise columns_error(path, JSONL_PAIR_FIELDS, fields)
     report.kept = len(cases)
     return cases, report
 
@@ -751,9 +773,8 @@ def load_pairs(
     rows: list[dict[str, Any]] = []
     for file in files:
         table = read_parquet(file)
-        missing = {"query", "positive", "target_position"} - set(table.column_names)
-        if missing:
-            raise InputError(f"{file}: missing column(s) {sorted(missing)}")
+        if {"query", "positive", "target_position"} - set(table.column_names):
+            raise columns_error(file, "query, positive, target_position", table.column_names)
         rows.extend(table.to_pylist())
     return training_rows_to_pairs(rows, source=str(path))
 

@@ -24,8 +24,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hf_posbias.cli.common import VerbParser, list_verbs
-from hf_posbias.errors import DISK_ERRNOS, PosbiasError, disk_error_line
+from hf_posbias.errors import DISK_ERRNOS, PosbiasError, disk_error_line, first_line
 from hf_posbias.progress import LibraryNotices
+from hf_posbias.settings import naming_flags
 from hf_posbias.version import __version__
 
 # Order = order in `posbias --help`. A module that is missing (area not built yet) is skipped.
@@ -151,7 +152,14 @@ def with_stop_note(line: str, err: BaseException) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``posbias`` console script; returns the exit status."""
+    """Entry point of the ``posbias`` console script; returns the exit status. A setting's
+    mistake names its flag (:func:`hf_posbias.settings.naming_flags`), where a Python caller
+    of the same check reads its keyword."""
+    with naming_flags():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         # A broken plugin (hf_posbias.plugins) is found while the verbs and their choices are
         # built or listed: one line too.

@@ -49,18 +49,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             EvidenceMovingSettings,
             run_evidence_moving_cmd,
             "move the evidence to p1…pn, cosine per slot",
+            description="Place each claim's evidence sentence at slots p1…pn of its document "
+            "and measure, for every model, the cosine between the claim and each version "
+            "(YHP26 Tables 5/13). Writes evidence_moving.csv, evidence_moving_pairs.csv, "
+            ".md and .png into --out.",
         ),
         Verb(
             "segment-profile",
             SegmentProfileSettings,
             run_segment_profile_cmd,
             "cosine(document, segment i), query-free",
+            description="For every model, the cosine between each document's embedding and "
+            "the embedding of each of its equal segments, with no query (YHP26 Figs. 3/7): "
+            "which part of a document its vector holds. Writes segment_profile.csv, .md and "
+            ".png into --out.",
         ),
         Verb(
             "pooling",
             PoolingSettings,
             run_pooling_cmd,
             "one transformer with cls/mean/max/lasttoken pooling",
+            description="The pooling ablation: one transformer read with each pooling (cls, "
+            "mean, max, lasttoken), its evidence-moving curve and segment profile per pooling. "
+            "Writes pooling.csv, .md and the PNGs into --out.",
         ),
         Verb(
             "audit",

@@ -160,6 +160,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         PlotEvidenceSettings,
         _plot,
         help="histogram of relative evidence positions (PNG)",
+        description="Draw where the evidence of each query of a position task starts, relative "
+        "to its document's length, as one histogram PNG (--out), a curve per task.",
         output=OutputFolder(file=True),
     )
     list_verbs(subparsers.choices["benchmark"], verbs, [("expert", EXPERT_VERBS)])

@@ -16,6 +16,7 @@ from __future__ import annotations
 from hf_posbias.cli.common import Verb
 from hf_posbias.construction.recipe_settings import BenchmarkBuildSettings
 from hf_posbias.output_folders import OutputFolder
+from hf_posbias.tasks.benchmark_registry import RECIPE, RECIPE_HELP
 
 
 def _run(settings: BenchmarkBuildSettings) -> None:
@@ -35,10 +36,10 @@ def _run(settings: BenchmarkBuildSettings) -> None:
 
 
 FROM_CORPUS = Verb(
-    "from-corpus",
+    RECIPE,
     BenchmarkBuildSettings,
     _run,
-    "build a position benchmark from any corpus (Z25's FineWeb-PosQ recipe)",
+    RECIPE_HELP,
     description="Passages → summary → 256-word chunks → FAQ questions tagged begin/middle/"
     "end (Algorithm 1) → Stage 1 (rerankers, downsampling, 0-4 judge) → Stage 2 (false "
     "negatives) → task folder, tiny version and Hub dataset folder. Offline defaults are a "

@@ -117,6 +117,9 @@ VERBS: tuple[Verb, ...] = (
         CorpusStageSettings,
         _cmd_corpus,
         "read, bin and segment a corpus into WORK/corpus",
+        description="The first stage of `posbias data build` alone: read the corpus, keep "
+        "the documents of each length bin and split each into begin, middle and end segments, "
+        "as WORK/corpus/documents.parquet. The later stages read it from the same work folder.",
         output=IN_WORK,
     ),
     Verb(
@@ -124,6 +127,9 @@ VERBS: tuple[Verb, ...] = (
         GenerateSettings,
         _cmd_generate,
         "position-targeted queries into WORK/candidates",
+        description="The second stage of `posbias data build` alone: one query per document "
+        "and target position (begin, middle, end) from the chosen generator, as sharded "
+        "WORK/candidates; finished shards are kept on a rerun.",
         output=IN_WORK,
     ),
     Verb(
@@ -131,6 +137,9 @@ VERBS: tuple[Verb, ...] = (
         VerifySettings,
         _cmd_verify,
         "score candidates with a reranker panel",
+        description="The third stage of `posbias data build` alone: score every candidate "
+        "query against its document's segments with the reranker panel and keep those whose "
+        "consensus margin reaches δ, as WORK/verified; a rerun at another δ only re-filters.",
         output=IN_WORK,
     ),
     Verb(
@@ -138,6 +147,9 @@ VERBS: tuple[Verb, ...] = (
         SampleStageSettings,
         _cmd_sample,
         "controlled sampling of training sets",
+        description="The fourth stage of `posbias data build` alone: draw each training-set "
+        "configuration from the verified pool with the same budget per (length bin, "
+        "position) cell, as WORK/sampled.",
         output=IN_WORK,
     ),
     Verb(

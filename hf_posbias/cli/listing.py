@@ -2,7 +2,8 @@
 
 One verb, ``posbias list KIND``, one table per kind of extension point:
 
-    posbias list benchmarks  what `posbias benchmark build` takes, and the tasks each builds
+    posbias list benchmarks  what `posbias benchmark build` takes, the tasks each builds, and
+                             the recipe `posbias benchmark from-corpus`
     posbias list bases       the base models (`posbias train --model`, a study's bases)
     posbias list remedies    the remedies: bi-encoder (`--remedy`, a study's …) and listwise
     posbias list rerankers   the reranker kinds (`--reranker`), in the order they are tried
@@ -55,7 +56,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def benchmarks_table() -> MarkdownTable:
     """Every benchmark ``posbias benchmark build`` takes, the tasks it builds and where it
     comes from (:func:`hf_posbias.tasks.benchmark_registry.benchmark_listing`, also
-    ``pb.list_benchmarks()``)."""
+    ``pb.list_benchmarks()``); its last row is the recipe ``posbias benchmark from-corpus``,
+    which builds a benchmark of any corpus (a verb of its own, marked as such).
+
+    Example:
+        >>> print(benchmarks_table().to_markdown().splitlines()[-1])  # doctest: +ELLIPSIS
+        | from-corpus | — | built-in | recipe, `posbias benchmark from-corpus`: ...
+    """
     from hf_posbias.tasks.benchmark_registry import benchmark_listing
 
     return benchmark_listing().table()

@@ -59,7 +59,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             part="shard",
         ),
     )
-    overrides = run.add_argument_group("spec overrides (default: the spec file's value)")
+    overrides = run.add_argument_group(
+        "spec overrides (unset: the spec file's value; a default is what a spec that names none "
+        "gets)"
+    )
     add_settings_arguments(overrides, StudySpec)
     # An override is "given" only when not None: the spec file's value stands otherwise.
     run.set_defaults(**{f.name: None for f in dataclasses.fields(StudySpec)})
@@ -81,6 +84,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         study_status_cmd,
         help="every unit of a study folder: done / running / failed / waiting (failures with "
         "their last log line)",
+        description="Read a study folder's unit records and print each unit of work (a "
+        "training run, an evaluation, an analysis) with its state, a failed one with the last "
+        "line of its log; nothing is run or written.",
     )
 
 

@@ -13,7 +13,7 @@ Example:
     >>> BenchmarkBuildSettings(corpus="demo", out="t", chunk_words=2000)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    hf_posbias.errors.InputError: --chunk-words (2000) is larger than the passage range ...
+    hf_posbias.errors.InputError: chunk_words (2000) is larger than the passage range ...
 """
 
 from __future__ import annotations
@@ -24,7 +24,12 @@ from typing import Literal
 from hf_posbias.errors import InputError
 from hf_posbias.generation.prompt_files import check_prompt_files, prompt_file_setting
 from hf_posbias.setting_values import at_least, between
-from hf_posbias.settings import ProgressSettings, flag_name, flag_of, setting, shared_setting
+from hf_posbias.settings import (
+    ProgressSettings,
+    setting,
+    setting_label,
+    shared_setting,
+)
 
 OFFLINE_LLM = "smollm2-135m"
 OFFLINE_RERANKERS = "bm25,bi:all-MiniLM-L6-v2"
@@ -169,7 +174,7 @@ class BenchmarkBuildSettings(ProgressSettings):
         default="single",
         choices=("single", "two-tag"),
     )
-    seed: int = shared_setting("seed", default=42)
+    seed: int = shared_setting("seed")
     shard_size: int = setting(
         "work items per shard (the unit of resumption)", default=8, range=at_least(1)
     )
@@ -180,20 +185,20 @@ class BenchmarkBuildSettings(ProgressSettings):
         super().__post_init__()
         if self.min_words > self.max_words:
             raise InputError(
-                f"{flag_of(self, 'min_words')} ({self.min_words}) is above "
-                f"{flag_name('max_words')} ({self.max_words})"
+                f"{setting_label('min_words', self)} ({self.min_words}) is above "
+                f"{setting_label('max_words')} ({self.max_words})"
             )
         if self.chunk_words > self.max_words:
             raise InputError(
-                f"{flag_name('chunk_words')} ({self.chunk_words}) is larger than the passage "
-                f"range ({flag_name('max_words')} {self.max_words}): every passage would be "
+                f"{setting_label('chunk_words')} ({self.chunk_words}) is larger than the passage "
+                f"range ({setting_label('max_words')} {self.max_words}): every passage would be "
                 "one chunk tagged middle"
             )
         check_prompt_files(self, "summary", "faq", "judge")
         if self.fn_min_votes > len(self.judge_models):
             raise InputError(
-                f"{flag_name('fn_min_votes')} ({self.fn_min_votes}) is more than the "
-                f"{len(self.judge_models)} judge(s) of {flag_name('fn_judges')}"
+                f"{setting_label('fn_min_votes')} ({self.fn_min_votes}) is more than the "
+                f"{len(self.judge_models)} judge(s) of {setting_label('fn_judges')}"
             )
 
     @property
@@ -201,7 +206,7 @@ class BenchmarkBuildSettings(ProgressSettings):
         """The Stage 2 judges, in order."""
         models = [m.strip() for m in self.fn_judges.split(",") if m.strip()]
         if not models:
-            raise InputError(f"{flag_name('fn_judges')} names no judge")
+            raise InputError(f"{setting_label('fn_judges')} names no judge")
         return models
 
     @property

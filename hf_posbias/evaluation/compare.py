@@ -28,6 +28,7 @@ from typing import Any
 from hf_posbias.errors import InputError
 from hf_posbias.evaluation.runs.exports import per_bucket_from_table, read_per_query
 from hf_posbias.evaluation.summary import EvaluationSummary, read_summaries
+from hf_posbias.setting_values import DEFAULT_SEED
 from hf_posbias.statistics.uncertainty import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
@@ -102,7 +103,7 @@ def compare_per_query(
     method: Method = "bootstrap",
     n_resamples: int = DEFAULT_RESAMPLES,
     confidence: float = DEFAULT_CONFIDENCE,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
 ) -> PairedComparison:
     """Paired comparison (Δ = B − A) of two runs' per-query rows, bucket by bucket: the test
     behind ``posbias compare`` (per-query tables, buckets of evidence position) and
@@ -145,7 +146,7 @@ def compare_runs(
     method: Method = "bootstrap",
     n_resamples: int = DEFAULT_RESAMPLES,
     confidence: float = DEFAULT_CONFIDENCE,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
 ) -> list[RunComparison]:
     """Paired comparison of every task two run folders share (Δ = B − A).
 

@@ -13,11 +13,11 @@ Example:
     >>> EvaluateSettings(model="m", task=("t",), out="o", top_k=0)
     Traceback (most recent call last):
     ...
-    hf_posbias.errors.InputError: --top-k must be >= 10 to compute nDCG@10, got 0
+    hf_posbias.errors.InputError: top_k must be >= 10 to compute nDCG@10, got 0
     >>> EvaluateSettings(model="m", task=("t",), out="o", bootstrap=0)
     Traceback (most recent call last):
     ...
-    hf_posbias.errors.InputError: --bootstrap must be >= 1, got 0
+    hf_posbias.errors.InputError: bootstrap must be >= 1, got 0
 """
 
 from __future__ import annotations
@@ -37,17 +37,34 @@ from hf_posbias.settings import (
     check_choice,
     check_choices,
     check_ranges,
-    flag_name,
     setting,
+    setting_label,
     shared_setting,
 )
 from hf_posbias.statistics import PAIRED_TESTS
 
 
-def _scoring_schemes() -> tuple[str, ...]:
+def scoring_schemes() -> tuple[str, ...]:
+    """The per-position protocols ``--scoring`` takes (read when a parser is built)."""
     from hf_posbias.tasks.position_scoring import SCORING_SCHEMES
 
     return tuple(SCORING_SCHEMES)
+
+
+def scoring_setting() -> Any:
+    """The one declaration of ``--scoring``, for every verb that takes it (``evaluate``,
+    ``analyze audit``/``remedies``, ``study run``): the same choices, the same default.
+
+    Example:
+        >>> from dataclasses import dataclass
+        >>> from hf_posbias.settings import settings_parser
+        >>> @dataclass
+        ... class K:
+        ...     scoring: str = scoring_setting()
+        >>> settings_parser(K).parse_args([]).scoring, scoring_schemes()
+        ('default', ('default', 'zeng2025', 'posir'))
+    """
+    return shared_setting("scoring", default="default", choices=scoring_schemes)
 
 
 CORPUS_CHUNK_SIZE = 50_000
@@ -74,17 +91,9 @@ class EvaluationOptions(RemedySettings, ProgressSettings, ModelSettings):
         range=at_least(10, why="to compute nDCG@10"),
     )
     device: str | None = shared_setting("device", default=None)
-    scoring: str = shared_setting(
-        "scoring",
-        default="default",
-        choices=_scoring_schemes,
-    )
-    bootstrap: int | None = shared_setting(
-        "bootstrap",
-        default=1000,
-        metavar="N",
-    )
-    seed: int = shared_setting("seed", default=0)
+    scoring: str = scoring_setting()
+    bootstrap: int | None = shared_setting("bootstrap", default=1000, unset="no intervals")
+    seed: int = shared_setting("seed")
     exclude_truncated: bool = shared_setting(
         "exclude_truncated",
         default=False,
@@ -99,7 +108,7 @@ class EvaluationOptions(RemedySettings, ProgressSettings, ModelSettings):
     def __post_init__(self) -> None:
         super().__post_init__()
         self.task = tuple(self.task)
-        check_choice("scoring", self.scoring, _scoring_schemes())
+        check_choice("scoring", self.scoring, scoring_schemes())
         check_device(self.device)
 
     def evaluate_kwargs(self) -> dict[str, Any]:
@@ -137,14 +146,14 @@ def check_run_options(*, batch_size: int, top_k: int, scoring: str, bootstrap: i
         >>> check_run_options(batch_size=32, top_k=5, scoring="default", bootstrap=None)
         Traceback (most recent call last):
         ...
-        hf_posbias.errors.InputError: --top-k must be >= 10 to compute nDCG@10, got 5
+        hf_posbias.errors.InputError: top_k must be >= 10 to compute nDCG@10, got 5
     """
     b = bootstrap
     if b is not None and (isinstance(b, bool) or not isinstance(b, int)):
-        raise InputError(f"{flag_name('bootstrap')} must be a whole number, got {b!r}")
+        raise InputError(f"{setting_label('bootstrap')} must be a whole number, got {b!r}")
     values = {"batch_size": batch_size, "top_k": top_k, "bootstrap": bootstrap}
     check_ranges(EvaluationOptions, values)
-    check_choice("scoring", scoring, _scoring_schemes())
+    check_choice("scoring", scoring, scoring_schemes())
 
 
 @dataclass(kw_only=True)
@@ -184,11 +193,7 @@ class EvaluateSettings(EvaluationOptions, RerankerOptions):
     rerank_k: int = setting("candidates per query for the reranker", default=100, range=at_least(1))
     plot: bool = shared_setting("plot", default=False)
     batch_size: int = shared_setting("batch_size", default=32)
-    passage_tokens: int = shared_setting(
-        "passage_tokens",
-        default=128,
-        metavar="N",
-    )
+    passage_tokens: int = shared_setting("passage_tokens", default=128)
     push_results: str | None = setting(
         "after the run, send its scores on tasks read from their Hub benchmark repo to this "
         "model repo's .eval_results (a pull request unless you own the repo; OUT/hub-results "
@@ -202,7 +207,7 @@ class EvaluateSettings(EvaluationOptions, RerankerOptions):
         super().__post_init__()
         if self.reranker and self.first_stage:
             raise InputError(
-                f"{flag_name('reranker')} and {flag_name('first_stage')} exclude each other"
+                f"{setting_label('reranker')} and {setting_label('first_stage')} exclude each other"
             )
         if self.push_results:
             from hf_posbias.hub import check_repo_id
@@ -210,8 +215,8 @@ class EvaluateSettings(EvaluationOptions, RerankerOptions):
             check_repo_id(self.push_results)
             if self.scoring != "default":
                 raise InputError(
-                    f"{flag_name('push_results')}: the Hub board's task ids are scored under "
-                    f"{flag_name('scoring')} default, not {self.scoring}"
+                    f"{setting_label('push_results')}: the Hub board's task ids are scored under "
+                    f"{setting_label('scoring')} default, not {self.scoring}"
                 )
 
     def evaluate_kwargs(self) -> dict[str, Any]:
@@ -250,7 +255,7 @@ class CompareSettings(Settings):
     # The flags of every paired test (``listwise compare-tests`` too): --method, --n-resamples.
     method: str = shared_setting("method", default="bootstrap", choices=PAIRED_TESTS)
     resamples: int = shared_setting("n_resamples", default=1000, flag="--n-resamples")
-    seed: int = shared_setting("seed", default=0)
+    seed: int = shared_setting("seed")
     out: str | None = shared_setting("out", default=None)
 
     def __post_init__(self) -> None:
@@ -266,7 +271,7 @@ class TaskSampleSettings(Settings):
         >>> TaskSampleSettings(task="t", out="o", per_bucket=0)
         Traceback (most recent call last):
         ...
-        hf_posbias.errors.InputError: --per-bucket must be >= 1, got 0
+        hf_posbias.errors.InputError: per_bucket must be >= 1, got 0
     """
 
     task: str = setting("position task folder to sample")
@@ -274,7 +279,7 @@ class TaskSampleSettings(Settings):
     per_bucket: int = setting(
         "queries drawn from every bucket (all of a smaller bucket)", range=at_least(1)
     )
-    seed: int = shared_setting("seed", default=0)
+    seed: int = shared_setting("seed")
     name: str | None = shared_setting("name", default=None)
 
 

@@ -11,11 +11,11 @@ Example:
     >>> ExecutorSettings(executor="dask")
     Traceback (most recent call last):
     ...
-    hf_posbias.errors.InputError: --executor must be one of local, ray, slurm, got 'dask'
+    hf_posbias.errors.InputError: executor must be one of local, ray, slurm, got 'dask'
     >>> ExecutorSettings(retries=-1)
     Traceback (most recent call last):
     ...
-    hf_posbias.errors.InputError: --retries must be >= 0, got -1
+    hf_posbias.errors.InputError: retries must be >= 0, got -1
 """
 
 from __future__ import annotations

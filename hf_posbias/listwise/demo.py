@@ -72,7 +72,7 @@ class ListwiseDemoSettings(ProgressSettings):
     lr: float = shared_setting("lr", default=5e-5)
     lam: float = shared_setting("lambda", default=0.1, flag=LAMBDA_FLAG)
     passage_tokens: int = shared_setting("passage_tokens", default=48)
-    seed: int = shared_setting("seed", default=0)
+    seed: int = shared_setting("seed")
     n_resamples: int = shared_setting("n_resamples", default=1000)
 
 

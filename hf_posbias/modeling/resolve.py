@@ -229,7 +229,7 @@ class ModelSettings(Settings):
         >>> ModelSettings(max_concurrency=0)
         Traceback (most recent call last):
         ...
-        hf_posbias.errors.InputError: --max-concurrency must be >= 1, got 0
+        hf_posbias.errors.InputError: max_concurrency must be >= 1, got 0
     """
 
     trust_remote_code: bool = shared_setting(

@@ -16,7 +16,7 @@ from hf_posbias.generation.backends import CHAT_BACKENDS
 from hf_posbias.rows.readers import read_json
 from hf_posbias.sampling.configs import PositionConfig
 from hf_posbias.setting_values import SHARED_RANGES, at_least, between
-from hf_posbias.settings import check_number, flag_name
+from hf_posbias.settings import check_number, flag_name, setting_label
 from hf_posbias.shards import (
     stage_fingerprint,
     stage_parameters,
@@ -88,12 +88,12 @@ def check_corpus_options(
         >>> check_corpus_options(None, 0, 0.0)
         Traceback (most recent call last):
         ...
-        hf_posbias.errors.InputError: --limit must be >= 1, got 0
+        hf_posbias.errors.InputError: limit must be >= 1, got 0
     """
     if limit is not None and (isinstance(limit, bool) or int(limit) != limit):
-        raise InputError(f"{flag_name('limit')} must be a whole number, got {limit!r}")
+        raise InputError(f"{setting_label('limit')} must be a whole number, got {limit!r}")
     if isinstance(holdout, bool) or not isinstance(holdout, int | float):
-        raise InputError(f"{flag_name('holdout')} must be a number, got {holdout!r}")
+        raise InputError(f"{setting_label('holdout')} must be a number, got {holdout!r}")
     check_number("limit", limit, SHARED_RANGES["limit"])
     check_number("holdout", holdout, HOLDOUT)
     return LengthBins.parse(bins)
@@ -172,7 +172,7 @@ def check_audit_options(per_stratum: int, backend: str, constrained: bool) -> No
         >>> check_audit_options(0, "openai", True)
         Traceback (most recent call last):
         ...
-        hf_posbias.errors.InputError: --audit-per-stratum must be >= 1, got 0
+        hf_posbias.errors.InputError: audit_per_stratum must be >= 1, got 0
     """
     check_number("audit_per_stratum", per_stratum, AUDIT_PER_STRATUM)
 

@@ -31,8 +31,8 @@ from hf_posbias.settings import (
     ProgressSettings,
     Settings,
     check_choices,
-    flag_name,
     setting,
+    setting_label,
     shared_setting,
 )
 from hf_posbias.verification.report import DEFAULT_DELTA, DELTA
@@ -56,7 +56,7 @@ class WorkSettings(Settings):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_folder_target(self.work, flag_name("work"))
+        check_folder_target(self.work, setting_label("work"))
 
 
 @dataclass(kw_only=True)
@@ -70,7 +70,7 @@ class OutSettings(Settings):
 class SeedSettings(Settings):
     """The one seed of generation, sampling and the audit's draw."""
 
-    seed: int = shared_setting("seed", default=42)
+    seed: int = shared_setting("seed")
 
 
 @dataclass(kw_only=True)
@@ -137,7 +137,7 @@ class GeneratorSettings(EndpointSettings, SeedSettings, ProgressSettings):
         check_choices(self, "generator")
         if self.generator != "ict" and not self.llm_model:
             raise InputError(
-                f"{flag_name('generator')} {self.generator} needs {flag_name('llm_model')}"
+                f"{setting_label('generator')} {self.generator} needs {setting_label('llm_model')}"
             )
         check_prompt_files(self, "stage1", "stage2")
 
@@ -245,12 +245,11 @@ class AuditSettings(EndpointSettings):
 class SampleSettings(SeedSettings):
     """Controlled sampling's options (checked once, here, for every configuration)."""
 
-    configs: tuple[str, ...] = shared_setting(
-        "config",
+    configs: tuple[str, ...] = setting(
+        "training-set configurations, one or more: begin | middle | end | uniform (where the "
+        "evidence sits) or b:m:e proportions",
         default=PAPER_CONFIG_NAMES,
         flag=CONFIG_FLAG,
-        metavar="CONFIG",
-        show_default=False,
     )
     budget: int | None = setting(
         "per (bin, position) budget (default: smallest cell)", default=None, range=CELL_ROWS

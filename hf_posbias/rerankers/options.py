@@ -19,7 +19,7 @@ from hf_posbias.errors import InputError
 from hf_posbias.generation.backends import EndpointSettings
 from hf_posbias.rerankers.window import DEFAULT_WINDOW
 from hf_posbias.setting_values import at_least
-from hf_posbias.settings import check_choice, flag_name, setting, shared_setting
+from hf_posbias.settings import check_choice, setting, setting_label, shared_setting
 
 MODES: tuple[str, ...] = ("first", "generate")
 """first: identifier logits of the first answer token; generate: the model writes a permutation."""
@@ -56,6 +56,6 @@ class RerankerOptions(EndpointSettings):
         check_device(self.device)
         if self.step is not None and self.step > self.window:
             raise InputError(
-                f"{flag_name('step')} must lie in 1..{flag_name('window')} ({self.window}), "
-                f"got {self.step}"
+                f"{setting_label('step')} must lie in 1..{setting_label('window')} "
+                f"({self.window}), got {self.step}"
             )

@@ -37,7 +37,7 @@ from hf_posbias.jsonable import JsonRecord
 from hf_posbias.positions import POSITIONS
 from hf_posbias.sampling.configs import PositionConfig
 from hf_posbias.setting_values import at_least
-from hf_posbias.settings import check_number, flag_name
+from hf_posbias.settings import check_number, setting_label
 
 TRAINING_COLUMNS: tuple[str, ...] = (
     "query",
@@ -109,7 +109,7 @@ def check_sampling_options(budget: Any = None, min_cell: Any = 1) -> None:
         >>> check_sampling_options(budget=0)
         Traceback (most recent call last):
         ...
-        hf_posbias.errors.InputError: --budget must be >= 1, got 0
+        hf_posbias.errors.InputError: budget must be >= 1, got 0
     """
     for name, value in (("budget", budget), ("min_cell", min_cell)):
         if value is None and name == "budget":
@@ -120,7 +120,7 @@ def check_sampling_options(budget: Any = None, min_cell: Any = 1) -> None:
             or not math.isfinite(value)
             or value != int(value)
         ):
-            raise InputError(f"{flag_name(name)} must be a whole number, got {value!r}")
+            raise InputError(f"{setting_label(name)} must be a whole number, got {value!r}")
         check_number(name, value, CELL_ROWS)
 
 

@@ -65,7 +65,7 @@ class DemoSettings(ProgressSettings):
         flag="--global-batch",
     )
     bootstrap: int = setting("resamples of intervals and paired tests", default=1000, cli=False)
-    seed: int = shared_setting("seed", default=42)
+    seed: int = shared_setting("seed")
     configs: Sequence[str] = setting("training configurations", default=DEMO_CONFIGS, cli=False)
 
 

@@ -74,7 +74,7 @@ class ReportOptions(Settings):
     spec's)."""
 
     bootstrap: int = shared_setting("bootstrap", default=1000)
-    seed: int = shared_setting("seed", default=0)
+    seed: int = shared_setting("seed")
     title: str = shared_setting("title", default="Position bias report")
 
 

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hf_posbias.errors import InputError, first_line
+from hf_posbias.evaluation.evaluation_settings import scoring_schemes, scoring_setting
 from hf_posbias.evaluation.runs.remedies import (
     PassageSettings,
     get_remedy,
@@ -63,7 +64,6 @@ from hf_posbias.settings import (
     value_problems,
 )
 from hf_posbias.shards import differences, other_run_error, write_text_atomic
-from hf_posbias.study.protocol import SCORINGS
 from hf_posbias.suggestions import suggest
 
 if TYPE_CHECKING:
@@ -143,7 +143,7 @@ class StudySpec(PassageSettings, ExecutorSettings):
     hub_org: str | None = setting(
         "push checkpoints and results under this Hub organisation", default=None
     )
-    seed: int = shared_setting("seed", default=42)
+    seed: int = shared_setting("seed")
     off_the_shelf: bool = setting(
         "also evaluate each base with its own settings (as published), next to the base with "
         "the checkpoints' settings",
@@ -164,11 +164,7 @@ class StudySpec(PassageSettings, ExecutorSettings):
         "and nothing trained: configs, data and training are not used)",
         default=True,
     )
-    scoring: str = shared_setting(
-        "scoring",
-        default="default",
-        choices=tuple(SCORINGS),
-    )
+    scoring: str = scoring_setting()
     analyses: list[str] = setting(
         "analyses run on every checkpoint and untrained base: reversal (mirror reversal, "
         "Table 12), evidence-moving (Tables 5/13), segment-profile (Figs. 3/7)",
@@ -463,8 +459,8 @@ def spec_problems(values: Mapping[str, Any]) -> list[tuple[KeyPath, str]]:
     if train and "data" not in bad and not given("data"):
         problems.append((("data",), "the study names no training data"))
     scoring = given("scoring")
-    if scoring is not None and scoring not in SCORINGS:
-        problems.append((("scoring",), _not_one_of(scoring, tuple(SCORINGS))))
+    if scoring is not None and scoring not in scoring_schemes():
+        problems.append((("scoring",), _not_one_of(scoring, scoring_schemes())))
     for index, analysis in enumerate(given("analyses") or ()):
         if analysis not in ANALYSES:
             problems.append((("analyses", index), _not_one_of(analysis, ANALYSES)))

@@ -320,15 +320,23 @@ class BenchmarkListing(list[BenchmarkRow]):
         return repr(self)
 
 
+RECIPE = "from-corpus"
+"""The recipe that builds a new position benchmark from any corpus (Z25's): a verb of its own,
+``posbias benchmark from-corpus``, not a source of ``posbias benchmark build``."""
+RECIPE_HELP = "build a position benchmark from any corpus (Z25's FineWeb-PosQ recipe)"
+
+
 def benchmark_listing() -> BenchmarkListing:
-    """Every registered benchmark, the tasks it builds and where it comes from: the rows of
-    ``posbias list benchmarks`` and ``pb.list_benchmarks()`` (a task name built twice is
-    refused first: :func:`benchmarks`)."""
+    """Every registered benchmark, the tasks it builds and where it comes from, then the recipe
+    (:data:`RECIPE`): the rows of ``posbias list benchmarks`` and ``pb.list_benchmarks()`` (a
+    task name built twice is refused first: :func:`benchmarks`)."""
     benchmarks()
-    return BenchmarkListing(
+    registered = [
         BenchmarkRow(name, tuple(c.name for c in entry.value.cards), entry.source, entry.value.help)
         for name, entry in BENCHMARK_REGISTRY.entries().items()
-    )
+    ]
+    recipe = f"recipe, `posbias benchmark {RECIPE}`: {RECIPE_HELP}"
+    return BenchmarkListing([*registered, BenchmarkRow(RECIPE, (), "built-in", recipe)])
 
 
 def cards() -> dict[str, TaskCard]:

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any, Self
 from hf_posbias.errors import InputError
 from hf_posbias.rows.arrow import TableRows, select_columns
 from hf_posbias.rows.readers import read_parquet, read_parquet_rows
+from hf_posbias.setting_values import DEFAULT_SEED
 from hf_posbias.shards import write_json, write_parquet
 
 if TYPE_CHECKING:
@@ -195,7 +196,9 @@ class PositionTaskData:
             problems[reason] = problems.get(reason, 0) + 1
         return problems
 
-    def sample_queries(self, per_bucket: int, seed: int = 0, name: str | None = None) -> Self:
+    def sample_queries(
+        self, per_bucket: int, seed: int = DEFAULT_SEED, name: str | None = None
+    ) -> Self:
         """A seeded sample of at most ``per_bucket`` queries from every bucket, every document
         kept (so a costly model scores a subset whose ranking problem is the full one's).
 

@@ -21,7 +21,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from hf_posbias.errors import InputError
 from hf_posbias.setting_values import above, at_least
-from hf_posbias.settings import Settings, check_choice, flag_name, setting, shared_setting
+from hf_posbias.settings import (
+    Settings,
+    check_choice,
+    setting,
+    setting_label,
+    shared_setting,
+)
 
 if TYPE_CHECKING:
     from hf_posbias.devices import DeviceInfo
@@ -72,7 +78,7 @@ class ComputeSettings(Settings):
         default=None,
         range=above(0),
     )
-    seed: int = shared_setting("seed", default=42)
+    seed: int = shared_setting("seed")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -122,7 +128,7 @@ class ComputeSettings(Settings):
         n = int(n_processes or world_size())
         if self.global_batch % n:
             raise InputError(
-                f"{flag_name('global_batch')} {self.global_batch} is not divisible by the {n} "
+                f"{setting_label('global_batch')} {self.global_batch} is not divisible by the {n} "
                 "processes: "
                 f"use a multiple of {n} (each process embeds global/{n} rows)"
             )
@@ -178,6 +184,6 @@ def _auto_or_positive_int(field_name: str, value: Any) -> str:
         return AUTO
     if not text.isdigit() or int(text) < 1:
         raise InputError(
-            f"{flag_name(field_name)} must be a positive integer or auto, got {value!r}"
+            f"{setting_label(field_name)} must be a positive integer or auto, got {value!r}"
         )
     return str(int(text))

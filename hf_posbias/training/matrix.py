@@ -48,8 +48,8 @@ from hf_posbias.setting_values import at_least
 from hf_posbias.settings import (
     Settings,
     add_settings_arguments,
-    flag_name,
     setting,
+    setting_label,
     settings_from_args,
 )
 
@@ -184,7 +184,7 @@ def select_shard(runs: Sequence[Run], shard: str | None) -> list[Run]:
         return list(runs)
     match = re.fullmatch(r"(\d+)/(\d+)", shard)
     if not match or not 0 <= int(match[1]) < int(match[2]):
-        raise InputError(f"{flag_name('shard')} must be i/n with 0 <= i < n, got {shard!r}")
+        raise InputError(f"{setting_label('shard')} must be i/n with 0 <= i < n, got {shard!r}")
     i, n = int(match[1]), int(match[2])
     return list(runs[i::n])
 
@@ -318,7 +318,7 @@ class LaunchSettings(Settings):
         >>> LaunchSettings(shard="4/4")
         Traceback (most recent call last):
         ...
-        hf_posbias.errors.InputError: --shard must be i/n with 0 <= i < n, got '4/4'
+        hf_posbias.errors.InputError: shard must be i/n with 0 <= i < n, got '4/4'
     """
 
     shard: str | None = setting("i/n: this node's share of the runs (0-based)", default=None)
@@ -333,10 +333,10 @@ class LaunchSettings(Settings):
         "accelerate processes per run (DDP)", default=None, range=at_least(1)
     )
     plan_for: str | None = setting(
-        f"dry run: plan for this GPU ({', '.join(KNOWN_GPUS)}, cpu); default: this machine's "
-        "device",
+        f"dry run: plan for this GPU ({', '.join(KNOWN_GPUS)}, cpu)",
         default=None,
-        metavar="DEVICE",
+        metavar="GPU",
+        unset="this machine's device",
     )
     throughput: str | None = setting(
         "seconds per step measured by benchmarks/train_throughput.py --json: a dry run's "

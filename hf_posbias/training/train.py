@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 from hf_posbias.errors import InputError, PosbiasError, first_line
 from hf_posbias.positions import POSITIONS
 from hf_posbias.sampling.configs import config_label
-from hf_posbias.settings import flag_name
+from hf_posbias.settings import setting_label
 from hf_posbias.training.card import TRAINING_INFO
 from hf_posbias.training.training_settings import TrainingSettings
 
@@ -154,12 +154,12 @@ def _available_configs(data: str) -> list[str]:
     local = Path(data).expanduser()
     if local.is_file():
         raise InputError(
-            f"{flag_name('data')} {data} is a file; it takes a training-set folder (the train/ "
+            f"{setting_label('data')} {data} is a file; it takes a training-set folder (the train/ "
             "folder of `posbias data build`, or `posbias data sample`'s output: one data/<config>/ "
             "per position configuration) or a Hub dataset repo id"
         )
     if not local.exists() and data.startswith((".", "/", "~")):
-        raise InputError(f"{flag_name('data')}: folder {data} does not exist")
+        raise InputError(f"{setting_label('data')}: folder {data} does not exist")
     if local.is_dir():
         # A repo folder's configs: its card's, else its data/<config>/ folders, else the one
         # `default` datasets makes of a plain folder (read without importing datasets).
@@ -349,8 +349,8 @@ def prepare_run(cfg: TrainingSettings) -> RunInputs:
     longest = min(max(truncation.longest, queries.longest), max_seq_length)
     if cfg.mini_batch_tokens is not None and cfg.mini_batch_tokens < longest:
         raise InputError(
-            f"{flag_name('mini_batch_tokens')} {cfg.mini_batch_tokens} is smaller than the longest "
-            f"training sequence ({longest} tokens): use at least {longest}"
+            f"{setting_label('mini_batch_tokens')} {cfg.mini_batch_tokens} is smaller than the "
+            f"longest training sequence ({longest} tokens): use at least {longest}"
         )
     attn = model_attn_implementation(
         config, compute.attn_implementation, requested=compute.attn_requested

@@ -54,12 +54,17 @@ class TrainingSettings(ComputeSettings, ProgressSettings):
     """
 
     model: str = setting("short name, checkpoint id or local folder")
-    config: str = shared_setting("config")
+    config: str = setting(
+        "training-set configuration: begin | middle | end | uniform (where the evidence sits), "
+        "b:m:e proportions or ips (the pool reweighted)"
+    )
     data: str = setting("training-set repo/folder (the pool for ips)")
     out: str = shared_setting("out")
     max_steps: int | None = shared_setting("max_steps", default=None)
     epochs: float = shared_setting("epochs", default=3.0)
-    lr: float | None = shared_setting("lr", default=None)
+    lr: float | None = shared_setting(
+        "lr", default=None, unset="4e-5 below 400M parameters, else 2e-5 (YHP26 App. D)"
+    )
     pooling: PoolingName | None = setting("override the model's pooling", default=None)
     max_length: int | None = setting(
         "max tokens per text; unset = the model's", default=None, range=at_least(1)

@@ -21,6 +21,7 @@ from hf_posbias.analysis.evidence_moving import (
     training_rows_to_pairs,
 )
 from hf_posbias.errors import InputError, PosbiasError
+from hf_posbias.shards import write_parquet
 
 SENTENCES = [
     f"Sentence {word} talks about topic number {i}."
@@ -250,6 +251,27 @@ def test_jsonl_pairs_count_bad_lines(tmp_path) -> None:
     assert load_jsonl_pairs(path)[1].summary_line().startswith(f"pairs from {path}")
 
 
+def test_a_pairs_file_with_other_columns_names_those_it_needs_and_has(tmp_path, capsys) -> None:
+    """Issue 52: rows without a pair's fields said "no pairs given" once every model found
+    nothing; the file is refused as it is read, naming the fields it needs and those it has."""
+    from hf_posbias.cli import main
+
+    path = tmp_path / "claims.jsonl"
+    rows = [{"claim": "treasure?", "text": " ".join(SENTENCES)}, {"claim": "t?", "label": 1}]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    with pytest.raises(InputError, match="found: claim, label, text$") as err:
+        load_pairs(path)
+    assert "(query, document, and evidence or evidence_start + evidence_end)" in str(err.value)
+    argv = ["analyze", "evidence-moving", "--pairs", str(path), "--model", "m"]
+    assert main([*argv, "--out", str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {path}: its rows lack the fields of a pair")
+    table = tmp_path / "rows.parquet"
+    write_parquet([{"query": "q", "doc": "d"}], table)
+    needed = r"\(query, positive, target_position\); found: doc, query$"
+    with pytest.raises(InputError, match=needed):
+        load_pairs(table)
+
+
 def test_training_rows_use_the_target_third_as_evidence() -> None:
     from hf_posbias.corpus.documents import segment_spans
 
@@ -343,7 +365,7 @@ def test_a_remedy_needs_a_dense_bi_encoder(tiny_sentence_transformer) -> None:
 
     endpoint = TextEmbedder("e", lambda texts, kind: np.ones((len(texts), 2)), kind="endpoint")
     with pytest.raises(
-        InputError, match="^--remedy needs a dense bi-encoder, not an endpoint model$"
+        InputError, match="^remedy needs a dense bi-encoder, not an endpoint model$"
     ):
         remedy_scorer(endpoint, RemedySettings(remedy="maxp"))
     assert remedy_scorer(endpoint, RemedySettings()) is None

@@ -23,6 +23,22 @@ def test_unknown_flag_suggests_the_verbs_closest_flag(capsys: pytest.CaptureFixt
     assert "(did you mean '--task'?)" in line
 
 
+@pytest.mark.parametrize(
+    ("argv", "hint"),
+    [
+        (["evaluate", "--modle", "bm25"], "--model"),  # two letters swapped, not --mode
+        (["train", "--modle", "x"], "--model"),
+        (["listwise", "test", "--modle", "x"], "--mode"),  # the verb typed has no --model
+        (["evaluate", "--seeds", "1"], "--seed"),
+    ],
+)
+def test_a_misspelt_flag_suggests_the_flag_of_that_verb_most_likely_meant(
+    capsys: pytest.CaptureFixture[str], argv: list[str], hint: str
+) -> None:
+    _, line = _error(capsys, argv)
+    assert f"(did you mean {hint!r}?)" in line
+
+
 def test_unknown_flag_after_positionals_shows_that_verbs_usage(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from hf_posbias.cli import JOBS, build_parser, main
+from hf_posbias.errors import InputError
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "cli_surface.py"
 
@@ -138,6 +139,8 @@ SEVERAL_FORMS = {
     "folders (table)",
     "--corpus": "the corpus a verb reads: the data verbs' and demo's sources, climate-fever's "
     "BEIR corpus.jsonl",
+    "--config": "the training-set configuration a verb reads or writes: one (the analyses), one "
+    "or the ips pool (train), one or more (data build and sample)",
 }
 """Flags whose one meaning ("what this verb reads or writes") takes forms that differ by verb:
 each verb's help names the forms it accepts (one shared text would list forms a verb refuses)."""
@@ -197,3 +200,126 @@ def test_the_meanings_measure_folds_only_the_appended_default() -> None:
     meanings = _surface_module().flag_helps(parser, fold_defaults=True)
     assert meanings["--n"] == {"how many"}
     assert len(meanings["--name"]) == 2
+
+
+def test_every_help_shows_one_default_a_metavar_of_its_own_flag_and_a_description() -> None:
+    """Issue 52: walking every command (each source of ``benchmark build`` too), no flag's help
+    names its default twice or a default the setting does not have (``--device … (unset: a
+    GPU …) (default: cpu)``), no metavar names another flag (``--per-position TINY_SIZE``), and
+    every command has a description (``analyze evidence-moving`` had none)."""
+    found = _surface_module().help_problems(build_parser())
+    assert found == {"two_defaults": [], "foreign_metavars": [], "undescribed": []}
+
+
+def test_the_help_check_finds_each_kind_of_mistake() -> None:
+    """The check above can fail: a parser with one mistake of each kind is caught."""
+    import argparse
+    from dataclasses import dataclass
+
+    from hf_posbias.cli.common import VerbParser, add_verb
+    from hf_posbias.settings import setting
+
+    @dataclass
+    class Wrong:
+        device: str = setting("device (unset: a GPU)", default="cpu")
+        split: str | None = setting("split (default: test)", default="train")
+        tiny_size: int = setting("queries", default=3, flag="--per-position")
+        seed: int = setting("seed", default=0, metavar="DEVICE")
+
+    parser = VerbParser(prog="posbias")
+    add_verb(parser.add_subparsers(), "wrong", Wrong, print, help="a verb")
+    found = _surface_module().help_problems(parser)
+    assert [line.split(":")[0] for line in found["two_defaults"]] == [
+        "posbias wrong --device",  # (unset: …) and the appended (default: cpu)
+        "posbias wrong --split",  # says test, is train
+    ]
+    # --per-position is named after its flag by the settings; DEVICE names --device.
+    assert found["foreign_metavars"] == ["posbias wrong --seed DEVICE"]
+    assert found["undescribed"] == ["posbias wrong"]
+    assert isinstance(parser, argparse.ArgumentParser)
+
+
+def test_a_default_is_shown_once_from_the_setting() -> None:
+    """``unset=`` says what ``None`` does, shown as the default only where the verb leaves the
+    setting unset; a verb's own default (``cpu``) is shown instead, never both; 0 is shown."""
+    helps = {
+        (c.name, a.option_strings[0]): " ".join(a.help.split())
+        for c, a in _surface_module().flag_actions(build_parser())
+        if a.help
+    }
+    assert helps[("posbias evaluate", "--device")].endswith(
+        "(default: a GPU if one is visible, else cpu)"
+    )
+    assert helps[("posbias analyze pooling", "--device")].endswith("mps (default: cpu)")
+    assert helps[("posbias train", "--lr")].endswith(
+        "(default: 4e-5 below 400M parameters, else 2e-5 (YHP26 App. D))"
+    )
+    assert helps[("posbias listwise train", "--lr")] == "peak learning rate (default: 5e-06)"
+    assert helps[("posbias evaluate", "--bootstrap")].endswith(
+        "(default: 1000; none: no intervals)"
+    )
+    assert helps[("posbias listwise convert", "--identifiers")].endswith(
+        "numbers [1]…[20] (default: detected per record)"
+    )
+    assert helps[("posbias evaluate", "--identifiers")].endswith("[1]…[20] (default: letters)")
+
+
+def test_one_seed_default_shown_by_every_verb_that_takes_it() -> None:
+    """--seed: 42 in every verb (YHP26 Table 10, the papers' study specs), in its help too
+    (``study run``'s flags override the spec file, whose seed is 42 unless it says another)."""
+    from hf_posbias.setting_values import DEFAULT_SEED
+
+    seeds = {
+        c.name: a
+        for c, a in _surface_module().flag_actions(build_parser())
+        if "--seed" in a.option_strings
+    }
+    assert len(seeds) > 20 and DEFAULT_SEED == 42
+    assert {a.default for name, a in seeds.items() if name != "posbias study run"} == {42}
+    assert all(a.help.endswith("(default: 42)") for a in seeds.values())
+
+
+def test_scoring_offers_the_same_choices_wherever_it_is_taken() -> None:
+    choices = {
+        c.name: tuple(a.choices)
+        for c, a in _surface_module().flag_actions(build_parser())
+        if "--scoring" in a.option_strings
+    }
+    assert {"posbias evaluate", "posbias study run"} <= set(choices)
+    assert set(choices.values()) == {("default", "zeng2025", "posir")}
+
+
+def test_bootstrap_none_turns_the_intervals_off() -> None:
+    from hf_posbias.evaluation.evaluation_settings import EvaluateSettings
+    from hf_posbias.settings import parse_settings_args
+
+    base = ["--model", "bm25", "--task", "t", "--out", "o"]
+    assert parse_settings_args(EvaluateSettings, [*base, "--bootstrap", "none"]).bootstrap is None
+    assert parse_settings_args(EvaluateSettings, [*base, "--bootstrap", "200"]).bootstrap == 200
+    with pytest.raises(InputError, match="^--bootstrap must be >= 1, got 0$"):
+        parse_settings_args(EvaluateSettings, [*base, "--bootstrap", "0"])
+    with pytest.raises(InputError, match="invalid int value: 'many'"):
+        parse_settings_args(EvaluateSettings, [*base, "--bootstrap", "many"])
+
+
+def test_a_check_names_the_keyword_to_python_and_the_flag_on_the_command_line(capsys) -> None:
+    """One mechanism (hf_posbias.settings.setting_label): the same range check says top_k to a
+    Python caller and --top-k on the command line."""
+    from hf_posbias.evaluation.evaluation_settings import EvaluateSettings, check_run_options
+
+    with pytest.raises(InputError, match="^top_k must be >= 10 to compute nDCG@10, got 5$"):
+        check_run_options(batch_size=32, top_k=5, scoring="default", bootstrap=None)
+    with pytest.raises(InputError, match="^scoring must be one of default, zeng2025, posir"):
+        EvaluateSettings(model="bm25", task=("t",), out="o", scoring="bm42")
+    assert main(["evaluate", "--model", "bm25", "--task", "t", "--out", "o", "--top-k", "5"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: --top-k must be >= 10 to compute nDCG@10, got 5"
+    )
+
+
+def test_list_benchmarks_shows_the_from_corpus_recipe(capsys) -> None:
+
+    assert main(["list", "benchmarks"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    recipe = [row for row in rows if row.startswith("| from-corpus |")]
+    assert len(recipe) == 1 and "recipe, `posbias benchmark from-corpus`" in recipe[0]

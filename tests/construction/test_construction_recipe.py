@@ -153,9 +153,9 @@ def test_faq_reply_parsing_drops_bad_items() -> None:
 def test_settings_refuse_bad_values_in_one_line() -> None:
     with pytest.raises(InputError, match="larger than the passage range"):
         BenchmarkBuildSettings(corpus="demo", out="o", chunk_words=1025)
-    with pytest.raises(InputError, match="--fn-min-votes \\(3\\) is more than the 2 judge"):
+    with pytest.raises(InputError, match="^fn_min_votes \\(3\\) is more than the 2 judge"):
         BenchmarkBuildSettings(corpus="demo", out="o", fn_judges="a,b", fn_min_votes=3)
-    with pytest.raises(InputError, match="--judge-min-score must be between 0 and 4"):
+    with pytest.raises(InputError, match="judge_min_score must be between 0 and 4"):
         BenchmarkBuildSettings(corpus="demo", out="o", judge_min_score=5)
     assert BenchmarkBuildSettings(corpus="demo", out="x/t/").hub_dir == "x/t-hub"
 

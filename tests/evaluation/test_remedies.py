@@ -134,7 +134,7 @@ def test_score_documents_is_what_the_mteb_search_ranks_by(base, task_folder, tmp
     [
         ({"passage_tokens": 2}, "leaves no room for text"),
         ({"passage_tokens": 100_000, "stride": 8}, "above the model's limit"),
-        ({"passage_tokens": 10, "stride": 9}, "--stride 9 is above the passage's 8 text tokens"),
+        ({"passage_tokens": 10, "stride": 9}, "stride 9 is above the passage's 8 text tokens"),
     ],
 )
 def test_passage_settings_the_model_cannot_take_are_one_line_before_encoding(base, kwargs, message):
@@ -145,9 +145,9 @@ def test_passage_settings_the_model_cannot_take_are_one_line_before_encoding(bas
 
 
 def test_model_free_checks_and_bm25():
-    with pytest.raises(InputError, match="--stride must be >= 1, got 0"):
+    with pytest.raises(InputError, match="^stride must be >= 1, got 0"):
         RemedySettings(remedy="maxp", stride=0)
-    with pytest.raises(InputError, match="at most --passage-tokens"):
+    with pytest.raises(InputError, match="^stride must be at most passage_tokens"):
         RemedySettings(remedy="sump", passage_tokens=16, stride=17)
     # Segment-balanced cuts no passages: the passage flags it does not read are not checked.
     assert RemedySettings(remedy="segment-balanced", passage_tokens=16, stride=17).segments == 4

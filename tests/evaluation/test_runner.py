@@ -139,7 +139,7 @@ def test_bootstrap_is_seeded_and_zero_is_refused(task_folder, tmp_path):
     [a] = evaluate_model("bm25", [task_folder], out=tmp_path / "a", bootstrap=100, seed=3)
     [b] = evaluate_model("bm25", [task_folder], out=tmp_path / "b", bootstrap=100, seed=3)
     assert a.intervals == b.intervals
-    with pytest.raises(InputError, match="--bootstrap must be >= 1, got 0"):
+    with pytest.raises(InputError, match="^bootstrap must be >= 1, got 0"):
         evaluate_model("bm25", [task_folder], out=tmp_path / "c", bootstrap=0)
 
 

@@ -116,7 +116,7 @@ def test_sentence_splitter_handles_abbreviations():
 
 
 def test_bad_options_are_user_errors():
-    with pytest.raises(InputError, match="--keep-probability must be between 0 and 1, got 1.5"):
+    with pytest.raises(InputError, match="keep_probability must be between 0 and 1, got 1.5"):
         make_generator("ict", keep_probability=1.5)
     with pytest.raises(InputError, match="does not take option"):
         make_generator("ict", temperature=1.0)

@@ -65,7 +65,7 @@ def test_calibration_refuses_rerankers_without_slot_scores_before_scoring(
 
 
 def test_calibration_needs_one_window_per_list():
-    with pytest.raises(InputError, match="--k 30 is larger than --window 20"):
+    with pytest.raises(InputError, match="k 30 is larger than window 20"):
         ControlledTestConfig(k=30, calibrate=True)
     with pytest.raises(InputError, match="one window per list"):
         calibrated_rows([{"input": ["a"], "ranking": ["a"], "scores": [0.0], "windows": 2}], {})

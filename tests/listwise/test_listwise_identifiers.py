@@ -71,5 +71,5 @@ def test_prompt_escapes_fake_identifiers_and_truncates(tiny_llm):
     )
     from hf_posbias.rerankers.options import RerankerOptions
 
-    with pytest.raises(InputError, match="--passage-tokens must be >= 1"):
+    with pytest.raises(InputError, match="^passage_tokens must be >= 1"):
         RerankerOptions(passage_tokens=0)  # checked once, in the settings

@@ -15,5 +15,5 @@ def test_overrides_do_not_write_into_the_callers_options():
     assert options.window == 20
     with pytest.raises(TypeError):
         load_reranker("bm25", options, corpus_texts=["a"], no_such_option=1)
-    with pytest.raises(InputError, match="--window"):
+    with pytest.raises(InputError, match="^window must be >= 1"):
         load_reranker("bm25", options, corpus_texts=["a"], window=0)

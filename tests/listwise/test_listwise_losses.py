@@ -249,7 +249,7 @@ def test_mean1_divides_every_ips_pair_weight_by_their_mean_over_the_training_pai
     assert got == pytest.approx(float(rank_loss(logits, ranks, paper)) / c, rel=1e-5)
     from hf_posbias.listwise.training.finetune_settings import ListwiseTrainingSettings
 
-    with pytest.raises(InputError, match="--ips-normalization must be one of paper, mean1"):
+    with pytest.raises(InputError, match="^ips_normalization must be one of paper, mean1"):
         ListwiseTrainingSettings(
             model="m", data="d", out="o", propensity="p.json", ips_normalization="sum1"
         )

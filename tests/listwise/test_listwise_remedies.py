@@ -102,9 +102,9 @@ def test_bm25_control_is_flat_under_every_remedy(beir_task, tmp_path):
 
 
 def test_bad_shuffle_counts_are_one_line_errors():
-    with pytest.raises(InputError, match="--shuffles takes integers >= 1"):
+    with pytest.raises(InputError, match="^shuffles takes integers >= 1"):
         ListwiseRemediesConfig(shuffles="0,2")
-    with pytest.raises(InputError, match="--shuffles takes comma-separated integers"):
+    with pytest.raises(InputError, match="^shuffles takes comma-separated integers"):
         ListwiseRemediesConfig(shuffles="a")
 
 

@@ -45,10 +45,10 @@ def test_a_remedy_curve_is_drawn_and_tabled_beside_the_plain_one(tiny_space):
 @pytest.mark.parametrize(
     ("numbers", "message"),
     [
-        ((2, 1, 4), "--passage-tokens 2 leaves no room for text"),
+        ((2, 1, 4), "passage_tokens 2 leaves no room for text"),
         ((100_000, 8, 4), "above the model's limit"),
-        ((16, 20, 4), "--stride must be at most --passage-tokens (16), got 20"),
-        ((16, 0, 4), "--stride must be >= 1, got 0"),
+        ((16, 20, 4), "stride must be at most passage_tokens (16), got 20"),
+        ((16, 0, 4), "stride must be >= 1, got 0"),
     ],
 )
 def test_bad_remedy_numbers_are_one_line_in_the_ui(tiny_space, numbers, message):

@@ -155,7 +155,7 @@ def test_evaluation_only_study_reports_table1_and_the_late_drop(zeng_spec, tmp_p
     [
         (
             {"scoring": "zeng2024"},
-            "scoring: must be one of pytrec_eval, zeng2025, default, posir, got 'zeng2024'",
+            "scoring: must be one of default, zeng2025, posir, got 'zeng2024'",
         ),
         ({"remedies": ["maxp"]}, "an evaluation-only study (train: false) has none"),
     ],

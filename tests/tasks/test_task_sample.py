@@ -16,7 +16,7 @@ def test_sample_is_seeded_stratified_and_keeps_the_corpus(shared_data, tmp_path,
     assert main([*argv, "--out", str(tmp_path / "b")]) == 0
     assert "6 of 12 queries (begin 2 of 4, middle 2 of 4, end 2 of 4)" in capsys.readouterr().out
     a, b = PositionTaskData.load(tmp_path / "a"), PositionTaskData.load(tmp_path / "b")
-    assert a.info.name == "WikiSentences-sample" and "seed 0" in a.info.description
+    assert a.info.name == "WikiSentences-sample" and "seed 42" in a.info.description
     assert [q["id"] for q in a.queries] == [q["id"] for q in b.queries]  # seeded
     assert a.bucket_counts() == {"begin": 2, "middle": 2, "end": 2}
     assert a.corpus == full.corpus

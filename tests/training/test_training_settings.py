@@ -99,7 +99,7 @@ def test_resolve_against_hardware_and_processes():
     assert single.training_arguments()["use_cpu"] is True
     with pytest.raises(InputError) as err:
         s.resolve(CPU, 3)
-    assert "--global-batch 256 is not divisible by the 3 processes" in str(err.value)
+    assert "global_batch 256 is not divisible by the 3 processes" in str(err.value)
     with pytest.raises(InputError, match="no bf16 support"):
         dataclasses.replace(s, precision="bf16").resolve(described_device("v100-32gb"), 1)
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hf_posbias.errors import InputError
-from hf_posbias.settings import ProgressSettings, flag_name, setting, shared_setting
+from hf_posbias.settings import ProgressSettings, setting, setting_label, shared_setting
 
 SortKey = Literal["mean", "harmonic_mean", "psi", "slope"]
 LOWER_IS_BETTER = {"psi"}
@@ -117,7 +117,7 @@ class LeaderboardSettings(ProgressSettings):
         >>> LeaderboardSettings(runs=["a"], out="o", alpha=2)
         Traceback (most recent call last):
         ...
-        hf_posbias.errors.InputError: --alpha must be > 0 and < 1, got 2
+        hf_posbias.errors.InputError: alpha must be > 0 and < 1, got 2
     """
 
     runs: list[str] = setting(
@@ -141,7 +141,7 @@ class LeaderboardSettings(ProgressSettings):
         default=1000,
         flag="--n-resamples",
     )
-    seed: int = shared_setting("seed", default=0)
+    seed: int = shared_setting("seed")
     title: str = shared_setting("title", default="Position-bias leaderboard")
     names: str | None = setting(
         'a models.json ({model id: {"name": …, "made_by": …}}) naming each row as the Space '
@@ -157,7 +157,7 @@ class LeaderboardSettings(ProgressSettings):
             for repo in (self.from_hub, *self.runs):
                 check_repo_id(repo)
         elif not self.runs:
-            raise InputError(f"give at least one run folder (or {flag_name('from_hub')} REPO)")
+            raise InputError(f"give at least one run folder (or {setting_label('from_hub')} REPO)")
 
 
 def rank_groups(tied_with_next: Sequence[bool]) -> list[int]:

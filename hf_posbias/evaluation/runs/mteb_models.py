@@ -36,7 +36,7 @@ from hf_posbias.modeling.loaders import (
     loaded_instance,
 )
 from hf_posbias.modeling.resolve import ModelSettings, check_model_path, model_identity
-from hf_posbias.settings import flag_name
+from hf_posbias.settings import setting_label
 
 if TYPE_CHECKING:
     from mteb.models.model_meta import ModelMeta
@@ -215,7 +215,7 @@ def _retriever(
 
     if loaded.source == "bm25":
         if remedy is not None and remedy.remedy != "none":
-            raise InputError(f"{flag_name('remedy')} needs a bi-encoder, not BM25")
+            raise InputError(f"{setting_label('remedy')} needs a bi-encoder, not BM25")
         bm25 = BM25Model()
         meta = bm25.mteb_model_meta
         return bm25, str(meta.name), str(meta.revision), None, bm25, "bm25"
@@ -265,7 +265,7 @@ def with_remedy(loaded: MtebModel, remedy: RemedySettings) -> MtebModel:
     """
     if loaded.kind != "bi-encoder" or loaded.encoder is None:
         raise InputError(
-            f"{flag_name('remedy')} needs a bi-encoder, not BM25 or a reranking pipeline"
+            f"{setting_label('remedy')} needs a bi-encoder, not BM25 or a reranking pipeline"
         )
     model, encoder, search = _remedied(loaded.sentence_transformer, loaded.encoder.model, remedy)
     name = remedy.remedy if remedy.remedy != "none" else None

@@ -55,7 +55,13 @@ from hf_posbias.evaluation.runs.search import CorpusSearch, SearchContext
 from hf_posbias.jsonable import JsonRecord
 from hf_posbias.plugins import NO_REMEDY, Registry, remedy_registry
 from hf_posbias.setting_values import at_least
-from hf_posbias.settings import Settings, check_choice, flag_name, setting, shared_setting
+from hf_posbias.settings import (
+    Settings,
+    check_choice,
+    setting,
+    setting_label,
+    shared_setting,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -93,7 +99,7 @@ def get_remedy(name: str) -> Remedy:
     remedy = REMEDY_REGISTRY.get(name)
     if remedy is None:
         known = ", ".join(remedy_names())
-        raise InputError(f"{flag_name('remedy')}: unknown remedy {name!r}; known: {known}")
+        raise InputError(f"{setting_label('remedy')}: unknown remedy {name!r}; known: {known}")
     return remedy
 
 
@@ -126,26 +132,20 @@ class PassageSettings(Settings):
         >>> PassageSettings(passage_tokens=64, stride=65)
         Traceback (most recent call last):
         ...
-        hf_posbias.errors.InputError: --stride must be at most --passage-tokens (64), got 65
+        hf_posbias.errors.InputError: stride must be at most passage_tokens (64), got 65
         >>> PassageSettings(passage_tokens=64, stride=32).remedy_settings("maxp").remedy
         'maxp'
     """
 
-    passage_tokens: int = shared_setting(
-        "passage_tokens",
-        default=128,
-        metavar="N",
-    )
+    passage_tokens: int = shared_setting("passage_tokens", default=128)
     stride: int = setting(
         "tokens between the starts of consecutive passages (at most --passage-tokens)",
         default=64,
-        metavar="S",
         range=at_least(1),
     )
     segments: int = setting(
         "equal segments of the document weighted equally (segment-balanced)",
         default=4,
-        metavar="K",
         range=at_least(1),
     )
 
@@ -159,7 +159,7 @@ class PassageSettings(Settings):
         super().__post_init__()
         if self.uses_passages and self.stride > self.passage_tokens:
             raise InputError(
-                f"{flag_name('stride')} must be at most {flag_name('passage_tokens')} "
+                f"{setting_label('stride')} must be at most {setting_label('passage_tokens')} "
                 f"({self.passage_tokens}), got {self.stride}"
             )
 
@@ -265,12 +265,12 @@ def require_bi_encoder(kind: str) -> None:
         >>> require_bi_encoder("sparse")
         Traceback (most recent call last):
         ...
-        hf_posbias.errors.InputError: --remedy needs a dense bi-encoder, not a sparse model
+        hf_posbias.errors.InputError: remedy needs a dense bi-encoder, not a sparse model
     """
     if kind != "bi-encoder":
         article = "an" if kind[:1] in ("a", "e", "i", "o", "u") else "a"
         raise InputError(
-            f"{flag_name('remedy')} needs a dense bi-encoder, not {article} {kind} model"
+            f"{setting_label('remedy')} needs a dense bi-encoder, not {article} {kind} model"
         )
 
 

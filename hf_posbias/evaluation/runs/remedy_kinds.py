@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from hf_posbias.errors import InputError
-from hf_posbias.settings import flag_name
+from hf_posbias.settings import setting_label
 
 if TYPE_CHECKING:
     import torch
@@ -153,19 +153,19 @@ def check_passages_fit(st_model: Any, settings: PassageOptions) -> None:
     n = settings.passage_tokens
     if n <= prefix:
         raise InputError(
-            f"{flag_name('passage_tokens')} {n} leaves no room for text after the model's "
+            f"{setting_label('passage_tokens')} {n} leaves no room for text after the model's "
             f"special tokens and prompt ({prefix} tokens); use more than {prefix}"
         )
     limit = int(st_model.max_seq_length)
     if n > limit:
         raise InputError(
-            f"{flag_name('passage_tokens')} {n} is above the model's limit of {limit} tokens"
+            f"{setting_label('passage_tokens')} {n} is above the model's limit of {limit} tokens"
         )
     content = n - prefix
     if settings.stride > content:
         raise InputError(
-            f"{flag_name('stride')} {settings.stride} is above the passage's {content} text "
-            f"tokens ({flag_name('passage_tokens')} {n} minus {prefix} special/prompt tokens): "
+            f"{setting_label('stride')} {settings.stride} is above the passage's {content} text "
+            f"tokens ({setting_label('passage_tokens')} {n} minus {prefix} special/prompt tokens): "
             "text would be skipped"
         )
 
@@ -282,10 +282,12 @@ def _mean_pooling_index(st_model: Any) -> int:
             if modes == ("mean",):
                 return i
             raise InputError(
-                f"{flag_name('remedy')} segment-balanced needs a mean-pooling model; this one "
+                f"{setting_label('remedy')} segment-balanced needs a mean-pooling model; this one "
                 f"pools with {'+'.join(modes)}"
             )
-    raise InputError(f"{flag_name('remedy')} segment-balanced needs a model with a Pooling module")
+    raise InputError(
+        f"{setting_label('remedy')} segment-balanced needs a model with a Pooling module"
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

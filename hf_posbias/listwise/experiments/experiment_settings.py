@@ -27,8 +27,8 @@ from hf_posbias.settings import (
     ProgressSettings,
     Settings,
     check_choices,
-    flag_name,
     setting,
+    setting_label,
     shared_setting,
 )
 from hf_posbias.statistics import PAIRED_TESTS
@@ -43,10 +43,12 @@ def parse_positions(spec: str | Sequence[int] | None, k: int) -> list[int]:
     """
     if spec is None or spec == "":
         return list(range(1, k + 1))
-    values = _integers(spec, flag_name("positions"))
+    values = _integers(spec, setting_label("positions"))
     bad = [p for p in values if not 1 <= p <= k]
     if bad or not values:
-        raise InputError(f"{flag_name('positions')} must lie in 1..{k} (k), got {bad or spec!r}")
+        raise InputError(
+            f"{setting_label('positions')} must lie in 1..{k} (k), got {bad or spec!r}"
+        )
     return sorted(set(values))
 
 
@@ -98,7 +100,7 @@ class ListSource(Settings):
         default=None,
         range=at_least(1),
     )
-    seed: int = shared_setting("seed", default=0)
+    seed: int = shared_setting("seed")
     first_stage: str | list[str] = shared_setting("first_stage", default=DEFAULT_FIRST_STAGE)
     rrf_k: int = setting(
         "k of the reciprocal rank fusion of several first stages", default=60, range=at_least(1)
@@ -159,8 +161,9 @@ class ControlledTestConfig(ListSettings, ResamplingSettings):
         self.positions = parse_positions(self.positions, self.k)  # None: every slot 1..k
         if self.calibrate and self.k > self.window:
             raise InputError(
-                f"{flag_name('calibrate')} reads each list's one window: "
-                f"{flag_name('k')} {self.k} is larger than {flag_name('window')} {self.window}"
+                f"{setting_label('calibrate')} reads each list's one window: "
+                f"{setting_label('k')} {self.k} is larger than "
+                f"{setting_label('window')} {self.window}"
             )
 
 
@@ -179,7 +182,8 @@ class ShuffleEvalConfig(ListSettings, PairedTestSettings):
         super().__post_init__()
         if self.aggregate == 1:
             raise InputError(
-                f"{flag_name('aggregate')} needs at least 2 shuffles (0: off), got {self.aggregate}"
+                f"{setting_label('aggregate')} needs at least 2 shuffles (0: off), got "
+                f"{self.aggregate}"
             )
 
 
@@ -226,7 +230,7 @@ class ListwiseRemediesConfig(ControlledTestConfig, PairedTestSettings):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self.shuffles = parse_counts(self.shuffles, flag_name("shuffles"))
+        self.shuffles = parse_counts(self.shuffles, setting_label("shuffles"))
 
     @property
     def checkpoint_paths(self) -> list[str]:
@@ -249,7 +253,9 @@ class TaskRunSettings(ProgressSettings):
     task: str = setting(
         "BEIR folder (corpus.jsonl, queries.jsonl, qrels/) or a project task folder"
     )
-    split: str | None = shared_setting("split", default=None)
+    split: str | None = shared_setting(
+        "split", default=None, unset="test; a project task folder: its own"
+    )
     out: str = shared_setting("out")
 
 
@@ -319,7 +325,7 @@ class ShuffleTableSettings(PairedTestSettings):
         choices=PAIRED_TESTS,
     )
     alpha: float = shared_setting("alpha", default=0.01)
-    seed: int = shared_setting("seed", default=0)
+    seed: int = shared_setting("seed")
 
 
 @dataclass(kw_only=True)
@@ -337,7 +343,9 @@ class ConvertSettings(Settings):
 
     data: str = setting("a .jsonl/.json file or a Hub dataset id")
     hf_split: str = setting("split of a Hub dataset", default="train")
-    identifiers: Literal["letters", "numbers"] | None = shared_setting("identifiers", default=None)
+    identifiers: Literal["letters", "numbers"] | None = shared_setting(
+        "identifiers", default=None, unset="detected per record"
+    )
     max_rows: int | None = setting(
         "convert only the first N records", default=None, range=at_least(1)
     )
@@ -361,7 +369,7 @@ class ListwiseCompareSettings(PairedTestSettings):
     run_b: str = setting("posbias listwise test folder B (e.g. the fine-tune)", positional=True)
     label_a: str = setting("name of run A in the table", default="A")
     label_b: str = setting("name of run B in the table", default="B")
-    seed: int = shared_setting("seed", default=0)
+    seed: int = shared_setting("seed")
     common_queries: bool = setting(
         "compare the queries both runs scored (counted), both curves recomputed on them",
         default=False,

@@ -43,6 +43,7 @@ from hf_posbias.settings import (
     check_choices,
     flag_name,
     setting,
+    setting_label,
     shared_setting,
 )
 from hf_posbias.trainer_base.compute import AUTO, ComputeSettings
@@ -166,12 +167,13 @@ class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
             n = self.pos_aug
             if self.augmentation == "none" and n is not None and n > 1:
                 raise InputError(
-                    f"{flag_name('augmentation')} none contradicts {flag_name('pos_aug')} {n}"
+                    f"{setting_label('augmentation')} none contradicts "
+                    f"{setting_label('pos_aug')} {n}"
                 )
             if self.augmentation != "none" and n is None:
                 raise InputError(
-                    f"{flag_name('augmentation')} {self.augmentation} needs "
-                    f"{flag_name('pos_aug')} n (copies per window)"
+                    f"{setting_label('augmentation')} {self.augmentation} needs "
+                    f"{setting_label('pos_aug')} n (copies per window)"
                 )
         if not self.lm_loss and self.lam == 0:
             raise InputError(
@@ -181,8 +183,8 @@ class ListwiseTrainingSettings(ComputeSettings, ProgressSettings):
             check_choices(self, "ips_normalization")
             if self.propensity_file is None:
                 raise InputError(
-                    f"{flag_name('ips_normalization')} scales IPS weights: give "
-                    f"{flag_name('propensity')} propensity.json (posbias listwise propensity)"
+                    f"{setting_label('ips_normalization')} scales IPS weights: give "
+                    f"{setting_label('propensity')} propensity.json (posbias listwise propensity)"
                 )
 
     @property
@@ -221,7 +223,7 @@ class AugmentSettings(Settings):
     data: str = setting("training-set folder, .parquet or .jsonl")
     groups: int = setting("number of groups n (divides k)", range=at_least(1))
     out: str = shared_setting("out")
-    seed: int = shared_setting("seed", default=0)
+    seed: int = shared_setting("seed")
 
 
 @dataclass(kw_only=True)
@@ -239,7 +241,7 @@ class TransitionsSettings(Settings):
     groups: int = setting(
         "Pos-Aug groups n (divides k) / RandAug copies", default=4, range=at_least(1)
     )
-    seed: int = shared_setting("seed", default=0)
+    seed: int = shared_setting("seed")
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -404,7 +404,7 @@ def sample_task_info(
     )
 
 
-BUCKETS_HELP = "bucket rule: thirds (default), posir20, or relative edges such as 0,0.2,0.5,1"
+BUCKETS_HELP = "bucket rule: thirds, posir20, or relative edges such as 0,0.2,0.5,1"
 
 
 @dataclass(kw_only=True)

@@ -207,7 +207,7 @@ class FineWebPosQSettings(BuilderOutput):
 
     input: str = setting("Hub id, Hub-layout folder or parquet/JSONL/JSON rows", default=HUB_ID)
     tiny: bool = shared_setting("tiny", default=False)
-    seed: int = shared_setting("seed", default=42)
+    seed: int = shared_setting("seed")
     per_position: int = shared_setting("per_position", default=1000)
     question_column: str = setting("question column", default="question")
     passage_column: str = setting("passage column", default="content")

@@ -205,7 +205,7 @@ class SquadPosQSettings(BuilderOutput):
         "Hub id, Hub-layout folder, parquet/JSONL rows or SQuAD JSON", default=HUB_ID
     )
     tiny: bool = shared_setting("tiny", default=False)
-    seed: int = shared_setting("seed", default=42)
+    seed: int = shared_setting("seed")
     tiny_size: int = setting("queries of the tiny sample", default=10_000, range=at_least(1))
     splits: list[str] = setting(
         "splits to merge, in order", default_factory=lambda: ["train", "validation"]
