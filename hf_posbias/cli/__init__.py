@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hf_posbias.cli.common import VerbParser, list_verbs
-from hf_posbias.errors import DISK_ERRNOS, PosbiasError, disk_error_line, first_line
+from hf_posbias.errors import DISK_ERRNOS, PosbiasError, disk_error_line
 from hf_posbias.progress import LibraryNotices
 from hf_posbias.settings import naming_flags
 from hf_posbias.version import __version__
