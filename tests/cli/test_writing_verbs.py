@@ -442,6 +442,7 @@ NOT_IN_THE_TABLE: dict[str, str] = {
     "posbias benchmark build beir": "the builders' one handler, as jsonl's",
     "posbias benchmark build msmarco": "the builders' one handler, as jsonl's",
     "posbias benchmark build trec-dl": "the builders' one handler, as jsonl's",
+    "posbias benchmark build heldout": "the builders' one handler, as jsonl's",
 }
 """Writing verbs without a row, and why (each claims its folder all the same: the next test)."""
 

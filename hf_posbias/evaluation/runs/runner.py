@@ -70,6 +70,7 @@ from hf_posbias.evaluation.runs.exports import (
 from hf_posbias.evaluation.runs.mteb_models import MtebModel, load_mteb_model
 from hf_posbias.evaluation.summary import EvaluationSummary, write_summary_json
 from hf_posbias.modeling.resolve import check_model_name
+from hf_posbias.setting_values import DEFAULT_SEED
 from hf_posbias.tasks.benchmark_registry import DEFAULT_TOP_K, SPLIT
 
 if TYPE_CHECKING:
@@ -85,8 +86,6 @@ logger = logging.getLogger(__name__)
 
 RESULTS_DIRNAME = "mteb-results"
 DEFAULT_BOOTSTRAP = 1000
-
-BOOTSTRAP_SEED = 0
 
 
 def scores_by_subset(task_result: Any, split: str = SPLIT) -> dict[str, dict[str, Any]]:
@@ -221,7 +220,7 @@ def summarize_task(
     *,
     out_dir: Path | None = None,
     bootstrap: int | None = DEFAULT_BOOTSTRAP,
-    seed: int = BOOTSTRAP_SEED,
+    seed: int = DEFAULT_SEED,
     evaluation_time_s: float = 0.0,
     results_dir: str | Path | None = None,
     truncation: TruncationCount | None = None,
@@ -438,7 +437,7 @@ def evaluate_model(
     top_k: int = DEFAULT_TOP_K,
     batch_size: int = 32,
     bootstrap: int | None = DEFAULT_BOOTSTRAP,
-    seed: int = BOOTSTRAP_SEED,
+    seed: int = DEFAULT_SEED,
     progress: bool = True,
     show_progress: bool = False,
     device: str | None = None,

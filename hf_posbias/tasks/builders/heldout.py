@@ -23,6 +23,7 @@ from typing import Any
 from hf_posbias.corpus.documents import load_documents
 from hf_posbias.corpus.sources import HELDOUT, built_documents
 from hf_posbias.errors import InputError
+from hf_posbias.setting_values import DEFAULT_SEED
 from hf_posbias.settings import flag_name, setting, shared_setting
 from hf_posbias.tasks.benchmark_registry import Benchmark
 from hf_posbias.tasks.builders.common import BuilderOutput, settings_build
@@ -31,7 +32,9 @@ from hf_posbias.tasks.taskdata import PositionTaskData
 DEFAULT_NAME = "Heldout-Evidence"
 
 
-def build_heldout(input: str | Path, name: str = DEFAULT_NAME, seed: int = 42) -> PositionTaskData:
+def build_heldout(
+    input: str | Path, name: str = DEFAULT_NAME, seed: int = DEFAULT_SEED
+) -> PositionTaskData:
     """The evidence-position task of a build's held-out documents (``input``: the build's
     ``--out`` folder or its work folder); one query per document, whose third rotates by a
     stable hash of the document id and ``seed``."""
@@ -87,8 +90,8 @@ class HeldoutSettings(BuilderOutput):
     """``posbias benchmark build heldout``."""
 
     input: str = setting("a posbias data build output folder (or its work folder)")
-    name: str = setting("the task's name", default=DEFAULT_NAME)
-    seed: int = shared_setting("seed", default=42)
+    name: str = shared_setting("name", default=DEFAULT_NAME)
+    seed: int = shared_setting("seed")
 
 
 BENCHMARK = Benchmark(
