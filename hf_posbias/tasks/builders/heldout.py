@@ -10,7 +10,7 @@ each query competes against all of them. ``posbias demo`` evaluates on this task
 Example:
     >>> from hf_posbias.tasks.builders.heldout import HeldoutSettings
     >>> HeldoutSettings(input="data", out="tasks/heldout").builder_kwargs()
-    {'name': 'Heldout-Evidence', 'seed': 42, 'input': 'data'}
+    {'input': 'data', 'name': 'Heldout-Evidence', 'seed': 42}
 """
 
 from __future__ import annotations
