@@ -381,6 +381,13 @@ def quiet_libraries(quiet: bool = True) -> Iterator[None]:
         # Turning a library's bars back on where its environment variable keeps them off
         # (HF_HUB_DISABLE_PROGRESS_BARS=1 in a log) is refused with a warning: the variable wins.
         warnings.filterwarnings("ignore", message="Cannot (enable|disable) progress bars")
+        # transformers' switch also flips huggingface_hub's global one, clearing the groups a
+        # caller turned off: the hub's states are put back as they were, exactly.
+        import huggingface_hub.utils.tqdm  # noqa: F401  (the module, not its tqdm class)
+
+        hub_tqdm = sys.modules["huggingface_hub.utils.tqdm"]
+
+        hub_states = dict(hub_tqdm.progress_bar_states)
         try:
             for is_on, turn_on, turn_off in _library_bars():
                 if is_on():
@@ -390,3 +397,5 @@ def quiet_libraries(quiet: bool = True) -> Iterator[None]:
         finally:
             for turn_on in turned_off:
                 turn_on()
+            hub_tqdm.progress_bar_states.clear()
+            hub_tqdm.progress_bar_states.update(hub_states)

@@ -109,7 +109,7 @@ def test_every_plugin_is_listed_with_its_distribution(example_plugins, capsys):
     rows = _listing(["list", "benchmarks"], capsys)
     assert rows[2].startswith("| squad-posq | SQuAD-PosQ, SQuAD-PosQ-tiny | built-in |")
     assert rows[-2].startswith(f"| sentences | Sentences-Evidence | {DIST} | a text file")
-    assert rows[-1].startswith("| from-corpus | — (your corpus's) | built-in | recipe, ")
+    assert rows[-1].startswith("| from-corpus | — | built-in | recipe, ")
 
     rows = _listing(["list", "remedies"], capsys)
     assert rows[2] == "| none | bi-encoder | — | built-in | the plain model |"

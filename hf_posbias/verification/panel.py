@@ -403,11 +403,11 @@ def check_delta(delta: Any, panel: RerankerPanel) -> float:
         ...
         hf_posbias.errors.InputError: delta 5 is above the largest margin panel bm25 (share) ...
     """
-    from hf_posbias.settings import check_number
+    from hf_posbias.settings import check_number, setting_label
     from hf_posbias.verification.report import DELTA
 
     if isinstance(delta, bool) or not isinstance(delta, int | float):
-        raise InputError(f"--delta must be a number, got {delta!r}")
+        raise InputError(f"{setting_label('delta')} must be a number, got {delta!r}")
     check_number("delta", delta, DELTA)
     ceiling = margin_ceiling(panel)
     if delta > ceiling:

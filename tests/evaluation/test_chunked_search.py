@@ -47,5 +47,5 @@ def test_chunked_search_gives_the_in_memory_top_k(task_folder, tiny_sentence_tra
 
 
 def test_a_chunk_size_below_one_is_one_line():
-    with pytest.raises(InputError, match="corpus-chunk-size"):
+    with pytest.raises(InputError, match="corpus_chunk_size must be >= 1"):
         EvaluateSettings(model="bm25", task=("t",), out="o", corpus_chunk_size=0)

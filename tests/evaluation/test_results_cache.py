@@ -90,26 +90,49 @@ def test_a_read_only_out_is_one_input_error(task_folder, tmp_path):
         out.chmod(0o755)
 
 
-def _library_bars_on() -> None:
-    from datasets.utils.tqdm import enable_progress_bars
+@pytest.fixture
+def library_bars_on():
+    """The libraries' bars on, as in a fresh notebook; afterwards each switch as it was (the
+    hub's group states exactly), so no later test of this worker draws a bar."""
+    import sys
+
+    import huggingface_hub.utils.tqdm  # noqa: F401  (the module, not its tqdm class)
+    from datasets.utils.tqdm import (
+        disable_progress_bars,
+        enable_progress_bars,
+        is_progress_bar_enabled,
+    )
     from transformers.utils import logging as transformers_logging
 
+    hub = sys.modules["huggingface_hub.utils.tqdm"]
+    switches = [
+        (transformers_logging.is_progress_bar_enabled(), transformers_logging.enable_progress_bar,
+         transformers_logging.disable_progress_bar),
+        (is_progress_bar_enabled(), enable_progress_bars, disable_progress_bars),
+    ]  # fmt: skip
+    hub_states = dict(hub.progress_bar_states)
     with warnings.catch_warnings():  # the Hub's bars stay off where the tests' env says so
         warnings.simplefilter("ignore")
-        transformers_logging.enable_progress_bar()
-        enable_progress_bars()
+        for _, turn_on, _ in switches:
+            turn_on()
+    yield
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for was_on, turn_on, turn_off in switches:
+            (turn_on if was_on else turn_off)()
+    hub.progress_bar_states.clear()
+    hub.progress_bar_states.update(hub_states)
 
 
 @pytest.mark.parametrize("model", ["bm25", "tiny"])
 def test_progress_false_prints_no_bar_and_no_library_warning(
-    model, task_folder, tiny_sentence_transformer, tmp_path, capfd
+    model, task_folder, tiny_sentence_transformer, tmp_path, capfd, library_bars_on
 ):
     """The weights bar, datasets' corpus bar and mteb's FutureWarnings came back as stderr
     lines before (the libraries' bars on, as in a fresh notebook)."""
     from datasets.utils.tqdm import is_progress_bar_enabled
     from transformers.utils import logging as transformers_logging
 
-    _library_bars_on()
     # As the caller left them (datasets keeps its bars off where its variable says so: an
     # in-process `posbias` run of an earlier test sets HF_DATASETS_DISABLE_PROGRESS_BARS).
     before = (transformers_logging.is_progress_bar_enabled(), is_progress_bar_enabled())

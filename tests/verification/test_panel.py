@@ -106,7 +106,8 @@ def test_delta_must_be_reachable_on_the_panels_score_scale() -> None:
     assert check_delta(0.3, bounded) == 0.3 and check_delta(1, bounded) == 1.0
     with pytest.raises(InputError, match=r"delta 5 is above .* choose a delta in \[0, 1\]"):
         check_delta(5, bounded)
-    # The range --delta declares (>= 0; nan and inf lie outside it), then the type.
+    # The range --delta declares (>= 0; nan and inf lie outside it), then the type; a Python
+    # caller reads the keyword (the command line: the flag).
     refused = {
         -0.1: "must be >= 0, got -0.1",
         float("nan"): "must be a finite number >= 0, got nan",
@@ -115,7 +116,7 @@ def test_delta_must_be_reachable_on_the_panels_score_scale() -> None:
         True: "must be a number, got True",
     }
     for bad, message in refused.items():
-        with pytest.raises(InputError, match=f"^--delta {re.escape(message)}$"):
+        with pytest.raises(InputError, match=f"^delta {re.escape(message)}$"):
             check_delta(bad, bounded)
     # Raw scores (normalisation none) are unbounded: any δ >= 0 can be met.
     assert check_delta(5, parse_panel("bm25@none", load=False)) == 5.0

@@ -1,7 +1,7 @@
 """A position task from the documents a build held out: ``posbias benchmark build heldout``.
 
-``posbias data build --out data`` holds a stable share of the corpus's documents out of the
-training sets (``--holdout``, 10% by default) and keeps them in ``data/work/heldout``. This
+``posbias data build --holdout 0.1 --out data`` holds a stable share of the corpus's documents
+out of the training sets and keeps them in the ``heldout`` folder of its work folder. This
 builder turns them into an evidence-position task, offline and with no model: one Inverse Cloze
 Task sentence is removed from each document and becomes its query, the evidence position is the
 character offset where it was, bucketed into thirds. The corpus is every held-out document, so
