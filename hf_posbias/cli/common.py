@@ -200,6 +200,19 @@ def verbs_of(parser: argparse.ArgumentParser) -> argparse._SubParsersAction | No
     return None
 
 
+def sources_of(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """The parsers of the sources a command takes first (:func:`add_source_verb`: the
+    benchmarks of ``posbias benchmark build``), each holding that source's flags; else none."""
+    return dict(getattr(parser, "posbias_sources", None) or {})
+
+
+def next_words(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """What may follow ``parser``'s words on the command line: a group's verbs, a source of a
+    verb that takes one, or nothing (a command that runs), each with its parser."""
+    verbs = verbs_of(parser)
+    return dict(verbs.choices) if verbs is not None else sources_of(parser)
+
+
 def command_of(
     words: Sequence[str], root: argparse.ArgumentParser
 ) -> tuple[list[str], argparse.ArgumentParser]:
@@ -215,9 +228,8 @@ def command_of(
     """
     parser, named = root, []
     for word in words:
-        verbs = verbs_of(parser)
-        choices = verbs.choices if verbs is not None else getattr(parser, "posbias_sources", None)
-        if not choices or word not in choices:
+        choices = next_words(parser)
+        if word not in choices:
             break
         parser = choices[word]
         named.append(word)
@@ -246,7 +258,7 @@ class Command:
     def sources(self) -> dict[str, argparse.ArgumentParser]:
         """A command that takes a source first (:func:`add_source_verb`): each source's parser,
         which holds the flags of that source; else nothing."""
-        return dict(getattr(self.parser, "posbias_sources", None) or {})
+        return sources_of(self.parser)
 
     @property
     def flag_parsers(self) -> list[argparse.ArgumentParser]:

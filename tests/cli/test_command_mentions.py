@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from hf_posbias.cli import build_parser
-from hf_posbias.cli.common import verbs_of, walk_commands
+from hf_posbias.cli.common import command_of, next_words, sources_of, walk_commands
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -131,23 +131,14 @@ def resolve(
     words: list[str], root: argparse.ArgumentParser
 ) -> tuple[str, argparse.ArgumentParser, str | None]:
     """The command the words after ``posbias`` name: ``(command, its parser, problem)``. The
-    walk stops at the first word that is not a verb (a positional value, prose); a word where a
-    verb or a benchmark must come is the problem."""
-    parser, path = root, "posbias"
-    for word in words:
-        verbs = verbs_of(parser)
-        choices = verbs.choices if verbs is not None else sources_of(parser)
-        if not choices:
-            break
-        if word not in choices:
-            return path, parser, f"`{path} {word}`: no such command"
-        parser, path = choices[word], f"{path} {word}"
+    walk (:func:`~hf_posbias.cli.common.command_of`) stops at the first word that is not a verb
+    (a positional value, prose); a word where a verb or a benchmark must come is the problem."""
+    named, parser = command_of(words, root)
+    path = " ".join(["posbias", *named])
+    rest = words[len(named) :]
+    if rest and next_words(parser):
+        return path, parser, f"`{path} {rest[0]}`: no such command"
     return path, parser, None
-
-
-def sources_of(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    """The benchmarks' parsers of ``posbias benchmark build`` (a verb that takes a source)."""
-    return dict(getattr(parser, "posbias_sources", None) or {})
 
 
 def flags_of(parser: argparse.ArgumentParser) -> set[str]:
