@@ -25,7 +25,7 @@ from pathlib import Path
 
 from hf_posbias.cli.common import VerbParser, list_verbs
 from hf_posbias.errors import DISK_ERRNOS, PosbiasError, disk_error_line
-from hf_posbias.progress import LibraryNotices
+from hf_posbias.progress import NOT_THIS_PACKAGE, LibraryNotices
 from hf_posbias.settings import naming_flags
 from hf_posbias.version import __version__
 
@@ -93,12 +93,16 @@ def _quiet_libraries() -> None:
         # file into one long line; hf_posbias.progress prints plain lines there instead.
         os.environ.setdefault("TQDM_DISABLE", "1")
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    warnings.filterwarnings("ignore", category=FutureWarning)
-    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    # The libraries' notices (mteb's renamed-method FutureWarnings …) go, this package's stay:
+    # from 0.2.0 on a deprecated name warns (warning_line prints it as one line).
+    for category in (FutureWarning, DeprecationWarning):
+        warnings.filterwarnings("ignore", category=category, module=NOT_THIS_PACKAGE)
     for name in ("transformers", "sentence_transformers", "datasets", "mteb", "httpx"):
         logging.getLogger(name).setLevel(logging.ERROR)
-    # bm25s logs every index build at DEBUG; huggingface_hub and urllib3 log each offline retry.
-    for name in ("bm25s", "huggingface_hub", "urllib3"):
+    # huggingface_hub logs each offline retry through a handler of its own, which the root
+    # handler's LIBRARY_NOTICES does not filter (bm25s's DEBUG lines it does: bm25s resets its
+    # logger's level on import, so a level set here would not hold).
+    for name in ("huggingface_hub", "urllib3"):
         logging.getLogger(name).setLevel(logging.WARNING)
 
 

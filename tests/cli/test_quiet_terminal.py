@@ -62,3 +62,14 @@ def test_warnings_one_line_ours_and_libraries_only_with_v(verbose, monkeypatch):
     assert err.startswith("warning: window 25 is larger\n")
     assert ("a library's notice" in err) is verbose
     assert f"{PACKAGE_DIR}/w.py" not in err
+
+
+def test_the_libraries_notices_go_and_this_packages_deprecations_stay(capsys):
+    # Without -v the command line drops the libraries' FutureWarnings (mteb's renamed methods),
+    # never this package's own: from 0.2.0 on a deprecated name warns, as one line.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main(["list", "bases"]) == 0
+        for module in ("hf_posbias.x", "mteb.models"):
+            warnings.warn_explicit("renamed", FutureWarning, f"{module}.py", 1, module=module)
+    assert [w.filename for w in caught] == ["hf_posbias.x.py"]
