@@ -8,11 +8,12 @@ ended: the README promises each finishes in under a minute on 2 CPU cores, so a 
 busy cores says how busy they were. Exits 1 when a command fails.
 
 Run:
-    .venv/bin/python benchmarks/first_screen.py
+    .venv/bin/python benchmarks/first_screen.py [--readme README.md]
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import shlex
@@ -40,7 +41,9 @@ def first_screen_commands(readme: Path = README) -> list[list[str]]:
 
 
 def main() -> int:
-    commands = first_screen_commands()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--readme", type=Path, default=README, help="the README to read")
+    commands = first_screen_commands(parser.parse_args().readme.resolve())
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     failed = 0
     with tempfile.TemporaryDirectory(prefix="first-screen-") as folder:
